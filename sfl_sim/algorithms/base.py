@@ -1,0 +1,195 @@
+"""What every algorithm shares: the training setup, minibatch sampling, eq. (3), aggregation.
+
+An algorithm implements :meth:`Algorithm.round_process`, a SimPy generator written with the
+primitives of :class:`sfl_sim.engine.RoundContext`.  The engine times and counts what the
+algorithm declares (compute on a device, a payload over a link); the algorithm does the real
+torch work between the yields.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, Dict, Generator, List, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from channel.registry import Registry
+from sfl_sim.algorithms.flop_meter import FlopMeter
+from sfl_sim.models import SplittableModel
+
+ALGORITHMS = Registry("algorithm")
+
+
+@dataclass
+class TrainingSetup:
+    """Everything an algorithm trains with.
+
+    Attributes
+    ----------
+    model : SplittableModel
+        The initial global model (algorithms copy what they need).
+    split_point : str
+        Named cut of ``model`` (ignored by algorithms that train the whole model on the client).
+    train_x : Tensor, shape (N, C, H, W)
+        Normalised training images on ``device``.
+    train_y : LongTensor, shape (N,)
+    client_indices : list of LongTensor
+        Sample indices of each client's local data D_k (on ``device``).
+    num_classes : int
+    batch_size : int
+        B, the server-side minibatch split over the cohort by eq. (3).
+    local_iterations : int
+        T, local iterations per round.
+    learning_rate : float
+        SGD step size eta.
+    device : torch.device
+    minibatch_rng : numpy.random.Generator
+        Stream for minibatch sampling (the only randomness algorithms draw themselves).
+    """
+
+    model: SplittableModel
+    split_point: str
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    client_indices: List[torch.Tensor]
+    num_classes: int
+    batch_size: int
+    local_iterations: int
+    learning_rate: float
+    device: torch.device
+    minibatch_rng: np.random.Generator
+
+    @property
+    def client_data_sizes(self) -> np.ndarray:
+        """|D_k| of every client, shape (K,)."""
+        return np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
+
+
+def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.ndarray:
+    """Per-client minibatch sizes B_k = |D_k| B / sum_j |D_j| (SCALA eq. 3), as integers.
+
+    Rounded by largest remainder so that they add up to exactly ``total_batch``; every client
+    gets at least one sample (so a client with very little data still takes part), and no
+    client more samples than it holds when that is possible.
+
+    Parameters
+    ----------
+    data_sizes : sequence of int, shape (n,)
+        |D_k| of the cohort's clients.
+    total_batch : int
+        B.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+    """
+    sizes = np.asarray(data_sizes, dtype=float)
+    if sizes.ndim != 1 or len(sizes) == 0 or np.any(sizes <= 0):
+        raise ValueError(f"data_sizes must be a non-empty list of positive sizes, got {list(data_sizes)}")
+    if total_batch < len(sizes):
+        raise ValueError(f"total_batch={total_batch} must be >= the number of clients ({len(sizes)})")
+    exact = sizes * total_batch / sizes.sum()
+    batch = np.maximum(np.floor(exact).astype(np.int64), 1)
+    remainder = exact - np.floor(exact)
+    # Hand out (or take back) the samples rounding left over, largest remainder first.
+    order = np.argsort(-remainder, kind="stable")
+    i = 0
+    while batch.sum() < total_batch:
+        batch[order[i % len(order)]] += 1
+        i += 1
+    order_back = np.argsort(remainder, kind="stable")
+    i = 0
+    while batch.sum() > total_batch:
+        k = order_back[i % len(order_back)]
+        if batch[k] > 1:
+            batch[k] -= 1
+        i += 1
+    return batch
+
+
+def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]) -> Dict[str, torch.Tensor]:
+    """Weighted average of state dicts (SCALA eq. 10, FedAvg): sum_k w_k s_k / sum_k w_k.
+
+    Parameters
+    ----------
+    states : sequence of state dicts with the same keys and shapes
+    weights : sequence of float, one per state (e.g. |D_k|)
+    """
+    if len(states) != len(weights) or not states:
+        raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
+    w = torch.as_tensor(np.asarray(weights, dtype=np.float64) / float(np.sum(weights)))
+    out: Dict[str, torch.Tensor] = {}
+    for key, ref in states[0].items():
+        if not torch.is_floating_point(ref):
+            out[key] = ref.clone()  # integer buffers (counters) are not averaged
+            continue
+        acc = torch.zeros_like(ref, dtype=torch.float64)
+        for wk, state in zip(w, states):
+            acc += wk.item() * state[key].to(torch.float64)
+        out[key] = acc.to(ref.dtype)
+    return out
+
+
+def tensor_bytes(*tensors: torch.Tensor) -> int:
+    """Bytes of the given tensors as sent: numel x element size, summed."""
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def state_bytes(module: nn.Module) -> int:
+    """Bytes of a model upload/download: every tensor of its state dict."""
+    return tensor_bytes(*module.state_dict().values())
+
+
+class Algorithm(abc.ABC):
+    """Base of every training algorithm.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    """
+
+    def __init__(self, setup: TrainingSetup) -> None:
+        self.setup = setup
+        self.meter = FlopMeter()
+
+    # -- what subclasses implement -------------------------------------------------------------
+    @abc.abstractmethod
+    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        """One round as a SimPy generator (see :mod:`sfl_sim.engine.simulator`)."""
+
+    @abc.abstractmethod
+    def global_model(self) -> nn.Module:
+        """The model evaluated on the test set after a round."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> Dict[str, Any]:
+        """Everything needed to resume training (weights, optimizer state)."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+
+    # -- shared helpers ------------------------------------------------------------------------
+    def cohort_batch_sizes(self, cohort: np.ndarray) -> Dict[int, int]:
+        """B_k of each cohort client by eq. (3)."""
+        sizes = self.setup.client_data_sizes[cohort]
+        return dict(zip(cohort.tolist(), proportional_batch_sizes(sizes, self.setup.batch_size).tolist()))
+
+    def sample_batch(self, client: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A random minibatch of ``size`` samples of client ``client``'s data (without
+        replacement inside the batch, unless the client holds fewer samples than ``size``)."""
+        indices = self.setup.client_indices[client]
+        n = len(indices)
+        pick = self.setup.minibatch_rng.choice(n, size=size, replace=size > n)
+        rows = indices[torch.from_numpy(pick).to(indices.device)]
+        return self.setup.train_x[rows], self.setup.train_y[rows]
+
+    def sgd_step(self, params: Sequence[torch.nn.Parameter]) -> None:
+        """Plain SGD update w <- w - eta * grad, then clear the gradients."""
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-self.setup.learning_rate)
+                    p.grad = None

@@ -1,0 +1,63 @@
+"""FLOPs of the real torch work an algorithm does, counted once and reused.
+
+Each training step an algorithm runs (client forward, client backward, server step, local FL
+step...) is wrapped in :meth:`FlopMeter.run`.  The first time a step kind runs, it executes
+under a FLOP-counting dispatch mode and its FLOPs per sample are stored;
+later calls run bare and are charged ``per_sample * n_samples``.  Counting every call would slow
+training (the counter intercepts every op); counting once is exact because conv/linear FLOPs are
+linear in the batch size.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Tuple
+
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+
+
+class _CountFlops(TorchDispatchMode):
+    """Counts FLOPs of every op with a formula in torch's ``flop_registry`` (matmul, conv, ...).
+
+    The same formulas as :class:`torch.utils.flop_counter.FlopCounterMode`, without its module
+    tracker, whose hooks fail under ``torch.autograd.grad`` (used by the SCALA server step).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total_flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            self.total_flops += formula(*args, **kwargs, out_val=out)
+        return out
+
+
+class FlopMeter:
+    """Cache of FLOPs per sample by step kind."""
+
+    def __init__(self) -> None:
+        self.flops_per_sample: Dict[str, float] = {}
+
+    def run(self, kind: str, n_samples: int, fn: Callable[[], Any]) -> Tuple[Any, float]:
+        """Run ``fn()`` and return ``(its result, FLOPs of the step)``.
+
+        Parameters
+        ----------
+        kind : str
+            Step kind; every call of one kind must do the same work per sample.
+        n_samples : int
+            Samples the step processes (the batch size).
+        fn : callable
+            The real torch work.
+        """
+        per_sample = self.flops_per_sample.get(kind)
+        if per_sample is None:
+            with _CountFlops() as counter:
+                result = fn()
+            per_sample = counter.total_flops / max(n_samples, 1)
+            self.flops_per_sample[kind] = per_sample
+            return result, per_sample * n_samples
+        return fn(), per_sample * n_samples

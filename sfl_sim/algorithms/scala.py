@@ -1,0 +1,227 @@
+"""SCALA: split federated learning with concatenated activations and logit adjustments.
+
+Follows scala-icml.md Algorithm 2 (eqs. 3-10, 14, 15).  One round (global iteration):
+
+1. the server broadcasts the client-side model w_c to the cohort C (and B_k from eq. 3);
+2. T times, every client k in parallel: samples B_k examples, computes A_k = h(w_c,k; X_k)
+   (eq. 4) and uploads A_k and the labels Y_k; the server waits for *all* of them (the
+   concatenation A = U_k A_k needs every client, eqs. 5-6), runs the server-side model once on A,
+   updates w_s with the loss adjusted by the concatenated label distribution P_s (eqs. 7, 14) and
+   computes each client's activation gradient G_k with the loss adjusted by P_k (eqs. 8, 15), both
+   from the same pre-update w_s^t; each client downloads G_k, backpropagates and updates its copy
+   of w_c (eq. 9);
+3. every client uploads w_c,k^T and the server averages them weighted by |D_k| (eq. 10).
+
+Ablations (scala-journal.txt §5.2) are flags of the same class, registered under their names:
+
+* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.
+* ``lla_sfl`` — no concatenation: each client's activations are processed on its own copy of the
+  server-side model (SplitFedV1 style, copies averaged by |D_k| after the round) with the loss
+  adjusted by that client's P_k.
+
+Choices where the paper is silent (each a parameter):
+
+* ``label_prior="batch"``: P_s and P_k are the label distributions of the current iteration's
+  concatenated labels Y and of client k's labels Y_k — what the server sees (eq. 6).  With
+  ``"local_data"`` P_k is client k's whole local label distribution and P_s that of the cohort's
+  data combined (clients would report label counts once per round; not counted as traffic).
+* Labels travel as int64 tensors, as torch holds them; their bytes count as uplink.
+* The server is one device: with ``concatenate=False`` the per-client server jobs queue on it.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Generator, List
+
+import numpy as np
+import torch
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
+from sfl_sim.engine.simulator import SERVER
+
+_PRIORS = ("batch", "local_data")
+
+
+@ALGORITHMS.register("scala")
+class SCALA(Algorithm):
+    """SCALA and its ablations (see module docstring).
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    concatenate : bool
+        Train one server-side model on the concatenated activations (True, SCALA/CA-SFL) or one
+        copy per client on its own activations (False, LLA-SFL).
+    server_adjustment : bool
+        Adjust the server-side update loss by log P_s (eq. 14).  Only with ``concatenate``.
+    client_adjustment : bool
+        Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).
+    label_prior : {"batch", "local_data"}
+        Where P_s and P_k come from.
+    """
+
+    def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
+                 client_adjustment: bool = True, label_prior: str = "batch") -> None:
+        super().__init__(setup)
+        if label_prior not in _PRIORS:
+            raise ValueError(f"label_prior={label_prior!r}; allowed: {', '.join(_PRIORS)}")
+        for name, value in (("concatenate", concatenate), ("server_adjustment", server_adjustment),
+                            ("client_adjustment", client_adjustment)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name}={value!r}; allowed: true or false")
+        if server_adjustment and not concatenate:
+            raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
+                             "distribution); allowed: server_adjustment=false with concatenate=false")
+        self.concatenate = concatenate
+        self.server_adjustment = server_adjustment
+        self.client_adjustment = client_adjustment
+        self.label_prior = label_prior
+        model = copy.deepcopy(setup.model)
+        self.client_model, self.server_model = model.split(setup.split_point)
+        self._full = model
+        self._local_priors = self._client_label_distributions()
+
+    # -- state -----------------------------------------------------------------------------------
+    def global_model(self) -> nn.Module:
+        return self._full
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"model": self._full.state_dict()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._full.load_state_dict(state["model"])
+
+    # -- priors ----------------------------------------------------------------------------------
+    def _client_label_distributions(self) -> torch.Tensor:
+        counts = torch.stack([torch.bincount(self.setup.train_y[ix], minlength=self.setup.num_classes)
+                              for ix in self.setup.client_indices]).to(torch.float32)
+        return counts  # (K, N) label counts; normalised where used
+
+    def _uniform(self) -> torch.Tensor:
+        n = self.setup.num_classes
+        return torch.full((n,), 1.0 / n, device=self.setup.device)
+
+    def _prior(self, labels: torch.Tensor, clients: List[int], adjust: bool) -> torch.Tensor:
+        """Distribution used for the logit adjustment; uniform (i.e. no adjustment) when off."""
+        if not adjust:
+            return self._uniform()
+        if self.label_prior == "batch":
+            return label_distribution(labels, self.setup.num_classes)
+        counts = self._local_priors[clients].sum(dim=0)
+        return (counts / counts.sum()).to(self.setup.device)
+
+    # -- one round -------------------------------------------------------------------------------
+    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        setup = self.setup
+        clients = cohort.tolist()
+        batch = self.cohort_batch_sizes(cohort)
+        # Line 7: the client-side model (and B_k, a few bytes, neglected) goes to the cohort.
+        yield ctx.broadcast(state_bytes(self.client_model), "client_model")
+        local = {k: copy.deepcopy(self.client_model) for k in clients}
+        servers = None if self.concatenate else {k: copy.deepcopy(self.server_model) for k in clients}
+
+        for _t in range(setup.local_iterations):
+            arrived = {k: ctx.event() for k in clients}
+            grads = {k: ctx.event() for k in clients}
+            procs = [ctx.process(self._client_iteration(ctx, k, batch[k], local[k], arrived[k], grads[k]))
+                     for k in clients]
+            if self.concatenate:
+                ctx.process(self._server_concatenated(ctx, clients, arrived, grads))
+            else:
+                for k in clients:
+                    ctx.process(self._server_single(ctx, k, servers[k], arrived[k], grads[k]))
+            yield ctx.all_of(procs)
+
+        # Lines 21-24: upload w_c,k^T, aggregate by |D_k| (eq. 10).
+        yield ctx.all_of([ctx.process(self._upload_model(ctx, k, local[k])) for k in clients])
+        weights = setup.client_data_sizes[cohort].astype(float)
+        self.client_model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
+        if servers is not None:
+            self.server_model.load_state_dict(
+                weighted_average([servers[k].state_dict() for k in clients], weights))
+
+    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+        x, y = self.sample_batch(k, b_k)
+        acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
+        yield from ctx.compute(k, flops, "client_forward")
+        yield ctx.upload(k, tensor_bytes(acts, y), "activations")
+        arrived.succeed((acts.detach(), y))
+        g_k = yield grad
+        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
+
+        def backward() -> None:
+            acts.backward(g_k)
+            self.sgd_step(list(model.parameters()))
+
+        _, flops = self.meter.run("client_backward", b_k, backward)
+        yield from ctx.compute(k, flops, "client_backward")
+
+    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: Dict[int, Any], grads: Dict[int, Any]) -> Generator:
+        received = yield ctx.all_of([arrived[k] for k in clients])
+        parts = [received[arrived[k]] for k in clients]
+        sizes = [a.shape[0] for a, _ in parts]
+        acts = torch.cat([a for a, _ in parts]).requires_grad_(True)  # eq. (5)
+        labels = torch.cat([y for _, y in parts])  # eq. (6)
+
+        def step() -> List[torch.Tensor]:
+            logits = self.server_model(acts)
+            params = [p for p in self.server_model.parameters()]
+            # eq. (14) with P_s: the loss that updates w_s (eq. 7).
+            p_s = self._prior(labels, clients, self.server_adjustment)
+            server_loss = logit_adjusted_cross_entropy(logits, labels, p_s)
+            # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8),
+            # computed on the same pre-update w_s^t.  Each A_k appears only in its own term, so the
+            # gradient of the sum w.r.t. A_k is exactly G_k.  With adjustments off the prior is
+            # uniform, a constant shift of the logits, i.e. plain cross-entropy.
+            client_loss = sum(
+                logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
+                for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes)))
+            param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
+            act_grad = torch.autograd.grad(client_loss, acts)[0]
+            for p, g in zip(params, param_grads):
+                p.grad = g
+            self.sgd_step(params)
+            return list(act_grad.split(sizes))
+
+        act_grads, flops = self.meter.run("server_step", int(sum(sizes)), step)
+        yield from ctx.compute(SERVER, flops, "server_step")
+        for k, g in zip(clients, act_grads):
+            grads[k].succeed(g)
+
+    def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
+        a_k, y_k = yield arrived
+        a_k = a_k.requires_grad_(True)
+
+        def step() -> torch.Tensor:
+            logits = server(a_k)
+            loss = logit_adjusted_cross_entropy(logits, y_k, self._prior(y_k, [k], self.client_adjustment))
+            loss.backward()
+            self.sgd_step(list(server.parameters()))
+            return a_k.grad
+
+        g_k, flops = self.meter.run("server_step", a_k.shape[0], step)
+        yield from ctx.compute(SERVER, flops, "server_step")
+        grad.succeed(g_k)
+
+    def _upload_model(self, ctx: Any, k: int, model: nn.Module) -> Generator:
+        yield ctx.upload(k, state_bytes(model), "client_model")
+
+
+@ALGORITHMS.register("ca_sfl")
+class CASFL(SCALA):
+    """CA-SFL: SCALA's concatenated activations without any logit adjustment (journal §5.2)."""
+
+    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
+        super().__init__(setup, concatenate=True, server_adjustment=False, client_adjustment=False,
+                         label_prior=label_prior)
+
+
+@ALGORITHMS.register("lla_sfl")
+class LLASFL(SCALA):
+    """LLA-SFL: SplitFedV1-style per-client server copies with the local logit adjustment P_k."""
+
+    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
+        super().__init__(setup, concatenate=False, server_adjustment=False, client_adjustment=True,
+                         label_prior=label_prior)

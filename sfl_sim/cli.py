@@ -1,0 +1,103 @@
+"""Command line: ``sfl-sim scenario PATH`` and ``sfl-sim plot RUN_DIR...``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from sfl_sim.config import ConfigError, load_scenario
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sc = sub.add_parser("scenario", help="run every algorithm of a scenario file")
+    sc.add_argument("path", help="scenario YAML, e.g. scenarios/cellular_100clients.yaml")
+    sc.add_argument("--output-dir", "-o", help="where run directories go (one per algorithm)")
+    sc.add_argument("--seed", type=int, help="root seed of every random stream")
+    sc.add_argument("--rounds", type=int, help="global iterations")
+    sc.add_argument("--device", choices=["cpu", "cuda", "auto"], help="torch device")
+    sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
+    sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
+    sc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
+
+    pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
+    pl.add_argument("run_dirs", nargs="+", help="run directories written by 'sfl-sim scenario'")
+    pl.add_argument("--out", "-o", default="plots", help="folder for the PNG files (default: plots)")
+    return parser
+
+
+def _scenario(args: argparse.Namespace) -> int:
+    from sfl_sim.data import DatasetNotFoundError
+
+    extra = {"output_dir": args.output_dir, "seed": args.seed, "rounds": args.rounds, "device": args.device}
+    try:
+        cfg = load_scenario(args.path, args.overrides, extra)
+        from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
+
+        if args.check:
+            dataset = runner._component(runner.DATASETS, cfg["data"]["dataset"], "data.dataset").load()
+            for spec in cfg["algorithms"]:
+                runner.build_run(cfg, spec, dataset)
+            print(f"scenario {args.path}: valid; {len(cfg['algorithms'])} run(s) build")
+            return 0
+        summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
+    except ConfigError as exc:
+        print(f"sfl-sim: invalid scenario: {exc}", file=sys.stderr)
+        return 2
+    except DatasetNotFoundError as exc:
+        print(f"sfl-sim: data set not found: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nsfl-sim: interrupted; results so far are on disk, continue with --resume", file=sys.stderr)
+        return 130
+    _print_summaries(summaries, Path(cfg["output_dir"]))
+    return 0
+
+
+def _print_summaries(summaries: List[dict], out: Path) -> None:
+    print(f"\nresults in {out}/")
+    print(f"{'run':<14}{'rounds':>7}{'final acc':>11}{'best acc':>10}{'sim time (s)':>14}{'host time (s)':>15}"
+          f"{'uplink (MB)':>13}")
+    for s in summaries:
+        if not s:
+            continue
+        print(f"{s['label']:<14}{s['rounds_completed']:>7}{s['final_test_accuracy']:>11.4f}"
+              f"{s['best_test_accuracy']:>10.4f}{s['final_sim_time_s']:>14.1f}{s['host_time_s']:>15.1f}"
+              f"{s['uplink_bytes'] / 1e6:>13.1f}")
+    targets = list(summaries[0].get("time_to_accuracy_s", {})) if summaries and summaries[0] else []
+    if targets:
+        print("simulated time to accuracy (s): " + "; ".join(
+            s["label"] + " " + ", ".join(f"{t}: {'-' if v is None else f'{v:.0f}'}"
+                                         for t, v in s["time_to_accuracy_s"].items())
+            for s in summaries if s))
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from analysis import plot_runs
+    from analysis.runs import RunFormatError
+
+    try:
+        paths = plot_runs(args.run_dirs, args.out)
+    except (FileNotFoundError, RunFormatError) as exc:
+        print(f"sfl-sim plot: {exc}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the ``sfl-sim`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "scenario":
+        return _scenario(args)
+    return _plot(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Data layer: IDX reading, in-memory datasets and client partitioners.
+
+Registries: :data:`DATASETS` (``"fashion_mnist"``, ``"mnist"``) and :data:`PARTITIONERS`
+(``"iid"``, ``"quantity"``, ``"dirichlet"``).
+"""
+from .datasets import (
+    DATASETS,
+    IDX_FILES,
+    MNIST,
+    ArrayDataset,
+    DatasetNotFoundError,
+    FashionMNIST,
+    IdxImageDataset,
+)
+from .idx import IDX_DTYPES, IdxFormatError, read_idx, write_idx
+from .partition import (
+    PARTITIONERS,
+    DirichletLabelSkew,
+    IIDPartitioner,
+    Partitioner,
+    QuantityLabelSkew,
+    label_histogram,
+)
+
+__all__ = [
+    "ArrayDataset",
+    "DATASETS",
+    "DatasetNotFoundError",
+    "DirichletLabelSkew",
+    "FashionMNIST",
+    "IDX_DTYPES",
+    "IDX_FILES",
+    "IIDPartitioner",
+    "IdxFormatError",
+    "IdxImageDataset",
+    "MNIST",
+    "PARTITIONERS",
+    "Partitioner",
+    "QuantityLabelSkew",
+    "label_histogram",
+    "read_idx",
+    "write_idx",
+]

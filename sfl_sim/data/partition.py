@@ -1,0 +1,331 @@
+"""Split a labelled dataset among clients: IID, quantity-based and Dirichlet label skew.
+
+Every partitioner has ``split(labels, n_clients, num_classes, rng) -> list of K index arrays``;
+the arrays are ``int64``, sorted ascending, non-empty and pairwise disjoint.  Every random draw
+comes from the ``numpy.random.Generator`` passed in, so equal seeds give equal partitions.
+
+The two label-skew schemes follow the SCALA paper's definitions (quantity-based label skew with
+``alpha`` classes per client, Dirichlet label skew with concentration ``beta``).
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, List
+
+import numpy as np
+
+from channel.registry import Registry
+
+__all__ = [
+    "PARTITIONERS",
+    "Partitioner",
+    "IIDPartitioner",
+    "QuantityLabelSkew",
+    "DirichletLabelSkew",
+    "label_histogram",
+]
+
+PARTITIONERS = Registry("partitioner")
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_inputs(labels: Any, n_clients: Any, num_classes: Any, rng: Any) -> np.ndarray:
+    n_clients = _check_int("n_clients", n_clients, 1)
+    num_classes = _check_int("num_classes", num_classes, 1)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        raise ValueError(f"labels must be a 1-D integer array, got dtype {arr.dtype} and shape {arr.shape}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= num_classes):
+        raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got [{arr.min()}, {arr.max()}]")
+    if arr.size < n_clients:
+        raise ValueError(f"n_clients must be <= the number of samples ({arr.size}) so that every "
+                         f"client gets at least one, got {n_clients}")
+    return arr
+
+
+def _finish(parts: List[np.ndarray]) -> List[np.ndarray]:
+    return [np.sort(np.asarray(p, dtype=np.int64)) for p in parts]
+
+
+class Partitioner:
+    """Interface of a partitioner (documentation only; duck typing is enough)."""
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """Split sample indices among clients.
+
+        Parameters
+        ----------
+        labels : numpy.ndarray
+            Integer class labels in ``[0, num_classes)``, shape ``(N,)``.
+        n_clients : int
+            Number of clients K >= 1.
+        num_classes : int
+            Number of classes N >= 1.
+        rng : numpy.random.Generator
+            Source of every random draw.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            K sorted, non-empty, disjoint ``int64`` index arrays into ``labels``.
+        """
+        raise NotImplementedError
+
+
+@PARTITIONERS.register("iid")
+class IIDPartitioner(Partitioner):
+    """IID split: shuffle all indices and cut them into K near-equal parts.
+
+    Part sizes differ by at most one sample; all samples are used.
+    """
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """See :meth:`Partitioner.split`.
+
+        Raises
+        ------
+        ValueError
+            On invalid inputs, or if there are fewer samples than clients.
+        """
+        arr = _check_inputs(labels, n_clients, num_classes, rng)
+        return _finish(np.array_split(rng.permutation(arr.size), int(n_clients)))
+
+    def __repr__(self) -> str:
+        return "IIDPartitioner()"
+
+
+@PARTITIONERS.register("quantity")
+class QuantityLabelSkew(Partitioner):
+    """Quantity-based label skew: every client holds exactly ``alpha`` distinct classes.
+
+    As in the SCALA paper: with K clients and N classes the data of each class is divided into
+    about K*alpha/N portions and each client receives alpha portions of distinct classes.
+
+    Algorithm (seeded by ``rng``, always succeeds):
+
+    1. Class quotas: each class is held by ``floor(K*alpha/N)`` clients and a random
+       ``(K*alpha) mod N`` classes by one more, so quotas differ by at most one and sum to
+       K*alpha.
+    2. Clients are filled one by one.  With ``m`` clients still to fill, a class whose remaining
+       quota equals ``m`` must go to the current client (otherwise it could no longer be used
+       up); the rest of the client's ``alpha`` classes are drawn without replacement with
+       probability proportional to remaining quota.  The invariant "no remaining quota exceeds
+       the number of clients left" (the Gale-Ryser condition for equal row sums) guarantees that
+       the dealing never gets stuck.
+    3. Each class's samples are shuffled and cut into as many near-equal portions as clients
+       hold it; all samples are used.
+
+    Parameters
+    ----------
+    alpha : int
+        Classes per client, ``1 <= alpha <= num_classes`` (checked in :meth:`split`).
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` is not an integer >= 1.
+    """
+
+    def __init__(self, alpha: int) -> None:
+        self.alpha = _check_int("alpha", alpha, 1)
+
+    def assign_classes(self, n_clients: int, num_classes: int, rng: np.random.Generator) -> np.ndarray:
+        """Decide which ``alpha`` distinct classes each client holds.
+
+        Parameters
+        ----------
+        n_clients : int
+            Number of clients K.
+        num_classes : int
+            Number of classes N (>= alpha).
+        rng : numpy.random.Generator
+            Source of the random draws.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64`` array of shape ``(K, alpha)``; row k holds client k's classes, sorted.
+            Each class appears in ``floor(K*alpha/N)`` or ``ceil(K*alpha/N)`` rows.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha > num_classes``.
+        """
+        k_total = _check_int("n_clients", n_clients, 1)
+        n = _check_int("num_classes", num_classes, 1)
+        a = self.alpha
+        if a > n:
+            raise ValueError(f"alpha must be between 1 and num_classes={n}, got {a}")
+        slots = k_total * a
+        quota = np.full(n, slots // n, dtype=np.int64)
+        quota[rng.permutation(n)[: slots % n]] += 1
+        out = np.empty((k_total, a), dtype=np.int64)
+        for k in range(k_total):
+            left = k_total - k  # clients still to fill, this one included
+            forced = np.flatnonzero(quota == left)
+            rest_needed = a - forced.size
+            if rest_needed:
+                pool = np.flatnonzero((quota > 0) & (quota < left))
+                p = quota[pool] / quota[pool].sum()
+                extra = rng.choice(pool, size=rest_needed, replace=False, p=p)
+                chosen = np.concatenate([forced, extra])
+            else:
+                chosen = forced
+            quota[chosen] -= 1
+            out[k] = np.sort(chosen)
+        return out
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """See :meth:`Partitioner.split`.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha > num_classes``, on invalid inputs, or if some class has fewer samples
+            than clients that must hold it (a client would get an empty portion).
+        """
+        arr = _check_inputs(labels, n_clients, num_classes, rng)
+        assignment = self.assign_classes(n_clients, num_classes, rng)
+        parts: List[List[np.ndarray]] = [[] for _ in range(int(n_clients))]
+        for c in range(int(num_classes)):
+            holders = np.flatnonzero((assignment == c).any(axis=1))
+            idx = np.flatnonzero(arr == c)
+            if holders.size == 0:
+                if idx.size:  # only when n_clients * alpha < num_classes
+                    raise ValueError(
+                        f"n_clients*alpha ({n_clients}*{self.alpha}) is smaller than num_classes={num_classes}, "
+                        f"so the {idx.size} samples of class {c} would be dropped; use more clients or a "
+                        f"larger alpha"
+                    )
+                continue
+            if idx.size < holders.size:
+                raise ValueError(
+                    f"class {c} has {idx.size} samples but {holders.size} clients must each hold a "
+                    f"portion of it (n_clients={n_clients}, alpha={self.alpha}, num_classes={num_classes}); "
+                    f"use fewer clients, a smaller alpha or more data"
+                )
+            for holder, portion in zip(holders, np.array_split(rng.permutation(idx), holders.size)):
+                parts[holder].append(portion)
+        return _finish([np.concatenate(p) for p in parts])
+
+    def __repr__(self) -> str:
+        return f"QuantityLabelSkew(alpha={self.alpha})"
+
+
+@PARTITIONERS.register("dirichlet")
+class DirichletLabelSkew(Partitioner):
+    """Dirichlet label skew: client label proportions drawn from a symmetric Dirichlet.
+
+    As in the SCALA paper: each client k draws ``p_k ~ Dir_N(beta)``; the (shuffled) samples of
+    class y are split among the clients in proportion to ``p_{k,y} / sum_j p_{j,y}`` (cut points
+    ``floor(cumsum * n_y)``).  The whole draw is repeated while some client has fewer than
+    ``min_samples_per_client`` samples.  Small ``beta`` gives strong skew (few classes per
+    client), large ``beta`` approaches IID.
+
+    Parameters
+    ----------
+    beta : float
+        Concentration, > 0.
+    min_samples_per_client : int, default 10
+        Smallest acceptable client size (>= 1).
+    max_attempts : int, default 1000
+        Number of draws before giving up.
+
+    Raises
+    ------
+    ValueError
+        If ``beta`` is not a finite number > 0, or the integers are < 1.
+    """
+
+    def __init__(self, beta: float, min_samples_per_client: int = 10, max_attempts: int = 1000) -> None:
+        ok = isinstance(beta, numbers.Real) and not isinstance(beta, bool) and np.isfinite(beta) and beta > 0
+        if not ok:
+            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+        self.beta = float(beta)
+        self.min_samples_per_client = _check_int("min_samples_per_client", min_samples_per_client, 1)
+        self.max_attempts = _check_int("max_attempts", max_attempts, 1)
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """See :meth:`Partitioner.split`.
+
+        Raises
+        ------
+        ValueError
+            On invalid inputs, if ``n_clients * min_samples_per_client`` exceeds the number of
+            samples, or if no draw within ``max_attempts`` satisfies the minimum size.
+        """
+        arr = _check_inputs(labels, n_clients, num_classes, rng)
+        k_total, n = int(n_clients), int(num_classes)
+        if k_total * self.min_samples_per_client > arr.size:
+            raise ValueError(
+                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
+                f"the {arr.size} samples available"
+            )
+        class_idx = [np.flatnonzero(arr == c) for c in range(n)]
+        smallest = 0
+        for _ in range(self.max_attempts):
+            props = rng.dirichlet(np.full(n, self.beta), size=k_total)  # (K, N), rows sum to 1
+            parts: List[List[np.ndarray]] = [[] for _ in range(k_total)]
+            for c in range(n):
+                idx = class_idx[c]
+                if idx.size == 0:
+                    continue
+                col = props[:, c]
+                total = col.sum()
+                share = col / total if total > 0 and np.isfinite(total) else np.full(k_total, 1.0 / k_total)
+                cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
+                for k, portion in enumerate(np.split(rng.permutation(idx), cuts)):
+                    parts[k].append(portion)
+            sizes = [sum(p.size for p in client) for client in parts]
+            smallest = min(sizes)
+            if smallest >= self.min_samples_per_client:
+                return _finish([np.concatenate(p) for p in parts])
+        raise ValueError(
+            f"DirichletLabelSkew(beta={self.beta}): no partition with min_samples_per_client="
+            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
+            f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
+            f"min_samples_per_client or n_clients"
+        )
+
+    def __repr__(self) -> str:
+        return (f"DirichletLabelSkew(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
+                f"max_attempts={self.max_attempts})")
+
+
+def label_histogram(labels: np.ndarray, parts: List[np.ndarray], num_classes: int) -> np.ndarray:
+    """Per-client class counts.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Integer labels in ``[0, num_classes)``, shape ``(N,)``.
+    parts : list of numpy.ndarray
+        K index arrays into ``labels``.
+    num_classes : int
+        Number of classes.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(K, num_classes)``; entry ``[k, c]`` counts the samples of
+        class c held by client k.
+    """
+    n = _check_int("num_classes", num_classes, 1)
+    arr = np.asarray(labels, dtype=np.int64)
+    out = np.zeros((len(parts), n), dtype=np.int64)
+    for k, part in enumerate(parts):
+        out[k] = np.bincount(arr[np.asarray(part, dtype=np.int64)], minlength=n)[:n]
+    return out

@@ -1,0 +1,14 @@
+"""Registry of splittable models.
+
+Models register here under a short name (``@MODELS.register("alexnet")``); a scenario names a
+model by that name or by ``"package.module:Class"``.  The registry lives in its own module so that
+model files can import it without importing each other (and without a cycle through
+``sfl_sim.models.__init__``).
+"""
+from __future__ import annotations
+
+from channel.registry import Registry
+
+MODELS = Registry("model")
+
+__all__ = ["MODELS"]

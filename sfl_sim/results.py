@@ -1,0 +1,113 @@
+"""The run directory, written as the run goes (schema version 1).
+
+Files
+-----
+``scenario.yaml``
+    The resolved scenario of this run (defaults filled, overrides applied, one algorithm).
+``cell.csv``
+    One row per client: position, distance, path loss, shadowing, SNR and rate at an equal share
+    of the uplink, compute budget, local data size and number of classes held.
+``metrics.csv``
+    One row per evaluated round (see :data:`METRICS_COLUMNS`); byte and FLOP columns are
+    cumulative; ``sim_time_s`` is the simulated clock and ``host_time_s`` the host seconds spent
+    by this run; the two are never mixed.  Appended and flushed at each evaluation.
+``summary.json``
+    Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
+``checkpoint.pt``
+    Everything needed to resume after the last evaluated round (atomically replaced).
+
+:mod:`analysis.runs` reads these files without importing this module.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Sequence
+
+import yaml
+
+SCHEMA_VERSION = 1
+METRICS_COLUMNS = ("round", "sim_time_s", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
+                   "client_flops", "server_flops", "host_time_s")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class RunWriter:
+    """Writes one run directory.
+
+    Parameters
+    ----------
+    run_dir : Path
+        Created if missing.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / "metrics.csv"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / "checkpoint.pt"
+
+    def write_scenario(self, scenario: Mapping[str, Any]) -> None:
+        _atomic_write_text(self.run_dir / "scenario.yaml", yaml.safe_dump(dict(scenario), sort_keys=False))
+
+    def write_table(self, name: str, columns: Mapping[str, Sequence[Any]]) -> None:
+        """Write a CSV with the given columns (equal lengths)."""
+        keys = list(columns)
+        rows = zip(*(columns[k] for k in keys))
+        tmp = self.run_dir / (name + ".tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(keys)
+            writer.writerows(rows)
+        os.replace(tmp, self.run_dir / name)
+
+    def start_metrics(self, keep_through_round: int | None = None) -> None:
+        """Create ``metrics.csv`` with its header, or, when resuming, keep the rows of rounds up to
+        ``keep_through_round`` (rows written after the last checkpoint are dropped, they will be
+        recomputed identically)."""
+        kept: List[List[str]] = []
+        if keep_through_round is not None and self.metrics_path.exists():
+            with self.metrics_path.open(newline="") as fh:
+                reader = csv.reader(fh)
+                next(reader, None)
+                kept = [row for row in reader if row and int(row[0]) <= keep_through_round]
+        tmp = self.metrics_path.with_name("metrics.csv.tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(METRICS_COLUMNS)
+            writer.writerows(kept)
+        os.replace(tmp, self.metrics_path)
+
+    def append_metrics(self, row: Mapping[str, Any]) -> None:
+        """Append one evaluated round and flush it to disk."""
+        with self.metrics_path.open("a", newline="") as fh:
+            csv.writer(fh).writerow([row[c] for c in METRICS_COLUMNS])
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary}
+        _atomic_write_text(self.run_dir / "summary.json", json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+    def read_summary(self) -> Dict[str, Any] | None:
+        path = self.run_dir / "summary.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+def read_metrics_rows(path: Path) -> List[Dict[str, float]]:
+    """The rows of a ``metrics.csv`` as dicts of floats (used to rebuild summaries on resume)."""
+    with Path(path).open(newline="") as fh:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
