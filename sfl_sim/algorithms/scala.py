@@ -122,25 +122,33 @@ class SCALA(Algorithm):
         local = {k: copy.deepcopy(self.client_model) for k in clients}
         servers = None if self.concatenate else {k: copy.deepcopy(self.server_model) for k in clients}
 
-        for _t in range(setup.local_iterations):
-            arrived = {k: ctx.event() for k in clients}
-            grads = {k: ctx.event() for k in clients}
-            procs = [ctx.process(self._client_iteration(ctx, k, batch[k], local[k], arrived[k], grads[k]))
-                     for k in clients]
-            if self.concatenate:
-                ctx.process(self._server_concatenated(ctx, clients, arrived, grads))
-            else:
-                for k in clients:
-                    ctx.process(self._server_single(ctx, k, servers[k], arrived[k], grads[k]))
-            yield ctx.all_of(procs)
+        # One event per (iteration, client): activations arrived at the server / G_k ready.
+        iterations = range(setup.local_iterations)
+        arrived = [{k: ctx.event() for k in clients} for _ in iterations]
+        grads = [{k: ctx.event() for k in clients} for _ in iterations]
+        jobs = [ctx.process(self._client(ctx, k, batch[k], local[k], arrived, grads)) for k in clients]
+        if self.concatenate:
+            jobs.append(ctx.process(self._server_concatenated(ctx, clients, arrived, grads)))
+        else:
+            # Per-client server jobs start as activations arrive and queue on the one server.
+            jobs += [ctx.process(self._server_single(ctx, k, servers[k], arrived[t][k], grads[t][k]))
+                     for t in iterations for k in clients]
+        yield ctx.all_of(jobs)
 
-        # Lines 21-24: upload w_c,k^T, aggregate by |D_k| (eq. 10).
-        yield ctx.all_of([ctx.process(self._upload_model(ctx, k, local[k])) for k in clients])
+        # Lines 21-24 happened in each client's process (upload of w_c,k^T after its last
+        # backward); the server now aggregates by |D_k| (eq. 10).
         weights = setup.client_data_sizes[cohort].astype(float)
         self.client_model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
         if servers is not None:
             self.server_model.load_state_dict(
                 weighted_average([servers[k].state_dict() for k in clients], weights))
+
+    def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
+                grads: List[Dict[int, Any]]) -> Generator:
+        """Client k's round: T iterations (lines 9-13, 17-19), then upload of w_c,k^T (line 22)."""
+        for t in range(self.setup.local_iterations):
+            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
+        yield ctx.upload(k, state_bytes(model), "client_model")
 
     def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
         x, y = self.sample_batch(k, b_k)
@@ -158,37 +166,53 @@ class SCALA(Algorithm):
         _, flops = self.meter.run("client_backward", b_k, backward)
         yield from ctx.compute(k, flops, "client_backward")
 
-    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: Dict[int, Any], grads: Dict[int, Any]) -> Generator:
-        received = yield ctx.all_of([arrived[k] for k in clients])
-        parts = [received[arrived[k]] for k in clients]
+    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: List[Dict[int, Any]],
+                             grads: List[Dict[int, Any]]) -> Generator:
+        """The server's T iterations: wait for every client, one step on the concatenation."""
+        for t in range(self.setup.local_iterations):
+            received = yield ctx.all_of([arrived[t][k] for k in clients])
+            parts = [received[arrived[t][k]] for k in clients]
+            n_samples = int(sum(a.shape[0] for a, _ in parts))
+            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(clients, parts))
+            yield from ctx.compute(SERVER, flops, "server_step")
+            for k, g in zip(clients, act_grads):
+                grads[t][k].succeed(g)
+
+    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
+        """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
+
+        Parameters
+        ----------
+        clients : list of int
+            Cohort, in the order of ``parts``.
+        parts : list of (Tensor (B_k, ...), LongTensor (B_k,))
+            Each client's activations A_k (detached) and labels Y_k.
+
+        Returns
+        -------
+        list of Tensor
+            G_k for each client, shaped like A_k.
+        """
         sizes = [a.shape[0] for a, _ in parts]
         acts = torch.cat([a for a, _ in parts]).requires_grad_(True)  # eq. (5)
         labels = torch.cat([y for _, y in parts])  # eq. (6)
-
-        def step() -> List[torch.Tensor]:
-            logits = self.server_model(acts)
-            params = [p for p in self.server_model.parameters()]
-            # eq. (14) with P_s: the loss that updates w_s (eq. 7).
-            p_s = self._prior(labels, clients, self.server_adjustment)
-            server_loss = logit_adjusted_cross_entropy(logits, labels, p_s)
-            # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8),
-            # computed on the same pre-update w_s^t.  Each A_k appears only in its own term, so the
-            # gradient of the sum w.r.t. A_k is exactly G_k.  With adjustments off the prior is
-            # uniform, a constant shift of the logits, i.e. plain cross-entropy.
-            client_loss = sum(
-                logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
-                for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes)))
-            param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
-            act_grad = torch.autograd.grad(client_loss, acts)[0]
-            for p, g in zip(params, param_grads):
-                p.grad = g
-            self.sgd_step(params)
-            return list(act_grad.split(sizes))
-
-        act_grads, flops = self.meter.run("server_step", int(sum(sizes)), step)
-        yield from ctx.compute(SERVER, flops, "server_step")
-        for k, g in zip(clients, act_grads):
-            grads[k].succeed(g)
+        logits = self.server_model(acts)
+        params = list(self.server_model.parameters())
+        # eq. (14) with P_s: the loss that updates w_s (eq. 7).
+        server_loss = logit_adjusted_cross_entropy(logits, labels, self._prior(labels, clients, self.server_adjustment))
+        # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
+        # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
+        # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
+        # the logits, i.e. plain cross-entropy.
+        client_loss = sum(
+            logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
+            for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes)))
+        param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
+        act_grad = torch.autograd.grad(client_loss, acts)[0]
+        for p, g in zip(params, param_grads):
+            p.grad = g
+        self.sgd_step(params)
+        return list(act_grad.split(sizes))
 
     def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
         a_k, y_k = yield arrived
@@ -204,9 +228,6 @@ class SCALA(Algorithm):
         g_k, flops = self.meter.run("server_step", a_k.shape[0], step)
         yield from ctx.compute(SERVER, flops, "server_step")
         grad.succeed(g_k)
-
-    def _upload_model(self, ctx: Any, k: int, model: nn.Module) -> Generator:
-        yield ctx.upload(k, state_bytes(model), "client_model")
 
 
 @ALGORITHMS.register("ca_sfl")

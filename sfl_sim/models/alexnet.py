@@ -40,6 +40,9 @@ def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str
     return items
 
 
+_INITS = ("kaiming_normal", "pytorch_default")
+
+
 @MODELS.register("alexnet")
 class AlexNet(SplittableModel):
     """AlexNet for small images as six blocks: five conv blocks and the classifier.
@@ -70,6 +73,12 @@ class AlexNet(SplittableModel):
         Widths of the two hidden fully-connected layers.
     dropout : float, default 0.5
         Dropout probability before the first two linear layers, in ``[0, 1)``.
+    init : {"kaiming_normal", "pytorch_default"}, default "kaiming_normal"
+        Weight initialisation.  ``kaiming_normal`` (He et al., 2015: N(0, 2/fan_in) for every conv
+        and hidden linear layer, zero biases; the output layer keeps PyTorch's default) lets this
+        8-layer ReLU network without normalisation learn with plain SGD at lr 0.01.  With PyTorch's
+        default init (uniform, gain 1/sqrt(3)) the signal shrinks layer by layer and the network
+        measured no progress in 200 such steps on Fashion-MNIST (loss stuck at ln 10).
 
     Raises
     ------
@@ -84,6 +93,7 @@ class AlexNet(SplittableModel):
         conv_channels: Sequence[int] = (64, 192, 384, 256, 256),
         fc_features: Sequence[int] = (1024, 1024),
         dropout: float = 0.5,
+        init: str = "kaiming_normal",
     ) -> None:
         shape = _int_tuple("input_shape", input_shape, 3, 1, "3 positive ints (C, H, W)")
         in_ch, height, width = shape
@@ -98,6 +108,8 @@ class AlexNet(SplittableModel):
         f1, f2 = _int_tuple("fc_features", fc_features, 2, 1, "2 positive ints")
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout = {dropout!r} is invalid; allowed: a float in [0, 1)")
+        if init not in _INITS:
+            raise ValueError(f"init = {init!r} is invalid; allowed: {', '.join(_INITS)}")
 
         def conv(cin: int, cout: int) -> nn.Conv2d:
             return nn.Conv2d(cin, cout, kernel_size=3, padding=1)
@@ -131,3 +143,8 @@ class AlexNet(SplittableModel):
         self.conv_channels = (c1, c2, c3, c4, c5)
         self.fc_features = (f1, f2)
         self.dropout = float(dropout)
+        if init == "kaiming_normal":
+            layers = [m for m in self.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+            for layer in layers[:-1]:  # the output layer keeps the default: small initial logits
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                nn.init.zeros_(layer.bias)

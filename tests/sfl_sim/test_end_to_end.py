@@ -1,0 +1,102 @@
+"""Short real runs on a slice of the real Fashion-MNIST: files written, same seed same rows, resume.
+
+CI installs Debian's dataset-fashion-mnist (see .ci/run); these tests need it.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sfl_sim.cli import main
+from sfl_sim.config import load_scenario
+from sfl_sim.data import DATASETS
+from sfl_sim import runner
+
+SMALL = {
+    "name": "small",
+    "seed": 3,
+    "rounds": 2,
+    "eval_every_rounds": 1,
+    "eval_samples": 200,
+    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
+    "training": {"batch_size": 32, "local_iterations": 2, "learning_rate": 0.01, "torch_threads": 1},
+    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 1000, "max_test_samples": 500},
+             "partition": {"name": "quantity", "alpha": 2}},
+    "model": {"name": "alexnet", "split_point": "S2",
+              "params": {"conv_channels": [8, 8, 8, 8, 8], "fc_features": [16, 16]}},
+    "clients": {"count": 10, "participation": 0.3},
+}
+
+
+def write_scenario(tmp_path: Path, data: dict, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def read_rows(path: Path) -> list[dict]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = main(["scenario", str(write_scenario(tmp_path, SMALL)), "-o", str(out), "--no-progress"])
+    assert code == 0
+    for label in ("scala", "fedavg"):
+        run_dir = out / label
+        rows = read_rows(run_dir / "metrics.csv")
+        assert [r["round"] for r in rows] == ["1", "2"]
+        assert float(rows[1]["sim_time_s"]) > float(rows[0]["sim_time_s"]) > 0
+        assert float(rows[1]["uplink_bytes"]) > float(rows[0]["uplink_bytes"]) > 0
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["schema_version"] == 1 and summary["status"] == "complete"
+        assert summary["rounds_completed"] == 2
+        scenario = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+        assert scenario["algorithm"]["name"] == label and scenario["seed"] == 3
+        assert len(read_rows(run_dir / "cell.csv")) == 10
+        assert (run_dir / "checkpoint.pt").exists()
+    # SCALA's server trains the deep layers: it computes server FLOPs; FedAvg never does.
+    assert float(read_rows(out / "fedavg" / "metrics.csv")[-1]["server_flops"]) == 0
+    assert float(read_rows(out / "scala" / "metrics.csv")[-1]["server_flops"]) > 0
+
+
+def _without_host_time(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "host_time_s"} for r in rows]
+
+
+def test_same_seed_same_rows(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, {**SMALL, "algorithms": [{"name": "scala"}]})
+    for name in ("a", "b"):
+        assert main(["scenario", str(scenario), "-o", str(tmp_path / name), "--no-progress"]) == 0
+    a = read_rows(tmp_path / "a" / "scala" / "metrics.csv")
+    b = read_rows(tmp_path / "b" / "scala" / "metrics.csv")
+    assert _without_host_time(a) == _without_host_time(b)
+
+
+def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
+    data = {**SMALL, "rounds": 3, "algorithms": [{"name": "scala"}], "output_dir": str(tmp_path / "full")}
+    path = write_scenario(tmp_path, data)
+    assert main(["scenario", str(path), "--no-progress"]) == 0
+    full = read_rows(tmp_path / "full" / "scala" / "metrics.csv")
+
+    cfg = load_scenario(path, extra={"output_dir": str(tmp_path / "cut")})
+    dataset = DATASETS.create("fashion_mnist", max_train_samples=1000, max_test_samples=500).load()
+
+    def interrupt(rnd: int, info: dict) -> None:
+        if rnd == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_one(runner.build_run(cfg, cfg["algorithms"][0], dataset), tmp_path / "cut" / "scala",
+                       progress=False, on_round=interrupt)
+    assert len(read_rows(tmp_path / "cut" / "scala" / "metrics.csv")) == 2
+    # Without --resume nothing is overwritten.
+    assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress"]) == 2
+    assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress", "--resume"]) == 0
+    resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv")
+    assert _without_host_time(resumed) == _without_host_time(full)
