@@ -64,6 +64,11 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
     assert float(read_rows(out / "fedavg" / "metrics.csv")[-1]["server_flops"]) == 0
     assert float(read_rows(out / "scala" / "metrics.csv")[-1]["server_flops"]) > 0
 
+    plots = tmp_path / "plots"
+    assert main(["plot", str(out / "scala"), str(out / "fedavg"), "-o", str(plots)]) == 0
+    for name in ("accuracy_vs_time.png", "uplink_vs_time.png"):
+        assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
 
 def _without_host_time(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "host_time_s"} for r in rows]
