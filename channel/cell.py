@@ -214,9 +214,9 @@ class Cell:
     def downlink_rates_bps(self, client_ids: Any, payload_bits: Any = None) -> np.ndarray:
         """Downlink rate to each client when the server sends them separate data in one phase.
 
-        Same as :meth:`uplink_rates_bps` with ``downlink_bandwidth_hz`` and ``server_tx_power_w``.
-        Each client's sub-band is modelled with the full ``server_tx_power_w`` (the common SFL
-        modelling choice, mirroring the uplink), not with the power split across sub-bands.
+        Same as :meth:`uplink_rates_bps` with ``downlink_bandwidth_hz`` and ``server_tx_power_w``,
+        except that the server has one power amplifier: ``server_tx_power_w`` is spread over the
+        band at a flat spectral density, so a client's sub-band b_k carries P b_k / B.
 
         Parameters
         ----------
@@ -237,7 +237,7 @@ class Cell:
         """
         ids = self._check_ids(client_ids)
         band, power = self._downlink_config("downlink_rates_bps")
-        return self._shared_rates(ids, payload_bits, band, np.full(ids.size, power))
+        return self._shared_rates(ids, payload_bits, band, power, power_per_hz=True)
 
     def broadcast_rate_bps(self, client_ids: Any) -> float:
         """Rate of one server transmission on the whole downlink band received by all clients.
@@ -322,7 +322,7 @@ class Cell:
         return self._downlink_bandwidth_hz, self._server_tx_power_w
 
     def _shared_rates(
-        self, ids: np.ndarray, payload_bits: Any, band_hz: float, power_w: np.ndarray
+        self, ids: np.ndarray, payload_bits: Any, band_hz: float, power_w: Any, power_per_hz: bool = False
     ) -> np.ndarray:
         if ids.size == 0:
             return np.zeros(0)
@@ -347,4 +347,6 @@ class Cell:
             raise ValueError(
                 f"allocator {self.allocator!r} allocated {shares.sum():g} Hz, more than the band {band_hz:g} Hz"
             )
+        if power_per_hz:  # one transmitter's power spread flat over the band
+            power_w = power_w * shares / band_hz
         return np.asarray(self.rate.rate_bps(shares, power_w, gains, self._noise_psd_w_per_hz), dtype=float)

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from analysis.tta import time_to_accuracy_s
 from channel import ALLOCATORS, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, UnknownComponentError
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import ConfigError, algorithm_label
@@ -199,10 +201,12 @@ def _cell_table(run: Run) -> Dict[str, Any]:
 
 
 def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dict[str, Optional[float]]:
+    """Simulated time to each target accuracy (None when not reached), via :mod:`analysis.tta`."""
+    metrics = pd.DataFrame(rows)
     out: Dict[str, Optional[float]] = {}
     for target in targets:
-        hit = next((r["sim_time_s"] for r in rows if r["test_accuracy"] >= target), None)
-        out[f"{target:g}"] = hit
+        t = time_to_accuracy_s(metrics, target)
+        out[f"{target:g}"] = None if math.isnan(t) else t
     return out
 
 

@@ -81,7 +81,7 @@ class SCALA(Algorithm):
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
         self._full = model
-        self._local_priors = self._client_label_distributions()
+        self._label_counts = self._client_label_counts()
 
     # -- state -----------------------------------------------------------------------------------
     def global_model(self) -> nn.Module:
@@ -94,10 +94,10 @@ class SCALA(Algorithm):
         self._full.load_state_dict(state["model"])
 
     # -- priors ----------------------------------------------------------------------------------
-    def _client_label_distributions(self) -> torch.Tensor:
-        counts = torch.stack([torch.bincount(self.setup.train_y[ix], minlength=self.setup.num_classes)
-                              for ix in self.setup.client_indices]).to(torch.float32)
-        return counts  # (K, N) label counts; normalised where used
+    def _client_label_counts(self) -> torch.Tensor:
+        """(K, N) label counts of every client's local data (for ``label_prior="local_data"``)."""
+        return torch.stack([torch.bincount(self.setup.train_y[ix], minlength=self.setup.num_classes)
+                            for ix in self.setup.client_indices]).to(torch.float32)
 
     def _uniform(self) -> torch.Tensor:
         n = self.setup.num_classes
@@ -109,7 +109,7 @@ class SCALA(Algorithm):
             return self._uniform()
         if self.label_prior == "batch":
             return label_distribution(labels, self.setup.num_classes)
-        counts = self._local_priors[clients].sum(dim=0)
+        counts = self._label_counts[clients].sum(dim=0)
         return (counts / counts.sum()).to(self.setup.device)
 
     # -- one round -------------------------------------------------------------------------------

@@ -70,9 +70,10 @@ def test_per_client_tx_power():
     np.testing.assert_allclose(cell.uplink_rates_bps([0, 1, 2]), expected)
 
 
-def test_downlink_rates_use_server_power_and_band():
+def test_downlink_rates_spread_server_power_over_the_band():
     cell = make_cell()
-    expected = ShannonRate().rate_bps(10e6, 1.0, cell.gain_linear[[1, 2]], N0_W_PER_HZ)
+    # Two receivers share the 20 MHz downlink: 10 MHz each, carrying half of the server's 1 W.
+    expected = ShannonRate().rate_bps(10e6, 0.5, cell.gain_linear[[1, 2]], N0_W_PER_HZ)
     np.testing.assert_allclose(cell.downlink_rates_bps([1, 2]), expected)
 
 
