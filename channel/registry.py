@@ -126,3 +126,18 @@ def _import_object(spec: str, kind: str) -> Any:
             raise UnknownComponentError(f"{kind} {spec!r}: module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     return obj
+
+
+def import_submodules(package_name: str) -> None:
+    """Import every module of a package so that its ``@REGISTRY.register`` decorators run.
+
+    Built-in components register themselves where they are defined; calling this at the end of
+    a package's ``__init__`` means a new module (one algorithm per file) is found without editing
+    a list of imports.
+    """
+    import pkgutil
+
+    package = importlib.import_module(package_name)
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package_name}.{info.name}")

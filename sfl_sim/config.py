@@ -120,7 +120,7 @@ SCHEMA: Dict[str, Any] = {
     "clients": {
         "count": Field("int", 100, _positive, "an integer >= 1"),
         "participation": Field("float", 0.1, _fraction, "a fraction in (0, 1]"),
-        "selection": _comp("uniform"),
+        "selection": Field("component?", None),
         "compute_flops_per_s_min": Field("float", 1.0e9, _positive, "a number > 0"),
         "compute_flops_per_s_max": Field("float", 1.0e10, _positive, "a number > 0"),
     },
@@ -164,6 +164,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, dict)
     if kind == "component":
         return isinstance(value, (dict, str))
+    if kind == "component?":
+        return value is None or isinstance(value, (dict, str))
     raise AssertionError(kind)
 
 
@@ -171,6 +173,7 @@ _TYPE_WORDS = {
     "int": "an integer", "int?": "an integer or null", "float": "a number", "bool": "true or false",
     "str": "a string", "str?": "a string or null", "list": "a list", "dict": "a mapping",
     "component": "a mapping with 'name' (or a bare name)",
+    "component?": "null or a mapping with 'name' (or a bare name)",
 }
 
 
@@ -199,7 +202,7 @@ def _validate(schema: Mapping[str, Any], given: Any, path: str) -> Dict[str, Any
             value = float(value)
             if not math.isfinite(value):
                 raise ConfigError(f"{where}: got {value!r}; allowed: a finite number")
-        if spec.kind == "component":
+        if spec.kind == "component" or (spec.kind == "component?" and value is not None):
             value = normalize_component(value, where)
         if spec.check is not None and not spec.check(value):
             raise ConfigError(f"{where}: got {value!r}; allowed: {spec.allowed}")

@@ -11,6 +11,11 @@ Files
     One row per evaluated round (see :data:`METRICS_COLUMNS`); byte and FLOP columns are
     cumulative; ``sim_time_s`` is the simulated clock and ``host_time_s`` the host seconds spent
     by this run; the two are never mixed.  Appended and flushed at each evaluation.
+``rounds.csv``
+    One row per round (see :data:`ROUNDS_COLUMNS`): the simulated clock at the round's end, the
+    round's simulated duration, and the bytes and FLOPs *of that round* (not cumulative) — the
+    per-round protocol table (bytes up, bytes down, client FLOPs, server FLOPs) — and the cohort
+    as space-separated client ids.
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -31,6 +36,8 @@ import yaml
 SCHEMA_VERSION = 1
 METRICS_COLUMNS = ("round", "sim_time_s", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
                    "client_flops", "server_flops", "host_time_s")
+ROUNDS_COLUMNS = ("round", "sim_time_s", "round_sim_time_s", "uplink_bytes", "downlink_bytes", "client_flops",
+                  "server_flops", "cohort")
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -74,27 +81,28 @@ class RunWriter:
             writer.writerows(rows)
         os.replace(tmp, self.run_dir / name)
 
-    def start_metrics(self, keep_through_round: int | None = None) -> None:
-        """Create ``metrics.csv`` with its header, or, when resuming, keep the rows of rounds up to
-        ``keep_through_round`` (rows written after the last checkpoint are dropped, they will be
-        recomputed identically)."""
+    def start_log(self, name: str, columns: Sequence[str], keep_through_round: int | None = None) -> None:
+        """Create the per-round log ``name`` (e.g. ``metrics.csv``) with its header, or, when
+        resuming, keep its rows of rounds up to ``keep_through_round`` (rows written after the last
+        checkpoint are dropped: they will be recomputed identically)."""
+        path = self.run_dir / name
         kept: List[List[str]] = []
-        if keep_through_round is not None and self.metrics_path.exists():
-            with self.metrics_path.open(newline="") as fh:
+        if keep_through_round is not None and path.exists():
+            with path.open(newline="") as fh:
                 reader = csv.reader(fh)
                 next(reader, None)
                 kept = [row for row in reader if row and int(row[0]) <= keep_through_round]
-        tmp = self.metrics_path.with_name("metrics.csv.tmp")
+        tmp = path.with_name(name + ".tmp")
         with tmp.open("w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(METRICS_COLUMNS)
+            writer.writerow(columns)
             writer.writerows(kept)
-        os.replace(tmp, self.metrics_path)
+        os.replace(tmp, path)
 
-    def append_metrics(self, row: Mapping[str, Any]) -> None:
-        """Append one evaluated round and flush it to disk."""
-        with self.metrics_path.open("a", newline="") as fh:
-            csv.writer(fh).writerow([row[c] for c in METRICS_COLUMNS])
+    def append_log(self, name: str, columns: Sequence[str], row: Mapping[str, Any]) -> None:
+        """Append one row to the per-round log ``name`` and flush it to disk."""
+        with (self.run_dir / name).open("a", newline="") as fh:
+            csv.writer(fh).writerow([row[c] for c in columns])
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -29,7 +29,7 @@ from sfl_sim.config import ConfigError, algorithm_label
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.models import build_model
-from sfl_sim.results import RunWriter, read_metrics_rows
+from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
 from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import SELECTORS, cohort_size
 
@@ -170,7 +170,9 @@ def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
         num_classes=dataset.num_classes, batch_size=t["batch_size"], local_iterations=t["local_iterations"],
         learning_rate=t["learning_rate"], device=device, minibatch_rng=stream(seed, "minibatch"))
     algorithm = _component(ALGORITHMS, algorithm_spec, "algorithms", setup)
-    selector = _component(SELECTORS, clients["selection"], "clients.selection")
+    selection = clients["selection"] or type(algorithm).default_selection or {"name": "uniform"}
+    selector = _component(SELECTORS, selection, "clients.selection")
+    selector.prepare(np.stack([np.bincount(dataset.train_y[ix], minlength=dataset.num_classes) for ix in partition]))
     return Run(cfg, algorithm_label(algorithm_spec), device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
 
@@ -255,9 +257,9 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         if "torch_cuda" in ckpt["rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(ckpt["rng"]["torch_cuda"])
         run.algorithm.meter.flops_per_sample.update(ckpt.get("flops_per_sample", {}))
-        writer.start_metrics(keep_through_round=start_round)
-    else:
-        writer.start_metrics()
+    keep = start_round if resume else None
+    writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=keep)
+    writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=keep)
     scenario = copy.deepcopy(cfg)
     scenario.pop("algorithms")
     scenario["algorithm"] = next(a for a in cfg["algorithms"] if algorithm_label(a) == run.label)
@@ -276,7 +278,13 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     try:
         for rnd in range(start_round + 1, rounds + 1):
             cohort = run.selector.select(cfg["clients"]["count"], n_cohort, selection_rng)
-            sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
+            before = sim.counters.as_dict()
+            duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
+            after = sim.counters.as_dict()
+            writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
+                "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
+                **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")},
+                "cohort": " ".join(map(str, cohort.tolist()))})
             last = rnd == rounds
             if rnd % cfg["eval_every_rounds"] == 0 or last:
                 acc, loss = evaluate(run.algorithm.global_model(), run.test_x, run.test_y, cfg["eval_batch_size"])
@@ -285,7 +293,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                        "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
                        "client_flops": c.client_flops, "server_flops": c.server_flops,
                        "host_time_s": time.perf_counter() - host_start}
-                writer.append_metrics(row)
+                writer.append_log("metrics.csv", METRICS_COLUMNS, row)
                 rows.append({k: float(v) for k, v in row.items()})
                 summary = _summary(run, rows, sim, "complete" if last else "running")
                 writer.write_summary(summary)

@@ -1,4 +1,10 @@
-"""Client selection: which clients take part in a round."""
+"""Client selection: which clients take part in a round.
+
+A selector is a component of its own (registry :data:`SELECTORS`), so any algorithm runs with any
+selector from the scenario (``clients.selection``).  When the scenario leaves it unset, the
+algorithm's own choice (:attr:`sfl_sim.algorithms.Algorithm.default_selection`) is used, and
+uniform selection when the algorithm has none.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,12 +14,26 @@ from channel.registry import Registry
 SELECTORS = Registry("selector")
 
 
+class Selector:
+    """Base of client selectors.
+
+    Subclasses implement :meth:`select`; selectors that need to know the clients' data override
+    :meth:`prepare`, which the runner calls once before the first round.
+    """
+
+    def prepare(self, client_label_counts: np.ndarray) -> None:
+        """Receive the (K, N) label counts of every client's local data (no-op by default)."""
+
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+        """Pick ``n_selected`` distinct client indices, sorted, int64, shape (n_selected,)."""
+        raise NotImplementedError
+
+
 @SELECTORS.register("uniform")
-class UniformSelection:
+class UniformSelection(Selector):
     """Uniform random selection without replacement, as in SCALA (Algorithm 1, line 5)."""
 
     def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
-        """Pick ``n_selected`` distinct client indices, returned sorted (int64, shape (n_selected,))."""
         if not 1 <= n_selected <= n_clients:
             raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
         return np.sort(rng.choice(n_clients, size=n_selected, replace=False)).astype(np.int64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, List, Mapping, Sequence
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -148,7 +148,15 @@ class Algorithm(abc.ABC):
     Parameters
     ----------
     setup : TrainingSetup
+
+    Attributes
+    ----------
+    default_selection : dict or None
+        Client selector (component spec) this algorithm is defined with, used when the scenario
+        leaves ``clients.selection`` unset; None means uniform selection.
     """
+
+    default_selection: Optional[Dict[str, Any]] = None
 
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup

@@ -41,3 +41,7 @@ __all__ = [
     "read_idx",
     "write_idx",
 ]
+
+from channel.registry import import_submodules as _import_submodules
+
+_import_submodules(__name__)  # registers every dataset/partitioner module of this package

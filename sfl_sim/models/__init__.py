@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
 from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
+from channel.registry import import_submodules
 from sfl_sim.models.flops import SplitFlops, count_model_flops, count_split_flops, parameter_bytes
 
 
@@ -56,3 +57,6 @@ __all__ = [
     "count_split_flops",
     "parameter_bytes",
 ]
+
+
+import_submodules(__name__)  # registers every model module of this package

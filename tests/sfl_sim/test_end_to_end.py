@@ -60,6 +60,11 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
         assert scenario["algorithm"]["name"] == label and scenario["seed"] == 3
         assert len(read_rows(run_dir / "cell.csv")) == 10
         assert (run_dir / "checkpoint.pt").exists()
+        per_round = read_rows(run_dir / "rounds.csv")
+        assert [r["round"] for r in per_round] == ["1", "2"]
+        for col in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"):
+            assert sum(float(r[col]) for r in per_round) == pytest.approx(float(rows[-1][col]))
+        assert len(per_round[0]["cohort"].split()) == 3
     # SCALA's server trains the deep layers: it computes server FLOPs; FedAvg never does.
     assert float(read_rows(out / "fedavg" / "metrics.csv")[-1]["server_flops"]) == 0
     assert float(read_rows(out / "scala" / "metrics.csv")[-1]["server_flops"]) > 0
@@ -105,3 +110,4 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
     assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress", "--resume"]) == 0
     resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv")
     assert _without_host_time(resumed) == _without_host_time(full)
+    assert read_rows(tmp_path / "cut" / "scala" / "rounds.csv") == read_rows(tmp_path / "full" / "scala" / "rounds.csv")
