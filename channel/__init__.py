@@ -1,35 +1,63 @@
-"""Wireless channel models for sfl-sim: geometry, path loss, shadowing, rates, allocation.
+"""Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
+mobility, outage.
 
 Imports only numpy, scipy and the standard library (never ``sfl_sim``).  Each swappable
 component kind has a :class:`Registry`; components are created by short name or
-``"package.module:Class"`` and assembled into a :class:`Cell`.
+``"package.module:Class"`` and assembled into a :class:`Cell`.  :func:`check_component` checks
+that a (new) component behaves like one of its kind.
 """
-from .allocation import ALLOCATORS, EqualAllocation
-from .cell import Cell
+from .allocation import ALLOCATORS, EqualAllocation, EqualFinishTimeAllocation, ProportionalPayloadAllocation
+from .cell import Cell, LinkBudget
+from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFading
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
-from .pathloss import PATHLOSS, TR36814Macro
+from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
+from .outage import OutagePolicy
+from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
 from .registry import Registry, UnknownComponentError
-from .shadowing import SHADOWING, LogNormalShadowing, NoShadowing
+from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing, ShadowingSite
+from .tr38901 import TR38901UMa, TR38901UMi
 from .units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
+from .conformance import REGISTRIES, check_component  # noqa: E402  (needs the registries above)
 
 __all__ = [
     "Registry",
     "UnknownComponentError",
+    "REGISTRIES",
     "PLACEMENTS",
     "PATHLOSS",
     "SHADOWING",
+    "FADING",
     "RATES",
     "ALLOCATORS",
+    "MOBILITY",
     "UniformDiscPlacement",
     "FixedDistancePlacement",
     "distances_m",
     "TR36814Macro",
+    "FreeSpace",
+    "LogDistance",
+    "TR38901UMa",
+    "TR38901UMi",
     "NoShadowing",
     "LogNormalShadowing",
+    "CorrelatedShadowing",
+    "ShadowingSite",
+    "NoFading",
+    "RayleighFading",
+    "RicianFading",
+    "NakagamiFading",
     "ShannonRate",
     "EqualAllocation",
+    "ProportionalPayloadAllocation",
+    "EqualFinishTimeAllocation",
+    "StaticMobility",
+    "RandomWaypointMobility",
+    "RandomDirectionMobility",
+    "OutagePolicy",
     "Cell",
+    "LinkBudget",
+    "check_component",
     "db_to_linear",
     "linear_to_db",
     "dbm_to_w",

@@ -6,11 +6,11 @@ broadcasts its arguments elementwise; register new ones in :data:`RATES`.
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._checks import check_array
+from ._checks import check_array, check_scalar
 from .registry import Registry
 from .units import linear_to_db
 
@@ -32,18 +32,50 @@ def _check_link(
 
 @RATES.register("shannon")
 class ShannonRate:
-    """Shannon capacity of an AWGN link: ``b log2(1 + p g / (b N0))``.
+    """Shannon capacity of an AWGN link: ``b log2(1 + p g / (b N0 F))``, optionally capped.
 
-    No parameters.  All arguments of its methods broadcast against each other (numpy rules).
+    All arguments of its methods broadcast against each other (numpy rules).
+
+    Parameters
+    ----------
+    noise_figure_db : float, default 0.0
+        Receiver noise figure ``F`` in dB, >= 0; multiplies the noise PSD by ``10^(F/10)``.
+    max_spectral_efficiency_bps_per_hz : float or None, default None
+        Cap on the rate per Hz, > 0 (the highest modulation and coding scheme; e.g. 7.4063 for
+        256-QAM at code rate 948/1024 in 5G NR); None = no cap.  The rate becomes
+        ``min(b log2(1 + snr), b * cap)``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range.
     """
 
+    def __init__(
+        self, noise_figure_db: float = 0.0, max_spectral_efficiency_bps_per_hz: Optional[float] = None
+    ) -> None:
+        self.noise_figure_db = check_scalar("noise_figure_db", noise_figure_db, minimum=0.0)
+        self.max_spectral_efficiency_bps_per_hz = (
+            None
+            if max_spectral_efficiency_bps_per_hz is None
+            else check_scalar(
+                "max_spectral_efficiency_bps_per_hz", max_spectral_efficiency_bps_per_hz, strict=True
+            )
+        )
+        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
+
     def __repr__(self) -> str:
-        return "ShannonRate()"
+        if self.noise_figure_db == 0.0 and self.max_spectral_efficiency_bps_per_hz is None:
+            return "ShannonRate()"
+        return (
+            f"ShannonRate(noise_figure_db={self.noise_figure_db!r}, "
+            f"max_spectral_efficiency_bps_per_hz={self.max_spectral_efficiency_bps_per_hz!r})"
+        )
 
     def snr_linear(
         self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
     ) -> np.ndarray:
-        """Received SNR ``p g / (b N0)`` (linear); ``inf`` where ``b == 0`` and ``p g > 0``.
+        """Received SNR ``p g / (b N0 F)`` (linear); ``inf`` where ``b == 0`` and ``p g > 0``.
 
         Parameters
         ----------
@@ -58,7 +90,7 @@ class ShannonRate:
         """
         b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
         with np.errstate(divide="ignore", invalid="ignore"):
-            snr = p * g / (b * n0)
+            snr = p * g / (b * n0 * self._noise_factor)
         # 0/0 (no band, no signal) is "no SNR": report 0, not nan.
         return np.where(np.isnan(snr), 0.0, snr)
 
@@ -71,7 +103,7 @@ class ShannonRate:
     def rate_bps(
         self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
     ) -> np.ndarray:
-        """Shannon rate ``b log2(1 + p g / (b N0))``.
+        """Shannon rate ``b log2(1 + p g / (b N0 F))``, capped at ``b * max_spectral_efficiency``.
 
         Parameters
         ----------
@@ -99,5 +131,7 @@ class ShannonRate:
         positive = b > 0
         # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
         safe_b = np.where(positive, b, 1.0)
-        rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0))
+        rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0 * self._noise_factor))
+        if self.max_spectral_efficiency_bps_per_hz is not None:
+            rate = np.minimum(rate, safe_b * self.max_spectral_efficiency_bps_per_hz)
         return np.where(positive, rate, 0.0)

@@ -133,6 +133,16 @@ SCHEMA: Dict[str, Any] = {
         "shadowing": _comp("none"),
         "rate": _comp("shannon"),
         "allocation": _comp("equal"),
+        "fading": _comp("none"),
+        "coherence": Field("str", "per_round", lambda x: x in ("per_round", "per_iteration", "per_transmission"),
+                           "one of per_round, per_iteration, per_transmission"),
+        "mobility": _comp("static"),
+        "outage": {
+            "min_rate_bps": Field("float", 0.0, _non_negative, "a number >= 0 (0 and no min_snr_db: no outage)"),
+            "min_snr_db": Field("float?", None, lambda x: x is None or math.isfinite(x), "null or a finite number"),
+            "max_attempts": Field("int", 1, _positive, "an integer >= 1 (attempts in all, 1 = no retransmission)"),
+            "on_outage": Field("str", "retransmit", lambda x: x in ("retransmit", "drop"), "one of retransmit, drop"),
+        },
         "client_tx_power_w": Field("float", 0.2, _positive, "a number > 0"),
         "uplink_bandwidth_hz": Field("float", 20.0e6, _positive, "a number > 0"),
         "noise_psd_dbm_per_hz": Field("float", -174.0, math.isfinite, "a finite number"),
@@ -152,6 +162,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return value is None or _type_ok("int", value)
     if kind == "float":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "float?":
+        return value is None or _type_ok("float", value)
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "str":
@@ -170,7 +182,7 @@ def _type_ok(kind: str, value: Any) -> bool:
 
 
 _TYPE_WORDS = {
-    "int": "an integer", "int?": "an integer or null", "float": "a number", "bool": "true or false",
+    "int": "an integer", "int?": "an integer or null", "float": "a number", "float?": "a number or null", "bool": "true or false",
     "str": "a string", "str?": "a string or null", "list": "a list", "dict": "a mapping",
     "component": "a mapping with 'name' (or a bare name)",
     "component?": "null or a mapping with 'name' (or a bare name)",
@@ -198,7 +210,7 @@ def _validate(schema: Mapping[str, Any], given: Any, path: str) -> Dict[str, Any
         value = given.get(key, copy.deepcopy(spec.default))
         if not _type_ok(spec.kind, value):
             raise ConfigError(f"{where}: got {value!r}; allowed: {_TYPE_WORDS[spec.kind]}")
-        if spec.kind == "float":
+        if spec.kind == "float" or (spec.kind == "float?" and value is not None):
             value = float(value)
             if not math.isfinite(value):
                 raise ConfigError(f"{where}: got {value!r}; allowed: a finite number")

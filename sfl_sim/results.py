@@ -14,7 +14,8 @@ Files
 ``rounds.csv``
     One row per round (see :data:`ROUNDS_COLUMNS`): the simulated clock at the round's end, the
     round's simulated duration, and the bytes and FLOPs *of that round* (not cumulative) — the
-    per-round protocol table (bytes up, bytes down, client FLOPs, server FLOPs) — and the cohort
+    per-round protocol table (bytes up, bytes down, client FLOPs, server FLOPs) — the uplink
+    retransmissions and dropped transmissions after outage, and the cohort
     as space-separated client ids.
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
@@ -37,7 +38,7 @@ SCHEMA_VERSION = 1
 METRICS_COLUMNS = ("round", "sim_time_s", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
                    "client_flops", "server_flops", "host_time_s")
 ROUNDS_COLUMNS = ("round", "sim_time_s", "round_sim_time_s", "uplink_bytes", "downlink_bytes", "client_flops",
-                  "server_flops", "cohort")
+                  "server_flops", "retransmissions", "dropped_transmissions", "cohort")
 
 
 def _atomic_write_text(path: Path, text: str) -> None:

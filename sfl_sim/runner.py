@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from analysis.tta import time_to_accuracy_s
-from channel import ALLOCATORS, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, UnknownComponentError
+from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
+                     UnknownComponentError)
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import ConfigError, algorithm_label
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
@@ -93,11 +94,22 @@ def build_cell(cfg: Mapping[str, Any]) -> Cell:
             server_tx_power_w=down["server_tx_power_w"],
             placement_rng=stream(seed, "placement"),
             shadowing_rng=stream(seed, "shadowing"),
+            los_rng=stream(seed, "los"),
+            fading=_component(FADING, c["fading"], "cell.fading"),
+            mobility=_component(MOBILITY, c["mobility"], "cell.mobility"),
         )
     except ValueError as exc:
         if isinstance(exc, ConfigError):
             raise
         raise ConfigError(f"cell: {exc}") from exc
+
+
+def build_outage(cfg: Mapping[str, Any]) -> OutagePolicy:
+    """The outage rule of a scenario's ``cell.outage`` section."""
+    try:
+        return OutagePolicy(**cfg["cell"]["outage"])
+    except ValueError as exc:
+        raise ConfigError(f"cell.outage: {exc}") from exc
 
 
 def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
@@ -153,6 +165,7 @@ def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
     model.to(device)
 
     cell = build_cell(cfg)
+    build_outage(cfg)  # checked now, used by the engine
     clients = cfg["clients"]
     client_flops_per_s = stream(seed, "compute").uniform(
         clients["compute_flops_per_s_min"], clients["compute_flops_per_s_max"], size=n_clients)
@@ -212,10 +225,10 @@ def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dic
     return out
 
 
-def _rng_state(run: Run, selection_rng: np.random.Generator) -> Dict[str, Any]:
-    state = {"selection": selection_rng.bit_generator.state,
-             "minibatch": run.setup.minibatch_rng.bit_generator.state,
-             "torch": torch.get_rng_state()}
+def _rng_state(run: Run, streams: Dict[str, np.random.Generator]) -> Dict[str, Any]:
+    state: Dict[str, Any] = {name: rng.bit_generator.state for name, rng in streams.items()}
+    state["minibatch"] = run.setup.minibatch_rng.bit_generator.state
+    state["torch"] = torch.get_rng_state()
     if torch.cuda.is_available():
         state["torch_cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -257,6 +270,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         if "torch_cuda" in ckpt["rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(ckpt["rng"]["torch_cuda"])
         run.algorithm.meter.flops_per_sample.update(ckpt.get("flops_per_sample", {}))
+        if ckpt.get("selector") is not None and hasattr(run.selector, "load_state_dict"):
+            run.selector.load_state_dict(ckpt["selector"])  # stateful selectors (class_balanced)
     keep = start_round if resume else None
     writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=keep)
     writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=keep)
@@ -267,8 +282,14 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     writer.write_scenario(scenario)
     writer.write_table("cell.csv", _cell_table(run))
 
+    fading_rng, mobility_rng = stream(cfg["seed"], "fading"), stream(cfg["seed"], "mobility")
+    if resume and writer.checkpoint_path.exists():
+        fading_rng.bit_generator.state = ckpt["rng"]["fading"]
+        mobility_rng.bit_generator.state = ckpt["rng"]["mobility"]
+        run.cell = ckpt["cell"]  # positions, LOS and shadowing as they were when the checkpoint was taken
     sim = Simulator(run.cell, run.client_flops_per_s, cfg["server"]["compute_flops_per_s"],
-                    cfg["cell"]["downlink"]["mode"], start_time_s=sim_time_s, counters=counters)
+                    cfg["cell"]["downlink"]["mode"], start_time_s=sim_time_s, counters=counters,
+                    fading_rng=fading_rng, coherence=cfg["cell"]["coherence"], outage=build_outage(cfg))
     n_cohort = cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"])
     rounds = cfg["rounds"]
     rows = read_metrics_rows(writer.metrics_path)
@@ -280,10 +301,12 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             cohort = run.selector.select(cfg["clients"]["count"], n_cohort, selection_rng)
             before = sim.counters.as_dict()
             duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
+            run.cell.move(duration_s, mobility_rng)  # clients move while the round runs (static: no-op)
             after = sim.counters.as_dict()
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
-                **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")},
+                **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops",
+                                                     "retransmissions", "dropped_transmissions")},
                 "cohort": " ".join(map(str, cohort.tolist()))})
             last = rnd == rounds
             if rnd % cfg["eval_every_rounds"] == 0 or last:
@@ -297,7 +320,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                 rows.append({k: float(v) for k, v in row.items()})
                 summary = _summary(run, rows, sim, "complete" if last else "running")
                 writer.write_summary(summary)
-                _save_checkpoint(writer, run, rnd, sim, row["host_time_s"], selection_rng)
+                _save_checkpoint(writer, run, rnd, sim, row["host_time_s"],
+                                 {"selection": selection_rng, "fading": fading_rng, "mobility": mobility_rng})
                 bar.set_postfix_str(f"sim {sim.now_s:,.0f} s, acc {acc:.3f}")
             if on_round is not None:
                 on_round(rnd, {"sim_time_s": sim.now_s, "cohort": cohort})
@@ -328,6 +352,8 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "downlink_bytes": c.downlink_bytes,
         "client_flops": c.client_flops,
         "server_flops": c.server_flops,
+        "retransmissions": c.retransmissions,
+        "dropped_transmissions": c.dropped_transmissions,
         "traffic_and_compute_by_kind": c.by_kind,
         "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
         "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg["target_accuracies"]),
@@ -335,12 +361,13 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
 
 
 def _save_checkpoint(writer: RunWriter, run: Run, rnd: int, sim: Simulator, host_time_s: float,
-                     selection_rng: np.random.Generator) -> None:
+                     streams: Dict[str, np.random.Generator]) -> None:
     tmp = writer.checkpoint_path.with_name("checkpoint.pt.tmp")
     torch.save({"round": rnd, "sim_time_s": sim.now_s, "host_time_s": host_time_s,
                 "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),
-                "rng": _rng_state(run, selection_rng),
-                "flops_per_sample": dict(run.algorithm.meter.flops_per_sample)}, tmp)
+                "rng": _rng_state(run, streams), "cell": run.cell,
+                "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
+                "selector": run.selector.state_dict() if hasattr(run.selector, "state_dict") else None}, tmp)
     tmp.replace(writer.checkpoint_path)
 
 

@@ -18,6 +18,20 @@ Time model
   goes at client k's rate on its share of the downlink band.
 * bytes are counted per receiving client, whatever the downlink mode, so byte columns compare
   across modes: a broadcast of N bytes to 10 clients adds 10 N downlink bytes.
+
+Small-scale fading and outage
+-----------------------------
+The band shares of a round are allocated once, at its start, from the large-scale gains and the
+round's fading draw.  Uplink fading is redrawn per *coherence block*, a scenario choice:
+``per_round`` (one draw per client per round), ``per_iteration`` (a new draw when a client's
+transfer names a new ``block``, the local iteration index algorithms pass) or
+``per_transmission`` (a new draw for every upload).  Downlink fading is drawn once per round.
+With an active :class:`channel.OutagePolicy`, an upload whose rate (or SNR) falls below the
+threshold fails: the failed attempt occupies the link for ``bits / max(rate, min_rate_bps)``
+(the transmitter pushes at least the threshold rate and the receiver cannot decode), then it is
+retransmitted after a fresh fading draw while attempts remain, else dropped.  ``upload`` events
+carry ``True`` (delivered) or ``False`` (dropped) as their value; the counters record
+retransmissions and drops, and bytes of every attempt are counted (they were on the air).
 """
 from __future__ import annotations
 
@@ -29,6 +43,8 @@ import simpy
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
+
+COHERENCE_BLOCKS = ("per_round", "per_iteration", "per_transmission")
 
 
 @dataclass
@@ -51,6 +67,8 @@ class Counters:
     client_flops: float = 0.0
     server_flops: float = 0.0
     by_kind: Dict[str, float] = field(default_factory=dict)
+    retransmissions: int = 0
+    dropped_transmissions: int = 0
 
     def add(self, key: str, amount: float) -> None:
         self.by_kind[key] = self.by_kind.get(key, 0) + amount
@@ -58,12 +76,14 @@ class Counters:
     def as_dict(self) -> Dict[str, Any]:
         return {"uplink_bytes": self.uplink_bytes, "downlink_bytes": self.downlink_bytes,
                 "client_flops": self.client_flops, "server_flops": self.server_flops,
-                "by_kind": dict(self.by_kind)}
+                "by_kind": dict(self.by_kind), "retransmissions": self.retransmissions,
+                "dropped_transmissions": self.dropped_transmissions}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Counters":
         return cls(int(data["uplink_bytes"]), int(data["downlink_bytes"]), float(data["client_flops"]),
-                   float(data["server_flops"]), dict(data.get("by_kind", {})))
+                   float(data["server_flops"]), dict(data.get("by_kind", {})),
+                   int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)))
 
 
 class Simulator:
@@ -82,13 +102,25 @@ class Simulator:
         Initial simulated time (non-zero when a run resumes).
     counters : Counters, optional
         Counters to continue from (resume).
+    fading_rng : numpy.random.Generator, optional
+        Stream of the small-scale fading draws (default: a fixed-seed stream).
+    coherence : {"per_round", "per_iteration", "per_transmission"}
+        Coherence block of the uplink fading.
+    outage : channel.OutagePolicy, optional
+        Outage rule of uplink transmissions (default: no outage).
     """
 
     def __init__(self, cell: Any, client_flops_per_s: np.ndarray, server_flops_per_s: float,
                  downlink_mode: str = "ideal", start_time_s: float = 0.0,
-                 counters: Counters | None = None) -> None:
+                 counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
+                 coherence: str = "per_round", outage: Any = None) -> None:
         if downlink_mode not in ("ideal", "broadcast"):
             raise ValueError(f"downlink_mode={downlink_mode!r}; allowed: ideal, broadcast")
+        if coherence not in COHERENCE_BLOCKS:
+            raise ValueError(f"coherence={coherence!r}; allowed: {', '.join(COHERENCE_BLOCKS)}")
+        self.fading_rng = fading_rng if fading_rng is not None else np.random.default_rng(0)
+        self.coherence = coherence
+        self.outage = outage
         self.cell = cell
         self.client_flops_per_s = np.asarray(client_flops_per_s, dtype=float)
         self.server_flops_per_s = float(server_flops_per_s)
@@ -129,11 +161,18 @@ class RoundContext:
     def __init__(self, sim: Simulator, cohort: np.ndarray) -> None:
         self._sim = sim
         self.cohort = cohort
-        cell = sim.cell
-        self._uplink_bps = dict(zip(cohort.tolist(), cell.uplink_rates_bps(cohort).tolist()))
+        cell, rng = sim.cell, sim.fading_rng
+        ids = cohort.tolist()
+        fading = cell.sample_fading(cohort, rng)
+        link = cell.uplink_link(cohort, fading_gain=fading)
+        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
+        self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
+        self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+        self._block: Dict[int, Any] = {}  # per_iteration: the block each client's rate belongs to
         if sim.downlink_mode == "broadcast":
-            self._downlink_bps = dict(zip(cohort.tolist(), cell.downlink_rates_bps(cohort).tolist()))
-            self._broadcast_bps = float(cell.broadcast_rate_bps(cohort))
+            down_fading = cell.sample_fading(cohort, rng)
+            self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
+            self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
 
     @property
     def env(self) -> simpy.Environment:
@@ -161,12 +200,72 @@ class RoundContext:
             counters.add(f"client/{what}", flops)
             yield self.env.timeout(flops / self._sim.client_flops_per_s[who])
 
-    def upload(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
-        """Client → server transfer of ``nbytes``; ``yield`` it."""
+    def upload(self, client: int, nbytes: int, what: str, block: Any = None) -> simpy.Event:
+        """Client → server transfer of ``nbytes``; ``yield`` it.
+
+        Parameters
+        ----------
+        client : int
+        nbytes : int
+            Payload size in bytes (from the real tensors).
+        what : str
+            Kind of payload, for the counters (``"activations"``, ``"client_model"``...).
+        block : hashable, optional
+            Coherence block of this transfer (the local iteration index); used when the fading
+            coherence is ``per_iteration``.
+
+        Returns
+        -------
+        simpy.Event
+            Fires when the payload is delivered (value True) or dropped after outage (False).
+        """
+        policy = self._sim.outage
+        if self._sim.coherence == "per_round" and (policy is None or not policy.active):
+            self._count_upload(nbytes, what)  # the common case: one timeout, no process
+            return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=True)
+        return self.env.process(self._upload_with_fading(client, nbytes, what, block))
+
+    def _count_upload(self, nbytes: int, what: str) -> None:
         counters = self._sim.counters
         counters.uplink_bytes += nbytes
         counters.add(f"uplink/{what}", nbytes)
-        return self.env.timeout(8.0 * nbytes / self._uplink_bps[client])
+
+    def _redraw(self, client: int) -> None:
+        """New fading draw for ``client`` on the share it holds this round."""
+        cell = self._sim.cell
+        fading = cell.sample_fading([client], self._sim.fading_rng)
+        link = cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
+        self._uplink_bps[client] = float(link.rate_bps[0])
+        self._uplink_snr_db[client] = float(link.snr_db[0])
+
+    def _upload_with_fading(self, client: int, nbytes: int, what: str, block: Any) -> Generator:
+        coherence = self._sim.coherence
+        if coherence == "per_transmission" or (
+                coherence == "per_iteration" and block is not None and self._block.get(client, block) != block):
+            self._redraw(client)
+        if block is not None:
+            self._block[client] = block
+        policy = self._sim.outage
+        counters = self._sim.counters
+        attempt = 1
+        while True:
+            self._count_upload(nbytes, what)
+            rate = self._uplink_bps[client]
+            failed = policy is not None and policy.active and bool(
+                policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0])
+            if not failed:
+                yield self.env.timeout(8.0 * nbytes / rate)
+                return True
+            yield self.env.timeout(8.0 * nbytes / max(rate, policy.min_rate_bps, 1e-300))
+            action = policy.next_action(np.array([True]), attempt)[0]
+            if action == "drop":
+                counters.dropped_transmissions += 1
+                counters.add(f"dropped/{what}", 1)
+                return False
+            counters.retransmissions += 1
+            counters.add(f"retransmissions/{what}", 1)
+            attempt += 1
+            self._redraw(client)  # a retransmission sees a fresh fading draw
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
         """Server → client unicast of ``nbytes``; ``yield`` it."""

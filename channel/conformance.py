@@ -1,0 +1,300 @@
+"""Conformance check: does a component behave like one of its kind?
+
+:func:`check_component` runs a component on its own — several client counts, a fixed seed twice,
+physical-range sweeps — and raises ``AssertionError`` with a message naming the component, the
+check and the offending values, or returns a report of the checks that passed.  Use it on a new
+component before putting it in a scenario::
+
+    from channel import check_component
+    check_component("pathloss", MyModel(...))
+
+Kinds and what is checked
+-------------------------
+``placement``   shape (n, 2), finite floats; same seed, same positions; inside ``radius_m`` and
+                outside ``min_distance_m`` when the component has them.
+``pathloss``    shape and float dtype; positive, finite and non-decreasing over 10 m - 3 km (for
+                LOS-aware models, in LOS and in NLOS); ``los_probability`` in [0, 1];
+                ``sample_los`` seeded; model sigma >= 0 and decorrelation > 0 when given.
+``shadowing``   shape (n,), finite; seeded; site methods (when present) give shape (n,) and
+                keep unmoved clients' values.
+``fading``      shape (n,), float, >= 0, finite; seeded; mean 1 over 200 000 draws.
+``rate``        >= 0, finite, 0 at 0 Hz, non-decreasing in bandwidth and in gain, broadcasts.
+``allocation``  shape (n,), >= 0, sum <= band; deterministic; works without payloads; gets
+                ``rate_of`` when it declares it.
+``mobility``    shape (n, 2), finite, inside the disc and outside the exclusion circle, moves at
+                most ``max_speed_m_per_s * dt`` when given; seeded (on fresh copies).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Sequence
+
+import numpy as np
+
+from .allocation import ALLOCATORS, accepts_rate_of
+from .fading import FADING
+from .geometry import PLACEMENTS
+from .mobility import MOBILITY
+from .pathloss import PATHLOSS
+from .rate import RATES, ShannonRate
+from .shadowing import SHADOWING, ShadowingSite
+from .units import dbm_to_w
+
+__all__ = ["REGISTRIES", "check_component"]
+
+#: Every channel registry by kind.
+REGISTRIES = {
+    "placement": PLACEMENTS,
+    "pathloss": PATHLOSS,
+    "shadowing": SHADOWING,
+    "fading": FADING,
+    "rate": RATES,
+    "allocation": ALLOCATORS,
+    "mobility": MOBILITY,
+}
+
+_RADIUS_M = 500.0
+_MIN_DISTANCE_M = 10.0
+_N0_W_PER_HZ = float(dbm_to_w(-174.0))
+
+
+class _Report:
+    def __init__(self, kind: str, component: Any) -> None:
+        self.kind, self.component, self.passed = kind, component, []  # type: ignore[var-annotated]
+
+    def check(self, ok: Any, name: str, detail: str = "") -> None:
+        if not bool(ok):
+            raise AssertionError(
+                f"{self.kind} component {self.component!r} fails check '{name}'" + (f": {detail}" if detail else "")
+            )
+        if name not in self.passed:
+            self.passed.append(name)
+
+    def result(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "component": repr(self.component), "checks": list(self.passed)}
+
+
+def check_component(
+    kind: str, component: Any, rng_seed: int = 0, client_counts: Sequence[int] = (1, 4, 25)
+) -> Dict[str, Any]:
+    """Run ``component`` as a ``kind`` and check shapes, seeding and physical ranges.
+
+    Parameters
+    ----------
+    kind : str
+        One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility``.
+    component : object
+        An instance (e.g. ``PATHLOSS.create("tr38901_uma")``).
+    rng_seed : int, default 0
+        Seed of the generators the checks use.
+    client_counts : sequence of int, default (1, 4, 25)
+        Client counts to run with (a placement with a fixed count needs exactly that count).
+
+    Returns
+    -------
+    dict
+        ``kind``, ``component`` (its repr) and ``checks`` (names of the checks that passed).
+
+    Raises
+    ------
+    AssertionError
+        On the first failing check, naming the component, the check and the values.
+    ValueError
+        If ``kind`` is unknown.
+    """
+    if kind not in _CHECKS:
+        raise ValueError(f"kind must be one of {', '.join(sorted(_CHECKS))}, got {kind!r}")
+    report = _Report(kind, component)
+    _CHECKS[kind](report, component, int(rng_seed), [int(n) for n in client_counts])
+    return report.result()
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _float_array(report: _Report, value: Any, shape: tuple, what: str) -> np.ndarray:
+    arr = np.asarray(value)
+    report.check(arr.shape == shape, f"{what} shape", f"expected {shape}, got {arr.shape}")
+    report.check(np.issubdtype(arr.dtype, np.floating), f"{what} dtype", f"expected floats, got {arr.dtype}")
+    report.check(np.all(np.isfinite(arr)), f"{what} finite", f"got {arr!r}")
+    return arr.astype(float)
+
+
+def _positions(n: int, seed: int) -> np.ndarray:
+    rng = _rng(seed)
+    r = np.sqrt(rng.random(n) * (_RADIUS_M**2 - _MIN_DISTANCE_M**2) + _MIN_DISTANCE_M**2)
+    a = rng.uniform(0, 2 * np.pi, n)
+    return np.column_stack((r * np.cos(a), r * np.sin(a)))
+
+
+# ---------------------------------------------------------------------- per kind
+def _check_placement(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    for n in counts:
+        pos = _float_array(report, comp.sample_positions_m(n, _rng(seed)), (n, 2), "positions_m")
+        again = np.asarray(comp.sample_positions_m(n, _rng(seed)), dtype=float)
+        report.check(np.array_equal(pos, again), "same seed, same positions")
+        d = np.hypot(pos[:, 0], pos[:, 1])
+        radius = getattr(comp, "radius_m", None)
+        if radius is not None and n:
+            report.check(d.max() <= radius * (1 + 1e-9), "inside radius_m", f"max distance {d.max():g} > {radius:g}")
+        r0 = getattr(comp, "min_distance_m", None)
+        if r0 is not None and n:
+            report.check(d.min() >= r0 * (1 - 1e-9), "outside min_distance_m", f"min distance {d.min():g} < {r0:g}")
+
+
+def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    los_aware = hasattr(comp, "los_probability")
+    sweep = np.logspace(1.0, np.log10(3000.0), 60)
+    states = [np.ones(sweep.size, bool), np.zeros(sweep.size, bool)] if los_aware else [None]
+    for los in states:
+        label = "" if los is None else (" (LOS)" if los[0] else " (NLOS)")
+        pl = comp.loss_db(sweep) if los is None else comp.loss_db(sweep, los=los)
+        pl = _float_array(report, pl, sweep.shape, "loss_db")
+        report.check(np.all(pl > 0), "loss positive over 10 m - 3 km" + label, f"min {pl.min():g} dB")
+        report.check(np.all(np.diff(pl) >= -1e-9), "loss non-decreasing with distance" + label,
+                     f"decreases at {sweep[1:][np.diff(pl) < -1e-9][:3]} m")
+    for n in counts:
+        d = np.hypot(*_positions(n, seed).T)
+        if los_aware:
+            p = _float_array(report, comp.los_probability(d), (n,), "los_probability")
+            report.check(np.all((p >= 0) & (p <= 1)), "los_probability in [0, 1]", f"got {p!r}")
+            los = np.asarray(comp.sample_los(d, _rng(seed))) if hasattr(comp, "sample_los") else p > 0.5
+            if hasattr(comp, "sample_los"):
+                report.check(los.shape == (n,) and los.dtype == bool, "sample_los shape and dtype",
+                             f"got {los.shape} {los.dtype}")
+                report.check(np.array_equal(los, comp.sample_los(d, _rng(seed))), "same seed, same LOS state")
+            pl = comp.loss_db(d, los=los)
+        else:
+            los = None
+            pl = comp.loss_db(d)
+        _float_array(report, pl, (n,), "loss_db")
+        for method, strict in (("shadowing_sigma_db", False), ("shadowing_decorrelation_m", True)):
+            fn = getattr(comp, method, None)
+            if fn is not None:
+                v = np.broadcast_to(np.asarray(fn(los), dtype=float), (n,))
+                ok = np.all(v > 0) if strict else np.all(v >= 0)
+                report.check(ok and np.all(np.isfinite(v)), f"{method} in range", f"got {v!r}")
+
+
+def _site(n: int, seed: int) -> ShadowingSite:
+    pos = _positions(n, seed)
+    los = _rng(seed + 1).random(n) < 0.5
+    return ShadowingSite(
+        positions_m=pos, distance_m=np.hypot(*pos.T), los=los,
+        model_sigma_db=np.where(los, 4.0, 6.0), model_decorrelation_m=np.where(los, 37.0, 50.0),
+    )
+
+
+def _check_shadowing(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    site_aware = hasattr(comp, "sample_site_db")
+    for n in counts:
+        if site_aware:
+            site = _site(n, seed)
+            c1 = copy.deepcopy(comp)
+            v, state = c1.sample_site_db(site, _rng(seed))
+            v = _float_array(report, v, (n,), "sample_site_db")
+            v2, _ = copy.deepcopy(comp).sample_site_db(site, _rng(seed))
+            report.check(np.array_equal(v, np.asarray(v2, dtype=float)), "same seed, same shadowing")
+            if hasattr(comp, "update_site_db"):
+                # Move half the clients by 5 m; the others must keep their values.
+                pos = np.array(site.positions_m)
+                pos[::2] *= 1.0 + 5.0 / np.hypot(*pos[::2].T)[:, None]
+                new = ShadowingSite(pos, np.hypot(*pos.T), site.los, site.model_sigma_db, site.model_decorrelation_m)
+                u, _ = c1.update_site_db(state, site, new, _rng(seed + 2))
+                u = _float_array(report, u, (n,), "update_site_db")
+                report.check(np.allclose(u[1::2], v[1::2], atol=1e-6), "unmoved clients keep their shadowing",
+                             f"before {v[1::2]!r}, after {u[1::2]!r}")
+        else:
+            v = _float_array(report, comp.sample_db(n, _rng(seed)), (n,), "sample_db")
+            report.check(np.array_equal(v, np.asarray(comp.sample_db(n, _rng(seed)), dtype=float)),
+                         "same seed, same shadowing")
+
+
+def _check_fading(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    for n in counts:
+        g = _float_array(report, comp.sample_power_gain(n, _rng(seed)), (n,), "sample_power_gain")
+        report.check(np.all(g >= 0), "power gains >= 0", f"got {g!r}")
+        report.check(np.array_equal(g, np.asarray(comp.sample_power_gain(n, _rng(seed)), dtype=float)),
+                     "same seed, same gains")
+    big = np.asarray(comp.sample_power_gain(200_000, _rng(seed)), dtype=float)
+    report.check(np.all(big >= 0) and np.all(np.isfinite(big)), "power gains >= 0")
+    tol = max(0.02, 6.0 * big.std() / np.sqrt(big.size))
+    report.check(abs(big.mean() - 1.0) <= tol, "mean power gain 1", f"mean {big.mean():.4f}, allowed 1 +- {tol:.3f}")
+
+
+def _check_rate(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    bands = np.array([0.0, 1e3, 1e5, 1e6, 1e7, 1e8])
+    gains = np.logspace(-16, -6, 11)
+    grid = np.asarray(comp.rate_bps(bands[:, None], 0.2, gains[None, :], _N0_W_PER_HZ))
+    grid = _float_array(report, grid, (bands.size, gains.size), "rate_bps (broadcast)")
+    report.check(np.all(grid >= 0), "rates >= 0", f"min {grid.min():g}")
+    report.check(np.all(grid[0] == 0), "rate 0 on 0 Hz", f"got {grid[0]!r}")
+    report.check(np.all(np.diff(grid, axis=0) >= -1e-9 * grid[1:]), "rate non-decreasing in bandwidth")
+    report.check(np.all(np.diff(grid, axis=1) >= -1e-9 * grid[:, 1:]), "rate non-decreasing in gain")
+    rng = _rng(seed)
+    for n in counts:
+        r = comp.rate_bps(rng.uniform(1e5, 1e7, n), rng.uniform(0.1, 1.0, n), rng.uniform(1e-13, 1e-8, n), _N0_W_PER_HZ)
+        _float_array(report, r, (n,), "rate_bps")
+
+
+def _check_allocation(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    band = 20e6
+    rate = ShannonRate()
+    wants = accepts_rate_of(comp)
+    rng = _rng(seed)
+    for n in counts:
+        payload = rng.uniform(1e5, 1e7, n)
+        gains = 10.0 ** rng.uniform(-13, -8, n)
+
+        def rate_of(b: np.ndarray, gains: np.ndarray = gains) -> np.ndarray:
+            return rate.rate_bps(b, 0.2, gains, _N0_W_PER_HZ)
+
+        kwargs = {"rate_of": rate_of} if wants else {}
+        for pay in (payload, None):
+            a = _float_array(report, comp.allocate_hz(band, pay, gains, **kwargs), (n,), "allocate_hz")
+            report.check(np.all(a >= 0), "shares >= 0", f"got {a!r}")
+            report.check(a.sum() <= band * (1 + 1e-9), "shares sum <= band", f"sum {a.sum():g} > {band:g}")
+            again = np.asarray(comp.allocate_hz(band, pay, gains, **kwargs), dtype=float)
+            report.check(np.array_equal(a, again), "same inputs, same shares")
+    empty = np.asarray(comp.allocate_hz(band, np.zeros(0), np.zeros(0), **({"rate_of": lambda b: b} if wants else {})))
+    report.check(empty.shape == (0,), "no clients, no shares", f"got shape {empty.shape}")
+
+
+def _check_mobility(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    vmax = getattr(comp, "max_speed_m_per_s", None)
+    for n in counts:
+        runs = []
+        for _ in range(2):
+            m = copy.deepcopy(comp)
+            if hasattr(m, "reset"):
+                m.reset()
+            rng = _rng(seed)
+            pos = _positions(n, seed)
+            trail = []
+            for dt in (0.0, 0.5, 10.0, 100.0, 5000.0):
+                new = m.step(pos, dt, rng, radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M)
+                new = _float_array(report, new, (n, 2), "step")
+                d = np.hypot(*new.T)
+                report.check(np.all(d <= _RADIUS_M * (1 + 1e-9)), "stays inside the disc", f"max {d.max():g} m")
+                report.check(np.all(d >= _MIN_DISTANCE_M * (1 - 1e-9)), "stays outside min_distance_m",
+                             f"min {d.min():g} m")
+                if vmax is not None:
+                    moved = np.hypot(*(new - pos).T)
+                    report.check(np.all(moved <= vmax * dt * (1 + 1e-9) + 1e-9), "moves at most max_speed * dt",
+                                 f"moved {moved.max():g} m in {dt:g} s at <= {vmax:g} m/s")
+                trail.append(new)
+                pos = new
+            runs.append(np.stack(trail))
+        report.check(np.array_equal(runs[0], runs[1]), "same seed, same trajectory")
+
+
+_CHECKS = {
+    "placement": _check_placement,
+    "pathloss": _check_pathloss,
+    "shadowing": _check_shadowing,
+    "fading": _check_fading,
+    "rate": _check_rate,
+    "allocation": _check_allocation,
+    "mobility": _check_mobility,
+}

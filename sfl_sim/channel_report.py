@@ -1,0 +1,151 @@
+"""Per-client table and picture of a scenario's cell, without training (``sfl-sim channel``).
+
+:func:`channel_report` builds the cell exactly as a run would (:func:`sfl_sim.runner.build_cell`,
+same seeded streams), prints one row per client and writes ``cell.csv`` and ``cell.png``.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, TextIO
+
+import numpy as np
+
+from sfl_sim.selection import cohort_size
+
+__all__ = ["channel_report", "REPORT_COLUMNS"]
+
+#: Columns of the table, in order (units in the names).
+REPORT_COLUMNS = (
+    "client",
+    "x_m",
+    "y_m",
+    "distance_m",
+    "los",
+    "pathloss_db",
+    "shadowing_db",
+    "snr_db",
+    "uplink_rate_cohort_share_bps",
+    "uplink_rate_full_band_bps",
+)
+
+
+def channel_report(cfg: Mapping[str, Any], out_dir: Path, stream: Optional[TextIO] = None) -> Dict[str, np.ndarray]:
+    """Build the cell of a validated scenario, print its per-client table, write cell.csv and cell.png.
+
+    Parameters
+    ----------
+    cfg : mapping
+        A validated scenario (:func:`sfl_sim.config.validate`).
+    out_dir : pathlib.Path
+        Directory for ``cell.csv`` and ``cell.png`` (created if missing).
+    stream : text stream, optional
+        Where the table is printed; default ``sys.stdout``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, each shape (n_clients,)
+        The columns of :data:`REPORT_COLUMNS`: ``client``; position ``x_m``, ``y_m`` and
+        ``distance_m`` (m); ``los`` (1 LOS, 0 NLOS, -1 when the path-loss model has no LOS
+        state); ``pathloss_db`` and ``shadowing_db`` (dB); ``snr_db`` on an equal share of the
+        uplink among a cohort of ``round(clients.count * clients.participation)`` clients;
+        ``uplink_rate_cohort_share_bps`` on that share and ``uplink_rate_full_band_bps`` on the
+        whole uplink band (bit/s, no fading).
+
+    Raises
+    ------
+    sfl_sim.config.ConfigError
+        If the cell cannot be built from the scenario.
+    """
+    import sys
+
+    from sfl_sim.runner import build_cell  # the runner imports torch; keep it out of module import
+
+    cell = build_cell(cfg)
+    n = cell.n_clients
+    k = cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"])
+    ids = np.arange(n)
+    band_hz = cell.uplink_bandwidth_hz
+    share = cell.uplink_link_at_bandwidth(ids, band_hz / k)
+    full = cell.uplink_link_at_bandwidth(ids, band_hz)
+    table: Dict[str, np.ndarray] = {
+        "client": ids,
+        "x_m": cell.positions_m[:, 0].copy(),
+        "y_m": cell.positions_m[:, 1].copy(),
+        "distance_m": cell.distance_m.copy(),
+        "los": np.full(n, -1) if cell.los is None else cell.los.astype(int),
+        "pathloss_db": cell.pathloss_db.copy(),
+        "shadowing_db": cell.shadowing_db.copy(),
+        "snr_db": share.snr_db,
+        "uplink_rate_cohort_share_bps": share.rate_bps,
+        "uplink_rate_full_band_bps": full.rate_bps,
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_csv(table, out / "cell.csv")
+    _plot(cell, table, out / "cell.png", k)
+    _print_table(table, stream or sys.stdout, cell, k)
+    return table
+
+
+def _write_csv(table: Mapping[str, np.ndarray], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(REPORT_COLUMNS)
+        for i in range(len(table["client"])):
+            writer.writerow([_cell_text(table[c][i]) for c in REPORT_COLUMNS])
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, (np.integer, int)):
+        return str(int(value))
+    return repr(float(value))
+
+
+def _print_table(table: Mapping[str, np.ndarray], stream: TextIO, cell: Any, k: int) -> None:
+    print(
+        f"{cell!r}\nuplink {cell.uplink_bandwidth_hz / 1e6:g} MHz; share = band / {k} (cohort size); "
+        f"rates in Mbit/s",
+        file=stream,
+    )
+    header = f"{'client':>6} {'x_m':>8} {'y_m':>8} {'dist_m':>8} {'los':>4} {'PL_dB':>7} {'SF_dB':>7} " \
+             f"{'SNR_dB':>7} {'r_share':>9} {'r_band':>9}"
+    print(header, file=stream)
+    for i in range(len(table["client"])):
+        los = {1: "LOS", 0: "NLOS", -1: "-"}[int(table["los"][i])]
+        print(
+            f"{int(table['client'][i]):>6} {table['x_m'][i]:>8.1f} {table['y_m'][i]:>8.1f} "
+            f"{table['distance_m'][i]:>8.1f} {los:>4} {table['pathloss_db'][i]:>7.2f} "
+            f"{table['shadowing_db'][i]:>7.2f} {table['snr_db'][i]:>7.2f} "
+            f"{table['uplink_rate_cohort_share_bps'][i] / 1e6:>9.3f} "
+            f"{table['uplink_rate_full_band_bps'][i] / 1e6:>9.3f}",
+            file=stream,
+        )
+
+
+def _plot(cell: Any, table: Mapping[str, np.ndarray], path: Path, k: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    try:
+        radius = cell.radius_m
+        ax.add_patch(plt.Circle((0.0, 0.0), radius, fill=False, color="0.4", linestyle="--", label="cell edge"))
+        rate_mbps = table["uplink_rate_cohort_share_bps"] / 1e6
+        points = ax.scatter(table["x_m"], table["y_m"], c=rate_mbps, cmap="viridis", s=28, edgecolors="k",
+                            linewidths=0.3)
+        fig.colorbar(points, ax=ax, label=f"uplink rate on band/{k}, Mbit/s")
+        ax.plot([0.0], [0.0], marker="^", color="red", markersize=12, linestyle="none", label="base station")
+        ax.set_xlim(-1.05 * radius, 1.05 * radius)
+        ax.set_ylim(-1.05 * radius, 1.05 * radius)
+        ax.set_aspect("equal")
+        ax.set_xlabel("x, m")
+        ax.set_ylabel("y, m")
+        ax.set_title(f"{cell.n_clients} clients; {type(cell.pathloss).__name__}")
+        ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)

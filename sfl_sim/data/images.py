@@ -1,0 +1,147 @@
+"""Shared parts of the loaders of colour-image data sets kept in a local folder (CIFAR, CINIC-10).
+
+Nothing is downloaded at run time: each loader reads a folder the user prepared, named by the
+``data_root`` parameter or, when that is ``None``, by the loader's environment variable
+``SFL_SIM_<NAME>_DIR``.  There is no default folder.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+from .datasets import ArrayDataset, DatasetNotFoundError, _check_limit
+
+__all__ = ["DatasetFormatError", "LocalImageDataset"]
+
+
+class DatasetFormatError(ValueError):
+    """A data set file exists but is corrupt, truncated or not in the expected layout.
+
+    The message names the file.
+    """
+
+
+class LocalImageDataset:
+    """Base of the loaders that read 3×32×32 colour images from a local folder.
+
+    Subclasses set :attr:`name`, :attr:`env_var`, :attr:`num_classes`, :attr:`mean`,
+    :attr:`std`, :attr:`expected` (a description of the files for error messages) and
+    :attr:`how_to_get`, and implement :meth:`_read` returning the four arrays.
+
+    Parameters
+    ----------
+    data_root : str or None, default None
+        Folder holding the data set.  ``None``: the environment variable :attr:`env_var`; if that
+        is unset too, :meth:`load` raises :class:`DatasetNotFoundError`.
+    max_train_samples, max_test_samples : int or None, default None
+        Keep only the *first* n samples of the split, in the order the loader defines (see the
+        subclass).  ``None`` keeps all; a value above the split's size keeps all.
+
+    Raises
+    ------
+    ValueError
+        If ``data_root`` is not None or a path, or a ``max_*_samples`` is not None or an
+        integer >= 1.
+    """
+
+    name: str = ""
+    env_var: str = ""
+    num_classes: int = 10
+    mean: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: Tuple[float, ...] = (1.0, 1.0, 1.0)
+    expected: str = ""
+    how_to_get: str = ""
+
+    def __init__(
+        self,
+        data_root: Optional[str] = None,
+        max_train_samples: Optional[int] = None,
+        max_test_samples: Optional[int] = None,
+    ) -> None:
+        if data_root is not None and not isinstance(data_root, (str, os.PathLike)):
+            raise ValueError(f"data_root must be None or a path string, got {data_root!r}")
+        self.max_train_samples = _check_limit("max_train_samples", max_train_samples)
+        self.max_test_samples = _check_limit("max_test_samples", max_test_samples)
+        if data_root is not None:
+            self.data_root: Optional[str] = os.fspath(data_root)
+            self._source = "data_root"
+        elif os.environ.get(self.env_var):
+            self.data_root = os.environ[self.env_var]
+            self._source = f"environment variable {self.env_var}"
+        else:
+            self.data_root = None
+            self._source = ""
+
+    def _not_found(self, problem: str) -> DatasetNotFoundError:
+        if self.data_root is None:
+            where = (f"no directory given for dataset {self.name!r} (data_root is null and "
+                     f"{self.env_var} is unset)")
+        else:
+            where = f"dataset {self.name!r}: {problem} (data_root {self.data_root!r} from {self._source})"
+        return DatasetNotFoundError(
+            f"{where}; expected {self.expected}; nothing is downloaded at run time: {self.how_to_get}, "
+            f"then set data_root or {self.env_var} to that folder"
+        )
+
+    def _read(self, root: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Read ``(train_x, train_y, test_x, test_y)`` from ``root`` (subclasses)."""
+        raise NotImplementedError
+
+    def load(self) -> ArrayDataset:
+        """Read the data set into an :class:`ArrayDataset`.
+
+        Returns
+        -------
+        ArrayDataset
+            ``train_x`` / ``test_x`` uint8 ``(N, 32, 32, 3)`` (RGB, channels last), labels int64
+            ``(N,)``, ``input_shape`` ``(3, 32, 32)``, ``mean`` / ``std`` the class constants.
+
+        Raises
+        ------
+        DatasetNotFoundError
+            If no folder is given or expected files are missing (the message lists them).
+        DatasetFormatError
+            If a file is corrupt or not in the expected layout (the message names it).
+        """
+        if self.data_root is None:
+            raise self._not_found("no directory")
+        train_x, train_y, test_x, test_y = self._read(self.data_root)
+        if self.max_train_samples is not None:
+            train_x, train_y = train_x[: self.max_train_samples], train_y[: self.max_train_samples]
+        if self.max_test_samples is not None:
+            test_x, test_y = test_x[: self.max_test_samples], test_y[: self.max_test_samples]
+        return ArrayDataset(
+            name=self.name,
+            train_x=np.ascontiguousarray(train_x),
+            train_y=np.ascontiguousarray(train_y, dtype=np.int64),
+            test_x=np.ascontiguousarray(test_x),
+            test_y=np.ascontiguousarray(test_y, dtype=np.int64),
+            num_classes=self.num_classes,
+            input_shape=(3, 32, 32),
+            mean=tuple(self.mean),
+            std=tuple(self.std),
+        )
+
+    def _params(self) -> List[str]:
+        return [f"data_root={self.data_root!r}", f"max_train_samples={self.max_train_samples!r}",
+                f"max_test_samples={self.max_test_samples!r}"]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(self._params())})"
+
+
+def check_labels(path: str, labels: Any, count: int, num_classes: int) -> np.ndarray:
+    """Labels of a file as int64 ``(count,)`` in ``[0, num_classes)``, else DatasetFormatError."""
+    try:
+        y = np.asarray(labels)
+    except Exception as exc:  # pragma: no cover - numpy accepts nearly anything
+        raise DatasetFormatError(f"{path!r}: labels are not an array ({exc})") from exc
+    if y.ndim != 1 or len(y) != count or (y.size and not np.issubdtype(y.dtype, np.integer)):
+        raise DatasetFormatError(f"{path!r}: expected {count} integer labels, got dtype {y.dtype} shape {y.shape}")
+    y = y.astype(np.int64)
+    if y.size and (y.min() < 0 or y.max() >= num_classes):
+        raise DatasetFormatError(f"{path!r}: labels must lie in [0, {num_classes}), got [{y.min()}, {y.max()}]")
+    return y
+

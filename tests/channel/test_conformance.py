@@ -1,0 +1,105 @@
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import channel
+from channel import REGISTRIES, check_component
+
+# Built-ins that need parameters to exist, and the client counts they accept.
+PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]}}
+COUNTS = {("placement", "fixed_distances"): (3,)}
+VARIANTS = [("pathloss", "tr38901_uma", {"los": "los"}), ("pathloss", "tr38901_umi", {"los": "nlos"}),
+            ("pathloss", "tr38901_uma", {"ut_height_m": 20.0}), ("shadowing", "lognormal", {"sigma_db": "model"}),
+            ("shadowing", "correlated", {"sigma_db": 5.0, "decorrelation_m": 20.0}),
+            ("rate", "shannon", {"noise_figure_db": 7.0, "max_spectral_efficiency_bps_per_hz": 6.0})]
+
+
+def builtins():
+    for kind, registry in REGISTRIES.items():
+        for name in registry.names():
+            yield kind, name, PARAMS.get((kind, name), {})
+    yield from VARIANTS
+
+
+@pytest.mark.parametrize("kind, name, params", list(builtins()), ids=lambda x: str(x))
+def test_every_builtin_passes_conformance(kind, name, params):
+    component = REGISTRIES[kind].create(name, **params)
+    report = check_component(kind, component, client_counts=COUNTS.get((kind, name), (1, 4, 25)))
+    assert report["kind"] == kind and report["checks"]
+
+
+def test_registries_cover_every_kind():
+    assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"}
+    assert channel.FADING.kind == "fading" and channel.MOBILITY.kind == "mobility"
+
+
+def test_broken_components_fail_with_a_clear_message():
+    class NegativeFading:
+        def sample_power_gain(self, n, rng):
+            return -rng.exponential(1.0, n)
+
+    with pytest.raises(AssertionError, match=r"fading component .*NegativeFading.*'power gains >= 0'"):
+        check_component("fading", NegativeFading())
+
+    class ShrinkingLoss:
+        def loss_db(self, distance_m):
+            return 200.0 - 10 * np.log10(np.asarray(distance_m, dtype=float))
+
+    with pytest.raises(AssertionError, match="non-decreasing"):
+        check_component("pathloss", ShrinkingLoss())
+
+    class GreedyAllocator:
+        def allocate_hz(self, total_bandwidth_hz, payload_bits, gain_linear):
+            return np.full(np.size(gain_linear), float(total_bandwidth_hz))
+
+    with pytest.raises(AssertionError, match="sum <= band"):
+        check_component("allocation", GreedyAllocator())
+
+    class Unseeded:
+        def sample_power_gain(self, n, rng):
+            return np.random.default_rng().exponential(1.0, n)
+
+    with pytest.raises(AssertionError, match="same seed"):
+        check_component("fading", Unseeded())
+
+
+def test_unknown_kind_raises():
+    with pytest.raises(ValueError, match=r"kind must be one of .*pathloss.*antenna"):
+        check_component("antenna", object())
+
+
+def test_component_from_a_file_outside_the_package(tmp_path, monkeypatch):
+    (tmp_path / "my_channel_models.py").write_text(textwrap.dedent(
+        """
+        import numpy as np
+
+        class TwoSlope:
+            '''Two-slope path loss: exponent 2 up to breakpoint_m, 4 after.'''
+
+            def __init__(self, breakpoint_m=120.0):
+                self.breakpoint_m = breakpoint_m
+
+            def loss_db(self, distance_m):
+                d = np.asarray(distance_m, dtype=float)
+                pl0 = 40.0
+                near = pl0 + 20 * np.log10(d)
+                far = pl0 + 20 * np.log10(self.breakpoint_m) + 40 * np.log10(d / self.breakpoint_m)
+                return np.where(d <= self.breakpoint_m, near, far)
+
+        class HalfRician:
+            def __init__(self, k=2.0):
+                self.k = k
+
+            def sample_power_gain(self, n, rng):
+                nu, s = np.sqrt(self.k / (self.k + 1)), np.sqrt(0.5 / (self.k + 1))
+                return (nu + s * rng.standard_normal(n)) ** 2 + (s * rng.standard_normal(n)) ** 2
+        """
+    ))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pathloss = channel.PATHLOSS.create("my_channel_models:TwoSlope", breakpoint_m=80.0)
+    assert check_component("pathloss", pathloss)["checks"]
+    fading = channel.FADING.create("my_channel_models:HalfRician")
+    assert check_component("fading", fading)["checks"]
+    monkeypatch.delitem(sys.modules, "my_channel_models", raising=False)

@@ -1,0 +1,52 @@
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from channel import ShannonRate, TR36814Macro, dbm_to_w
+from sfl_sim.channel_report import REPORT_COLUMNS, channel_report
+from sfl_sim.config import validate
+
+
+def small_cfg(**cell):
+    return validate({
+        "seed": 3,
+        "clients": {"count": 8, "participation": 0.5},
+        "cell": {"uplink_bandwidth_hz": 10e6, "client_tx_power_w": 0.2, **cell},
+    })
+
+
+def test_report_writes_files_and_matches_the_models(tmp_path):
+    out = io.StringIO()
+    table = channel_report(small_cfg(), tmp_path, stream=out)
+    assert (tmp_path / "cell.png").stat().st_size > 1000
+    with open(tmp_path / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8 and list(rows[0]) == list(REPORT_COLUMNS)
+    n0 = dbm_to_w(-174.0)
+    d = np.hypot(table["x_m"], table["y_m"])
+    np.testing.assert_allclose(table["distance_m"], d)
+    assert np.all((d >= 10.0) & (d <= 500.0))
+    np.testing.assert_allclose(table["pathloss_db"], TR36814Macro().loss_db(d))
+    np.testing.assert_array_equal(table["shadowing_db"], 0.0)
+    np.testing.assert_array_equal(table["los"], -1)
+    gain = 10 ** (-table["pathloss_db"] / 10)
+    # Cohort = round(8 * 0.5) = 4 clients: share 2.5 MHz; whole band 10 MHz.
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], ShannonRate().rate_bps(2.5e6, 0.2, gain, n0))
+    np.testing.assert_allclose(table["uplink_rate_full_band_bps"], ShannonRate().rate_bps(10e6, 0.2, gain, n0))
+    np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (2.5e6 * n0)))
+    assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
+    printed = out.getvalue().splitlines()
+    assert len(printed) == 2 + 1 + 8 and "client" in printed[2]
+
+
+def test_report_is_seeded_and_shows_los(tmp_path):
+    cfg = small_cfg(pathloss={"name": "tr38901_umi", "los": "stochastic"},
+                    shadowing={"name": "correlated"})
+    a = channel_report(cfg, tmp_path / "a", stream=io.StringIO())
+    b = channel_report(cfg, tmp_path / "b", stream=io.StringIO())
+    for column in REPORT_COLUMNS:
+        np.testing.assert_array_equal(a[column], b[column])
+    assert set(np.unique(a["los"])) <= {0, 1}
+    assert (tmp_path / "a" / "cell.csv").read_text() == (tmp_path / "b" / "cell.csv").read_text()
