@@ -25,6 +25,13 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--no-progress", action="store_true", help="no progress bar")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
 
+    ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
+    ch.add_argument("path", help="scenario YAML")
+    ch.add_argument("--out", "-o", default="cell_report", help="folder for cell.csv and cell.png (default: cell_report)")
+    ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
+    ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override any field (repeatable)")
+
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
     pl.add_argument("run_dirs", nargs="+", help="run directories written by 'sfl-sim scenario'")
     pl.add_argument("--out", "-o", default="plots", help="folder for the PNG files (default: plots)")
@@ -77,6 +84,19 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
             for s in summaries if s))
 
 
+def _channel(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_scenario(args.path, args.overrides, {"seed": args.seed})
+        from sfl_sim.channel_report import channel_report
+
+        channel_report(cfg, Path(args.out))
+    except ConfigError as exc:
+        print(f"sfl-sim: invalid scenario: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {Path(args.out) / 'cell.csv'} and {Path(args.out) / 'cell.png'}")
+    return 0
+
+
 def _plot(args: argparse.Namespace) -> int:
     from analysis import plot_runs
     from analysis.runs import RunFormatError
@@ -94,9 +114,8 @@ def _plot(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``sfl-sim`` console script."""
     args = _parser().parse_args(argv)
-    if args.command == "scenario":
-        return _scenario(args)
-    return _plot(args)
+    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

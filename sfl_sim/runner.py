@@ -206,8 +206,11 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_siz
 
 
 def _cell_table(run: Run) -> Dict[str, Any]:
-    info = run.cell.describe()
-    table = {k: np.asarray(v).tolist() for k, v in info.items()}
+    n_sharing = cohort_size(run.cfg["clients"]["count"], run.cfg["clients"]["participation"])
+    info = run.cell.describe(n_sharing=n_sharing)  # SNR and rate on an equal share of the cohort
+    table = {"client": np.asarray(info.pop("client")).tolist(),
+             "x_m": run.cell.positions_m[:, 0].tolist(), "y_m": run.cell.positions_m[:, 1].tolist()}
+    table.update({k: np.asarray(v).tolist() for k, v in info.items()})
     table["compute_flops_per_s"] = run.client_flops_per_s.tolist()
     table["data_samples"] = [len(ix) for ix in run.partition]
     labels = run.dataset.train_y
@@ -257,6 +260,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     cfg = run.cfg
     writer = RunWriter(run_dir)
     selection_rng = stream(cfg["seed"], "selection")
+    fading_rng, mobility_rng = stream(cfg["seed"], "fading"), stream(cfg["seed"], "mobility")
     torch.manual_seed(torch_seed(cfg["seed"], "dropout"))
     start_round, sim_time_s, host_offset_s, counters = 0, 0.0, 0.0, Counters()
     if resume and writer.checkpoint_path.exists():
@@ -264,14 +268,15 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         run.algorithm.load_state_dict(ckpt["algorithm"])
         start_round, sim_time_s, host_offset_s = ckpt["round"], ckpt["sim_time_s"], ckpt["host_time_s"]
         counters = Counters.from_dict(ckpt["counters"])
-        selection_rng.bit_generator.state = ckpt["rng"]["selection"]
+        for name, rng in (("selection", selection_rng), ("fading", fading_rng), ("mobility", mobility_rng)):
+            rng.bit_generator.state = ckpt["rng"][name]
+        run.cell = ckpt["cell"]  # positions, LOS and shadowing as they were at the checkpoint
+        run.selector.load_state_dict(ckpt["selector"])  # stateful selectors (class_balanced)
         run.setup.minibatch_rng.bit_generator.state = ckpt["rng"]["minibatch"]
         torch.set_rng_state(ckpt["rng"]["torch"])
         if "torch_cuda" in ckpt["rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(ckpt["rng"]["torch_cuda"])
         run.algorithm.meter.flops_per_sample.update(ckpt.get("flops_per_sample", {}))
-        if ckpt.get("selector") is not None and hasattr(run.selector, "load_state_dict"):
-            run.selector.load_state_dict(ckpt["selector"])  # stateful selectors (class_balanced)
     keep = start_round if resume else None
     writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=keep)
     writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=keep)
@@ -282,11 +287,6 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     writer.write_scenario(scenario)
     writer.write_table("cell.csv", _cell_table(run))
 
-    fading_rng, mobility_rng = stream(cfg["seed"], "fading"), stream(cfg["seed"], "mobility")
-    if resume and writer.checkpoint_path.exists():
-        fading_rng.bit_generator.state = ckpt["rng"]["fading"]
-        mobility_rng.bit_generator.state = ckpt["rng"]["mobility"]
-        run.cell = ckpt["cell"]  # positions, LOS and shadowing as they were when the checkpoint was taken
     sim = Simulator(run.cell, run.client_flops_per_s, cfg["server"]["compute_flops_per_s"],
                     cfg["cell"]["downlink"]["mode"], start_time_s=sim_time_s, counters=counters,
                     fading_rng=fading_rng, coherence=cfg["cell"]["coherence"], outage=build_outage(cfg))
@@ -367,7 +367,7 @@ def _save_checkpoint(writer: RunWriter, run: Run, rnd: int, sim: Simulator, host
                 "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),
                 "rng": _rng_state(run, streams), "cell": run.cell,
                 "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
-                "selector": run.selector.state_dict() if hasattr(run.selector, "state_dict") else None}, tmp)
+                "selector": run.selector.state_dict()}, tmp)
     tmp.replace(writer.checkpoint_path)
 
 

@@ -24,6 +24,13 @@ class Selector:
     def prepare(self, client_label_counts: np.ndarray) -> None:
         """Receive the (K, N) label counts of every client's local data (no-op by default)."""
 
+    def state_dict(self) -> dict:
+        """State to checkpoint (selection history of adaptive selectors); empty by default."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` (no-op by default)."""
+
     def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
         """Pick ``n_selected`` distinct client indices, sorted, int64, shape (n_selected,)."""
         raise NotImplementedError
@@ -42,3 +49,124 @@ class UniformSelection(Selector):
 def cohort_size(n_clients: int, participation: float) -> int:
     """Number of clients per round: ``round(participation * n_clients)``, at least 1."""
     return max(1, int(round(participation * n_clients)))
+
+
+def qcid(label_counts: np.ndarray) -> float:
+    """Quadratic class-imbalance degree of a grouped data set (Fed-CBS, Zhang et al. 2023, eq. 2).
+
+    ``QCID = sum_c (n_c / n - 1/N)^2`` for the grouped class counts ``n_c`` (``n = sum_c n_c``,
+    N classes): 0 for a perfectly balanced group, ``1 - 1/N`` for a single class.
+
+    Parameters
+    ----------
+    label_counts : ndarray, shape (N,) or (m, N)
+        Class counts of the group, or of its m members (summed).
+    """
+    counts = np.asarray(label_counts, dtype=float)
+    if counts.ndim == 2:
+        counts = counts.sum(axis=0)
+    total = counts.sum()
+    if total <= 0:
+        raise ValueError("qcid needs a group holding at least one sample")
+    return float(((counts / total - 1.0 / len(counts)) ** 2).sum())
+
+
+def _check_real(name: str, value: object, minimum: float, strict: bool) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value)
+    ok = ok and (value > minimum if strict else value >= minimum)
+    if not ok:
+        raise ValueError(f"{name}={value!r} is invalid; allowed: a finite number {'>' if strict else '>='} {minimum:g}")
+    return float(value)
+
+
+@SELECTORS.register("class_balanced")
+class ClassBalancedSelection(Selector):
+    """Fed-CBS class-balanced sampling (Zhang et al., ICML 2023, §4.2, Alg. 1).
+
+    The cohort is drawn one client at a time, without replacement, so that its grouped label
+    histogram has a small QCID (:func:`qcid`).  With M the clients drawn so far and beta_j rising
+    linearly from ``beta_first`` (j = 1) to ``beta_last`` (j = m):
+
+    * first client:  P(n) proportional to ``QCID({n})^{-beta_1} + exploration * sqrt(3 ln t / (2 T_n))``,
+      t the selection round (1, 2, ...) and T_n how often client n was selected before (counted from 1,
+      as in the authors' code) — an upper-confidence bonus that keeps rarely chosen clients coming;
+    * j-th client:   P(n | M) proportional to ``QCID(M + {n})^{-beta_j}`` (the paper's ratio
+      ``QCID(M)^{beta_{j-1}} / QCID(M + {n})^{beta_j}`` has a numerator that does not depend on n).
+
+    QCID is evaluated from the (K, N) label counts given to :meth:`prepare` (the paper obtains it
+    under homomorphic encryption; that exchange is not simulated).  Weights are computed in log space
+    with QCID floored at ``qcid_floor`` (a perfectly balanced group would otherwise give 1/0).
+    All randomness comes from the ``rng`` argument.  The selection counts T_n and the round t are
+    state: :meth:`state_dict` / :meth:`load_state_dict` (the runner checkpoints them).
+
+    Parameters
+    ----------
+    beta_first, beta_last : float, default 1 and 10
+        Exponents of the first and last draw (> 0); the authors' released values.
+    exploration : float, default 10
+        Weight lambda of the exploration bonus of the first draw (>= 0; 0 turns it off).
+    qcid_floor : float, default 1e-6
+        Lower bound of QCID in the weights (> 0).
+    """
+
+    def __init__(self, beta_first: float = 1.0, beta_last: float = 10.0, exploration: float = 10.0,
+                 qcid_floor: float = 1e-6) -> None:
+        self.beta_first = _check_real("beta_first", beta_first, 0.0, strict=True)
+        self.beta_last = _check_real("beta_last", beta_last, 0.0, strict=True)
+        self.exploration = _check_real("exploration", exploration, 0.0, strict=False)
+        self.qcid_floor = _check_real("qcid_floor", qcid_floor, 0.0, strict=True)
+        self.counts: np.ndarray | None = None
+        self.times_selected: np.ndarray | None = None
+        self.round = 0
+
+    def prepare(self, client_label_counts: np.ndarray) -> None:
+        counts = np.asarray(client_label_counts, dtype=float)
+        if counts.ndim != 2 or np.any(counts < 0) or np.any(counts.sum(axis=1) <= 0):
+            raise ValueError("client_label_counts must be a (K, N) array of non-negative counts, every client "
+                             "holding at least one sample")
+        self.counts = counts
+        self.times_selected = np.ones(len(counts), dtype=np.int64)
+        self.round = 0
+
+    def state_dict(self) -> dict:
+        return {"times_selected": None if self.times_selected is None else self.times_selected.tolist(),
+                "round": self.round}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("times_selected") is not None:
+            self.times_selected = np.asarray(state["times_selected"], dtype=np.int64)
+        self.round = int(state["round"])
+
+    def _log_inverse_qcid(self, group_counts: np.ndarray, beta: float) -> np.ndarray:
+        """``-beta * log max(QCID, floor)`` of each row of (n, N) grouped counts."""
+        p = group_counts / group_counts.sum(axis=1, keepdims=True)
+        q = ((p - 1.0 / group_counts.shape[1]) ** 2).sum(axis=1)
+        return -beta * np.log(np.maximum(q, self.qcid_floor))
+
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+        if self.counts is None or self.times_selected is None:
+            raise RuntimeError("ClassBalancedSelection.select called before prepare(client_label_counts)")
+        if n_clients != len(self.counts):
+            raise ValueError(f"n_clients={n_clients} does not match the {len(self.counts)} clients given to prepare")
+        if not 1 <= n_selected <= n_clients:
+            raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
+        self.round += 1
+        betas = (np.linspace(self.beta_first, self.beta_last, n_selected) if n_selected > 1
+                 else np.array([self.beta_first]))
+        available = np.ones(n_clients, dtype=bool)
+        chosen: list[int] = []
+        group = np.zeros(self.counts.shape[1])
+        for j in range(n_selected):
+            cand = np.flatnonzero(available)
+            logw = self._log_inverse_qcid(group[None, :] + self.counts[cand], betas[j])
+            if j == 0 and self.exploration > 0:
+                bonus = self.exploration * np.sqrt(3.0 * np.log(self.round) / (2.0 * self.times_selected[cand]))
+                w = np.exp(logw - logw.max()) + bonus * np.exp(-logw.max())
+            else:
+                w = np.exp(logw - logw.max())
+            pick = int(cand[rng.choice(len(cand), p=w / w.sum())])
+            chosen.append(pick)
+            available[pick] = False
+            group += self.counts[pick]
+        self.times_selected[chosen] += 1
+        return np.sort(np.asarray(chosen, dtype=np.int64))

@@ -5,7 +5,21 @@ cohort; each client runs T local SGD iterations on minibatches of B_k samples �
 sizes SCALA uses, so both algorithms process the same samples per round — and uploads its model;
 the server averages the models weighted by |D_k|.
 
-Subclasses (FedProx, FedLogit, ...) override :meth:`FedAvg.local_loss` only.
+The FL baselines (FedProx, FedDyn, FedDecorr, FedLogit, FedLC, FedNTD, FedCBS) are subclasses that
+override the hooks below and nothing else of the protocol, so they send exactly what FedAvg sends:
+
+* :meth:`FedAvg.begin_round` — after the broadcast, before the clients start (e.g. keep a copy of
+  the global weights w^t for a proximal term);
+* :meth:`FedAvg.local_objective` — the loss of one local iteration from the minibatch (default:
+  :meth:`FedAvg.local_loss` of the model's logits);
+* :meth:`FedAvg.local_loss` — the loss from the logits (plain cross-entropy here);
+* :meth:`FedAvg.after_local_training` — on the client, after its T iterations, before its upload
+  (e.g. FedDyn's per-client state update);
+* :meth:`FedAvg.aggregate` — the server's rule that turns the uploaded models into the new global
+  model (weighted average by |D_k| here).
+
+Everything the hooks compute inside :meth:`FedAvg.local_objective` is metered as the FLOPs of the
+``local_step`` (and timed on the client); state a subclass keeps goes into its ``state_dict``.
 """
 from __future__ import annotations
 
@@ -42,28 +56,46 @@ class FedAvg(Algorithm):
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
 
+    # -- hooks -----------------------------------------------------------------------------------
+    def begin_round(self, cohort: np.ndarray) -> None:
+        """Called once per round after the broadcast of the global model, before local training."""
+
+    def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Loss of one local iteration on the minibatch ``(x, y)``: ``local_loss(model(x))`` by default."""
+        return self.local_loss(client, model, model(x), y)
+
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one local iteration; plain softmax cross-entropy for FedAvg."""
+        """Loss of one local iteration from the logits; plain softmax cross-entropy for FedAvg."""
         return F.cross_entropy(logits, labels)
 
+    def after_local_training(self, client: int, model: nn.Module) -> None:
+        """Called on client ``client`` after its T local iterations, before it uploads ``model``."""
+
+    def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module]) -> None:
+        """Set the global model from the uploaded local models: average weighted by |D_k|."""
+        weights = self.setup.client_data_sizes[cohort].astype(float)
+        self.model.load_state_dict(weighted_average([local[k].state_dict() for k in cohort.tolist()], weights))
+
+    # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
+        self.begin_round(cohort)
         local = {k: copy.deepcopy(self.model) for k in clients}
         yield ctx.all_of([ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients])
-        weights = self.setup.client_data_sizes[cohort].astype(float)
-        self.model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
+        self.aggregate(cohort, local)
 
     def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module) -> Generator:
         for _t in range(self.setup.local_iterations):
             x, y = self.sample_batch(k, b_k)
 
             def step() -> None:
-                loss = self.local_loss(k, model, model(x), y)
+                loss = self.local_objective(k, model, x, y)
                 loss.backward()
                 self.sgd_step(list(model.parameters()))
 
             _, flops = self.meter.run("local_step", b_k, step)
             yield from ctx.compute(k, flops, "local_step")
+        self.after_local_training(k, model)
         yield ctx.upload(k, state_bytes(model), "model")

@@ -1,0 +1,176 @@
+"""FedConcat (Diao, Li and He, AAAI 2024, "Exploiting Label Skews in Federated Learning with Model
+Concatenation"), as the SCALA journal compares it: FL with concatenated client-cluster encoders.
+
+What follows the paper:
+
+1. the server clusters the clients by their label distributions with K-means into J clusters;
+2. stage 1: FedAvg *within* each cluster — every cohort client downloads its cluster's model,
+   trains the whole model T iterations and uploads it; each cluster's model is the |D_k|-weighted
+   average of its members' uploads (a cluster without members in the cohort keeps its model);
+3. stage 2: the J encoders (each model without its classifier, the last ``nn.Linear``) are frozen
+   and concatenated; a linear classifier on the concatenated features is trained by FedAvg over
+   the cohort: clients download the classifier, run T iterations (forward through the frozen
+   encoders, backward through the classifier only) and upload the classifier.
+
+Choices (each a parameter):
+
+* ``n_clusters`` J = 4 (FedVLS, Table 10, runs FedConcat with 2 and 4 clusters).
+* ``encoder_rounds`` = 120: rounds of stage 1 (80 % of the default scenario's 150 rounds); all
+  later rounds are stage 2.  The paper trains each stage to its own budget; the simulator has one
+  round counter, kept in :meth:`FedConcat.state_dict` so a resumed run lands in the right stage.
+* ``classifier_init="average"``: the stage-2 classifier starts as ``[W_1 .. W_J] / J`` (biases
+  averaged), i.e. the concatenated model starts as the mean of the clusters' logits; this is also
+  the model evaluated during stage 1 (the paper has no global model before stage 2).  ``"random"``
+  starts it from PyTorch's default initialisation instead, as in the paper.
+* K-means is deterministic (farthest-point initialisation from client 0), so the clusters depend
+  only on the seeded partition.  The label counts the clients report for clustering (N integers
+  each) are not counted as traffic (the paper also offers a model-output proxy for them).
+* Traffic: stage 1 is FedAvg's per client (its cluster's model down, unicast, and up).  In stage 2
+  a client downloads the frozen encoders once, the first time it takes part in stage 2
+  (``downlink/encoders``), and the classifier every round (``downlink/classifier`` broadcast,
+  ``uplink/classifier``).  The encoders stay in eval mode (no dropout) in stage 2.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Generator, List, Optional, Set
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.fedavg import FedAvg
+from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head, check_choice,
+                                         classifier_layer, kmeans_label_clusters)
+
+
+def _check_int(name: str, value: object, minimum: int, allowed: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} is invalid; allowed: {allowed}")
+    return int(value)
+
+
+@ALGORITHMS.register("fedconcat")
+class FedConcat(FedAvg):
+    """Clustered FedAvg, then a classifier trained on the concatenated cluster encoders.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    n_clusters : int, default 4
+        J, number of label-distribution clusters (>= 1; capped at the number of clients).
+    encoder_rounds : int, default 120
+        Rounds of stage 1 (>= 0); rounds after it train the classifier.
+    classifier_init : {"average", "random"}, default "average"
+    """
+
+    def __init__(self, setup: TrainingSetup, n_clusters: int = 4, encoder_rounds: int = 120,
+                 classifier_init: str = "average") -> None:
+        super().__init__(setup)
+        n = len(setup.client_indices)
+        # At most one cluster per client: a federation smaller than n_clusters gets one per client.
+        self.n_clusters = min(_check_int("n_clusters", n_clusters, 1, "an int >= 1"), n)
+        self.encoder_rounds = _check_int("encoder_rounds", encoder_rounds, 0, "an int >= 0")
+        self.classifier_init = check_choice("classifier_init", classifier_init, ("average", "random"))
+        classifier_layer(self.model)  # the model must end with a Linear classifier
+        counts = np.stack([np.bincount(setup.train_y[ix].cpu().numpy(), minlength=setup.num_classes)
+                           for ix in setup.client_indices]).astype(float)
+        self.clusters = kmeans_label_clusters(counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0),
+                                              self.n_clusters)
+        self.cluster_models = [copy.deepcopy(self.model) for _ in range(self.n_clusters)]
+        self.rounds_done = 0
+        self.concat: Optional[ConcatenatedModel] = None
+        self.has_encoders: Set[int] = set()
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def stage(self) -> int:
+        """1 while the cluster models train, 2 once the classifier trains."""
+        return 1 if self.rounds_done < self.encoder_rounds else 2
+
+    def _build_concat(self, init: str) -> ConcatenatedModel:
+        """Concatenated model of the current cluster models; head by ``init`` ("random" draws from
+        torch's generator, so it is used once, at the switch to stage 2)."""
+        encoders = [FeatureExtractor(copy.deepcopy(m)) for m in self.cluster_models]
+        head = averaged_concat_head([classifier_layer(m) for m in self.cluster_models])
+        if init == "random":
+            head = nn.Linear(head.in_features, head.out_features).to(head.weight.device)
+        return ConcatenatedModel(encoders, head)
+
+    def global_model(self) -> nn.Module:
+        # Stage 1: the mean of the clusters' logits (built fresh, no randomness drawn).
+        return self.concat if self.concat is not None else self._build_concat("average")
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"cluster_models": [m.state_dict() for m in self.cluster_models], "rounds_done": self.rounds_done,
+                "concat": None if self.concat is None else self.concat.state_dict(),
+                "has_encoders": sorted(self.has_encoders)}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        for m, s in zip(self.cluster_models, state["cluster_models"]):
+            m.load_state_dict(s)
+        self.rounds_done = int(state["rounds_done"])
+        self.has_encoders = set(int(k) for k in state["has_encoders"])
+        self.concat = None
+        if state["concat"] is not None:
+            self.concat = self._build_concat("average")
+            self.concat.load_state_dict(state["concat"])
+
+    # -- one round -------------------------------------------------------------------------------
+    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        if self.stage == 1:
+            yield from self._encoder_round(ctx, cohort)
+        else:
+            if self.concat is None:
+                self.concat = self._build_concat(self.classifier_init)
+            yield from self._classifier_round(ctx, cohort)
+        self.rounds_done += 1
+
+    def _encoder_round(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        clients = cohort.tolist()
+        batch = self.cohort_batch_sizes(cohort)
+        local = {k: copy.deepcopy(self.cluster_models[self.clusters[k]]) for k in clients}
+
+        def client(k: int) -> Generator:
+            yield ctx.download(k, state_bytes(local[k]), "model")
+            yield from self._client(ctx, k, batch[k], local[k])
+
+        yield ctx.all_of([ctx.process(client(k)) for k in clients])
+        for j in range(self.n_clusters):
+            members = [k for k in clients if self.clusters[k] == j]
+            if members:
+                weights = self.setup.client_data_sizes[members].astype(float)
+                self.cluster_models[j].load_state_dict(weighted_average([local[k].state_dict() for k in members], weights))
+
+    def _classifier_round(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        concat = self.concat
+        assert concat is not None
+        clients = cohort.tolist()
+        batch = self.cohort_batch_sizes(cohort)
+        encoder_bytes = state_bytes(concat.encoders)
+        yield ctx.broadcast(state_bytes(concat.head), "classifier")
+        heads = {k: copy.deepcopy(concat.head) for k in clients}
+
+        def client(k: int) -> Generator:
+            if k not in self.has_encoders:
+                yield ctx.download(k, encoder_bytes, "encoders")
+                self.has_encoders.add(k)
+            head = heads[k]
+            for _t in range(self.setup.local_iterations):
+                x, y = self.sample_batch(k, batch[k])
+
+                def step() -> None:
+                    with torch.no_grad():
+                        feats = concat.features(x)
+                    F.cross_entropy(head(feats), y).backward()
+                    self.sgd_step(list(head.parameters()))
+
+                _, flops = self.meter.run("classifier_step", batch[k], step)
+                yield from ctx.compute(k, flops, "classifier_step")
+            yield ctx.upload(k, state_bytes(head), "classifier")
+
+        yield ctx.all_of([ctx.process(client(k)) for k in clients])
+        weights = self.setup.client_data_sizes[cohort].astype(float)
+        concat.head.load_state_dict(weighted_average([heads[k].state_dict() for k in clients], weights))

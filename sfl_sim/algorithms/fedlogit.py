@@ -1,0 +1,48 @@
+"""FedLogit (SCALA conference paper §5.1): FedAvg whose clients train with the logit-adjusted
+loss of eq. (15), ``CE(s + log P_k, y)``, P_k being client k's label distribution.
+
+``label_prior="batch"`` (default) takes P_k from the current minibatch's labels, as SCALA's
+client adjustment does in this simulator (``scala.py``, ``label_prior="batch"``), so FedLogit is
+SCALA's client-side loss inside FedAvg; ``"local_data"`` uses client k's whole local label
+distribution.  Same traffic as FedAvg.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.fedavg import FedAvg
+from sfl_sim.algorithms.fl_terms import check_choice
+from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
+
+
+def client_label_counts(setup: TrainingSetup) -> torch.Tensor:
+    """(K, N) float32 label counts of every client's local data, on ``setup.device``."""
+    return torch.stack([torch.bincount(setup.train_y[ix], minlength=setup.num_classes)
+                        for ix in setup.client_indices]).to(torch.float32).to(setup.device)
+
+
+@ALGORITHMS.register("fedlogit")
+class FedLogit(FedAvg):
+    """FedAvg with the client-side logit adjustment of SCALA eq. (15).
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    label_prior : {"batch", "local_data"}, default "batch"
+        Where P_k comes from (see module docstring).
+    """
+
+    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
+        super().__init__(setup)
+        self.label_prior = check_choice("label_prior", label_prior, ("batch", "local_data"))
+        counts = client_label_counts(setup)
+        self._local_prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
+
+    def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if self.label_prior == "batch":
+            prior = label_distribution(labels, self.setup.num_classes).to(logits.device)
+        else:
+            prior = self._local_prior[client]
+        return logit_adjusted_cross_entropy(logits, labels, prior)

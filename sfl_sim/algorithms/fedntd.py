@@ -1,0 +1,56 @@
+"""FedNTD (Lee et al., NeurIPS 2022, "Preservation of the Global Knowledge by Not-True
+Distillation in Federated Learning"): FedAvg whose local loss is
+
+    L = CE(q_l, y) + beta * tau^2 * KL( q~_g^tau || q~_l^tau )                    (eqs. 4-5)
+
+q~^tau being the temperature-tau softmax over the *not-true* classes (the true label removed) of
+the local model (l) and of the global model received this round (g, a frozen copy).
+
+Choices: the global model runs in eval mode (no dropout: a deterministic teacher) on the same
+minibatch inside the local step, so its forward pass is metered and timed as client compute.
+Same traffic as FedAvg (the client already holds the global model it received).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.fedavg import FedAvg
+from sfl_sim.algorithms.fl_terms import check_nonnegative, check_positive, not_true_distillation_loss
+
+
+@ALGORITHMS.register("fedntd")
+class FedNTD(FedAvg):
+    """FedAvg with not-true distillation.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    beta : float, default 1.0
+        Weight of the distillation term (>= 0; 0 is FedAvg).
+    tau : float, default 1.0
+        Softmax temperature (> 0).  beta = tau = 1 are the authors' released settings.
+    """
+
+    def __init__(self, setup: TrainingSetup, beta: float = 1.0, tau: float = 1.0) -> None:
+        super().__init__(setup)
+        self.beta = check_nonnegative("beta", beta)
+        self.tau = check_positive("tau", tau)
+        self._teacher: Optional[nn.Module] = None
+
+    def begin_round(self, cohort: np.ndarray) -> None:
+        self._teacher = copy.deepcopy(self.model).eval()
+        for p in self._teacher.parameters():
+            p.requires_grad_(False)
+
+    def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = model(x)
+        with torch.no_grad():
+            global_logits = self._teacher(x)
+        return F.cross_entropy(logits, y) + self.beta * not_true_distillation_loss(logits, global_logits, y, self.tau)
