@@ -124,6 +124,12 @@ SCHEMA: Dict[str, Any] = {
         "compute_flops_per_s_min": Field("float", 1.0e9, _positive, "a number > 0"),
         "compute_flops_per_s_max": Field("float", 1.0e10, _positive, "a number > 0"),
     },
+    "stragglers": {
+        "policy": Field("str", "wait_all", lambda x: x in ("wait_all", "deadline", "over_selection"),
+                        "one of wait_all, deadline, over_selection"),
+        "deadline_s": Field("float?", None, lambda x: x is None or x > 0, "null or a number > 0"),
+        "over_selection_fraction": Field("float", 0.25, _positive, "a number > 0"),
+    },
     "server": {
         "compute_flops_per_s": Field("float", 1.0e12, _positive, "a number > 0"),
     },
@@ -244,6 +250,10 @@ def _check_cross_fields(cfg: Dict[str, Any]) -> None:
             f"clients.compute_flops_per_s_max: got {clients['compute_flops_per_s_max']!r}; allowed: a number "
             f">= clients.compute_flops_per_s_min ({clients['compute_flops_per_s_min']!r})"
         )
+    stragglers = cfg["stragglers"]
+    if stragglers["policy"] == "deadline" and stragglers["deadline_s"] is None:
+        raise ConfigError("stragglers.deadline_s: got None; allowed: a number > 0 (simulated seconds per local "
+                          "iteration) when stragglers.policy is deadline")
     for i, target in enumerate(cfg["target_accuracies"]):
         if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target <= 1:
             raise ConfigError(f"target_accuracies[{i}]: got {target!r}; allowed: a fraction in (0, 1]")

@@ -15,8 +15,9 @@ Files
     One row per round (see :data:`ROUNDS_COLUMNS`): the simulated clock at the round's end, the
     round's simulated duration, and the bytes and FLOPs *of that round* (not cumulative) — the
     per-round protocol table (bytes up, bytes down, client FLOPs, server FLOPs) — the uplink
-    retransmissions and dropped transmissions after outage, and the cohort
-    as space-separated client ids.
+    retransmissions and dropped transmissions after outage, the number of clients the straggler
+    policy or an outage left out, the cohort as space-separated client ids, and who was dropped
+    and why (``client:reason`` with reason ``deadline``, ``over_selection`` or ``outage``).
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -38,7 +39,7 @@ SCHEMA_VERSION = 1
 METRICS_COLUMNS = ("round", "sim_time_s", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
                    "client_flops", "server_flops", "host_time_s")
 ROUNDS_COLUMNS = ("round", "sim_time_s", "round_sim_time_s", "uplink_bytes", "downlink_bytes", "client_flops",
-                  "server_flops", "retransmissions", "dropped_transmissions", "cohort")
+                  "server_flops", "retransmissions", "dropped_transmissions", "dropped_clients", "cohort", "dropped")
 
 
 def _atomic_write_text(path: Path, text: str) -> None:

@@ -104,6 +104,16 @@ def build_cell(cfg: Mapping[str, Any]) -> Cell:
         raise ConfigError(f"cell: {exc}") from exc
 
 
+def selected_per_round(cfg: Mapping[str, Any]) -> int:
+    """Clients selected per round: the cohort, or more of them with over-selection (the engine
+    keeps the first ``cohort_size`` to deliver)."""
+    n_clients = cfg["clients"]["count"]
+    n = cohort_size(n_clients, cfg["clients"]["participation"])
+    if cfg["stragglers"]["policy"] == "over_selection":
+        n = min(n_clients, math.ceil(n * (1.0 + cfg["stragglers"]["over_selection_fraction"])))
+    return n
+
+
 def build_outage(cfg: Mapping[str, Any]) -> OutagePolicy:
     """The outage rule of a scenario's ``cell.outage`` section."""
     try:
@@ -145,10 +155,10 @@ def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
         partition = partitioner.split(dataset.train_y, n_clients, dataset.num_classes, stream(seed, "partition"))
     except ValueError as exc:
         raise ConfigError(f"data.partition: {exc}") from exc
-    if cfg["training"]["batch_size"] < cohort_size(n_clients, cfg["clients"]["participation"]):
+    if cfg["training"]["batch_size"] < selected_per_round(cfg):
         raise ConfigError(
-            f"training.batch_size: got {cfg['training']['batch_size']}; allowed: at least the cohort size "
-            f"({cohort_size(n_clients, cfg['clients']['participation'])}) so every client gets B_k >= 1")
+            f"training.batch_size: got {cfg['training']['batch_size']}; allowed: at least the number of clients "
+            f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1")
 
     # Same seed → same initial weights for every algorithm of the scenario.
     torch.manual_seed(torch_seed(seed, "model_init"))
@@ -289,8 +299,10 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
 
     sim = Simulator(run.cell, run.client_flops_per_s, cfg["server"]["compute_flops_per_s"],
                     cfg["cell"]["downlink"]["mode"], start_time_s=sim_time_s, counters=counters,
-                    fading_rng=fading_rng, coherence=cfg["cell"]["coherence"], outage=build_outage(cfg))
-    n_cohort = cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"])
+                    fading_rng=fading_rng, coherence=cfg["cell"]["coherence"], outage=build_outage(cfg),
+                    straggler_policy=cfg["stragglers"]["policy"], deadline_s=cfg["stragglers"]["deadline_s"],
+                    keep_clients=cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"]))
+    n_cohort = selected_per_round(cfg)
     rounds = cfg["rounds"]
     rows = read_metrics_rows(writer.metrics_path)
     host_start = time.perf_counter() - host_offset_s
@@ -306,8 +318,9 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
                 **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops",
-                                                     "retransmissions", "dropped_transmissions")},
-                "cohort": " ".join(map(str, cohort.tolist()))})
+                                                     "retransmissions", "dropped_transmissions", "dropped_clients")},
+                "cohort": " ".join(map(str, cohort.tolist())),
+                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))})
             last = rnd == rounds
             if rnd % cfg["eval_every_rounds"] == 0 or last:
                 acc, loss = evaluate(run.algorithm.global_model(), run.test_x, run.test_y, cfg["eval_batch_size"])
@@ -354,6 +367,7 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "server_flops": c.server_flops,
         "retransmissions": c.retransmissions,
         "dropped_transmissions": c.dropped_transmissions,
+        "dropped_clients": c.dropped_clients,
         "traffic_and_compute_by_kind": c.by_kind,
         "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
         "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg["target_accuracies"]),

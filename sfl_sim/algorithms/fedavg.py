@@ -83,8 +83,11 @@ class FedAvg(Algorithm):
         yield ctx.broadcast(state_bytes(self.model), "model")
         self.begin_round(cohort)
         local = {k: copy.deepcopy(self.model) for k in clients}
-        yield ctx.all_of([ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients])
-        self.aggregate(cohort, local)
+        jobs = {k: ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients}
+        # The straggler policy decides whose models count (a whole upload took T local iterations).
+        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        if kept:  # nobody delivered: the global model stays as it was
+            self.aggregate(np.asarray(kept, dtype=np.int64), local)
 
     def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module) -> Generator:
         for _t in range(self.setup.local_iterations):
@@ -98,4 +101,5 @@ class FedAvg(Algorithm):
             _, flops = self.meter.run("local_step", b_k, step)
             yield from ctx.compute(k, flops, "local_step")
         self.after_local_training(k, model)
-        yield ctx.upload(k, state_bytes(model), "model")
+        delivered = yield ctx.upload(k, state_bytes(model), "model")
+        return delivered

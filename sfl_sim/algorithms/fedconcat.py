@@ -135,11 +135,12 @@ class FedConcat(FedAvg):
 
         def client(k: int) -> Generator:
             yield ctx.download(k, state_bytes(local[k]), "model")
-            yield from self._client(ctx, k, batch[k], local[k])
+            return (yield from self._client(ctx, k, batch[k], local[k]))
 
-        yield ctx.all_of([ctx.process(client(k)) for k in clients])
+        jobs = {k: ctx.process(client(k)) for k in clients}
+        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
         for j in range(self.n_clusters):
-            members = [k for k in clients if self.clusters[k] == j]
+            members = [k for k in kept if self.clusters[k] == j]
             if members:
                 weights = self.setup.client_data_sizes[members].astype(float)
                 self.cluster_models[j].load_state_dict(weighted_average([local[k].state_dict() for k in members], weights))
@@ -169,8 +170,11 @@ class FedConcat(FedAvg):
 
                 _, flops = self.meter.run("classifier_step", batch[k], step)
                 yield from ctx.compute(k, flops, "classifier_step")
-            yield ctx.upload(k, state_bytes(head), "classifier")
+            delivered = yield ctx.upload(k, state_bytes(head), "classifier")
+            return delivered
 
-        yield ctx.all_of([ctx.process(client(k)) for k in clients])
-        weights = self.setup.client_data_sizes[cohort].astype(float)
-        concat.head.load_state_dict(weighted_average([heads[k].state_dict() for k in clients], weights))
+        jobs = {k: ctx.process(client(k)) for k in clients}
+        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        if kept:
+            weights = self.setup.client_data_sizes[kept].astype(float)
+            concat.head.load_state_dict(weighted_average([heads[k].state_dict() for k in kept], weights))

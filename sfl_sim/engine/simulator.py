@@ -45,6 +45,7 @@ SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
 
 COHERENCE_BLOCKS = ("per_round", "per_iteration", "per_transmission")
+STRAGGLER_POLICIES = ("wait_all", "deadline", "over_selection")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Counters:
     by_kind: Dict[str, float] = field(default_factory=dict)
     retransmissions: int = 0
     dropped_transmissions: int = 0
+    dropped_clients: int = 0
 
     def add(self, key: str, amount: float) -> None:
         self.by_kind[key] = self.by_kind.get(key, 0) + amount
@@ -77,13 +79,14 @@ class Counters:
         return {"uplink_bytes": self.uplink_bytes, "downlink_bytes": self.downlink_bytes,
                 "client_flops": self.client_flops, "server_flops": self.server_flops,
                 "by_kind": dict(self.by_kind), "retransmissions": self.retransmissions,
-                "dropped_transmissions": self.dropped_transmissions}
+                "dropped_transmissions": self.dropped_transmissions, "dropped_clients": self.dropped_clients}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Counters":
         return cls(int(data["uplink_bytes"]), int(data["downlink_bytes"]), float(data["client_flops"]),
                    float(data["server_flops"]), dict(data.get("by_kind", {})),
-                   int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)))
+                   int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)),
+                   int(data.get("dropped_clients", 0)))
 
 
 class Simulator:
@@ -108,16 +111,30 @@ class Simulator:
         Coherence block of the uplink fading.
     outage : channel.OutagePolicy, optional
         Outage rule of uplink transmissions (default: no outage).
+    straggler_policy : {"wait_all", "deadline", "over_selection"}
+        How the server waits for clients (see :meth:`RoundContext.gather`).
+    deadline_s : float, optional
+        With ``deadline``: how long the server waits per local iteration, in simulated seconds.
+    keep_clients : int, optional
+        With ``over_selection``: how many of the (over-)selected clients are kept.
     """
 
     def __init__(self, cell: Any, client_flops_per_s: np.ndarray, server_flops_per_s: float,
                  downlink_mode: str = "ideal", start_time_s: float = 0.0,
                  counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
-                 coherence: str = "per_round", outage: Any = None) -> None:
+                 coherence: str = "per_round", outage: Any = None, straggler_policy: str = "wait_all",
+                 deadline_s: float | None = None, keep_clients: int | None = None) -> None:
         if downlink_mode not in ("ideal", "broadcast"):
             raise ValueError(f"downlink_mode={downlink_mode!r}; allowed: ideal, broadcast")
         if coherence not in COHERENCE_BLOCKS:
             raise ValueError(f"coherence={coherence!r}; allowed: {', '.join(COHERENCE_BLOCKS)}")
+        if straggler_policy not in STRAGGLER_POLICIES:
+            raise ValueError(f"straggler_policy={straggler_policy!r}; allowed: {', '.join(STRAGGLER_POLICIES)}")
+        if straggler_policy == "deadline" and not (deadline_s and deadline_s > 0):
+            raise ValueError(f"deadline_s={deadline_s!r}; allowed: a number > 0 with straggler_policy=deadline")
+        if straggler_policy == "over_selection" and not (keep_clients and keep_clients >= 1):
+            raise ValueError(f"keep_clients={keep_clients!r}; allowed: an integer >= 1 with over_selection")
+        self.straggler_policy, self.deadline_s, self.keep_clients = straggler_policy, deadline_s, keep_clients
         self.fading_rng = fading_rng if fading_rng is not None else np.random.default_rng(0)
         self.coherence = coherence
         self.outage = outage
@@ -151,7 +168,9 @@ class Simulator:
         """
         start = self.now_s
         ctx = RoundContext(self, np.asarray(cohort, dtype=np.int64))
+        self.last_round = ctx
         self.env.run(until=self.env.process(round_process(ctx)))
+        ctx.stop_stragglers()
         return self.now_s - start
 
 
@@ -169,6 +188,8 @@ class RoundContext:
         self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
         self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
         self._block: Dict[int, Any] = {}  # per_iteration: the block each client's rate belongs to
+        self.dropped: Dict[int, str] = {}  # client -> why it left the round (deadline, over_selection, outage)
+        self._processes: list = []
         if sim.downlink_mode == "broadcast":
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
@@ -286,9 +307,83 @@ class RoundContext:
             return self.env.timeout(0.0)
         return self.env.timeout(8.0 * nbytes / self._broadcast_bps)
 
+    def gather(self, arrivals: Dict[int, simpy.Event], local_iterations: int = 1) -> Generator:
+        """Wait for clients' deliveries under the straggler policy; ``yield from`` it.
+
+        Parameters
+        ----------
+        arrivals : dict of client -> event
+            One event per client still in the round; an event's value ``False`` (or ``None``)
+            means the client's payload was lost (dropped after outage).
+        local_iterations : int
+            How many local iterations the awaited payload took: the deadline scales with it
+            (one iteration of a split algorithm; T for a whole-model upload of FL).
+
+        Returns
+        -------
+        list of int
+            The clients whose payloads the server uses, in the order of ``arrivals``.  Clients
+            left out are recorded in :attr:`dropped` (reason ``deadline``, ``over_selection`` or
+            ``outage``) and must not be waited for again this round.
+
+        Notes
+        -----
+        ``wait_all`` waits for every event; ``deadline`` waits at most ``deadline_s x
+        local_iterations`` from the call; ``over_selection`` keeps the first ``keep_clients``
+        clients to deliver in the round (later ones are dropped).
+        """
+        sim = self._sim
+        pending = dict(arrivals)
+        if sim.straggler_policy == "wait_all":
+            yield self.all_of(pending.values())
+        elif sim.straggler_policy == "deadline":
+            yield simpy.AnyOf(self.env, [self.all_of(pending.values()),
+                                         self.env.timeout(sim.deadline_s * local_iterations)])
+        else:
+            want = min(sim.keep_clients, len(pending))
+            while sum(1 for e in pending.values() if e.triggered and e.value) < want and \
+                    not all(e.triggered for e in pending.values()):
+                yield simpy.AnyOf(self.env, [e for e in pending.values() if not e.triggered])
+        kept = []
+        for client, event in pending.items():
+            if event.triggered and event.value:
+                kept.append(client)
+            elif client not in self.dropped:
+                late = not event.triggered
+                self.dropped[client] = ("deadline" if sim.straggler_policy == "deadline" else "over_selection") \
+                    if late else "outage"
+        if sim.straggler_policy == "over_selection" and len(kept) > sim.keep_clients:
+            for client in kept[sim.keep_clients:]:
+                self.dropped[client] = "over_selection"
+            kept = kept[:sim.keep_clients]
+        self._sim.counters.dropped_clients += len([c for c in pending if c not in kept])
+        return kept
+
     def process(self, generator: Generator) -> simpy.Process:
-        """Start a concurrent process (e.g. one per client)."""
-        return self.env.process(generator)
+        """Start a concurrent process (e.g. one per client).
+
+        Processes still running when the round ends (a client dropped by the straggler policy
+        and still computing or sending) are stopped then, so nothing of one round runs in the
+        next.
+        """
+        proc = self.env.process(self._stoppable(generator))
+        self._processes.append(proc)
+        return proc
+
+    @staticmethod
+    def _stoppable(generator: Generator) -> Generator:
+        try:
+            return (yield from generator)
+        except simpy.Interrupt:
+            return None
+
+    def stop_stragglers(self) -> None:
+        """Stop this round's processes that are still running (called by the engine at round end)."""
+        alive = [p for p in self._processes if p.is_alive]
+        for proc in alive:
+            proc.interrupt("round over")
+        while alive and any(p.is_alive for p in alive):
+            self.env.step()
 
     def all_of(self, events: Iterable[simpy.Event]) -> simpy.Event:
         """Event that fires when all ``events`` have fired."""
