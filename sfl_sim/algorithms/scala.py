@@ -25,27 +25,28 @@ Choices where the paper is silent (each a parameter):
   concatenated labels Y and of client k's labels Y_k — what the server sees (eq. 6).  With
   ``"local_data"`` P_k is client k's whole local label distribution and P_s that of the cohort's
   data combined (clients would report label counts once per round; not counted as traffic).
-* Labels travel as int64 tensors, as torch holds them; their bytes count as uplink.
+* Labels travel as int64 tensors, as torch holds them; their bytes count as uplink (kind
+  ``labels``, after the activations).
 * The server is one device: with ``concatenate=False`` the per-client server jobs queue on it.
+
+The round itself (messages, timing, aggregation) is :class:`~sfl_sim.algorithms.split_base.SplitFedBase`'s;
+this module adds the priors, the concatenated server step and LLA-SFL's per-client loss.
 """
 from __future__ import annotations
 
-import copy
-from typing import Any, Dict, Generator, List
+from typing import List
 
-import numpy as np
 import torch
-from torch import nn
 
-from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
-from sfl_sim.engine.simulator import SERVER
+from sfl_sim.algorithms.split_base import SplitFedBase
 
 _PRIORS = ("batch", "local_data")
 
 
 @ALGORITHMS.register("scala")
-class SCALA(Algorithm):
+class SCALA(SplitFedBase):
     """SCALA and its ablations (see module docstring).
 
     Parameters
@@ -64,7 +65,7 @@ class SCALA(Algorithm):
 
     def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
                  client_adjustment: bool = True, label_prior: str = "batch") -> None:
-        super().__init__(setup)
+        super().__init__(setup, server_mode="concatenated" if concatenate else "per_client")
         if label_prior not in _PRIORS:
             raise ValueError(f"label_prior={label_prior!r}; allowed: {', '.join(_PRIORS)}")
         for name, value in (("concatenate", concatenate), ("server_adjustment", server_adjustment),
@@ -78,20 +79,7 @@ class SCALA(Algorithm):
         self.server_adjustment = server_adjustment
         self.client_adjustment = client_adjustment
         self.label_prior = label_prior
-        model = copy.deepcopy(setup.model)
-        self.client_model, self.server_model = model.split(setup.split_point)
-        self._full = model
         self._label_counts = self._client_label_counts()
-
-    # -- state -----------------------------------------------------------------------------------
-    def global_model(self) -> nn.Module:
-        return self._full
-
-    def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict()}
-
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
 
     # -- priors ----------------------------------------------------------------------------------
     def _client_label_counts(self) -> torch.Tensor:
@@ -112,71 +100,10 @@ class SCALA(Algorithm):
         counts = self._label_counts[clients].sum(dim=0)
         return (counts / counts.sum()).to(self.setup.device)
 
-    # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
-        setup = self.setup
-        clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
-        # Line 7: the client-side model (and B_k, a few bytes, neglected) goes to the cohort.
-        yield ctx.broadcast(state_bytes(self.client_model), "client_model")
-        local = {k: copy.deepcopy(self.client_model) for k in clients}
-        servers = None if self.concatenate else {k: copy.deepcopy(self.server_model) for k in clients}
-
-        # One event per (iteration, client): activations arrived at the server / G_k ready.
-        iterations = range(setup.local_iterations)
-        arrived = [{k: ctx.event() for k in clients} for _ in iterations]
-        grads = [{k: ctx.event() for k in clients} for _ in iterations]
-        jobs = [ctx.process(self._client(ctx, k, batch[k], local[k], arrived, grads)) for k in clients]
-        if self.concatenate:
-            jobs.append(ctx.process(self._server_concatenated(ctx, clients, arrived, grads)))
-        else:
-            # Per-client server jobs start as activations arrive and queue on the one server.
-            jobs += [ctx.process(self._server_single(ctx, k, servers[k], arrived[t][k], grads[t][k]))
-                     for t in iterations for k in clients]
-        yield ctx.all_of(jobs)
-
-        # Lines 21-24 happened in each client's process (upload of w_c,k^T after its last
-        # backward); the server now aggregates by |D_k| (eq. 10).
-        weights = setup.client_data_sizes[cohort].astype(float)
-        self.client_model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
-        if servers is not None:
-            self.server_model.load_state_dict(
-                weighted_average([servers[k].state_dict() for k in clients], weights))
-
-    def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
-                grads: List[Dict[int, Any]]) -> Generator:
-        """Client k's round: T iterations (lines 9-13, 17-19), then upload of w_c,k^T (line 22)."""
-        for t in range(self.setup.local_iterations):
-            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
-        yield ctx.upload(k, state_bytes(model), "client_model")
-
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        x, y = self.sample_batch(k, b_k)
-        acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
-        yield from ctx.compute(k, flops, "client_forward")
-        yield ctx.upload(k, tensor_bytes(acts, y), "activations")
-        arrived.succeed((acts.detach(), y))
-        g_k = yield grad
-        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
-
-        def backward() -> None:
-            acts.backward(g_k)
-            self.sgd_step(list(model.parameters()))
-
-        _, flops = self.meter.run("client_backward", b_k, backward)
-        yield from ctx.compute(k, flops, "client_backward")
-
-    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: List[Dict[int, Any]],
-                             grads: List[Dict[int, Any]]) -> Generator:
-        """The server's T iterations: wait for every client, one step on the concatenation."""
-        for t in range(self.setup.local_iterations):
-            received = yield ctx.all_of([arrived[t][k] for k in clients])
-            parts = [received[arrived[t][k]] for k in clients]
-            n_samples = int(sum(a.shape[0] for a, _ in parts))
-            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(clients, parts))
-            yield from ctx.compute(SERVER, flops, "server_step")
-            for k, g in zip(clients, act_grads):
-                grads[t][k].succeed(g)
+    # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
+    def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
+        return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.client_adjustment))
 
     def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
         """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
@@ -213,21 +140,6 @@ class SCALA(Algorithm):
             p.grad = g
         self.sgd_step(params)
         return list(act_grad.split(sizes))
-
-    def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
-        a_k, y_k = yield arrived
-        a_k = a_k.requires_grad_(True)
-
-        def step() -> torch.Tensor:
-            logits = server(a_k)
-            loss = logit_adjusted_cross_entropy(logits, y_k, self._prior(y_k, [k], self.client_adjustment))
-            loss.backward()
-            self.sgd_step(list(server.parameters()))
-            return a_k.grad
-
-        g_k, flops = self.meter.run("server_step", a_k.shape[0], step)
-        yield from ctx.compute(SERVER, flops, "server_step")
-        grad.succeed(g_k)
 
 
 @ALGORITHMS.register("ca_sfl")

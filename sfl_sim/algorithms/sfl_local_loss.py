@@ -1,0 +1,127 @@
+"""SFLLocalLoss: split federated learning with locally generated losses (Han et al., 2021).
+
+"SFLLocalLoss introduces an auxiliary network (local classification) at the client side, where
+clients update local models based on the local loss functions" (scala-icml.md, Appendix F).  The
+server trains its part from the activations it receives and sends *nothing* back during the
+iterations: no activation gradients cross the air.  One round:
+
+1. the server broadcasts the client-side model w_c and the auxiliary head w_a (two messages,
+   kinds ``client_model`` and ``aux_head``);
+2. T times, every client k in parallel: samples B_k examples (eq. 3), forward through w_c,k and
+   the auxiliary head, cross-entropy on its own labels, backward through both, SGD step (one
+   compute job, kind ``client_step``); then uploads the activations A_k (computed before the
+   step) and the labels Y_k and goes straight on to its next iteration;
+3. the server steps the server-side model on each arriving (A_k, Y_k) with plain cross-entropy —
+   weight gradients only, A_k needs no gradient since nothing is returned;
+4. every client uploads w_c,k and w_a,k; both are averaged by |D_k|, like the server side.
+
+The evaluated global model is the averaged client part followed by the server part; the
+auxiliary head is used for training only.
+
+Choices where the paper is silent (each a parameter):
+
+* ``aux_hidden=0`` (default): the auxiliary head is ``Flatten -> Linear(activation size,
+  classes)``, the smallest local classifier; ``aux_hidden=h > 0`` inserts ``Linear(., h) -> ReLU``.
+  It is initialised with torch's default init from the global torch generator at construction
+  (seeded by the runner), so it is the same for the same seed.
+* ``server_mode="per_client"`` (default): the server keeps one copy of w_s per client, steps
+  them in parallel (queued on the one server) and averages them by |D_k|, as in SplitFedV1 on
+  which the SFL baselines of the SCALA papers are built; ``"sequential"`` trains one w_s on the
+  clients' activations in cohort order (client 1, 2, ... of iteration 1, then iteration 2...), as
+  in Han et al.'s single server-side model.
+* A client uploads A_k *after* its local step and does not overlap the upload with its next
+  computation (the engine gives a client one thing at a time); it never waits for the server.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Generator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes
+from sfl_sim.algorithms.split_base import SplitFedBase
+
+_SERVER_MODES = ("per_client", "sequential")
+
+
+@ALGORITHMS.register("sfl_local_loss")
+class SFLLocalLoss(SplitFedBase):
+    """Clients learn from an auxiliary local classifier; the server learns from the activations.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    aux_hidden : int
+        Hidden width of the auxiliary head; 0 for a single linear layer.
+    server_mode : {"per_client", "sequential"}
+    """
+
+    def __init__(self, setup: TrainingSetup, aux_hidden: int = 0, server_mode: str = "per_client") -> None:
+        if server_mode not in _SERVER_MODES:
+            raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(_SERVER_MODES)}")
+        if isinstance(aux_hidden, bool) or not isinstance(aux_hidden, int) or aux_hidden < 0:
+            raise ValueError(f"aux_hidden={aux_hidden!r}; allowed: an int >= 0")
+        super().__init__(setup, server_mode=server_mode)
+        n_features = self._activation_features()
+        layers: list[nn.Module] = [nn.Flatten()]
+        if aux_hidden:
+            layers += [nn.Linear(n_features, aux_hidden), nn.ReLU()]
+            n_features = aux_hidden
+        layers.append(nn.Linear(n_features, setup.num_classes))
+        self.aux_head = nn.Sequential(*layers).to(setup.device)
+        self._client_side = nn.ModuleDict({"body": self.client_model, "aux": self.aux_head})
+
+    def _activation_features(self) -> int:
+        model = self.setup.model
+        shape = model.activation_shape(self.setup.split_point) if model.input_shape is not None else None
+        if shape is None:
+            with torch.no_grad():
+                shape = tuple(self.client_model(self.setup.train_x[:1]).shape[1:])
+        return int(math.prod(shape))
+
+    # -- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"model": self._full.state_dict(), "aux_head": self.aux_head.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._full.load_state_dict(state["model"])
+        self.aux_head.load_state_dict(state["aux_head"])
+
+    # -- the delta ---------------------------------------------------------------------------------
+    def client_side(self) -> nn.Module:
+        return self._client_side
+
+    def distribute(self, ctx: Any, clients: list) -> Generator:
+        yield ctx.broadcast(state_bytes(self.client_model), "client_model")
+        yield ctx.broadcast(state_bytes(self.aux_head), "aux_head")
+        return {k: copy.deepcopy(self._client_side) for k in clients}
+
+    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
+        yield ctx.upload(k, state_bytes(model["body"]), "client_model")
+        yield ctx.upload(k, state_bytes(model["aux"]), "aux_head")
+
+    def server_jobs(self, ctx: Any, clients: list, servers: Any, arrived: list, grads: list) -> list:
+        """As the base class, with no activation gradient to compute or return."""
+        no_grads = [{k: None for k in clients} for _ in grads]
+        return super().server_jobs(ctx, clients, servers, arrived, no_grads)
+
+    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+        x, y = self.sample_batch(k, b_k)
+        body, aux = model["body"], model["aux"]
+
+        def step() -> torch.Tensor:
+            acts = body(x)
+            loss = F.cross_entropy(aux(acts), y)
+            loss.backward()
+            self.sgd_step(list(model.parameters()))
+            return acts.detach()
+
+        acts, flops = self.meter.run("client_step", b_k, step)
+        yield from ctx.compute(k, flops, "client_step")
+        yield from self.upload_activations(ctx, k, acts, y)
+        arrived.succeed((acts, y))
+

@@ -1,0 +1,214 @@
+"""What every split-learning algorithm shares: the round skeleton, its messages and their timing.
+
+A split federated learning (SFL) round over a cohort C with T local iterations always has the
+same shape, and the algorithms differ only in a few places:
+
+1. **distribution** of the client-side model w_c: broadcast to the cohort (default), or nothing
+   when clients keep their own model across rounds (SplitFedV3);
+2. T times, every client k: sample B_k examples (eq. 3), forward through its copy of w_c and
+   upload the activations A_k and the labels Y_k;
+3. the **server** turns the activations into an update of the server-side model w_s and,
+   unless the clients learn from a local loss, into activation gradients G_k sent back to each
+   client, which backpropagates them and updates its copy of w_c.  Three server modes:
+
+   * ``"concatenated"`` — wait for every client's A_k, one step on the concatenation (SCALA,
+     CA-SFL, Minibatch-SFL); subclasses implement :meth:`SplitFedBase.server_step`;
+   * ``"per_client"`` — one copy of w_s per client, each stepped on its own client's activations
+     as they arrive; the copies are averaged by |D_k| after the round (SplitFedV1, V3, LLA-SFL,
+     SFLLocalLoss).  The server is one device, so the copies' jobs queue on it;
+   * ``"sequential"`` — one w_s, stepped on one client's activations after another in a fixed
+     order (SplitFedV2): client k+1's server step cannot start before client k's has finished;
+
+4. every client uploads its w_c,k^T and the server averages them by |D_k| (default), or keeps
+   them apart (SplitFedV3).
+
+Every message goes through the engine's primitives with the kind of what crosses the air
+(``client_model``, ``activations``, ``labels``, ``activation_gradients``...), so the counters by
+kind and ``rounds.csv`` tell the protocols apart.  Server-side models never cross the air: the
+server-side copies and their average live on the server (SplitFed's "main server" and "fed
+server" are taken to be wired together).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Generator, List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.engine.simulator import SERVER
+
+SERVER_MODES = ("concatenated", "per_client", "sequential")
+
+
+class SplitFedBase(Algorithm):
+    """The split-learning round of the module docstring; subclasses override only their delta.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    server_mode : {"concatenated", "per_client", "sequential"}
+
+    Attributes
+    ----------
+    client_model, server_model : nn.Sequential
+        The two parts of the global model (they share modules with :meth:`global_model`).
+    """
+
+    def __init__(self, setup: TrainingSetup, server_mode: str = "per_client") -> None:
+        super().__init__(setup)
+        if server_mode not in SERVER_MODES:
+            raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(SERVER_MODES)}")
+        self.server_mode = server_mode
+        model = copy.deepcopy(setup.model)
+        self.client_model, self.server_model = model.split(setup.split_point)
+        self._full = model
+
+    # -- state -----------------------------------------------------------------------------------
+    def global_model(self) -> nn.Module:
+        return self._full
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"model": self._full.state_dict()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._full.load_state_dict(state["model"])
+
+    # -- hooks subclasses override -----------------------------------------------------------------
+    def client_side(self) -> nn.Module:
+        """The module each client receives, trains and returns (the client-side model here)."""
+        return self.client_model
+
+    def distribute(self, ctx: Any, clients: List[int]) -> Generator:
+        """Line 7 of Algorithm 2: broadcast the client side; returns each client's working copy."""
+        side = self.client_side()
+        yield ctx.broadcast(state_bytes(side), "client_model")
+        return {k: copy.deepcopy(side) for k in clients}
+
+    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
+        """Client k after its last iteration: upload of w_c,k^T (line 22)."""
+        yield ctx.upload(k, state_bytes(model), "client_model")
+
+    def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],
+                  servers: Optional[Dict[int, nn.Module]]) -> None:
+        """Average the clients' models (and the server-side copies, if any) by |D_k| (eq. 10)."""
+        clients = cohort.tolist()
+        weights = self.setup.client_data_sizes[cohort].astype(float)
+        self.client_side().load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
+        if servers is not None:
+            self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in clients], weights))
+
+    def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one client's activations on the server (``per_client``/``sequential`` modes)."""
+        return F.cross_entropy(logits, labels)
+
+    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
+        """``concatenated`` mode: update w_s on the parts and return each client's G_k."""
+        raise NotImplementedError(f"{type(self).__name__} uses server_mode='concatenated' without a server_step")
+
+    # -- one round -------------------------------------------------------------------------------
+    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        clients = cohort.tolist()
+        batch = self.cohort_batch_sizes(cohort)
+        local = yield from self.distribute(ctx, clients)
+        servers = ({k: copy.deepcopy(self.server_model) for k in clients}
+                   if self.server_mode == "per_client" else None)
+
+        # One event per (iteration, client): activations arrived at the server / G_k ready.
+        iterations = range(self.setup.local_iterations)
+        arrived = [{k: ctx.event() for k in clients} for _ in iterations]
+        grads = [{k: ctx.event() for k in clients} for _ in iterations]
+        jobs = self.client_jobs(ctx, clients, batch, local, arrived, grads)
+        jobs += self.server_jobs(ctx, clients, servers, arrived, grads)
+        yield ctx.all_of(jobs)
+        self.aggregate(cohort, local, servers)
+
+    def client_jobs(self, ctx: Any, clients: List[int], batch: Dict[int, int], local: Dict[int, nn.Module],
+                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
+        """One process per client, all in parallel."""
+        return [ctx.process(self._client(ctx, k, batch[k], local[k], arrived, grads)) for k in clients]
+
+    def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
+                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
+        """The server's processes for the round's server mode."""
+        iterations = range(self.setup.local_iterations)
+        if self.server_mode == "concatenated":
+            return [ctx.process(self._server_concatenated(ctx, clients, arrived, grads))]
+        if self.server_mode == "per_client":
+            # Per-client server jobs start as activations arrive and queue on the one server.
+            return [ctx.process(self._server_single(ctx, k, servers[k], arrived[t][k], grads[t][k]))
+                    for t in iterations for k in clients]
+        order = [(t, k) for t in iterations for k in clients]
+        return [ctx.process(self._server_sequential(ctx, order, arrived, grads))]
+
+    def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
+                grads: List[Dict[int, Any]]) -> Generator:
+        """Client k's round: T iterations (lines 9-13, 17-19), then :meth:`finish_client`."""
+        for t in range(self.setup.local_iterations):
+            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
+        yield from self.finish_client(ctx, k, model)
+
+    def upload_activations(self, ctx: Any, k: int, acts: torch.Tensor, labels: torch.Tensor) -> Generator:
+        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them)."""
+        yield ctx.upload(k, tensor_bytes(acts), "activations")
+        yield ctx.upload(k, tensor_bytes(labels), "labels")
+
+    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+        x, y = self.sample_batch(k, b_k)
+        acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
+        yield from ctx.compute(k, flops, "client_forward")
+        yield from self.upload_activations(ctx, k, acts, y)
+        arrived.succeed((acts.detach(), y))
+        g_k = yield grad
+        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
+
+        def backward() -> None:
+            acts.backward(g_k)
+            self.sgd_step(list(model.parameters()))
+
+        _, flops = self.meter.run("client_backward", b_k, backward)
+        yield from ctx.compute(k, flops, "client_backward")
+
+    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: List[Dict[int, Any]],
+                             grads: List[Dict[int, Any]]) -> Generator:
+        """The server's T iterations: wait for every client, one step on the concatenation."""
+        for t in range(self.setup.local_iterations):
+            received = yield ctx.all_of([arrived[t][k] for k in clients])
+            parts = [received[arrived[t][k]] for k in clients]
+            n_samples = int(sum(a.shape[0] for a, _ in parts))
+            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(clients, parts))
+            yield from ctx.compute(SERVER, flops, "server_step")
+            for k, g in zip(clients, act_grads):
+                grads[t][k].succeed(g)
+
+    def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
+        """One server job: wait for client k's activations, step ``server`` on them."""
+        a_k, y_k = yield arrived
+        yield from self._server_client_step(ctx, k, server, a_k, y_k, grad)
+
+    def _server_sequential(self, ctx: Any, order: Sequence[tuple[int, int]], arrived: List[Dict[int, Any]],
+                           grads: List[Dict[int, Any]]) -> Generator:
+        """One server-side model stepped on (iteration, client) after (iteration, client), in ``order``."""
+        for t, k in order:
+            a_k, y_k = yield arrived[t][k]
+            yield from self._server_client_step(ctx, k, self.server_model, a_k, y_k, grads[t][k])
+
+    def _server_client_step(self, ctx: Any, k: int, server: nn.Module, a_k: torch.Tensor, y_k: torch.Tensor,
+                            grad: Any) -> Generator:
+        """Forward/backward of ``server`` on A_k, SGD step; G_k to ``grad`` unless it is None (then
+        no activation gradient is computed at all: nothing goes back to the client)."""
+        a_k = a_k.requires_grad_(grad is not None)
+
+        def step() -> Optional[torch.Tensor]:
+            loss = self.per_client_loss(k, server(a_k), y_k)
+            loss.backward()
+            self.sgd_step(list(server.parameters()))
+            return a_k.grad
+
+        g_k, flops = self.meter.run("server_step", a_k.shape[0], step)
+        yield from ctx.compute(SERVER, flops, "server_step")
+        if grad is not None:
+            grad.succeed(g_k)

@@ -1,0 +1,179 @@
+"""SplitFed V1, V2 (Thapa et al., AAAI 2022) and V3 (Gawali et al., 2021).
+
+The SFL baselines of scala-icml.md Appendix F (Tables 5-6) and scala-journal.txt Table III, as
+the ICML paper describes them: "in SplitFedV1, the server-side models and local-side models of
+participating clients are executed separately in parallel and then aggregated [...] SplitFedV2
+processes the forward-backward propagations of the server-side model sequentially with respect to
+the activations of clients (no FedAvg of the server-side models). In SplitFedV3, the client-side
+models are unique for each client and the server-side model is an averaged version."
+
+All three run the split-learning round of :mod:`sfl_sim.algorithms.split_base` with the same
+minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross-entropy:
+
+* ``splitfed_v1`` — broadcast of w_c; every client trains in parallel; the server keeps one copy
+  of w_s per client, steps it on that client's activations as they arrive (the server is one
+  device: the copies' jobs queue on it, first come first served) and returns G_k; after the round
+  both the client-side models (uploaded) and the server-side copies (on the server) are averaged
+  by |D_k|.
+* ``splitfed_v2`` — one w_s, no copies, no averaging of it: the server steps it on one client's
+  activations after another, in the cohort's order (client index order).  Client k+1's server
+  step never starts before client k's has finished.  Client-side models are broadcast, trained
+  and averaged by |D_k| as in V1.
+
+  ``sequential_clients`` (default ``True``, as in SplitFedV2's original, where the clients take
+  turns): client k+1 starts its first forward pass only when client k has done its T iterations
+  (its last backward); the server then sees client 1's T steps, then client 2's...  With
+  ``False`` the clients compute and upload in parallel as in V1, and the server works through
+  iteration t's activations in cohort order (client 1, 2, ... of iteration 1, then of iteration
+  2...), waiting for a slow client even when a later one has already arrived.
+  Each client still starts from the broadcast w_c (no relay of the client-side model between
+  clients) and, under the engine's model, uses its equal share of the uplink band even when it
+  transmits alone.
+* ``splitfed_v3`` — client-side models unique per client: no broadcast and no upload of w_c;
+  each client keeps its own model from one participation to its next (a client's first round
+  starts from the common initial w_c, downloaded once, kind ``client_model``).  Server side as in
+  V1 (per-client copies averaged by |D_k|).  The paper leaves open which client-side model the
+  *evaluated* global model uses: ``eval_client_model="average_trained"`` (default) evaluates the
+  |D_k|-weighted average of the client models of every client that has trained so far, with the
+  averaged w_s; ``"average_all"`` averages over all K clients (the ones never selected keep the
+  initial w_c).  The average is for evaluation only and never goes back to the clients.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Generator, List, Optional
+
+import numpy as np
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.split_base import SplitFedBase
+
+
+@ALGORITHMS.register("splitfed_v1")
+class SplitFedV1(SplitFedBase):
+    """SplitFedV1: per-client server-side copies in parallel, both sides averaged (see module docstring)."""
+
+    def __init__(self, setup: TrainingSetup) -> None:
+        super().__init__(setup, server_mode="per_client")
+
+
+@ALGORITHMS.register("splitfed_v2")
+class SplitFedV2(SplitFedBase):
+    """SplitFedV2: one server-side model trained on the clients' activations one client after another.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    sequential_clients : bool
+        Clients take turns (True) or compute in parallel while the server still works through
+        them in order (False).
+    """
+
+    def __init__(self, setup: TrainingSetup, sequential_clients: bool = True) -> None:
+        super().__init__(setup, server_mode="sequential")
+        if not isinstance(sequential_clients, bool):
+            raise ValueError(f"sequential_clients={sequential_clients!r}; allowed: true or false")
+        self.sequential_clients = sequential_clients
+
+    def client_jobs(self, ctx: Any, clients: List[int], batch: Dict[int, int], local: Dict[int, nn.Module],
+                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
+        if not self.sequential_clients:
+            return super().client_jobs(ctx, clients, batch, local, arrived, grads)
+        jobs, previous = [], None
+        for k in clients:
+            done = ctx.event()
+            jobs.append(ctx.process(self._client_in_turn(ctx, k, batch[k], local[k], arrived, grads, previous, done)))
+            previous = done
+        return jobs
+
+    def _client_in_turn(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
+                        grads: List[Dict[int, Any]], wait: Optional[Any], done: Any) -> Generator:
+        if wait is not None:
+            yield wait
+        for t in range(self.setup.local_iterations):
+            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
+        done.succeed()  # the next client may start; this one uploads its model meanwhile
+        yield from self.finish_client(ctx, k, model)
+
+    def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
+                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
+        iterations = range(self.setup.local_iterations)
+        if self.sequential_clients:
+            order = [(t, k) for k in clients for t in iterations]
+        else:
+            order = [(t, k) for t in iterations for k in clients]
+        return [ctx.process(self._server_sequential(ctx, order, arrived, grads))]
+
+
+_EVAL_CLIENT = ("average_trained", "average_all")
+
+
+@ALGORITHMS.register("splitfed_v3")
+class SplitFedV3(SplitFedBase):
+    """SplitFedV3: client-side models unique per client and kept across rounds; server side averaged.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    eval_client_model : {"average_trained", "average_all"}
+        Client-side part of the evaluated global model (see module docstring).
+    """
+
+    def __init__(self, setup: TrainingSetup, eval_client_model: str = "average_trained") -> None:
+        super().__init__(setup, server_mode="per_client")
+        if eval_client_model not in _EVAL_CLIENT:
+            raise ValueError(f"eval_client_model={eval_client_model!r}; allowed: {', '.join(_EVAL_CLIENT)}")
+        self.eval_client_model = eval_client_model
+        self._initial_client = copy.deepcopy(self.client_model)
+        self.client_models: Dict[int, nn.Module] = {}
+
+    # -- state -----------------------------------------------------------------------------------
+    def global_model(self) -> nn.Module:
+        sizes = self.setup.client_data_sizes
+        if self.eval_client_model == "average_all":
+            ks = list(range(len(sizes)))
+        else:
+            ks = sorted(self.client_models)
+        if ks:
+            states = [self.client_models.get(k, self._initial_client).state_dict() for k in ks]
+            self.client_model.load_state_dict(weighted_average(states, sizes[ks].astype(float)))
+        return self._full
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"model": self._full.state_dict(),
+                "client_models": {k: m.state_dict() for k, m in self.client_models.items()}}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._full.load_state_dict(state["model"])
+        self.client_models = {}
+        for k, s in state["client_models"].items():
+            model = copy.deepcopy(self._initial_client)
+            model.load_state_dict(s)
+            self.client_models[int(k)] = model
+
+    # -- the delta ---------------------------------------------------------------------------------
+    def distribute(self, ctx: Any, clients: List[int]) -> Generator:
+        """No broadcast: a client brings its own model; a newcomer downloads the initial w_c once."""
+        newcomers = [k for k in clients if k not in self.client_models]
+        for k in newcomers:
+            self.client_models[k] = copy.deepcopy(self._initial_client)
+        if newcomers:
+            nbytes = state_bytes(self._initial_client)
+            yield ctx.all_of([ctx.process(self._download(ctx, k, nbytes)) for k in newcomers])
+        return {k: self.client_models[k] for k in clients}
+
+    @staticmethod
+    def _download(ctx: Any, k: int, nbytes: int) -> Generator:
+        yield ctx.download(k, nbytes, "client_model")
+
+    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
+        """The client keeps its model: nothing to upload."""
+        return
+        yield  # pragma: no cover  (makes this a generator)
+
+    def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],
+                  servers: Optional[Dict[int, nn.Module]]) -> None:
+        """Only the server-side copies are averaged by |D_k|; client models stay as they are."""
+        weights = self.setup.client_data_sizes[cohort].astype(float)
+        self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in cohort.tolist()], weights))
