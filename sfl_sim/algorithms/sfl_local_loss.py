@@ -101,8 +101,9 @@ class SFLLocalLoss(SplitFedBase):
         return {k: copy.deepcopy(self._client_side) for k in clients}
 
     def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
-        yield ctx.upload(k, state_bytes(model["body"]), "client_model")
-        yield ctx.upload(k, state_bytes(model["aux"]), "aux_head")
+        if not (yield ctx.upload(k, state_bytes(model["body"]), "client_model")):
+            return False
+        return (yield ctx.upload(k, state_bytes(model["aux"]), "aux_head"))
 
     def server_jobs(self, ctx: Any, clients: list, servers: Any, arrived: list, grads: list) -> list:
         """As the base class, with no activation gradient to compute or return."""
@@ -122,6 +123,7 @@ class SFLLocalLoss(SplitFedBase):
 
         acts, flops = self.meter.run("client_step", b_k, step)
         yield from ctx.compute(k, flops, "client_step")
-        yield from self.upload_activations(ctx, k, acts, y)
-        arrived.succeed((acts, y))
+        delivered = yield from self.upload_activations(ctx, k, acts, y)
+        arrived.succeed((acts, y) if delivered else None)
+        return delivered
 

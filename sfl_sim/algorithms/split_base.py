@@ -22,6 +22,14 @@ same shape, and the algorithms differ only in a few places:
 4. every client uploads its w_c,k^T and the server averages them by |D_k| (default), or keeps
    them apart (SplitFedV3).
 
+Stragglers and lost payloads: the server waits through the engine's
+:meth:`~sfl_sim.engine.RoundContext.gather`, so the scenario's straggler policy applies.  In
+``concatenated`` mode it applies at every iteration (a late client is dropped from that
+concatenation and, having no gradient to continue from, from the rest of the round); in the other
+modes it applies to the end-of-round uploads (budget T x ``deadline_s``).  A client whose upload is
+lost after outage, or that the server drops, leaves the round; only the clients that finished are
+aggregated.
+
 Every message goes through the engine's primitives with the kind of what crosses the air
 (``client_model``, ``activations``, ``labels``, ``activation_gradients``...), so the counters by
 kind and ``rounds.csv`` tell the protocols apart.  Server-side models never cross the air: the
@@ -89,8 +97,9 @@ class SplitFedBase(Algorithm):
         return {k: copy.deepcopy(side) for k in clients}
 
     def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
-        """Client k after its last iteration: upload of w_c,k^T (line 22)."""
-        yield ctx.upload(k, state_bytes(model), "client_model")
+        """Client k after its last iteration: upload of w_c,k^T (line 22); returns whether it arrived."""
+        delivered = yield ctx.upload(k, state_bytes(model), "client_model")
+        return delivered
 
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],
                   servers: Optional[Dict[int, nn.Module]]) -> None:
@@ -118,13 +127,23 @@ class SplitFedBase(Algorithm):
                    if self.server_mode == "per_client" else None)
 
         # One event per (iteration, client): activations arrived at the server / G_k ready.
+        # An arrival carries None when the payload was lost; a G_k of None drops the client.
         iterations = range(self.setup.local_iterations)
         arrived = [{k: ctx.event() for k in clients} for _ in iterations]
         grads = [{k: ctx.event() for k in clients} for _ in iterations]
-        jobs = self.client_jobs(ctx, clients, batch, local, arrived, grads)
-        jobs += self.server_jobs(ctx, clients, servers, arrived, grads)
-        yield ctx.all_of(jobs)
-        self.aggregate(cohort, local, servers)
+        jobs = dict(zip(clients, self.client_jobs(ctx, clients, batch, local, arrived, grads)))
+        server = self.server_jobs(ctx, clients, servers, arrived, grads)
+        if self.server_mode == "concatenated":
+            # The straggler policy acted at every iteration; wait for the clients still in.
+            still_in = yield server[0]
+            yield ctx.all_of([jobs[k] for k in still_in])
+            kept = [k for k in still_in if jobs[k].value]
+            for k in set(still_in) - set(kept):
+                ctx.dropped.setdefault(k, "outage")
+        else:
+            kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        if kept:  # nobody finished: the global model stays as it was
+            self.aggregate(np.asarray(kept, dtype=np.int64), local, servers)
 
     def client_jobs(self, ctx: Any, clients: List[int], batch: Dict[int, int], local: Dict[int, nn.Module],
                     arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
@@ -146,23 +165,32 @@ class SplitFedBase(Algorithm):
 
     def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
                 grads: List[Dict[int, Any]]) -> Generator:
-        """Client k's round: T iterations (lines 9-13, 17-19), then :meth:`finish_client`."""
+        """Client k's round: T iterations (lines 9-13, 17-19), then :meth:`finish_client`.
+
+        Returns whether the client finished (False once it is dropped or a payload is lost)."""
         for t in range(self.setup.local_iterations):
-            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
-        yield from self.finish_client(ctx, k, model)
+            if not (yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])):
+                return False
+        return (yield from self.finish_client(ctx, k, model))
 
     def upload_activations(self, ctx: Any, k: int, acts: torch.Tensor, labels: torch.Tensor) -> Generator:
-        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them)."""
-        yield ctx.upload(k, tensor_bytes(acts), "activations")
-        yield ctx.upload(k, tensor_bytes(labels), "labels")
+        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them); returns
+        whether both arrived."""
+        if not (yield ctx.upload(k, tensor_bytes(acts), "activations")):
+            return False
+        return (yield ctx.upload(k, tensor_bytes(labels), "labels"))
 
     def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
         x, y = self.sample_batch(k, b_k)
         acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
         yield from ctx.compute(k, flops, "client_forward")
-        yield from self.upload_activations(ctx, k, acts, y)
+        if not (yield from self.upload_activations(ctx, k, acts, y)):
+            arrived.succeed(None)
+            return False
         arrived.succeed((acts.detach(), y))
         g_k = yield grad
+        if g_k is None:  # dropped by the server (straggler policy)
+            return False
         yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
 
         def backward() -> None:
@@ -171,30 +199,43 @@ class SplitFedBase(Algorithm):
 
         _, flops = self.meter.run("client_backward", b_k, backward)
         yield from ctx.compute(k, flops, "client_backward")
+        return True
 
     def _server_concatenated(self, ctx: Any, clients: List[int], arrived: List[Dict[int, Any]],
                              grads: List[Dict[int, Any]]) -> Generator:
-        """The server's T iterations: wait for every client, one step on the concatenation."""
+        """The server's T iterations: gather the clients (straggler policy), one step on the
+        concatenation of those kept.  Returns the clients still in after the last iteration."""
+        active = list(clients)
         for t in range(self.setup.local_iterations):
-            received = yield ctx.all_of([arrived[t][k] for k in clients])
-            parts = [received[arrived[t][k]] for k in clients]
+            kept = yield from ctx.gather({k: arrived[t][k] for k in active})
+            for k in active:
+                if k not in kept:
+                    grads[t][k].succeed(None)  # left out of this concatenation: the client stops
+            active = kept
+            if not active:
+                break
+            parts = [arrived[t][k].value for k in active]
             n_samples = int(sum(a.shape[0] for a, _ in parts))
-            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(clients, parts))
+            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(active, parts))
             yield from ctx.compute(SERVER, flops, "server_step")
-            for k, g in zip(clients, act_grads):
+            for k, g in zip(active, act_grads):
                 grads[t][k].succeed(g)
+        return active
 
     def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
         """One server job: wait for client k's activations, step ``server`` on them."""
-        a_k, y_k = yield arrived
-        yield from self._server_client_step(ctx, k, server, a_k, y_k, grad)
+        received = yield arrived
+        if received is None:  # lost after outage: the client has left the round
+            return
+        yield from self._server_client_step(ctx, k, server, *received, grad)
 
     def _server_sequential(self, ctx: Any, order: Sequence[tuple[int, int]], arrived: List[Dict[int, Any]],
                            grads: List[Dict[int, Any]]) -> Generator:
         """One server-side model stepped on (iteration, client) after (iteration, client), in ``order``."""
         for t, k in order:
-            a_k, y_k = yield arrived[t][k]
-            yield from self._server_client_step(ctx, k, self.server_model, a_k, y_k, grads[t][k])
+            received = yield arrived[t][k]
+            if received is not None:  # None: lost after outage, the client has left the round
+                yield from self._server_client_step(ctx, k, self.server_model, *received, grads[t][k])
 
     def _server_client_step(self, ctx: Any, k: int, server: nn.Module, a_k: torch.Tensor, y_k: torch.Tensor,
                             grad: Any) -> Generator:

@@ -91,10 +91,17 @@ class SplitFedV2(SplitFedBase):
                         grads: List[Dict[int, Any]], wait: Optional[Any], done: Any) -> Generator:
         if wait is not None:
             yield wait
+        finished = True
         for t in range(self.setup.local_iterations):
-            yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])
+            if not (yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])):
+                finished = False
+                for later in range(t + 1, self.setup.local_iterations):
+                    arrived[later][k].succeed(None)  # the sequential server must not wait for it
+                break
         done.succeed()  # the next client may start; this one uploads its model meanwhile
-        yield from self.finish_client(ctx, k, model)
+        if not finished:
+            return False
+        return (yield from self.finish_client(ctx, k, model))
 
     def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
                     arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
@@ -169,7 +176,7 @@ class SplitFedV3(SplitFedBase):
 
     def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
         """The client keeps its model: nothing to upload."""
-        return
+        return True
         yield  # pragma: no cover  (makes this a generator)
 
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],

@@ -96,3 +96,45 @@ def test_fedavg_aggregates_only_clients_within_the_deadline() -> None:
     assert sim.last_round.dropped == {1: "deadline"}
     assert aggregated == [[0]]
     assert duration == pytest.approx(1.0 * algo.setup.local_iterations)  # T x deadline_s
+
+
+def _split_cell(n: int = 3) -> Cell:
+    rng = np.random.default_rng(0)
+    return Cell(FixedDistancePlacement([100.0] * (n - 1) + [480.0]), TR36814Macro(), NoShadowing(), ShannonRate(),
+                EqualAllocation(), n_clients=n, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, placement_rng=rng, shadowing_rng=rng)
+
+
+@pytest.mark.parametrize("name", ["scala", "splitfed_v1", "splitfed_v2", "sfl_local_loss"])
+def test_split_algorithms_drop_a_slow_client_under_deadline(name: str) -> None:
+    from sfl_sim.algorithms import ALGORITHMS
+
+    from conftest import tiny_setup
+
+    setup = tiny_setup(n_clients=3, samples_per_client=8, batch_size=12, local_iterations=2)
+    algo = ALGORITHMS.get(name)(setup)
+    # Client 2 computes a million times slower than the others.
+    sim = Simulator(_split_cell(), np.array([1e9, 1e9, 1e3]), 1e12, straggler_policy="deadline", deadline_s=0.5)
+    aggregated = []
+    original = algo.aggregate
+    algo.aggregate = lambda cohort, *rest: (aggregated.append(cohort.tolist()), original(cohort, *rest))
+    duration = sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1, 2])), [0, 1, 2])
+    assert sim.last_round.dropped == {2: "deadline"}
+    assert aggregated == [[0, 1]]
+    assert duration < 10.0  # the round did not wait for client 2 (it needs far longer)
+
+
+def test_scala_drops_a_client_whose_activations_are_lost() -> None:
+    from channel import OutagePolicy
+    from sfl_sim.algorithms import ALGORITHMS
+
+    from conftest import tiny_setup
+
+    cell = _split_cell()
+    rates = cell.uplink_rates_bps([0, 1, 2])
+    policy = OutagePolicy(min_rate_bps=float(rates[2] + rates[0]) / 2, max_attempts=2, on_outage="retransmit")
+    sim = Simulator(cell, np.ones(3) * 1e9, 1e12, outage=policy)
+    algo = ALGORITHMS.get("scala")(tiny_setup(n_clients=3, samples_per_client=8, batch_size=12))
+    sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1, 2])), [0, 1, 2])
+    assert sim.last_round.dropped == {2: "outage"}
+    assert sim.counters.retransmissions == 1 and sim.counters.dropped_transmissions == 1
