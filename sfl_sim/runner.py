@@ -27,7 +27,7 @@ from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, 
                      UnknownComponentError)
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import ConfigError, algorithm_label
-from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
+from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.models import build_model
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows

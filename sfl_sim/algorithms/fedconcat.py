@@ -33,7 +33,7 @@ Choices (each a parameter):
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generator, List, Optional, Set
+from typing import Any, Dict, Generator, Optional, Set
 
 import numpy as np
 import torch

@@ -169,6 +169,26 @@ def _check_limit(name: str, value: Any) -> Optional[int]:
     return int(value)
 
 
+def resolve_data_root(data_root: Any, env_var: str, default_dir: Optional[str]) -> Tuple[Optional[str], str]:
+    """Where a loader looks for its files, and why: ``data_root`` if given, else the environment
+    variable ``env_var``, else ``default_dir`` (may be None).
+
+    Returns
+    -------
+    (str or None, str)
+        The directory and a phrase naming its source, for error messages.
+    """
+    if data_root is not None:
+        if not isinstance(data_root, (str, os.PathLike)):
+            raise ValueError(f"data_root must be None or a path string, got {data_root!r}")
+        return os.fspath(data_root), "data_root"
+    if env_var and os.environ.get(env_var):
+        return os.environ[env_var], f"environment variable {env_var}"
+    if default_dir is not None:
+        return default_dir, "default directory"
+    return None, ""
+
+
 class IdxImageDataset:
     """Base loader for a 28x28 gray-scale dataset stored as the four MNIST-layout IDX files.
 
@@ -204,19 +224,9 @@ class IdxImageDataset:
         max_train_samples: Optional[int] = None,
         max_test_samples: Optional[int] = None,
     ) -> None:
-        if data_root is not None and not isinstance(data_root, (str, os.PathLike)):
-            raise ValueError(f"data_root must be None or a path string, got {data_root!r}")
         self.max_train_samples = _check_limit("max_train_samples", max_train_samples)
         self.max_test_samples = _check_limit("max_test_samples", max_test_samples)
-        if data_root is not None:
-            self.data_root: Optional[str] = os.fspath(data_root)
-            self._source = "data_root"
-        elif os.environ.get(self.env_var):
-            self.data_root = os.environ[self.env_var]
-            self._source = f"environment variable {self.env_var}"
-        else:
-            self.data_root = self.default_dir
-            self._source = "default directory"
+        self.data_root, self._source = resolve_data_root(data_root, self.env_var, self.default_dir)
 
     def _not_found(self, missing: List[str]) -> DatasetNotFoundError:
         files = ", ".join(f"{f}[.gz]" for f in IDX_FILES)

@@ -6,12 +6,11 @@ Nothing is downloaded at run time: each loader reads a folder the user prepared,
 """
 from __future__ import annotations
 
-import os
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .datasets import ArrayDataset, DatasetNotFoundError, _check_limit
+from .datasets import ArrayDataset, DatasetNotFoundError, _check_limit, resolve_data_root
 
 __all__ = ["DatasetFormatError", "LocalImageDataset"]
 
@@ -60,19 +59,9 @@ class LocalImageDataset:
         max_train_samples: Optional[int] = None,
         max_test_samples: Optional[int] = None,
     ) -> None:
-        if data_root is not None and not isinstance(data_root, (str, os.PathLike)):
-            raise ValueError(f"data_root must be None or a path string, got {data_root!r}")
         self.max_train_samples = _check_limit("max_train_samples", max_train_samples)
         self.max_test_samples = _check_limit("max_test_samples", max_test_samples)
-        if data_root is not None:
-            self.data_root: Optional[str] = os.fspath(data_root)
-            self._source = "data_root"
-        elif os.environ.get(self.env_var):
-            self.data_root = os.environ[self.env_var]
-            self._source = f"environment variable {self.env_var}"
-        else:
-            self.data_root = None
-            self._source = ""
+        self.data_root, self._source = resolve_data_root(data_root, self.env_var, None)
 
     def _not_found(self, problem: str) -> DatasetNotFoundError:
         if self.data_root is None:
