@@ -81,6 +81,7 @@ class FedAvg(Algorithm):
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
+        ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = {k: copy.deepcopy(self.model) for k in clients}
         jobs = {k: ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients}

@@ -118,11 +118,25 @@ class SplitFedBase(Algorithm):
         """``concatenated`` mode: update w_s on the parts and return each client's G_k."""
         raise NotImplementedError(f"{type(self).__name__} uses server_mode='concatenated' without a server_step")
 
+    def _activation_bits_per_sample(self) -> float:
+        """Bits one sample's activations and label take on the uplink (dry run once, cached)."""
+        if getattr(self, "_act_bits", None) is None:
+            with torch.no_grad():
+                was_training = self.client_model.training
+                self.client_model.eval()
+                acts = self.client_model(self.setup.train_x[:1])
+                self.client_model.train(was_training)
+            self._act_bits = 8.0 * (tensor_bytes(acts) + self.setup.train_y[:1].element_size())
+        return self._act_bits
+
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         local = yield from self.distribute(ctx, clients)
+        # The band is shared by the activation uploads: declare each client's (B_k samples).
+        per_sample_bits = self._activation_bits_per_sample()
+        ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
         servers = ({k: copy.deepcopy(self.server_model) for k in clients}
                    if self.server_mode == "per_client" else None)
 

@@ -21,8 +21,9 @@ Time model
 
 Small-scale fading and outage
 -----------------------------
-The band shares of a round are allocated once, at its start, from the large-scale gains and the
-round's fading draw.  Uplink fading is redrawn per *coherence block*, a scenario choice:
+The band shares of a round are allocated once per round from the large-scale gains, the round's
+fading draw and the payloads the algorithm declares (:meth:`RoundContext.allocate_uplink`: a
+split algorithm declares each client's activations, an FL algorithm its model).  Uplink fading is redrawn per *coherence block*, a scenario choice:
 ``per_round`` (one draw per client per round), ``per_iteration`` (a new draw when a client's
 transfer names a new ``block``, the local iteration index algorithms pass) or
 ``per_transmission`` (a new draw for every upload).  Downlink fading is drawn once per round.
@@ -182,11 +183,8 @@ class RoundContext:
         self.cohort = cohort
         cell, rng = sim.cell, sim.fading_rng
         ids = cohort.tolist()
-        fading = cell.sample_fading(cohort, rng)
-        link = cell.uplink_link(cohort, fading_gain=fading)
-        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
-        self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
-        self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+        self._round_fading = cell.sample_fading(cohort, rng)
+        self.allocate_uplink(None)
         self._block: Dict[int, Any] = {}  # per_iteration: the block each client's rate belongs to
         self.dropped: Dict[int, str] = {}  # client -> why it left the round (deadline, over_selection, outage)
         self._processes: list = []
@@ -195,6 +193,24 @@ class RoundContext:
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
             self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
 
+    def allocate_uplink(self, payload_bits: Dict[int, float] | None) -> None:
+        """(Re)allocate the uplink band of the round among the cohort.
+
+        Called with None at the start of the round; an algorithm calls it again with each
+        client's main payload of the round (activations per iteration, or its model) so that
+        payload-aware allocators (``proportional_payload``, ``equal_finish_time``) see it.
+
+        Parameters
+        ----------
+        payload_bits : dict of client -> bits, or None
+        """
+        ids = self.cohort.tolist()
+        payload = None if payload_bits is None else np.array([float(payload_bits[k]) for k in ids])
+        link = self._sim.cell.uplink_link(self.cohort, payload_bits=payload, fading_gain=self._round_fading)
+        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
+        self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
+        self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+
     @property
     def env(self) -> simpy.Environment:
         return self._sim.env
@@ -202,6 +218,10 @@ class RoundContext:
     @property
     def now_s(self) -> float:
         return self._sim.now_s
+
+    def uplink_share_hz(self, client: int) -> float:
+        """Uplink bandwidth allocated to ``client`` in this round, Hz."""
+        return self._share_hz[client]
 
     def uplink_rate_bps(self, client: int) -> float:
         """Uplink rate of ``client`` in this round, bit/s."""

@@ -117,3 +117,23 @@ def test_clients_move_between_rounds(tmp_path: Path) -> None:
     with (run_dir / "rounds.csv").open() as fh:
         sim_end_s = float(list(csv.DictReader(fh))[-1]["sim_time_s"])
     assert np.all(step <= 5.0 * sim_end_s + 1e-6)  # no faster than the speed allows
+
+
+def test_payload_aware_allocation_sees_the_declared_payloads() -> None:
+    from channel import ProportionalPayloadAllocation
+
+    rng = np.random.default_rng(0)
+    cell = Cell(FixedDistancePlacement([100.0, 450.0]), TR36814Macro(), NoShadowing(), ShannonRate(),
+                ProportionalPayloadAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, placement_rng=rng, shadowing_rng=rng)
+    shares = []
+
+    def round_process(ctx):
+        shares.append((ctx.uplink_share_hz(0), ctx.uplink_share_hz(1)))  # no payloads yet: equal
+        ctx.allocate_uplink({0: 1e6, 1: 3e6})
+        shares.append((ctx.uplink_share_hz(0), ctx.uplink_share_hz(1)))
+        yield ctx.upload(1, NBYTES, "payload")
+
+    Simulator(cell, np.ones(2), 1.0).run_round(round_process, np.array([0, 1]))
+    assert shares[0] == pytest.approx((5e5, 5e5))
+    assert shares[1] == pytest.approx((2.5e5, 7.5e5))
