@@ -1,0 +1,191 @@
+"""SCALA-PE: SCALA with ResSFL's two privacy mechanisms (SCALA journal §5.7, Table VI).
+
+The journal adds to SCALA, following ResSFL (Li et al., CVPR 2022):
+
+1. **Bottleneck layers** -- "a pair of Conv2D layers" that compress the feature space at the cut.
+   Here the *encoder* ``Conv2d(C → c_b, 3, stride s, padding 1)`` is appended to the client-side
+   model, so the activations that cross the air are its output ``(c_b, ⌈h/s⌉, ⌈w/s⌉)`` (fewer
+   bytes, counted from the real tensor).  The *decoder* ``Upsample(size=(h, w)) - Conv2d(c_b → C,
+   3, padding 1)`` is prepended to the server-side model, restoring the shape the rest of the
+   server-side model expects (as in ResSFL, where the bottleneck's second layer is on the server).
+   SCALA's server step (concatenation, logit adjustments) is unchanged: it runs on
+   ``self.server_model``, which now starts with the decoder.
+2. **A simulated inversion model** ``g_φ`` on the client: a shallow convolutional autoencoder
+   (:class:`sfl_sim.privacy.InversionModel`, no output squashing) from the uploaded activations
+   ``A = h(w_c; X)`` back to ``X``.  The journal's eq. (17) lost its symbols in our copy; we
+   implement ResSFL's min-max reading of it.  Each local iteration, after G_k arrives, client k
+   updates
+
+   * its feature extractor (client-side model + encoder) on
+     ``L_c = L_task(w_c) - α · R(g_φ(h(w_c; X)), X)`` -- the task-loss gradient is G_k from the
+     server (SCALA's eq. 15 loss), and ``R`` is the reconstruction error (MSE in the data set's
+     normalised units), so the extractor is pushed towards features the inverter reconstructs
+     *badly*;
+   * the simulated inverter on ``+R(g_φ(A), X)`` (it is trained to reconstruct), one SGD step
+     at rate ``inverter_lr``, from the same (pre-update) activations.
+
+   ``α`` (``alpha``) is a parameter; ``alpha=0`` keeps the inverter training but no regulariser.
+
+Choices where the journal is silent (its numbers were lost; each is a parameter):
+
+* ``bottleneck_channels=8``, ``bottleneck_stride=2``: for VGG-11 at S2 on 1×28×28 the uploaded
+  activations go from ``(128, 7, 7)`` to ``(8, 4, 4)`` with the default widths.
+* ``inverter_channels=32``: internal channel size of the simulated inverter.
+* ``alpha=0.5``; ``inverter_lr=None`` means the run's learning rate.
+* The simulated inverter travels with the client-side model: it is broadcast to the cohort with
+  it, uploaded with ``w_c,k^T`` and averaged by |D_k| like it (so it is one global module, as
+  the client-side model is; its bytes count under kind ``client_model``).
+* Compute: the encoder's FLOPs are part of ``client_forward`` (metered on the real forward); the
+  regulariser's inverter forward/backward and both SGD updates of the privacy step are metered
+  as ``client_privacy`` and charged on the client with ``ctx.compute``; the decoder is part of
+  the metered ``server_step``.
+* New layers are initialised from ``seed`` (torch's default layer initialisation under a forked
+  global RNG), so the SCALA part starts from the scenario's initial weights.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Generator, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, tensor_bytes
+from sfl_sim.algorithms.scala import SCALA
+from sfl_sim.privacy.inversion import InversionModel
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r}; allowed: a positive int")
+    return value
+
+
+@ALGORITHMS.register("scala_pe")
+class SCALAPE(SCALA):
+    """SCALA with a client-side bottleneck and a simulated-inversion regulariser (module docstring).
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+        Its client-side part must output ``(C, h, w)`` feature maps (e.g. VGG-11 or AlexNet at a
+        conv split point).
+    alpha : float
+        Weight α >= 0 of the reconstruction term in the client loss.
+    bottleneck_channels, bottleneck_stride : int
+        Channels c_b and stride s of the bottleneck's encoder.
+    inverter_channels : int
+        Internal channel size of the simulated inverter.
+    inverter_lr : float, optional
+        SGD rate of the simulated inverter (default: the run's learning rate).
+    seed : int
+        Initialises the bottleneck and the simulated inverter.
+    **scala : the :class:`~sfl_sim.algorithms.scala.SCALA` flags (``label_prior``...).
+    """
+
+    def __init__(self, setup: TrainingSetup, alpha: float = 0.5, bottleneck_channels: int = 8,
+                 bottleneck_stride: int = 2, inverter_channels: int = 32, inverter_lr: Optional[float] = None,
+                 seed: int = 0, **scala: Any) -> None:
+        super().__init__(setup, **scala)
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
+            raise ValueError(f"alpha={alpha!r}; allowed: a number >= 0")
+        if inverter_lr is not None and (isinstance(inverter_lr, bool) or not isinstance(inverter_lr, (int, float))
+                                        or not inverter_lr > 0):
+            raise ValueError(f"inverter_lr={inverter_lr!r}; allowed: a number > 0 or null")
+        self.alpha = float(alpha)
+        self.bottleneck_channels = _positive_int("bottleneck_channels", bottleneck_channels)
+        self.bottleneck_stride = _positive_int("bottleneck_stride", bottleneck_stride)
+        self.inverter_channels = _positive_int("inverter_channels", inverter_channels)
+        self.inverter_lr = float(inverter_lr) if inverter_lr is not None else None
+
+        image_shape = tuple(setup.train_x.shape[1:])
+        base_client, base_server = self.client_model, self.server_model
+        was_training = base_client.training
+        base_client.eval()
+        with torch.no_grad():
+            probe = base_client(setup.train_x[:1])
+        base_client.train(was_training)
+        if probe.dim() != 4:
+            raise ValueError(f"scala_pe needs (C, h, w) activations at the split point, got shape "
+                             f"{tuple(probe.shape[1:])}; use a conv split point (e.g. VGG-11 S2)")
+        c, h, w = probe.shape[1:]
+        device = setup.train_x.device
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            encoder = nn.Conv2d(c, self.bottleneck_channels, 3, stride=self.bottleneck_stride, padding=1)
+            decoder = nn.Sequential(nn.Upsample(size=(h, w), mode="nearest"),
+                                    nn.Conv2d(self.bottleneck_channels, c, 3, padding=1))
+            with torch.no_grad():
+                act_shape = tuple(encoder(probe.detach().cpu()).shape[1:])
+            inverter = InversionModel(act_shape, image_shape, channels=self.inverter_channels, sigmoid=False)
+        self.client_model = nn.Sequential(base_client, encoder.to(device))
+        self.server_model = nn.Sequential(decoder.to(device), base_server)
+        self.inverter = inverter.to(device)
+        self.activation_shape = act_shape
+        self._full = nn.Sequential(self.client_model, self.server_model)
+        self._bundle = nn.ModuleDict({"extractor": self.client_model, "inverter": self.inverter})
+
+    # -- state: the full model and the simulated inverter -----------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._full.load_state_dict(state["model"])
+        self.inverter.load_state_dict(state["inverter"])
+
+    # -- the delta to SCALA ------------------------------------------------------------------------
+    def client_side(self) -> nn.Module:
+        """Client-side model (with the encoder) and the simulated inverter travel together."""
+        return self._bundle
+
+    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+        extractor, inverter = model["extractor"], model["inverter"]
+        x, y = self.sample_batch(k, b_k)
+        acts, flops = self.meter.run("client_forward", b_k, lambda: extractor(x))
+        yield from ctx.compute(k, flops, "client_forward")
+        if not (yield from self.upload_activations(ctx, k, acts, y)):
+            arrived.succeed(None)
+            return False
+        arrived.succeed((acts.detach(), y))
+        g_k = yield grad
+        if g_k is None:  # dropped by the server (straggler policy)
+            return False
+        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
+        ext_params = list(extractor.parameters())
+        inv_params = list(inverter.parameters())
+
+        def privacy() -> None:
+            # Reconstruction error R of the simulated inverter on this batch's activations.
+            err = F.mse_loss(inverter(acts), x)
+            inv_grads = torch.autograd.grad(err, inv_params, retain_graph=True)
+            if self.alpha > 0:  # -α·R into the extractor's gradient (added to G_k's below)
+                ext_grads = torch.autograd.grad(-self.alpha * err, ext_params, retain_graph=True)
+                for p, g in zip(ext_params, ext_grads):
+                    p.grad = g
+            for p, g in zip(inv_params, inv_grads):
+                p.grad = g
+            self._sgd(inv_params, self.inverter_lr)
+
+        _, flops = self.meter.run("client_privacy", b_k, privacy)
+        yield from ctx.compute(k, flops, "client_privacy")
+
+        def backward() -> None:
+            acts.backward(g_k)  # accumulates onto -α·∇R
+            self.sgd_step(ext_params)
+
+        _, flops = self.meter.run("client_backward", b_k, backward)
+        yield from ctx.compute(k, flops, "client_backward")
+        return True
+
+    def _sgd(self, params: list, lr: Optional[float]) -> None:
+        if lr is None:
+            self.sgd_step(params)
+            return
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-lr)
+                    p.grad = None
+
+
+__all__ = ["SCALAPE"]
