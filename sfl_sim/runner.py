@@ -323,7 +323,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                 "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))})
             last = rnd == rounds
             if rnd % cfg["eval_every_rounds"] == 0 or last:
-                acc, loss = evaluate(run.algorithm.global_model(), run.test_x, run.test_y, cfg["eval_batch_size"])
+                acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg["eval_batch_size"])
                 c = sim.counters
                 row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
                        "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -170,6 +170,16 @@ class Algorithm(abc.ABC):
     @abc.abstractmethod
     def global_model(self) -> nn.Module:
         """The model evaluated on the test set after a round."""
+
+    def evaluate(self, evaluate_fn: Callable[..., tuple[float, float]], x: torch.Tensor, y: torch.Tensor,
+                 batch_size: int) -> tuple[float, float]:
+        """Test accuracy and loss the runner reports after a round.
+
+        ``evaluate_fn(model, x, y, batch_size) -> (accuracy, loss)`` scores one model (the
+        runner's :func:`sfl_sim.runner.evaluate`).  Default: the :meth:`global_model`.  An
+        algorithm whose reported model is something else (e.g. BESplit-A's per-client auxiliary
+        models) overrides this hook."""
+        return evaluate_fn(self.global_model(), x, y, batch_size)
 
     @abc.abstractmethod
     def state_dict(self) -> Dict[str, Any]:

@@ -1,0 +1,152 @@
+"""BESplit-G / BESplit-A over the two-client cell: traffic, FLOPs, BCC plan and routing, evaluation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sfl_sim.algorithms import ALGORITHMS
+from sfl_sim.algorithms import besplit_terms as bt
+from sfl_sim.algorithms.besplit import BESplitA, BESplitG
+
+from conftest import tiny_setup
+from split_protocol_helpers import ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, LABEL_BYTES_PER_SAMPLE, round_counts, simulator
+
+B_K, T, N = 4, 2, 2
+SAMPLES = N * T * B_K
+
+
+def test_besplit_g_round_counts_as_splitfed_v1() -> None:
+    got = round_counts(simulator(), BESplitG(tiny_setup(local_iterations=T)), [0, 1])
+    ref = round_counts(simulator(), ALGORITHMS.get("splitfed_v1")(tiny_setup(local_iterations=T)), [0, 1])
+    # First round: no records yet, so no BCC pair; same messages and FLOPs as SplitFedV1.
+    assert got["by_kind"] == ref["by_kind"]
+    assert got["by_kind"]["uplink/activations"] == SAMPLES * ACT_BYTES_PER_SAMPLE
+    assert got["by_kind"]["uplink/labels"] == SAMPLES * LABEL_BYTES_PER_SAMPLE
+
+
+def test_besplit_a_extra_traffic_and_compute() -> None:
+    algo = BESplitA(tiny_setup(local_iterations=T))
+    got = round_counts(simulator(), algo, [0, 1])
+    assert got["by_kind"]["downlink/teacher_logits"] == SAMPLES * 3 * 4  # B_k x N float32 per iteration
+    assert got["by_kind"]["uplink/client_model"] == N * CLIENT_MODEL_BYTES
+    assert got["by_kind"]["client/aux_step"] == pytest.approx(SAMPLES * algo.meter.flops_per_sample["aux_step"])
+    assert algo.meter.flops_per_sample["aux_step"] > 0
+    assert not any("aux" in k and ("uplink" in k or "downlink" in k) for k in got["by_kind"])
+    assert sorted(algo.aux_models) == [0, 1]
+    # The auxiliary models are personal and trained: they differ from each other and from the global client side.
+    w0, w1 = algo.aux_models[0][0][0].weight, algo.aux_models[1][0][0].weight
+    assert not torch.equal(w0, w1)
+
+
+def test_records_and_ea_weights_after_a_round() -> None:
+    algo = BESplitG(tiny_setup(local_iterations=T))
+    round_counts(simulator(), algo, [0, 1])
+    assert sorted(algo.records) == [0, 1]
+    # Client 0 holds labels {0, 1}, client 1 labels {1, 2}; each saw T * B_k samples.
+    assert algo.records[0].counts.sum() == T * B_K and algo.records[0].counts[2] == 0
+    assert algo.records[1].counts[0] == 0 and algo.records[0].last_round == 1
+    w = bt.ea_weights([algo.records[0], algo.records[1]])
+    assert w.sum() == pytest.approx(1.0) and np.all(w > 0)
+
+
+def _set_records(algo, counts):
+    algo.records = {k: bt.StateRecord(np.zeros((3, 3)), np.asarray(c, float), np.zeros(3), np.zeros(3), 1)
+                    for k, c in counts.items()}
+
+
+def test_bcc_plan_from_records() -> None:
+    algo = BESplitG(tiny_setup(n_clients=3))
+    _set_records(algo, {0: [10, 0, 0], 1: [0, 0, 10], 2: [3, 4, 3]})
+    pairs, share = algo.plan_bcc([0, 1, 2])
+    # P_g = [13, 4, 13] / 30; clients 0 and 1 are equally far, 2 close: the largest gap isolates {0, 1}.
+    assert pairs == [(0, 1)]
+    # No evidence in the records: EA weights equal -> case 3, midpoint of [13/30, 17/30] / 1 = 0.5.
+    assert share[(0, 1)] == {0: pytest.approx(0.5)}
+    assert share[(1, 0)] == {2: pytest.approx(0.5)}
+    assert BESplitG(tiny_setup(n_clients=3), bcc=False).plan_bcc([0, 1, 2]) == ([], {})
+    rows = algo.shared_rows(torch.tensor([0, 1, 0, 0, 2, 0]), {0: 0.5})
+    assert rows.tolist() == [0, 2]
+
+
+def test_bcc_pair_step_routes_gradients_to_their_owner() -> None:
+    """Force a pair (0, 1): the server job steps both copies on own + shared rows, each client gets
+    a gradient for its own B_k rows only; server FLOPs grow by the shared rows."""
+    algo = BESplitG(tiny_setup(local_iterations=1))
+    ref = BESplitG(tiny_setup(local_iterations=1), bcc=False)
+    # Client 0's batch holds labels {0, 1}; share all its class-0 rows with 1, class-2 rows of 1 with 0.
+    algo.plan_bcc = lambda clients: ([(0, 1)], {(0, 1): {0: 1.0}, (1, 0): {2: 1.0}})
+    seen = {}
+    original = algo._client_iteration
+
+    def spy(ctx, k, b_k, model, arrived, grad):
+        result = yield from original(ctx, k, b_k, model, arrived, grad)
+        seen[k] = grad.value
+        return result
+
+    algo._client_iteration = spy
+    got = round_counts(simulator(), algo, [0, 1])
+    base = round_counts(simulator(), ref, [0, 1])
+    for k in (0, 1):
+        g, logits = seen[k]
+        assert g.shape[0] == B_K and logits.shape == (B_K, 3)
+    per_sample = algo.meter.flops_per_sample["server_step"]
+    extra = got["server_flops"] - base["server_flops"]
+    assert extra > 0 and extra / per_sample == pytest.approx(round(extra / per_sample))
+    # Downlink gradient bytes are unchanged: shared rows' gradients are folded into the owner's G_k.
+    assert got["by_kind"]["downlink/activation_gradients"] == base["by_kind"]["downlink/activation_gradients"]
+    assert algo.records[0].counts.sum() == B_K and algo.records[1].counts.sum() == B_K  # own rows only
+
+
+def test_besplit_a_evaluates_auxiliary_models_not_the_global_one() -> None:
+    algo = BESplitA(tiny_setup(local_iterations=T))
+    round_counts(simulator(), algo, [0, 1])
+    scored = []
+
+    def fake(model, x, y, batch_size):
+        scored.append(model)
+        return (0.25 if model is algo.aux_models[0] else 0.75), 1.0
+
+    acc, loss = algo.evaluate(fake, torch.zeros(2, 1, 5, 5), torch.zeros(2, dtype=torch.int64), 2)
+    assert scored == [algo.aux_models[0], algo.aux_models[1]]
+    assert all(m is not algo.global_model() for m in scored)
+    assert (acc, loss) == (pytest.approx(0.5), pytest.approx(1.0))
+    x = torch.randn(3, 1, 5, 5)
+    assert not torch.allclose(algo.aux_models[0](x), algo.global_model()(x))
+    # Only client 1 in the next round: "cohort" scores its auxiliary model only, "all" both.
+    round_counts(simulator(), algo, [1])
+    assert algo.evaluation_models() == [algo.aux_models[1]]
+    algo.eval_clients = "all"
+    assert algo.evaluation_models() == [algo.aux_models[0], algo.aux_models[1]]
+    g = BESplitG(tiny_setup())
+    assert g.evaluation_models() == [g.global_model()]
+
+
+def test_runner_evaluate_hook_defaults_to_global_model() -> None:
+    from sfl_sim.runner import evaluate
+    algo = ALGORITHMS.get("splitfed_v1")(tiny_setup())
+    x, y = torch.randn(6, 1, 5, 5), torch.tensor([0, 1, 2, 0, 1, 2])
+    assert algo.evaluate(evaluate, x, y, 4) == evaluate(algo.global_model(), x, y, 4)
+
+
+def test_state_round_trips() -> None:
+    algo = BESplitA(tiny_setup(local_iterations=1))
+    round_counts(simulator(), algo, [0, 1])
+    other = BESplitA(tiny_setup(local_iterations=1))
+    other.load_state_dict(algo.state_dict())
+    for k in (0, 1):
+        np.testing.assert_array_equal(other.records[k].counts, algo.records[k].counts)
+        for p, q in zip(algo.aux_models[k].parameters(), other.aux_models[k].parameters()):
+            assert torch.equal(p, q)
+    assert other._round == 1 and other.last_finished == [0, 1]
+
+
+def test_bad_parameters_are_rejected() -> None:
+    with pytest.raises(ValueError, match="evidence"):
+        BESplitG(tiny_setup(), evidence="sigmoid")
+    with pytest.raises(ValueError, match="eval_clients"):
+        BESplitA(tiny_setup(), eval_clients="best")
+    with pytest.raises(ValueError, match="ema_beta"):
+        BESplitG(tiny_setup(), ema_beta=1.5)
+    with pytest.raises(ValueError, match="dtd"):
+        BESplitG(tiny_setup(), dtd=True)
