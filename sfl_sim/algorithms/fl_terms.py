@@ -15,6 +15,8 @@ References
   Federated Learning", NeurIPS 2022, eqs. (4)-(5).
 * FedConcat — Diao, Li and He, "Exploiting Label Skews in Federated Learning with Model
   Concatenation", AAAI 2024 (K-means on label distributions, concatenated encoders).
+* FedVLS — Guo et al., "Exploring Vacant Classes in Label-Skewed Federated Learning", AAAI 2025,
+  eqs. (2)-(6) (``/work/shared/papers/fedvls-aaai.md``).
 """
 from __future__ import annotations
 
@@ -305,3 +307,114 @@ def kmeans_label_clusters(distributions: np.ndarray, n_clusters: int, iterations
         assign = new
         c = np.stack([x[assign == j].mean(axis=0) for j in range(n_clusters)])
     return assign
+
+
+# -- FedVLS ----------------------------------------------------------------------------------------
+def prior_calibrated_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """FedVLS's L_cal (eq. 2): ``-mean_i log( p(y_i) e^{f_i[y_i]} / sum_c p(c) e^{f_i[c]} )``.
+
+    Equivalently the cross-entropy of ``f + log p`` (the paper's appendix eqs. 8-12).  ``p`` is the
+    client's label distribution over its whole local data; a vacant class (``p(c) = 0``) drops
+    out of the denominator (``log 0 = -inf``: zero probability, no gradient), exactly as eq. 2
+    weights it by 0.  The labels present have ``p > 0``, so the loss stays finite.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (n, C)
+    labels : LongTensor, shape (n,)
+    prior : Tensor, shape (C,), the client's label distribution (sums to 1)
+    """
+    return F.cross_entropy(logits + torch.log(prior.to(logits.dtype)), labels)
+
+
+def vacant_class_distillation_loss(local_logits: torch.Tensor, global_logits: torch.Tensor,
+                                   vacant: torch.Tensor) -> torch.Tensor:
+    """FedVLS's L_dis (eq. 3): ``mean_i KL( q^g(x_i) || q(x_i) )`` over the vacant classes O.
+
+    ``q`` and ``q^g`` are the softmax (temperature 1, as in eq. 3) of the local and global model's
+    logits restricted to O, the classes absent from the client's local data; the global model's
+    prediction is the (constant) target.  Eq. 3 as printed reads ``sum q^g log(q / q^g)``, the
+    *negative* KL; the text calls it the KL-divergence loss to minimise, so the sign is taken as a
+    typo (``KL(q^g || q) = sum q^g log(q^g / q)``, as ``nn.KLDivLoss`` in the authors' code).
+    With fewer than two vacant classes there is nothing to distil: the loss is 0 (a softmax over
+    one class is 1 for both models).
+
+    Parameters
+    ----------
+    local_logits, global_logits : Tensor, shape (n, C)
+    vacant : BoolTensor, shape (C,), True for the classes the client lacks
+    """
+    if int(vacant.sum()) < 2:
+        return local_logits.sum() * 0.0
+    log_q_local = F.log_softmax(local_logits[:, vacant], dim=1)
+    q_global = F.softmax(global_logits.detach()[:, vacant], dim=1)
+    return F.kl_div(log_q_local, q_global, reduction="batchmean")
+
+
+def logit_suppression_per_class(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """FedVLS's L^c_logit of every class c (eq. 4): ``log( (1/n) sum_i I(y_i != c) e^{f_i[c]} )``.
+
+    The expectation is over the whole minibatch of n samples (Algorithm 1, line 16), the indicator
+    inside it, computed stably with ``logsumexp``.  A class that every sample of the batch carries
+    as its label has an empty sum (``log 0``): its entry is ``-inf`` here, and
+    :func:`logit_suppression_loss` leaves it out.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (n, C)
+    labels : LongTensor, shape (n,)
+
+    Returns
+    -------
+    Tensor, shape (C,)
+    """
+    n, c = logits.shape
+    not_label = labels.reshape(-1, 1) != torch.arange(c, device=logits.device).reshape(1, -1)
+    has = not_label.any(dim=0)
+    # Columns with no term get zeros instead of all -inf, so logsumexp's backward stays finite (no NaN).
+    masked = logits.masked_fill(~not_label & has.reshape(1, -1), float("-inf"))
+    lse = torch.logsumexp(masked, dim=0) - float(np.log(n))
+    return torch.where(has, lse, torch.full_like(lse, float("-inf")))
+
+
+def logit_suppression_loss(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """FedVLS's L_logit (eq. 5): ``sum_c p(c) L^c_logit`` (:func:`logit_suppression_per_class`).
+
+    ``p`` is the client's label distribution, so vacant classes (``p = 0``) do not count and the
+    logits of majority classes on other classes' samples are pushed down hardest.  Classes with
+    ``p(c) = 0`` or an empty indicator sum in this batch (all its samples are of class c)
+    contribute 0 and no gradient.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (n, C)
+    labels : LongTensor, shape (n,)
+    prior : Tensor, shape (C,)
+    """
+    per_class = logit_suppression_per_class(logits, labels)
+    p = prior.to(logits.dtype)
+    use = torch.isfinite(per_class) & (p > 0)
+    return (p[use] * per_class[use]).sum() + logits.sum() * 0.0
+
+
+def fedvls_objective(local_logits: torch.Tensor, global_logits: torch.Tensor, labels: torch.Tensor,
+                     prior: torch.Tensor, lam: float, suppression_weight: float = 1.0) -> torch.Tensor:
+    """FedVLS's local objective (eq. 6): ``L_cal + lam * L_dis + suppression_weight * L_logit``.
+
+    ``suppression_weight = 1`` is eq. 6 / Algorithm 1 line 18.  The vacant classes are those with
+    ``prior == 0``.
+
+    Parameters
+    ----------
+    local_logits, global_logits : Tensor, shape (n, C)
+    labels : LongTensor, shape (n,)
+    prior : Tensor, shape (C,), the client's label distribution over its local data
+    lam : float, >= 0
+    suppression_weight : float, >= 0
+    """
+    loss = prior_calibrated_cross_entropy(local_logits, labels, prior)
+    if lam != 0:
+        loss = loss + lam * vacant_class_distillation_loss(local_logits, global_logits, prior == 0)
+    if suppression_weight != 0:
+        loss = loss + suppression_weight * logit_suppression_loss(local_logits, labels, prior)
+    return loss
