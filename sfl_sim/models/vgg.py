@@ -162,3 +162,10 @@ class VGG11(SplittableModel):
             elif isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, 0.0, 0.01)
                 nn.init.zeros_(module.bias)
+        # The hidden linear layers get He init as well: with torchvision's N(0, 0.01) for them
+        # (no BatchNorm in the classifier) plain SGD at lr 0.01 — the papers' optimiser — made no
+        # progress in 100 steps on Fashion-MNIST (loss stuck at ln 10); with He init it reached
+        # 56 % test accuracy (measured, narrow widths).  The output layer keeps N(0, 0.01).
+        hidden_linear = [m for m in self.modules() if isinstance(m, nn.Linear)][:-1]
+        for layer in hidden_linear:
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
