@@ -329,17 +329,10 @@ class BESplit(SplitFedBase):
 
     # -- client --------------------------------------------------------------------------------------
     def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        x, y = self.sample_batch(k, b_k)
-        acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
-        yield from ctx.compute(k, flops, "client_forward")
-        if not (yield from self.upload_activations(ctx, k, acts, y)):
-            arrived.succeed(None)
+        sent = yield from self.forward_and_send(ctx, k, b_k, model, arrived, grad)
+        if sent is None:
             return False
-        arrived.succeed((acts.detach(), y))
-        reply = yield grad
-        if reply is None:  # dropped by the server (straggler policy)
-            return False
-        g_k, teacher = reply
+        x, y, acts, (g_k, teacher) = sent
         yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
         if self.dtd:
             yield ctx.download(k, tensor_bytes(teacher), "teacher_logits")

@@ -140,16 +140,10 @@ class SCALAPE(SCALA):
 
     def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
         extractor, inverter = model["extractor"], model["inverter"]
-        x, y = self.sample_batch(k, b_k)
-        acts, flops = self.meter.run("client_forward", b_k, lambda: extractor(x))
-        yield from ctx.compute(k, flops, "client_forward")
-        if not (yield from self.upload_activations(ctx, k, acts, y)):
-            arrived.succeed(None)
+        sent = yield from self.forward_and_send(ctx, k, b_k, extractor, arrived, grad)
+        if sent is None:
             return False
-        arrived.succeed((acts.detach(), y))
-        g_k = yield grad
-        if g_k is None:  # dropped by the server (straggler policy)
-            return False
+        x, y, acts, g_k = sent
         yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
         ext_params = list(extractor.parameters())
         inv_params = list(inverter.parameters())

@@ -194,17 +194,30 @@ class SplitFedBase(Algorithm):
             return False
         return (yield ctx.upload(k, tensor_bytes(labels), "labels"))
 
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+    def forward_and_send(self, ctx: Any, k: int, b_k: int, forward: Any, arrived: Any, grad: Any) -> Generator:
+        """First half of a client iteration: sample B_k examples, forward them through
+        ``forward``, upload A_k and Y_k, wait for the server's reply.
+
+        Returns ``(x, y, acts, reply)``, or None when the client is out of the round (its upload
+        was lost after outage, or the server dropped it and replied None).
+        """
         x, y = self.sample_batch(k, b_k)
-        acts, flops = self.meter.run("client_forward", b_k, lambda: model(x))
+        acts, flops = self.meter.run("client_forward", b_k, lambda: forward(x))
         yield from ctx.compute(k, flops, "client_forward")
         if not (yield from self.upload_activations(ctx, k, acts, y)):
             arrived.succeed(None)
-            return False
+            return None
         arrived.succeed((acts.detach(), y))
-        g_k = yield grad
-        if g_k is None:  # dropped by the server (straggler policy)
+        reply = yield grad
+        if reply is None:  # dropped by the server (straggler policy)
+            return None
+        return x, y, acts, reply
+
+    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
+        sent = yield from self.forward_and_send(ctx, k, b_k, model, arrived, grad)
+        if sent is None:
             return False
+        _x, _y, acts, g_k = sent
         yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
 
         def backward() -> None:
