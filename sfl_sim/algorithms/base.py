@@ -62,6 +62,16 @@ class TrainingSetup:
     minibatch_rng: np.random.Generator
 
     @property
+    def client_label_counts(self) -> torch.Tensor:
+        """(K, N) float32 label counts of every client's local data, on ``device`` (cached)."""
+        counts = self.__dict__.get("_client_label_counts")
+        if counts is None:
+            counts = torch.stack([torch.bincount(self.train_y[ix], minlength=self.num_classes)
+                                  for ix in self.client_indices]).to(torch.float32).to(self.device)
+            self.__dict__["_client_label_counts"] = counts
+        return counts
+
+    @property
     def client_data_sizes(self) -> np.ndarray:
         """|D_k| of every client, shape (K,)."""
         return np.array([len(ix) for ix in self.client_indices], dtype=np.int64)

@@ -104,3 +104,34 @@ class FedAvg(Algorithm):
         self.after_local_training(k, model)
         delivered = yield ctx.upload(k, state_bytes(model), "model")
         return delivered
+
+
+class GlobalTeacherFedAvg(FedAvg):
+    """FedAvg whose local objective also sees the round's global model as a frozen teacher.
+
+    At the start of each round the global model is copied, frozen and put in eval mode; the
+    local step runs it on the same minibatch (inside the metered step, so its forward pass is
+    charged as client compute) and hands both logits to :meth:`distilled_loss`.  FedNTD and
+    FedVLS override only that method.  Not registered: a base, not an algorithm.
+    """
+
+    def __init__(self, setup: TrainingSetup) -> None:
+        super().__init__(setup)
+        self._teacher: nn.Module | None = None
+
+    def begin_round(self, cohort: np.ndarray) -> None:
+        self._teacher = copy.deepcopy(self.model).eval()
+        for p in self._teacher.parameters():
+            p.requires_grad_(False)
+
+    def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = model(x)
+        with torch.no_grad():
+            global_logits = self._teacher(x)
+        return self.distilled_loss(client, logits, global_logits, y)
+
+    def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
+                       labels: torch.Tensor) -> torch.Tensor:
+        """Loss of one local step from the local and the global model's logits."""
+        raise NotImplementedError
+

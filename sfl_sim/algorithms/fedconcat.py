@@ -75,8 +75,7 @@ class FedConcat(FedAvg):
         self.encoder_rounds = _check_int("encoder_rounds", encoder_rounds, 0, "an int >= 0")
         self.classifier_init = check_choice("classifier_init", classifier_init, ("average", "random"))
         classifier_layer(self.model)  # the model must end with a Linear classifier
-        counts = np.stack([np.bincount(setup.train_y[ix].cpu().numpy(), minlength=setup.num_classes)
-                           for ix in setup.client_indices]).astype(float)
+        counts = setup.client_label_counts.cpu().numpy().astype(float)
         self.clusters = kmeans_label_clusters(counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0),
                                               self.n_clusters)
         self.cluster_models = [copy.deepcopy(self.model) for _ in range(self.n_clusters)]

@@ -15,7 +15,6 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from sfl_sim.algorithms.fedlogit import client_label_counts
 from sfl_sim.algorithms.fl_terms import check_nonnegative, logit_calibrated_cross_entropy
 
 
@@ -35,7 +34,7 @@ class FedLC(FedAvg):
     def __init__(self, setup: TrainingSetup, tau: float = 0.5) -> None:
         super().__init__(setup)
         self.tau = check_nonnegative("tau", tau)
-        self._counts = client_label_counts(setup)
+        self._counts = setup.client_label_counts
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return logit_calibrated_cross_entropy(logits, labels, self._counts[client], self.tau)

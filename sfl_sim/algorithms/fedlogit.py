@@ -17,12 +17,6 @@ from sfl_sim.algorithms.fl_terms import check_choice
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 
 
-def client_label_counts(setup: TrainingSetup) -> torch.Tensor:
-    """(K, N) float32 label counts of every client's local data, on ``setup.device``."""
-    return torch.stack([torch.bincount(setup.train_y[ix], minlength=setup.num_classes)
-                        for ix in setup.client_indices]).to(torch.float32).to(setup.device)
-
-
 @ALGORITHMS.register("fedlogit")
 class FedLogit(FedAvg):
     """FedAvg with the client-side logit adjustment of SCALA eq. (15).
@@ -37,7 +31,7 @@ class FedLogit(FedAvg):
     def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
         super().__init__(setup)
         self.label_prior = check_choice("label_prior", label_prior, ("batch", "local_data"))
-        counts = client_label_counts(setup)
+        counts = setup.client_label_counts
         self._local_prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -12,21 +12,16 @@ Same traffic as FedAvg (the client already holds the global model it received).
 """
 from __future__ import annotations
 
-import copy
-from typing import Optional
-
-import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
-from sfl_sim.algorithms.fedavg import FedAvg
+from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
 from sfl_sim.algorithms.fl_terms import check_nonnegative, check_positive, not_true_distillation_loss
 
 
 @ALGORITHMS.register("fedntd")
-class FedNTD(FedAvg):
+class FedNTD(GlobalTeacherFedAvg):
     """FedAvg with not-true distillation.
 
     Parameters
@@ -42,15 +37,7 @@ class FedNTD(FedAvg):
         super().__init__(setup)
         self.beta = check_nonnegative("beta", beta)
         self.tau = check_positive("tau", tau)
-        self._teacher: Optional[nn.Module] = None
 
-    def begin_round(self, cohort: np.ndarray) -> None:
-        self._teacher = copy.deepcopy(self.model).eval()
-        for p in self._teacher.parameters():
-            p.requires_grad_(False)
-
-    def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        logits = model(x)
-        with torch.no_grad():
-            global_logits = self._teacher(x)
+    def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
+                       y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(logits, y) + self.beta * not_true_distillation_loss(logits, global_logits, y, self.tau)

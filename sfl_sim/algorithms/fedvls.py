@@ -40,21 +40,15 @@ Choices
 """
 from __future__ import annotations
 
-import copy
-from typing import Optional
-
-import numpy as np
 import torch
-from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
-from sfl_sim.algorithms.fedavg import FedAvg
-from sfl_sim.algorithms.fedlogit import client_label_counts
+from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
 from sfl_sim.algorithms.fl_terms import check_nonnegative, fedvls_objective
 
 
 @ALGORITHMS.register("fedvls")
-class FedVLS(FedAvg):
+class FedVLS(GlobalTeacherFedAvg):
     """FedAvg with prior-calibrated CE, vacant-class distillation and logit suppression.
 
     Parameters
@@ -71,17 +65,9 @@ class FedVLS(FedAvg):
         super().__init__(setup)
         self.lam = check_nonnegative("lam", lam)
         self.suppression_weight = check_nonnegative("suppression_weight", suppression_weight)
-        counts = client_label_counts(setup)
+        counts = setup.client_label_counts
         self._prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
-        self._teacher: Optional[nn.Module] = None
 
-    def begin_round(self, cohort: np.ndarray) -> None:
-        self._teacher = copy.deepcopy(self.model).eval()
-        for p in self._teacher.parameters():
-            p.requires_grad_(False)
-
-    def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        logits = model(x)
-        with torch.no_grad():
-            global_logits = self._teacher(x)
+    def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
+                       y: torch.Tensor) -> torch.Tensor:
         return fedvls_objective(logits, global_logits, y, self._prior[client], self.lam, self.suppression_weight)

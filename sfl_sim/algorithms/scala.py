@@ -79,14 +79,8 @@ class SCALA(SplitFedBase):
         self.server_adjustment = server_adjustment
         self.client_adjustment = client_adjustment
         self.label_prior = label_prior
-        self._label_counts = self._client_label_counts()
 
     # -- priors ----------------------------------------------------------------------------------
-    def _client_label_counts(self) -> torch.Tensor:
-        """(K, N) label counts of every client's local data (for ``label_prior="local_data"``)."""
-        return torch.stack([torch.bincount(self.setup.train_y[ix], minlength=self.setup.num_classes)
-                            for ix in self.setup.client_indices]).to(torch.float32)
-
     def _uniform(self) -> torch.Tensor:
         n = self.setup.num_classes
         return torch.full((n,), 1.0 / n, device=self.setup.device)
@@ -97,7 +91,7 @@ class SCALA(SplitFedBase):
             return self._uniform()
         if self.label_prior == "batch":
             return label_distribution(labels, self.setup.num_classes)
-        counts = self._label_counts[clients].sum(dim=0)
+        counts = self.setup.client_label_counts[clients].sum(dim=0)
         return (counts / counts.sum()).to(self.setup.device)
 
     # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
