@@ -195,7 +195,7 @@ def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
     algorithm = _component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     selection = clients["selection"] or type(algorithm).default_selection or {"name": "uniform"}
     selector = _component(SELECTORS, selection, "clients.selection")
-    selector.prepare(np.stack([np.bincount(dataset.train_y[ix], minlength=dataset.num_classes) for ix in partition]))
+    selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
     return Run(cfg, algorithm_label(algorithm_spec), device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
 

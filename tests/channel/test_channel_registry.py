@@ -67,3 +67,22 @@ def test_channel_imports_only_numpy_scipy_and_stdlib():
             else:
                 continue
             assert set(roots) <= allowed, f"{path.name} imports {roots}"
+
+
+def test_entry_point_registers_a_component(monkeypatch):
+    """A third-party package registers through the entry-point group sfl_sim.<kind>."""
+    from importlib import metadata
+
+    from channel import registry as registry_module
+
+    class ThirdPartyPathLoss:
+        def loss_db(self, distance_m):
+            return distance_m
+
+    ep = metadata.EntryPoint(name="third_party", value="x:y", group="sfl_sim.pathloss_ep_test")
+    monkeypatch.setattr(metadata.EntryPoint, "load", lambda self: ThirdPartyPathLoss)
+    monkeypatch.setattr(registry_module.metadata, "entry_points",
+                        lambda group: [ep] if group == "sfl_sim.pathloss_ep_test" else [])
+    reg = registry_module.Registry("pathloss_ep_test")
+    assert "third_party" in reg.names()
+    assert reg.get("third_party") is ThirdPartyPathLoss
