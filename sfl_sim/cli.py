@@ -82,6 +82,9 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
             s["label"] + " " + ", ".join(f"{t}: {'-' if v is None else f'{v:.0f}'}"
                                          for t, v in s["time_to_accuracy_s"].items())
             for s in summaries if s))
+    for s in summaries:  # accuracies of something other than the global model are not comparable as-is
+        if s and s.get("evaluated", "global model on the test set") != "global model on the test set":
+            print(f"note: {s['label']} accuracy is of the {s['evaluated']}")
 
 
 def _channel(args: argparse.Namespace) -> int:

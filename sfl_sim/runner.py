@@ -353,6 +353,7 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "label": run.label,
         "algorithm": next(a for a in run.cfg["algorithms"] if algorithm_label(a) == run.label)["name"],
         "status": status,
+        "evaluated": run.algorithm.evaluation_description(),
         "seed": run.cfg["seed"],
         "device": str(run.device),
         "rounds_completed": int(last["round"]),

@@ -188,8 +188,13 @@ class Algorithm(abc.ABC):
         ``evaluate_fn(model, x, y, batch_size) -> (accuracy, loss)`` scores one model (the
         runner's :func:`sfl_sim.runner.evaluate`).  Default: the :meth:`global_model`.  An
         algorithm whose reported model is something else (e.g. BESplit-A's per-client auxiliary
-        models) overrides this hook."""
+        models) overrides this hook, and :meth:`evaluation_description` with it."""
         return evaluate_fn(self.global_model(), x, y, batch_size)
+
+    def evaluation_description(self) -> str:
+        """What :meth:`evaluate` scores, in words (written to ``summary.json`` as ``evaluated``),
+        so that curves of differently evaluated algorithms are not compared unawares."""
+        return "global model on the test set"
 
     @abc.abstractmethod
     def state_dict(self) -> Dict[str, Any]:

@@ -57,6 +57,26 @@ def epistemic_uncertainty(alpha: torch.Tensor) -> torch.Tensor:
     return log_beta - ((alpha - 1) * (torch.digamma(alpha) - torch.digamma(s).unsqueeze(-1))).sum(dim=-1)
 
 
+EPISTEMIC_MEASURES = ("entropy", "relative_entropy")
+
+
+def epistemic_measure(alpha: torch.Tensor, kind: str = "relative_entropy") -> torch.Tensor:
+    """The epistemic uncertainty a state record sums, one value per row, shape (B,).
+
+    ``"entropy"``: eq. (4), the differential entropy H[Dir(alpha)].  It is negative for N >= 3
+    (at most -log Gamma(N), reached by Dir(1)) and grows more negative as the model gets more
+    certain, so the ratio of eq. (9) built on it gives *more* weight to the *less* certain
+    client, the reverse of the text's intent ("penalize clients whose evidential predictions
+    exhibit high uncertainty").  ``"relative_entropy"``: exp(H[Dir(alpha)] - H[Dir(1)]) =
+    exp(-KL[Dir(alpha) || Dir(1)]) in (0, 1], the same ordering as eq. (4) mapped to a positive
+    scale (1 for no evidence at all), so eq. (9) penalises uncertainty as intended."""
+    if kind == "entropy":
+        return epistemic_uncertainty(alpha)
+    if kind == "relative_entropy":
+        return torch.exp(-kl_to_uniform_dirichlet(alpha))
+    raise ValueError(f"epistemic={kind!r}; allowed: {', '.join(EPISTEMIC_MEASURES)}")
+
+
 def kl_to_uniform_dirichlet(alpha: torch.Tensor) -> torch.Tensor:
     """KL[Dir(p | alpha) || Dir(p | 1)] per row, shape (B,)."""
     n = alpha.shape[-1]
@@ -111,14 +131,15 @@ class StateRecord:
         n = num_classes
         return cls(np.zeros((n, n)), np.zeros(n), np.zeros(n), np.zeros(n))
 
-    def accumulate(self, alpha: torch.Tensor, labels: torch.Tensor) -> None:
-        """Add one batch of the server's evidential outputs (alpha = e + 1) to the sums."""
+    def accumulate(self, alpha: torch.Tensor, labels: torch.Tensor, epistemic: str = "relative_entropy") -> None:
+        """Add one batch of the server's evidential outputs (alpha = e + 1) to the sums;
+        ``epistemic`` picks the measure of :func:`epistemic_measure`."""
         with torch.no_grad():
             a = alpha.detach().double()
             y = labels.detach().cpu().numpy()
             e = (a - 1).cpu().numpy()
             ale = aleatoric_uncertainty(a).cpu().numpy()
-            epi = epistemic_uncertainty(a).cpu().numpy()
+            epi = epistemic_measure(a, epistemic).cpu().numpy()
         np.add.at(self.evidence, y, e)
         np.add.at(self.counts, y, 1.0)
         np.add.at(self.u_ale, y, ale)

@@ -56,6 +56,7 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["schema_version"] == 1 and summary["status"] == "complete"
         assert summary["rounds_completed"] == 2
+        assert summary["evaluated"] == "global model on the test set"
         scenario = yaml.safe_load((run_dir / "scenario.yaml").read_text())
         assert scenario["algorithm"]["name"] == label and scenario["seed"] == 3
         assert len(read_rows(run_dir / "cell.csv")) == 10
@@ -111,3 +112,14 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
     resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv")
     assert _without_host_time(resumed) == _without_host_time(full)
     assert read_rows(tmp_path / "cut" / "scala" / "rounds.csv") == read_rows(tmp_path / "full" / "scala" / "rounds.csv")
+
+
+def test_cli_summary_flags_runs_not_scored_on_the_global_model(capsys) -> None:
+    from sfl_sim.cli import _print_summaries
+    base = {"rounds_completed": 1, "final_test_accuracy": 0.5, "best_test_accuracy": 0.5, "final_sim_time_s": 1.0,
+            "host_time_s": 1.0, "uplink_bytes": 0, "time_to_accuracy_s": {}}
+    _print_summaries([dict(base, label="v1", evaluated="global model on the test set"),
+                      dict(base, label="a", evaluated="mean over the latest cohort's auxiliary models")], Path("out"))
+    out = capsys.readouterr().out
+    assert "note: a accuracy is of the mean over the latest cohort's auxiliary models" in out
+    assert "note: v1" not in out

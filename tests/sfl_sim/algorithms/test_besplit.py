@@ -99,7 +99,7 @@ def test_bcc_pair_step_routes_gradients_to_their_owner() -> None:
 
 
 def test_besplit_a_evaluates_auxiliary_models_not_the_global_one() -> None:
-    algo = BESplitA(tiny_setup(local_iterations=T))
+    algo = BESplitA(tiny_setup(local_iterations=T), eval_on="global")
     round_counts(simulator(), algo, [0, 1])
     scored = []
 
@@ -120,6 +120,58 @@ def test_besplit_a_evaluates_auxiliary_models_not_the_global_one() -> None:
     assert algo.evaluation_models() == [algo.aux_models[0], algo.aux_models[1]]
     g = BESplitG(tiny_setup())
     assert g.evaluation_models() == [g.global_model()]
+
+
+def test_besplit_a_local_evaluation_weights_classes_by_the_client_distribution() -> None:
+    setup = tiny_setup(local_iterations=T)
+    setup.train_y[setup.client_indices[0]] = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1])  # P_0 = (3/4, 1/4, 0)
+    algo = BESplitA(setup)  # eval_on="local" by default; client 1 holds P_1 = (0, 1/2, 1/2)
+    round_counts(simulator(), algo, [0, 1])
+    per_class_acc = {0: 1.0, 1: 0.0, 2: 0.5}
+    calls = []
+
+    def fake(model, x, y, batch_size):
+        calls.append((model, sorted(set(y.tolist()))))
+        n = int(y[0])
+        return per_class_acc[n] + (0.1 if model is algo.aux_models[1] else 0.0), float(n)
+
+    x, y = torch.randn(6, 1, 5, 5), torch.tensor([0, 1, 2, 0, 1, 2])
+    acc, loss = algo.evaluate(fake, x, y, 4)
+    # Every call sees one class only, and only the classes the client holds.
+    assert calls == [(algo.aux_models[0], [0]), (algo.aux_models[0], [1]),
+                     (algo.aux_models[1], [1]), (algo.aux_models[1], [2])]
+    acc_0, acc_1 = 0.75 * 1.0 + 0.25 * 0.0, 0.5 * 0.1 + 0.5 * 0.6
+    loss_0, loss_1 = 0.75 * 0 + 0.25 * 1, 0.5 * 1 + 0.5 * 2
+    assert acc == pytest.approx((acc_0 + acc_1) / 2)
+    assert loss == pytest.approx((loss_0 + loss_1) / 2)
+    # A test set without any of client 0's classes: that client is scored on all of it.
+    calls.clear()
+    y2 = torch.tensor([2, 2, 2, 2, 2, 2])
+    algo.evaluate(fake, x, y2, 4)
+    assert calls[0] == (algo.aux_models[0], [2])
+    # With the real scorer, "local" and "global" differ for personal models on a skewed split.
+    from sfl_sim.runner import evaluate
+    local = algo.evaluate(evaluate, x, y, 4)
+    algo.eval_on = "global"
+    assert local != algo.evaluate(evaluate, x, y, 4)
+
+
+def test_evaluation_descriptions_say_what_is_scored() -> None:
+    assert BESplitG(tiny_setup()).evaluation_description() == "global model on the test set"
+    local = BESplitA(tiny_setup()).evaluation_description()
+    assert "auxiliary" in local and "label distribution" in local and "latest cohort" in local
+    glob = BESplitA(tiny_setup(), eval_on="global", eval_clients="all").evaluation_description()
+    assert "whole test set" in glob and "every client" in glob
+
+
+def test_besplit_a_aux_head_choices() -> None:
+    pooled = BESplitA(tiny_setup())
+    flat = BESplitA(tiny_setup(), aux_head="flatten")
+    assert isinstance(pooled._aux_head_init[0], torch.nn.AdaptiveAvgPool2d)
+    assert isinstance(flat._aux_head_init[0], torch.nn.Flatten)
+    n_pooled = sum(p.numel() for p in pooled._aux_head_init.parameters())
+    n_flat = sum(p.numel() for p in flat._aux_head_init.parameters())
+    assert n_flat > n_pooled
 
 
 def test_runner_evaluate_hook_defaults_to_global_model() -> None:
@@ -146,6 +198,10 @@ def test_bad_parameters_are_rejected() -> None:
         BESplitG(tiny_setup(), evidence="sigmoid")
     with pytest.raises(ValueError, match="eval_clients"):
         BESplitA(tiny_setup(), eval_clients="best")
+    with pytest.raises(ValueError, match="eval_on"):
+        BESplitA(tiny_setup(), eval_on="test")
+    with pytest.raises(ValueError, match="aux_head"):
+        BESplitA(tiny_setup(), aux_head="mlp")
     with pytest.raises(ValueError, match="ema_beta"):
         BESplitG(tiny_setup(), ema_beta=1.5)
     with pytest.raises(ValueError, match="dtd"):

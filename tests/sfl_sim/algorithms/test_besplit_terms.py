@@ -30,6 +30,39 @@ def test_uncertainties_match_scipy() -> None:
     assert bt.aleatoric_uncertainty(_t([[1.0, 1.0, 1.0]])).item() == pytest.approx(1 / 2 + 1 / 3)
 
 
+def test_epistemic_measures() -> None:
+    n = ALPHA.shape[1]
+    s = ALPHA.sum(axis=1)
+    entropy = (gammaln(ALPHA).sum(axis=1) - gammaln(s) + (s - n) * digamma(s)
+               - ((ALPHA - 1) * digamma(ALPHA)).sum(axis=1))
+    np.testing.assert_allclose(bt.epistemic_measure(_t(ALPHA), "entropy").numpy(), entropy, rtol=1e-10)
+    # exp(H - H_max) with H_max = H[Dir(1)] = -log Gamma(N): 1 for Dir(1), in (0, 1), same order as H.
+    relative = np.exp(entropy + gammaln(n))
+    got = bt.epistemic_measure(_t(ALPHA), "relative_entropy").numpy()
+    np.testing.assert_allclose(got, relative, rtol=1e-10)
+    assert got[1] == pytest.approx(1.0) and np.all(got > 0) and np.all(got <= 1 + 1e-12)
+    assert np.array_equal(np.argsort(got), np.argsort(entropy))
+    with pytest.raises(ValueError, match="epistemic"):
+        bt.epistemic_measure(_t(ALPHA), "mutual_information")
+
+
+def test_ea_weights_penalise_the_more_uncertain_client_with_relative_entropy() -> None:
+    # Two clients with the same labels; the server is confident on client 0 and not on client 1.
+    confident, vague = _t([[40.0, 1.0, 1.0]] * 4), _t([[1.5, 1.2, 1.1]] * 4)
+    labels = torch.zeros(4, dtype=torch.int64)
+    records = {}
+    for kind in bt.EPISTEMIC_MEASURES:
+        r0, r1 = bt.StateRecord.empty(3), bt.StateRecord.empty(3)
+        r0.accumulate(confident, labels, kind)
+        r1.accumulate(vague, labels, kind)
+        records[kind] = (r0, r1)
+    w = bt.ea_weights(records["relative_entropy"], use_evidence=False, use_aleatoric=False)
+    assert w[0] > w[1]
+    # Eq. (4)'s signed entropy inverts the penalty (module docstring of besplit_terms).
+    w = bt.ea_weights(records["entropy"], use_evidence=False, use_aleatoric=False)
+    assert w[0] < w[1]
+
+
 @pytest.mark.parametrize("kl_weight", [0.0, 0.3, 1.0])
 def test_evidential_loss_matches_scipy(kl_weight: float) -> None:
     n = ALPHA.shape[1]
