@@ -142,9 +142,9 @@ class BESplit(SplitFedBase):
 
     def __init__(self, setup: TrainingSetup, dtd: bool = False, ea: bool = True, bcc: bool = True,
                  evidence: str = "softplus", anneal_rounds: int = 10, ema_beta: float = 0.5, eps: float = 1e-8,
-                 uncertainty_reduce: str = "mean", epistemic: str = "relative_entropy", rho_max: float = 1.0, tau: float = 5.0, lambda_c: float = 0.2,
-                 lambda_g: float = 0.3, eval_clients: str = "cohort", eval_on: str = "local",
-                 aux_head: str = "pool", normalise_relations: bool = True) -> None:
+                 uncertainty_reduce: str = "mean", epistemic: str = "relative_entropy", rho_max: float = 1.0,
+                 tau: float = 5.0, lambda_c: float = 0.2, lambda_g: float = 0.3, eval_clients: str = "cohort",
+                 eval_on: str = "local", aux_head: str = "pool", normalise_relations: bool = True) -> None:
         super().__init__(setup, server_mode="per_client")
         if evidence not in bt.EVIDENCE_FUNCTIONS:
             raise ValueError(f"evidence={evidence!r}; allowed: {', '.join(bt.EVIDENCE_FUNCTIONS)}")
