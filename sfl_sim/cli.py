@@ -82,8 +82,9 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
             s["label"] + " " + ", ".join(f"{t}: {'-' if v is None else f'{v:.0f}'}"
                                          for t, v in s["time_to_accuracy_s"].items())
             for s in summaries if s))
+    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION  # late, as runner: torch is loaded by now
     for s in summaries:  # accuracies of something other than the global model are not comparable as-is
-        if s and s.get("evaluated", "global model on the test set") != "global model on the test set":
+        if s and s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION:
             print(f"note: {s['label']} accuracy is of the {s['evaluated']}")
 
 

@@ -8,6 +8,7 @@ torch work between the yields.
 from __future__ import annotations
 
 import abc
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence
 
@@ -20,6 +21,9 @@ from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.models import SplittableModel
 
 ALGORITHMS = Registry("algorithm")
+
+#: :meth:`Algorithm.evaluation_description` of every algorithm that scores its global model.
+GLOBAL_MODEL_EVALUATION = "global model on the test set"
 
 
 @dataclass
@@ -61,15 +65,11 @@ class TrainingSetup:
     device: torch.device
     minibatch_rng: np.random.Generator
 
-    @property
+    @functools.cached_property
     def client_label_counts(self) -> torch.Tensor:
-        """(K, N) float32 label counts of every client's local data, on ``device`` (cached)."""
-        counts = self.__dict__.get("_client_label_counts")
-        if counts is None:
-            counts = torch.stack([torch.bincount(self.train_y[ix], minlength=self.num_classes)
-                                  for ix in self.client_indices]).to(torch.float32).to(self.device)
-            self.__dict__["_client_label_counts"] = counts
-        return counts
+        """(K, N) float32 label counts of every client's local data, on ``device`` (computed once)."""
+        return torch.stack([torch.bincount(self.train_y[ix], minlength=self.num_classes)
+                            for ix in self.client_indices]).to(torch.float32).to(self.device)
 
     @property
     def client_data_sizes(self) -> np.ndarray:
@@ -194,7 +194,7 @@ class Algorithm(abc.ABC):
     def evaluation_description(self) -> str:
         """What :meth:`evaluate` scores, in words (written to ``summary.json`` as ``evaluated``),
         so that curves of differently evaluated algorithms are not compared unawares."""
-        return "global model on the test set"
+        return GLOBAL_MODEL_EVALUATION
 
     @abc.abstractmethod
     def state_dict(self) -> Dict[str, Any]:

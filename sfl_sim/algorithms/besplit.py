@@ -199,7 +199,7 @@ class BESplit(SplitFedBase):
     def evaluate(self, evaluate_fn: Callable[..., Tuple[float, float]], x: torch.Tensor, y: torch.Tensor,
                  batch_size: int) -> Tuple[float, float]:
         if not self.dtd:
-            return evaluate_fn(self.global_model(), x, y, batch_size)
+            return super().evaluate(evaluate_fn, x, y, batch_size)
         pairs = self.evaluation_pairs()
         if self.eval_on == "global":
             scores = [evaluate_fn(m, x, y, batch_size) for _, m in pairs]
@@ -225,17 +225,21 @@ class BESplit(SplitFedBase):
         P_k-weighted mean over the classes it holds that the test set has (P_k renormalised over
         them; on the whole test set if it has none of them).  The initial model (client ``None``)
         is scored on the pooled distribution of all clients."""
-        counts = self.setup.client_label_counts.double().cpu()
-        classes = [n for n in range(self.setup.num_classes) if bool((y == n).any())]
+        counts = self.setup.client_label_counts.double().cpu().numpy()
+        by_class = {}  # class -> its test images, sliced once for all the models
+        for n in range(self.setup.num_classes):
+            mask = y == n
+            if bool(mask.any()):
+                by_class[n] = (x[mask], y[mask])
         out = []
         for k, model in pairs:
-            p = counts[k] if k is not None else counts.sum(dim=0)
-            held = [n for n in classes if p[n] > 0]
+            p = counts[k] if k is not None else counts.sum(axis=0)
+            held = [n for n in by_class if p[n] > 0]
             if not held:  # none of the client's classes is in the test set: score on all of it
                 out.append(tuple(evaluate_fn(model, x, y, batch_size)))
                 continue
-            scores = np.array([evaluate_fn(model, x[y == n], y[y == n], batch_size) for n in held], dtype=float)
-            w = np.array([float(p[n]) for n in held])
+            scores = np.array([evaluate_fn(model, *by_class[n], batch_size) for n in held], dtype=float)
+            w = p[held]
             out.append(tuple(w @ scores / w.sum()))
         return out
 
@@ -247,10 +251,6 @@ class BESplit(SplitFedBase):
         ks = self.last_finished if self.eval_clients == "cohort" else sorted(self.aux_models)
         ks = [k for k in ks if k in self.aux_models]
         return [(k, self.aux_models[k]) for k in ks] if ks else [(None, self._new_aux())]
-
-    def evaluation_models(self) -> List[nn.Module]:
-        """The models :meth:`evaluate` averages the scores of (BESplit-A: auxiliary models)."""
-        return [m for _, m in self.evaluation_pairs()]
 
     def state_dict(self) -> Dict[str, Any]:
         return {"model": self._full.state_dict(), "round": self._round, "last_finished": list(self.last_finished),

@@ -92,7 +92,7 @@ class SCALA(SplitFedBase):
         if self.label_prior == "batch":
             return label_distribution(labels, self.setup.num_classes)
         counts = self.setup.client_label_counts[clients].sum(dim=0)
-        return (counts / counts.sum()).to(self.setup.device)
+        return counts / counts.sum()
 
     # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

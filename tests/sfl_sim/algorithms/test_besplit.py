@@ -115,11 +115,11 @@ def test_besplit_a_evaluates_auxiliary_models_not_the_global_one() -> None:
     assert not torch.allclose(algo.aux_models[0](x), algo.global_model()(x))
     # Only client 1 in the next round: "cohort" scores its auxiliary model only, "all" both.
     round_counts(simulator(), algo, [1])
-    assert algo.evaluation_models() == [algo.aux_models[1]]
+    assert algo.evaluation_pairs() == [(1, algo.aux_models[1])]
     algo.eval_clients = "all"
-    assert algo.evaluation_models() == [algo.aux_models[0], algo.aux_models[1]]
+    assert algo.evaluation_pairs() == [(0, algo.aux_models[0]), (1, algo.aux_models[1])]
     g = BESplitG(tiny_setup())
-    assert g.evaluation_models() == [g.global_model()]
+    assert g.evaluation_pairs() == [(None, g.global_model())]
 
 
 def test_besplit_a_local_evaluation_weights_classes_by_the_client_distribution() -> None:
