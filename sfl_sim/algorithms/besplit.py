@@ -171,7 +171,9 @@ class BESplit(SplitFedBase):
         self.eval_on, self.aux_head = eval_on, aux_head
         self.normalise_relations = bool(normalise_relations)
         self.records: Dict[int, bt.StateRecord] = {}
-        self._fresh: Dict[int, bt.StateRecord] = {}
+        # This round's server outputs per client, kept on the device and folded into a record at
+        # commit time: one host transfer per client and round instead of one per server step.
+        self._fresh: Dict[int, List[Tuple[torch.Tensor, torch.Tensor]]] = {}
         self._round = 0
         self._pairs: List[Tuple[int, int]] = []
         self._share: Dict[Tuple[int, int], Dict[int, float]] = {}
@@ -290,7 +292,9 @@ class BESplit(SplitFedBase):
         return local
 
     def _commit_records(self) -> None:
-        for k, fresh in self._fresh.items():
+        for k, batches in self._fresh.items():
+            fresh = bt.StateRecord.empty(self.setup.num_classes)
+            fresh.accumulate(torch.cat([a for a, _ in batches]), torch.cat([y for _, y in batches]), self.epistemic)
             self.records[k] = bt.ema_update(self.records.get(k), fresh, self.ema_beta, self._round)
         self._fresh = {}
 
@@ -344,8 +348,7 @@ class BESplit(SplitFedBase):
     def _server_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor, n_own: int) -> torch.Tensor:
         """Evidential loss (eq. 5); the first ``n_own`` rows go into client k's fresh record."""
         alpha = bt.evidence(logits, self.evidence_fn) + 1
-        self._fresh.setdefault(k, bt.StateRecord.empty(self.setup.num_classes)).accumulate(
-            alpha[:n_own], labels[:n_own], self.epistemic)
+        self._fresh.setdefault(k, []).append((alpha[:n_own].detach(), labels[:n_own].detach()))
         return bt.evidential_loss(alpha, labels, bt.annealing(self._round, self.anneal_rounds))
 
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
