@@ -1,4 +1,4 @@
-"""MSE / PSNR / SSIM of sfl_sim.privacy.metrics against independent numpy/scipy references."""
+"""MSE / PSNR / SSIM of sfl_sim.privacy.metrics against scikit-image and independent numpy/scipy references."""
 from __future__ import annotations
 
 import math
@@ -64,6 +64,17 @@ def test_ssim_against_skimage() -> None:
         got = ssim(torch.from_numpy(a[i:i + 1]), torch.from_numpy(b[i:i + 1]), data_range=1.0)
         assert float(got) == pytest.approx(ref, abs=1e-5)
 
+
+def test_mse_and_psnr_against_skimage() -> None:
+    from skimage import metrics
+
+    a, b = _images(4, shape=(2, 1, 28, 28))
+    for data_range in (1.0, 2.0):
+        for i in range(2):
+            one_a, one_b = torch.from_numpy(a[i:i + 1]), torch.from_numpy(b[i:i + 1])
+            assert float(mse(one_a, one_b)) == pytest.approx(metrics.mean_squared_error(a[i], b[i]), rel=1e-12)
+            ref = metrics.peak_signal_noise_ratio(a[i], b[i], data_range=data_range)
+            assert float(psnr(one_a, one_b, data_range=data_range)) == pytest.approx(ref, rel=1e-12)
 
 def test_mse_and_psnr_by_hand() -> None:
     a, b = _images(2)
