@@ -23,6 +23,7 @@ Everything the hooks compute inside :meth:`FedAvg.local_objective` is metered as
 """
 from __future__ import annotations
 
+import abc
 import copy
 from typing import Any, Dict, Generator
 
@@ -112,7 +113,7 @@ class GlobalTeacherFedAvg(FedAvg):
     At the start of each round the global model is copied, frozen and put in eval mode; the
     local step runs it on the same minibatch (inside the metered step, so its forward pass is
     charged as client compute) and hands both logits to :meth:`distilled_loss`.  FedNTD and
-    FedVLS override only that method.  Not registered: a base, not an algorithm.
+    FedVLS override only that method.  Abstract and not registered: a base, not an algorithm.
     """
 
     def __init__(self, setup: TrainingSetup) -> None:
@@ -130,8 +131,8 @@ class GlobalTeacherFedAvg(FedAvg):
             global_logits = self._teacher(x)
         return self.distilled_loss(client, logits, global_logits, y)
 
+    @abc.abstractmethod
     def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
                        labels: torch.Tensor) -> torch.Tensor:
         """Loss of one local step from the local and the global model's logits."""
-        raise NotImplementedError
 
