@@ -336,13 +336,14 @@ class BESplit(SplitFedBase):
     @staticmethod
     def shared_rows(labels: torch.Tensor, ratios: Dict[int, float]) -> torch.Tensor:
         """Rows of a batch shared with the partner: floor(rho_n n_c) first rows of each class n."""
+        if not ratios:
+            return torch.zeros(0, dtype=torch.int64, device=labels.device)
+        y = labels.cpu()  # one host copy of B_k labels, not one device sync per shared class
         picked = []
         for n, rho in sorted(ratios.items()):
-            rows = torch.nonzero(labels == n).flatten()
+            rows = torch.nonzero(y == n).flatten()
             picked.append(rows[:int(np.floor(rho * len(rows) + 1e-9))])
-        if not picked:
-            return torch.zeros(0, dtype=torch.int64, device=labels.device)
-        return torch.cat(picked)
+        return torch.cat(picked).to(labels.device)
 
     # -- server --------------------------------------------------------------------------------------
     def _server_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor, n_own: int) -> torch.Tensor:
