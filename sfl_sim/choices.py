@@ -1,0 +1,37 @@
+"""The engine's enumerated settings, defined once and shared by the configuration and the engine.
+
+Each is a :data:`typing.Literal`, so a type checker sees the allowed values at every call, the
+pydantic scenario models validate them, and the engine checks them with :func:`allowed`.  This
+module imports nothing heavy (no torch, no simpy), so the configuration can use it cheaply.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Tuple, get_args
+
+Coherence = Literal["per_round", "per_iteration", "per_transmission"]
+"""How often uplink small-scale fading is redrawn."""
+
+StragglerPolicy = Literal["wait_all", "deadline", "over_selection"]
+"""How the server waits for clients."""
+
+DownlinkMode = Literal["ideal", "broadcast"]
+"""Whether downlink transfers take simulated time."""
+
+OnOutage = Literal["retransmit", "drop"]
+"""What happens to an upload that falls into outage."""
+
+DeviceName = Literal["auto", "cpu", "cuda"]
+"""Torch device of a run (``auto``: CUDA when available)."""
+
+
+def allowed(choice: Any) -> Tuple[str, ...]:
+    """The allowed values of one of the literals above, in order."""
+    return tuple(get_args(choice))
+
+
+def check_choice(name: str, value: Any, choice: Any) -> str:
+    """Return ``value`` if it is one of ``choice``'s values, else raise a ValueError naming them."""
+    values = allowed(choice)
+    if value not in values:
+        raise ValueError(f"{name}={value!r}; allowed: {', '.join(values)}")
+    return value
