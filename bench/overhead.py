@@ -24,7 +24,7 @@ import torch
 from sfl_sim import runner
 from sfl_sim.algorithms.base import proportional_batch_sizes, weighted_average
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
-from sfl_sim.config import load_scenario
+from sfl_sim.config import AlgorithmSpec, load_scenario
 from sfl_sim.engine import Simulator
 from sfl_sim.selection import cohort_size
 
@@ -74,25 +74,25 @@ def main() -> None:
     args = parser.parse_args()
 
     cfg = load_scenario(args.scenario, extra={"device": args.device})
-    run = runner.build_run(cfg, {"name": "scala"})
+    run = runner.build_run(cfg, AlgorithmSpec(name="scala"))
     algo = run.algorithm
-    sim = Simulator(run.cell, run.client_flops_per_s, cfg["server"]["compute_flops_per_s"])
+    sim = Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s)
     bare_client = copy.deepcopy(algo.client_model)
     bare_server = copy.deepcopy(algo.server_model)
     bare_rng = np.random.default_rng(1)
     select_rng = np.random.default_rng(2)
-    n = cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"])
+    n = cohort_size(cfg.clients.count, cfg.clients.participation)
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     def sim_round(cohort):
         sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
 
     def plain_round(cohort):
-        bare_round(bare_client, bare_server, run.setup, cohort, bare_rng, cfg["training"]["learning_rate"])
+        bare_round(bare_client, bare_server, run.setup, cohort, bare_rng, cfg.training.learning_rate)
 
     sim_s, bare_s = [], []
     for i in range(args.rounds + 1):  # the first pair warms up (allocator, FLOP metering) and is dropped
-        cohort = run.selector.select(cfg["clients"]["count"], n, select_rng)
+        cohort = run.selector.select(cfg.clients.count, n, select_rng)
         for fn, out in ((sim_round, sim_s), (plain_round, bare_s)) if i % 2 == 0 else \
                 ((plain_round, bare_s), (sim_round, sim_s)):
             sync()

@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from sfl_sim.config import load_scenario
+from sfl_sim.config import load_scenario_raw, validate
 from sfl_sim.runner import build_run, evaluate, run_one
 from sfl_sim.privacy import evaluate_attack, train_attacker
 
@@ -49,37 +49,36 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/sfl_privacy_attack")
     args = ap.parse_args()
 
-    cfg = load_scenario(args.scenario)
-    cfg.update(rounds=args.rounds, seed=args.seed, eval_every_rounds=args.rounds, eval_samples=args.eval_samples,
+    raw = load_scenario_raw(args.scenario)
+    raw.update(rounds=args.rounds, seed=args.seed, eval_every_rounds=args.rounds, eval_samples=args.eval_samples,
                output_dir=args.out, device="cpu")
-    cfg["model"] = {"name": "vgg11", "split_point": "S2",
+    raw["model"] = {"name": "vgg11", "split_point": "S2",
                     "params": {"conv_channels": list(args.channels), "fc_features": list(args.fc)}}
-    specs = [{"name": "scala"},
-             {"name": "scala_pe", "alpha": args.alpha, "bottleneck_channels": args.bottleneck_channels,
-              "bottleneck_stride": args.bottleneck_stride, "inverter_channels": args.inverter_channels}]
-    cfg["algorithms"] = specs  # run_one records the spec it ran from the scenario's list
+    raw["algorithms"] = [{"name": "scala"},
+                         {"name": "scala_pe", "alpha": args.alpha, "bottleneck_channels": args.bottleneck_channels,
+                          "bottleneck_stride": args.bottleneck_stride, "inverter_channels": args.inverter_channels}]
+    cfg = validate(raw)
 
     from sfl_sim.data import DATASETS  # loaded once, the held-out slice cut off before partitioning
-    full = DATASETS.create(cfg["data"]["dataset"]["name"],
-                           **{k: v for k, v in cfg["data"]["dataset"].items() if k != "name"}).load()
+    full = DATASETS.create(cfg.data.dataset.name, **cfg.data.dataset.params).load()
     n = len(full.train_y)
     clients_data = dataclasses.replace(full, train_x=full.train_x[:n - args.aux], train_y=full.train_y[:n - args.aux])
     aux_x = full.tensors("train", "cpu")[0][n - args.aux:]
     test_x = full.tensors("test", "cpu")[0][:args.attack_test]
 
     rows = []
-    for spec in specs:
+    for spec in cfg.algorithms:
         t0 = time.time()
         run = build_run(cfg, spec, dataset=clients_data)
-        run_one(run, Path(args.out) / spec["name"], progress=False)
+        run_one(run, Path(args.out) / spec.label, progress=False)
         algo = run.algorithm
-        acc, _ = evaluate(algo.global_model(), run.test_x, run.test_y, cfg["eval_batch_size"])
+        acc, _ = evaluate(algo.global_model(), run.test_x, run.test_y, cfg.eval_batch_size)
         client = algo.client_model
         attacker = train_attacker(client, aux_x, mean=full.mean, std=full.std, channels=args.attacker_channels,
                                   epochs=args.attacker_epochs, seed=args.seed)
         scores = evaluate_attack(client, attacker, test_x, mean=full.mean, std=full.std)
         act_shape = tuple(client(aux_x[:1]).shape[1:])
-        rows.append({"algorithm": spec["name"], "accuracy": acc, **scores, "activation_shape": act_shape,
+        rows.append({"algorithm": spec.name, "accuracy": acc, **scores, "activation_shape": act_shape,
                      "seconds": round(time.time() - t0, 1)})
         print(json.dumps(rows[-1]), flush=True)
 

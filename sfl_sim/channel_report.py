@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, TextIO
 
 import numpy as np
 
 from sfl_sim.selection import cohort_size
+
+if TYPE_CHECKING:
+    from sfl_sim.config import Scenario
 
 __all__ = ["channel_report", "REPORT_COLUMNS"]
 
@@ -30,12 +33,12 @@ REPORT_COLUMNS = (
 )
 
 
-def channel_report(cfg: Mapping[str, Any], out_dir: Path, stream: Optional[TextIO] = None) -> Dict[str, np.ndarray]:
+def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = None) -> Dict[str, np.ndarray]:
     """Build the cell of a validated scenario, print its per-client table, write cell.csv and cell.png.
 
     Parameters
     ----------
-    cfg : mapping
+    cfg : Scenario
         A validated scenario (:func:`sfl_sim.config.validate`).
     out_dir : pathlib.Path
         Directory for ``cell.csv`` and ``cell.png`` (created if missing).
@@ -63,7 +66,7 @@ def channel_report(cfg: Mapping[str, Any], out_dir: Path, stream: Optional[TextI
 
     cell = build_cell(cfg)
     n = cell.n_clients
-    k = cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"])
+    k = cohort_size(cfg.clients.count, cfg.clients.participation)
     ids = np.arange(n)
     band_hz = cell.uplink_bandwidth_hz
     share = cell.uplink_link_at_bandwidth(ids, band_hz / k)

@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
 
+    sub.add_parser("schema", help="print the JSON Schema of scenario files (for editor completion and checks)")
+
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
     pl.add_argument("run_dirs", nargs="+", help="run directories written by 'sfl-sim scenario'")
     pl.add_argument("--out", "-o", default="plots", help="folder for the PNG files (default: plots)")
@@ -47,10 +49,10 @@ def _scenario(args: argparse.Namespace) -> int:
         from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
 
         if args.check:
-            dataset = runner._component(runner.DATASETS, cfg["data"]["dataset"], "data.dataset").load()
-            for spec in cfg["algorithms"]:
+            dataset = runner._component(runner.DATASETS, cfg.data.dataset, "data.dataset").load()
+            for spec in cfg.algorithms:
                 runner.build_run(cfg, spec, dataset)
-            print(f"scenario {args.path}: valid; {len(cfg['algorithms'])} run(s) build")
+            print(f"scenario {args.path}: valid; {len(cfg.algorithms)} run(s) build")
             return 0
         summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
     except ConfigError as exc:
@@ -62,7 +64,7 @@ def _scenario(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nsfl-sim: interrupted; results so far are on disk, continue with --resume", file=sys.stderr)
         return 130
-    _print_summaries(summaries, Path(cfg["output_dir"]))
+    _print_summaries(summaries, Path(cfg.output_dir))
     return 0
 
 
@@ -115,10 +117,19 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    import json
+
+    from sfl_sim.config import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``sfl-sim`` console script."""
     args = _parser().parse_args(argv)
-    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot}
+    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema}
     return commands[args.command](args)
 
 

@@ -1,38 +1,61 @@
-"""Scenario files: schema, defaults, validation and ``--set`` overrides.
+"""Scenario files: typed models, defaults, validation, ``--set`` overrides and the JSON Schema.
 
-A scenario is a YAML mapping.  :func:`load_scenario` reads it, applies command-line overrides,
-fills defaults and checks every field *before any work starts*: an unknown key, a wrong type or a
-value out of range raises :class:`ConfigError` with one message naming the field (dotted path),
-the value given and what is allowed.
+A scenario is a YAML mapping.  :func:`load_scenario` reads it, applies command-line overrides and
+validates it into a frozen :class:`Scenario` (pydantic v2 models, strict types, unknown keys
+forbidden) *before any work starts*.  Code reads it by attribute: ``cfg.cell.downlink.mode``.
 
-Swappable parts (dataset, partitioner, model, algorithm, channel components) are *component
-specs*: a mapping with ``name`` (a registered short name or ``package.module:Class``) and the
+Every failure is a :class:`ConfigError` with one line naming the field (dotted path), the value
+given and what is allowed, e.g. ``cell.uplink_bandwidth_hz: got -5; allowed: a number in [1, 1e+12]
+(Hz ...)``; :func:`format_validation_error` turns pydantic's errors into that line.
+
+Swappable parts (dataset, partitioner, model, algorithm, channel components) are open
+:class:`ComponentSpec` s: a ``name`` (a registered short name or ``package.module:Class``) and the
 component's own parameters beside it.  Their parameters are checked when the component is built,
-which also happens before training (see :mod:`sfl_sim.runner`); errors there are re-raised as
-:class:`ConfigError` with the field path too.
+which also happens before training (see :mod:`sfl_sim.runner`).
+
+``sfl-sim schema`` prints :func:`json_schema`, so editors complete and check scenario YAML.
 """
 from __future__ import annotations
 
-import copy
-import math
+import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import yaml
+from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, field_validator,
+                      model_validator)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+from typing_extensions import Annotated
+
+from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, OnOutage, StragglerPolicy, allowed
 
 
 class ConfigError(ValueError):
-    """A scenario field is unknown, of the wrong type or out of range."""
+    """A scenario field is unknown, of the wrong type or out of range (one-line message)."""
 
 
+# ---------------------------------------------------------------------------------------------- YAML
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e9`` and ``1.0e9`` as floats.
+    """SafeLoader that reads ``1e9`` as a float and refuses a key given twice in one mapping.
 
     PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent (``1.0e+9``); a
-    scenario author writing ``20e6`` Hz would otherwise get a string.
+    scenario author writing ``20e6`` Hz would otherwise get a string.  A repeated key would
+    silently replace a whole section (the second ``cell:`` wins), so it is an error.
     """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Dict[Any, Any]:
+        self.flatten_mapping(node)  # resolve '<<' merge keys first: they may legitimately repeat keys
+        first_line: Dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise ConfigError(f"key {key!r} appears twice in one mapping (lines {first_line[key]} and {line}); "
+                                  f"allowed: each key once (a repeated section would silently replace the first)")
+            first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(
@@ -47,241 +70,435 @@ _Loader.add_implicit_resolver(
 
 
 def yaml_load(text: str) -> Any:
-    """Parse scenario YAML (safe loader, YAML 1.2-style floats)."""
+    """Parse scenario YAML (safe loader, YAML 1.2-style floats, no repeated keys).
+
+    Raises
+    ------
+    ConfigError
+        On a repeated key.
+    yaml.YAMLError
+        On a syntax error.
+    """
     return yaml.load(text, Loader=_Loader)
 
 
-@dataclass(frozen=True)
-class Field:
-    """One scalar scenario field.
+def read_yaml_file(path: Path, what: str = "scenario file") -> Any:
+    """Read a YAML file that must be a non-empty text mapping; every failure is one ConfigError line."""
+    if not path.is_file():
+        raise ConfigError(f"{what} {str(path)!r} does not exist")
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise ConfigError(f"{what} {str(path)!r} is not a text file (it holds NUL bytes); allowed: a YAML text file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text (byte {exc.start}); "
+                          f"allowed: a YAML text file") from None
+    try:
+        raw = yaml_load(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{what} {str(path)!r}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{what} {str(path)!r} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if raw is None:
+        raise ConfigError(f"{what} {str(path)!r} is empty; allowed: a YAML mapping (see scenarios/ for examples)")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{what} {str(path)!r}: expected a mapping at the top level, got {type(raw).__name__}")
+    return raw
 
-    Parameters
+
+# ------------------------------------------------------------------------------- field descriptions
+class Allowed:
+    """Field metadata: the human description of the allowed values, used in error messages."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Allowed({self.text!r})"
+
+
+def _bounded(kind: type, lo: Optional[float] = None, hi: Optional[float] = None, *, lo_open: bool = False,
+             unit: str = "", why: str = "") -> Any:
+    """An int/float type with inclusive bounds (or an exclusive lower bound), finite, described once."""
+    word = "an integer" if kind is int else "a number"
+    if lo is not None and hi is not None and lo > 0 and not lo_open:
+        text = f"{word} > 0 in the range [{lo:g}, {hi:g}]"  # a physical quantity: positive, and bounded
+    elif lo is not None and hi is not None:
+        text = f"{word} in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    elif lo is not None:
+        text = f"{word} {'>' if lo_open else '>='} {lo:g}"
+    else:
+        text = f"{word} <= {hi:g}"
+    if unit or why:
+        text += f" ({', '.join(x for x in (unit, why) if x)})"
+    constraints: Dict[str, Any] = {"gt" if lo_open else "ge": lo} if lo is not None else {}
+    if hi is not None:
+        constraints["le"] = hi
+    if kind is float:
+        constraints["allow_inf_nan"] = False
+    return Annotated[kind, Field(**constraints), Allowed(text)]
+
+
+PositiveInt = _bounded(int, 1)
+NonNegativeInt = _bounded(int, 0)
+PositiveFloat = _bounded(float, 0, lo_open=True)
+Fraction = _bounded(float, 0, 1, lo_open=True)
+
+# Physical ranges: a value outside them is a typo or a unit slip, and inside the simulator it
+# becomes an infinite SNR, a zero-time upload or an overflow instead of an error.
+BandwidthHz = _bounded(float, 1.0, 1e12, unit="Hz", why="1 Hz to 1 THz")
+ClientPowerW = _bounded(float, 1e-9, 1e3, unit="W", why="-60 dBm to 60 dBm")
+ServerPowerW = _bounded(float, 1e-9, 1e5, unit="W", why="-60 dBm to 80 dBm")
+NoisePsdDbmPerHz = _bounded(float, -250.0, -50.0, unit="dBm/Hz", why="thermal noise is -174 dBm/Hz")
+ComputeFlopsPerS = _bounded(float, 1.0, 1e21, unit="FLOP/s")
+#: Host threads: libgomp aborts far above any real core count.
+MAX_TORCH_THREADS = 1024
+
+
+def _allowed_literal(choice: Any) -> Any:
+    return Annotated[choice, Allowed("one of " + ", ".join(allowed(choice)))]
+
+
+# ------------------------------------------------------------------------------------------ models
+class _Section(BaseModel):
+    """A fixed part of the scenario: strict types, unknown keys refused, frozen once validated."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ComponentSpec(BaseModel):
+    """A swappable component: ``name`` plus the component's own parameters (any keys).
+
+    A bare string is read as ``{"name": string}``.  The parameters are checked by the component
+    itself when the runner builds it (before any work).
+
+    Attributes
     ----------
-    kind : str
-        ``"int"``, ``"float"``, ``"bool"``, ``"str"``, ``"str?"`` (string or null),
-        ``"int?"`` (int or null), ``"component"`` (a component spec) or ``"list"``.
-    default : Any
-        Value used when the key is absent.
-    check : callable, optional
-        Predicate on the value; when it returns False the error says ``allowed``.
-    allowed : str
-        Human description of the allowed values.
+    name : str
+        A registered short name or ``package.module:Class``.
+    params : dict
+        Everything beside ``name`` (and an algorithm's ``label``).
     """
 
-    kind: str
-    default: Any
-    check: Optional[Callable[[Any], bool]] = None
-    allowed: str = ""
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: Annotated[str, Field(min_length=1), Allowed("a non-empty string")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            raise PydanticCustomError("component", "{allowed}",
+                                      {"allowed": "a mapping with a string 'name' and parameters (or a bare name)"})
+        return value
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        """The component's parameters: every key but ``name`` and ``label``."""
+        return {k: v for k, v in (self.model_extra or {}).items() if k != "label"}
+
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` (with ``label`` when set), as written in YAML."""
+        return {"name": self.name, **(self.model_extra or {})}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # Editors must accept the bare-name shorthand too.
+        mapping = handler(schema)
+        return {"anyOf": [{"type": "string", "minLength": 1, "description": "a registered name or module:Class"},
+                          mapping]}
 
 
-def _positive(x: float) -> bool:
-    return x > 0
+_LABEL_RULE = "a non-empty name without '/', '\\\\', NUL, and not '.' or '..' (it names the run directory)"
 
 
-def _non_negative(x: float) -> bool:
-    return x >= 0
+class AlgorithmSpec(ComponentSpec):
+    """An algorithm: a component spec with an optional ``label`` naming its run directory."""
+
+    @model_validator(mode="after")
+    def _check_label(self) -> "AlgorithmSpec":
+        label = (self.model_extra or {}).get("label")
+        if label is None:
+            return self
+        if not isinstance(label, str) or not label.strip() or label in (".", "..") or \
+                any(c in label for c in "/\\\x00"):
+            raise PydanticCustomError("label", "{allowed}", {"allowed": _LABEL_RULE, "label": label})
+        return self
+
+    @property
+    def label(self) -> str:
+        """The run-directory name: ``label``, else ``name`` with ``:`` and ``/`` made safe."""
+        label = (self.model_extra or {}).get("label")
+        if label is not None:
+            return label
+        return self.name.replace(":", "_").replace("/", "_").replace("\\", "_")
 
 
-def _fraction(x: float) -> bool:
-    return 0 < x <= 1
+class Training(_Section):
+    """``training:``: how each client and the server learn."""
+
+    batch_size: Annotated[PositiveInt, Allowed("an integer >= 1 (B, the server-side minibatch)")] = 320
+    local_iterations: Annotated[PositiveInt, Allowed("an integer >= 1 (T)")] = 5
+    learning_rate: PositiveFloat = 0.01
+    torch_threads: Optional[_bounded(int, 1, MAX_TORCH_THREADS, why="host threads")] = None
 
 
-def _comp(name: str, **params: Any) -> Field:
-    return Field("component", {"name": name, **params})
+def _default(name: str, **params: Any) -> Any:
+    return Field(default_factory=lambda: ComponentSpec(name=name, **params))
 
 
-# The schema mirrors the YAML nesting.  Every number carries its unit in its name.
-SCHEMA: Dict[str, Any] = {
-    "name": Field("str", "scenario"),
-    "seed": Field("int", 0, _non_negative, "an integer >= 0"),
-    "rounds": Field("int", 40, _positive, "an integer >= 1"),
-    "eval_every_rounds": Field("int", 1, _positive, "an integer >= 1"),
-    "eval_samples": Field("int?", None, lambda x: x is None or x > 0, "null (whole test set) or an integer >= 1"),
-    "eval_batch_size": Field("int", 1000, _positive, "an integer >= 1"),
-    "target_accuracies": Field("list", [0.5, 0.6, 0.7, 0.8], None, "a list of fractions in (0, 1]"),
-    "device": Field("str", "auto", lambda x: x in ("auto", "cpu", "cuda"), "one of auto, cpu, cuda"),
-    "output_dir": Field("str", "runs/scenario"),
-    "algorithms": Field("list", [{"name": "scala"}], None, "a non-empty list of component specs"),
-    "training": {
-        "batch_size": Field("int", 320, _positive, "an integer >= 1 (B, the server-side minibatch)"),
-        "local_iterations": Field("int", 5, _positive, "an integer >= 1 (T)"),
-        "learning_rate": Field("float", 0.01, _positive, "a number > 0"),
-        "torch_threads": Field("int?", None, lambda x: x is None or x > 0, "null or an integer >= 1"),
-    },
-    "data": {
-        "dataset": _comp("fashion_mnist"),
-        "partition": _comp("quantity", alpha=2),
-    },
-    "model": {
-        "name": Field("str", "alexnet"),
-        "split_point": Field("str", "S2"),
-        "params": Field("dict", {}),
-    },
-    "clients": {
-        "count": Field("int", 100, _positive, "an integer >= 1"),
-        "participation": Field("float", 0.1, _fraction, "a fraction in (0, 1]"),
-        "selection": Field("component?", None),
-        "compute_flops_per_s_min": Field("float", 1.0e9, _positive, "a number > 0"),
-        "compute_flops_per_s_max": Field("float", 1.0e10, _positive, "a number > 0"),
-    },
-    "stragglers": {
-        "policy": Field("str", "wait_all", lambda x: x in ("wait_all", "deadline", "over_selection"),
-                        "one of wait_all, deadline, over_selection"),
-        "deadline_s": Field("float?", None, lambda x: x is None or x > 0, "null or a number > 0"),
-        "over_selection_fraction": Field("float", 0.25, _positive, "a number > 0"),
-    },
-    "server": {
-        "compute_flops_per_s": Field("float", 1.0e12, _positive, "a number > 0"),
-    },
-    "cell": {
-        "placement": _comp("uniform_disc", radius_m=500.0, min_distance_m=10.0),
-        "pathloss": _comp("tr36814_macro"),
-        "shadowing": _comp("none"),
-        "rate": _comp("shannon"),
-        "allocation": _comp("equal"),
-        "fading": _comp("none"),
-        "coherence": Field("str", "per_round", lambda x: x in ("per_round", "per_iteration", "per_transmission"),
-                           "one of per_round, per_iteration, per_transmission"),
-        "mobility": _comp("static"),
-        "outage": {
-            "min_rate_bps": Field("float", 0.0, _non_negative, "a number >= 0 (0 and no min_snr_db: no outage)"),
-            "min_snr_db": Field("float?", None, lambda x: x is None or math.isfinite(x), "null or a finite number"),
-            "max_attempts": Field("int", 1, _positive, "an integer >= 1 (attempts in all, 1 = no retransmission)"),
-            "on_outage": Field("str", "retransmit", lambda x: x in ("retransmit", "drop"), "one of retransmit, drop"),
-        },
-        "client_tx_power_w": Field("float", 0.2, _positive, "a number > 0"),
-        "uplink_bandwidth_hz": Field("float", 20.0e6, _positive, "a number > 0"),
-        "noise_psd_dbm_per_hz": Field("float", -174.0, math.isfinite, "a finite number"),
-        "downlink": {
-            "mode": Field("str", "ideal", lambda x: x in ("ideal", "broadcast"), "one of ideal, broadcast"),
-            "server_tx_power_w": Field("float", 10.0, _positive, "a number > 0"),
-            "bandwidth_hz": Field("float", 20.0e6, _positive, "a number > 0"),
-        },
-    },
-}
+class Data(_Section):
+    """``data:``: the data set and how it is split among the clients."""
+
+    dataset: ComponentSpec = _default("fashion_mnist")
+    partition: ComponentSpec = _default("quantity", alpha=2)
 
 
-def _type_ok(kind: str, value: Any) -> bool:
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "int?":
-        return value is None or _type_ok("int", value)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "float?":
-        return value is None or _type_ok("float", value)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "str?":
-        return value is None or isinstance(value, str)
-    if kind == "list":
-        return isinstance(value, list)
-    if kind == "dict":
-        return isinstance(value, dict)
-    if kind == "component":
-        return isinstance(value, (dict, str))
-    if kind == "component?":
-        return value is None or isinstance(value, (dict, str))
-    raise AssertionError(kind)
+class ModelSection(_Section):
+    """``model:``: the network and where it is cut."""
+
+    name: str = "alexnet"
+    split_point: str = "S2"
+    params: Dict[str, Any] = Field(default_factory=dict)
 
 
+class Clients(_Section):
+    """``clients:``: how many, how many per round, how fast."""
+
+    count: _bounded(int, 1, 10_000_000) = 100
+    participation: Fraction = 0.1
+    selection: Optional[ComponentSpec] = None
+    compute_flops_per_s_min: ComputeFlopsPerS = 1.0e9
+    compute_flops_per_s_max: ComputeFlopsPerS = 1.0e10
+
+
+class Stragglers(_Section):
+    """``stragglers:``: how the server waits for clients."""
+
+    policy: _allowed_literal(StragglerPolicy) = "wait_all"
+    deadline_s: Optional[PositiveFloat] = None
+    over_selection_fraction: PositiveFloat = 0.25
+
+
+class Server(_Section):
+    """``server:``: the edge server's compute."""
+
+    compute_flops_per_s: ComputeFlopsPerS = 1.0e12
+
+
+class Outage(_Section):
+    """``cell.outage:``: when an upload fails and what happens then."""
+
+    min_rate_bps: Annotated[_bounded(float, 0), Allowed("a number >= 0 (0 and no min_snr_db: no outage)")] = 0.0
+    min_snr_db: Optional[_bounded(float, -100.0, 100.0, unit="dB")] = None
+    max_attempts: Annotated[_bounded(int, 1, 1000),
+                            Allowed("an integer in [1, 1000] (attempts in all, 1 = no retransmission)")] = 1
+    on_outage: _allowed_literal(OnOutage) = "retransmit"
+
+
+class Downlink(_Section):
+    """``cell.downlink:``: whether and how server-to-client transfers take time."""
+
+    mode: _allowed_literal(DownlinkMode) = "ideal"
+    server_tx_power_w: ServerPowerW = 10.0
+    bandwidth_hz: BandwidthHz = 20.0e6
+
+
+class CellSection(_Section):
+    """``cell:``: the radio components and the link budget."""
+
+    placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
+    pathloss: ComponentSpec = _default("tr36814_macro")
+    shadowing: ComponentSpec = _default("none")
+    rate: ComponentSpec = _default("shannon")
+    allocation: ComponentSpec = _default("equal")
+    fading: ComponentSpec = _default("none")
+    coherence: _allowed_literal(Coherence) = "per_round"
+    mobility: ComponentSpec = _default("static")
+    outage: Outage = Field(default_factory=Outage)
+    client_tx_power_w: ClientPowerW = 0.2
+    uplink_bandwidth_hz: BandwidthHz = 20.0e6
+    noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
+    downlink: Downlink = Field(default_factory=Downlink)
+
+
+class Scenario(_Section):
+    """A whole scenario (see ``scenarios/cellular_100clients.yaml`` for every field with a comment)."""
+
+    name: str = "scenario"
+    seed: Annotated[int, Field(ge=0, lt=2**63), Allowed("an integer >= 0 (below 2**63)")] = 0
+    rounds: PositiveInt = 40
+    eval_every_rounds: PositiveInt = 1
+    eval_samples: Optional[PositiveInt] = None
+    eval_batch_size: PositiveInt = 1000
+    target_accuracies: List[Annotated[Fraction, Allowed("a fraction in (0, 1]")]] = \
+        Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8])
+    device: _allowed_literal(DeviceName) = "auto"
+    output_dir: Annotated[str, Field(min_length=1), Allowed("a non-empty path")] = "runs/scenario"
+    algorithms: Annotated[List[AlgorithmSpec], Field(min_length=1), Allowed("a non-empty list of component specs")] = \
+        Field(default_factory=lambda: [AlgorithmSpec(name="scala")])
+    training: Training = Field(default_factory=Training)
+    data: Data = Field(default_factory=Data)
+    model: ModelSection = Field(default_factory=ModelSection)
+    clients: Clients = Field(default_factory=Clients)
+    stragglers: Stragglers = Field(default_factory=Stragglers)
+    server: Server = Field(default_factory=Server)
+    cell: CellSection = Field(default_factory=CellSection)
+
+    @model_validator(mode="after")
+    def _cross_fields(self) -> "Scenario":
+        c = self.clients
+        if c.compute_flops_per_s_max < c.compute_flops_per_s_min:
+            raise _CrossFieldError("clients.compute_flops_per_s_max", c.compute_flops_per_s_max,
+                                   f"a number >= clients.compute_flops_per_s_min ({c.compute_flops_per_s_min!r})")
+        if self.stragglers.policy == "deadline" and self.stragglers.deadline_s is None:
+            raise _CrossFieldError("stragglers.deadline_s", None, "a number > 0 (simulated seconds per local "
+                                   "iteration) when stragglers.policy is deadline")
+        labels = [a.label for a in self.algorithms]
+        if len(set(labels)) != len(labels):
+            raise _CrossFieldError("algorithms", labels, "distinct labels (set 'label' to tell runs apart)",
+                                   what="labels")
+        return self
+
+    def algorithm(self, label: str) -> AlgorithmSpec:
+        """The algorithm spec whose run label is ``label``."""
+        for spec in self.algorithms:
+            if spec.label == label:
+                return spec
+        raise KeyError(label)
+
+    def to_yaml_dict(self) -> Dict[str, Any]:
+        """The scenario as plain YAML-able data (components flattened back to ``{name, **params}``)."""
+        return self.model_dump(mode="json")
+
+
+class _CrossFieldError(ValueError):
+    """A check between fields; carries its own field path (pydantic's would be the model's root)."""
+
+    def __init__(self, where: str, value: Any, allowed_text: str, what: str = "got") -> None:
+        super().__init__(f"{where}: {what} {value!r}; allowed: {allowed_text}")
+
+
+# ----------------------------------------------------------------------------------- error messages
 _TYPE_WORDS = {
-    "int": "an integer", "int?": "an integer or null", "float": "a number", "float?": "a number or null", "bool": "true or false",
-    "str": "a string", "str?": "a string or null", "list": "a list", "dict": "a mapping",
-    "component": "a mapping with 'name' (or a bare name)",
-    "component?": "null or a mapping with 'name' (or a bare name)",
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
+    "float_type": "a number", "float_parsing": "a number", "finite_number": "a finite number",
+    "bool_type": "true or false", "string_type": "a string", "list_type": "a list",
+    "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+    "none_required": "null",
 }
 
 
-def _validate(schema: Mapping[str, Any], given: Any, path: str) -> Dict[str, Any]:
-    if given is None:
-        given = {}
-    if not isinstance(given, dict):
-        raise ConfigError(f"{path or 'scenario'}: expected a mapping, got {given!r}")
-    unknown = sorted(set(given) - set(schema))
-    if unknown:
-        key = unknown[0]
-        where = f"{path}.{key}" if path else key
-        raise ConfigError(
-            f"{where}: unknown key (value {given[key]!r}); allowed keys here: {', '.join(sorted(schema))}"
-        )
-    out: Dict[str, Any] = {}
-    for key, spec in schema.items():
-        where = f"{path}.{key}" if path else key
-        if isinstance(spec, dict):
-            out[key] = _validate(spec, given.get(key), where)
+def _walk(model: Type[BaseModel], loc: Sequence[Any]) -> Tuple[str, Optional[Any], Optional[Type[BaseModel]]]:
+    """Follow a pydantic error location through the model classes.
+
+    Returns the dotted path of the real fields (union/validator tags dropped), the FieldInfo of
+    the last field (or None) and the model class the last key belongs to (for unknown keys).
+    """
+    path, info, current, parent = "", None, model, model
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
             continue
-        value = given.get(key, copy.deepcopy(spec.default))
-        if not _type_ok(spec.kind, value):
-            raise ConfigError(f"{where}: got {value!r}; allowed: {_TYPE_WORDS[spec.kind]}")
-        if spec.kind == "float" or (spec.kind == "float?" and value is not None):
-            value = float(value)
-            if not math.isfinite(value):
-                raise ConfigError(f"{where}: got {value!r}; allowed: a finite number")
-        if spec.kind == "component" or (spec.kind == "component?" and value is not None):
-            value = normalize_component(value, where)
-        if spec.check is not None and not spec.check(value):
-            raise ConfigError(f"{where}: got {value!r}; allowed: {spec.allowed}")
-        out[key] = value
-    return out
+        if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            parent = current
+            info = current.model_fields[part]
+            path = f"{path}.{part}" if path else part
+            current = _inner_model(info.annotation)
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel) and current.model_config.get("extra") != "allow":
+            parent = current
+            path = f"{path}.{part}" if path else str(part)  # an unknown key
+            info, current = None, None
+            continue
+        if current is None or (isinstance(current, type) and issubclass(current, BaseModel)):
+            if current is not None and current.model_config.get("extra") == "allow":
+                path = f"{path}.{part}" if path else str(part)  # a component parameter
+        # else: a union/function tag such as 'int' or 'function-after[...]': not a field
+    return path, info, parent
 
 
-def normalize_component(value: Any, where: str) -> Dict[str, Any]:
-    """Turn a bare name or a mapping into ``{"name": str, **params}``.
+def _inner_model(annotation: Any) -> Any:
+    """The model class inside ``Optional[...]``/``List[...]``/``Annotated[...]``, if any."""
+    import typing
+
+    stack = [annotation]
+    while stack:
+        ann = stack.pop()
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            return ann
+        stack.extend(typing.get_args(ann))
+    return None
+
+
+def _allowed_text(info: Any) -> Optional[str]:
+    if info is None:
+        return None
+    texts = [m.text for m in info.metadata if isinstance(m, Allowed)]
+    if not texts:  # Optional[Annotated[...]] keeps the metadata inside the annotation
+        import typing
+
+        stack = [info.annotation]
+        while stack:
+            ann = stack.pop()
+            for meta in getattr(ann, "__metadata__", ()):
+                if isinstance(meta, Allowed):
+                    texts.append(meta.text)
+            stack.extend(typing.get_args(ann))
+        if texts:
+            optional = type(None) in typing.get_args(info.annotation)
+            return ("null or " if optional else "") + texts[0]
+    return texts[-1] if texts else None
+
+
+def format_validation_error(exc: ValidationError, model: Type[BaseModel] = None) -> str:  # type: ignore[assignment]
+    """One line for the first error of ``exc``: ``field: got VALUE; allowed: WHAT``.
+
+    Unknown keys list the keys allowed at that level with a "did you mean" hint.
+    """
+    model = model or Scenario
+    err = exc.errors(include_url=False)[0]
+    ctx = err.get("ctx") or {}
+    if isinstance(ctx.get("error"), _CrossFieldError):
+        return str(ctx["error"])
+    where, info, parent = _walk(model, err["loc"])
+    where = where or "scenario"
+    value = err.get("input")
+    if err["type"] == "extra_forbidden":
+        key = str(err["loc"][-1])
+        keys = sorted(parent.model_fields)
+        close = difflib.get_close_matches(key, keys, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"{where}: unknown key (value {value!r}){hint}; allowed keys here: {', '.join(keys)}"
+    if err["type"] in ("component", "label"):
+        return f"{where}: got {ctx.get('label', value)!r}; allowed: {ctx['allowed']}"
+    if err["type"] == "missing":
+        return f"{where}: missing; allowed: {_allowed_text(info) or 'a value'}"
+    if err["type"] in ("model_type", "model_attributes_type", "dict_type") and info is None:
+        return f"{where}: expected a mapping, got {value!r}"
+    text = _allowed_text(info) or ctx.get("allowed") or _TYPE_WORDS.get(err["type"]) or err["msg"]
+    return f"{where}: got {value!r}; allowed: {text}"
+
+
+# ----------------------------------------------------------------------------------------- loading
+def validate(raw: Mapping[str, Any]) -> Scenario:
+    """Fill defaults and check a raw scenario mapping.
 
     Raises
     ------
     ConfigError
-        If there is no string ``name``.
+        On the first unknown key, wrong type or out-of-range value (one line).
     """
-    if isinstance(value, str):
-        return {"name": value}
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
-        raise ConfigError(f"{where}: got {value!r}; allowed: a mapping with a string 'name' and parameters")
-    return dict(value)
-
-
-def _check_cross_fields(cfg: Dict[str, Any]) -> None:
-    clients = cfg["clients"]
-    if clients["compute_flops_per_s_max"] < clients["compute_flops_per_s_min"]:
-        raise ConfigError(
-            f"clients.compute_flops_per_s_max: got {clients['compute_flops_per_s_max']!r}; allowed: a number "
-            f">= clients.compute_flops_per_s_min ({clients['compute_flops_per_s_min']!r})"
-        )
-    stragglers = cfg["stragglers"]
-    if stragglers["policy"] == "deadline" and stragglers["deadline_s"] is None:
-        raise ConfigError("stragglers.deadline_s: got None; allowed: a number > 0 (simulated seconds per local "
-                          "iteration) when stragglers.policy is deadline")
-    for i, target in enumerate(cfg["target_accuracies"]):
-        if not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target <= 1:
-            raise ConfigError(f"target_accuracies[{i}]: got {target!r}; allowed: a fraction in (0, 1]")
-    if not cfg["algorithms"]:
-        raise ConfigError("algorithms: got []; allowed: a non-empty list of component specs")
-    cfg["algorithms"] = [normalize_component(a, f"algorithms[{i}]") for i, a in enumerate(cfg["algorithms"])]
-    labels = [algorithm_label(a) for a in cfg["algorithms"]]
-    if len(set(labels)) != len(labels):
-        raise ConfigError(f"algorithms: labels {labels!r} repeat; allowed: distinct labels (set 'label' to tell runs apart)")
-
-
-def algorithm_label(spec: Mapping[str, Any]) -> str:
-    """The run-directory name of an algorithm spec: its ``label`` or its ``name``."""
-    label = spec.get("label", spec["name"])
-    return str(label).replace(":", "_").replace("/", "_")
-
-
-def validate(raw: Mapping[str, Any]) -> Dict[str, Any]:
-    """Fill defaults and check a raw scenario mapping; returns a new, complete mapping.
-
-    Raises
-    ------
-    ConfigError
-        On the first unknown key, wrong type or out-of-range value.
-    """
-    cfg = _validate(SCHEMA, copy.deepcopy(dict(raw)), "")
-    _check_cross_fields(cfg)
-    return cfg
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"scenario: expected a mapping, got {raw!r}")
+    try:
+        return Scenario.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc)) from None
 
 
 def parse_override(text: str) -> tuple[List[str], Any]:
@@ -290,15 +507,15 @@ def parse_override(text: str) -> tuple[List[str], Any]:
     Raises
     ------
     ConfigError
-        If there is no ``=`` or the key is empty.
+        If there is no ``=``, the key is empty or the value is not YAML.
     """
     key, sep, value_text = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: expected FIELD=VALUE, e.g. clients.participation=0.2")
     try:
         value = yaml_load(value_text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {text!r}: value is not valid YAML ({exc})") from exc
+    except (yaml.YAMLError, ConfigError) as exc:
+        raise ConfigError(f"--set {text!r}: value is not valid YAML ({' '.join(str(exc).split())})") from None
     return key.strip().split("."), value
 
 
@@ -309,14 +526,29 @@ def apply_override(raw: Dict[str, Any], path: List[str], value: Any) -> None:
         child = node.get(part)
         if child is None:
             child = node[part] = {}
+        elif isinstance(child, str) and i == len(path) - 2:
+            child = node[part] = {"name": child}  # a bare component name gains a parameter
         if not isinstance(child, dict):
             raise ConfigError(f"--set {'.'.join(path)}: {'.'.join(path[: i + 1])} is {child!r}, not a mapping")
         node = child
     node[path[-1]] = value
 
 
+def load_scenario_raw(path: str | Path, overrides: Optional[List[str]] = None,
+                      extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Read a scenario file and apply ``--set`` overrides and CLI values, without validating."""
+    raw = read_yaml_file(Path(path))
+    for text in overrides or []:
+        keys, value = parse_override(text)
+        apply_override(raw, keys, value)
+    for key, value in (extra or {}).items():
+        if value is not None:
+            raw[key] = value
+    return raw
+
+
 def load_scenario(path: str | Path, overrides: Optional[List[str]] = None,
-                  extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                  extra: Optional[Dict[str, Any]] = None) -> Scenario:
     """Read, override and validate a scenario file.
 
     Parameters
@@ -331,21 +563,31 @@ def load_scenario(path: str | Path, overrides: Optional[List[str]] = None,
     Raises
     ------
     ConfigError
-        If the file is missing or not YAML, or any field is invalid.
+        If the file is missing, empty, not text or not YAML, or any field is invalid.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"scenario file {str(path)!r} does not exist")
-    try:
-        raw = yaml_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"scenario file {str(path)!r} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"scenario file {str(path)!r}: expected a mapping at the top level")
-    for text in overrides or []:
-        keys, value = parse_override(text)
-        apply_override(raw, keys, value)
-    for key, value in (extra or {}).items():
-        if value is not None:
-            raw[key] = value
-    return validate(raw)
+    return validate(load_scenario_raw(path, overrides, extra))
+
+
+def json_schema() -> Dict[str, Any]:
+    """The JSON Schema of a scenario file (for editors: completion and checking of YAML)."""
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "sfl-sim scenario"
+    return schema
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """``{"a": {"b": 1}} -> {"a.b": 1}`` (lists and component specs' parameters included)."""
+    out: Dict[str, Any] = {}
+    for key, value in data.items():
+        where = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, where))
+        else:
+            out[where] = value
+    return out
+
+
+__all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "load_scenario", "load_scenario_raw",
+           "validate", "parse_override", "apply_override", "json_schema", "yaml_load", "read_yaml_file",
+           "format_validation_error", "flatten"]

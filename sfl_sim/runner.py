@@ -9,7 +9,6 @@ numbers it would have produced.
 """
 from __future__ import annotations
 
-import copy
 import math
 import sys
 import time
@@ -26,7 +25,7 @@ from analysis.tta import time_to_accuracy_s
 from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
                      UnknownComponentError)
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
-from sfl_sim.config import ConfigError, algorithm_label
+from sfl_sim.config import AlgorithmSpec, ComponentSpec, ConfigError, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.models import build_model
@@ -35,11 +34,11 @@ from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import SELECTORS, cohort_size
 
 
-def _component(registry: Any, spec: Mapping[str, Any], field: str, *args: Any, **extra: Any) -> Any:
-    """Build a component from ``{"name": ..., **params}``; errors name the scenario field."""
-    params = {k: v for k, v in spec.items() if k not in ("name", "label")}
+def _component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extra: Any) -> Any:
+    """Build a component from its spec; errors name the scenario field."""
+    params = spec.params
     try:
-        factory = registry.get(spec["name"])
+        factory = registry.get(spec.name)
         return factory(*args, **params, **extra)
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from exc
@@ -60,7 +59,7 @@ def resolve_device(name: str) -> torch.device:
 class Run:
     """A built run: every part ready, nothing trained yet."""
 
-    cfg: Dict[str, Any]
+    cfg: Scenario
     label: str
     device: torch.device
     dataset: ArrayDataset
@@ -74,29 +73,29 @@ class Run:
     test_y: torch.Tensor
 
 
-def build_cell(cfg: Mapping[str, Any]) -> Cell:
+def build_cell(cfg: Scenario) -> Cell:
     """The cell of a scenario, from its named, seeded streams (``placement``, ``shadowing``)."""
-    c = cfg["cell"]
-    seed = cfg["seed"]
-    down = c["downlink"]
+    c = cfg.cell
+    seed = cfg.seed
+    down = c.downlink
     try:
         return Cell(
-            _component(PLACEMENTS, c["placement"], "cell.placement"),
-            _component(PATHLOSS, c["pathloss"], "cell.pathloss"),
-            _component(SHADOWING, c["shadowing"], "cell.shadowing"),
-            _component(RATES, c["rate"], "cell.rate"),
-            _component(ALLOCATORS, c["allocation"], "cell.allocation"),
-            n_clients=cfg["clients"]["count"],
-            tx_power_w=c["client_tx_power_w"],
-            noise_psd_dbm_per_hz=c["noise_psd_dbm_per_hz"],
-            uplink_bandwidth_hz=c["uplink_bandwidth_hz"],
-            downlink_bandwidth_hz=down["bandwidth_hz"],
-            server_tx_power_w=down["server_tx_power_w"],
+            _component(PLACEMENTS, c.placement, "cell.placement"),
+            _component(PATHLOSS, c.pathloss, "cell.pathloss"),
+            _component(SHADOWING, c.shadowing, "cell.shadowing"),
+            _component(RATES, c.rate, "cell.rate"),
+            _component(ALLOCATORS, c.allocation, "cell.allocation"),
+            n_clients=cfg.clients.count,
+            tx_power_w=c.client_tx_power_w,
+            noise_psd_dbm_per_hz=c.noise_psd_dbm_per_hz,
+            uplink_bandwidth_hz=c.uplink_bandwidth_hz,
+            downlink_bandwidth_hz=down.bandwidth_hz,
+            server_tx_power_w=down.server_tx_power_w,
             placement_rng=stream(seed, "placement"),
             shadowing_rng=stream(seed, "shadowing"),
             los_rng=stream(seed, "los"),
-            fading=_component(FADING, c["fading"], "cell.fading"),
-            mobility=_component(MOBILITY, c["mobility"], "cell.mobility"),
+            fading=_component(FADING, c.fading, "cell.fading"),
+            mobility=_component(MOBILITY, c.mobility, "cell.mobility"),
         )
     except ValueError as exc:
         if isinstance(exc, ConfigError):
@@ -104,34 +103,34 @@ def build_cell(cfg: Mapping[str, Any]) -> Cell:
         raise ConfigError(f"cell: {exc}") from exc
 
 
-def selected_per_round(cfg: Mapping[str, Any]) -> int:
+def selected_per_round(cfg: Scenario) -> int:
     """Clients selected per round: the cohort, or more of them with over-selection (the engine
     keeps the first ``cohort_size`` to deliver)."""
-    n_clients = cfg["clients"]["count"]
-    n = cohort_size(n_clients, cfg["clients"]["participation"])
-    if cfg["stragglers"]["policy"] == "over_selection":
-        n = min(n_clients, math.ceil(n * (1.0 + cfg["stragglers"]["over_selection_fraction"])))
+    n_clients = cfg.clients.count
+    n = cohort_size(n_clients, cfg.clients.participation)
+    if cfg.stragglers.policy == "over_selection":
+        n = min(n_clients, math.ceil(n * (1.0 + cfg.stragglers.over_selection_fraction)))
     return n
 
 
-def build_outage(cfg: Mapping[str, Any]) -> OutagePolicy:
+def build_outage(cfg: Scenario) -> OutagePolicy:
     """The outage rule of a scenario's ``cell.outage`` section."""
     try:
-        return OutagePolicy(**cfg["cell"]["outage"])
+        return OutagePolicy(**cfg.cell.outage.model_dump())
     except ValueError as exc:
         raise ConfigError(f"cell.outage: {exc}") from exc
 
 
-def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
+def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec,
               dataset: Optional[ArrayDataset] = None) -> Run:
     """Build every part of one run of ``cfg`` with ``algorithm_spec``.
 
     Parameters
     ----------
-    cfg : dict
+    cfg : Scenario
         Validated scenario (:func:`sfl_sim.config.validate`).
-    algorithm_spec : dict
-        One entry of ``cfg["algorithms"]``.
+    algorithm_spec : AlgorithmSpec
+        One entry of ``cfg.algorithms``.
     dataset : ArrayDataset, optional
         Already loaded data set (several algorithms of one scenario share it).
 
@@ -142,61 +141,62 @@ def build_run(cfg: Dict[str, Any], algorithm_spec: Mapping[str, Any],
     DatasetNotFoundError
         If the data set's files are missing (message says what to install where).
     """
-    seed = cfg["seed"]
-    device = resolve_device(cfg["device"])
-    if cfg["training"]["torch_threads"]:
-        torch.set_num_threads(cfg["training"]["torch_threads"])
+    seed = cfg.seed
+    device = resolve_device(cfg.device)
+    if cfg.training.torch_threads:
+        torch.set_num_threads(cfg.training.torch_threads)
     if dataset is None:
-        loader = _component(DATASETS, cfg["data"]["dataset"], "data.dataset")
+        loader = _component(DATASETS, cfg.data.dataset, "data.dataset")
         dataset = loader.load()
-    n_clients = cfg["clients"]["count"]
-    partitioner = _component(PARTITIONERS, cfg["data"]["partition"], "data.partition")
+    n_clients = cfg.clients.count
+    partitioner = _component(PARTITIONERS, cfg.data.partition, "data.partition")
     try:
         partition = partitioner.split(dataset.train_y, n_clients, dataset.num_classes, stream(seed, "partition"))
     except ValueError as exc:
         raise ConfigError(f"data.partition: {exc}") from exc
-    if cfg["training"]["batch_size"] < selected_per_round(cfg):
+    if cfg.training.batch_size < selected_per_round(cfg):
         raise ConfigError(
-            f"training.batch_size: got {cfg['training']['batch_size']}; allowed: at least the number of clients "
+            f"training.batch_size: got {cfg.training.batch_size}; allowed: at least the number of clients "
             f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1")
 
     # Same seed → same initial weights for every algorithm of the scenario.
     torch.manual_seed(torch_seed(seed, "model_init"))
-    m = cfg["model"]
+    m = cfg.model
     try:
-        model = build_model(m["name"], dataset.input_shape, dataset.num_classes, **m["params"])
+        model = build_model(m.name, dataset.input_shape, dataset.num_classes, **m.params)
     except UnknownComponentError as exc:
         raise ConfigError(f"model.name: {exc}") from exc
     except ValueError as exc:
-        raise ConfigError(f"model.params: {m['params']!r} rejected: {exc}") from exc
-    if m["split_point"] not in model.split_points:
-        raise ConfigError(f"model.split_point: got {m['split_point']!r}; split point does not exist for "
-                          f"{m['name']}; allowed: {', '.join(model.split_points)}")
+        raise ConfigError(f"model.params: {m.params!r} rejected: {exc}") from exc
+    if m.split_point not in model.split_points:
+        raise ConfigError(f"model.split_point: got {m.split_point!r}; split point does not exist for "
+                          f"{m.name}; allowed: {', '.join(model.split_points)}")
     model.to(device)
 
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
-    clients = cfg["clients"]
+    clients = cfg.clients
     client_flops_per_s = stream(seed, "compute").uniform(
-        clients["compute_flops_per_s_min"], clients["compute_flops_per_s_max"], size=n_clients)
+        clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=n_clients)
 
     train_x, train_y = dataset.tensors("train", device)
     test_x, test_y = dataset.tensors("test", device)
-    if cfg["eval_samples"] is not None and cfg["eval_samples"] < len(test_y):
-        pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg["eval_samples"], replace=False))
+    if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
+        pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
         rows = torch.from_numpy(pick).to(device)
         test_x, test_y = test_x[rows], test_y[rows]
-    t = cfg["training"]
+    t = cfg.training
     setup = TrainingSetup(
-        model=model, split_point=m["split_point"], train_x=train_x, train_y=train_y,
+        model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
-        num_classes=dataset.num_classes, batch_size=t["batch_size"], local_iterations=t["local_iterations"],
-        learning_rate=t["learning_rate"], device=device, minibatch_rng=stream(seed, "minibatch"))
+        num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
+        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"))
     algorithm = _component(ALGORITHMS, algorithm_spec, "algorithms", setup)
-    selection = clients["selection"] or type(algorithm).default_selection or {"name": "uniform"}
+    selection = clients.selection or ComponentSpec.model_validate(
+        type(algorithm).default_selection or {"name": "uniform"})
     selector = _component(SELECTORS, selection, "clients.selection")
     selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
-    return Run(cfg, algorithm_label(algorithm_spec), device, dataset, cell, client_flops_per_s, partition,
+    return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
 
 
@@ -216,7 +216,7 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_siz
 
 
 def _cell_table(run: Run) -> Dict[str, Any]:
-    n_sharing = cohort_size(run.cfg["clients"]["count"], run.cfg["clients"]["participation"])
+    n_sharing = cohort_size(run.cfg.clients.count, run.cfg.clients.participation)
     info = run.cell.describe(n_sharing=n_sharing)  # SNR and rate on an equal share of the cohort
     table = {"client": np.asarray(info.pop("client")).tolist(),
              "x_m": run.cell.positions_m[:, 0].tolist(), "y_m": run.cell.positions_m[:, 1].tolist()}
@@ -269,9 +269,9 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     """
     cfg = run.cfg
     writer = RunWriter(run_dir)
-    selection_rng = stream(cfg["seed"], "selection")
-    fading_rng, mobility_rng = stream(cfg["seed"], "fading"), stream(cfg["seed"], "mobility")
-    torch.manual_seed(torch_seed(cfg["seed"], "dropout"))
+    selection_rng = stream(cfg.seed, "selection")
+    fading_rng, mobility_rng = stream(cfg.seed, "fading"), stream(cfg.seed, "mobility")
+    torch.manual_seed(torch_seed(cfg.seed, "dropout"))
     start_round, sim_time_s, host_offset_s, counters = 0, 0.0, 0.0, Counters()
     if resume and writer.checkpoint_path.exists():
         ckpt = torch.load(writer.checkpoint_path, map_location=run.device, weights_only=False)
@@ -290,27 +290,27 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     keep = start_round if resume else None
     writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=keep)
     writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=keep)
-    scenario = copy.deepcopy(cfg)
+    scenario = cfg.to_yaml_dict()
     scenario.pop("algorithms")
-    scenario["algorithm"] = next(a for a in cfg["algorithms"] if algorithm_label(a) == run.label)
+    scenario["algorithm"] = cfg.algorithm(run.label).as_dict()
     scenario["device_used"] = str(run.device)
     writer.write_scenario(scenario)
     writer.write_table("cell.csv", _cell_table(run))
 
-    sim = Simulator(run.cell, run.client_flops_per_s, cfg["server"]["compute_flops_per_s"],
-                    cfg["cell"]["downlink"]["mode"], start_time_s=sim_time_s, counters=counters,
-                    fading_rng=fading_rng, coherence=cfg["cell"]["coherence"], outage=build_outage(cfg),
-                    straggler_policy=cfg["stragglers"]["policy"], deadline_s=cfg["stragglers"]["deadline_s"],
-                    keep_clients=cohort_size(cfg["clients"]["count"], cfg["clients"]["participation"]))
+    sim = Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s,
+                    cfg.cell.downlink.mode, start_time_s=sim_time_s, counters=counters,
+                    fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
+                    straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
+                    keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation))
     n_cohort = selected_per_round(cfg)
-    rounds = cfg["rounds"]
+    rounds = cfg.rounds
     rows = read_metrics_rows(writer.metrics_path)
     host_start = time.perf_counter() - host_offset_s
     bar = _progress_bar(run.label, rounds, start_round, progress)
     summary: Dict[str, Any] = {}
     try:
         for rnd in range(start_round + 1, rounds + 1):
-            cohort = run.selector.select(cfg["clients"]["count"], n_cohort, selection_rng)
+            cohort = run.selector.select(cfg.clients.count, n_cohort, selection_rng)
             before = sim.counters.as_dict()
             duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
             run.cell.move(duration_s, mobility_rng)  # clients move while the round runs (static: no-op)
@@ -322,8 +322,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                 "cohort": " ".join(map(str, cohort.tolist())),
                 "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))})
             last = rnd == rounds
-            if rnd % cfg["eval_every_rounds"] == 0 or last:
-                acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg["eval_batch_size"])
+            if rnd % cfg.eval_every_rounds == 0 or last:
+                acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
                 c = sim.counters
                 row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
                        "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
@@ -351,13 +351,13 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
     c = sim.counters
     return {
         "label": run.label,
-        "algorithm": next(a for a in run.cfg["algorithms"] if algorithm_label(a) == run.label)["name"],
+        "algorithm": run.cfg.algorithm(run.label).name,
         "status": status,
         "evaluated": run.algorithm.evaluation_description(),
-        "seed": run.cfg["seed"],
+        "seed": run.cfg.seed,
         "device": str(run.device),
         "rounds_completed": int(last["round"]),
-        "rounds_planned": run.cfg["rounds"],
+        "rounds_planned": run.cfg.rounds,
         "final_test_accuracy": last["test_accuracy"],
         "best_test_accuracy": max(r["test_accuracy"] for r in rows),
         "final_sim_time_s": last["sim_time_s"],
@@ -371,7 +371,7 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "dropped_clients": c.dropped_clients,
         "traffic_and_compute_by_kind": c.by_kind,
         "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
-        "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg["target_accuracies"]),
+        "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg.target_accuracies),
     }
 
 
@@ -400,7 +400,7 @@ def _progress_bar(label: str, rounds: int, start: int, enabled: bool) -> Any:
     return tqdm(total=rounds, initial=start, desc=label, unit="round", file=sys.stderr, dynamic_ncols=True)
 
 
-def run_scenario(cfg: Dict[str, Any], resume: bool = False, progress: bool = True) -> List[Dict[str, Any]]:
+def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True) -> List[Dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
     Every part is built for every algorithm before the first one trains, so a bad parameter of
@@ -411,9 +411,9 @@ def run_scenario(cfg: Dict[str, Any], resume: bool = False, progress: bool = Tru
     ConfigError
         If a run directory already holds results and ``resume`` is False (nothing is overwritten).
     """
-    out = Path(cfg["output_dir"])
-    dataset = _component(DATASETS, cfg["data"]["dataset"], "data.dataset").load()
-    runs = [build_run(cfg, spec, dataset) for spec in cfg["algorithms"]]
+    out = Path(cfg.output_dir)
+    dataset = _component(DATASETS, cfg.data.dataset, "data.dataset").load()
+    runs = [build_run(cfg, spec, dataset) for spec in cfg.algorithms]
     for run in runs:
         run_dir = out / run.label
         if (run_dir / "metrics.csv").exists() and not resume:

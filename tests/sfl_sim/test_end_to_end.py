@@ -103,7 +103,7 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        runner.run_one(runner.build_run(cfg, cfg["algorithms"][0], dataset), tmp_path / "cut" / "scala",
+        runner.run_one(runner.build_run(cfg, cfg.algorithms[0], dataset), tmp_path / "cut" / "scala",
                        progress=False, on_round=interrupt)
     assert len(read_rows(tmp_path / "cut" / "scala" / "metrics.csv")) == 2
     # Without --resume nothing is overwritten.

@@ -29,7 +29,7 @@ def test_the_paper_set_is_complete():
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(SCENARIOS)))
 def test_every_scenario_file_validates(path):
     cfg = load_scenario(path)
-    assert cfg["algorithms"]
+    assert cfg.algorithms
 
 
 @pytest.mark.parametrize("path", PAPER_FILES, ids=lambda p: p.stem)
@@ -38,31 +38,31 @@ def test_paper_scenario_matches_its_name(path):
     assert match, f"{path.name}: expected <data set>[_resnet18]_<alpha|beta><value>.yaml"
     cfg = load_scenario(path)
     data = match["data"]
-    assert cfg["name"] == path.stem
-    assert cfg["output_dir"] == f"runs/paper/{path.stem}"
-    assert cfg["rounds"] == ROUNDS[data]
-    assert cfg["data"]["dataset"]["name"] == data
-    assert cfg["data"]["dataset"].get("data_root") is None
-    partition = cfg["data"]["partition"]
+    assert cfg.name == path.stem
+    assert cfg.output_dir == f"runs/paper/{path.stem}"
+    assert cfg.rounds == ROUNDS[data]
+    assert cfg.data.dataset.name == data
+    assert cfg.data.dataset.params.get("data_root") is None
+    partition = cfg.data.partition.as_dict()
     if match["skew"] == "alpha":
         assert partition == {"name": "quantity", "alpha": int(match["value"])}
     else:
         assert partition == {"name": "dirichlet", "beta": float(match["value"])}
     # The papers' common settings.
-    assert cfg["clients"]["count"] == 100 and cfg["clients"]["participation"] == 0.1
-    assert cfg["training"] == {"batch_size": 320, "local_iterations": 5, "learning_rate": 0.01,
-                               "torch_threads": None}
-    assert cfg["device"] == "auto" and cfg["eval_samples"] is None
-    assert cfg["model"]["name"] == ("resnet18" if match["resnet"] else "alexnet")
-    assert cfg["model"]["split_point"] == "S2" and cfg["model"]["params"] == {}
-    assert cfg["algorithms"][0] == {"name": "scala"}
+    assert cfg.clients.count == 100 and cfg.clients.participation == 0.1
+    assert cfg.training.model_dump() == {"batch_size": 320, "local_iterations": 5, "learning_rate": 0.01,
+                                         "torch_threads": None}
+    assert cfg.device == "auto" and cfg.eval_samples is None
+    assert cfg.model.name == ("resnet18" if match["resnet"] else "alexnet")
+    assert cfg.model.split_point == "S2" and cfg.model.params == {}
+    assert cfg.algorithms[0].as_dict() == {"name": "scala"}
 
 
 def test_paper_scenarios_of_one_model_list_the_same_algorithms():
     lists = {}
     for path in PAPER_FILES:
         model = "resnet18" if "_resnet18_" in path.stem else "alexnet"
-        names = [a["name"] for a in load_scenario(path)["algorithms"]]
+        names = [a.name for a in load_scenario(path).algorithms]
         assert len(set(names)) == len(names), path.name
         lists.setdefault(model, set()).add(tuple(names))
     assert all(len(v) == 1 for v in lists.values()), lists

@@ -1,0 +1,57 @@
+"""The typed scenario: JSON Schema for editors, attribute access, one-line errors from pydantic."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from sfl_sim.cli import main
+from sfl_sim.config import ConfigError, Scenario, json_schema, validate, yaml_load
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return json_schema()
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.rglob("*.yaml")), ids=lambda p: p.name)
+def test_schema_accepts_every_shipped_scenario(schema, path) -> None:
+    jsonschema.validate(yaml_load(path.read_text()), schema)
+
+
+@pytest.mark.parametrize("bad", [
+    {"clients": {"cuont": 3}},
+    {"rounds": "many"},
+    {"cell": {"downlink": {"mode": "multicast"}}},
+    {"training": {"learning_rate": -1}},
+    {"algorithms": []},
+])
+def test_schema_rejects_a_bad_scenario(schema, bad) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    with pytest.raises(ConfigError):  # and so does the validator the run uses
+        validate(bad)
+
+
+def test_schema_command_prints_the_schema(capsys) -> None:
+    assert main(["schema"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["title"] == "sfl-sim scenario" and "cell" in printed["properties"]
+
+
+def test_bare_component_names_are_specs() -> None:
+    cfg = validate({"cell": {"pathloss": "free_space"}, "algorithms": ["fedavg", {"name": "scala", "label": "s2"}]})
+    assert isinstance(cfg, Scenario)
+    assert cfg.cell.pathloss.name == "free_space" and cfg.cell.pathloss.params == {}
+    assert [a.label for a in cfg.algorithms] == ["fedavg", "s2"]
+    assert cfg.algorithms[1].params == {}  # the label is not a constructor parameter
+
+
+def test_scenario_is_frozen() -> None:
+    cfg = validate({})
+    with pytest.raises(Exception):
+        cfg.rounds = 3  # type: ignore[misc]
