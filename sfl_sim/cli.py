@@ -11,6 +11,7 @@ from sfl_sim.config import ConfigError, load_scenario
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sc = sub.add_parser("scenario", help="run every algorithm of a scenario file")
@@ -24,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
     sc.add_argument("--no-progress", action="store_true", help="no progress bar")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
+    sc.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error")
 
     ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
     ch.add_argument("path", help="scenario YAML")
@@ -41,31 +43,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _scenario(args: argparse.Namespace) -> int:
-    from sfl_sim.data import DatasetNotFoundError
-
     extra = {"output_dir": args.output_dir, "seed": args.seed, "rounds": args.rounds, "device": args.device}
-    try:
-        cfg = load_scenario(args.path, args.overrides, extra)
-        from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
+    cfg = load_scenario(args.path, args.overrides, extra)
+    from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
 
-        if args.check:
-            dataset = runner._component(runner.DATASETS, cfg.data.dataset, "data.dataset").load()
-            for spec in cfg.algorithms:
-                runner.build_run(cfg, spec, dataset)
-            print(f"scenario {args.path}: valid; {len(cfg.algorithms)} run(s) build")
-            return 0
-        summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
-    except ConfigError as exc:
-        print(f"sfl-sim: invalid scenario: {exc}", file=sys.stderr)
-        return 2
-    except DatasetNotFoundError as exc:
-        print(f"sfl-sim: data set not found: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\nsfl-sim: interrupted; results so far are on disk, continue with --resume", file=sys.stderr)
-        return 130
+    if args.check:
+        runner.prepare_scenario(cfg, resume=args.resume)
+        print(f"scenario {args.path}: valid; {len(cfg.algorithms)} run(s) build")
+        return 0
+    summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
     _print_summaries(summaries, Path(cfg.output_dir))
-    return 0
+    failed = [s for s in summaries if s.get("status") not in ("complete", "running")]
+    for s in failed:
+        print(f"sfl-sim: {s.get('status')}: {s.get('error', s.get('label'))}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _print_summaries(summaries: List[dict], out: Path) -> None:
@@ -91,14 +82,10 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
 
 
 def _channel(args: argparse.Namespace) -> int:
-    try:
-        cfg = load_scenario(args.path, args.overrides, {"seed": args.seed})
-        from sfl_sim.channel_report import channel_report
+    cfg = load_scenario(args.path, args.overrides, {"seed": args.seed})
+    from sfl_sim.channel_report import channel_report
 
-        channel_report(cfg, Path(args.out))
-    except ConfigError as exc:
-        print(f"sfl-sim: invalid scenario: {exc}", file=sys.stderr)
-        return 2
+    channel_report(cfg, Path(args.out))
     print(f"wrote {Path(args.out) / 'cell.csv'} and {Path(args.out) / 'cell.png'}")
     return 0
 
@@ -126,11 +113,39 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _error_line(exc: BaseException) -> str:
+    from sfl_sim.errors import ConfigError
+
+    kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
+    if type(exc).__name__ == "DatasetNotFoundError":
+        kind = "data set not found: "
+    return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    """Entry point of the ``sfl-sim`` console script."""
+    """Entry point of the ``sfl-sim`` console script.
+
+    Exit codes: 0 success; 2 bad input (nothing was run); 1 a run failed or diverged, or an
+    unexpected error (``--debug`` shows its traceback); 130 interrupted.
+    """
     args = _parser().parse_args(argv)
     commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema}
-    return commands[args.command](args)
+    from sfl_sim.errors import UserError
+
+    try:
+        return commands[args.command](args)
+    except KeyboardInterrupt:
+        print("\nsfl-sim: interrupted; results so far are on disk, continue with --resume", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        if isinstance(exc, UserError) or type(exc).__name__ == "DatasetNotFoundError":
+            print(_error_line(exc), file=sys.stderr)
+            return 2
+        print(f"sfl-sim: error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+              f"(rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

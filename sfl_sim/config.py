@@ -20,20 +20,16 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, field_validator,
+from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError,
                       model_validator)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
-from typing_extensions import Annotated
 
 from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, OnOutage, StragglerPolicy, allowed
-
-
-class ConfigError(ValueError):
-    """A scenario field is unknown, of the wrong type or out of range (one-line message)."""
+from sfl_sim.errors import ConfigError
 
 
 # ---------------------------------------------------------------------------------------------- YAML

@@ -55,11 +55,14 @@ class RunWriter:
     ----------
     run_dir : Path
         Created if missing.
+    summary_extra : mapping, optional
+        Fields added to every ``summary.json`` (a study run's ``coordinates``).
     """
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, summary_extra: Mapping[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.summary_extra = dict(summary_extra or {})
 
     @property
     def metrics_path(self) -> Path:
@@ -109,7 +112,7 @@ class RunWriter:
             os.fsync(fh.fileno())
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
-        data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary}
+        data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary, **self.summary_extra}
         _atomic_write_text(self.run_dir / "summary.json", json.dumps(data, indent=2, sort_keys=False) + "\n")
 
     def read_summary(self) -> Dict[str, Any] | None:

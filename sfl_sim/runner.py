@@ -1,20 +1,24 @@
-"""Build a run from a validated scenario and drive it round by round.
+"""Drive built runs round by round, writing each run directory as it goes.
 
-Everything a scenario names is built by :func:`build_run` *before* any training, so a bad
-component name or parameter stops the run with a :class:`~sfl_sim.config.ConfigError` naming the
-field.  :func:`run_one` then loops over rounds: select the cohort, let the engine run the
-algorithm's round on the simulated clock, evaluate at the cadence, append a metrics row, rewrite
-the summary and the checkpoint.  An interrupted run resumes from its last checkpoint with the same
-numbers it would have produced.
+:func:`run_scenario` decides for every run directory whether it starts, restarts or resumes
+(:mod:`sfl_sim.run_dir`), builds every run (:mod:`sfl_sim.build`) — all before any training —
+and then trains them one after the other.  :func:`run_one` loops over rounds: select the cohort,
+let the engine run the algorithm's round on the simulated clock, evaluate at the cadence (and at
+round 0, so curves start at t = 0), append the rows, rewrite the summary and the checkpoint.  An
+interrupted run resumes from its last checkpoint with the same numbers it would have produced.
+
+A run ends with ``status`` ``complete``, ``diverged`` (a non-finite weight or test loss: the rows
+so far are kept and the summary says at which round and what to try) or ``failed`` (an error
+during training, e.g. a plug-in returning garbage: the summary records it and
+:class:`~sfl_sim.errors.RunFailed` carries one line to the user).
 """
 from __future__ import annotations
 
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pandas as pd
@@ -22,182 +26,19 @@ import torch
 import torch.nn.functional as F
 
 from analysis.tta import time_to_accuracy_s
-from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
-                     UnknownComponentError)
-from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
-from sfl_sim.config import AlgorithmSpec, ComponentSpec, ConfigError, Scenario
-from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset
+from sfl_sim import checkpoint
+from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
+                           load_dataset, resolve_device, selected_per_round)
+from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
-from sfl_sim.models import build_model
+from sfl_sim.errors import RunFailed
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
+from sfl_sim.run_dir import RunDirPlan, check_writable, plan_run_dir
 from sfl_sim.seeding import stream, torch_seed
-from sfl_sim.selection import SELECTORS, cohort_size
 
-
-def _component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extra: Any) -> Any:
-    """Build a component from its spec; errors name the scenario field."""
-    params = spec.params
-    try:
-        factory = registry.get(spec.name)
-        return factory(*args, **params, **extra)
-    except UnknownComponentError as exc:
-        raise ConfigError(f"{field}.name: {exc}") from exc
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{field}: {spec!r} rejected: {exc}") from exc
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` → CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device: got 'cuda' but torch sees no CUDA device; allowed here: cpu, auto")
-    return torch.device(name)
-
-
-@dataclass
-class Run:
-    """A built run: every part ready, nothing trained yet."""
-
-    cfg: Scenario
-    label: str
-    device: torch.device
-    dataset: ArrayDataset
-    cell: Cell
-    client_flops_per_s: np.ndarray
-    partition: List[np.ndarray]
-    setup: TrainingSetup
-    algorithm: Algorithm
-    selector: Any
-    test_x: torch.Tensor
-    test_y: torch.Tensor
-
-
-def build_cell(cfg: Scenario) -> Cell:
-    """The cell of a scenario, from its named, seeded streams (``placement``, ``shadowing``)."""
-    c = cfg.cell
-    seed = cfg.seed
-    down = c.downlink
-    try:
-        return Cell(
-            _component(PLACEMENTS, c.placement, "cell.placement"),
-            _component(PATHLOSS, c.pathloss, "cell.pathloss"),
-            _component(SHADOWING, c.shadowing, "cell.shadowing"),
-            _component(RATES, c.rate, "cell.rate"),
-            _component(ALLOCATORS, c.allocation, "cell.allocation"),
-            n_clients=cfg.clients.count,
-            tx_power_w=c.client_tx_power_w,
-            noise_psd_dbm_per_hz=c.noise_psd_dbm_per_hz,
-            uplink_bandwidth_hz=c.uplink_bandwidth_hz,
-            downlink_bandwidth_hz=down.bandwidth_hz,
-            server_tx_power_w=down.server_tx_power_w,
-            placement_rng=stream(seed, "placement"),
-            shadowing_rng=stream(seed, "shadowing"),
-            los_rng=stream(seed, "los"),
-            fading=_component(FADING, c.fading, "cell.fading"),
-            mobility=_component(MOBILITY, c.mobility, "cell.mobility"),
-        )
-    except ValueError as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        raise ConfigError(f"cell: {exc}") from exc
-
-
-def selected_per_round(cfg: Scenario) -> int:
-    """Clients selected per round: the cohort, or more of them with over-selection (the engine
-    keeps the first ``cohort_size`` to deliver)."""
-    n_clients = cfg.clients.count
-    n = cohort_size(n_clients, cfg.clients.participation)
-    if cfg.stragglers.policy == "over_selection":
-        n = min(n_clients, math.ceil(n * (1.0 + cfg.stragglers.over_selection_fraction)))
-    return n
-
-
-def build_outage(cfg: Scenario) -> OutagePolicy:
-    """The outage rule of a scenario's ``cell.outage`` section."""
-    try:
-        return OutagePolicy(**cfg.cell.outage.model_dump())
-    except ValueError as exc:
-        raise ConfigError(f"cell.outage: {exc}") from exc
-
-
-def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec,
-              dataset: Optional[ArrayDataset] = None) -> Run:
-    """Build every part of one run of ``cfg`` with ``algorithm_spec``.
-
-    Parameters
-    ----------
-    cfg : Scenario
-        Validated scenario (:func:`sfl_sim.config.validate`).
-    algorithm_spec : AlgorithmSpec
-        One entry of ``cfg.algorithms``.
-    dataset : ArrayDataset, optional
-        Already loaded data set (several algorithms of one scenario share it).
-
-    Raises
-    ------
-    ConfigError
-        On any component that cannot be built from the scenario.
-    DatasetNotFoundError
-        If the data set's files are missing (message says what to install where).
-    """
-    seed = cfg.seed
-    device = resolve_device(cfg.device)
-    if cfg.training.torch_threads:
-        torch.set_num_threads(cfg.training.torch_threads)
-    if dataset is None:
-        loader = _component(DATASETS, cfg.data.dataset, "data.dataset")
-        dataset = loader.load()
-    n_clients = cfg.clients.count
-    partitioner = _component(PARTITIONERS, cfg.data.partition, "data.partition")
-    try:
-        partition = partitioner.split(dataset.train_y, n_clients, dataset.num_classes, stream(seed, "partition"))
-    except ValueError as exc:
-        raise ConfigError(f"data.partition: {exc}") from exc
-    if cfg.training.batch_size < selected_per_round(cfg):
-        raise ConfigError(
-            f"training.batch_size: got {cfg.training.batch_size}; allowed: at least the number of clients "
-            f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1")
-
-    # Same seed → same initial weights for every algorithm of the scenario.
-    torch.manual_seed(torch_seed(seed, "model_init"))
-    m = cfg.model
-    try:
-        model = build_model(m.name, dataset.input_shape, dataset.num_classes, **m.params)
-    except UnknownComponentError as exc:
-        raise ConfigError(f"model.name: {exc}") from exc
-    except ValueError as exc:
-        raise ConfigError(f"model.params: {m.params!r} rejected: {exc}") from exc
-    if m.split_point not in model.split_points:
-        raise ConfigError(f"model.split_point: got {m.split_point!r}; split point does not exist for "
-                          f"{m.name}; allowed: {', '.join(model.split_points)}")
-    model.to(device)
-
-    cell = build_cell(cfg)
-    build_outage(cfg)  # checked now, used by the engine
-    clients = cfg.clients
-    client_flops_per_s = stream(seed, "compute").uniform(
-        clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=n_clients)
-
-    train_x, train_y = dataset.tensors("train", device)
-    test_x, test_y = dataset.tensors("test", device)
-    if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
-        pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
-        rows = torch.from_numpy(pick).to(device)
-        test_x, test_y = test_x[rows], test_y[rows]
-    t = cfg.training
-    setup = TrainingSetup(
-        model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
-        client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
-        num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
-        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"))
-    algorithm = _component(ALGORITHMS, algorithm_spec, "algorithms", setup)
-    selection = clients.selection or ComponentSpec.model_validate(
-        type(algorithm).default_selection or {"name": "uniform"})
-    selector = _component(SELECTORS, selection, "clients.selection")
-    selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
-    return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
-               setup, algorithm, selector, test_x, test_y)
+__all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "component", "evaluate",
+           "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario", "prepare_scenario",
+           "selected_per_round"]
 
 
 @torch.no_grad()
@@ -215,17 +56,13 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_siz
     return correct / len(y), loss_sum / len(y)
 
 
-def _cell_table(run: Run) -> Dict[str, Any]:
-    n_sharing = cohort_size(run.cfg.clients.count, run.cfg.clients.participation)
-    info = run.cell.describe(n_sharing=n_sharing)  # SNR and rate on an equal share of the cohort
-    table = {"client": np.asarray(info.pop("client")).tolist(),
-             "x_m": run.cell.positions_m[:, 0].tolist(), "y_m": run.cell.positions_m[:, 1].tolist()}
-    table.update({k: np.asarray(v).tolist() for k, v in info.items()})
-    table["compute_flops_per_s"] = run.client_flops_per_s.tolist()
-    table["data_samples"] = [len(ix) for ix in run.partition]
-    labels = run.dataset.train_y
-    table["classes_held"] = [int(len(np.unique(labels[ix]))) for ix in run.partition]
-    return table
+def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[str, Any]:
+    """What ``scenario.yaml`` records for the run of ``label``: the scenario with that one algorithm."""
+    scenario = cfg.to_yaml_dict()
+    scenario.pop("algorithms")
+    scenario["algorithm"] = cfg.algorithm(label).as_dict()
+    scenario["device_used"] = str(device)
+    return scenario
 
 
 def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dict[str, Optional[float]]:
@@ -238,82 +75,139 @@ def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dic
     return out
 
 
-def _rng_state(run: Run, streams: Dict[str, np.random.Generator]) -> Dict[str, Any]:
-    state: Dict[str, Any] = {name: rng.bit_generator.state for name, rng in streams.items()}
-    state["minibatch"] = run.setup.minibatch_rng.bit_generator.state
-    state["torch"] = torch.get_rng_state()
-    if torch.cuda.is_available():
-        state["torch_cuda"] = torch.cuda.get_rng_state_all()
-    return state
+def _all_finite(module: torch.nn.Module) -> bool:
+    """Whether every parameter and float buffer is finite (one device sync for the whole model)."""
+    flags = [torch.isfinite(t).all() for t in list(module.parameters()) + list(module.buffers())
+             if torch.is_floating_point(t)]
+    return bool(torch.stack(flags).all()) if flags else True
+
+
+class _Streams:
+    """The run's random streams that the runner (not the algorithm) draws from."""
+
+    def __init__(self, seed: int) -> None:
+        self.selection = stream(seed, "selection")
+        self.fading = stream(seed, "fading")
+        self.mobility = stream(seed, "mobility")
+
+    def state(self, run: Run) -> Dict[str, Any]:
+        state: Dict[str, Any] = {name: getattr(self, name).bit_generator.state
+                                 for name in ("selection", "fading", "mobility")}
+        state["minibatch"] = run.setup.minibatch_rng.bit_generator.state
+        state["torch"] = torch.get_rng_state()
+        if torch.cuda.is_available():
+            state["torch_cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load(self, run: Run, state: Dict[str, Any]) -> None:
+        for name in ("selection", "fading", "mobility"):
+            getattr(self, name).bit_generator.state = state[name]
+        run.setup.minibatch_rng.bit_generator.state = state["minibatch"]
+        torch.set_rng_state(state["torch"])
+        if "torch_cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["torch_cuda"])
+
+
+def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -> np.ndarray:
+    """A selector's pick, checked: ``n_selected`` distinct client ids in range (a plug-in may err)."""
+    arr = np.asarray(cohort)
+    if arr.shape != (n_selected,) or not np.issubdtype(arr.dtype, np.integer) or \
+            (arr.size and (arr.min() < 0 or arr.max() >= n_clients)) or len(np.unique(arr)) != arr.size:
+        raise ValueError(f"clients.selection: {type(selector).__name__}.select returned {cohort!r}; allowed: "
+                         f"{n_selected} distinct client ids in [0, {n_clients})")
+    return arr.astype(np.int64)
 
 
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
-            on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None) -> Dict[str, Any]:
-    """Train ``run`` for ``cfg['rounds']`` rounds, writing ``run_dir`` as it goes.
+            on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None,
+            plan: Optional[RunDirPlan] = None, coordinates: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
     ----------
     run : Run
     run_dir : Path
     resume : bool
-        Continue from ``run_dir/checkpoint.pt`` when it exists.
+        Continue from ``run_dir/checkpoint.pt`` when there is one (after the checks of
+        :func:`sfl_sim.run_dir.plan_run_dir`).
     progress : bool
-        Show a progress bar (round, simulated time, last accuracy) on stderr.
+        Show progress (round, simulated time, last accuracy) on stderr.
     on_round : callable, optional
         Called after every round with (round, info) — used by tests and benchmarks.
+    plan : RunDirPlan, optional
+        The decision already taken for ``run_dir`` (with its loaded checkpoint).
+    coordinates : dict, optional
+        A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
 
     Returns
     -------
     dict
-        The final summary.
+        The final summary (``status`` ``complete`` or ``diverged``).
+
+    Raises
+    ------
+    RunDirError, CheckpointError
+        If ``run_dir`` cannot be started or resumed as asked.
+    RunFailed
+        If training raised; the summary is written with ``status: failed`` first.
     """
     cfg = run.cfg
-    writer = RunWriter(run_dir)
-    selection_rng = stream(cfg.seed, "selection")
-    fading_rng, mobility_rng = stream(cfg.seed, "fading"), stream(cfg.seed, "mobility")
+    scenario = resolved_scenario(cfg, run.label, run.device)
+    if plan is None:
+        plan = plan_run_dir(run_dir, scenario, resume)
+    writer = RunWriter(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
+    streams = _Streams(cfg.seed)
     torch.manual_seed(torch_seed(cfg.seed, "dropout"))
     start_round, sim_time_s, host_offset_s, counters = 0, 0.0, 0.0, Counters()
-    if resume and writer.checkpoint_path.exists():
-        ckpt = torch.load(writer.checkpoint_path, map_location=run.device, weights_only=False)
-        run.algorithm.load_state_dict(ckpt["algorithm"])
-        start_round, sim_time_s, host_offset_s = ckpt["round"], ckpt["sim_time_s"], ckpt["host_time_s"]
-        counters = Counters.from_dict(ckpt["counters"])
-        for name, rng in (("selection", selection_rng), ("fading", fading_rng), ("mobility", mobility_rng)):
-            rng.bit_generator.state = ckpt["rng"][name]
-        run.cell = ckpt["cell"]  # positions, LOS and shadowing as they were at the checkpoint
-        run.selector.load_state_dict(ckpt["selector"])  # stateful selectors (class_balanced)
-        run.setup.minibatch_rng.bit_generator.state = ckpt["rng"]["minibatch"]
-        torch.set_rng_state(ckpt["rng"]["torch"])
-        if "torch_cuda" in ckpt["rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(ckpt["rng"]["torch_cuda"])
-        run.algorithm.meter.flops_per_sample.update(ckpt.get("flops_per_sample", {}))
-    keep = start_round if resume else None
-    writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=keep)
-    writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=keep)
-    scenario = cfg.to_yaml_dict()
-    scenario.pop("algorithms")
-    scenario["algorithm"] = cfg.algorithm(run.label).as_dict()
-    scenario["device_used"] = str(run.device)
-    writer.write_scenario(scenario)
-    writer.write_table("cell.csv", _cell_table(run))
+    if plan.resume:
+        state = plan.checkpoint
+        run.algorithm.load_state_dict(state["algorithm"])
+        start_round, sim_time_s, host_offset_s = state["round"], state["sim_time_s"], state["host_time_s"]
+        counters = Counters.from_dict(state["counters"])
+        streams.load(run, state["rng"])
+        run.cell.load_state_dict(state["cell"])  # positions, LOS and shadowing as they were at the checkpoint
+        run.selector.load_state_dict(state["selector"])  # stateful selectors (class_balanced)
+        run.algorithm.meter.flops_per_sample.update(state["flops_per_sample"])
+        writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=start_round)
+        writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=start_round)
+        if start_round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
+            writer.write_scenario(scenario)
+    else:
+        writer.start_log("metrics.csv", METRICS_COLUMNS)
+        writer.start_log("rounds.csv", ROUNDS_COLUMNS)
+        writer.write_scenario(scenario)
+        writer.write_table("cell.csv", cell_table(run))  # once, at the start: where the clients were dropped
 
-    sim = Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s,
-                    cfg.cell.downlink.mode, start_time_s=sim_time_s, counters=counters,
-                    fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
-                    straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
-                    keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation))
+    sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=streams.fading)
     n_cohort = selected_per_round(cfg)
-    rounds = cfg.rounds
     rows = read_metrics_rows(writer.metrics_path)
     host_start = time.perf_counter() - host_offset_s
-    bar = _progress_bar(run.label, rounds, start_round, progress)
-    summary: Dict[str, Any] = {}
+    bar = _progress_bar(run.label, cfg.rounds, start_round, progress)
+    summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
+
+    def record_evaluation(rnd: int) -> Dict[str, float]:
+        acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
+        c = sim.counters
+        row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
+               "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
+               "client_flops": c.client_flops, "server_flops": c.server_flops,
+               "host_time_s": time.perf_counter() - host_start}
+        writer.append_log("metrics.csv", METRICS_COLUMNS, row)
+        rows.append({k: float(v) for k, v in row.items()})
+        return row
+
+    rnd = start_round
     try:
-        for rnd in range(start_round + 1, rounds + 1):
-            cohort = run.selector.select(cfg.clients.count, n_cohort, selection_rng)
+        if not plan.resume:
+            record_evaluation(0)  # the initial model: curves start at t = 0
+            summary = _summary(run, rows, sim, "running" if cfg.rounds else "complete")
+            writer.write_summary(summary)
+        for rnd in range(start_round + 1, cfg.rounds + 1):
+            cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, streams.selection),
+                                   cfg.clients.count, n_cohort, run.selector)
             before = sim.counters.as_dict()
             duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
-            run.cell.move(duration_s, mobility_rng)  # clients move while the round runs (static: no-op)
+            run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
             after = sim.counters.as_dict()
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
@@ -321,29 +215,46 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                                                      "retransmissions", "dropped_transmissions", "dropped_clients")},
                 "cohort": " ".join(map(str, cohort.tolist())),
                 "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))})
-            last = rnd == rounds
-            if rnd % cfg.eval_every_rounds == 0 or last:
-                acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
-                c = sim.counters
-                row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
-                       "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
-                       "client_flops": c.client_flops, "server_flops": c.server_flops,
-                       "host_time_s": time.perf_counter() - host_start}
-                writer.append_log("metrics.csv", METRICS_COLUMNS, row)
-                rows.append({k: float(v) for k, v in row.items()})
+            finite = _all_finite(run.algorithm.global_model())
+            last = rnd == cfg.rounds
+            if rnd % cfg.eval_every_rounds == 0 or last or not finite:
+                row = record_evaluation(rnd)
+                if not finite or not math.isfinite(row["test_loss"]):
+                    summary = _diverged(run, rows, sim, rnd, finite)
+                    writer.write_summary(summary)
+                    bar.close()
+                    return summary
                 summary = _summary(run, rows, sim, "complete" if last else "running")
                 writer.write_summary(summary)
-                _save_checkpoint(writer, run, rnd, sim, row["host_time_s"],
-                                 {"selection": selection_rng, "fading": fading_rng, "mobility": mobility_rng})
-                bar.set_postfix_str(f"sim {sim.now_s:,.0f} s, acc {acc:.3f}")
+                checkpoint.save(writer.checkpoint_path, {
+                    "round": rnd, "sim_time_s": sim.now_s, "host_time_s": row["host_time_s"],
+                    "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),
+                    "rng": streams.state(run), "cell": run.cell.state_dict(),
+                    "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
+                    "selector": run.selector.state_dict()})
+                bar.set_postfix_str(f"sim {sim.now_s:,.0f} s, acc {row['test_accuracy']:.3f}")
             if on_round is not None:
                 on_round(rnd, {"sim_time_s": sim.now_s, "cohort": cohort})
             bar.update(1)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        message = f"{run.label}: round {rnd} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        summary = {**(_summary(run, rows, sim, "failed") if rows else {"label": run.label, "status": "failed"}),
+                   "error": message}
+        writer.write_summary(summary)
+        raise RunFailed(message, summary) from exc
     finally:
         bar.close()
-    if not summary:  # nothing left to run (resumed a finished run)
-        summary = writer.read_summary() or {}
     return summary
+
+
+def _diverged(run: Run, rows: List[Dict[str, float]], sim: Simulator, rnd: int, weights_finite: bool) -> Dict[str, Any]:
+    what = "the model's weights" if not weights_finite else "the test loss"
+    lr = run.cfg.training.learning_rate
+    message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
+               f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g})")
+    return {**_summary(run, rows, sim, "diverged"), "error": message}
 
 
 def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str) -> Dict[str, Any]:
@@ -359,6 +270,7 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "rounds_completed": int(last["round"]),
         "rounds_planned": run.cfg.rounds,
         "final_test_accuracy": last["test_accuracy"],
+        "final_test_loss": last["test_loss"],
         "best_test_accuracy": max(r["test_accuracy"] for r in rows),
         "final_sim_time_s": last["sim_time_s"],
         "host_time_s": last["host_time_s"],
@@ -375,17 +287,6 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
     }
 
 
-def _save_checkpoint(writer: RunWriter, run: Run, rnd: int, sim: Simulator, host_time_s: float,
-                     streams: Dict[str, np.random.Generator]) -> None:
-    tmp = writer.checkpoint_path.with_name("checkpoint.pt.tmp")
-    torch.save({"round": rnd, "sim_time_s": sim.now_s, "host_time_s": host_time_s,
-                "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),
-                "rng": _rng_state(run, streams), "cell": run.cell,
-                "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
-                "selector": run.selector.state_dict()}, tmp)
-    tmp.replace(writer.checkpoint_path)
-
-
 class _NoBar:
     def set_postfix_str(self, *_: Any) -> None: ...
     def update(self, *_: Any) -> None: ...
@@ -400,28 +301,51 @@ def _progress_bar(label: str, rounds: int, start: int, enabled: bool) -> Any:
     return tqdm(total=rounds, initial=start, desc=label, unit="round", file=sys.stderr, dynamic_ncols=True)
 
 
+def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, RunDirPlan]]:
+    """Everything a scenario needs before training, in the order that fails cheapest first.
+
+    The output directory's writability and every run directory's state (and, with ``--resume``,
+    the scenario it was made with and its checkpoint) are checked before the data set is loaded;
+    then every run is built.  ``--check`` stops here.
+
+    Raises
+    ------
+    ConfigError, RunDirError, CheckpointError, DatasetNotFoundError
+    """
+    out = Path(cfg.output_dir)
+    check_writable(out)
+    device = resolve_device(cfg.device)
+    plans = [plan_run_dir(out / spec.label, resolved_scenario(cfg, spec.label, device), resume)
+             for spec in cfg.algorithms]
+    dataset = load_dataset(cfg)
+    runs = []
+    for spec in cfg.algorithms:
+        run = build_run(cfg, spec, dataset)
+        cell_table(run)  # SNR and rates finite: what the run's first transfer would find out
+        build_simulator(run)
+        runs.append(run)
+    return list(zip(runs, plans))
+
+
 def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True) -> List[Dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
     Every part is built for every algorithm before the first one trains, so a bad parameter of
-    the last algorithm stops the scenario before any work.
+    the last algorithm stops the scenario before any work.  A run that fails or diverges does not
+    stop the others; its summary says why.
 
     Raises
     ------
-    ConfigError
-        If a run directory already holds results and ``resume`` is False (nothing is overwritten).
+    ConfigError, RunDirError, CheckpointError
+        Before any work (nothing is overwritten).
     """
-    out = Path(cfg.output_dir)
-    dataset = _component(DATASETS, cfg.data.dataset, "data.dataset").load()
-    runs = [build_run(cfg, spec, dataset) for spec in cfg.algorithms]
-    for run in runs:
-        run_dir = out / run.label
-        if (run_dir / "metrics.csv").exists() and not resume:
-            raise ConfigError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it "
-                              f"or choose another --output-dir")
+    prepared = prepare_scenario(cfg, resume)
     summaries = []
-    for run in runs:
-        summaries.append(run_one(run, out / run.label, resume=resume, progress=progress))
+    for run, plan in prepared:
+        try:
+            summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan))
+        except RunFailed as exc:
+            summaries.append(exc.summary or {"label": run.label, "status": "failed", "error": str(exc)})
         # free this run's tensors before the next one trains
         run.algorithm = None  # type: ignore[assignment]
     return summaries

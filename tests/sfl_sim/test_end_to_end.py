@@ -50,9 +50,10 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
     for label in ("scala", "fedavg"):
         run_dir = out / label
         rows = read_rows(run_dir / "metrics.csv")
-        assert [r["round"] for r in rows] == ["1", "2"]
-        assert float(rows[1]["sim_time_s"]) > float(rows[0]["sim_time_s"]) > 0
-        assert float(rows[1]["uplink_bytes"]) > float(rows[0]["uplink_bytes"]) > 0
+        assert [r["round"] for r in rows] == ["0", "1", "2"]  # round 0: the initial model at t = 0
+        assert float(rows[0]["sim_time_s"]) == 0 and float(rows[0]["uplink_bytes"]) == 0
+        assert float(rows[2]["sim_time_s"]) > float(rows[1]["sim_time_s"]) > 0
+        assert float(rows[2]["uplink_bytes"]) > float(rows[1]["uplink_bytes"]) > 0
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["schema_version"] == 1 and summary["status"] == "complete"
         assert summary["rounds_completed"] == 2
@@ -105,7 +106,7 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         runner.run_one(runner.build_run(cfg, cfg.algorithms[0], dataset), tmp_path / "cut" / "scala",
                        progress=False, on_round=interrupt)
-    assert len(read_rows(tmp_path / "cut" / "scala" / "metrics.csv")) == 2
+    assert len(read_rows(tmp_path / "cut" / "scala" / "metrics.csv")) == 3  # rounds 0, 1, 2
     # Without --resume nothing is overwritten.
     assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress"]) == 2
     assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress", "--resume"]) == 0

@@ -1,0 +1,322 @@
+"""Build every part of a run from a validated scenario, before any training.
+
+Everything a scenario names — data set, partition, model, cell, algorithm, selector, engine — is
+built here, so a bad component name, parameter or plug-in stops the run with a one-line
+:class:`~sfl_sim.errors.ConfigError` naming the scenario field, before any work.  ``--check``
+runs exactly this.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
+                     UnknownComponentError)
+from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
+from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
+from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
+from sfl_sim.engine import Counters, Simulator
+from sfl_sim.errors import ConfigError
+from sfl_sim.models import build_model
+from sfl_sim.seeding import stream, torch_seed
+from sfl_sim.selection import SELECTORS, cohort_size
+
+
+def _describe_call(spec: ComponentSpec) -> str:
+    params = ", ".join(f"{k}={v!r}" for k, v in spec.params.items())
+    return f"{spec.name}({params})"
+
+
+def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extra: Any) -> Any:
+    """Build a component from its spec; every failure is one line naming the scenario field.
+
+    Parameters
+    ----------
+    registry : channel.Registry
+    spec : ComponentSpec
+    field : str
+        Dotted scenario field, e.g. ``"cell.pathloss"`` (used in messages).
+    *args, **extra
+        Positional and keyword arguments the project passes (e.g. an algorithm's setup).
+
+    Raises
+    ------
+    ConfigError
+        Unknown name, a name that is not a class, a constructor that rejects its parameters or
+        raises anything at all (the message names the class and what it raised).
+    """
+    try:
+        factory = registry.get(spec.name)
+    except UnknownComponentError as exc:
+        raise ConfigError(f"{field}.name: {exc}") from None
+    try:
+        return factory(*args, **spec.params, **extra)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{field}: {spec.as_dict()!r} rejected: {_one_line(exc)}") from exc
+    except Exception as exc:  # a plug-in's constructor may raise anything; the user needs the field
+        raise ConfigError(f"{field}: {_describe_call(spec)} raised {type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` → CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device: got 'cuda' but torch sees no CUDA device; allowed here: cpu, auto")
+    return torch.device(name)
+
+
+@dataclass
+class Run:
+    """A built run: every part ready, nothing trained yet."""
+
+    cfg: Scenario
+    label: str
+    device: torch.device
+    dataset: ArrayDataset
+    cell: Cell
+    client_flops_per_s: np.ndarray
+    partition: List[np.ndarray]
+    setup: TrainingSetup
+    algorithm: Algorithm
+    selector: Any
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+
+
+def build_cell(cfg: Scenario) -> Cell:
+    """The cell of a scenario, from its named, seeded streams (``placement``, ``shadowing``, ``los``)."""
+    c = cfg.cell
+    seed = cfg.seed
+    down = c.downlink
+    parts = {field: component(registry, getattr(c, field), f"cell.{field}")
+             for field, registry in (("placement", PLACEMENTS), ("pathloss", PATHLOSS), ("shadowing", SHADOWING),
+                                     ("rate", RATES), ("allocation", ALLOCATORS), ("fading", FADING),
+                                     ("mobility", MOBILITY))}
+    try:
+        return Cell(
+            parts["placement"], parts["pathloss"], parts["shadowing"], parts["rate"], parts["allocation"],
+            n_clients=cfg.clients.count,
+            tx_power_w=c.client_tx_power_w,
+            noise_psd_dbm_per_hz=c.noise_psd_dbm_per_hz,
+            uplink_bandwidth_hz=c.uplink_bandwidth_hz,
+            downlink_bandwidth_hz=down.bandwidth_hz,
+            server_tx_power_w=down.server_tx_power_w,
+            placement_rng=stream(seed, "placement"),
+            shadowing_rng=stream(seed, "shadowing"),
+            los_rng=stream(seed, "los"),
+            fading=parts["fading"],
+            mobility=parts["mobility"],
+        )
+    except ConfigError:
+        raise
+    except Exception as exc:  # components run inside the cell: a plug-in may raise anything
+        raise ConfigError(f"cell: {_one_line(exc)}") from exc
+
+
+def selected_per_round(cfg: Scenario) -> int:
+    """Clients selected per round: the cohort, or more of them with over-selection (the engine
+    keeps the first ``cohort_size`` to deliver)."""
+    n_clients = cfg.clients.count
+    n = cohort_size(n_clients, cfg.clients.participation)
+    if cfg.stragglers.policy == "over_selection":
+        n = min(n_clients, math.ceil(n * (1.0 + cfg.stragglers.over_selection_fraction)))
+    return n
+
+
+def build_outage(cfg: Scenario) -> OutagePolicy:
+    """The outage rule of a scenario's ``cell.outage`` section."""
+    try:
+        return OutagePolicy(**cfg.cell.outage.model_dump())
+    except ValueError as exc:
+        raise ConfigError(f"cell.outage: {exc}") from None
+
+
+def load_dataset(cfg: Scenario) -> ArrayDataset:
+    """Load the scenario's data set; a missing, corrupt or refused file is one line naming it.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        Files missing (the message says what to install where).
+    ConfigError
+        Files corrupt or refused (e.g. a CIFAR pickle that would run code), or a loader that
+        returns something other than an :class:`ArrayDataset`.
+    """
+    loader = component(DATASETS, cfg.data.dataset, "data.dataset")
+    try:
+        dataset = loader.load()
+    except DatasetNotFoundError:
+        raise
+    except (ValueError, OSError) as exc:  # DatasetFormatError, IdxFormatError: the message names the file
+        raise ConfigError(f"data.dataset: {cfg.data.dataset.name} could not be read: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise ConfigError(f"data.dataset: {_describe_call(cfg.data.dataset)}.load() raised "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    if not isinstance(dataset, ArrayDataset):
+        raise ConfigError(f"data.dataset: {cfg.data.dataset.name}.load() returned a {type(dataset).__name__}; "
+                          f"allowed: a sfl_sim.data.ArrayDataset")
+    return dataset
+
+
+def _split(cfg: Scenario, dataset: ArrayDataset) -> List[np.ndarray]:
+    """The partition, checked: K index arrays, disjoint, non-empty, inside the training set."""
+    n_clients = cfg.clients.count
+    partitioner = component(PARTITIONERS, cfg.data.partition, "data.partition")
+    try:
+        parts = partitioner.split(dataset.train_y, n_clients, dataset.num_classes, stream(cfg.seed, "partition"))
+    except ValueError as exc:
+        raise ConfigError(f"data.partition: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise ConfigError(f"data.partition: {_describe_call(cfg.data.partition)}.split raised "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    where = f"data.partition: {cfg.data.partition.name}.split returned"
+    if not isinstance(parts, (list, tuple)) or len(parts) != n_clients:
+        raise ConfigError(f"{where} {type(parts).__name__} of length {len(parts) if hasattr(parts, '__len__') else '?'}"
+                          f"; allowed: a list of {n_clients} index arrays (one per client)")
+    n = len(dataset.train_y)
+    out = []
+    for k, ix in enumerate(parts):
+        arr = np.asarray(ix)
+        if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 \
+                or arr.max() >= n:
+            raise ConfigError(f"{where} a bad index array for client {k} (shape {arr.shape}, dtype {arr.dtype}); "
+                              f"allowed: non-empty integer indices in [0, {n})")
+        out.append(arr.astype(np.int64))
+    if sum(len(a) for a in out) != len(np.unique(np.concatenate(out))):
+        raise ConfigError(f"{where} overlapping index arrays; allowed: disjoint client data sets")
+    return out
+
+
+def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None) -> Run:
+    """Build every part of one run of ``cfg`` with ``algorithm_spec``.
+
+    Parameters
+    ----------
+    cfg : Scenario
+        Validated scenario (:func:`sfl_sim.config.validate`).
+    algorithm_spec : AlgorithmSpec
+        One entry of ``cfg.algorithms``.
+    dataset : ArrayDataset, optional
+        Already loaded data set (several algorithms of one scenario share it).
+
+    Raises
+    ------
+    ConfigError
+        On any component that cannot be built from the scenario.
+    DatasetNotFoundError
+        If the data set's files are missing (message says what to install where).
+    """
+    seed = cfg.seed
+    device = resolve_device(cfg.device)
+    if cfg.training.torch_threads:
+        torch.set_num_threads(cfg.training.torch_threads)
+    if dataset is None:
+        dataset = load_dataset(cfg)
+    partition = _split(cfg, dataset)
+    n_train = len(dataset.train_y)
+    if cfg.training.batch_size > n_train:
+        raise ConfigError(f"training.batch_size: got {cfg.training.batch_size}; allowed: at most the {n_train} "
+                          f"training samples of {dataset.name}")
+    if cfg.training.batch_size < selected_per_round(cfg):
+        raise ConfigError(
+            f"training.batch_size: got {cfg.training.batch_size}; allowed: at least the number of clients "
+            f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1")
+
+    # Same seed → same initial weights for every algorithm of the scenario.
+    torch.manual_seed(torch_seed(seed, "model_init"))
+    m = cfg.model
+    try:
+        model = build_model(m.name, dataset.input_shape, dataset.num_classes, **m.params)
+    except UnknownComponentError as exc:
+        raise ConfigError(f"model.name: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(f"model.params: {m.params!r} rejected: {_one_line(exc)}") from None
+    if m.split_point not in model.split_points:
+        raise ConfigError(f"model.split_point: got {m.split_point!r}; split point does not exist for "
+                          f"{m.name}; allowed: {', '.join(model.split_points)}")
+    model.to(device)
+
+    cell = build_cell(cfg)
+    build_outage(cfg)  # checked now, used by the engine
+    clients = cfg.clients
+    client_flops_per_s = stream(seed, "compute").uniform(
+        clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
+
+    train_x, train_y = dataset.tensors("train", device)
+    test_x, test_y = dataset.tensors("test", device)
+    if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
+        pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
+        rows = torch.from_numpy(pick).to(device)
+        test_x, test_y = test_x[rows], test_y[rows]
+    t = cfg.training
+    setup = TrainingSetup(
+        model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
+        client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
+        num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
+        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"))
+    algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
+    if not isinstance(algorithm, Algorithm):
+        raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
+                          f"subclass of sfl_sim.algorithms.Algorithm")
+    selection = clients.selection or ComponentSpec.model_validate(
+        type(algorithm).default_selection or {"name": "uniform"})
+    selector = component(SELECTORS, selection, "clients.selection")
+    try:
+        selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
+    except Exception as exc:
+        raise ConfigError(f"clients.selection: {_describe_call(selection)}.prepare raised {type(exc).__name__}: "
+                          f"{_one_line(exc)}") from exc
+    return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
+               setup, algorithm, selector, test_x, test_y)
+
+
+def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Counters] = None,
+                    fading_rng: Optional[np.random.Generator] = None) -> Simulator:
+    """The engine of a run (its clock, cell, compute budgets, outage and straggler rules)."""
+    cfg = run.cfg
+    return Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s,
+                     cfg.cell.downlink.mode, start_time_s=start_time_s, counters=counters,
+                     fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
+                     straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
+                     keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation))
+
+
+def cell_table(run: Run) -> Dict[str, Any]:
+    """``cell.csv``: per client position, distance, path loss, shadowing, SNR and rate at an equal
+    share of the cohort, compute budget, data size and classes held.
+
+    Raises
+    ------
+    ConfigError
+        If the cell's SNR or rate come out non-finite (a plug-in or an extreme link budget).
+    """
+    n_sharing = cohort_size(run.cfg.clients.count, run.cfg.clients.participation)
+    try:
+        info = run.cell.describe(n_sharing=n_sharing)  # SNR and rate on an equal share of the cohort
+    except Exception as exc:
+        raise ConfigError(f"cell: {_one_line(exc)}") from exc
+    for key in ("snr_db", "uplink_rate_bps"):
+        bad = ~np.isfinite(np.asarray(info[key], dtype=float))
+        if bad.any():
+            raise ConfigError(f"cell: {key} is not finite for {int(bad.sum())} client(s) (e.g. client "
+                              f"{int(np.flatnonzero(bad)[0])}); check the link budget (power, bandwidth, noise) "
+                              f"and the channel components")
+    table = {"client": np.asarray(info.pop("client")).tolist(),
+             "x_m": run.cell.positions_m[:, 0].tolist(), "y_m": run.cell.positions_m[:, 1].tolist()}
+    table.update({k: np.asarray(v).tolist() for k, v in info.items()})
+    table["compute_flops_per_s"] = run.client_flops_per_s.tolist()
+    table["data_samples"] = [len(ix) for ix in run.partition]
+    labels = run.dataset.train_y
+    table["classes_held"] = [int(len(np.unique(labels[ix]))) for ix in run.partition]
+    return table

@@ -1,0 +1,115 @@
+"""``checkpoint.pt``: what a run needs to continue, as data only.
+
+A checkpoint holds tensors, numbers, strings, None and plain containers — never an object — and
+is read with ``torch.load(weights_only=True)``, so a crafted file cannot run code.  Numpy arrays
+(the cell's state, selector histories) are stored as tensors behind a ``{"__ndarray__": ...}``
+marker and come back as the same numpy arrays, bit for bit.
+
+Layout (``format`` 2)::
+
+    {"format": 2, "round": int, "sim_time_s": float, "host_time_s": float,
+     "counters": {...}, "algorithm": {...}, "rng": {...}, "cell": {...},
+     "flops_per_sample": {...}, "selector": {...}}
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any, Dict
+
+import numpy as np
+import torch
+
+from sfl_sim.errors import CheckpointError
+
+FORMAT = 2
+KEYS = ("format", "round", "sim_time_s", "host_time_s", "counters", "algorithm", "rng", "cell",
+        "flops_per_sample", "selector")
+_ARRAY = "__ndarray__"
+
+
+def to_plain(obj: Any) -> Any:
+    """Replace numpy arrays and scalars inside ``obj`` by tensors / Python numbers (recursively).
+
+    Raises
+    ------
+    TypeError
+        On anything that is not a tensor, number, string, bool, None, numpy array or a
+        dict/list/tuple of those (the message names where it was found).
+    """
+    return _convert(obj, "checkpoint")
+
+
+def _convert(obj: Any, where: str) -> Any:
+    if obj is None or isinstance(obj, (bool, int, float, str, torch.Tensor)):
+        return obj
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            raise TypeError(f"{where}: numpy array of Python objects cannot be checkpointed")
+        return {_ARRAY: torch.from_numpy(np.ascontiguousarray(obj).copy())}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _convert(v, f"{where}[{k!r}]") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        out = [_convert(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+        return out if isinstance(obj, list) else tuple(out)
+    raise TypeError(f"{where}: a {type(obj).__name__} cannot be checkpointed; state must be tensors, numbers, "
+                    f"strings and plain containers")
+
+
+def from_plain(obj: Any) -> Any:
+    """Inverse of :func:`to_plain`: marked tensors back to numpy arrays."""
+    if isinstance(obj, dict):
+        if set(obj) == {_ARRAY}:
+            return obj[_ARRAY].numpy()
+        return {k: from_plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_plain(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(from_plain(v) for v in obj)
+    return obj
+
+
+def save(path: Path, state: Dict[str, Any]) -> None:
+    """Write ``state`` (the :data:`KEYS` but ``format``) atomically to ``path``.
+
+    The file is written beside ``path`` and renamed over it, so a kill while saving leaves the
+    previous checkpoint intact.
+    """
+    payload = to_plain({"format": FORMAT, **state})
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def load(path: Path) -> Dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True`` onto the CPU and check its layout.
+
+    Tensors stay on the CPU (``load_state_dict`` copies them to the run's device; numpy arrays
+    and torch's RNG state must be CPU tensors anyway).
+
+    Raises
+    ------
+    CheckpointError
+        If the file is truncated, not a checkpoint, from another format, or holds anything but
+        data (the message names the file and how to recover).
+    """
+    recover = (f"the rows in metrics.csv are kept; rerun into a new directory (-o) to start over, "
+               f"or delete {path.parent} to reuse the name")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{path}: refused (it holds more than data: {first[:160]}); {recover}") from None
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
+        raise CheckpointError(f"{path}: cannot be read ({type(exc).__name__}: truncated or not a checkpoint); "
+                              f"{recover}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or any(k not in data for k in KEYS):
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise CheckpointError(f"{path}: not an sfl-sim checkpoint of format {FORMAT} (got {got!r}); {recover}")
+    if not isinstance(data["round"], int) or data["round"] < 0:
+        raise CheckpointError(f"{path}: round {data['round']!r} is not a round number; {recover}")
+    return from_plain(data)

@@ -1,0 +1,183 @@
+"""What to do with a run directory, decided before any work: start, restart, resume — or refuse.
+
+A run directory is a researcher's evidence, so it must never describe a run that did not happen:
+
+* a directory without run files, or whose run died before its first checkpoint (no
+  ``checkpoint.pt`` and no evaluated round after round 0), is started (again) from scratch;
+* a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
+  asked for is the one the run was made with — every difference but the fields in
+  :data:`RESUMABLE_FIELDS` is refused and listed;
+* a missing or unreadable ``metrics.csv``/``rounds.csv``/``checkpoint.pt`` next to a run's other
+  files is refused with the file's name and how to recover, instead of silently dropping or
+  overwriting history.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional
+
+import yaml
+
+from sfl_sim import checkpoint as ckpt
+from sfl_sim.config import flatten
+from sfl_sim.errors import CheckpointError, RunDirError
+
+#: Files a run writes into its directory.
+RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", "cell.csv", "checkpoint.pt")
+
+#: Scenario fields a resume may change: none of them changes what the run computes (more rounds
+#: continue the same run; the rest only decide where files go and how fast the host works).
+RESUMABLE_FIELDS = ("rounds", "output_dir", "eval_batch_size", "training.torch_threads", "device")
+
+
+@dataclass
+class RunDirPlan:
+    """What :func:`plan_run_dir` decided for one run directory.
+
+    Attributes
+    ----------
+    run_dir : Path
+    resume : bool
+        Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
+    checkpoint : dict or None
+        The loaded checkpoint when resuming.
+    """
+
+    run_dir: Path
+    resume: bool
+    checkpoint: Optional[Dict[str, Any]] = field(default=None, repr=False)
+
+
+def check_writable(out: Path, what: str = "output_dir") -> None:
+    """Refuse an output directory that cannot be created or written, before any work.
+
+    Nothing is left behind: the probe file is created in the nearest existing ancestor and
+    removed at once.
+
+    Raises
+    ------
+    RunDirError
+        If a component of the path is a file, or the directory cannot be written.
+    """
+    path = Path(out)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        where = "is" if probe == path else f"is under {str(probe)!r}, which is"
+        raise RunDirError(f"{what}: {str(path)!r} {where} a file, not a directory; choose another --output-dir")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise RunDirError(f"{what}: {str(path)!r} cannot be written ({exc.strerror or exc}); choose another "
+                          f"--output-dir") from None
+
+
+def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any]) -> List[str]:
+    """Fields (dotted) whose values differ between two resolved scenarios, as ``field: old -> new``.
+
+    Fields in :data:`RESUMABLE_FIELDS` are left out.
+    """
+    old, new = flatten(made_with), flatten(asked)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if key in RESUMABLE_FIELDS:
+            continue
+        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if a != b:
+            out.append(f"{key}: {a!r} -> {b!r}")
+    return out
+
+
+def _read_rounds(path: Path) -> List[int]:
+    """Round numbers of a per-round log; refuses a file that is not one."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or header[0] != "round":
+                raise ValueError("no 'round' header")
+            return [int(row[0]) for row in reader if row]
+    except (ValueError, IndexError, UnicodeDecodeError, csv.Error) as exc:
+        raise RunDirError(f"{path}: unreadable ({exc}); rerun into a new directory (-o) to start over") from None
+
+
+def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> RunDirPlan:
+    """Decide whether ``run_dir`` starts, restarts or resumes, and check everything it needs.
+
+    Parameters
+    ----------
+    run_dir : Path
+    resolved : mapping
+        The resolved scenario this run would write to ``scenario.yaml``.
+    resume : bool
+        ``--resume`` was given.
+
+    Raises
+    ------
+    RunDirError, CheckpointError
+        With one line naming the file or the differing fields and how to recover.
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
+    present = {name for name in RUN_FILES if (run_dir / name).exists()}
+    metrics, rounds_log, ckpt_path = run_dir / "metrics.csv", run_dir / "rounds.csv", run_dir / "checkpoint.pt"
+    if "checkpoint.pt" not in present:
+        evaluated = [r for r in _read_rounds(metrics) if r > 0] if "metrics.csv" in present else []
+        if evaluated:
+            raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no checkpoint.pt, so it "
+                              f"can be neither continued nor overwritten; rerun into a new directory (-o)")
+        return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
+    if not resume:
+        raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
+                          f"choose another --output-dir")
+    for name in ("metrics.csv", "rounds.csv", "scenario.yaml"):
+        if name not in present:
+            raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
+                              f"rerun into a new directory (-o) to start over")
+    try:
+        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{run_dir / 'scenario.yaml'}: unreadable ({type(exc).__name__}); rerun into a new "
+                          f"directory (-o)") from None
+    if not isinstance(made_with, dict):
+        raise RunDirError(f"{run_dir / 'scenario.yaml'}: not a scenario mapping; rerun into a new directory (-o)")
+    diff = scenario_differences(made_with, resolved)
+    if diff:
+        raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
+                          f"{', '.join(RESUMABLE_FIELDS)} may change on resume — rerun into a new directory (-o) "
+                          f"for the new settings")
+    state = ckpt.load(ckpt_path)
+    done = state["round"]
+    if resolved.get("rounds", done) < done:
+        raise RunDirError(f"rounds: got {resolved['rounds']}; allowed: at least the {done} rounds {run_dir} has "
+                          f"already run")
+    evaluated = _read_rounds(metrics)
+    if done not in evaluated:
+        raise CheckpointError(f"{metrics} has no row for round {done}, the round of checkpoint.pt (rows: "
+                              f"{evaluated[-3:] if evaluated else 'none'}); the files do not belong together — "
+                              f"rerun into a new directory (-o)")
+    logged = [r for r in _read_rounds(rounds_log) if r <= done]
+    if logged != list(range(1, done + 1)):
+        raise CheckpointError(f"{rounds_log} does not hold rounds 1..{done} of checkpoint.pt; rerun into a new "
+                              f"directory (-o)")
+    if (run_dir / "summary.json").exists():
+        try:
+            seed = json.loads((run_dir / "summary.json").read_text()).get("seed")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            seed = None  # rewritten at the next evaluation; the scenario check above already matched
+        if seed is not None and seed != resolved.get("seed"):
+            raise RunDirError(f"{run_dir / 'summary.json'} records seed {seed}, the scenario seed "
+                              f"{resolved.get('seed')}; rerun into a new directory (-o)")
+    return RunDirPlan(run_dir, resume=True, checkpoint=state)
+
+
+__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDirPlan", "check_writable", "plan_run_dir", "scenario_differences"]

@@ -1,0 +1,301 @@
+"""Running a study's runs: in this process, a local process pool, or Ray tasks.
+
+Every executor calls the same :func:`execute_run`, which does what a single run does (build,
+check the run directory, train, write) and never raises: a failed run comes back with its error,
+so the others go on.  Rerunning a study is idempotent: finished runs are skipped, interrupted
+ones resume from their checkpoints (killing a study loses at most the rounds since each run's last
+checkpoint), the rest start.
+
+Local executor
+    ``--workers N`` processes, each with ``threads_per_worker`` torch threads (default: the free
+    cores divided among the workers, so threads × workers ≤ cores).  On Linux with CPU runs the
+    pool forks after the data set is loaded once, so the workers share its pages; elsewhere (and
+    with CUDA, which cannot fork) each worker loads it once.  On a GPU, the workers share the
+    device.
+Ray executor
+    The same runs as Ray tasks (``ray.init(address=...)``), each asking for ``cpus_per_run`` CPUs
+    and ``gpus_per_run`` of a GPU.  Ray is an optional extra (``pip install -e '.[ray]'``),
+    imported only when chosen.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+from sfl_sim.errors import RunFailed, UserError
+from sfl_sim.study import StudyRun
+
+__all__ = ["RunTask", "execute_run", "run_study", "free_cores", "STATUS_FILE"]
+
+#: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
+STATUS_FILE = "runs.csv"
+
+
+def free_cores() -> int:
+    """Cores this process may use and that are not busy: the affinity set minus the 1-minute load
+    of other processes (at least 1)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:
+        busy = 0
+    return max(1, min(cores, cores - busy if busy < cores else 1))
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker needs for one run (plain data: picklable for any executor)."""
+
+    name: str
+    run_dir: str
+    scenario: Dict[str, Any]
+    coordinates: Dict[str, Any]
+    threads: Optional[int] = None
+
+
+@functools.lru_cache(maxsize=2)
+def _dataset(spec_json: str) -> Any:
+    """One loaded data set per process and spec (forked workers inherit the parent's)."""
+    from sfl_sim.build import load_dataset
+    from sfl_sim.config import validate
+
+    return load_dataset(validate({"data": {"dataset": json.loads(spec_json)}}))
+
+
+def _dataset_key(scenario: Dict[str, Any]) -> str:
+    return json.dumps(scenario.get("data", {}).get("dataset", {"name": "fashion_mnist"}), sort_keys=True)
+
+
+def execute_run(task: RunTask) -> Dict[str, Any]:
+    """Build and train one study run into ``task.run_dir``; never raises.
+
+    Returns
+    -------
+    dict
+        ``name``, ``status`` (``complete``, ``diverged``, ``failed``), ``error`` (one line, or
+        ``""``), ``final_test_accuracy``, ``best_test_accuracy``, ``host_time_s`` and
+        ``traceback`` (for unexpected errors).
+    """
+    start = time.perf_counter()
+    out: Dict[str, Any] = {"name": task.name, "status": "failed", "error": "", "traceback": ""}
+    try:
+        import torch
+
+        from sfl_sim.build import build_run, resolve_device
+        from sfl_sim.config import validate
+        from sfl_sim.run_dir import plan_run_dir
+        from sfl_sim.runner import resolved_scenario, run_one
+
+        cfg = validate(task.scenario)
+        if task.threads and not cfg.training.torch_threads:
+            torch.set_num_threads(task.threads)
+        spec = cfg.algorithms[0]
+        plan = plan_run_dir(Path(task.run_dir), resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
+                            resume=True)
+        run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)))
+        summary = run_one(run, Path(task.run_dir), progress=False, plan=plan, coordinates=task.coordinates)
+        out.update(status=summary.get("status", "failed"), error=summary.get("error", ""),
+                   final_test_accuracy=summary.get("final_test_accuracy"),
+                   best_test_accuracy=summary.get("best_test_accuracy"))
+    except (UserError, RunFailed) as exc:
+        out["error"] = " ".join(str(exc).split())
+    except Exception as exc:  # a worker must report, not die: the other runs go on
+        out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        out["traceback"] = traceback.format_exc()
+    out["host_time_s"] = time.perf_counter() - start
+    return out
+
+
+def _finished(run: StudyRun, run_dir: Path) -> bool:
+    """A run whose directory already holds the complete run of exactly this scenario."""
+    summary_path = run_dir / "summary.json"
+    if not summary_path.is_file():
+        return False
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    if summary.get("status") != "complete" or summary.get("rounds_completed") != run.scenario.get("rounds"):
+        return False
+    import yaml
+
+    from sfl_sim.build import resolve_device
+    from sfl_sim.config import validate
+    from sfl_sim.run_dir import scenario_differences
+    from sfl_sim.runner import resolved_scenario
+
+    cfg = validate(run.scenario)
+    try:
+        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(made_with, dict) and not scenario_differences(
+        made_with, resolved_scenario(cfg, cfg.algorithms[0].label, resolve_device(cfg.device)))
+
+
+def _local(tasks: Sequence[RunTask], workers: int) -> Iterator[Dict[str, Any]]:
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield execute_run(task)
+        return
+    uses_cuda = any(t.scenario.get("device") == "cuda" for t in tasks)
+    if sys.platform.startswith("linux") and not uses_cuda:
+        # Load each data set once in the parent: forked workers share its memory pages.
+        for key in {_dataset_key(t.scenario) for t in tasks}:
+            _dataset(key)
+        context = multiprocessing.get_context("fork")
+    else:
+        context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pending = {pool.submit(execute_run, t) for t in tasks}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+
+def _ray(tasks: Sequence[RunTask], address: Optional[str], cpus_per_run: float,
+         gpus_per_run: float) -> Iterator[Dict[str, Any]]:
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray, an optional extra: pip install -e '.[ray]' "
+                        "(or pip install 'ray[default]>=2.9')") from None
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(execute_run)
+    pending = [remote.remote(t) for t in tasks]
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        yield ray.get(done[0])
+
+
+class _StudyProgress:
+    """One line per run start/finish (suits batch logs and Ray) and, on a terminal, an overall bar."""
+
+    def __init__(self, total: int, already: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, already, enabled
+        self.start = time.perf_counter()
+        self.bar = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=already, desc="study", unit="run", file=sys.stderr)
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def finished(self, result: Dict[str, Any], fresh_done: int, fresh_total: int) -> None:
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / fresh_done * (fresh_total - fresh_done) if fresh_done else float("nan")
+        acc = result.get("final_test_accuracy")
+        what = f"acc {acc:.4f}" if isinstance(acc, float) else result.get("error", "")
+        self.line(f"[{self.done}/{self.total}] {result['status']}: {result['name']} ({what}; "
+                  f"{result['host_time_s']:.0f} s; study ETA {eta:.0f} s)")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _write_status(path: Path, runs: Sequence[StudyRun], results: Dict[str, Dict[str, Any]]) -> None:
+    keys = sorted({k for r in runs for k in r.coordinates})
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["name", "status", *keys, "final_test_accuracy", "error"])
+        for run in runs:
+            res = results.get(run.name, {})
+            coords = [json.dumps(run.coordinates.get(k), default=str) if isinstance(run.coordinates.get(k), (dict, list))
+                      else run.coordinates.get(k, "") for k in keys]
+            writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
+                             res.get("error", "")])
+    os.replace(tmp, path)
+
+
+def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, executor: str = "local",
+              address: Optional[str] = None, threads_per_worker: Optional[int] = None,
+              cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = True,
+              on_result: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Dict[str, Any]]:
+    """Run (or skip, or resume) every run of a study into ``study_dir/<run name>``.
+
+    Parameters
+    ----------
+    runs : sequence of StudyRun
+    study_dir : Path
+    workers : int
+        Local executor: processes running at once.
+    executor : {"local", "ray"}
+    address : str, optional
+        Ray cluster address (``ray.init(address=...)``); None starts a local Ray instance.
+    threads_per_worker : int, optional
+        Torch threads of each local worker (default ``max(1, free_cores() // workers)``);
+        a scenario's ``training.torch_threads`` wins.
+    cpus_per_run, gpus_per_run : float
+        Ray resources each run asks for.
+    progress : bool
+        Print one line per finished run (and an overall bar on a terminal).
+    on_result : callable, optional
+        Called with each run's result as it arrives (tests).
+
+    Returns
+    -------
+    dict
+        Run name → result (``status`` ``complete``, ``diverged``, ``failed`` or ``skipped``).
+    """
+    from sfl_sim.run_dir import check_writable
+
+    study_dir = Path(study_dir)
+    check_writable(study_dir, "study output_dir")
+    study_dir.mkdir(parents=True, exist_ok=True)
+    results: Dict[str, Dict[str, Any]] = {}
+    for run in runs:
+        if _finished(run, study_dir / run.name):
+            results[run.name] = {"name": run.name, "status": "skipped", "error": "",
+                                 "final_test_accuracy": json.loads(
+                                     (study_dir / run.name / "summary.json").read_text()).get("final_test_accuracy")}
+    todo = [r for r in runs if r.name not in results]
+    threads = threads_per_worker or max(1, free_cores() // max(1, workers))
+    tasks = [RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads) for r in todo]
+    status_path = study_dir / STATUS_FILE
+    _write_status(status_path, runs, results)
+    bar = _StudyProgress(len(runs), len(results), progress)
+    if results:
+        bar.line(f"study: {len(results)} of {len(runs)} runs already finished; running {len(todo)}")
+    if executor == "local":
+        stream = _local(tasks, workers)
+    elif executor == "ray":
+        stream = _ray(tasks, address, cpus_per_run, gpus_per_run)
+    else:
+        raise UserError(f"--executor: got {executor!r}; allowed: local, ray")
+    try:
+        for i, result in enumerate(stream, start=1):
+            results[result["name"]] = result
+            _write_status(status_path, runs, results)
+            bar.finished(result, i, len(tasks))
+            if on_result is not None:
+                on_result(result)
+    finally:
+        bar.close()
+    return results
