@@ -48,6 +48,7 @@ from .protocols import (
     PROTOCOLS,
     BoundedSpeedMobility,
     LosAwarePathLoss,
+    LosSampler,
     RangedPathLoss,
     Resettable,
     ShadowingDecorrelationSource,
@@ -200,8 +201,9 @@ def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) ->
         if los_aware:
             p = _float_array(report, comp.los_probability(d), (n,), "los_probability")
             report.check(np.all((p >= 0) & (p <= 1)), "los_probability in [0, 1]", f"got {p!r}")
-            los = np.asarray(comp.sample_los(d, _rng(seed))) if hasattr(comp, "sample_los") else p > 0.5
-            if hasattr(comp, "sample_los"):
+            samples = isinstance(comp, LosSampler)
+            los = np.asarray(comp.sample_los(d, _rng(seed))) if samples else p > 0.5
+            if samples:
                 report.check(los.shape == (n,) and los.dtype == bool, "sample_los shape and dtype",
                              f"got {los.shape} {los.dtype}")
                 report.check(np.array_equal(los, comp.sample_los(d, _rng(seed))), "same seed, same LOS state")

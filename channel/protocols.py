@@ -18,7 +18,8 @@ mobility       :class:`Mobility`    ``step(positions_m, dt_s, rng, radius_m=None
 Optional capabilities
 ---------------------
 :class:`DiscPlacement` (``radius_m``, ``min_distance_m``), :class:`LosAwarePathLoss`
-(``los_probability``, ``loss_db(distance_m, los=...)``), :class:`LosDecorrelation`
+(``los_probability``, ``loss_db(distance_m, los=...)``), :class:`LosSampler` (``sample_los``),
+:class:`LosDecorrelation`
 (``los_decorrelation_m``), :class:`ShadowingSigmaSource` (``shadowing_sigma_db(los)``),
 :class:`ShadowingDecorrelationSource` (``shadowing_decorrelation_m(los)``),
 :class:`RangedPathLoss` (``valid_distance_m``), :class:`SiteShadowing` (``sample_site_db``),
@@ -52,6 +53,7 @@ __all__ = [
     "DiscPlacement",
     "PathLoss",
     "LosAwarePathLoss",
+    "LosSampler",
     "LosDecorrelation",
     "ShadowingSigmaSource",
     "ShadowingDecorrelationSource",
@@ -118,6 +120,15 @@ class LosAwarePathLoss(PathLoss, Protocol):
 
     def loss_db(self, distance_m: Any, los: Any = None) -> np.ndarray:
         """Path loss in dB for the given LOS state per distance."""
+
+
+@runtime_checkable
+class LosSampler(Protocol):
+    """A LOS-aware path loss that draws LOS states itself (the conformance check uses it; the cell
+    draws from its own stream instead)."""
+
+    def sample_los(self, distance_m: Any, rng: np.random.Generator) -> np.ndarray:
+        """Bool LOS state per distance (True = LOS), same shape."""
 
 
 @runtime_checkable

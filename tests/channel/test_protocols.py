@@ -40,6 +40,7 @@ def test_every_builtin_component_satisfies_its_protocol(kind):
 def test_optional_capabilities_of_the_builtins():
     uma, macro = channel.TR38901UMa(), channel.TR36814Macro()
     assert isinstance(uma, LosAwarePathLoss) and isinstance(uma, LosDecorrelation)
+    assert isinstance(uma, channel.protocols.LosSampler)
     assert not isinstance(macro, LosAwarePathLoss) and not isinstance(macro, LosDecorrelation)
     for model in (uma, macro, channel.FreeSpace(), channel.LogDistance()):
         assert isinstance(model, ShadowingSigmaSource) and isinstance(model, ShadowingDecorrelationSource)
