@@ -113,7 +113,7 @@ def _plain(value: Any, what: str) -> Any:
     """A deep copy of ``value`` made of numpy arrays, Python scalars, strings, None, dicts and
     lists/tuples only (numpy scalars become Python scalars; array-likes such as tensors become
     numpy arrays); anything else raises ``ValueError`` naming ``what``."""
-    if value is None or isinstance(value, (bool, int, float, str)) and not isinstance(value, np.generic):
+    if value is None or type(value) in (bool, int, float, str):
         return value
     if isinstance(value, np.generic):
         return value.item()
