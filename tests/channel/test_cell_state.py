@@ -191,3 +191,32 @@ def test_fixed_placement_cell_state_round_trips():
     b.load_state_dict(state)
     assert_same_simple = [np.array_equal(getattr(a, p), getattr(b, p)) for p in PROPERTIES if p != "los"]
     assert all(assert_same_simple) and b.los is None
+
+
+def test_numpy_scalars_become_python_scalars_and_other_types_are_refused():
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 1
+
+    class CountingFading(RayleighFading):
+        def __init__(self, value):
+            self.value = value
+
+        def state_dict(self):
+            return {"draws": self.value}
+
+        def load_state_dict(self, state):
+            self.value = state["draws"]
+
+    cell = build(mobility=RandomWaypointMobility())
+    cell_with = Cell(UniformDiscPlacement(400.0, 35.0), TR36814Macro(), NoShadowing(), ShannonRate(),
+                     EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                     uplink_bandwidth_hz=1e6, placement_rng=np.random.default_rng(0),
+                     shadowing_rng=np.random.default_rng(1), fading=CountingFading(np.float64(3.0)))
+    saved = cell_with.state_dict()["component_states"]["fading"]["draws"]
+    assert type(saved) is float and saved == 3.0
+    cell_with.fading.value = Level.HIGH
+    with pytest.raises(ValueError, match="fading .* state_dict\\(\\)\\['draws'\\] must hold only numpy arrays.*Level"):
+        cell_with.state_dict()
+    assert cell.state_dict()["version"] == 1
