@@ -2,9 +2,11 @@
 mobility, outage.
 
 Imports only numpy, scipy and the standard library (never ``sfl_sim``).  Each swappable
-component kind has a :class:`Registry`; components are created by short name or
+component kind has a :class:`Registry` (:data:`REGISTRIES`) and a :class:`typing.Protocol`
+(:data:`PROTOCOLS`, :mod:`channel.protocols`); components are created by short name or
 ``"package.module:Class"`` and assembled into a :class:`Cell`.  :func:`check_component` checks
-that a (new) component behaves like one of its kind.
+that a (new) component behaves like one of its kind; :mod:`channel.limits` holds the physical
+ranges of every parameter.
 """
 from .allocation import ALLOCATORS, EqualAllocation, EqualFinishTimeAllocation, ProportionalPayloadAllocation
 from .cell import Cell, LinkBudget
@@ -12,9 +14,10 @@ from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFadi
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
+from .protocols import PROTOCOLS, ComponentProtocolError, check_protocol, missing_members
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
-from .registry import Registry, UnknownComponentError
+from .registry import ComponentParameterError, Registry, UnknownComponentError, check_params
 from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing, ShadowingSite
 from .tr38901 import TR38901UMa, TR38901UMi
 from .units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
@@ -23,7 +26,13 @@ from .conformance import REGISTRIES, check_component  # noqa: E402  (needs the r
 __all__ = [
     "Registry",
     "UnknownComponentError",
+    "ComponentParameterError",
+    "ComponentProtocolError",
+    "check_params",
+    "check_protocol",
+    "missing_members",
     "REGISTRIES",
+    "PROTOCOLS",
     "PLACEMENTS",
     "PATHLOSS",
     "SHADOWING",

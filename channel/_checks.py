@@ -47,3 +47,32 @@ def readonly(arr: np.ndarray) -> np.ndarray:
     out = np.array(arr, dtype=float, copy=True)
     out.flags.writeable = False
     return out
+
+
+def check_state_keys(owner: str, state: Any, keys: Any) -> None:
+    """Refuse a saved state that is not a dict with exactly ``keys`` (names what differs)."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{owner} state must be a dict, got {type(state).__name__}")
+    expected = set(keys)
+    missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
+    if missing or extra:
+        raise ValueError(
+            f"{owner} state must have keys {sorted(expected)}; missing {missing}, unexpected {extra}"
+        )
+
+
+def state_array(owner: str, state: Any, key: str, shape: tuple, dtype: Any = float) -> np.ndarray:
+    """``state[key]`` as a fresh array of ``shape`` (finite when float), else ``ValueError``.
+
+    Accepts any array-like (a numpy array, a list, a CPU tensor), so a state that went through a
+    checkpoint as tensors loads as well.
+    """
+    try:
+        arr = np.array(state[key], dtype=dtype, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{owner} state[{key!r}] must be a numeric array of shape {shape}, got {state[key]!r}") from exc
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{owner} state[{key!r}] must have shape {tuple(shape)}, got shape {arr.shape}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{owner} state[{key!r}] must be finite, got {arr!r}")
+    return arr

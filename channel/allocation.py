@@ -22,6 +22,7 @@ import numpy as np
 import scipy.optimize
 
 from ._checks import check_array, check_scalar
+from .protocols import Allocator
 from .registry import Registry
 
 __all__ = [
@@ -53,7 +54,7 @@ def _payload(payload_bits: Any, n: int) -> Optional[np.ndarray]:
         raise ValueError(f"payload_bits must be a scalar or have shape ({n},) (one per client), got shape {arr.shape}")
     return arr
 
-ALLOCATORS = Registry("allocation")
+ALLOCATORS = Registry("allocation", protocol=Allocator)
 
 
 @ALLOCATORS.register("equal")

@@ -23,27 +23,118 @@ standard normal ``z_k`` (from ``los_rng``) and is in LOS while ``Phi(z_k) < Pr_L
 that stays put keeps its state, one that travels far gets a fresh draw, and the state always has
 the right probability at the new distance (the spatially consistent LOS procedure of TR 38.901
 7.6.3.3, per client).
+
+Components and checks
+---------------------
+Each component must satisfy its protocol (:mod:`channel.protocols`); optional capabilities are
+found with ``isinstance`` on the capability protocols.  Parameters are checked against the
+physical ranges of :mod:`channel.limits`, and every quantity the components produce (positions,
+path loss, shadowing, gains, SNR, rates) must be finite: a ``ValueError`` names the component and
+the quantity otherwise.  A path-loss model with ``valid_distance_m`` makes the cell warn
+(:class:`ModelValidityWarning`) or, with ``out_of_range="error"``, refuse when clients lie outside
+it, on construction and after every move.
+
+State
+-----
+:meth:`Cell.state_dict` returns the cell's evolving state as plain data (numpy arrays, numbers,
+strings, dicts): positions, the LOS latent, shadowing values, the shadowing model's carried
+state, the cell's LOS and shadowing streams and the state of stateful components (mobility).
+:meth:`Cell.load_state_dict` restores it into a freshly built cell of the same scenario, after
+which every property and every later draw is bit-identical to the original's continuation.
 """
 from __future__ import annotations
 
+import copy
+import math
+import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import scipy.special
 
-from ._checks import check_array, check_count, check_scalar, readonly
+from ._checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
 from .allocation import accepts_rate_of
 from .fading import NoFading
 from .geometry import distances_m as _distances_m
+from .limits import (
+    CELL_RADIUS_M,
+    CLIENT_DISTANCE_M,
+    CLIENT_TX_POWER_W,
+    DECORRELATION_M,
+    DOWNLINK_BANDWIDTH_HZ,
+    MIN_DISTANCE_M,
+    NOISE_PSD_DBM_PER_HZ,
+    SERVER_TX_POWER_W,
+    UPLINK_BANDWIDTH_HZ,
+)
 from .mobility import StaticMobility
+from .protocols import (
+    PROTOCOLS,
+    BoundedSpeedMobility,
+    DiscPlacement,
+    LosAwarePathLoss,
+    LosDecorrelation,
+    RangedPathLoss,
+    ShadowingDecorrelationSource,
+    ShadowingSigmaSource,
+    SiteShadowing,
+    SiteShadowingUpdate,
+    SnrRate,
+    Stateful,
+    check_protocol,
+)
 from .shadowing import ShadowingSite
 from .units import dbm_to_w, linear_to_db
 
-__all__ = ["Cell", "LinkBudget"]
+__all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
 
 #: LOS-state decorrelation distance when the path-loss model gives none, metres.
 DEFAULT_LOS_DECORRELATION_M = 50.0
+#: What the cell does when clients lie outside the path-loss model's ``valid_distance_m``.
+OUT_OF_RANGE_CHOICES = ("warn", "error")
+#: Version of the :meth:`Cell.state_dict` layout.
+CELL_STATE_VERSION = 1
+_STATE_KEYS = (
+    "version", "n_clients", "component_types", "positions_m", "los_latent", "shadowing_db",
+    "shadowing_state", "los_rng", "shadowing_rng", "component_states",
+)
+
+
+class ModelValidityWarning(UserWarning):
+    """Clients lie outside the distances a path-loss model is valid for."""
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _plain(value: Any, what: str) -> Any:
+    """A deep copy of ``value`` made of numpy arrays, Python scalars, strings, None, dicts and
+    lists/tuples only (numpy scalars become Python scalars; array-likes such as tensors become
+    numpy arrays); anything else raises ``ValueError`` naming ``what``."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise ValueError(f"{what} must hold plain data, got an object array")
+        return value.copy()
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{what} must have string keys, got {key!r}")
+            out[key] = _plain(item, f"{what}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(item, f"{what}[{i}]") for i, item in enumerate(value))
+    if hasattr(value, "__array__"):
+        return _plain(np.array(value), what)
+    raise ValueError(
+        f"{what} must hold only numpy arrays, numbers, strings, None and dicts/lists, got a {type(value).__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -120,11 +211,19 @@ class Cell:
     min_distance_m : float, optional
         Exclusion radius around the base station for mobility, metres; default the placement's
         ``min_distance_m``, at least 1 m.
+    out_of_range : {"warn", "error"}, default "warn"
+        What to do when clients lie outside the path-loss model's ``valid_distance_m`` (on
+        construction or after a move; with mobility, also when the annulus clients may move in
+        reaches outside it): a :class:`ModelValidityWarning` (once per cell) or a ``ValueError``.
 
     Raises
     ------
     ValueError
-        For any out-of-range parameter, or a component that returns arrays of the wrong shape.
+        For any parameter outside its physical range (:mod:`channel.limits`), a component that
+        returns arrays of the wrong shape or non-finite values, or (``out_of_range="error"``)
+        clients outside the path-loss model's validity range.
+    ComponentProtocolError
+        If a component lacks a method of its kind (:data:`channel.protocols.PROTOCOLS`).
     TypeError
         If an rng is not a ``numpy.random.Generator``.
     """
@@ -150,6 +249,7 @@ class Cell:
         los_rng: Optional[np.random.Generator] = None,
         radius_m: Optional[float] = None,
         min_distance_m: Optional[float] = None,
+        out_of_range: str = "warn",
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
@@ -160,69 +260,85 @@ class Cell:
             if not isinstance(rng, np.random.Generator):
                 raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
 
-        power = check_array("tx_power_w", tx_power_w, minimum=0.0, strict=True)
+        fading = NoFading() if fading is None else fading
+        mobility = StaticMobility() if mobility is None else mobility
+        components = {"placement": placement, "pathloss": pathloss, "shadowing": shadowing, "rate": rate,
+                      "allocation": allocator, "fading": fading, "mobility": mobility}
+        for kind, component in components.items():
+            check_protocol(component, PROTOCOLS[kind], f"Cell {kind}")
+        if out_of_range not in OUT_OF_RANGE_CHOICES:
+            raise ValueError(f"out_of_range must be one of {', '.join(OUT_OF_RANGE_CHOICES)}, got {out_of_range!r}")
+
+        power = CLIENT_TX_POWER_W.check_array("tx_power_w", tx_power_w)
         if power.ndim == 0:
             power = np.full(n, float(power))
         elif power.shape != (n,):
             raise ValueError(
                 f"tx_power_w must be a scalar or have shape ({n},) (one per client), got shape {power.shape}"
             )
-        noise_dbm = check_scalar("noise_psd_dbm_per_hz", noise_psd_dbm_per_hz, minimum=-np.inf)
-        self._uplink_bandwidth_hz = check_scalar(
-            "uplink_bandwidth_hz", uplink_bandwidth_hz, minimum=0.0, strict=True
-        )
+        noise_dbm = NOISE_PSD_DBM_PER_HZ.check("noise_psd_dbm_per_hz", noise_psd_dbm_per_hz)
+        self._uplink_bandwidth_hz = UPLINK_BANDWIDTH_HZ.check("uplink_bandwidth_hz", uplink_bandwidth_hz)
         self._downlink_bandwidth_hz = (
             None
             if downlink_bandwidth_hz is None
-            else check_scalar("downlink_bandwidth_hz", downlink_bandwidth_hz, minimum=0.0, strict=True)
+            else DOWNLINK_BANDWIDTH_HZ.check("downlink_bandwidth_hz", downlink_bandwidth_hz)
         )
         self._server_tx_power_w = (
-            None
-            if server_tx_power_w is None
-            else check_scalar("server_tx_power_w", server_tx_power_w, minimum=0.0, strict=True)
+            None if server_tx_power_w is None else SERVER_TX_POWER_W.check("server_tx_power_w", server_tx_power_w)
         )
 
         self.placement, self.pathloss, self.shadowing = placement, pathloss, shadowing
         self.rate, self.allocator = rate, allocator
-        self.fading = NoFading() if fading is None else fading
-        self.mobility = StaticMobility() if mobility is None else mobility
+        self.fading, self.mobility = fading, mobility
+        self._components = components
         self._allocator_wants_link = accepts_rate_of(allocator)
         self._n_clients = n
         self._noise_psd_dbm_per_hz = noise_dbm
         self._noise_psd_w_per_hz = float(dbm_to_w(noise_dbm))
         self._tx_power_w = readonly(power)
         self._los_rng, self._shadowing_rng = los_rng, shadowing_rng
-        self._los_aware = hasattr(pathloss, "los_probability")
-        self._los_decorrelation_m = float(getattr(pathloss, "los_decorrelation_m", DEFAULT_LOS_DECORRELATION_M))
+        # Capabilities, looked up once (isinstance on a runtime protocol is not free).
+        self._los_aware = isinstance(pathloss, LosAwarePathLoss)
+        self._los_decorrelation_m = (
+            DECORRELATION_M.check(f"pathloss {pathloss!r} los_decorrelation_m", pathloss.los_decorrelation_m)
+            if isinstance(pathloss, LosDecorrelation) else DEFAULT_LOS_DECORRELATION_M
+        )
+        self._model_sigma = isinstance(pathloss, ShadowingSigmaSource)
+        self._model_decorrelation = isinstance(pathloss, ShadowingDecorrelationSource)
+        self._site_shadowing = isinstance(shadowing, SiteShadowing)
+        self._site_update = isinstance(shadowing, SiteShadowingUpdate)
+        self._rate_has_snr = isinstance(rate, SnrRate)
+        self._valid_distance_m = self._validity_range(pathloss)
+        self._out_of_range = out_of_range
+        self._validity_warned = False
 
-        positions = np.asarray(placement.sample_positions_m(n, placement_rng), dtype=float)
-        if positions.shape != (n, 2):
-            raise ValueError(f"placement {placement!r} returned shape {positions.shape}, expected ({n}, 2)")
+        positions = self._checked_positions(placement.sample_positions_m(n, placement_rng), "placement", placement)
         distance = _distances_m(positions)
         # LOS first (own stream), then shadowing, whose sigma may depend on the LOS state.
         self._los_latent = los_rng.standard_normal(n) if self._los_aware else None
         los = self._los_state(distance)
         pathloss_db = self._pathloss(distance, los)
         site = self._site(positions, distance, los)
-        if hasattr(shadowing, "sample_site_db"):
+        if self._site_shadowing:
             shadowing_db, self._shadowing_state = shadowing.sample_site_db(site, shadowing_rng)
         else:
             shadowing_db, self._shadowing_state = shadowing.sample_db(n, shadowing_rng), None
-        shadowing_db = np.asarray(shadowing_db, dtype=float)
-        if shadowing_db.shape != (n,):
-            raise ValueError(f"shadowing {shadowing!r} returned shape {shadowing_db.shape}, expected ({n},)")
+        shadowing_db = self._checked_shadowing(shadowing_db)
         self._set_state(positions, distance, los, pathloss_db, shadowing_db, site)
 
-        if radius_m is None:
-            radius_m = getattr(placement, "radius_m", None)
+        if radius_m is None and isinstance(placement, DiscPlacement):
+            radius_m = placement.radius_m
         self._radius_m = (
-            float(distance.max()) if radius_m is None else check_scalar("radius_m", radius_m, strict=True)
+            CELL_RADIUS_M.check("radius_m", float(distance.max())) if radius_m is None
+            else CELL_RADIUS_M.check("radius_m", radius_m)
         )
         if min_distance_m is None:
-            min_distance_m = getattr(placement, "min_distance_m", None) or 0.0
-        self._min_distance_m = max(check_scalar("min_distance_m", min_distance_m), 1.0)
+            min_distance_m = (placement.min_distance_m if isinstance(placement, DiscPlacement) else None) or 0.0
+        self._min_distance_m = max(MIN_DISTANCE_M.check("min_distance_m", min_distance_m), 1.0)
         if self._min_distance_m >= self._radius_m:
             raise ValueError(f"min_distance_m must be < radius_m ({self._radius_m:g} m), got {min_distance_m!r}")
+        self._check_validity(distance, "are placed")
+        self._check_mobility_validity()
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -318,8 +434,8 @@ class Cell:
         """
         ids = self._check_ids(client_ids)
         gains = np.asarray(self.fading.sample_power_gain(ids.size, rng), dtype=float)
-        if gains.shape != ids.shape or np.any(~(gains >= 0)):
-            raise ValueError(f"fading {self.fading!r} must return {ids.size} gains >= 0, got {gains!r}")
+        if gains.shape != ids.shape or np.any(~(gains >= 0)) or not np.all(np.isfinite(gains)):
+            raise ValueError(f"fading {self.fading!r} must return {ids.size} finite gains >= 0, got {gains!r}")
         return gains
 
     # ------------------------------------------------------------------ rates
@@ -452,7 +568,8 @@ class Cell:
             raise ValueError("client_ids must name at least one receiver for a broadcast, got []")
         band, power = self._downlink_config("broadcast_rate_bps")
         gains = self._gain_linear[ids] * self._fading(fading_gain, ids)
-        rates = self.rate.rate_bps(band, power, gains, self._noise_psd_w_per_hz)
+        rates = np.asarray(self.rate.rate_bps(band, power, gains, self._noise_psd_w_per_hz), dtype=float)
+        self._check_finite(rates, f"rate {self.rate!r}", "broadcast rate_bps", minimum=0.0)
         return float(np.min(rates))
 
     # ------------------------------------------------------------------ mobility
@@ -479,15 +596,12 @@ class Cell:
         """
         dt = check_scalar("dt_s", dt_s, minimum=0.0)
         n = self._n_clients
-        new_pos = np.asarray(
+        new_pos = self._checked_positions(
             self.mobility.step(
                 self._positions_m, dt, rng, radius_m=self._radius_m, min_distance_m=self._min_distance_m
             ),
-            dtype=float,
+            "mobility", self.mobility,
         )
-        if new_pos.shape != (n, 2) or not np.all(np.isfinite(new_pos)):
-            raise ValueError(f"mobility {self.mobility!r} returned shape {new_pos.shape} or non-finite positions, "
-                             f"expected finite ({n}, 2)")
         moved_m = np.hypot(*(new_pos - self._positions_m).T)
         if not np.any(moved_m > 0):
             return moved_m
@@ -499,17 +613,129 @@ class Cell:
         los = self._los_state(distance)
         pathloss_db = self._pathloss(distance, los)
         site = self._site(new_pos, distance, los)
-        if hasattr(self.shadowing, "update_site_db"):
+        if self._site_update:
             shadowing_db, self._shadowing_state = self.shadowing.update_site_db(
                 self._shadowing_state, self._site_now, site, self._shadowing_rng
             )
-            shadowing_db = np.asarray(shadowing_db, dtype=float)
-            if shadowing_db.shape != (n,):
-                raise ValueError(f"shadowing {self.shadowing!r} returned shape {shadowing_db.shape}, expected ({n},)")
+            shadowing_db = self._checked_shadowing(shadowing_db)
         else:
             shadowing_db = np.array(self._shadowing_db)
         self._set_state(new_pos, distance, los, pathloss_db, shadowing_db, site)
+        self._check_validity(distance, "are, after a move,")
         return moved_m
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> Dict[str, Any]:
+        """The cell's evolving state as plain data, for a checkpoint.
+
+        Returns
+        -------
+        dict
+            ``version``; ``n_clients``; ``component_types`` (kind -> ``module.Class``, to refuse a
+            state from another scenario); ``positions_m`` (n, 2); ``los_latent`` (n,) or None;
+            ``shadowing_db`` (n,); ``shadowing_state`` (what the shadowing model carries between
+            moves); ``los_rng`` / ``shadowing_rng`` (the streams' ``bit_generator.state``);
+            ``component_states`` (kind -> ``state_dict()`` of each :class:`~channel.protocols.Stateful`
+            component, e.g. mobility).  Only numpy arrays (copies), Python numbers, strings,
+            bools, None and dicts/lists: convert the arrays to tensors (``torch.from_numpy``) to
+            save with ``torch.save`` and load with ``torch.load(weights_only=True)``.
+
+        Raises
+        ------
+        ValueError
+            If a component's state (or the shadowing model's carried state) is not plain data.
+        """
+        return {
+            "version": CELL_STATE_VERSION,
+            "n_clients": self._n_clients,
+            "component_types": {kind: _type_name(c) for kind, c in self._components.items()},
+            "positions_m": np.array(self._positions_m),
+            "los_latent": None if self._los_latent is None else np.array(self._los_latent),
+            "shadowing_db": np.array(self._shadowing_db),
+            "shadowing_state": _plain(self._shadowing_state, f"shadowing {self.shadowing!r} state"),
+            "los_rng": _plain(self._los_rng.bit_generator.state, "los_rng state"),
+            "shadowing_rng": _plain(self._shadowing_rng.bit_generator.state, "shadowing_rng state"),
+            "component_states": {
+                kind: _plain(c.state_dict(), f"{kind} {c!r} state_dict()")
+                for kind, c in self._components.items() if isinstance(c, Stateful)
+            },
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into this cell, built from the same scenario.
+
+        Afterwards every property, and every later :meth:`move` and rate, is bit-identical to the
+        continuation of the cell the state was taken from.  Arrays may be numpy arrays, lists or
+        CPU tensors.  Nothing is changed when the state is refused.
+
+        Parameters
+        ----------
+        state : dict
+            From :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            For missing or unexpected keys, another version, client count or component types,
+            arrays of the wrong shape or with non-finite values, or an rng state that does not
+            fit the cell's streams.
+        """
+        check_state_keys("Cell", state, _STATE_KEYS)
+        if state["version"] != CELL_STATE_VERSION:
+            raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
+        n = self._n_clients
+        if state["n_clients"] != n:
+            raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
+        types = {kind: _type_name(c) for kind, c in self._components.items()}
+        if state["component_types"] != types:
+            diff = sorted(k for k in set(types) | set(state["component_types"] or {})
+                          if (state["component_types"] or {}).get(k) != types.get(k))
+            raise ValueError(
+                f"Cell state was saved with other components ({', '.join(diff)}): "
+                f"{ {k: (state['component_types'] or {}).get(k) for k in diff} }, this cell has "
+                f"{ {k: types.get(k) for k in diff} }"
+            )
+        positions = state_array("Cell", state, "positions_m", (n, 2))
+        distance = CLIENT_DISTANCE_M.check_array("Cell state distance_m", _distances_m(positions))
+        if self._los_aware:
+            if state["los_latent"] is None:
+                raise ValueError("Cell state['los_latent'] must be an array of shape "
+                                 f"({n},) for the LOS-aware path loss {self.pathloss!r}, got None")
+            latent = state_array("Cell", state, "los_latent", (n,))
+        elif state["los_latent"] is not None:
+            raise ValueError(f"Cell state['los_latent'] must be None for path loss {self.pathloss!r} (no LOS)")
+        else:
+            latent = None
+        shadowing_db = state_array("Cell", state, "shadowing_db", (n,))
+        shadowing_state = _plain(state["shadowing_state"], "Cell state['shadowing_state']")
+        rng_states = {}
+        for key, rng in (("los_rng", self._los_rng), ("shadowing_rng", self._shadowing_rng)):
+            scratch = type(rng.bit_generator)()
+            try:
+                scratch.state = copy.deepcopy(state[key])
+            except (TypeError, ValueError, KeyError) as exc:
+                raise ValueError(
+                    f"Cell state[{key!r}] is not a {type(rng.bit_generator).__name__} state ({exc})"
+                ) from None
+            rng_states[key] = scratch.state
+        stateful = {kind: c for kind, c in self._components.items() if isinstance(c, Stateful)}
+        saved = state["component_states"]
+        if not isinstance(saved, dict) or set(saved) != set(stateful):
+            raise ValueError(
+                f"Cell state['component_states'] must hold the states of {sorted(stateful)}, "
+                f"got {sorted(saved) if isinstance(saved, dict) else saved!r}"
+            )
+        # Components last among the checks: their own load refuses a bad state before changing.
+        for kind, component in stateful.items():
+            component.load_state_dict(_plain(saved[kind], f"Cell state['component_states'][{kind!r}]"))
+        self._los_rng.bit_generator.state = rng_states["los_rng"]
+        self._shadowing_rng.bit_generator.state = rng_states["shadowing_rng"]
+        self._los_latent = latent
+        self._shadowing_state = shadowing_state
+        los = self._los_state(distance)
+        pathloss_db = self._pathloss(distance, los)
+        site = self._site(positions, distance, los)
+        self._set_state(positions, distance, los, pathloss_db, self._checked_shadowing(shadowing_db), site)
 
     # ------------------------------------------------------------------ summaries
     def describe(self, n_sharing: Optional[int] = None) -> Dict[str, np.ndarray]:
@@ -550,6 +776,99 @@ class Cell:
         )
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _check_finite(values: np.ndarray, who: str, quantity: str, minimum: Optional[float] = None,
+                      where: Optional[np.ndarray] = None) -> None:
+        """Raise ``ValueError`` naming ``who`` and ``quantity`` when a value is nan/inf (or below
+        ``minimum``); ``where`` restricts the check to some entries."""
+        values = np.asarray(values, dtype=float)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) if minimum is None else ~(np.isfinite(values) & (values >= minimum))
+        if where is not None:
+            bad = bad & np.broadcast_to(where, bad.shape)
+        if np.any(bad):
+            idx = np.argwhere(bad)[0]
+            at = f" (client index {int(idx[0])})" if values.ndim else ""
+            rel = "finite" if minimum is None else f"finite and >= {minimum:g}"
+            raise ValueError(f"{who} gave a {quantity} that is not {rel}: {float(values[tuple(idx)])!r}{at}")
+
+    def _checked_positions(self, positions: Any, kind: str, component: Any) -> np.ndarray:
+        n = self._n_clients
+        positions = np.asarray(positions, dtype=float)
+        if positions.shape != (n, 2):
+            raise ValueError(f"{kind} {component!r} returned positions of shape {positions.shape}, expected ({n}, 2)")
+        self._check_finite(positions, f"{kind} {component!r}", "position (m)")
+        CLIENT_DISTANCE_M.check_array(f"{kind} {component!r} client distance_m", _distances_m(positions))
+        return positions
+
+    def _checked_shadowing(self, shadowing_db: Any) -> np.ndarray:
+        n = self._n_clients
+        shadowing_db = np.asarray(shadowing_db, dtype=float)
+        if shadowing_db.shape != (n,):
+            raise ValueError(f"shadowing {self.shadowing!r} returned shape {shadowing_db.shape}, expected ({n},)")
+        self._check_finite(shadowing_db, f"shadowing {self.shadowing!r}", "shadowing (dB)")
+        return shadowing_db
+
+    @staticmethod
+    def _validity_range(pathloss: Any) -> Optional[Tuple[float, float]]:
+        if not isinstance(pathloss, RangedPathLoss):
+            return None
+        rng = pathloss.valid_distance_m
+        try:
+            low, high = (float(v) for v in rng)
+        except (TypeError, ValueError):
+            low, high = math.nan, math.nan
+        if not (0.0 <= low < high) or math.isnan(high):
+            raise ValueError(
+                f"pathloss {pathloss!r} valid_distance_m must be (low_m, high_m) with 0 <= low_m < high_m "
+                f"(high_m may be inf), got {rng!r}"
+            )
+        return low, high
+
+    def _validity_problem(self, low_m: float, high_m: float, what: str) -> None:
+        valid_low, valid_high = self._valid_distance_m  # type: ignore[misc]
+        fixes = []
+        if low_m < valid_low:
+            fixes.append(f"min_distance_m >= {valid_low:g}")
+        if high_m > valid_high:
+            fixes.append(f"radius_m <= {valid_high:g}")
+        message = (
+            f"{what} outside the valid distance range [{valid_low:g}, {valid_high:g}] m of pathloss "
+            f"{self.pathloss!r}; set {' and '.join(fixes)} or choose another path-loss model"
+        )
+        if self._out_of_range == "error":
+            raise ValueError(message)
+        if not self._validity_warned:
+            self._validity_warned = True
+            warnings.warn(message, ModelValidityWarning, stacklevel=4)
+
+    def _check_validity(self, distance: np.ndarray, verb: str) -> None:
+        """Warn or raise when clients lie outside the path-loss model's distance range."""
+        if self._valid_distance_m is None:
+            return
+        low, high = self._valid_distance_m
+        out = (distance < low) | (distance > high)
+        if np.any(out):
+            d = distance[out]
+            span = f"{d.min():.4g} m" if d.min() == d.max() else f"{d.min():.4g} m to {d.max():.4g} m"
+            self._validity_problem(
+                float(d.min()), float(d.max()), f"{int(out.sum())} of {distance.size} clients {verb} at {span},"
+            )
+
+    def _check_mobility_validity(self) -> None:
+        """With mobility, clients may go anywhere in the annulus: check it against the range."""
+        if self._valid_distance_m is None:
+            return
+        if isinstance(self.mobility, BoundedSpeedMobility) and self.mobility.max_speed_m_per_s == 0:
+            return
+        low, high = self._valid_distance_m
+        if self._min_distance_m < low or self._radius_m > high:
+            self._validity_problem(
+                self._min_distance_m, self._radius_m,
+                f"mobility {self.mobility!r} can take clients anywhere in "
+                f"[{self._min_distance_m:g}, {self._radius_m:g}] m,",
+            )
+
     def _los_state(self, distance: np.ndarray) -> Optional[np.ndarray]:
         if not self._los_aware:
             return None
@@ -563,23 +882,25 @@ class Cell:
         out = np.asarray(out, dtype=float)
         if out.shape != distance.shape:
             raise ValueError(f"pathloss {self.pathloss!r} returned shape {out.shape}, expected {distance.shape}")
+        self._check_finite(out, f"pathloss {self.pathloss!r}", "path loss (dB)")
         return out
 
     def _site(self, positions: np.ndarray, distance: np.ndarray, los: Optional[np.ndarray]) -> ShadowingSite:
         n = distance.shape[0]
 
-        def per_client(method: str) -> Optional[np.ndarray]:
-            fn = getattr(self.pathloss, method, None)
-            if fn is None:
+        def per_client(present: bool, method: str) -> Optional[np.ndarray]:
+            if not present:
                 return None
-            return readonly(np.broadcast_to(np.asarray(fn(los), dtype=float), (n,)))
+            values = np.broadcast_to(np.asarray(getattr(self.pathloss, method)(los), dtype=float), (n,))
+            self._check_finite(values, f"pathloss {self.pathloss!r}", method, minimum=0.0)
+            return readonly(values)
 
         return ShadowingSite(
             positions_m=readonly(positions),
             distance_m=readonly(distance),
             los=None if los is None else np.array(los, dtype=bool),
-            model_sigma_db=per_client("shadowing_sigma_db"),
-            model_decorrelation_m=per_client("shadowing_decorrelation_m"),
+            model_sigma_db=per_client(self._model_sigma, "shadowing_sigma_db"),
+            model_decorrelation_m=per_client(self._model_decorrelation, "shadowing_decorrelation_m"),
         )
 
     def _set_state(self, positions, distance, los, pathloss_db, shadowing_db, site) -> None:
@@ -594,7 +915,16 @@ class Cell:
         self._shadowing_db = readonly(shadowing_db)
         self._site_now = site
         # Shadowing is extra loss in dB, so it adds to the path loss before converting to linear.
-        self._gain_linear = readonly(np.power(10.0, -(pathloss_db + shadowing_db) / 10.0))
+        with np.errstate(over="ignore"):
+            gain = np.power(10.0, -(pathloss_db + shadowing_db) / 10.0)
+        if not np.all(np.isfinite(gain) & (gain > 0)):
+            k = int(np.argmax(~(np.isfinite(gain) & (gain > 0))))
+            raise ValueError(
+                f"channel gain of client {k} is {float(gain[k])!r} (path loss {pathloss_db[k]:g} dB from pathloss "
+                f"{self.pathloss!r} + shadowing {shadowing_db[k]:g} dB from shadowing {self.shadowing!r}); "
+                f"a gain must be finite and > 0"
+            )
+        self._gain_linear = readonly(gain)
 
     def _fading(self, fading_gain: Any, ids: np.ndarray) -> np.ndarray:
         if fading_gain is None:
@@ -635,12 +965,16 @@ class Cell:
     def _link(self, ids: np.ndarray, shares: np.ndarray, power_w: Any, gains: np.ndarray) -> LinkBudget:
         power = np.broadcast_to(np.asarray(power_w, dtype=float), ids.shape)
         rate = np.asarray(self.rate.rate_bps(shares, power, gains, self._noise_psd_w_per_hz), dtype=float)
-        if hasattr(self.rate, "snr_linear"):
+        self._check_finite(rate, f"rate {self.rate!r}", "rate_bps", minimum=0.0)
+        if self._rate_has_snr:
             snr = np.asarray(self.rate.snr_linear(shares, power, gains, self._noise_psd_w_per_hz), dtype=float)
         else:
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 snr = power * gains / (shares * self._noise_psd_w_per_hz)
             snr = np.where(np.isnan(snr), 0.0, snr)
+        # An SNR is infinite only on a 0 Hz share (no noise); anywhere else it must be finite.
+        self._check_finite(snr, f"rate {self.rate!r}" if self._rate_has_snr else "the link budget", "SNR (linear)",
+                           where=np.broadcast_to(shares, np.shape(snr)) > 0)
         return LinkBudget(
             client_ids=ids.copy(),
             bandwidth_hz=np.array(shares, dtype=float),

@@ -1,8 +1,10 @@
 """Conformance check: does a component behave like one of its kind?
 
-:func:`check_component` runs a component on its own — several client counts, a fixed seed twice,
-physical-range sweeps — and raises ``AssertionError`` with a message naming the component, the
-check and the offending values, or returns a report of the checks that passed.  Use it on a new
+:func:`check_component` first checks that the component offers the methods of its kind's protocol
+(:data:`channel.protocols.PROTOCOLS`; the message names the missing ones), then runs it on its
+own — several client counts, a fixed seed twice, physical-range sweeps — and raises
+``AssertionError`` with a message naming the component, the check and the offending values, or
+returns a report of the checks that passed.  Use it on a new
 component before putting it in a scenario::
 
     from channel import check_component
@@ -12,9 +14,11 @@ Kinds and what is checked
 -------------------------
 ``placement``   shape (n, 2), finite floats; same seed, same positions; inside ``radius_m`` and
                 outside ``min_distance_m`` when the component has them.
-``pathloss``    shape and float dtype; positive, finite and non-decreasing over 10 m - 3 km (for
-                LOS-aware models, in LOS and in NLOS); ``los_probability`` in [0, 1];
-                ``sample_los`` seeded; model sigma >= 0 and decorrelation > 0 when given.
+``pathloss``    shape and float dtype; positive, finite and non-decreasing over 10 m - 3 km (cut
+                to ``valid_distance_m`` when the model states one, which must be
+                ``(low_m, high_m)`` with 0 <= low < high); for LOS-aware models, in LOS and in
+                NLOS; ``los_probability`` in [0, 1]; ``sample_los`` seeded; model sigma >= 0 and
+                decorrelation > 0 when given.
 ``shadowing``   shape (n,), finite; seeded; site methods (when present) give shape (n,) and
                 keep unmoved clients' values.
 ``fading``      shape (n,), float, >= 0, finite; seeded; mean 1 over 200 000 draws.
@@ -23,6 +27,10 @@ Kinds and what is checked
                 ``rate_of`` when it declares it.
 ``mobility``    shape (n, 2), finite, inside the disc and outside the exclusion circle, moves at
                 most ``max_speed_m_per_s * dt`` when given; seeded (on fresh copies).
+any kind        when the component is :class:`~channel.protocols.Stateful`: ``state_dict()`` is
+                plain data (arrays, numbers, strings, None, dicts/lists) that
+                ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
+                the trajectory bit-identically.
 """
 from __future__ import annotations
 
@@ -36,6 +44,21 @@ from .fading import FADING
 from .geometry import PLACEMENTS
 from .mobility import MOBILITY
 from .pathloss import PATHLOSS
+from .protocols import (
+    PROTOCOLS,
+    BoundedSpeedMobility,
+    LosAwarePathLoss,
+    LosSampler,
+    RangedPathLoss,
+    Resettable,
+    ShadowingDecorrelationSource,
+    ShadowingSigmaSource,
+    SiteShadowing,
+    SiteShadowingUpdate,
+    Stateful,
+    describe_members,
+    missing_members,
+)
 from .rate import RATES, ShannonRate
 from .shadowing import SHADOWING, ShadowingSite
 from .units import dbm_to_w
@@ -105,7 +128,13 @@ def check_component(
     if kind not in _CHECKS:
         raise ValueError(f"kind must be one of {', '.join(sorted(_CHECKS))}, got {kind!r}")
     report = _Report(kind, component)
+    protocol = PROTOCOLS[kind]
+    missing = missing_members(component, protocol)
+    report.check(not missing, f"protocol {protocol.__name__}",
+                 f"lacks {describe_members(protocol, missing)}; a {kind} component needs {describe_members(protocol)}")
     _CHECKS[kind](report, component, int(rng_seed), [int(n) for n in client_counts])
+    if isinstance(component, Stateful):
+        _check_state(report, kind, component, int(rng_seed), [int(n) for n in client_counts])
     return report.result()
 
 
@@ -144,14 +173,27 @@ def _check_placement(report: _Report, comp: Any, seed: int, counts: List[int]) -
 
 
 def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
-    los_aware = hasattr(comp, "los_probability")
-    sweep = np.logspace(1.0, np.log10(3000.0), 60)
+    los_aware = isinstance(comp, LosAwarePathLoss)
+    low_m, high_m = 10.0, 3000.0
+    if isinstance(comp, RangedPathLoss):
+        rng_m = comp.valid_distance_m
+        try:
+            valid_low, valid_high = (float(v) for v in rng_m)
+            ok = 0.0 <= valid_low < valid_high
+        except (TypeError, ValueError):
+            ok = False
+        report.check(ok, "valid_distance_m is (low_m, high_m) with 0 <= low_m < high_m", f"got {rng_m!r}")
+        low_m, high_m = max(low_m, valid_low), min(high_m, valid_high)
+        if low_m >= high_m:  # a range outside 10 m - 3 km: sweep the range itself
+            low_m, high_m = valid_low, valid_high if np.isfinite(valid_high) else valid_low * 300.0
+    sweep = np.logspace(np.log10(low_m), np.log10(high_m), 60)
     states = [np.ones(sweep.size, bool), np.zeros(sweep.size, bool)] if los_aware else [None]
     for los in states:
         label = "" if los is None else (" (LOS)" if los[0] else " (NLOS)")
         pl = comp.loss_db(sweep) if los is None else comp.loss_db(sweep, los=los)
         pl = _float_array(report, pl, sweep.shape, "loss_db")
-        report.check(np.all(pl > 0), "loss positive over 10 m - 3 km" + label, f"min {pl.min():g} dB")
+        report.check(np.all(pl > 0), "loss positive over 10 m - 3 km" + label,
+                     f"min {pl.min():g} dB over {low_m:g} - {high_m:g} m")
         report.check(np.all(np.diff(pl) >= -1e-9), "loss non-decreasing with distance" + label,
                      f"decreases at {sweep[1:][np.diff(pl) < -1e-9][:3]} m")
     for n in counts:
@@ -159,8 +201,9 @@ def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) ->
         if los_aware:
             p = _float_array(report, comp.los_probability(d), (n,), "los_probability")
             report.check(np.all((p >= 0) & (p <= 1)), "los_probability in [0, 1]", f"got {p!r}")
-            los = np.asarray(comp.sample_los(d, _rng(seed))) if hasattr(comp, "sample_los") else p > 0.5
-            if hasattr(comp, "sample_los"):
+            samples = isinstance(comp, LosSampler)
+            los = np.asarray(comp.sample_los(d, _rng(seed))) if samples else p > 0.5
+            if samples:
                 report.check(los.shape == (n,) and los.dtype == bool, "sample_los shape and dtype",
                              f"got {los.shape} {los.dtype}")
                 report.check(np.array_equal(los, comp.sample_los(d, _rng(seed))), "same seed, same LOS state")
@@ -169,10 +212,10 @@ def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) ->
             los = None
             pl = comp.loss_db(d)
         _float_array(report, pl, (n,), "loss_db")
-        for method, strict in (("shadowing_sigma_db", False), ("shadowing_decorrelation_m", True)):
-            fn = getattr(comp, method, None)
-            if fn is not None:
-                v = np.broadcast_to(np.asarray(fn(los), dtype=float), (n,))
+        for method, strict, protocol in (("shadowing_sigma_db", False, ShadowingSigmaSource),
+                                         ("shadowing_decorrelation_m", True, ShadowingDecorrelationSource)):
+            if isinstance(comp, protocol):
+                v = np.broadcast_to(np.asarray(getattr(comp, method)(los), dtype=float), (n,))
                 ok = np.all(v > 0) if strict else np.all(v >= 0)
                 report.check(ok and np.all(np.isfinite(v)), f"{method} in range", f"got {v!r}")
 
@@ -187,7 +230,7 @@ def _site(n: int, seed: int) -> ShadowingSite:
 
 
 def _check_shadowing(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
-    site_aware = hasattr(comp, "sample_site_db")
+    site_aware = isinstance(comp, SiteShadowing)
     for n in counts:
         if site_aware:
             site = _site(n, seed)
@@ -196,7 +239,7 @@ def _check_shadowing(report: _Report, comp: Any, seed: int, counts: List[int]) -
             v = _float_array(report, v, (n,), "sample_site_db")
             v2, _ = copy.deepcopy(comp).sample_site_db(site, _rng(seed))
             report.check(np.array_equal(v, np.asarray(v2, dtype=float)), "same seed, same shadowing")
-            if hasattr(comp, "update_site_db"):
+            if isinstance(comp, SiteShadowingUpdate):
                 # Move half the clients by 5 m; the others must keep their values.
                 pos = np.array(site.positions_m)
                 pos[::2] *= 1.0 + 5.0 / np.hypot(*pos[::2].T)[:, None]
@@ -261,13 +304,51 @@ def _check_allocation(report: _Report, comp: Any, seed: int, counts: List[int]) 
     report.check(empty.shape == (0,), "no clients, no shares", f"got shape {empty.shape}")
 
 
+def _is_plain(value: Any) -> bool:
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype != object
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v) for v in value)
+    return False
+
+
+def _check_state(report: _Report, kind: str, comp: Any, seed: int, counts: List[int]) -> None:
+    fresh = copy.deepcopy(comp)
+    state = fresh.state_dict()
+    report.check(_is_plain(state), "state_dict is plain data",
+                 f"got {state!r}; use numpy arrays, Python numbers, strings, None and dicts/lists only")
+    copy.deepcopy(comp).load_state_dict(copy.deepcopy(state))
+    report.check(True, "load_state_dict takes its own state_dict")
+    if kind != "mobility":
+        return
+    n = max(counts)
+    a, rng_a, pos = copy.deepcopy(comp), _rng(seed), _positions(n, seed)
+    for dt in (1.0, 30.0, 300.0):
+        pos = a.step(pos, dt, rng_a, radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M)
+    saved = a.state_dict()
+    report.check(_is_plain(saved), "state_dict is plain data", f"got {saved!r}")
+    b, rng_b = copy.deepcopy(comp), _rng(seed + 1)
+    b.load_state_dict(copy.deepcopy(saved))
+    rng_b.bit_generator.state = rng_a.bit_generator.state
+    pa = pb = pos
+    for dt in (5.0, 60.0, 600.0):
+        pa = np.asarray(a.step(pa, dt, rng_a, radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M))
+        pb = np.asarray(b.step(pb, dt, rng_b, radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M))
+        report.check(np.array_equal(pa, pb), "loaded state continues the trajectory",
+                     f"after {dt:g} s: {pa[:2]!r} vs {pb[:2]!r}")
+
+
 def _check_mobility(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
-    vmax = getattr(comp, "max_speed_m_per_s", None)
+    vmax = comp.max_speed_m_per_s if isinstance(comp, BoundedSpeedMobility) else None
     for n in counts:
         runs = []
         for _ in range(2):
             m = copy.deepcopy(comp)
-            if hasattr(m, "reset"):
+            if isinstance(m, Resettable):
                 m.reset()
             rng = _rng(seed)
             pos = _positions(n, seed)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_count, check_scalar
+from ._checks import check_count
+from .limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
+from .protocols import Fading
 from .registry import Registry
 
 __all__ = ["FADING", "NoFading", "RayleighFading", "RicianFading", "NakagamiFading"]
 
-FADING = Registry("fading")
+FADING = Registry("fading", protocol=Fading)
 
 
 @FADING.register("none")
@@ -65,7 +67,7 @@ class RicianFading:
     Parameters
     ----------
     k_factor_db : float, default 9.0
-        K in dB, finite (38.901 UMi LOS mean: 9 dB; very negative -> Rayleigh).
+        K in dB, in [-100, 100] (38.901 UMi LOS mean: 9 dB; very negative -> Rayleigh).
 
     Raises
     ------
@@ -74,7 +76,7 @@ class RicianFading:
     """
 
     def __init__(self, k_factor_db: float = 9.0) -> None:
-        self.k_factor_db = check_scalar("k_factor_db", k_factor_db, minimum=-np.inf)
+        self.k_factor_db = RICIAN_K_FACTOR_DB.check("k_factor_db", k_factor_db)
         self.k_factor_linear = 10.0 ** (self.k_factor_db / 10.0)
 
     def __repr__(self) -> str:
@@ -111,7 +113,7 @@ class NakagamiFading:
     Parameters
     ----------
     m : float, default 1.0
-        Shape, >= 0.5 (m = 1 is Rayleigh; larger m, milder fading).
+        Shape, in [0.5, 1e6] (m = 1 is Rayleigh; larger m, milder fading).
 
     Raises
     ------
@@ -120,10 +122,7 @@ class NakagamiFading:
     """
 
     def __init__(self, m: float = 1.0) -> None:
-        m_f = check_scalar("m", m, minimum=0.0, strict=True)
-        if m_f < 0.5:
-            raise ValueError(f"m must be a finite number >= 0.5 (Nakagami shape), got {m!r}")
-        self.m = m_f
+        self.m = NAKAGAMI_M.check("m", m)
 
     def __repr__(self) -> str:
         return f"NakagamiFading(m={self.m!r})"

@@ -9,12 +9,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._checks import check_array, check_count, check_scalar
+from ._checks import check_array, check_count
+from .limits import CELL_RADIUS_M, CLIENT_DISTANCE_M, MIN_DISTANCE_M
+from .protocols import Placement
 from .registry import Registry
 
 __all__ = ["PLACEMENTS", "UniformDiscPlacement", "FixedDistancePlacement", "distances_m"]
 
-PLACEMENTS = Registry("placement")
+PLACEMENTS = Registry("placement", protocol=Placement)
 
 
 @PLACEMENTS.register("uniform_disc")
@@ -24,20 +26,21 @@ class UniformDiscPlacement:
     Parameters
     ----------
     radius_m : float, default 500.0
-        Cell radius in metres; must be > ``min_distance_m``.
-    min_distance_m : float, default 10.0
-        Exclusion radius around the base station in metres, >= 0 (keeps the path-loss
-        model inside its validity range and away from d = 0).
+        Cell radius in metres, in ``channel.limits.CELL_RADIUS_M``; must be > ``min_distance_m``.
+    min_distance_m : float, default 35.0
+        Exclusion radius around the base station in metres, in ``channel.limits.MIN_DISTANCE_M``.
+        Keeps the path-loss model inside its validity range and away from d = 0: the default
+        35 m is where the default path loss (TR 36.814 macro) starts to hold.
 
     Raises
     ------
     ValueError
-        If either radius is negative/non-finite or ``radius_m <= min_distance_m``.
+        If either radius is out of its range or ``radius_m <= min_distance_m``.
     """
 
-    def __init__(self, radius_m: float = 500.0, min_distance_m: float = 10.0) -> None:
-        self.min_distance_m = check_scalar("min_distance_m", min_distance_m, minimum=0.0)
-        self.radius_m = check_scalar("radius_m", radius_m, minimum=0.0, strict=True)
+    def __init__(self, radius_m: float = 500.0, min_distance_m: float = 35.0) -> None:
+        self.min_distance_m = MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
+        self.radius_m = CELL_RADIUS_M.check("radius_m", radius_m)
         if self.radius_m <= self.min_distance_m:
             raise ValueError(
                 f"radius_m must be > min_distance_m ({self.min_distance_m:g} m), got {radius_m!r}"
@@ -77,7 +80,8 @@ class FixedDistancePlacement:
     Parameters
     ----------
     distances_m : sequence of float, length n
-        Distance of each client from the base station in metres, each > 0.
+        Distance of each client from the base station in metres, each in
+        ``channel.limits.CLIENT_DISTANCE_M`` (> 0, <= 100 km).
 
     Raises
     ------
@@ -87,6 +91,7 @@ class FixedDistancePlacement:
 
     def __init__(self, distances_m: Sequence[float]) -> None:
         arr = check_array("distances_m", distances_m, minimum=0.0, strict=True)
+        CLIENT_DISTANCE_M.check_array("distances_m", arr)
         if arr.ndim != 1 or arr.size == 0:
             raise ValueError(f"distances_m must be a non-empty 1-D list of distances, got {distances_m!r}")
         self.distances_m = tuple(float(d) for d in arr)

@@ -5,21 +5,25 @@ A mobility model is any object with
 the positions ``dt_s`` seconds later, inside the annulus ``min_distance_m <= |x| <= radius_m``
 (the :class:`~channel.Cell` passes its radius and exclusion distance); register new ones in
 :data:`MOBILITY`.  Models may keep per-client state between calls (a waypoint, a heading), so use
-one instance per cell; ``reset()`` forgets it.  Optional attribute ``max_speed_m_per_s`` bounds
-the displacement per step (checked by :mod:`channel.conformance`).
+one instance per cell; ``reset()`` forgets it, and ``state_dict()`` / ``load_state_dict(state)``
+save and restore it as plain arrays (so a checkpoint holds it without pickling the model).
+Optional attribute ``max_speed_m_per_s`` bounds the displacement per step (checked by
+:mod:`channel.conformance`).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ._checks import check_scalar
+from ._checks import check_scalar, check_state_keys, state_array
+from .limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
+from .protocols import Mobility
 from .registry import Registry
 
 __all__ = ["MOBILITY", "StaticMobility", "RandomWaypointMobility", "RandomDirectionMobility"]
 
-MOBILITY = Registry("mobility")
+MOBILITY = Registry("mobility", protocol=Mobility)
 
 _MAX_LEGS = 100_000
 
@@ -35,9 +39,9 @@ def _check_step_args(
     radius = radius_m if radius_m is not None else own_radius_m
     if radius is None:
         raise ValueError("radius_m must be given (to step() or the constructor) as a number > 0, got None")
-    radius = check_scalar("radius_m", radius, strict=True)
+    radius = CELL_RADIUS_M.check("radius_m", radius)
     r0 = min_distance_m if min_distance_m is not None else (own_min_m or 0.0)
-    r0 = check_scalar("min_distance_m", r0)
+    r0 = MIN_DISTANCE_M.check("min_distance_m", r0)
     if r0 >= radius:
         raise ValueError(f"min_distance_m must be < radius_m ({radius:g} m), got {r0!r}")
     return pos, dt, radius, r0
@@ -122,8 +126,10 @@ class RandomWaypointMobility:
         radius_m: Optional[float] = None,
         min_distance_m: Optional[float] = None,
     ) -> None:
-        self.speed_min_m_per_s = check_scalar("speed_min_m_per_s", speed_min_m_per_s, strict=True)
-        self.speed_max_m_per_s = check_scalar("speed_max_m_per_s", speed_max_m_per_s, strict=True)
+        # > 0: a zero leg speed would let a client stall forever.
+        check_scalar("speed_min_m_per_s", speed_min_m_per_s, strict=True)
+        self.speed_min_m_per_s = SPEED_M_PER_S.check("speed_min_m_per_s", speed_min_m_per_s)
+        self.speed_max_m_per_s = SPEED_M_PER_S.check("speed_max_m_per_s", speed_max_m_per_s)
         if self.speed_max_m_per_s < self.speed_min_m_per_s:
             raise ValueError(
                 f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), got {speed_max_m_per_s!r}"
@@ -145,6 +151,40 @@ class RandomWaypointMobility:
         self._waypoint_m: Optional[np.ndarray] = None
         self._speed_m_per_s = np.zeros(0)
         self._pause_left_s = np.zeros(0)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Waypoints, leg speeds and pauses left, as copies.
+
+        Returns
+        -------
+        dict
+            ``waypoint_m`` (n, 2) metres or None before the first step, ``speed_m_per_s`` (n,)
+            and ``pause_left_s`` (n,).
+        """
+        return {
+            "waypoint_m": None if self._waypoint_m is None else self._waypoint_m.copy(),
+            "speed_m_per_s": self._speed_m_per_s.copy(),
+            "pause_left_s": self._pause_left_s.copy(),
+        }
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (arrays are copied).
+
+        Raises
+        ------
+        ValueError
+            For other keys, or arrays of inconsistent shapes or non-finite values.
+        """
+        owner = type(self).__name__
+        check_state_keys(owner, state, ("waypoint_m", "speed_m_per_s", "pause_left_s"))
+        if state["waypoint_m"] is None:
+            self.reset()
+            return
+        n = np.shape(state["waypoint_m"])[0] if np.ndim(state["waypoint_m"]) else -1
+        waypoint = state_array(owner, state, "waypoint_m", (n, 2))
+        speed = state_array(owner, state, "speed_m_per_s", (n,))
+        pause = state_array(owner, state, "pause_left_s", (n,))
+        self._waypoint_m, self._speed_m_per_s, self._pause_left_s = waypoint, speed, pause
 
     def step(
         self, positions_m: Any, dt_s: float, rng: np.random.Generator,
@@ -234,7 +274,7 @@ class RandomDirectionMobility:
     def __init__(
         self, speed_m_per_s: float = 1.0, radius_m: Optional[float] = None, min_distance_m: Optional[float] = None
     ) -> None:
-        self.speed_m_per_s = check_scalar("speed_m_per_s", speed_m_per_s)
+        self.speed_m_per_s = SPEED_M_PER_S.check("speed_m_per_s", speed_m_per_s)
         self.radius_m = None if radius_m is None else check_scalar("radius_m", radius_m, strict=True)
         self.min_distance_m = None if min_distance_m is None else check_scalar("min_distance_m", min_distance_m)
         self.max_speed_m_per_s = self.speed_m_per_s
@@ -246,6 +286,26 @@ class RandomDirectionMobility:
     def reset(self) -> None:
         """Forget the headings."""
         self._heading_rad: Optional[np.ndarray] = None
+
+    def state_dict(self) -> Dict[str, Any]:
+        """``heading_rad`` (n,) radians (a copy), or None before the first step."""
+        return {"heading_rad": None if self._heading_rad is None else self._heading_rad.copy()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict`.
+
+        Raises
+        ------
+        ValueError
+            For other keys, or a heading array that is not 1-D and finite.
+        """
+        owner = type(self).__name__
+        check_state_keys(owner, state, ("heading_rad",))
+        if state["heading_rad"] is None:
+            self.reset()
+            return
+        n = np.shape(state["heading_rad"])[0] if np.ndim(state["heading_rad"]) else -1
+        self._heading_rad = state_array(owner, state, "heading_rad", (n,))
 
     def step(
         self, positions_m: Any, dt_s: float, rng: np.random.Generator,

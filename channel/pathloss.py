@@ -16,8 +16,12 @@ uses when present:
     Makes the model *LOS-aware*: the Cell then draws a LOS state per client from its own LOS
     stream (``los_rng``) and calls ``loss_db(distance_m, los=state)`` with a bool array.  See
     :mod:`channel.tr38901`.
+``valid_distance_m: (low_m, high_m)``
+    The 2-D distances the model is valid for (closed; ``high_m`` may be ``inf``).  The Cell warns
+    (or, with ``out_of_range="error"``, refuses) when clients fall outside.
 
-Models without the optional methods keep working unchanged (``loss_db(distance_m)`` only).
+Models without the optional members keep working unchanged (``loss_db(distance_m)`` only); the
+protocols are in :mod:`channel.protocols`.
 """
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_array, check_scalar
+from .limits import CARRIER_FREQUENCY_HZ, CLIENT_DISTANCE_M, DECORRELATION_M, PATHLOSS_EXPONENT, SHADOWING_SIGMA_DB
+from .protocols import PathLoss
 from .registry import Registry
 
 __all__ = ["PATHLOSS", "TR36814Macro", "FreeSpace", "LogDistance", "SPEED_OF_LIGHT_M_PER_S"]
@@ -33,7 +39,7 @@ __all__ = ["PATHLOSS", "TR36814Macro", "FreeSpace", "LogDistance", "SPEED_OF_LIG
 #: Speed of light in vacuum, m/s (exact).
 SPEED_OF_LIGHT_M_PER_S = 299_792_458.0
 
-PATHLOSS = Registry("pathloss")
+PATHLOSS = Registry("pathloss", protocol=PathLoss)
 
 
 @PATHLOSS.register("tr36814_macro")
@@ -43,12 +49,19 @@ class TR36814Macro:
     No parameters; the model is defined for the 2 GHz carrier of the 3GPP evaluation setup.
     Its shadowing (TR 36.814 Table A.2.1.1.2-3, macro) has a standard deviation of 8 dB and a
     decorrelation distance of 50 m.
+
+    Valid from 35 m (``valid_distance_m``): the TR 36.814 system-simulation baseline (Annex
+    A.2.1.1, as TR 25.814 before it) keeps every UE at least 35 m from the cell.  Closer in, the
+    formula drops below free-space loss (52.9 dB at 10 m against Friis' 58.5 dB at 2 GHz).  No upper
+    bound is stated.
     """
 
     intercept_db = 128.1
     slope_db_per_decade = 37.6
     sigma_db = 8.0
     decorrelation_m = 50.0
+    #: 2-D distances the model is valid for, metres (closed interval).
+    valid_distance_m = (35.0, float("inf"))
 
     def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
         """Shadowing standard deviation, 8 dB for every client (``los`` is ignored)."""
@@ -102,13 +115,18 @@ class FreeSpace:
 
     Notes
     -----
-    The loss is below 0 dB (a gain) for ``d < c / (4 pi f_c)`` (1.2 cm at 2 GHz); keep clients
-    out of the near field with the placement's ``min_distance_m``.  No shadowing of its own:
-    ``shadowing_sigma_db`` is 0 dB.
+    The loss is below 0 dB (a gain) for ``d < c / (4 pi f_c)`` (1.2 cm at 2 GHz); Friis' formula
+    is a far-field result, so ``valid_distance_m`` starts at one wavelength ``c / f_c`` (15 cm at
+    2 GHz).  No shadowing of its own: ``shadowing_sigma_db`` is 0 dB.
     """
 
     def __init__(self, carrier_frequency_hz: float = 2.0e9) -> None:
-        self.carrier_frequency_hz = check_scalar("carrier_frequency_hz", carrier_frequency_hz, strict=True)
+        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
+
+    @property
+    def valid_distance_m(self) -> tuple:
+        """``(wavelength, inf)`` in metres: the far field."""
+        return (SPEED_OF_LIGHT_M_PER_S / self.carrier_frequency_hz, float("inf"))
 
     def __repr__(self) -> str:
         return f"FreeSpace(carrier_frequency_hz={self.carrier_frequency_hz!r})"
@@ -162,6 +180,11 @@ class LogDistance:
     ------
     ValueError
         For a parameter out of its range.
+
+    Notes
+    -----
+    ``valid_distance_m`` is ``(reference_distance_m, inf)``: the model extrapolates from ``d0``
+    outwards only.
     """
 
     def __init__(
@@ -173,14 +196,19 @@ class LogDistance:
         shadowing_sigma_db: float = 0.0,
         shadowing_decorrelation_m: float = 50.0,
     ) -> None:
-        self.exponent = check_scalar("exponent", exponent, strict=True)
-        self.reference_distance_m = check_scalar("reference_distance_m", reference_distance_m, strict=True)
-        self.carrier_frequency_hz = check_scalar("carrier_frequency_hz", carrier_frequency_hz, strict=True)
+        self.exponent = PATHLOSS_EXPONENT.check("exponent", exponent)
+        self.reference_distance_m = CLIENT_DISTANCE_M.check("reference_distance_m", reference_distance_m)
+        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
         if reference_loss_db is None:
             reference_loss_db = float(FreeSpace(self.carrier_frequency_hz).loss_db(self.reference_distance_m))
         self.reference_loss_db = check_scalar("reference_loss_db", reference_loss_db, minimum=-np.inf)
-        self.sigma_db = check_scalar("shadowing_sigma_db", shadowing_sigma_db)
-        self.decorrelation_m = check_scalar("shadowing_decorrelation_m", shadowing_decorrelation_m, strict=True)
+        self.sigma_db = SHADOWING_SIGMA_DB.check("shadowing_sigma_db", shadowing_sigma_db)
+        self.decorrelation_m = DECORRELATION_M.check("shadowing_decorrelation_m", shadowing_decorrelation_m)
+
+    @property
+    def valid_distance_m(self) -> tuple:
+        """``(reference_distance_m, inf)`` in metres."""
+        return (self.reference_distance_m, float("inf"))
 
     def __repr__(self) -> str:
         return (

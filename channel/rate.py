@@ -10,13 +10,15 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._checks import check_array, check_scalar
+from ._checks import check_array
+from .limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_HZ
+from .protocols import Rate
 from .registry import Registry
 from .units import linear_to_db
 
 __all__ = ["RATES", "ShannonRate"]
 
-RATES = Registry("rate")
+RATES = Registry("rate", protocol=Rate)
 
 
 def _check_link(
@@ -54,12 +56,12 @@ class ShannonRate:
     def __init__(
         self, noise_figure_db: float = 0.0, max_spectral_efficiency_bps_per_hz: Optional[float] = None
     ) -> None:
-        self.noise_figure_db = check_scalar("noise_figure_db", noise_figure_db, minimum=0.0)
+        self.noise_figure_db = NOISE_FIGURE_DB.check("noise_figure_db", noise_figure_db)
         self.max_spectral_efficiency_bps_per_hz = (
             None
             if max_spectral_efficiency_bps_per_hz is None
-            else check_scalar(
-                "max_spectral_efficiency_bps_per_hz", max_spectral_efficiency_bps_per_hz, strict=True
+            else SPECTRAL_EFFICIENCY_BPS_PER_HZ.check(
+                "max_spectral_efficiency_bps_per_hz", max_spectral_efficiency_bps_per_hz
             )
         )
         self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)

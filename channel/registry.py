@@ -13,45 +13,173 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from importlib import metadata
-from typing import Any, Callable, Dict, List, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
+
+from .protocols import check_protocol, describe_members, missing_members
 
 T = TypeVar("T")
+
+__all__ = [
+    "Registry",
+    "UnknownComponentError",
+    "ComponentParameterError",
+    "check_params",
+    "accepted_params",
+    "import_submodules",
+]
 
 
 class UnknownComponentError(ValueError):
     """Raised when a spec names no registered component and no importable class."""
 
 
+class ComponentParameterError(ValueError):
+    """A component's constructor does not take the parameters given (the message lists the ones
+    it accepts, with a "did you mean" for a misspelt one).
+
+    Attributes
+    ----------
+    unknown : list of str
+        Parameter names the constructor does not take.
+    accepted : list of str
+        Parameter names it takes (empty when it takes ``**kwargs``).
+    """
+
+    def __init__(self, message: str, unknown: Sequence[str] = (), accepted: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.unknown = list(unknown)
+        self.accepted = list(accepted)
+
+
+def _what_is(obj: Any) -> str:
+    """A few words naming what ``obj`` is, for "... is a function, not a class"."""
+    if inspect.ismodule(obj):
+        return "a module"
+    if inspect.isroutine(obj):
+        return "a function"
+    return f"a {type(obj).__name__} object"
+
+
+def accepted_params(cls: Any) -> Optional[List[str]]:
+    """Keyword parameters the constructor of ``cls`` accepts, or None when it takes ``**kwargs``
+    (any name) or has no inspectable signature."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in params if p.kind in keyword_kinds]
+
+
+def check_params(
+    cls: Any, params: Mapping[str, Any], kind: str, name: Optional[str] = None, *, args: Sequence[Any] = ()
+) -> None:
+    """Check, without calling it, that ``cls(*args, **params)`` binds to the constructor.
+
+    Parameters
+    ----------
+    cls : type
+        The component class.
+    params : mapping of str to object
+        Keyword parameters (as given in a scenario).
+    kind : str
+        Kind of component, for the message (``"pathloss"``, ``"model"``...).
+    name : str, optional
+        The name the user gave (``"log_distance"``); default the class's name.
+    args : sequence, optional
+        Positional arguments the caller adds (e.g. a model's input shape).
+
+    Raises
+    ------
+    ComponentParameterError
+        One line, e.g. ``pathloss 'log_distance' rejected parameters: unknown 'exponnt' (did you
+        mean 'exponent'?); accepted: exponent, reference_distance_m, ...``.  A constructor with
+        ``**kwargs`` accepts any name; one without an inspectable signature is not checked.
+    """
+    label = f"{kind} {name if name is not None else getattr(cls, '__qualname__', repr(cls))!r}"
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return
+    accepted = accepted_params(cls)
+    shown = ", ".join(accepted) if accepted else "none"
+    if accepted is not None:
+        unknown = [k for k in params if k not in accepted]
+        if unknown:
+            parts = []
+            for key in unknown:
+                close = difflib.get_close_matches(key, accepted, n=1)
+                parts.append(f"unknown {key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ComponentParameterError(
+                f"{label} rejected parameters: {', '.join(parts)}; accepted: {shown}", unknown, accepted
+            )
+    try:
+        bound = sig.bind_partial(*args, **params)
+    except TypeError as exc:
+        raise ComponentParameterError(
+            f"{label}: {exc}; accepted: {shown}", [], accepted or []
+        ) from None
+    missing = [
+        p.name for p in sig.parameters.values()
+        if p.default is inspect.Parameter.empty and p.name not in bound.arguments
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
+    if missing:
+        raise ComponentParameterError(
+            f"{label}: missing required parameter {', '.join(repr(m) for m in missing)}; "
+            f"accepted: {shown}", [], accepted or []
+        )
+
+
 class Registry:
-    """A map from short names to classes (or factories) of one kind of component.
+    """A map from short names to classes of one kind of component.
 
     Parameters
     ----------
     kind : str
         What the registry holds, e.g. ``"pathloss"``; used in error messages and as the suffix of
         the entry-point group ``sfl_sim.<kind>``.
+    protocol : type, optional
+        The :class:`typing.Protocol` every component of this kind satisfies (see
+        :mod:`channel.protocols`).  When given, :meth:`get` refuses a class that lacks one of its
+        methods and :meth:`build` checks the built instance.
+
+    Notes
+    -----
+    Every entry is a class: :meth:`register` refuses anything else, and :meth:`get` refuses an
+    import path or entry point that names a function, a module or any other object (a scenario
+    naming ``os:system`` must not run it).
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, protocol: Optional[type] = None) -> None:
         self.kind = kind
-        self._entries: Dict[str, Callable[..., Any]] = {}
+        self.protocol = protocol
+        self._entries: Dict[str, Any] = {}
         self._entry_points_loaded = False
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator registering a class (or factory) under ``name``.
+        """Decorator registering a class under ``name``.
 
         Raises
         ------
         ValueError
             If ``name`` is already taken by a different object.
+        TypeError
+            If the decorated object is not a class.
         """
 
         def decorator(obj: T) -> T:
+            if not inspect.isclass(obj):
+                raise TypeError(f"{self.kind} {name!r}: only classes can be registered, got {_what_is(obj)} {obj!r}")
             existing = self._entries.get(name)
             if existing is not None and existing is not obj:
                 raise ValueError(f"{self.kind} name {name!r} is already registered to {existing!r}")
-            self._entries[name] = obj  # type: ignore[assignment]
+            self._entries[name] = obj
             return obj
 
         return decorator
@@ -61,13 +189,16 @@ class Registry:
         self._load_entry_points()
         return sorted(self._entries)
 
-    def get(self, spec: str) -> Callable[..., Any]:
+    def get(self, spec: str) -> type:
         """Resolve ``spec`` (short name or ``package.module:Class``) to the class it names.
 
         Raises
         ------
         UnknownComponentError
-            With the known names and, when one is close, a "did you mean" hint.
+            With the known names and, when one is close, a "did you mean" hint; or when ``spec``
+            names something that is not a class.
+        ComponentProtocolError
+            When the registry has a protocol and the class lacks one of its methods.
         """
         if not isinstance(spec, str) or not spec:
             raise UnknownComponentError(
@@ -75,12 +206,12 @@ class Registry:
                 f"known names: {', '.join(self.names())}"
             )
         if spec in self._entries:
-            return self._entries[spec]
+            return self._checked(spec, self._entries[spec])
         if ":" in spec:
-            return _import_object(spec, self.kind)
+            return self._checked(spec, _import_object(spec, self.kind))
         self._load_entry_points()
         if spec in self._entries:
-            return self._entries[spec]
+            return self._checked(spec, self._entries[spec])
         known = self.names()
         close = difflib.get_close_matches(spec, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -89,21 +220,61 @@ class Registry:
             f"or give 'package.module:Class'"
         )
 
-    def create(self, spec: str, **params: Any) -> Any:
-        """Resolve ``spec`` and call it with ``params``.
+    def build(self, spec: str, *args: Any, **params: Any) -> Any:
+        """Resolve ``spec``, check ``params`` against its constructor, build it, check the result.
+
+        Parameters
+        ----------
+        spec : str
+            Short name or ``package.module:Class``.
+        *args
+            Positional arguments the caller adds (not from the user).
+        **params
+            Constructor parameters (from the scenario).
+
+        Returns
+        -------
+        object
+            The component.
 
         Raises
         ------
         UnknownComponentError
-            If ``spec`` cannot be resolved.
+            If ``spec`` cannot be resolved to a class.
+        ComponentParameterError
+            If the constructor does not take ``params`` (names the accepted ones).
+        ComponentProtocolError
+            If the built object lacks a member of the registry's protocol.
         ValueError
-            If the class rejects ``params`` (the message names the parameters it accepts).
+            Whatever the constructor raises for a value out of range.
         """
-        factory = self.get(spec)
+        cls = self.get(spec)
+        check_params(cls, params, self.kind, spec, args=args)
         try:
-            return factory(**params)
+            obj = cls(*args, **params)
         except TypeError as exc:
-            raise ValueError(f"{self.kind} {spec!r} rejected parameters {sorted(params)}: {exc}") from exc
+            # The signature bound, so the TypeError comes from inside the constructor.
+            raise ComponentParameterError(
+                f"{self.kind} {spec!r} rejected parameters {sorted(params)}: {exc}", [], accepted_params(cls) or []
+            ) from exc
+        if self.protocol is not None:
+            check_protocol(obj, self.protocol, f"{self.kind} {spec!r}")
+        return obj
+
+    def create(self, spec: str, **params: Any) -> Any:
+        """:meth:`build` with keyword parameters only (kept for existing callers)."""
+        return self.build(spec, **params)
+
+    def _checked(self, spec: str, obj: Any) -> type:
+        if not inspect.isclass(obj):
+            needs = f" with {describe_members(self.protocol)}" if self.protocol is not None else ""
+            raise UnknownComponentError(
+                f"{self.kind} {spec!r} is {_what_is(obj)}, not a class; a {self.kind} component must be "
+                f"a class{needs}"
+            )
+        if self.protocol is not None and missing_members(obj, self.protocol):
+            check_protocol(obj, self.protocol, f"{self.kind} {spec!r}")
+        return obj
 
     def _load_entry_points(self) -> None:
         if self._entry_points_loaded:
@@ -111,6 +282,7 @@ class Registry:
         self._entry_points_loaded = True
         for ep in metadata.entry_points(group=f"sfl_sim.{self.kind}"):
             if ep.name not in self._entries:
+                # Not checked here: a bad entry point is refused by get() only when it is asked for.
                 self._entries[ep.name] = ep.load()
 
 

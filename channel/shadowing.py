@@ -28,7 +28,9 @@ import numpy as np
 import scipy.linalg
 import scipy.spatial.distance
 
-from ._checks import check_count, check_scalar
+from ._checks import check_count
+from .limits import DECORRELATION_M, SHADOWING_SIGMA_DB, Range
+from .protocols import Shadowing
 from .registry import Registry
 
 __all__ = ["SHADOWING", "ShadowingSite", "NoShadowing", "LogNormalShadowing", "CorrelatedShadowing"]
@@ -66,13 +68,13 @@ class ShadowingSite:
         return int(self.distance_m.shape[0])
 
 
-def _value_or_model(name: str, value: Any, strict: bool) -> Any:
-    """``"model"`` stays a marker; anything else must be a finite number >= 0 (> 0 when strict)."""
+def _value_or_model(name: str, value: Any, limit: Range) -> Any:
+    """``"model"`` stays a marker; anything else must be a number inside ``limit``."""
     if isinstance(value, str):
         if value != MODEL:
             raise ValueError(f"{name} must be a number or 'model' (the path-loss model's value), got {value!r}")
         return MODEL
-    return check_scalar(name, value, minimum=0.0, strict=strict)
+    return limit.check(name, value)
 
 
 def _resolve(name: str, value: Any, model_value: Optional[np.ndarray], n: int) -> np.ndarray:
@@ -86,7 +88,7 @@ def _resolve(name: str, value: Any, model_value: Optional[np.ndarray], n: int) -
         return np.broadcast_to(np.asarray(model_value, dtype=float), (n,)).copy()
     return np.full(n, float(value))
 
-SHADOWING = Registry("shadowing")
+SHADOWING = Registry("shadowing", protocol=Shadowing)
 
 
 @SHADOWING.register("none")
@@ -145,7 +147,7 @@ class LogNormalShadowing:
     """
 
     def __init__(self, sigma_db: Any = 8.0) -> None:
-        self.sigma_db = _value_or_model("sigma_db", sigma_db, strict=False)
+        self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
 
     def __repr__(self) -> str:
         return f"LogNormalShadowing(sigma_db={self.sigma_db!r})"
@@ -241,8 +243,8 @@ class CorrelatedShadowing:
     """
 
     def __init__(self, sigma_db: Any = MODEL, decorrelation_m: Any = MODEL) -> None:
-        self.sigma_db = _value_or_model("sigma_db", sigma_db, strict=False)
-        self.decorrelation_m = _value_or_model("decorrelation_m", decorrelation_m, strict=True)
+        self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
+        self.decorrelation_m = _value_or_model("decorrelation_m", decorrelation_m, DECORRELATION_M)
 
     def __repr__(self) -> str:
         return f"CorrelatedShadowing(sigma_db={self.sigma_db!r}, decorrelation_m={self.decorrelation_m!r})"

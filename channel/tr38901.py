@@ -24,8 +24,11 @@ probability ``1 / (1 + C(d_2D, h_UT))`` and otherwise a random height of buildin
 ``C = 0`` for ``h_UT < 13 m``.  These models always use ``h_E = 1 m`` — exact for terminals
 below 13 m (the usual 1.5 m handset), a simplification above.
 
-The formulas are applied as written outside their validity range (``10 m <= d_2D <= 5 km``);
-keep clients at least 10 m from the base station with the placement's ``min_distance_m``.
+Validity: Table 7.4.1-1 gives every UMa and UMi formula for ``10 m <= d_2D <= 5 km``; that is
+the models' ``valid_distance_m``, and the Cell warns (or refuses) when clients fall outside it.
+The formulas are still applied as written there.  (The calibration layouts of Table 7.8-1 further
+keep terminals at least 35 m (UMa) / 10 m (UMi) from the base station; that is a deployment
+choice, the placement's ``min_distance_m``, not a limit of the formulas.)
 
 LOS interface
 -------------
@@ -67,6 +70,8 @@ class _TR38901Base:
     decorrelation_nlos_m = 50.0
     #: LOS-state correlation distance (Table 7.6.3.1-2), used when clients move.
     los_decorrelation_m = 50.0
+    #: 2-D distances the path-loss formulas hold for (Table 7.4.1-1), metres.
+    valid_distance_m = (10.0, 5000.0)
 
     def __init__(
         self,

@@ -103,3 +103,64 @@ def test_component_from_a_file_outside_the_package(tmp_path, monkeypatch):
     fading = channel.FADING.create("my_channel_models:HalfRician")
     assert check_component("fading", fading)["checks"]
     monkeypatch.delitem(sys.modules, "my_channel_models", raising=False)
+
+
+def test_protocol_is_checked_first_and_names_the_missing_method():
+    class Misnamed:
+        def loss(self, distance_m):
+            return distance_m
+
+    with pytest.raises(AssertionError) as info:
+        check_component("pathloss", Misnamed())
+    message = str(info.value)
+    assert "fails check 'protocol PathLoss'" in message
+    assert "lacks loss_db(distance_m)" in message
+
+
+def test_a_backwards_validity_range_fails():
+    class Backwards:
+        valid_distance_m = (500.0, 50.0)
+
+        def loss_db(self, distance_m):
+            return 100.0 + 30.0 * np.log10(np.asarray(distance_m, dtype=float))
+
+    with pytest.raises(AssertionError, match="valid_distance_m is"):
+        check_component("pathloss", Backwards())
+
+
+def test_the_sweep_stays_inside_the_validity_range():
+    class NearFieldNonsense:
+        """Negative loss below 100 m, but it says so."""
+
+        valid_distance_m = (100.0, float("inf"))
+
+        def loss_db(self, distance_m):
+            return 40.0 * np.log10(np.asarray(distance_m, dtype=float) / 50.0)
+
+    report = check_component("pathloss", NearFieldNonsense())
+    assert "valid_distance_m is (low_m, high_m) with 0 <= low_m < high_m" in report["checks"]
+
+
+def test_stateful_component_state_round_trip_is_checked():
+    report = check_component("mobility", channel.RandomWaypointMobility(pause_s=2.0))
+    assert {"state_dict is plain data", "loaded state continues the trajectory"} <= set(report["checks"])
+
+    class ForgetfulWalker(channel.RandomDirectionMobility):
+        def load_state_dict(self, state):  # drops the headings: the continuation differs
+            self.reset()
+
+    with pytest.raises(AssertionError, match="loaded state continues the trajectory"):
+        check_component("mobility", ForgetfulWalker(speed_m_per_s=10.0))
+
+    class OpaqueState:
+        def sample_power_gain(self, n, rng):
+            return rng.exponential(1.0, n)
+
+        def state_dict(self):
+            return {"rng": np.random.default_rng(0)}
+
+        def load_state_dict(self, state):
+            pass
+
+    with pytest.raises(AssertionError, match="state_dict is plain data"):
+        check_component("fading", OpaqueState())

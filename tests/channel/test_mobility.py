@@ -73,3 +73,61 @@ def test_bad_parameters_raise(factory, match):
 
 def test_registered():
     assert {"static", "random_waypoint", "random_direction"} <= set(MOBILITY.names())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RandomWaypointMobility(speed_min_m_per_s=2.0, speed_max_m_per_s=20.0, pause_s=3.0),
+    lambda: RandomDirectionMobility(speed_m_per_s=15.0),
+])
+def test_state_dict_restores_a_fresh_model_to_the_same_continuation(make):
+    pos = UniformDiscPlacement(500.0, 35.0).sample_positions_m(12, np.random.default_rng(0))
+    a, rng_a = make(), np.random.default_rng(1)
+    for dt in (5.0, 30.0, 60.0):
+        pos = a.step(pos, dt, rng_a, radius_m=500.0, min_distance_m=35.0)
+    state = a.state_dict()
+    b, rng_b = make(), np.random.default_rng()
+    b.load_state_dict(state)
+    rng_b.bit_generator.state = rng_a.bit_generator.state
+    pa = pb = pos
+    for dt in (7.0, 45.0, 300.0):
+        pa = a.step(pa, dt, rng_a, radius_m=500.0, min_distance_m=35.0)
+        pb = b.step(pb, dt, rng_b, radius_m=500.0, min_distance_m=35.0)
+        np.testing.assert_array_equal(pa, pb)
+
+
+def test_state_dict_is_plain_data_and_a_copy():
+    m = RandomWaypointMobility()
+    assert m.state_dict()["waypoint_m"] is None
+    pos = UniformDiscPlacement(500.0, 35.0).sample_positions_m(3, np.random.default_rng(0))
+    m.step(pos, 10.0, np.random.default_rng(1), radius_m=500.0, min_distance_m=35.0)
+    state = m.state_dict()
+    assert set(state) == {"waypoint_m", "speed_m_per_s", "pause_left_s"}
+    assert all(isinstance(v, np.ndarray) for v in state.values())
+    before = state["waypoint_m"].copy()
+    m.step(pos, 1e4, np.random.default_rng(2), radius_m=500.0, min_distance_m=35.0)
+    np.testing.assert_array_equal(state["waypoint_m"], before)
+
+
+def test_load_state_dict_accepts_lists_and_resets_on_none():
+    m = RandomDirectionMobility()
+    m.load_state_dict({"heading_rad": [0.0, 1.0]})
+    assert m.state_dict()["heading_rad"].tolist() == [0.0, 1.0]
+    m.load_state_dict({"heading_rad": None})
+    assert m.state_dict()["heading_rad"] is None
+
+
+@pytest.mark.parametrize("state, match", [
+    ({"heading": [0.0]}, "keys"),
+    ({"heading_rad": [[0.0]]}, "shape"),
+    ({"heading_rad": [float("nan")]}, "finite"),
+    ([0.0], "dict"),
+])
+def test_load_state_dict_refuses_a_wrong_state(state, match):
+    with pytest.raises(ValueError, match=match):
+        RandomDirectionMobility().load_state_dict(state)
+
+
+def test_waypoint_state_with_inconsistent_shapes_is_refused():
+    state = {"waypoint_m": np.zeros((3, 2)), "speed_m_per_s": np.ones(2), "pause_left_s": np.zeros(3)}
+    with pytest.raises(ValueError, match=r"speed_m_per_s.*shape \(3,\)"):
+        RandomWaypointMobility().load_state_dict(state)

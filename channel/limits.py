@@ -1,0 +1,208 @@
+"""Physical ranges of channel parameters, defined once.
+
+A value outside its :class:`Range` describes no radio link that exists (a 1e-300 Hz band, a
+1e308 W transmitter, a 1e300 m cell) and would turn into an infinite SNR, a zero upload time or an
+overflow somewhere downstream.  The components of :mod:`channel` check their parameters against
+these constants, and scenario validation (``sfl_sim.config``) imports the same constants, so the
+two never disagree::
+
+    from channel.limits import UPLINK_BANDWIDTH_HZ
+    UPLINK_BANDWIDTH_HZ.check("cell.uplink_bandwidth_hz", 20e6)   # -> 20000000.0
+
+The ranges are deliberately wide (orders of magnitude around every real system): they exist to
+stop nonsense, not to enforce typical values.  Each constant carries a one-line reason.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Range",
+    "BANDWIDTH_HZ",
+    "UPLINK_BANDWIDTH_HZ",
+    "DOWNLINK_BANDWIDTH_HZ",
+    "CLIENT_TX_POWER_W",
+    "SERVER_TX_POWER_W",
+    "NOISE_PSD_DBM_PER_HZ",
+    "NOISE_FIGURE_DB",
+    "CELL_RADIUS_M",
+    "MIN_DISTANCE_M",
+    "CLIENT_DISTANCE_M",
+    "CARRIER_FREQUENCY_HZ",
+    "PATHLOSS_EXPONENT",
+    "SPEED_M_PER_S",
+    "SHADOWING_SIGMA_DB",
+    "DECORRELATION_M",
+    "RICIAN_K_FACTOR_DB",
+    "NAKAGAMI_M",
+    "SPECTRAL_EFFICIENCY_BPS_PER_HZ",
+    "ALL_RANGES",
+]
+
+
+def _fmt(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Range:
+    """An interval of physically meaningful values of one quantity.
+
+    Parameters
+    ----------
+    low, high : float
+        Bounds, in the quantity's unit; ``high`` may be ``inf``.
+    reason : str
+        One line saying why these bounds (shown in error messages).
+    unit : str, default ""
+        Unit symbol for messages (``"Hz"``, ``"W"``...).
+    low_open : bool, default False
+        True when ``low`` itself is excluded (``(0, ...]``).
+
+    Notes
+    -----
+    Non-finite values (nan, +-inf) are always refused, whatever the bounds.
+    """
+
+    low: float
+    high: float
+    reason: str
+    unit: str = ""
+    low_open: bool = False
+
+    def __str__(self) -> str:
+        left = "(" if self.low_open else "["
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{left}{_fmt(self.low)}, {_fmt(self.high)}]{unit}"
+
+    def contains(self, value: float) -> bool:
+        """True when ``value`` is a finite number inside the range."""
+        if not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high
+
+    def message(self, name: str, value: Any) -> str:
+        """The one-line error for ``name`` = ``value`` outside the range."""
+        return f"{name} must be a finite number in {self}, got {value!r} ({self.reason})"
+
+    def check(self, name: str, value: Any) -> float:
+        """Return ``value`` as a float, or raise naming ``name``, the value and the range.
+
+        Parameters
+        ----------
+        name : str
+            The parameter as the user wrote it (e.g. ``"cell.uplink_bandwidth_hz"``).
+        value : object
+            A real number (bools are refused).
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            If ``value`` is not a real number, is non-finite, or lies outside the range.
+        """
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not self.contains(float(value)):
+            raise ValueError(self.message(name, value))
+        return float(value)
+
+    def check_array(self, name: str, value: Any) -> np.ndarray:
+        """Return ``value`` as a float array whose every entry lies in the range, else raise.
+
+        The message names the first offending entry and its index.
+        """
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be numeric, got {value!r}") from exc
+        with np.errstate(invalid="ignore"):
+            above = arr > self.low if self.low_open else arr >= self.low
+            ok = np.isfinite(arr) & above & (arr <= self.high)
+        if not np.all(ok):
+            bad = np.argwhere(~ok)[0]
+            where = f"{name}[{', '.join(str(int(i)) for i in bad)}]" if arr.ndim else name
+            raise ValueError(self.message(where, float(arr[tuple(bad)])))
+        return arr
+
+
+# The bounds below are chosen so that every real system lies well inside and the arithmetic of
+# the cell (p g / (b N0), 10^(-PL/10), log2) stays finite at every corner of the box.
+
+#: Any bandwidth, Hz.
+BANDWIDTH_HZ = Range(
+    1.0, 1e12, "1 Hz is narrower than any radio channel; 1 THz exceeds all allocated radio spectrum", "Hz"
+)
+#: The uplink band shared by the clients of one phase, Hz.
+UPLINK_BANDWIDTH_HZ = BANDWIDTH_HZ
+#: The downlink band, Hz.
+DOWNLINK_BANDWIDTH_HZ = BANDWIDTH_HZ
+#: Transmit power of one client, W.
+CLIENT_TX_POWER_W = Range(
+    1e-9, 1e4,
+    "1 nW (-60 dBm) is below any transmitter; 10 kW exceeds the largest terminal amplifiers "
+    "(a handset sends 0.2 W)", "W",
+)
+#: Transmit power of the server (base station), W.
+SERVER_TX_POWER_W = Range(
+    1e-9, 1e6, "1 nW is below any transmitter; 1 MW exceeds the largest broadcast transmitters "
+    "(a macro base station sends 20-80 W)", "W",
+)
+#: Receiver noise power spectral density, dBm/Hz.
+NOISE_PSD_DBM_PER_HZ = Range(
+    -250.0, -50.0,
+    "thermal noise is -174 dBm/Hz at 290 K and -199 dBm/Hz at 1 K; -50 dBm/Hz is a noise figure "
+    "of 124 dB, no receiver", "dBm/Hz",
+)
+#: Receiver noise figure, dB.
+NOISE_FIGURE_DB = Range(0.0, 100.0, "a noise figure is >= 0 dB by definition; 100 dB is no receiver", "dB")
+#: Cell radius, m.
+CELL_RADIUS_M = Range(
+    0.0, 1e5, "> 0; 100 km is the largest terrestrial cell (LTE PRACH format 3 reaches ~100 km)", "m",
+    low_open=True,
+)
+#: Exclusion radius around the base station, m.
+MIN_DISTANCE_M = Range(0.0, 1e5, ">= 0 and no larger than the largest cell (100 km)", "m")
+#: Distance of a client from the base station, m.
+CLIENT_DISTANCE_M = Range(
+    0.0, 1e5, "> 0 (path loss is undefined at 0) and inside the largest cell (100 km)", "m", low_open=True
+)
+#: Carrier frequency of a generic path-loss model, Hz.
+CARRIER_FREQUENCY_HZ = Range(1e6, 1e12, "1 MHz to 1 THz spans every radio-access band", "Hz")
+#: Exponent of a log-distance path loss.
+PATHLOSS_EXPONENT = Range(
+    0.0, 10.0, "> 0; measured exponents lie between 1.6 (corridors) and 6.5 (inside buildings)", low_open=True
+)
+#: Client speed, m/s.
+SPEED_M_PER_S = Range(
+    0.0, 1e3, ">= 0; 1 km/s is faster than any vehicle that carries a radio client (airliners: 250 m/s)", "m/s"
+)
+#: Shadowing standard deviation, dB.
+SHADOWING_SIGMA_DB = Range(
+    0.0, 50.0, ">= 0; measured shadowing is 3-12 dB, 50 dB leaves room for stress tests", "dB"
+)
+#: Shadowing (or LOS-state) decorrelation distance, m.
+DECORRELATION_M = Range(0.0, 1e5, "> 0 and no larger than the largest cell (100 km)", "m", low_open=True)
+#: Rician K factor, dB.
+RICIAN_K_FACTOR_DB = Range(
+    -100.0, 100.0, "-100 dB is Rayleigh, +100 dB no fading, to any precision that matters", "dB"
+)
+#: Nakagami shape m.
+NAKAGAMI_M = Range(0.5, 1e6, "m >= 0.5 by definition; beyond 1e6 the gain is 1 within 0.1 %")
+#: Cap on the spectral efficiency of a rate model, bit/s/Hz.
+SPECTRAL_EFFICIENCY_BPS_PER_HZ = Range(
+    0.0, 100.0, "> 0; 100 bit/s/Hz exceeds any modulation and MIMO layering (NR peak ~ 60)", "bit/s/Hz",
+    low_open=True,
+)
+
+#: Every range by name (for documentation and for validators that walk them).
+ALL_RANGES = {
+    name: value for name, value in dict(globals()).items() if isinstance(value, Range) and name.isupper()
+}

@@ -1,0 +1,413 @@
+"""What a channel component must offer: one :class:`typing.Protocol` per kind, plus the optional
+capabilities the :class:`~channel.Cell` uses when a component has them.
+
+Required (one per kind, see :data:`PROTOCOLS`)
+----------------------------------------------
+=============  ===================  ===========================================================
+kind           protocol             method
+=============  ===================  ===========================================================
+placement      :class:`Placement`   ``sample_positions_m(n_clients, rng) -> (n, 2)``
+pathloss       :class:`PathLoss`    ``loss_db(distance_m) -> same shape``
+shadowing      :class:`Shadowing`   ``sample_db(n_clients, rng) -> (n,)``
+fading         :class:`Fading`      ``sample_power_gain(n, rng) -> (n,)``
+rate           :class:`Rate`        ``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)``
+allocation     :class:`Allocator`   ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear) -> (n,)``
+mobility       :class:`Mobility`    ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
+=============  ===================  ===========================================================
+
+Optional capabilities
+---------------------
+:class:`DiscPlacement` (``radius_m``, ``min_distance_m``), :class:`LosAwarePathLoss`
+(``los_probability``, ``loss_db(distance_m, los=...)``), :class:`LosSampler` (``sample_los``),
+:class:`LosDecorrelation`
+(``los_decorrelation_m``), :class:`ShadowingSigmaSource` (``shadowing_sigma_db(los)``),
+:class:`ShadowingDecorrelationSource` (``shadowing_decorrelation_m(los)``),
+:class:`RangedPathLoss` (``valid_distance_m``), :class:`SiteShadowing` (``sample_site_db``),
+:class:`SiteShadowingUpdate` (``update_site_db``), :class:`SnrRate` (``snr_linear``),
+:class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`BoundedSpeedMobility`
+(``max_speed_m_per_s``), :class:`Resettable` (``reset()``) and :class:`Stateful`
+(``state_dict()`` / ``load_state_dict(state)``, any kind).
+
+``isinstance(obj, Protocol)`` only sees that the members exist, not their parameters; the one
+capability that lives in a parameter (``rate_of``) is detected by
+:func:`channel.allocation.accepts_rate_of`.
+
+Checking
+--------
+:func:`missing_members` lists what an object lacks; :func:`check_protocol` raises
+:class:`ComponentProtocolError` with one line naming the component, the missing members (with
+their signatures) and the protocol.  Imports only the standard library (and numpy for types).
+"""
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Tuple, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .shadowing import ShadowingSite
+
+__all__ = [
+    "Placement",
+    "DiscPlacement",
+    "PathLoss",
+    "LosAwarePathLoss",
+    "LosSampler",
+    "LosDecorrelation",
+    "ShadowingSigmaSource",
+    "ShadowingDecorrelationSource",
+    "RangedPathLoss",
+    "Shadowing",
+    "SiteShadowing",
+    "SiteShadowingUpdate",
+    "Fading",
+    "Rate",
+    "SnrRate",
+    "Allocator",
+    "LinkAwareAllocator",
+    "Mobility",
+    "BoundedSpeedMobility",
+    "Resettable",
+    "Stateful",
+    "PROTOCOLS",
+    "ComponentProtocolError",
+    "protocol_members",
+    "missing_members",
+    "describe_members",
+    "check_protocol",
+]
+
+
+class ComponentProtocolError(TypeError):
+    """A component lacks a member its protocol requires (the message names it)."""
+
+
+# ---------------------------------------------------------------------- placement
+@runtime_checkable
+class Placement(Protocol):
+    """Drops the clients in the cell (server at the origin)."""
+
+    def sample_positions_m(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
+        """Client positions, shape (n_clients, 2), metres."""
+
+
+@runtime_checkable
+class DiscPlacement(Placement, Protocol):
+    """A placement inside the annulus ``min_distance_m <= r <= radius_m``; the cell takes both
+    radii as its defaults for mobility and the validity-range check."""
+
+    radius_m: float
+    min_distance_m: float
+
+
+# ---------------------------------------------------------------------- path loss
+@runtime_checkable
+class PathLoss(Protocol):
+    """Distance-dependent path loss."""
+
+    def loss_db(self, distance_m: Any) -> np.ndarray:
+        """Path loss in dB (positive = attenuation) at 2-D distance(s) in metres; same shape."""
+
+
+@runtime_checkable
+class LosAwarePathLoss(PathLoss, Protocol):
+    """A path loss with LOS and NLOS states: the cell draws each client's state from
+    ``los_probability`` and calls ``loss_db(distance_m, los=state)`` (bool array, True = LOS)."""
+
+    def los_probability(self, distance_m: Any) -> np.ndarray:
+        """Probability of LOS at each distance, in [0, 1]; same shape."""
+
+    def loss_db(self, distance_m: Any, los: Any = None) -> np.ndarray:
+        """Path loss in dB for the given LOS state per distance."""
+
+
+@runtime_checkable
+class LosSampler(Protocol):
+    """A LOS-aware path loss that draws LOS states itself (the conformance check uses it; the cell
+    draws from its own stream instead)."""
+
+    def sample_los(self, distance_m: Any, rng: np.random.Generator) -> np.ndarray:
+        """Bool LOS state per distance (True = LOS), same shape."""
+
+
+@runtime_checkable
+class LosDecorrelation(Protocol):
+    """The LOS state's correlation distance when clients move, metres (default 50 m)."""
+
+    los_decorrelation_m: float
+
+
+@runtime_checkable
+class ShadowingSigmaSource(Protocol):
+    """The path-loss model's own shadowing standard deviation (used by ``sigma_db: model``)."""
+
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """Sigma in dB per client (``los`` is the LOS state, or None), broadcastable to (n,)."""
+
+
+@runtime_checkable
+class ShadowingDecorrelationSource(Protocol):
+    """The path-loss model's shadowing decorrelation distance (``decorrelation_m: model``)."""
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """Decorrelation distance in metres per client, > 0, broadcastable to (n,)."""
+
+
+@runtime_checkable
+class RangedPathLoss(Protocol):
+    """A path loss that states the 2-D distances it is valid for: ``(low_m, high_m)``, closed,
+    ``high_m`` may be ``inf``.  The cell warns (or refuses) when clients fall outside."""
+
+    valid_distance_m: Tuple[float, float]
+
+
+# ---------------------------------------------------------------------- shadowing
+@runtime_checkable
+class Shadowing(Protocol):
+    """Large-scale shadowing, extra loss in dB per client."""
+
+    def sample_db(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
+        """One value per client, shape (n_clients,), dB."""
+
+
+@runtime_checkable
+class SiteShadowing(Protocol):
+    """Shadowing that needs to know where the clients are; the cell prefers it to ``sample_db``.
+    ``state`` is what the model carries to the next update (plain arrays/dicts, so that
+    :meth:`channel.Cell.state_dict` can save it)."""
+
+    def sample_site_db(self, site: "ShadowingSite", rng: np.random.Generator) -> Tuple[np.ndarray, Any]:
+        """``(shadowing_db (n,), state)`` for the clients of ``site``."""
+
+
+@runtime_checkable
+class SiteShadowingUpdate(Protocol):
+    """Shadowing that follows moving clients (without it, clients keep their values)."""
+
+    def update_site_db(
+        self, state: Any, old_site: "ShadowingSite", new_site: "ShadowingSite", rng: np.random.Generator
+    ) -> Tuple[np.ndarray, Any]:
+        """``(shadowing_db (n,), state)`` after the clients moved from ``old_site`` to ``new_site``."""
+
+
+# ---------------------------------------------------------------------- fading
+@runtime_checkable
+class Fading(Protocol):
+    """Small-scale fading: linear power gains with mean 1."""
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n power gains >= 0, shape (n,)."""
+
+
+# ---------------------------------------------------------------------- rate
+@runtime_checkable
+class Rate(Protocol):
+    """Achievable rate of a link; arguments broadcast elementwise."""
+
+    def rate_bps(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Rate in bit/s, >= 0, finite, 0 on 0 Hz."""
+
+
+@runtime_checkable
+class SnrRate(Rate, Protocol):
+    """A rate model that reports the SNR it sees (noise figure included); otherwise the cell
+    reports ``p g / (b N0)``."""
+
+    def snr_linear(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Linear SNR, broadcast shape."""
+
+
+# ---------------------------------------------------------------------- allocation
+@runtime_checkable
+class Allocator(Protocol):
+    """Splits a band among the clients that transmit in one phase."""
+
+    def allocate_hz(self, total_bandwidth_hz: float, payload_bits: Optional[Any], gain_linear: Any) -> np.ndarray:
+        """Shares in Hz, shape (n,), >= 0, summing to at most ``total_bandwidth_hz``."""
+
+
+@runtime_checkable
+class LinkAwareAllocator(Protocol):
+    """An allocator that needs the whole link: it declares a keyword ``rate_of`` (detected with
+    :func:`channel.allocation.accepts_rate_of`, since ``isinstance`` cannot see parameters) and
+    the cell passes ``rate_of(bandwidth_hz (n,)) -> rate_bps (n,)``."""
+
+    def allocate_hz(
+        self,
+        total_bandwidth_hz: float,
+        payload_bits: Optional[Any],
+        gain_linear: Any,
+        rate_of: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+    ) -> np.ndarray:
+        """Shares in Hz, shape (n,)."""
+
+
+# ---------------------------------------------------------------------- mobility
+@runtime_checkable
+class Mobility(Protocol):
+    """Moves the clients between rounds, keeping them in ``min_distance_m <= |x| <= radius_m``."""
+
+    def step(
+        self, positions_m: Any, dt_s: float, rng: np.random.Generator,
+        radius_m: Optional[float] = None, min_distance_m: Optional[float] = None,
+    ) -> np.ndarray:
+        """Positions ``dt_s`` seconds later, shape (n, 2), metres."""
+
+
+@runtime_checkable
+class BoundedSpeedMobility(Protocol):
+    """A mobility model with a top speed (0 means static: the cell then skips the
+    validity check of the whole annulus)."""
+
+    max_speed_m_per_s: float
+
+
+@runtime_checkable
+class Resettable(Protocol):
+    """A component with per-client memory that ``reset()`` forgets."""
+
+    def reset(self) -> None:
+        """Forget the memory."""
+
+
+# ---------------------------------------------------------------------- any kind
+@runtime_checkable
+class Stateful(Protocol):
+    """A component whose behaviour depends on what happened before (a waypoint, a heading).
+
+    ``state_dict()`` returns only numpy arrays, Python numbers/strings/bools/None and plain
+    dicts/lists (so a checkpoint can hold it without pickling objects); ``load_state_dict``
+    restores a freshly built component of the same parameters exactly, and refuses a state of the
+    wrong keys or shapes with a ``ValueError``.  Stateless components need neither method.
+    """
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The component's state as plain data (copies)."""
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
+
+
+#: The required protocol of every channel component kind.
+PROTOCOLS: Dict[str, type] = {
+    "placement": Placement,
+    "pathloss": PathLoss,
+    "shadowing": Shadowing,
+    "fading": Fading,
+    "rate": Rate,
+    "allocation": Allocator,
+    "mobility": Mobility,
+}
+
+def protocol_members(protocol: type) -> Dict[str, Optional[Callable[..., Any]]]:
+    """The members a protocol requires: name -> the declared function (None for a data member).
+
+    Parameters
+    ----------
+    protocol : type
+        A :class:`typing.Protocol` class.
+
+    Returns
+    -------
+    dict
+        In declaration order, base protocols first.
+    """
+    members: Dict[str, Optional[Callable[..., Any]]] = {}
+    for klass in reversed(protocol.__mro__):
+        if klass is object or klass is Protocol or not getattr(klass, "_is_protocol", False):
+            continue
+        for name in getattr(klass, "__annotations__", {}):
+            if not name.startswith("_"):
+                members.setdefault(name, None)
+        for name, value in vars(klass).items():
+            # Protocol machinery and dunders start with "_"; a component's members never do.
+            if not name.startswith("_") and callable(value):
+                members[name] = value
+    return members
+
+
+def missing_members(obj: Any, protocol: type) -> List[str]:
+    """Names of the members of ``protocol`` that ``obj`` lacks (a method that is not callable
+    counts as missing).
+
+    Parameters
+    ----------
+    obj : object
+        An instance, or a class (then data members are not checked: instances may set them in
+        ``__init__``).
+    protocol : type
+        A :class:`typing.Protocol` class.
+
+    Returns
+    -------
+    list of str
+        Empty when ``obj`` conforms.
+    """
+    is_class = inspect.isclass(obj)
+    missing = []
+    for name, declared in protocol_members(protocol).items():
+        if declared is None:
+            if not is_class and not hasattr(obj, name):
+                missing.append(name)
+            continue
+        value = getattr(obj, name, None)
+        if value is None or not callable(value):
+            missing.append(name)
+    return missing
+
+
+def describe_members(protocol: type, names: Optional[List[str]] = None) -> str:
+    """``"loss_db(distance_m)"``-style text for members of ``protocol`` (all by default)."""
+    members = protocol_members(protocol)
+    parts = []
+    for name in members if names is None else names:
+        declared = members.get(name)
+        if declared is None:
+            parts.append(f"attribute {name}")
+            continue
+        try:
+            params = list(inspect.signature(declared).parameters.values())[1:]
+            text = ", ".join(p.name if p.default is inspect.Parameter.empty else f"{p.name}=..." for p in params)
+        except (TypeError, ValueError):
+            text = "..."
+        parts.append(f"{name}({text})")
+    return ", ".join(parts)
+
+
+def _component_name(obj: Any) -> str:
+    cls = obj if inspect.isclass(obj) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def check_protocol(obj: Any, protocol: type, what: str) -> Any:
+    """Raise unless ``obj`` offers every member of ``protocol``; return ``obj``.
+
+    Parameters
+    ----------
+    obj : object
+        The built component (or its class).
+    protocol : type
+        E.g. ``PROTOCOLS["pathloss"]``.
+    what : str
+        Where the component comes from, for the message (e.g. the scenario field
+        ``"cell.pathloss"``).
+
+    Returns
+    -------
+    object
+        ``obj`` itself.
+
+    Raises
+    ------
+    ComponentProtocolError
+        One line: ``"cell.pathloss: my_model.Foo lacks loss_db(distance_m);
+        channel.protocols.PathLoss requires loss_db(distance_m)"``.
+    """
+    missing = missing_members(obj, protocol)
+    if missing:
+        raise ComponentProtocolError(
+            f"{what}: {_component_name(obj)} lacks {describe_members(protocol, missing)}; "
+            f"{protocol.__module__}.{protocol.__qualname__} requires {describe_members(protocol)}"
+        )
+    return obj
