@@ -16,6 +16,8 @@ import torch
 
 from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
                      UnknownComponentError)
+from channel.protocols import ComponentProtocolError
+from channel.registry import ComponentParameterError
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
@@ -50,11 +52,11 @@ def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extr
         raises anything at all (the message names the class and what it raised).
     """
     try:
-        factory = registry.get(spec.name)
+        return registry.build(spec.name, *args, **spec.params, **extra)
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from None
-    try:
-        return factory(*args, **spec.params, **extra)
+    except (ComponentParameterError, ComponentProtocolError) as exc:
+        raise ConfigError(f"{field}: {_one_line(exc)}") from None
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
@@ -117,6 +119,7 @@ def build_cell(cfg: Scenario) -> Cell:
             los_rng=stream(seed, "los"),
             fading=parts["fading"],
             mobility=parts["mobility"],
+            out_of_range=c.out_of_range,
         )
     except ConfigError:
         raise

@@ -20,6 +20,10 @@ DownlinkMode = Literal["ideal", "broadcast"]
 OnOutage = Literal["retransmit", "drop"]
 """What happens to an upload that falls into outage."""
 
+OutOfRange = Literal["warn", "error"]
+"""What the cell does when clients fall outside the path-loss model's distance range
+(``channel.cell.OUT_OF_RANGE_CHOICES``, which ``channel`` defines without importing us)."""
+
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""
 

@@ -122,6 +122,12 @@ def _error_line(exc: BaseException) -> str:
     return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
 
 
+def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, file: object = None,
+                  line: Optional[str] = None) -> None:
+    """Warnings (e.g. clients outside the path-loss model's range) as one plain line on stderr."""
+    print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``sfl-sim`` console script.
 
@@ -129,6 +135,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     unexpected error (``--debug`` shows its traceback); 130 interrupted.
     """
     args = _parser().parse_args(argv)
+    import warnings
+
+    warnings.showwarning = _show_warning
     commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema}
     from sfl_sim.errors import UserError
 

@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import yaml
+from channel import limits
+from channel.limits import Range
 from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError,
                       model_validator)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, OnOutage, StragglerPolicy, allowed
+from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, OnOutage, OutOfRange, StragglerPolicy, allowed
 from sfl_sim.errors import ConfigError
 
 
@@ -141,13 +143,18 @@ NonNegativeInt = _bounded(int, 0)
 PositiveFloat = _bounded(float, 0, lo_open=True)
 Fraction = _bounded(float, 0, 1, lo_open=True)
 
+def _physical(rng: "Range") -> Any:
+    """A float field bounded by one of :mod:`channel.limits`' ranges (one definition for both)."""
+    return _bounded(float, rng.low, rng.high, lo_open=rng.low_open, unit=rng.unit, why=rng.reason)
+
+
 # Physical ranges: a value outside them is a typo or a unit slip, and inside the simulator it
 # becomes an infinite SNR, a zero-time upload or an overflow instead of an error.
-BandwidthHz = _bounded(float, 1.0, 1e12, unit="Hz", why="1 Hz to 1 THz")
-ClientPowerW = _bounded(float, 1e-9, 1e3, unit="W", why="-60 dBm to 60 dBm")
-ServerPowerW = _bounded(float, 1e-9, 1e5, unit="W", why="-60 dBm to 80 dBm")
-NoisePsdDbmPerHz = _bounded(float, -250.0, -50.0, unit="dBm/Hz", why="thermal noise is -174 dBm/Hz")
-ComputeFlopsPerS = _bounded(float, 1.0, 1e21, unit="FLOP/s")
+BandwidthHz = _physical(limits.BANDWIDTH_HZ)
+ClientPowerW = _physical(limits.CLIENT_TX_POWER_W)
+ServerPowerW = _physical(limits.SERVER_TX_POWER_W)
+NoisePsdDbmPerHz = _physical(limits.NOISE_PSD_DBM_PER_HZ)
+ComputeFlopsPerS = _bounded(float, 1.0, 1e21, unit="FLOP/s", why="from a microcontroller to a supercomputer")
 #: Host threads: libgomp aborts far above any real core count.
 MAX_TORCH_THREADS = 1024
 
@@ -314,6 +321,8 @@ class CellSection(_Section):
     allocation: ComponentSpec = _default("equal")
     fading: ComponentSpec = _default("none")
     coherence: _allowed_literal(Coherence) = "per_round"
+    out_of_range: Annotated[OutOfRange, Allowed("one of warn, error (clients outside the path-loss model's "
+                                                "distance range)")] = "warn"
     mobility: ComponentSpec = _default("static")
     outage: Outage = Field(default_factory=Outage)
     client_tx_power_w: ClientPowerW = 0.2

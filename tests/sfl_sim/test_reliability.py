@@ -338,6 +338,16 @@ PLUGIN = textwrap.dedent('''
         def __init__(self):
             raise RuntimeError("cannot reach the licence server")
 
+        def loss_db(self, distance_m):
+            return 100.0 + 0 * np.asarray(distance_m)
+
+    class NoLoss:
+        """A path loss without loss_db."""
+
+    class NanLoss:
+        def loss_db(self, distance_m):
+            return np.full(np.shape(distance_m), np.nan)
+
     class NanSelector:
         def prepare(self, counts):
             pass
@@ -364,6 +374,30 @@ def test_plugin_constructor_that_raises_is_one_line(plugin_dir, capsys) -> None:
     assert code == 2
     line = one_line(err)
     assert "cell.pathloss" in line and "Raises" in line and "licence server" in line
+
+
+@pytest.mark.parametrize("name, words", [
+    ("bad_plugins:NoLoss", ["cell.pathloss", "NoLoss", "loss_db"]),
+    ("bad_plugins:NanLoss", ["cell", "NanLoss", "finite"]),
+    ("os:system", ["cell.pathloss", "os:system", "not a class"]),
+    ("subprocess:Popen", ["cell.pathloss", "Popen", "loss_db"]),
+])
+def test_plugin_with_the_wrong_interface_or_output_is_one_line(plugin_dir, capsys, name, words) -> None:
+    data = {**SMALL, "cell": {"pathloss": {"name": name}}}
+    code, err = run_cli(capsys, str(write(plugin_dir, data)), "--check", "-o", str(plugin_dir / "o"))
+    assert code == 2
+    line = one_line(err)
+    for w in words:
+        assert w in line, (w, line)
+    assert not (plugin_dir / "o").exists()
+
+
+def test_component_parameter_typo_lists_the_accepted_ones(tmp_path, capsys) -> None:
+    data = {**SMALL, "cell": {"pathloss": {"name": "log_distance", "exponnt": 3.0}}}
+    code, err = run_cli(capsys, str(write(tmp_path, data)), "--check", "-o", str(tmp_path / "o"))
+    assert code == 2
+    line = one_line(err)
+    assert "cell.pathloss" in line and "did you mean 'exponent'" in line and "accepted" in line
 
 
 def test_plugin_returning_garbage_fails_the_run_in_one_line(plugin_dir, capsys) -> None:

@@ -111,7 +111,9 @@ def test_clients_move_between_rounds(tmp_path: Path) -> None:
     run_dir = tmp_path / "o" / "fedavg"
     with (run_dir / "cell.csv").open() as fh:
         start = np.array([[float(r["x_m"]), float(r["y_m"])] for r in csv.DictReader(fh)])
-    moved = torch.load(run_dir / "checkpoint.pt", weights_only=False)["cell"].positions_m
+    from sfl_sim import checkpoint
+
+    moved = checkpoint.load(run_dir / "checkpoint.pt")["cell"]["positions_m"]
     step = np.linalg.norm(moved - start, axis=1)
     assert np.all(step > 0)
     with (run_dir / "rounds.csv").open() as fh:
