@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from channel.registry import Registry
+from sfl_sim.protocols import SelectorProtocol
 
-SELECTORS = Registry("selector")
+SELECTORS = Registry("selector", protocol=SelectorProtocol)
 
 
 class Selector:

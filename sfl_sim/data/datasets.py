@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from channel.registry import Registry
+from sfl_sim.protocols import DatasetLoader
 
 from .idx import read_idx
 
@@ -27,7 +28,7 @@ __all__ = [
     "IDX_FILES",
 ]
 
-DATASETS = Registry("dataset")
+DATASETS = Registry("dataset", protocol=DatasetLoader)
 
 #: The four IDX file names (without ``.gz``) of the MNIST / Fashion-MNIST layout, in the order
 #: train images, train labels, test images, test labels.

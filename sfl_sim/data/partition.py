@@ -15,6 +15,7 @@ from typing import Any, List
 import numpy as np
 
 from channel.registry import Registry
+from sfl_sim.protocols import PartitionerProtocol
 
 __all__ = [
     "PARTITIONERS",
@@ -25,7 +26,7 @@ __all__ = [
     "label_histogram",
 ]
 
-PARTITIONERS = Registry("partitioner")
+PARTITIONERS = Registry("partitioner", protocol=PartitionerProtocol)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:

@@ -438,3 +438,17 @@ def test_sigkill_midway_then_resume_reproduces_the_rows(tmp_path) -> None:
     for name in ("metrics.csv", "rounds.csv"):
         assert strip(rows(tmp_path / "cut" / "scala" / name)) == strip(rows(tmp_path / "full" / "scala" / name))
     shutil.rmtree(tmp_path / "cut")
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("clients.selection", "bad_plugins:NoLoss", ["clients.selection", "NoLoss", "select"]),
+    ("data.partition", "bad_plugins:NoLoss", ["data.partition", "NoLoss", "split"]),
+    ("data.dataset", "bad_plugins:NoLoss", ["data.dataset", "NoLoss", "load"]),
+])
+def test_simulator_plugins_are_checked_against_their_protocol(plugin_dir, capsys, field, value, words) -> None:
+    code, err = run_cli(capsys, str(write(plugin_dir, SMALL)), "--check", "-o", str(plugin_dir / "o"),
+                        "--set", f"{field}={{name: '{value}'}}")
+    assert code == 2
+    line = one_line(err)
+    for w in words:
+        assert w in line, (w, line)

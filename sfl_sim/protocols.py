@@ -1,0 +1,49 @@
+"""What each swappable part of the simulator must offer, as :class:`typing.Protocol` s.
+
+The channel's component kinds have theirs in :mod:`channel.protocols`; these are the simulator's.
+Each registry carries its protocol, so a ``module:Class`` that lacks a method is refused with one
+line naming the field and the missing method before any work (``Registry.get``/``build``).
+Algorithms are classes derived from :class:`sfl_sim.algorithms.Algorithm` (an abstract base: its
+abstract methods are the contract, checked at construction).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["DatasetLoader", "PartitionerProtocol", "SelectorProtocol"]
+
+
+@runtime_checkable
+class DatasetLoader(Protocol):
+    """A data set: its constructor takes the scenario's parameters, ``load`` reads the files."""
+
+    def load(self) -> Any:
+        """Return an :class:`sfl_sim.data.ArrayDataset` (never download)."""
+
+
+@runtime_checkable
+class PartitionerProtocol(Protocol):
+    """Splits the training set among the clients (see :class:`sfl_sim.data.Partitioner`)."""
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """K disjoint, non-empty int64 index arrays, one per client, every draw from ``rng``."""
+
+
+@runtime_checkable
+class SelectorProtocol(Protocol):
+    """Picks each round's cohort (see :class:`sfl_sim.selection.Selector`)."""
+
+    def prepare(self, client_label_counts: np.ndarray) -> None:
+        """Receive the (K, N) label counts once before the first round."""
+
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+        """``n_selected`` distinct, sorted client indices (int64)."""
+
+    def state_dict(self) -> Dict[str, Any]:
+        """State to checkpoint (plain data)."""
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
