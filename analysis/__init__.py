@@ -28,6 +28,13 @@ _EXPORTS = {
     "plot_accuracy_vs_time": "plots",
     "plot_uplink_vs_time": "plots",
     "plot_runs": "plots",
+    "run_labels": "plots",
+    "StudyData": "study_data",
+    "StudyError": "study_data",
+    "find_run_dirs": "study_data",
+    "load_study": "study_data",
+    "paired_speedup": "stats",
+    "write_report": "report",
 }
 
 __all__ = list(_EXPORTS)

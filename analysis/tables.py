@@ -290,7 +290,7 @@ def _tta_cell(mean: float, std: float, reached: int, n: int) -> str:
 
 
 def _speedup_cell(ratio: float, low: float, high: float, pairs: int, is_reference: bool) -> str:
-    if is_reference:
+    if is_reference and math.isfinite(ratio):
         return "1 (reference)"
     if not math.isfinite(ratio):
         return f"{DASH} (0 pairs)"

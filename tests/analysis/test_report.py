@@ -342,3 +342,13 @@ def test_report_on_1000_runs(tmp_path):
     assert sum(p.suffix == ".png" for p in files) == 20
     summary = json.loads((tmp_path / "study" / "p0_q0.1" / "scala" / "seed0" / "summary.json").read_text())
     assert summary["schema_version"] == 1
+
+
+def test_speedup_cells_when_the_reference_never_reaches(tmp_path):
+    for s in (0, 1):
+        write_run(tmp_path / f"s{s}" / "fedavg", "fedavg", s, accuracies=[0.2, 0.3, 0.35, 0.4, 0.4])
+        write_run(tmp_path / f"s{s}" / "scala", "scala", s)
+    write_report(tmp_path, tmp_path / "out", reference="fedavg", targets=(0.5,), figures=False)
+    md = (tmp_path / "out" / "tta.md").read_text()
+    assert "| fedavg | – (0 pairs) |" in md and "| scala | – (0 pairs) |" in md
+    assert "| fedavg | – (0/2) |" in md
