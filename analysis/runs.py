@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 _INT_COLUMNS = ("round",)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in
 
 
 class RunFormatError(ValueError):
@@ -94,7 +95,7 @@ class Run:
 def _read_scenario(path: Path) -> dict:
     try:
         with path.open("r", encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise RunFormatError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

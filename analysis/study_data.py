@@ -34,9 +34,10 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -171,10 +172,13 @@ def find_run_dirs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str
 # --------------------------------------------------------------------------------- values
 
 
-def _canon(value: Any) -> str:
-    """A hashable, order-independent key for a YAML value (dicts compared by content)."""
+def _canon(value: Any) -> Any:
+    """A hashable, order-independent key for a YAML value (dicts compared by content; 1, 1.0 and
+    True kept apart)."""
     if value is _MISSING:
         return "\x00missing"
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -236,8 +240,16 @@ def _lookup(data: Any, path: str) -> Any:
     return data
 
 
-def _excluded(path: str, excluded: Sequence[str]) -> bool:
-    return any(path == e or path.startswith(e + ".") for e in excluded)
+def _excluded(path: str, excluded: frozenset[str] | Sequence[str]) -> bool:
+    """Whether ``path`` or one of its ancestors (``a`` for ``a.b``) is in ``excluded``."""
+    if path in excluded:
+        return True
+    i = path.find(".")
+    while i != -1:
+        if path[:i] in excluded:
+            return True
+        i = path.find(".", i + 1)
+    return False
 
 
 def _natural_key(value: Any) -> tuple:
@@ -323,7 +335,7 @@ def run_coordinates(
     """
     n = len(scenarios)
     names = list(names) if names is not None else [""] * n
-    excluded = tuple(NON_SETTING_FIELDS) + tuple(ignore)
+    excluded = frozenset(NON_SETTING_FIELDS) | frozenset(ignore)
     flat = [
         {p: v for p, v in _flatten(s).items() if not _excluded(p, excluded)} for s in scenarios
     ]
