@@ -118,6 +118,7 @@ def write_report(
     ignore: Sequence[str] = (),
     include_incomplete: bool = False,
     figures: bool = True,
+    target_lines: bool | None = None,
     n_boot: int = N_BOOT,
     bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
@@ -143,6 +144,9 @@ def write_report(
         and list them in README.md and runs.csv).
     figures : bool, optional
         Draw the figures (the tables alone are much faster).
+    target_lines : bool, optional
+        Draw each target as a dashed horizontal line in the figures. Default: only when
+        ``targets`` is given (asked for), not for the scenarios' default targets.
     n_boot, bootstrap_seed : int, optional
         Bootstrap resamples and seed of the speed-up CIs.
 
@@ -169,6 +173,8 @@ def write_report(
                          f"to report them anyway")
     if reference is not None and reference not in study.algorithms:
         raise StudyError(f"unknown reference {reference!r}; algorithms: {', '.join(study.algorithms)}")
+    if target_lines is None:
+        target_lines = targets is not None
     targets = tuple(_check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
     algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
 
@@ -201,7 +207,8 @@ def write_report(
         for setting in study.settings:
             slug = setting_slug(setting, taken)
             for kind in CURVES:
-                fig = setting_figure(study, setting, kind, band=band, targets=targets, algorithms=algorithms)
+                fig = setting_figure(study, setting, kind, band=band, targets=targets if target_lines else (),
+                                     algorithms=algorithms)
                 files = save_figure(fig, out / "figures" / slug / kind)
                 written += files
                 figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")

@@ -43,8 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--output-dir", "--out", "-o", dest="out",
                     help="report folder (default: DIR/report, under the common parent of several DIRs)")
     rp.add_argument("--reference", metavar="ALG", help="algorithm label to report speed-ups against, e.g. fedavg")
-    rp.add_argument("--targets", metavar="T1,T2", help="accuracy targets as fractions, e.g. 0.6,0.7 "
-                    "(default: the scenarios' target_accuracies)")
+    rp.add_argument("--targets", metavar="T1,T2", help="accuracy targets as fractions, e.g. 0.6,0.7, also drawn "
+                    "as lines in the figures (default: the scenarios' target_accuracies, no lines)")
     rp.add_argument("--band", choices=["std", "minmax"], default="std",
                     help="shaded band of the figures: mean ± 1 std (default) or min-max over seeds")
     rp.add_argument("--ignore-field", dest="ignore", action="append", default=[], metavar="FIELD",

@@ -352,3 +352,22 @@ def test_speedup_cells_when_the_reference_never_reaches(tmp_path):
     md = (tmp_path / "out" / "tta.md").read_text()
     assert "| fedavg | – (0 pairs) |" in md and "| scala | – (0 pairs) |" in md
     assert "| fedavg | – (0/2) |" in md
+
+
+def test_target_lines_only_when_targets_are_asked_for(study, tmp_path, monkeypatch):
+    import analysis.report as report_module
+
+    seen = []
+    real = report_module.setting_figure
+
+    def spy(*args, **kwargs):
+        seen.append(tuple(kwargs["targets"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(report_module, "setting_figure", spy)
+    root, _ = study
+    write_report(root, tmp_path / "a")
+    assert set(seen) == {()}
+    seen.clear()
+    write_report(root, tmp_path / "b", targets=(0.6,))
+    assert set(seen) == {(0.6,)}
