@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .runs import Run, load_runs
-from .study_data import _short_names, find_run_dirs, run_coordinates
+from .study_data import short_field_names, find_run_dirs, run_coordinates
 
 __all__ = [
     "BYTES_PER_MB",
@@ -85,10 +85,11 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
     labels = [r.label for r in runs]
     if len(set(labels)) == len(labels):
         return labels
-    fields, values, _, seeds = run_coordinates(
+    coords = run_coordinates(
         [r.scenario for r in runs], [r.summary for r in runs], names=[r.path.name for r in runs]
     )
-    short = _short_names(fields)
+    fields, values, seeds = coords.fields, coords.values, coords.seeds
+    short = short_field_names(fields)
     out = list(labels)
     for label in dict.fromkeys(labels):
         idx = [i for i, lab in enumerate(labels) if lab == label]

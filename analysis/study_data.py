@@ -61,7 +61,9 @@ __all__ = [
     "find_run_dirs",
     "is_run_dir",
     "load_study",
+    "Coordinates",
     "run_coordinates",
+    "short_field_names",
     "format_value",
 ]
 
@@ -301,13 +303,40 @@ def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
     return {k: v for k, v in value.items() if k in keep}
 
 
+@dataclass(frozen=True)
+class Coordinates:
+    """Where each run of a set sits: its setting, algorithm and seed.
+
+    Attributes
+    ----------
+    fields : tuple of str
+        The dotted setting fields, in scenario order (or the study's coordinate order); empty
+        when every run has the same setting.
+    values : list of dict
+        Per run, ``{field: display text}`` (:func:`format_value`; ``"-"`` where a run lacks it).
+    algorithms : list of str
+        Per run, the algorithm coordinate.
+    seeds : list
+        Per run, the seed (an int; None when no file names one).
+    sort_keys : list of tuple
+        Per run, a key that orders settings naturally (numbers by value, ``alpha=2`` before
+        ``alpha=10``).
+    """
+
+    fields: tuple[str, ...]
+    values: list[dict[str, str]]
+    algorithms: list[str]
+    seeds: list[Any]
+    sort_keys: list[tuple]
+
+
 def run_coordinates(
     scenarios: Sequence[Mapping[str, Any]],
     summaries: Sequence[Mapping[str, Any]],
     names: Sequence[str] | None = None,
     ignore: Sequence[str] = (),
-) -> tuple[list[str], list[dict[str, Any]], list[str], list[Any]]:
-    """Setting fields, per-run setting values, algorithm and seed of a set of runs.
+) -> Coordinates:
+    """Setting, algorithm and seed of each of a set of runs.
 
     Parameters
     ----------
@@ -323,15 +352,10 @@ def run_coordinates(
 
     Returns
     -------
-    fields : list of str
-        The dotted setting fields, in scenario order (or the study's coordinate order).
-    values : list of dict
-        Per run, ``{field: display value}`` — display values are the readable text of
-        :func:`format_value` ("-" when a run lacks the field).
-    algorithms : list of str
-        Per run, the algorithm coordinate.
-    seeds : list
-        Per run, the seed (an int, or None when no file names one).
+    Coordinates
+        The setting comes from the summaries' ``coordinates`` when every run has them and they
+        cover every scenario field that varies; otherwise it is inferred from the scenarios (see
+        the module docstring).
     """
     n = len(scenarios)
     names = list(names) if names is not None else [""] * n
@@ -361,16 +385,17 @@ def run_coordinates(
             fields = study_fields
             raw = [{f: c.get(f, _MISSING) for f in fields} for c in coords]
 
-    values = [{f: format_value(v) for f, v in r.items()} for r in raw]
-    algorithms = _algorithms(scenarios, summaries, names)
     seeds: list[Any] = []
     for s, summ, c in zip(scenarios, summaries, coords):
         seed = c.get("seed") if isinstance(c, Mapping) and "seed" in c else s.get("seed", summ.get("seed"))
         seeds.append(int(seed) if isinstance(seed, (int, float)) and not isinstance(seed, bool) else seed)
-    # order the runs' raw values for sorting settings naturally
-    for v, r in zip(values, raw):
-        v["\x00sort"] = tuple(_natural_key(r[f]) for f in fields)
-    return fields, values, algorithms, seeds
+    return Coordinates(
+        fields=tuple(fields),
+        values=[{f: format_value(v) for f, v in r.items()} for r in raw],
+        algorithms=_algorithms(scenarios, summaries, names),
+        seeds=seeds,
+        sort_keys=[tuple(_natural_key(r[f]) for f in fields) for r in raw],
+    )
 
 
 def _algorithms(
@@ -400,8 +425,19 @@ def _algorithms(
     return out
 
 
-def _short_names(fields: Sequence[str]) -> dict[str, str]:
-    """Shortest dotted suffix of each field that is unique among ``fields``."""
+def short_field_names(fields: Sequence[str]) -> dict[str, str]:
+    """Shortest dotted suffix of each field that is unique among ``fields``.
+
+    Parameters
+    ----------
+    fields : sequence of str
+        Dotted field names, e.g. ``("data.partition", "clients.participation")``.
+
+    Returns
+    -------
+    dict
+        ``{field: short name}``, e.g. ``{"data.partition": "partition", ...}``.
+    """
     out = {}
     for f in fields:
         parts = f.split(".")
@@ -600,10 +636,9 @@ def load_study(
         rounds_path = d / ROUNDS_FILE
         round_texts.append(_read_text(rounds_path) if rounds_path.is_file() else None)
 
-    fields, values, algorithms, seeds = run_coordinates(
-        scenarios, summaries, names=[d.name for d in dirs], ignore=ignore
-    )
-    short = _short_names(fields)
+    coords = run_coordinates(scenarios, summaries, names=[d.name for d in dirs], ignore=ignore)
+    fields, values, algorithms, seeds = coords.fields, coords.values, coords.algorithms, coords.seeds
+    short = short_field_names(fields)
     if fields:
         settings = [", ".join(f"{short[f]}={v[f]}" for f in fields) for v in values]
     else:
@@ -658,7 +693,7 @@ def load_study(
     rounds = keys.merge(rounds.astype({"run_id": "int64"}), on="run_id", how="right")
 
     targets = _common_targets(scenarios)
-    order = sorted(range(len(dirs)), key=lambda i: values[i]["\x00sort"])
+    order = sorted(range(len(dirs)), key=lambda i: coords.sort_keys[i])
     ordered_settings = tuple(dict.fromkeys(settings[i] for i in order))
     return StudyData(
         runs=runs,

@@ -30,7 +30,7 @@ import pandas as pd
 
 from .schema import CUMULATIVE_COLUMNS
 from .stats import BOOTSTRAP_SEED, DDOF, N_BOOT, describe, paired_speedup
-from .study_data import StudyData, _short_names
+from .study_data import StudyData, short_field_names
 from .tta import first_reaching
 
 __all__ = [
@@ -334,7 +334,7 @@ class Layout:
 def _setting_headers(study: StudyData) -> dict[str, tuple[str, ...]]:
     if not study.setting_fields:
         return {s: (s,) for s in study.settings}
-    short = _short_names(study.setting_fields)
+    short = short_field_names(study.setting_fields)
     out = {}
     for s in study.settings:
         values = study.setting_values(s)

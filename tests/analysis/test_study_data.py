@@ -87,20 +87,19 @@ def test_inferred_setting_is_the_fields_that_differ(tmp_path):
 
 def test_component_spec_with_a_varying_name_is_one_coordinate():
     scenarios = [scenario_for("scala", 0, {"data.partition": p}) for p in PARTITIONS]
-    fields, values, algorithms, seeds = run_coordinates(scenarios, [{}] * 4)
-    assert fields == ["data.partition"]
-    assert [v["data.partition"] for v in values] == [
+    c = run_coordinates(scenarios, [{}] * 4)
+    assert c.fields == ("data.partition",)
+    assert [v["data.partition"] for v in c.values] == [
         "quantity(alpha=2)", "quantity(alpha=4)", "dirichlet(beta=0.05)", "dirichlet(beta=0.1)"]
     # same name, one parameter differs: the parameter is the coordinate
-    fields, values, _, _ = run_coordinates(
-        [scenario_for("scala", 0, {"data.partition.alpha": a}) for a in (2, 4)], [{}] * 2)
-    assert fields == ["data.partition.alpha"] and [v["data.partition.alpha"] for v in values] == ["2", "4"]
+    c = run_coordinates([scenario_for("scala", 0, {"data.partition.alpha": a}) for a in (2, 4)], [{}] * 2)
+    assert c.fields == ("data.partition.alpha",) and [v["data.partition.alpha"] for v in c.values] == ["2", "4"]
 
 
 def test_rounds_is_part_of_the_setting_unless_ignored():
     scenarios = [scenario_for("scala", 0, {"rounds": r}) for r in (10, 20)]
-    assert run_coordinates(scenarios, [{}] * 2)[0] == ["rounds"]
-    assert run_coordinates(scenarios, [{}] * 2, ignore=["rounds"])[0] == []
+    assert run_coordinates(scenarios, [{}] * 2).fields == ("rounds",)
+    assert run_coordinates(scenarios, [{}] * 2, ignore=["rounds"]).fields == ()
 
 
 def test_study_coordinates_are_used_when_every_run_has_them(tmp_path):
@@ -116,23 +115,21 @@ def test_study_coordinates_are_used_when_every_run_has_them(tmp_path):
 def test_coordinates_that_miss_a_varying_field_are_not_trusted():
     scenarios = [scenario_for("scala", 0, {"clients.participation": q}) for q in (0.1, 0.2)]
     summaries = [{"coordinates": {"data.partition": {"name": "quantity", "alpha": 2}, "seed": 0}}] * 2
-    fields, values, _, _ = run_coordinates(scenarios, summaries)
-    assert fields == ["clients.participation"]
+    assert run_coordinates(scenarios, summaries).fields == ("clients.participation",)
 
 
 def test_algorithm_label_then_spec_label_then_name():
     sc = [scenario_for("scala", 0), scenario_for("scala", 1), scenario_for("fedavg", 0)]
     sc[1]["algorithm"]["label"] = "scala_T2"
-    _, _, algorithms, seeds = run_coordinates(sc, [{}, {}, {"label": "FedAvg"}])
-    assert algorithms == ["scala", "scala_T2", "FedAvg"]
-    assert seeds == [0, 1, 0]
+    c = run_coordinates(sc, [{}, {}, {"label": "FedAvg"}])
+    assert c.algorithms == ["scala", "scala_T2", "FedAvg"]
+    assert c.seeds == [0, 1, 0]
 
 
 def test_same_label_different_algorithm_parameters_stay_apart():
     a, b = scenario_for("scala", 0), scenario_for("scala", 0)
     b["algorithm"]["temperature"] = 2.0
-    _, _, algorithms, _ = run_coordinates([a, b], [{}, {}])
-    assert algorithms == ["scala [temperature=-]", "scala [temperature=2]"]
+    assert run_coordinates([a, b], [{}, {}]).algorithms == ["scala [temperature=-]", "scala [temperature=2]"]
 
 
 def test_duplicate_runs_are_an_error_naming_both(tmp_path):
