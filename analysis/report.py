@@ -17,7 +17,6 @@ LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``)
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import Iterable, Sequence

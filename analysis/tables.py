@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from .schema import CUMULATIVE_COLUMNS
