@@ -1,31 +1,53 @@
 """Offline analysis of sfl-sim run directories.
 
-Reads ``scenario.yaml``, ``metrics.csv`` and ``summary.json`` from run
+Reads ``scenario.yaml``, ``metrics.csv``, ``rounds.csv`` and ``summary.json`` from run
 directories on disk. Never imports torch, simpy or ``sfl_sim``.
+
+The public names below are imported lazily (PEP 562), so ``import analysis.schema`` — which the
+simulator does to share the run-file schema — costs nothing and pulls in neither pandas nor
+matplotlib.
 """
 
-from .plots import plot_accuracy_vs_time, plot_runs, plot_uplink_vs_time
-from .runs import (
-    METRICS_COLUMNS,
-    SCHEMA_VERSION,
-    Run,
-    RunFormatError,
-    load_run,
-    load_runs,
-)
-from .tta import summary_table, time_to_accuracy_s, tta_column_name
+from __future__ import annotations
 
-__all__ = [
-    "METRICS_COLUMNS",
-    "SCHEMA_VERSION",
-    "Run",
-    "RunFormatError",
-    "load_run",
-    "load_runs",
-    "time_to_accuracy_s",
-    "tta_column_name",
-    "summary_table",
-    "plot_accuracy_vs_time",
-    "plot_uplink_vs_time",
-    "plot_runs",
-]
+import importlib
+from typing import Any
+
+# public name -> submodule that defines it
+_EXPORTS = {
+    "SCHEMA_VERSION": "schema",
+    "METRICS_COLUMNS": "schema",
+    "ROUNDS_COLUMNS": "schema",
+    "Run": "runs",
+    "RunFormatError": "runs",
+    "load_run": "runs",
+    "load_runs": "runs",
+    "time_to_accuracy_s": "tta",
+    "tta_column_name": "tta",
+    "summary_table": "tta",
+    "plot_accuracy_vs_time": "plots",
+    "plot_uplink_vs_time": "plots",
+    "plot_runs": "plots",
+    "run_labels": "plots",
+    "StudyData": "study_data",
+    "StudyError": "study_data",
+    "find_run_dirs": "study_data",
+    "load_study": "study_data",
+    "paired_speedup": "stats",
+    "write_report": "report",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,6 +5,12 @@ Figures are drawn on matplotlib's non-interactive Agg canvas directly
 screen, no global pyplot state is touched and the process-wide backend is
 left alone.
 The x axis is always the simulated clock (``sim_time_s``), never host time.
+
+One line per run. Lines are labelled by the run's label; where several runs share
+one (two seeds of ``scala``), the coordinates that tell them apart are appended —
+``scala (seed 1)``, ``scala (partition=dirichlet(beta=0.1), seed 0)`` — so no two
+legend entries are the same. :func:`plot_runs` accepts scenario and study
+directories as well as run directories.
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .runs import Run, load_runs
+from .study_data import short_field_names, find_run_dirs, run_coordinates
 
 __all__ = [
     "BYTES_PER_MB",
     "ACCURACY_PLOT_FILE",
     "UPLINK_PLOT_FILE",
+    "run_labels",
+    "line_figure",
     "plot_accuracy_vs_time",
     "plot_uplink_vs_time",
     "plot_runs",
@@ -57,6 +66,94 @@ def _save(fig: Figure, out_path: str | os.PathLike[str]) -> Path:
     return out
 
 
+def run_labels(runs: Sequence[Run]) -> list[str]:
+    """Legend labels, unique across ``runs``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Loaded runs.
+
+    Returns
+    -------
+    list of str
+        ``run.label``, with the coordinates that differ among the runs sharing that label
+        appended in parentheses (setting fields by their short name, then ``seed N``); if even
+        those agree (the same run copied), the run directory is appended.
+    """
+    runs = list(runs)
+    labels = [r.label for r in runs]
+    if len(set(labels)) == len(labels):
+        return labels
+    coords = run_coordinates(
+        [r.scenario for r in runs], [r.summary for r in runs], names=[r.path.name for r in runs]
+    )
+    fields, values, seeds = coords.fields, coords.values, coords.seeds
+    short = short_field_names(fields)
+    out = list(labels)
+    for label in dict.fromkeys(labels):
+        idx = [i for i, lab in enumerate(labels) if lab == label]
+        if len(idx) < 2:
+            continue
+        parts = {i: [] for i in idx}
+        for f in fields:
+            if len({values[i][f] for i in idx}) > 1:
+                for i in idx:
+                    parts[i].append(f"{short[f]}={values[i][f]}")
+        if len({str(seeds[i]) for i in idx}) > 1:
+            for i in idx:
+                parts[i].append(f"seed {seeds[i]}")
+        for i in idx:
+            out[i] = f"{label} ({', '.join(parts[i])})" if parts[i] else label
+    if len(set(out)) < len(out):  # same coordinates: tell them apart by directory
+        counts = {lab: out.count(lab) for lab in out}
+        out = [f"{lab} [{runs[i].path}]" if counts[lab] > 1 else lab for i, lab in enumerate(out)]
+    return out
+
+
+def line_figure(
+    runs: Sequence[Run], y_column: str, y_scale: float, y_label: str, title: str
+) -> Figure:
+    """One line per run of ``y_column / y_scale`` against simulated time, labelled by :func:`run_labels`.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Loaded runs (at least one).
+    y_column : str
+        A metrics column.
+    y_scale : float
+        Divisor of the y values (e.g. 1e6 for MB).
+    y_label, title : str
+        Axis label and title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        If ``runs`` is empty.
+    KeyError
+        If a run's metrics lack ``sim_time_s`` or ``y_column``.
+    """
+    runs = _check_runs(runs, ("sim_time_s", y_column))
+    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI)
+    ax = fig.add_subplot()
+    for run, label in zip(runs, run_labels(runs)):
+        m = run.metrics.sort_values("round", kind="stable") if "round" in run.metrics else run.metrics
+        x = m["sim_time_s"].to_numpy(dtype=float)
+        y = m[y_column].to_numpy(dtype=float) / y_scale
+        ax.plot(x, y, marker="o" if len(x) <= 30 else None, markersize=3, label=label)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel(y_label)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return fig
+
+
 def _line_plot(
     runs: Sequence[Run],
     y_column: str,
@@ -65,20 +162,7 @@ def _line_plot(
     title: str,
     out_path: str | os.PathLike[str],
 ) -> Path:
-    runs = _check_runs(runs, ("sim_time_s", y_column))
-    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI)
-    ax = fig.add_subplot()
-    for run in runs:
-        m = run.metrics.sort_values("round", kind="stable") if "round" in run.metrics else run.metrics
-        x = m["sim_time_s"].to_numpy(dtype=float)
-        y = m[y_column].to_numpy(dtype=float) / y_scale
-        ax.plot(x, y, marker="o" if len(x) <= 30 else None, markersize=3, label=run.label)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel(y_label)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    return _save(fig, out_path)
+    return _save(line_figure(runs, y_column, y_scale, y_label, title), out_path)
 
 
 def plot_accuracy_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path:
@@ -141,14 +225,16 @@ def plot_uplink_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -
 
 
 def plot_runs(
-    run_dirs: Iterable[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+    run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
 ) -> list[Path]:
     """Load run directories and write the standard comparison plots.
 
     Parameters
     ----------
-    run_dirs : iterable of str or os.PathLike
-        Run directories to load with :func:`analysis.load_runs`.
+    run_dirs : path or iterable of paths
+        Run directories, or scenario / study directories with run directories below
+        (see :func:`analysis.study_data.find_run_dirs`).
     out_dir : str or os.PathLike
         Output directory; created if missing.
 
@@ -156,8 +242,19 @@ def plot_runs(
     -------
     list of pathlib.Path
         ``[out_dir / "accuracy_vs_time.png", out_dir / "uplink_vs_time.png"]``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist or holds no run directory.
     """
-    runs = load_runs(run_dirs)
+    dirs = find_run_dirs(run_dirs)
+    if not dirs:
+        shown = [run_dirs] if isinstance(run_dirs, (str, os.PathLike)) else list(run_dirs)
+        raise FileNotFoundError(
+            f"no run directories (with summary.json and metrics.csv) under {', '.join(map(str, shown))}"
+        )
+    runs = load_runs(dirs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [

@@ -27,6 +27,8 @@ from typing import Iterable
 import pandas as pd
 import yaml
 
+from .schema import METRICS_COLUMNS, METRICS_FILE, SCENARIO_FILE, SCHEMA_VERSION, SUMMARY_FILE
+
 __all__ = [
     "SCHEMA_VERSION",
     "METRICS_COLUMNS",
@@ -39,27 +41,8 @@ __all__ = [
     "load_runs",
 ]
 
-#: The run-directory schema version this package reads.
-SCHEMA_VERSION = 1
-
-SCENARIO_FILE = "scenario.yaml"
-METRICS_FILE = "metrics.csv"
-SUMMARY_FILE = "summary.json"
-
-#: Exact header of ``metrics.csv``, in order.
-METRICS_COLUMNS: tuple[str, ...] = (
-    "round",
-    "sim_time_s",
-    "test_accuracy",
-    "test_loss",
-    "uplink_bytes",
-    "downlink_bytes",
-    "client_flops",
-    "server_flops",
-    "host_time_s",
-)
-
 _INT_COLUMNS = ("round",)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in
 
 
 class RunFormatError(ValueError):
@@ -112,7 +95,7 @@ class Run:
 def _read_scenario(path: Path) -> dict:
     try:
         with path.open("r", encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise RunFormatError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

@@ -17,6 +17,7 @@ from .runs import Run
 __all__ = [
     "DEFAULT_TARGETS",
     "time_to_accuracy_s",
+    "first_reaching",
     "tta_column_name",
     "summary_table",
 ]
@@ -59,11 +60,7 @@ def time_to_accuracy_s(metrics: pd.DataFrame, target_accuracy: float) -> float:
     KeyError
         If a required column is missing.
     """
-    target = float(target_accuracy)
-    if not math.isfinite(target) or not 0.0 <= target <= 1.0:
-        raise ValueError(
-            f"target_accuracy must be a fraction in [0, 1], got {target_accuracy!r}"
-        )
+    target = _check_target(target_accuracy)
     _check_columns(metrics, _REQUIRED, "time_to_accuracy_s")
     if "round" in metrics.columns:
         metrics = metrics.sort_values("round", kind="stable")
@@ -72,6 +69,52 @@ def time_to_accuracy_s(metrics: pd.DataFrame, target_accuracy: float) -> float:
     if hit.size == 0:
         return float("nan")
     return float(metrics["sim_time_s"].to_numpy(dtype=float)[hit[0]])
+
+
+def _check_target(target_accuracy: float) -> float:
+    target = float(target_accuracy)
+    if not math.isfinite(target) or not 0.0 <= target <= 1.0:
+        raise ValueError(
+            f"target_accuracy must be a fraction in [0, 1], got {target_accuracy!r}"
+        )
+    return target
+
+
+def first_reaching(metrics: pd.DataFrame, target_accuracy: float, by: str = "run_id") -> pd.DataFrame:
+    """Each run's first evaluated row that reaches a target: :func:`time_to_accuracy_s` for many runs.
+
+    Same definition as :func:`time_to_accuracy_s` (the first row in round order with
+    ``test_accuracy >= target``), computed for every group of a stacked metrics frame at once.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Stacked per-round metrics of many runs (e.g. :attr:`analysis.study_data.StudyData.metrics`)
+        with ``by``, ``round``, ``sim_time_s`` and ``test_accuracy``.
+    target_accuracy : float
+        Target as a fraction in [0, 1].
+    by : str, optional
+        The column naming the run (default ``"run_id"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``by`` (sorted), one row per run that reaches the target: all columns of that
+        row, so ``["sim_time_s"]`` is the time to accuracy and the cumulative byte and FLOP
+        columns are the cost of getting there. Runs that never reach it are absent.
+
+    Raises
+    ------
+    ValueError
+        If the target is not a fraction in [0, 1].
+    KeyError
+        If a required column is missing.
+    """
+    target = _check_target(target_accuracy)
+    _check_columns(metrics, (by, "round", *_REQUIRED), "first_reaching")
+    hit = metrics.loc[metrics["test_accuracy"].to_numpy(dtype=float) >= target]  # nan: False
+    hit = hit.sort_values([by, "round"], kind="stable")
+    return hit.drop_duplicates(by, keep="first").set_index(by)
 
 
 def tta_column_name(target_accuracy: float) -> str:

@@ -1,4 +1,4 @@
-"""Command line: ``sfl-sim scenario PATH`` and ``sfl-sim plot RUN_DIR...``."""
+"""Command line: ``sfl-sim scenario PATH``, ``sfl-sim plot DIR...`` and ``sfl-sim report DIR...``."""
 from __future__ import annotations
 
 import argparse
@@ -37,8 +37,24 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the JSON Schema of scenario files (for editor completion and checks)")
 
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
-    pl.add_argument("run_dirs", nargs="+", help="run directories written by 'sfl-sim scenario'")
-    pl.add_argument("--out", "-o", default="plots", help="folder for the PNG files (default: plots)")
+    pl.add_argument("run_dirs", nargs="+", metavar="DIR",
+                    help="run directories, or scenario / study directories with run directories below")
+    pl.add_argument("--output-dir", "--out", "-o", dest="out",
+                    help="folder for the PNG files (default: DIR/plots, under the common parent of several DIRs)")
+
+    rp = sub.add_parser("report", help="tables (accuracy, time to accuracy, overhead) and figures of a study")
+    rp.add_argument("dirs", nargs="+", metavar="DIR", help="study, scenario-output or run directories")
+    rp.add_argument("--output-dir", "--out", "-o", dest="out",
+                    help="report folder (default: DIR/report, under the common parent of several DIRs)")
+    rp.add_argument("--reference", metavar="ALG", help="algorithm label to report speed-ups against, e.g. fedavg")
+    rp.add_argument("--targets", metavar="T1,T2", help="accuracy targets as fractions, e.g. 0.6,0.7, also drawn "
+                    "as lines in the figures (default: the scenarios' target_accuracies, no lines)")
+    rp.add_argument("--band", choices=["std", "minmax"], default="std",
+                    help="shaded band of the figures: mean ± 1 std (default) or min-max over seeds")
+    rp.add_argument("--ignore-field", dest="ignore", action="append", default=[], metavar="FIELD",
+                    help="scenario field not to split settings by, e.g. rounds (repeatable)")
+    rp.add_argument("--include-incomplete", action="store_true", help="also report runs that did not finish")
+    rp.add_argument("--no-figures", action="store_true", help="tables only")
     return parser
 
 
@@ -92,11 +108,12 @@ def _channel(args: argparse.Namespace) -> int:
 
 def _plot(args: argparse.Namespace) -> int:
     from analysis import plot_runs
+    from analysis.report import default_output_dir
     from analysis.runs import RunFormatError
 
     try:
-        paths = plot_runs(args.run_dirs, args.out)
-    except (FileNotFoundError, RunFormatError) as exc:
+        paths = plot_runs(args.run_dirs, args.out or default_output_dir(args.run_dirs, "plots"))
+    except (FileNotFoundError, NotADirectoryError, RunFormatError) as exc:
         print(f"sfl-sim plot: {exc}", file=sys.stderr)
         return 2
     for p in paths:
@@ -128,6 +145,24 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from analysis.report import default_output_dir, parse_targets, write_report
+    from analysis.runs import RunFormatError
+    from analysis.study_data import StudyError
+
+    out = Path(args.out) if args.out else default_output_dir(args.dirs, "report")
+    try:
+        targets = parse_targets(args.targets) if args.targets else None
+        files = write_report(args.dirs, out, reference=args.reference, targets=targets, band=args.band,
+                             ignore=args.ignore, include_incomplete=args.include_incomplete,
+                             figures=not args.no_figures)
+    except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
+        print(f"sfl-sim report: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(files)} files to {out}/ (start with {files[0]})")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``sfl-sim`` console script.
 
@@ -138,7 +173,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning
-    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema}
+    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema,
+                "report": _report}
     from sfl_sim.errors import UserError
 
     try:

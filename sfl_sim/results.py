@@ -23,7 +23,8 @@ Files
 ``checkpoint.pt``
     Everything needed to resume after the last evaluated round (atomically replaced).
 
-:mod:`analysis.runs` reads these files without importing this module.
+The names and headers live in :mod:`analysis.schema`, which both this module and the reader
+(:mod:`analysis.runs`) import; :mod:`analysis` reads these files without importing this module.
 """
 from __future__ import annotations
 
@@ -35,11 +36,11 @@ from typing import Any, Dict, List, Mapping, Sequence
 
 import yaml
 
-SCHEMA_VERSION = 1
-METRICS_COLUMNS = ("round", "sim_time_s", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
-                   "client_flops", "server_flops", "host_time_s")
-ROUNDS_COLUMNS = ("round", "sim_time_s", "round_sim_time_s", "uplink_bytes", "downlink_bytes", "client_flops",
-                  "server_flops", "retransmissions", "dropped_transmissions", "dropped_clients", "cohort", "dropped")
+# One definition of the file names and headers, shared with the reader (analysis never imports us).
+from analysis.schema import (CHECKPOINT_FILE, METRICS_COLUMNS, METRICS_FILE, ROUNDS_COLUMNS, SCENARIO_FILE,
+                             SCHEMA_VERSION, SUMMARY_FILE)
+
+__all__ = ["SCHEMA_VERSION", "METRICS_COLUMNS", "ROUNDS_COLUMNS", "RunWriter", "read_metrics_rows"]
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -66,14 +67,14 @@ class RunWriter:
 
     @property
     def metrics_path(self) -> Path:
-        return self.run_dir / "metrics.csv"
+        return self.run_dir / METRICS_FILE
 
     @property
     def checkpoint_path(self) -> Path:
-        return self.run_dir / "checkpoint.pt"
+        return self.run_dir / CHECKPOINT_FILE
 
     def write_scenario(self, scenario: Mapping[str, Any]) -> None:
-        _atomic_write_text(self.run_dir / "scenario.yaml", yaml.safe_dump(dict(scenario), sort_keys=False))
+        _atomic_write_text(self.run_dir / SCENARIO_FILE, yaml.safe_dump(dict(scenario), sort_keys=False))
 
     def write_table(self, name: str, columns: Mapping[str, Sequence[Any]]) -> None:
         """Write a CSV with the given columns (equal lengths)."""
@@ -113,10 +114,10 @@ class RunWriter:
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary, **self.summary_extra}
-        _atomic_write_text(self.run_dir / "summary.json", json.dumps(data, indent=2, sort_keys=False) + "\n")
+        _atomic_write_text(self.run_dir / SUMMARY_FILE, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
     def read_summary(self) -> Dict[str, Any] | None:
-        path = self.run_dir / "summary.json"
+        path = self.run_dir / SUMMARY_FILE
         return json.loads(path.read_text()) if path.exists() else None
 
 

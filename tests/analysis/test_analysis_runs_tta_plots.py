@@ -299,7 +299,8 @@ def test_plot_runs_creates_out_dir(two_runs, tmp_path):
 
 def test_analysis_never_imports_torch_simpy_or_sfl_sim():
     code = (
-        "import analysis, analysis.runs, analysis.tta, analysis.plots; import sys; "
+        "import analysis, analysis.runs, analysis.tta, analysis.plots, analysis.schema, analysis.study_data, "
+        "analysis.stats, analysis.tables, analysis.figures, analysis.report; import sys; "
         "bad = [m for m in ('torch', 'simpy', 'sfl_sim') if m in sys.modules]; "
         "assert not bad, bad"
     )

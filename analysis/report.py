@@ -1,0 +1,286 @@
+"""``sfl-sim report``: a study (or any set of run directories) into paper tables and figures.
+
+Layout of a report directory::
+
+    README.md                 every table and figure on one page, with the definitions
+    runs.csv                  one row per run: path, setting, its fields, algorithm, seed, status,
+                              final and best accuracy (and whether it was left out)
+    accuracy.{csv,md,tex}     best and final test accuracy, rows algorithms, columns settings
+    tta.{csv,md,tex}          time to each target (and speed-up over --reference, with CI)
+    overhead.{csv,md,tex}     bytes and FLOPs per round and to each target (Table V layout)
+    figures/<setting>/accuracy_vs_time.{png,pdf}
+    figures/<setting>/accuracy_vs_uplink.{png,pdf}
+
+CSV files are tidy and in raw units (accuracy as a fraction, seconds, bytes, FLOPs); Markdown and
+LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from .figures import BANDS, CURVES, save_figure, setting_figure, setting_slug
+from .stats import BOOTSTRAP_SEED, DDOF, N_BOOT
+from .study_data import StudyData, StudyError, load_study
+from .tables import (
+    Layout,
+    accuracy_layouts,
+    accuracy_table,
+    overhead_layouts,
+    overhead_table,
+    per_run_accuracy,
+    target_text,
+    to_latex,
+    to_markdown,
+    tta_layouts,
+    tta_table,
+)
+from .tta import DEFAULT_TARGETS, _check_target
+
+__all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
+
+#: ``summary.json`` status of a finished run.
+COMPLETE = "complete"
+_GLOBAL = "global model on the test set"
+
+
+def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
+    """``<deepest directory containing every given path>/<name>``.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        The directories given on the command line.
+    name : str
+        Sub-directory name (``"report"``, ``"plots"``).
+
+    Returns
+    -------
+    pathlib.Path
+        For one directory ``DIR/name``; for several, under their common parent.
+    """
+    resolved = [os.path.abspath(p) for p in paths]
+    return Path(os.path.commonpath(resolved)) / name
+
+
+def parse_targets(text: str) -> tuple[float, ...]:
+    """``"0.6,0.7"`` -> ``(0.6, 0.7)``; each a fraction in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Naming the bad item (e.g. a percentage such as 70).
+    """
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise ValueError(f"--targets: {item!r} is not a number; give fractions, e.g. 0.6,0.7") from None
+        out.append(_check_target(value))
+    if not out:
+        raise ValueError("--targets: no target given; e.g. --targets 0.6,0.7")
+    return tuple(dict.fromkeys(out))
+
+
+def _write(path: Path, text: str, written: list[Path]) -> None:
+    path.write_text(text, encoding="utf-8")
+    written.append(path)
+
+
+def _write_table(out: Path, stem: str, table: pd.DataFrame, layouts: Sequence[Layout], title: str,
+                 written: list[Path]) -> str:
+    table.to_csv(out / f"{stem}.csv", index=False)
+    written.append(out / f"{stem}.csv")
+    md = f"# {title}\n\n" + "\n".join(to_markdown(layout) for layout in layouts)
+    _write(out / f"{stem}.md", md, written)
+    tex = (f"% {title} -- written by sfl-sim report; needs \\usepackage{{booktabs}}\n"
+           + "\n".join(to_latex(layout) for layout in layouts))
+    _write(out / f"{stem}.tex", tex, written)
+    return md
+
+
+def write_report(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    reference: str | None = None,
+    targets: Sequence[float] | None = None,
+    band: str = "std",
+    *,
+    ignore: Sequence[str] = (),
+    include_incomplete: bool = False,
+    figures: bool = True,
+    target_lines: bool | None = None,
+    n_boot: int = N_BOOT,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
+) -> list[Path]:
+    """Write the tables and figures of a study.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Study, scenario-output or run directories (searched recursively for run directories).
+    out_dir : path
+        Report directory; created if missing, files in it overwritten.
+    reference : str, optional
+        Algorithm label to compute speed-ups against (e.g. ``"fedavg"``).
+    targets : sequence of float, optional
+        Accuracy targets (fractions). Default: the ``target_accuracies`` common to every run's
+        scenario, else :data:`analysis.tta.DEFAULT_TARGETS`.
+    band : {"std", "minmax"}
+        Shaded band of the figures.
+    ignore : sequence of str, optional
+        Scenario fields to leave out of the setting (e.g. ``("rounds",)``).
+    include_incomplete : bool, optional
+        Keep runs whose ``summary.json`` status is not ``"complete"`` (default: leave them out
+        and list them in README.md and runs.csv).
+    figures : bool, optional
+        Draw the figures (the tables alone are much faster).
+    target_lines : bool, optional
+        Draw each target as a dashed horizontal line in the figures. Default: only when
+        ``targets`` is given (asked for), not for the scenarios' default targets.
+    n_boot, bootstrap_seed : int, optional
+        Bootstrap resamples and seed of the speed-up CIs.
+
+    Returns
+    -------
+    list of pathlib.Path
+        Every file written, README.md first.
+
+    Raises
+    ------
+    StudyError
+        No runs found, none complete, duplicate runs, or an unknown reference.
+    ValueError
+        A bad ``band`` or target.
+    """
+    if band not in BANDS:
+        raise ValueError(f"band must be one of {', '.join(BANDS)}; got {band!r}")
+    loaded = load_study(paths, ignore=ignore)
+    complete = loaded.runs["status"] == COMPLETE
+    study = loaded if include_incomplete else loaded.select(loaded.runs.loc[complete, "run_id"])
+    left_out = loaded.runs.loc[~loaded.runs["run_id"].isin(study.runs["run_id"])]
+    if study.runs.empty:
+        raise StudyError(f"none of the {len(loaded.runs)} run(s) found is complete; pass --include-incomplete "
+                         f"to report them anyway")
+    if reference is not None and reference not in study.algorithms:
+        raise StudyError(f"unknown reference {reference!r}; algorithms: {', '.join(study.algorithms)}")
+    if target_lines is None:
+        target_lines = targets is not None
+    targets = tuple(_check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
+    algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    notes = _notes(study, left_out)
+
+    acc = accuracy_table(study, algorithms)
+    md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
+                          "Test accuracy", written)
+    tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
+    md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes),
+                          "Time to accuracy", written)
+    ovh = overhead_table(study, targets, algorithms)
+    md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),
+                          "Communication and computation overhead", written)
+
+    runs = loaded.runs.drop(columns=["run_id"]).copy()
+    per_run = per_run_accuracy(loaded).set_index("run_id")
+    for c in ("final_round", "final_test_accuracy", "best_test_accuracy"):
+        runs[c] = loaded.runs["run_id"].map(per_run[c]).to_numpy()
+    runs["in_report"] = loaded.runs["run_id"].isin(study.runs["run_id"]).to_numpy()
+    runs.to_csv(out / "runs.csv", index=False)
+    written.append(out / "runs.csv")
+
+    figure_links: list[str] = []
+    if figures:
+        taken: set[str] = set()
+        for setting in study.settings:
+            slug = setting_slug(setting, taken)
+            for kind in CURVES:
+                fig = setting_figure(study, setting, kind, band=band, targets=targets if target_lines else (),
+                                     algorithms=algorithms)
+                files = save_figure(fig, out / "figures" / slug / kind)
+                written += files
+                figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
+
+    readme = _readme(study, loaded, left_out, targets, reference, band, ignore, n_boot, bootstrap_seed,
+                     [md_acc, md_tta, md_ovh], figure_links)
+    _write(out / "README.md", readme, written)
+    return [written[-1], *written[:-1]]
+
+
+def _notes(study: StudyData, left_out: pd.DataFrame) -> list[str]:
+    notes = []
+    evaluated = study.runs.drop_duplicates("algorithm")[["algorithm", "evaluated"]]
+    for r in evaluated.itertuples(index=False):
+        if r.evaluated and r.evaluated != _GLOBAL:
+            notes.append(f"{r.algorithm}: accuracy is of the {r.evaluated}, not the global model.")
+    if len(left_out):
+        notes.append(f"{len(left_out)} run(s) not complete, left out (see runs.csv).")
+    return notes
+
+
+def _readme(study: StudyData, loaded: StudyData, left_out: pd.DataFrame, targets: Sequence[float],
+            reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
+            sections: Sequence[str], figure_links: Sequence[str]) -> str:
+    seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
+    lines = [
+        "# sfl-sim report",
+        "",
+        f"{len(study.runs)} run(s): {len(study.settings)} setting(s) × {len(study.algorithms)} algorithm(s), "
+        f"seeds {', '.join(seeds)}.",
+        "",
+        "## Definitions",
+        "",
+        "- **Runs** are grouped by (setting, algorithm); seeds are replicates. Algorithm = the run's label. "
+        "Setting = " + (
+            "the scenario fields that differ between the runs: " + ", ".join(f"`{f}`" for f in study.setting_fields)
+            if study.setting_fields else "one setting (no scenario field differs between the runs)")
+        + ". Never part of a setting: the seed, the algorithm block, names, paths, device and host-only "
+          "fields" + (f"; ignored on request: {', '.join(ignore)}" if ignore else "") + ".",
+        f"- **mean ± std (n)**: over seeds; std is the sample standard deviation (ddof = {DDOF}); n counts seeds.",
+        "- **Final** accuracy: last evaluation; **best**: maximum over the evaluations (the papers' "
+        "\"max accuracy\"); both over trained rounds (round ≥ 1).",
+        "- **Time to accuracy**: simulated time of the first evaluation with test accuracy ≥ the target "
+        "(a round-0 evaluation of the initial model counts, at t = 0); mean ± std over the seeds that reached "
+        "it, k/n reached.",
+    ]
+    if reference:
+        lines.append(
+            f"- **Speed-up over {reference}**: mean time of {reference} / mean time of the algorithm, over the "
+            f"seeds where both reached the target (paired by setting and seed). 95 % CI: percentile bootstrap, "
+            f"{n_boot} resamples of those seeds with replacement (pairs kept together), "
+            f"`numpy.random.default_rng({bootstrap_seed})` for each interval.")
+    lines += [
+        "- **Overhead per round**: each run's mean over its rounds of that round's bytes and FLOPs "
+        "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it.",
+        "- **Figures**: mean over seeds on the union of their evaluation points, step-wise (a seed's value "
+        "at x is its last evaluation at or before x); the curve spans the x range every seed covers; "
+        f"band: {'± 1 std' if band == 'std' else 'min–max over seeds'}.",
+        f"- Targets: {', '.join(target_text(t) for t in targets)}.",
+        "",
+    ]
+    if len(left_out):
+        lines += ["## Left out (not complete)", ""]
+        lines += [f"- `{r.path}` (status: {r.status or 'unknown'})" for r in left_out.itertuples(index=False)]
+        lines.append("")
+    lines += ["## Tables", ""]
+    for s in sections:
+        lines.append(s.replace("\n# ", "\n### ").replace("# ", "### ", 1) if s.startswith("# ") else s)
+    if figure_links:
+        lines += ["## Figures", ""]
+        lines += [f"{link}\n" for link in figure_links]
+    lines += ["## Files", "",
+              "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
+              "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
+              "- `figures/<setting>/accuracy_vs_time.{png,pdf}`, `accuracy_vs_uplink.{png,pdf}`.", ""]
+    return "\n".join(lines)

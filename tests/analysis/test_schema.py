@@ -1,0 +1,42 @@
+"""The run-file schema is defined once (analysis.schema) and shared by writer and reader."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_writer_and_reader_share_one_schema():
+    from analysis import runs, schema
+    from sfl_sim import results
+
+    for name in ("SCHEMA_VERSION", "METRICS_COLUMNS", "ROUNDS_COLUMNS"):
+        assert getattr(results, name) is getattr(schema, name)
+    assert runs.METRICS_COLUMNS is schema.METRICS_COLUMNS
+    assert runs.SCHEMA_VERSION is schema.SCHEMA_VERSION
+    assert schema.ROUNDS_NUMERIC_COLUMNS == schema.ROUNDS_COLUMNS[:10]
+    assert set(schema.CUMULATIVE_COLUMNS) <= set(schema.METRICS_COLUMNS) & set(schema.ROUNDS_COLUMNS)
+
+
+def test_writer_uses_the_schema_file_names(tmp_path):
+    from analysis import schema
+    from sfl_sim.results import RunWriter
+
+    w = RunWriter(tmp_path)
+    w.write_scenario({"seed": 0})
+    w.write_summary({"status": "running"})
+    assert (tmp_path / schema.SCENARIO_FILE).is_file()
+    assert (tmp_path / schema.SUMMARY_FILE).is_file()
+    assert w.metrics_path.name == schema.METRICS_FILE
+    assert w.checkpoint_path.name == schema.CHECKPOINT_FILE
+    assert w.read_summary()["schema_version"] == schema.SCHEMA_VERSION
+
+
+def test_schema_import_is_light():
+    code = (
+        "import analysis.schema, sys; "
+        "bad = [m for m in ('pandas', 'matplotlib', 'torch', 'simpy', 'sfl_sim') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
