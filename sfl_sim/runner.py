@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from sfl_sim.config import ConfigError, algorithm_label
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.models import build_model
+from sfl_sim.progress import RunProgress
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
 from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import SELECTORS, cohort_size
@@ -248,7 +248,8 @@ def _rng_state(run: Run, streams: Dict[str, np.random.Generator]) -> Dict[str, A
 
 
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
-            on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+            on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None,
+            position: tuple[int, int] = (1, 1)) -> Dict[str, Any]:
     """Train ``run`` for ``cfg['rounds']`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
@@ -258,9 +259,11 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     resume : bool
         Continue from ``run_dir/checkpoint.pt`` when it exists.
     progress : bool
-        Show a progress bar (round, simulated time, last accuracy) on stderr.
+        Show a header line and the progress on stderr (:class:`sfl_sim.progress.RunProgress`).
     on_round : callable, optional
         Called after every round with (round, info) — used by tests and benchmarks.
+    position : (int, int)
+        This run's number (from 1) and the number of runs of the scenario, for the header line.
 
     Returns
     -------
@@ -306,7 +309,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     rounds = cfg["rounds"]
     rows = read_metrics_rows(writer.metrics_path)
     host_start = time.perf_counter() - host_offset_s
-    bar = _progress_bar(run.label, rounds, start_round, progress)
+    bar = RunProgress(progress)
+    bar.start(cfg["name"], run.label, position, run.device, run_dir, rounds, start_round)
     summary: Dict[str, Any] = {}
     try:
         for rnd in range(start_round + 1, rounds + 1):
@@ -335,10 +339,10 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                 writer.write_summary(summary)
                 _save_checkpoint(writer, run, rnd, sim, row["host_time_s"],
                                  {"selection": selection_rng, "fading": fading_rng, "mobility": mobility_rng})
-                bar.set_postfix_str(f"sim {sim.now_s:,.0f} s, acc {acc:.3f}")
+                bar.evaluated(rnd, sim.now_s, acc, row["host_time_s"])
             if on_round is not None:
                 on_round(rnd, {"sim_time_s": sim.now_s, "cohort": cohort})
-            bar.update(1)
+            bar.advance()
     finally:
         bar.close()
     if not summary:  # nothing left to run (resumed a finished run)
@@ -386,20 +390,6 @@ def _save_checkpoint(writer: RunWriter, run: Run, rnd: int, sim: Simulator, host
     tmp.replace(writer.checkpoint_path)
 
 
-class _NoBar:
-    def set_postfix_str(self, *_: Any) -> None: ...
-    def update(self, *_: Any) -> None: ...
-    def close(self) -> None: ...
-
-
-def _progress_bar(label: str, rounds: int, start: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=rounds, initial=start, desc=label, unit="round", file=sys.stderr, dynamic_ncols=True)
-
-
 def run_scenario(cfg: Dict[str, Any], resume: bool = False, progress: bool = True) -> List[Dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
@@ -420,8 +410,8 @@ def run_scenario(cfg: Dict[str, Any], resume: bool = False, progress: bool = Tru
             raise ConfigError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it "
                               f"or choose another --output-dir")
     summaries = []
-    for run in runs:
-        summaries.append(run_one(run, out / run.label, resume=resume, progress=progress))
+    for i, run in enumerate(runs, 1):
+        summaries.append(run_one(run, out / run.label, resume=resume, progress=progress, position=(i, len(runs))))
         # free this run's tensors before the next one trains
         run.algorithm = None  # type: ignore[assignment]
     return summaries
