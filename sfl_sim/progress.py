@@ -6,7 +6,7 @@ bar with the round, the simulated time and the last accuracy.  When stderr is no
 batch job, CI, ``2> log.txt``) a carriage-return bar would fill the log with one long line of
 overwritten states, so each evaluation prints one plain line instead::
 
-    scala: round 10/150, sim 1,234 s, acc 0.6120, host 35.2 s
+    scala: round 10/150, sim 1,234.5 s, acc 0.6120, host 35.2 s
 
 The runner calls :class:`RunProgress` at four points (``start``, ``evaluated``, ``advance``,
 ``close``); a disabled one (``--no-progress``) prints nothing.
@@ -49,7 +49,7 @@ def header_line(scenario: str, label: str, position: Tuple[int, int], device: An
 def evaluation_line(label: str, rnd: int, rounds: int, sim_time_s: float, accuracy: float,
                     host_time_s: float) -> str:
     """One evaluation as a plain log line (simulated and host seconds, accuracy as a fraction)."""
-    return (f"{label}: round {rnd}/{rounds}, sim {sim_time_s:,.0f} s, acc {accuracy:.4f}, "
+    return (f"{label}: round {rnd}/{rounds}, sim {sim_time_s:,.1f} s, acc {accuracy:.4f}, "
             f"host {host_time_s:,.1f} s")
 
 
@@ -103,7 +103,7 @@ class RunProgress:
         if not self.enabled:
             return
         if self._bar is not None:
-            self._bar.set_postfix_str(f"sim {sim_time_s:,.0f} s, acc {accuracy:.3f}")
+            self._bar.set_postfix_str(f"sim {sim_time_s:,.1f} s, acc {accuracy:.3f}")
             return
         host = time.perf_counter() - self._host_start if host_time_s is None else host_time_s
         print(evaluation_line(self._label, rnd, self._rounds, sim_time_s, accuracy, host), file=self.stream,

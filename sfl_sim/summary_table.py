@@ -70,6 +70,13 @@ def _number(fmt: str) -> Callable[[Any], str]:
     return lambda v: "-" if v is None else format(v, fmt)
 
 
+def _seconds(v: Any) -> str:
+    """Whole seconds with thousands separators; a decimal or two below 100 s (short test runs)."""
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
 def _mega(v: Any) -> str:
     return "-" if v is None else f"{v / 1e6:,.1f}"
 
@@ -86,8 +93,8 @@ _TOTALS: Tuple[Tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("rounds", "rounds_completed", _number("d"), True),
     ("final acc", "final_test_accuracy", _number(".4f"), True),
     ("best acc", "best_test_accuracy", _number(".4f"), True),
-    ("sim s", "final_sim_time_s", _number(",.0f"), True),
-    ("host s", "host_time_s", _number(",.0f"), True),
+    ("sim s", "final_sim_time_s", _seconds, True),
+    ("host s", "host_time_s", _seconds, True),
     ("up MB", "uplink_bytes", _mega, True),
     ("down MB", "downlink_bytes", _mega, True),
     ("client GFLOP", "client_flops", _giga, False),
@@ -108,7 +115,7 @@ def _totals(summaries: Sequence[Summary], short: bool) -> Tuple[List[str], List[
 def _tta(summaries: Sequence[Summary]) -> Tuple[List[str], List[List[str]]]:
     targets = _targets(summaries)
     header = ["run"] + targets
-    rows = [[str(s.get("label", "?"))] + [_number(",.0f")((s.get("time_to_accuracy_s") or {}).get(t))
+    rows = [[str(s.get("label", "?"))] + [_seconds((s.get("time_to_accuracy_s") or {}).get(t))
                                           for t in targets] for s in summaries]
     return header, rows
 

@@ -37,7 +37,7 @@ def test_off_a_terminal_one_plain_line_per_evaluation_and_no_carriage_return():
         evaluation_line("scala", 2, 4, 2469.0, 0.52, 20.0),
         evaluation_line("scala", 4, 4, 4938.0, 0.54, 40.0),
     ]
-    assert text.splitlines()[1] == "scala: round 2/4, sim 2,469 s, acc 0.5200, host 20.0 s"
+    assert text.splitlines()[1] == "scala: round 2/4, sim 2,469.0 s, acc 0.5200, host 20.0 s"
 
 
 def test_on_a_terminal_a_bar_with_rounds_simulated_time_and_accuracy():
@@ -45,7 +45,7 @@ def test_on_a_terminal_a_bar_with_rounds_simulated_time_and_accuracy():
     _drive(RunProgress(stream=out), start_round=1)
     text = out.getvalue()
     assert text.startswith(header_line("demo", "scala", (2, 3), "cpu", Path("runs/demo/scala"), 4, 1) + "\n")
-    assert "\r" in text and "4/4" in text and "sim 4,938 s, acc 0.540" in text
+    assert "\r" in text and "4/4" in text and "sim 4,938.0 s, acc 0.540" in text
     assert "round 2/4" not in text  # no plain lines on a terminal
 
 
