@@ -1,4 +1,4 @@
-"""Command line: ``sfl-sim scenario PATH`` and ``sfl-sim plot RUN_DIR...``."""
+"""Command line: ``sfl-sim scenario PATH``, ``channel``, ``plot RUN_DIR...``, ``scenarios``, ``list [KIND]``."""
 from __future__ import annotations
 
 import argparse
@@ -7,14 +7,18 @@ from pathlib import Path
 from typing import List, Optional
 
 from sfl_sim.config import ConfigError, load_scenario
+from sfl_sim import catalog, output_paths, scenario_files  # scenarios by name, listings, default outputs
+from sfl_sim.workdir_imports import import_from_working_directory
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sc = sub.add_parser("scenario", help="run every algorithm of a scenario file")
-    sc.add_argument("path", help="scenario YAML, e.g. scenarios/cellular_100clients.yaml")
+    sc.add_argument("path", help="scenario YAML, or a shipped scenario's name, e.g. cellular_100clients.yaml "
+                                 "(see 'sfl-sim scenarios')")
     sc.add_argument("--output-dir", "-o", help="where run directories go (one per algorithm)")
     sc.add_argument("--seed", type=int, help="root seed of every random stream")
     sc.add_argument("--rounds", type=int, help="global iterations")
@@ -26,15 +30,24 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
 
     ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
-    ch.add_argument("path", help="scenario YAML")
-    ch.add_argument("--out", "-o", default="cell_report", help="folder for cell.csv and cell.png (default: cell_report)")
+    ch.add_argument("path", help="scenario YAML, or a shipped scenario's name")
+    ch.add_argument("--output-dir", "-o",
+                    help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
+    ch.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # the old name, still accepted
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
 
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
     pl.add_argument("run_dirs", nargs="+", help="run directories written by 'sfl-sim scenario'")
-    pl.add_argument("--out", "-o", default="plots", help="folder for the PNG files (default: plots)")
+    pl.add_argument("--output-dir", "-o", help="folder for the PNG files (default: plots/ in the runs' scenario "
+                                             "directory)")
+    pl.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # the old name, still accepted
+
+    # Listings: sfl_sim.scenario_files, sfl_sim.catalog
+    sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
+    ls = sub.add_parser("list", help="list registered components with their parameters and defaults")
+    ls.add_argument("kind", nargs="?", help=f"one of {', '.join(catalog.KINDS)}, channel (default: all)")
     return parser
 
 
@@ -43,7 +56,7 @@ def _scenario(args: argparse.Namespace) -> int:
 
     extra = {"output_dir": args.output_dir, "seed": args.seed, "rounds": args.rounds, "device": args.device}
     try:
-        cfg = load_scenario(args.path, args.overrides, extra)
+        cfg = load_scenario(scenario_files.resolve_scenario(args.path), args.overrides, extra)
         from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
 
         if args.check:
@@ -67,37 +80,25 @@ def _scenario(args: argparse.Namespace) -> int:
 
 
 def _print_summaries(summaries: List[dict], out: Path) -> None:
+    from sfl_sim.summary_table import format_tables, write_summary_files  # late: pandas, torch
+
+    csv_path, md_path = write_summary_files(summaries, out)
     print(f"\nresults in {out}/")
-    print(f"{'run':<14}{'rounds':>7}{'final acc':>11}{'best acc':>10}{'sim time (s)':>14}{'host time (s)':>15}"
-          f"{'uplink (MB)':>13}")
-    for s in summaries:
-        if not s:
-            continue
-        print(f"{s['label']:<14}{s['rounds_completed']:>7}{s['final_test_accuracy']:>11.4f}"
-              f"{s['best_test_accuracy']:>10.4f}{s['final_sim_time_s']:>14.1f}{s['host_time_s']:>15.1f}"
-              f"{s['uplink_bytes'] / 1e6:>13.1f}")
-    targets = list(summaries[0].get("time_to_accuracy_s", {})) if summaries and summaries[0] else []
-    if targets:
-        print("simulated time to accuracy (s): " + "; ".join(
-            s["label"] + " " + ", ".join(f"{t}: {'-' if v is None else f'{v:.0f}'}"
-                                         for t, v in s["time_to_accuracy_s"].items())
-            for s in summaries if s))
-    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION  # late, as runner: torch is loaded by now
-    for s in summaries:  # accuracies of something other than the global model are not comparable as-is
-        if s and s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION:
-            print(f"note: {s['label']} accuracy is of the {s['evaluated']}")
+    print(format_tables(summaries))
+    print(f"(tables also in {csv_path} and {md_path.name})")
 
 
 def _channel(args: argparse.Namespace) -> int:
     try:
-        cfg = load_scenario(args.path, args.overrides, {"seed": args.seed})
+        cfg = load_scenario(scenario_files.resolve_scenario(args.path), args.overrides, {"seed": args.seed})
         from sfl_sim.channel_report import channel_report
 
-        channel_report(cfg, Path(args.out))
+        out = Path(args.output_dir) if args.output_dir else output_paths.cell_report_dir(cfg["output_dir"])
+        channel_report(cfg, out)
     except ConfigError as exc:
         print(f"sfl-sim: invalid scenario: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {Path(args.out) / 'cell.csv'} and {Path(args.out) / 'cell.png'}")
+    print(f"wrote {out / 'cell.csv'} and {out / 'cell.png'}")
     return 0
 
 
@@ -106,7 +107,7 @@ def _plot(args: argparse.Namespace) -> int:
     from analysis.runs import RunFormatError
 
     try:
-        paths = plot_runs(args.run_dirs, args.out)
+        paths = plot_runs(args.run_dirs, args.output_dir or output_paths.plot_dir(args.run_dirs))
     except (FileNotFoundError, RunFormatError) as exc:
         print(f"sfl-sim plot: {exc}", file=sys.stderr)
         return 2
@@ -115,10 +116,25 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenarios(args: argparse.Namespace) -> int:
+    print(scenario_files.listing())
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    try:
+        print(catalog.listing(args.kind))
+    except catalog.UnknownKindError as exc:
+        print(f"sfl-sim list: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``sfl-sim`` console script."""
+    import_from_working_directory()  # module:Class from the working directory, as `python -m` does
     args = _parser().parse_args(argv)
-    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot}
+    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "scenarios": _scenarios, "list": _list}
     return commands[args.command](args)
 
 
