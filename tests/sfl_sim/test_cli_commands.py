@@ -10,7 +10,6 @@ import csv
 import io
 import json
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 import yaml
@@ -105,12 +104,10 @@ def test_list_singular_and_plural_agree_and_unknown_kind_exits_2():
 
 
 def test_version_prints_the_installed_package_version():
-    with pytest.raises(SystemExit) as info:
-        cli(["--version"])
-    assert info.value.code == 0
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as info:
         main(["--version"])
+    assert info.value.code == 0
     assert out.getvalue().strip() == f"sfl-sim {metadata.version('sfl-sim')}"
 
 

@@ -1,7 +1,6 @@
 """Shipped scenarios are package data, found by name from any directory, each with a description."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ def test_the_scenarios_live_in_the_package_and_the_root_folder_points_there():
 
 
 def test_package_data_globs_cover_every_shipped_file():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["sfl_sim"]
     package = ROOT / "sfl_sim"
     covered = {p for g in globs for p in package.glob(g)}
