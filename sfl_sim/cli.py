@@ -1,4 +1,8 @@
-"""Command line: ``sfl-sim scenario PATH``, ``sfl-sim plot DIR...`` and ``sfl-sim report DIR...``."""
+"""Command line: ``sfl-sim scenario|study|channel|plot|report|scenarios|list|schema``.
+
+Every command reports bad input as one line on stderr (exit code 2, nothing run), a run that
+failed or diverged as one line per run (exit code 1), and keeps tracebacks behind ``--debug``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,35 +10,62 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from sfl_sim.config import ConfigError, load_scenario
+from sfl_sim import catalog, output_paths, scenario_files
+from sfl_sim.config import load_scenario
+from sfl_sim.workdir_imports import import_from_working_directory
+
+
+def _debug_flag(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subcommand's flag must not reset `sfl-sim --debug CMD` to False.
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an error")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sc = sub.add_parser("scenario", help="run every algorithm of a scenario file")
-    sc.add_argument("path", help="scenario YAML, e.g. scenarios/cellular_100clients.yaml")
+    sc.add_argument("path", help="scenario YAML, or a shipped scenario's name (see 'sfl-sim scenarios')")
     sc.add_argument("--output-dir", "-o", help="where run directories go (one per algorithm)")
     sc.add_argument("--seed", type=int, help="root seed of every random stream")
+    sc.add_argument("--seeds", help="run these seeds as a study, e.g. 0,1,2 (one run directory per algorithm "
+                                    "and seed)")
+    sc.add_argument("--workers", type=int, default=1, help="with --seeds: runs at once (default 1)")
     sc.add_argument("--rounds", type=int, help="global iterations")
     sc.add_argument("--device", choices=["cpu", "cuda", "auto"], help="torch device")
     sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
-    sc.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
-    sc.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error")
+    _debug_flag(sc)
+
+    st = sub.add_parser("study", help="run a study (base scenario x seeds x grid), resumably, in parallel")
+    st.add_argument("path", help="study YAML (base, seeds, grid, set, output_dir)")
+    st.add_argument("--output-dir", "-o", help="study directory (default: the study's output_dir, else "
+                                               "runs/studies/<file stem>)")
+    st.add_argument("--workers", type=int, default=1, help="runs at once with the local executor (default 1)")
+    st.add_argument("--threads-per-worker", type=int, help="torch threads per worker (default: free cores / workers)")
+    st.add_argument("--executor", choices=["local", "ray"], default="local", help="local process pool or Ray tasks")
+    st.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    st.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs each run asks for (default 1)")
+    st.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPU fraction each run asks for (default 0)")
+    st.add_argument("--dry-run", action="store_true", help="list the runs (and which are done), run nothing")
+    st.add_argument("--no-progress", action="store_true", help="no progress output")
+    _debug_flag(st)
 
     ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
-    ch.add_argument("path", help="scenario YAML")
-    ch.add_argument("--out", "-o", default="cell_report", help="folder for cell.csv and cell.png (default: cell_report)")
+    ch.add_argument("path", help="scenario YAML, or a shipped scenario's name")
+    ch.add_argument("--output-dir", "-o",
+                    help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
+    ch.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # the old name, still accepted
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
-
-    sub.add_parser("schema", help="print the JSON Schema of scenario files (for editor completion and checks)")
+    _debug_flag(ch)
 
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
     pl.add_argument("run_dirs", nargs="+", metavar="DIR",
@@ -55,12 +86,21 @@ def _parser() -> argparse.ArgumentParser:
                     help="scenario field not to split settings by, e.g. rounds (repeatable)")
     rp.add_argument("--include-incomplete", action="store_true", help="also report runs that did not finish")
     rp.add_argument("--no-figures", action="store_true", help="tables only")
+
+    # Listings: sfl_sim.scenario_files, sfl_sim.catalog
+    sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
+    ls = sub.add_parser("list", help="list registered components with their parameters and defaults")
+    ls.add_argument("kind", nargs="?", help=f"one of {', '.join(catalog.KINDS)}, channel (default: all)")
+    sub.add_parser("schema", help="print the JSON Schema of scenario files (for editor completion and checks)")
     return parser
 
 
 def _scenario(args: argparse.Namespace) -> int:
+    path = scenario_files.resolve_scenario(args.path)
+    if args.seeds is not None:
+        return _seeds_study(args, path)
     extra = {"output_dir": args.output_dir, "seed": args.seed, "rounds": args.rounds, "device": args.device}
-    cfg = load_scenario(args.path, args.overrides, extra)
+    cfg = load_scenario(path, args.overrides, extra)
     from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
 
     if args.check:
@@ -69,40 +109,97 @@ def _scenario(args: argparse.Namespace) -> int:
         return 0
     summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
     _print_summaries(summaries, Path(cfg.output_dir))
+    return _report_failures(summaries)
+
+
+def _report_failures(summaries: List[dict]) -> int:
     failed = [s for s in summaries if s.get("status") not in ("complete", "running")]
     for s in failed:
         print(f"sfl-sim: {s.get('status')}: {s.get('error', s.get('label'))}", file=sys.stderr)
     return 1 if failed else 0
 
 
+def _seeds_study(args: argparse.Namespace, path: Path) -> int:
+    """``sfl-sim scenario PATH --seeds 0,1,2``: the scenario's algorithms x seeds, as a study."""
+    from sfl_sim.config import ConfigError, load_scenario_raw, parse_override
+    from sfl_sim.study import study_from_scenario
+
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds: got {args.seeds!r}; allowed: comma-separated integers, e.g. 0,1,2") from None
+    if args.seed is not None:
+        raise ConfigError("--seed: give either --seed or --seeds, not both")
+    fixed = {".".join(keys): value for keys, value in (parse_override(text) for text in args.overrides)}
+    for key in ("rounds", "device"):
+        if getattr(args, key) is not None:
+            fixed[key] = getattr(args, key)
+    out = args.output_dir or load_scenario(path, args.overrides).output_dir
+    load_scenario_raw(path)  # the file itself must read cleanly before anything else
+    spec, base = study_from_scenario(path, seeds, fixed, out)
+    return _run_study(spec, base, Path(out), workers=args.workers, dry_run=args.check, progress=not args.no_progress)
+
+
+def _study(args: argparse.Namespace) -> int:
+    from sfl_sim.study import load_study
+
+    spec, base = load_study(args.path)
+    out = Path(args.output_dir or spec.output_dir or f"runs/studies/{spec.name}")
+    return _run_study(spec, base, out, workers=args.workers, executor=args.executor, address=args.address,
+                      threads=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
+                      gpus_per_run=args.gpus_per_run, dry_run=args.dry_run, progress=not args.no_progress)
+
+
+def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "local", address: Optional[str] = None,
+               threads: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
+               dry_run: bool = False, progress: bool = True) -> int:
+    import yaml
+
+    from sfl_sim.config import ConfigError
+    from sfl_sim.study import expand
+
+    if workers < 1:
+        raise ConfigError(f"--workers: got {workers}; allowed: an integer >= 1")
+    runs = expand(spec, base)
+    if dry_run:
+        from sfl_sim.study_exec import _finished
+
+        for run in runs:
+            print(f"{'done   ' if _finished(run, out / run.name) else 'to run '} {out / run.name}")
+        print(f"{len(runs)} runs ({len(spec.seeds)} seeds) from {base}")
+        return 0
+    from sfl_sim.run_dir import check_writable
+    from sfl_sim.study_exec import run_study
+
+    check_writable(out, "study output_dir")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study.yaml").write_text(yaml.safe_dump({**spec.model_dump(), "base": str(base)}, sort_keys=False))
+    results = run_study(runs, out, workers=workers, executor=executor, address=address, threads_per_worker=threads,
+                        cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, progress=progress)
+    failed = {name: r for name, r in results.items() if r["status"] not in ("complete", "skipped")}
+    print(f"study in {out}/: {len(results) - len(failed)} of {len(runs)} runs complete"
+          + (f"; report with: sfl-sim report {out}" if not failed else ""))
+    for name, r in failed.items():
+        print(f"sfl-sim: {r['status']}: {name}: {r.get('error') or 'see its summary.json'}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def _print_summaries(summaries: List[dict], out: Path) -> None:
+    from sfl_sim.summary_table import format_tables, write_summary_files  # late: pandas, torch
+
+    csv_path, md_path = write_summary_files(summaries, out)
     print(f"\nresults in {out}/")
-    print(f"{'run':<14}{'rounds':>7}{'final acc':>11}{'best acc':>10}{'sim time (s)':>14}{'host time (s)':>15}"
-          f"{'uplink (MB)':>13}")
-    for s in summaries:
-        if not s:
-            continue
-        print(f"{s['label']:<14}{s['rounds_completed']:>7}{s['final_test_accuracy']:>11.4f}"
-              f"{s['best_test_accuracy']:>10.4f}{s['final_sim_time_s']:>14.1f}{s['host_time_s']:>15.1f}"
-              f"{s['uplink_bytes'] / 1e6:>13.1f}")
-    targets = list(summaries[0].get("time_to_accuracy_s", {})) if summaries and summaries[0] else []
-    if targets:
-        print("simulated time to accuracy (s): " + "; ".join(
-            s["label"] + " " + ", ".join(f"{t}: {'-' if v is None else f'{v:.0f}'}"
-                                         for t, v in s["time_to_accuracy_s"].items())
-            for s in summaries if s))
-    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION  # late, as runner: torch is loaded by now
-    for s in summaries:  # accuracies of something other than the global model are not comparable as-is
-        if s and s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION:
-            print(f"note: {s['label']} accuracy is of the {s['evaluated']}")
+    print(format_tables(summaries))
+    print(f"(tables also in {csv_path} and {md_path.name})")
 
 
 def _channel(args: argparse.Namespace) -> int:
-    cfg = load_scenario(args.path, args.overrides, {"seed": args.seed})
+    cfg = load_scenario(scenario_files.resolve_scenario(args.path), args.overrides, {"seed": args.seed})
     from sfl_sim.channel_report import channel_report
 
-    channel_report(cfg, Path(args.out))
-    print(f"wrote {Path(args.out) / 'cell.csv'} and {Path(args.out) / 'cell.png'}")
+    out = Path(args.output_dir) if args.output_dir else output_paths.cell_report_dir(cfg.output_dir)
+    channel_report(cfg, out)
+    print(f"wrote {out / 'cell.csv'} and {out / 'cell.png'}")
     return 0
 
 
@@ -118,6 +215,38 @@ def _plot(args: argparse.Namespace) -> int:
         return 2
     for p in paths:
         print(p)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from analysis.report import default_output_dir, parse_targets, write_report
+    from analysis.runs import RunFormatError
+    from analysis.study_data import StudyError
+
+    out = Path(args.out) if args.out else default_output_dir(args.dirs, "report")
+    try:
+        targets = parse_targets(args.targets) if args.targets else None
+        files = write_report(args.dirs, out, reference=args.reference, targets=targets, band=args.band,
+                             ignore=args.ignore, include_incomplete=args.include_incomplete,
+                             figures=not args.no_figures)
+    except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
+        print(f"sfl-sim report: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(files)} files to {out}/ (start with {files[0]})")
+    return 0
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    print(scenario_files.listing())
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    try:
+        print(catalog.listing(args.kind))
+    except catalog.UnknownKindError as exc:
+        print(f"sfl-sim list: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -145,22 +274,8 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-def _report(args: argparse.Namespace) -> int:
-    from analysis.report import default_output_dir, parse_targets, write_report
-    from analysis.runs import RunFormatError
-    from analysis.study_data import StudyError
-
-    out = Path(args.out) if args.out else default_output_dir(args.dirs, "report")
-    try:
-        targets = parse_targets(args.targets) if args.targets else None
-        files = write_report(args.dirs, out, reference=args.reference, targets=targets, band=args.band,
-                             ignore=args.ignore, include_incomplete=args.include_incomplete,
-                             figures=not args.no_figures)
-    except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
-        print(f"sfl-sim report: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {len(files)} files to {out}/ (start with {files[0]})")
-    return 0
+COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "plot": _plot, "report": _report,
+            "scenarios": _scenarios, "list": _list, "schema": _schema}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -169,19 +284,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     Exit codes: 0 success; 2 bad input (nothing was run); 1 a run failed or diverged, or an
     unexpected error (``--debug`` shows its traceback); 130 interrupted.
     """
+    import_from_working_directory()  # module:Class from the working directory, as `python -m` does
     args = _parser().parse_args(argv)
     import warnings
 
-    warnings.showwarning = _show_warning
-    commands = {"scenario": _scenario, "channel": _channel, "plot": _plot, "schema": _schema,
-                "report": _report}
     from sfl_sim.errors import UserError
 
+    warnings.showwarning = _show_warning
     try:
-        return commands[args.command](args)
+        return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("\nsfl-sim: interrupted; results so far are on disk, continue with --resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `sfl-sim list | head`
+        sys.stderr.close()
+        return 0
     except Exception as exc:
         if getattr(args, "debug", False):
             raise

@@ -15,7 +15,6 @@ during training, e.g. a plug-in returning garbage: the summary records it and
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -32,6 +31,7 @@ from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simul
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
+from sfl_sim.progress import RunProgress
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
 from sfl_sim.run_dir import RunDirPlan, check_writable, plan_run_dir
 from sfl_sim.seeding import stream, torch_seed
@@ -120,7 +120,8 @@ def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -
 
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
             on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None,
-            plan: Optional[RunDirPlan] = None, coordinates: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+            plan: Optional[RunDirPlan] = None, coordinates: Optional[Dict[str, Any]] = None,
+            position: tuple[int, int] = (1, 1)) -> Dict[str, Any]:
     """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
@@ -131,13 +132,15 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         Continue from ``run_dir/checkpoint.pt`` when there is one (after the checks of
         :func:`sfl_sim.run_dir.plan_run_dir`).
     progress : bool
-        Show progress (round, simulated time, last accuracy) on stderr.
+        Show a header line and the progress on stderr (:class:`sfl_sim.progress.RunProgress`).
     on_round : callable, optional
         Called after every round with (round, info) — used by tests and benchmarks.
     plan : RunDirPlan, optional
         The decision already taken for ``run_dir`` (with its loaded checkpoint).
     coordinates : dict, optional
         A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
+    position : (int, int)
+        This run's place among the scenario's runs (i of n), for the header line.
 
     Returns
     -------
@@ -182,7 +185,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     n_cohort = selected_per_round(cfg)
     rows = read_metrics_rows(writer.metrics_path)
     host_start = time.perf_counter() - host_offset_s
-    bar = _progress_bar(run.label, cfg.rounds, start_round, progress)
+    bar = RunProgress(progress)
+    bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, start_round)
     summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
 
     def record_evaluation(rnd: int) -> Dict[str, float]:
@@ -232,10 +236,10 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                     "rng": streams.state(run), "cell": run.cell.state_dict(),
                     "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
                     "selector": run.selector.state_dict()})
-                bar.set_postfix_str(f"sim {sim.now_s:,.0f} s, acc {row['test_accuracy']:.3f}")
+                bar.evaluated(rnd, sim.now_s, row["test_accuracy"], row["host_time_s"])
             if on_round is not None:
                 on_round(rnd, {"sim_time_s": sim.now_s, "cohort": cohort})
-            bar.update(1)
+            bar.advance()
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
@@ -287,20 +291,6 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
     }
 
 
-class _NoBar:
-    def set_postfix_str(self, *_: Any) -> None: ...
-    def update(self, *_: Any) -> None: ...
-    def close(self) -> None: ...
-
-
-def _progress_bar(label: str, rounds: int, start: int, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=rounds, initial=start, desc=label, unit="round", file=sys.stderr, dynamic_ncols=True)
-
-
 def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
@@ -341,9 +331,9 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True) -> 
     """
     prepared = prepare_scenario(cfg, resume)
     summaries = []
-    for run, plan in prepared:
+    for i, (run, plan) in enumerate(prepared, start=1):
         try:
-            summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan))
+            summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan, position=(i, len(prepared))))
         except RunFailed as exc:
             summaries.append(exc.summary or {"label": run.label, "status": "failed", "error": str(exc)})
         # free this run's tensors before the next one trains

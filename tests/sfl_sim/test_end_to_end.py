@@ -90,7 +90,7 @@ def test_same_seed_same_rows(tmp_path: Path) -> None:
     assert _without_host_time(a) == _without_host_time(b)
 
 
-def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
+def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys) -> None:
     data = {**SMALL, "rounds": 3, "algorithms": [{"name": "scala"}], "output_dir": str(tmp_path / "full")}
     path = write_scenario(tmp_path, data)
     assert main(["scenario", str(path), "--no-progress"]) == 0
@@ -109,18 +109,21 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path) -> None:
     assert len(read_rows(tmp_path / "cut" / "scala" / "metrics.csv")) == 3  # rounds 0, 1, 2
     # Without --resume nothing is overwritten.
     assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress"]) == 2
-    assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--no-progress", "--resume"]) == 0
+    capsys.readouterr()
+    assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--resume"]) == 0
+    assert f"run 1/1 scala on cpu, 3 rounds, resuming after round 2, output {tmp_path / 'cut' / 'scala'}" in (
+        capsys.readouterr().err)
     resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv")
     assert _without_host_time(resumed) == _without_host_time(full)
     assert read_rows(tmp_path / "cut" / "scala" / "rounds.csv") == read_rows(tmp_path / "full" / "scala" / "rounds.csv")
 
 
-def test_cli_summary_flags_runs_not_scored_on_the_global_model(capsys) -> None:
+def test_cli_summary_flags_runs_not_scored_on_the_global_model(tmp_path: Path, capsys) -> None:
     from sfl_sim.cli import _print_summaries
     base = {"rounds_completed": 1, "final_test_accuracy": 0.5, "best_test_accuracy": 0.5, "final_sim_time_s": 1.0,
             "host_time_s": 1.0, "uplink_bytes": 0, "time_to_accuracy_s": {}}
     _print_summaries([dict(base, label="v1", evaluated="global model on the test set"),
-                      dict(base, label="a", evaluated="mean over the latest cohort's auxiliary models")], Path("out"))
+                      dict(base, label="a", evaluated="mean over the latest cohort's auxiliary models")], tmp_path)
     out = capsys.readouterr().out
     assert "note: a accuracy is of the mean over the latest cohort's auxiliary models" in out
     assert "note: v1" not in out

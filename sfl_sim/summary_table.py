@@ -1,0 +1,200 @@
+"""The comparison table of a scenario's runs: printed, and written as ``summary.csv`` and ``summary.md``.
+
+Everything comes from the runs' summaries (the dicts written to each ``<label>/summary.json``),
+so the files say exactly what the run directories say:
+
+``summary.csv``
+    One row per run, the numbers of its ``summary.json`` under the same names
+    (:data:`CSV_COLUMNS`), then one ``tta_<target>_s`` column per target accuracy: simulated
+    seconds to reach it, empty when it was not reached.
+``summary.md``
+    The same runs as two Markdown tables, totals and time to accuracy.
+
+The printed form (:func:`format_tables`) fits 80 columns: the totals, then time to accuracy in a
+table of its own (one row per run, one column per target).
+"""
+from __future__ import annotations
+
+import csv
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+
+from analysis.tta import tta_column_name
+
+__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "write_summary_files"]
+
+#: Columns of ``summary.csv`` before the time-to-accuracy columns: keys of ``summary.json``.
+CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
+               "final_test_accuracy", "best_test_accuracy", "final_sim_time_s", "host_time_s", "uplink_bytes",
+               "downlink_bytes", "client_flops", "server_flops")
+
+Summary = Mapping[str, Any]
+
+
+def _present(summaries: Sequence[Summary]) -> List[Summary]:
+    return [s for s in summaries if s]  # a run with nothing to report has an empty summary
+
+
+def _targets(summaries: Sequence[Summary]) -> List[str]:
+    """Target accuracies as ``summary.json`` writes them (``"0.5"``), in order of first appearance."""
+    keys: Dict[str, None] = {}
+    for s in summaries:
+        keys.update(dict.fromkeys(s.get("time_to_accuracy_s") or {}))
+    return list(keys)
+
+
+def csv_rows(summaries: Sequence[Summary]) -> Tuple[List[str], List[Dict[str, Any]]]:
+    """Columns and rows of ``summary.csv``.
+
+    Returns
+    -------
+    columns : list of str
+        :data:`CSV_COLUMNS`, then ``tta_<target>_s`` per target (:func:`analysis.tta.tta_column_name`).
+    rows : list of dict
+        One per non-empty summary; a missing value or an unreached target is ``None``.
+    """
+    present = _present(summaries)
+    targets = _targets(present)
+    columns = list(CSV_COLUMNS) + [tta_column_name(float(t)) for t in targets]
+    rows = []
+    for s in present:
+        row = {c: s.get(c) for c in CSV_COLUMNS}
+        tta = s.get("time_to_accuracy_s") or {}
+        row.update({tta_column_name(float(t)): tta.get(t) for t in targets})
+        rows.append(row)
+    return columns, rows
+
+
+def _number(fmt: str) -> Callable[[Any], str]:
+    return lambda v: "-" if v is None else format(v, fmt)
+
+
+def _seconds(v: Any) -> str:
+    """Whole seconds with thousands separators; a decimal or two below 100 s (short test runs)."""
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def _mega(v: Any) -> str:
+    return "-" if v is None else f"{v / 1e6:,.1f}"
+
+
+def _giga(v: Any) -> str:
+    return "-" if v is None else f"{v / 1e9:,.1f}"
+
+
+# (header, summary key, formatter, also in the 80-column printout)
+_TOTALS: Tuple[Tuple[str, str, Callable[[Any], str], bool], ...] = (
+    ("algorithm", "algorithm", lambda v: "-" if v is None else str(v), False),
+    ("seed", "seed", _number("d"), False),
+    ("status", "status", lambda v: "-" if v is None else str(v), False),
+    ("rounds", "rounds_completed", _number("d"), True),
+    ("final acc", "final_test_accuracy", _number(".4f"), True),
+    ("best acc", "best_test_accuracy", _number(".4f"), True),
+    ("sim s", "final_sim_time_s", _seconds, True),
+    ("host s", "host_time_s", _seconds, True),
+    ("up MB", "uplink_bytes", _mega, True),
+    ("down MB", "downlink_bytes", _mega, True),
+    ("client GFLOP", "client_flops", _giga, False),
+    ("server GFLOP", "server_flops", _giga, False),
+)
+
+_LEGEND = ("acc: test accuracy (a fraction); sim s: simulated seconds;",
+           "host s: seconds this computer took; MB: 10^6 bytes sent, cumulative")
+
+
+def _totals(summaries: Sequence[Summary], short: bool) -> Tuple[List[str], List[List[str]]]:
+    columns = [c for c in _TOTALS if c[3] or not short]
+    header = ["run"] + [c[0] for c in columns]
+    rows = [[str(s.get("label", "?"))] + [fmt(s.get(key)) for _, key, fmt, _ in columns] for s in summaries]
+    return header, rows
+
+
+def _tta(summaries: Sequence[Summary]) -> Tuple[List[str], List[List[str]]]:
+    targets = _targets(summaries)
+    header = ["run"] + targets
+    rows = [[str(s.get("label", "?"))] + [_seconds((s.get("time_to_accuracy_s") or {}).get(t))
+                                          for t in targets] for s in summaries]
+    return header, rows
+
+
+def _plain(header: List[str], rows: List[List[str]], width: int) -> str:
+    """A space-aligned table; the first column (run labels) is cut with ``~`` when too wide."""
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    rest = sum(widths[1:]) + 2 * (len(widths) - 1)
+    if widths[0] + rest > width:
+        widths[0] = max(len(header[0]), width - rest, 6)
+
+    def line(cells: List[str]) -> str:
+        first = cells[0] if len(cells[0]) <= widths[0] else cells[0][:widths[0] - 1] + "~"
+        return "  ".join([first.ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]).rstrip()
+
+    return "\n".join(line(r) for r in [header] + rows)
+
+
+_TEXT_COLUMNS = ("run", "algorithm", "status")
+
+
+def _markdown(header: List[str], rows: List[List[str]]) -> str:
+    align = ["---" if h in _TEXT_COLUMNS else "---:" for h in header]  # numbers right-aligned
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def notes(summaries: Sequence[Summary]) -> List[str]:
+    """One line per run whose accuracy is not the global model's, so it is not compared unawares."""
+    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION
+
+    return [f"note: {s['label']} accuracy is of the {s['evaluated']}" for s in _present(summaries)
+            if s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION]
+
+
+def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
+    """The printed comparison: totals, a legend, then simulated time to each target accuracy.
+
+    Parameters
+    ----------
+    summaries : sequence of dict
+        The runs' summaries (empty ones are skipped).
+    width : int
+        No line is longer than this (labels are cut with ``~`` when needed; the files keep them whole).
+    """
+    present = _present(summaries)
+    parts = [_plain(*_totals(present, short=True), width=width), *_LEGEND]
+    if _targets(present):
+        parts += ["", "simulated time to accuracy (s; - = not reached)", _plain(*_tta(present), width=width)]
+    wrapped = [textwrap.fill(n, width=width, subsequent_indent="  ") for n in notes(present)]
+    return "\n".join(parts + wrapped)
+
+
+def markdown(summaries: Sequence[Summary]) -> str:
+    """``summary.md``: every total of every run, then time to accuracy, as Markdown tables."""
+    present = _present(summaries)
+    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "", " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
+    if _targets(present):
+        parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
+    extra = notes(present)
+    return "\n".join(parts + ([""] + extra if extra else [])) + "\n"
+
+
+def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> Tuple[Path, Path]:
+    """Write ``summary.csv`` and ``summary.md`` into ``out_dir`` (created if missing).
+
+    Returns
+    -------
+    (pathlib.Path, pathlib.Path)
+        The CSV and Markdown paths.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    columns, rows = csv_rows(summaries)
+    csv_path, md_path = out / "summary.csv", out / "summary.md"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
+    md_path.write_text(markdown(summaries))
+    return csv_path, md_path
