@@ -1,0 +1,212 @@
+"""Studies (issue 12): grid expansion, resumable and idempotent execution, failures that do not stop
+the others, the local pool and Ray giving the same rows, and the ``--seeds`` shorthand."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sfl_sim.cli import main
+from sfl_sim.config import ConfigError
+from sfl_sim.study import StudySpec, expand, load_study, value_label
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "name": "small",
+    "rounds": 3,
+    "eval_every_rounds": 1,
+    "eval_samples": 100,
+    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
+    "training": {"batch_size": 16, "local_iterations": 1, "learning_rate": 0.05, "torch_threads": 1},
+    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 200},
+             "partition": {"name": "quantity", "alpha": 2}},
+    "model": {"name": "alexnet", "split_point": "S2",
+              "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
+    "clients": {"count": 6, "participation": 0.5},
+}
+
+
+def write_study(tmp_path: Path, study: dict, base: dict = BASE) -> Path:
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump({"base": "base.yaml", **study}, sort_keys=False))  # grid order as written
+    return path
+
+
+def rows(path: Path) -> list[dict]:
+    with path.open() as fh:
+        return [{k: v for k, v in r.items() if k != "host_time_s"} for r in csv.DictReader(fh)]
+
+
+def study_rows(study_dir: Path) -> dict:
+    """Every run's metrics and per-round rows (host time excepted), by run name."""
+    return {p.parent.name: (rows(p), rows(p.parent / "rounds.csv")) for p in sorted(study_dir.glob("*/metrics.csv"))}
+
+
+# -- expansion -------------------------------------------------------------------------------------------
+def test_grid_expands_to_the_cartesian_product_times_algorithms_times_seeds(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0, 1, 2], "grid": {
+        "data.partition": [{"name": "quantity", "alpha": 2}, {"name": "dirichlet", "beta": 0.1}],
+        "clients.participation": [0.5, 1.0]}})
+    spec, base = load_study(path)
+    runs = expand(spec, base)
+    assert len(runs) == 2 * 2 * 2 * 3  # partitions x participations x algorithms (from the base) x seeds
+    names = [r.name for r in runs]
+    assert len(set(names)) == len(names)
+    assert names == [r.name for r in expand(*load_study(path))]  # stable across invocations
+    first = runs[0]
+    assert first.name == "partition=quantity-alpha2__participation=0.5__alg=scala__seed=0"
+    assert first.coordinates == {"data.partition": {"name": "quantity", "alpha": 2}, "clients.participation": 0.5,
+                                 "algorithm": "scala", "seed": 0}
+    assert first.scenario["seed"] == 0 and [a["name"] for a in first.scenario["algorithms"]] == ["scala"]
+    assert runs[-1].scenario["data"]["partition"] == {"name": "dirichlet", "beta": 0.1}
+
+
+def test_algorithms_as_a_grid_field_and_names_that_would_collide(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"clients.participation": [0.5, 2.0]}})
+    with pytest.raises(ConfigError, match=r"grid point \(clients.participation=2.0\)"):  # before any work
+        expand(*load_study(path))
+    path = write_study(tmp_path, {"seeds": [0], "grid": {
+        "algorithms": [[{"name": "scala"}], [{"name": "fedavg"}, {"name": "fedprox", "mu": 0.1}]],
+        "training.learning_rate": [0.1, 0.10000000001]}})
+    runs = expand(*load_study(path))
+    assert [r.label for r in runs] == ["scala", "scala", "fedavg", "fedprox", "fedavg", "fedprox"]  # file order
+    names = [r.name for r in runs]
+    assert len(set(names)) == len(names) and all("~" in n for n in names)  # 0.1 and 0.1000…1 read alike
+
+
+def test_value_labels_are_short_and_safe() -> None:
+    assert value_label({"name": "dirichlet", "beta": 0.1}) == "dirichlet-beta0.1"
+    assert value_label([32, 64]) == "32+64"
+    assert value_label("my/mod:Class") == "my_mod_Class"
+
+
+@pytest.mark.parametrize("study, words", [
+    ({"seeds": [0], "grdi": {}}, ["study grdi", "did you mean 'grid'"]),
+    ({"seeds": "0,1"}, ["study seeds", "list"]),
+    ({"seeds": [0, 0]}, ["distinct seeds"]),
+    ({"seeds": [0], "grid": {"seed": [1, 2]}}, ["seed"]),
+    ({"seeds": [0], "grid": {"clients.cuont": [3]}}, ["clients.cuont", "did you mean 'count'"]),
+    ({"seeds": [0], "grid": {"training.learning_rate": []}}, ["grid"]),
+])
+def test_a_bad_study_is_one_line(tmp_path, capsys, study, words) -> None:
+    code = main(["study", str(write_study(tmp_path, study)), "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_base_may_be_a_shipped_scenario_name(tmp_path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"base": "paper/fashion_mnist_alpha2", "seeds": [0, 1]}))
+    spec, base = load_study(path)
+    assert base.name == "fashion_mnist_alpha2.yaml" and isinstance(spec, StudySpec)
+
+
+# -- execution -------------------------------------------------------------------------------------------
+def test_study_runs_every_run_then_skips_them(tmp_path, capsys) -> None:
+    path = write_study(tmp_path, {"seeds": [0, 1]})
+    out = tmp_path / "out"
+    assert main(["study", str(path), "-o", str(out), "--no-progress"]) == 0
+    first = study_rows(out)
+    assert len(first) == 4
+    for name, (metrics, _) in first.items():
+        summary = json.loads((out / name / "summary.json").read_text())
+        assert summary["status"] == "complete" and summary["coordinates"]["seed"] in (0, 1)
+        assert metrics[0]["round"] == "0"
+    with (out / "runs.csv").open() as fh:
+        assert {r["status"] for r in csv.DictReader(fh)} == {"complete"}
+    capsys.readouterr()
+    assert main(["study", str(path), "-o", str(out)]) == 0  # idempotent: nothing runs again
+    assert "4 of 4 runs already finished; running 0" in capsys.readouterr().err
+    assert study_rows(out) == first
+
+
+def test_two_workers_give_the_rows_of_one(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0, 1]})
+    assert main(["study", str(path), "-o", str(tmp_path / "one"), "--no-progress"]) == 0
+    assert main(["study", str(path), "-o", str(tmp_path / "two"), "--workers", "2", "--no-progress"]) == 0
+    assert study_rows(tmp_path / "one") == study_rows(tmp_path / "two")
+
+
+def test_a_failing_run_is_reported_and_the_others_finish(tmp_path, capsys) -> None:
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"training.learning_rate": [0.05, 1000.0]}})
+    out = tmp_path / "out"
+    code = main(["study", str(path), "-o", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    with (out / "runs.csv").open() as fh:
+        status = {r["name"]: r for r in csv.DictReader(fh)}
+    diverged = [n for n, r in status.items() if r["status"] == "diverged"]
+    assert diverged and all("learning_rate=1000" in n for n in diverged)
+    assert all(r["status"] == "complete" for n, r in status.items() if "learning_rate=0.05" in n)
+    assert all(n in err for n in diverged) and "diverged at round" in err
+
+
+def test_killed_study_rerun_equals_an_uninterrupted_one(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0, 1], "set": {"rounds": 6}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, "-m", "sfl_sim.cli", "study", str(path), "--no-progress", "--workers", "2"]
+    assert subprocess.run(cmd + ["-o", str(tmp_path / "full")], env=env, capture_output=True).returncode == 0
+    proc = subprocess.Popen(cmd + ["-o", str(tmp_path / "cut")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    started = lambda: [p for p in (tmp_path / "cut").glob("*/metrics.csv") if len(p.read_text().splitlines()) >= 3]  # noqa: E731
+    while time.time() < deadline and len(started()) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole study: pool workers included
+    proc.wait()
+    done = [p for p in (tmp_path / "cut").glob("*/summary.json") if json.loads(p.read_text())["status"] == "complete"]
+    assert len(done) < 4, "the study finished before it could be killed"
+    again = subprocess.run(cmd + ["-o", str(tmp_path / "cut")], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert study_rows(tmp_path / "cut") == study_rows(tmp_path / "full")
+
+
+def test_a_changed_study_refuses_to_reuse_a_run_made_with_other_settings(tmp_path, capsys) -> None:
+    path = write_study(tmp_path, {"seeds": [0]})
+    out = tmp_path / "out"
+    assert main(["study", str(path), "-o", str(out), "--no-progress"]) == 0
+    before = study_rows(out)
+    changed = write_study(tmp_path, {"seeds": [0], "set": {"training.learning_rate": 0.02}})
+    assert main(["study", str(changed), "-o", str(out), "--no-progress"]) == 1
+    assert "different scenario" in capsys.readouterr().err
+    assert study_rows(out) == before
+
+
+def test_seeds_shorthand_runs_a_study(tmp_path, capsys) -> None:
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**BASE, "output_dir": str(tmp_path / "seeds")}))
+    assert main(["scenario", str(tmp_path / "s.yaml"), "--seeds", "0,1", "--no-progress", "--rounds", "2"]) == 0
+    names = sorted(p.name for p in (tmp_path / "seeds").iterdir() if p.is_dir())
+    assert names == ["alg=fedavg__seed=0", "alg=fedavg__seed=1", "alg=scala__seed=0", "alg=scala__seed=1"]
+    assert yaml.safe_load((tmp_path / "seeds" / "alg=scala__seed=1" / "scenario.yaml").read_text())["rounds"] == 2
+
+
+def test_ray_executor_gives_the_rows_of_the_local_one(tmp_path) -> None:
+    pytest.importorskip("ray", reason="the Ray extra: pip install -e '.[ray]' (CI installs it)")
+    path = write_study(tmp_path, {"seeds": [0, 1]})
+    assert main(["study", str(path), "-o", str(tmp_path / "local"), "--no-progress"]) == 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    ray = subprocess.run([sys.executable, "-m", "sfl_sim.cli", "study", str(path), "-o", str(tmp_path / "ray"),
+                          "--executor", "ray", "--no-progress"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert ray.returncode == 0, ray.stderr
+    assert study_rows(tmp_path / "ray") == study_rows(tmp_path / "local")
+
+
+def test_ray_missing_says_how_to_install(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    code = main(["study", str(write_study(tmp_path, {"seeds": [0]})), "-o", str(tmp_path / "o"), "--executor", "ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install" in err and "[ray]" in err
