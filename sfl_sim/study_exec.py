@@ -106,7 +106,11 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
         plan = plan_run_dir(Path(task.run_dir), resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
                             resume=True)
         run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)))
+        if run.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(run.device)
         summary = run_one(run, Path(task.run_dir), progress=False, plan=plan, coordinates=task.coordinates)
+        if run.device.type == "cuda":  # what this run held on a GPU it may share with other workers
+            out["gpu_peak_bytes"] = int(torch.cuda.max_memory_allocated(run.device))
         out.update(status=summary.get("status", "failed"), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
                    best_test_accuracy=summary.get("best_test_accuracy"))
