@@ -121,9 +121,8 @@ def _digest(obj: Any, h: "hashlib._Hash") -> None:
         t = obj.detach().cpu().contiguous()
         h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(obj, np.ndarray):
-        h.update(f"A{obj.dtype}{obj.shape}".encode())
-        h.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, np.ndarray):  # hashed as the tensor it converts to (a state may switch)
+        _digest(torch.from_numpy(np.ascontiguousarray(obj)), h)
     elif isinstance(obj, dict):
         h.update(b"{")
         for key, value in obj.items():
