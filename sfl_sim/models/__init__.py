@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sfl_sim.models.registry import MODELS
-from sfl_sim.models.split import SplittableModel
+from sfl_sim.models.split import SplittableModel, output_shape, probe_output
 from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
 from channel.registry import import_submodules
 from sfl_sim.models.flops import SplitFlops, count_model_flops, count_split_flops, parameter_bytes
@@ -55,7 +55,9 @@ __all__ = [
     "build_model",
     "count_model_flops",
     "count_split_flops",
+    "output_shape",
     "parameter_bytes",
+    "probe_output",
 ]
 
 
