@@ -34,13 +34,14 @@ this module adds the priors, the concatenated server step and LLA-SFL's per-clie
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.algorithms.split_messages import ClientActivations, Reply
 
 _PRIORS = ("batch", "local_data")
 
@@ -99,24 +100,23 @@ class SCALA(SplitFedBase):
         """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
         return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.client_adjustment))
 
-    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
 
         Parameters
         ----------
-        clients : list of int
-            Cohort, in the order of ``parts``.
-        parts : list of (Tensor (B_k, ...), LongTensor (B_k,))
-            Each client's activations A_k (detached) and labels Y_k.
+        uploads : sequence of ClientActivations
+            Each client's activations A_k (B_k, ...) (detached) and labels Y_k, in cohort order.
 
         Returns
         -------
-        list of Tensor
+        list of Reply
             G_k for each client, shaped like A_k.
         """
-        sizes = [a.shape[0] for a, _ in parts]
-        acts = torch.cat([a for a, _ in parts]).requires_grad_(True)  # eq. (5)
-        labels = torch.cat([y for _, y in parts])  # eq. (6)
+        clients = [u.client for u in uploads]
+        sizes = [u.activations.shape[0] for u in uploads]
+        acts = torch.cat([u.activations for u in uploads]).requires_grad_(True)  # eq. (5)
+        labels = torch.cat([u.labels for u in uploads])  # eq. (6)
         logits = self.server_model(acts)
         params = list(self.server_model.parameters())
         # eq. (14) with P_s: the loss that updates w_s (eq. 7).
@@ -133,7 +133,7 @@ class SCALA(SplitFedBase):
         for p, g in zip(params, param_grads):
             p.grad = g
         self.sgd_step(params)
-        return list(act_grad.split(sizes))
+        return [Reply(g) for g in act_grad.split(sizes)]
 
 
 @ALGORITHMS.register("ca_sfl")
