@@ -1,4 +1,4 @@
-"""Splittable neural-network models, their registry and FLOP/byte accounting.
+"""Splittable neural-network models and their registry.
 
 Use :func:`build_model` to create a model by registered name (``"alexnet"``) or by
 ``"package.module:Class"``; the class must subclass :class:`SplittableModel`.
@@ -11,7 +11,6 @@ from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel, output_shape, probe_output
 from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
 from channel.registry import import_submodules
-from sfl_sim.models.flops import SplitFlops, count_model_flops, count_split_flops, parameter_bytes
 
 
 def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> SplittableModel:
@@ -50,13 +49,9 @@ def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **param
 __all__ = [
     "MODELS",
     "AlexNet",
-    "SplitFlops",
     "SplittableModel",
     "build_model",
-    "count_model_flops",
-    "count_split_flops",
     "output_shape",
-    "parameter_bytes",
     "probe_output",
 ]
 
