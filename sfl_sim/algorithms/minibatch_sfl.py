@@ -24,9 +24,8 @@ Differences from ``ca_sfl`` (CA-SFL = SCALA without adjustments):
   averaging over the concatenated samples (weights B_k / B); the two coincide when eq. (3)
   rounds to exact proportions.  ``server_weighting="samples"`` gives the concatenated mean;
 * the server does a single backward pass: dF_s/dA_k = a_k dF_k/dA_k, so G_k is read off the
-  same backward as the weight gradients (divided by a_k) instead of a second backward of a
-  separate client loss.  Its FLOPs per sample are forward + one backward (on a one-layer server
-  part this equals CA-SFL's count; on deeper ones it is smaller).
+  same backward as the weight gradients (divided by a_k), as CA-SFL's step does too; with
+  ``server_weighting="samples"`` the two compute the same step (up to rounding).
 """
 from __future__ import annotations
 

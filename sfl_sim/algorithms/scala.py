@@ -14,7 +14,9 @@ Follows scala-icml.md Algorithm 2 (eqs. 3-10, 14, 15).  One round (global iterat
 
 Ablations (scala-journal.txt §5.2) are flags of the same class, registered under their names:
 
-* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.
+* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.  Its server and client
+  losses are then the same cross-entropy, so its server step does one backward (forward +
+  one backward, as SplitFedV1's) where SCALA's needs two.
 * ``lla_sfl`` — no concatenation: each client's activations are processed on its own copy of the
   server-side model (SplitFedV1 style, copies averaged by |D_k| after the round) with the loss
   adjusted by that client's P_k.
@@ -95,6 +97,12 @@ class SCALA(SplitFedBase):
         counts = self.setup.client_label_counts[clients].sum(dim=0)
         return counts / counts.sum()
 
+    @property
+    def losses_coincide(self) -> bool:
+        """No adjustment anywhere (CA-SFL): the server loss and the clients' losses are the same
+        cross-entropy, so one backward gives both w_s's gradient and every G_k (and one is charged)."""
+        return not self.server_adjustment and not self.client_adjustment
+
     # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
@@ -121,6 +129,15 @@ class SCALA(SplitFedBase):
         params = list(self.server_model.parameters())
         # eq. (14) with P_s: the loss that updates w_s (eq. 7).
         server_loss = logit_adjusted_cross_entropy(logits, labels, self._prior(labels, clients, self.server_adjustment))
+        if self.losses_coincide:
+            # Both losses are plain cross-entropy: the server loss is the mean over the B samples,
+            # sum_k (B_k / B) F_k, so client k's gradient dF_k/dA_k is (B / B_k) times the server
+            # loss's, read off the one backward that also gives w_s's gradients.
+            server_loss.backward()
+            total = float(sum(sizes))
+            act_grads = [g * (total / n) for g, n in zip(acts.grad.split(sizes), sizes)]
+            self.sgd_step(params)
+            return [Reply(g) for g in act_grads]
         # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
         # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
         # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
