@@ -112,6 +112,11 @@ from sfl_sim.engine import Lost, RoundContext
 #: BCC plan of a round: per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j.
 Share = Dict[Tuple[int, int], Dict[int, float]]
 
+
+def _host_array(value: Any) -> np.ndarray:
+    """A record field as a host float64 array (checkpoints hold tensors; older ones arrays)."""
+    return torch.as_tensor(value).detach().cpu().double().numpy()
+
 _EVAL_CLIENTS = ("cohort", "all")
 _EVAL_ON = ("local", "global")
 _AUX_HEADS = ("pool", "flatten")
@@ -255,8 +260,11 @@ class BESplit(SplitFedBase):
         return [(k, self.aux_models[k]) for k in ks] if ks else [(None, self._new_aux())]
 
     def state_dict(self) -> Dict[str, Any]:
+        """Weights, round counter, client state records (as float64 tensors, so a checkpoint loads
+        with ``torch.load(weights_only=True)``) and the auxiliary models."""
         return {"model": self._full.state_dict(), "round": self._round, "last_finished": list(self.last_finished),
-                "records": {k: {"evidence": r.evidence, "counts": r.counts, "u_ale": r.u_ale, "u_epi": r.u_epi,
+                "records": {k: {"evidence": torch.tensor(r.evidence), "counts": torch.tensor(r.counts),
+                                "u_ale": torch.tensor(r.u_ale), "u_epi": torch.tensor(r.u_epi),
                                 "last_round": r.last_round} for k, r in self.records.items()},
                 "aux_head_init": None if self._aux_head_init is None else self._aux_head_init.state_dict(),
                 "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}}
@@ -265,8 +273,8 @@ class BESplit(SplitFedBase):
         self._full.load_state_dict(state["model"])
         self._round = int(state["round"])
         self.last_finished = [int(k) for k in state["last_finished"]]
-        self.records = {int(k): bt.StateRecord(np.asarray(r["evidence"]), np.asarray(r["counts"]),
-                                               np.asarray(r["u_ale"]), np.asarray(r["u_epi"]), int(r["last_round"]))
+        self.records = {int(k): bt.StateRecord(*(_host_array(r[f]) for f in ("evidence", "counts", "u_ale", "u_epi")),
+                                               int(r["last_round"]))
                         for k, r in state["records"].items()}
         if self._aux_head_init is not None and state["aux_head_init"] is not None:
             self._aux_head_init.load_state_dict(state["aux_head_init"])
