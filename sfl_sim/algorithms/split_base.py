@@ -71,14 +71,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms import server_modes
+from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
 from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext
 from sfl_sim.models import probe_output
 
-T = TypeVar("T")
+Result = TypeVar("Result")
 
 
 class SplitFedBase(Algorithm):
@@ -325,14 +325,14 @@ class SplitFedBase(Algorithm):
                                                lambda: self.server_on_activations(server, upload, want_reply)))
 
     # -- metered compute and messages (helpers for hooks) -----------------------------------------
-    def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str, fn: Callable[[], T]) -> Generator[Any, Any, T]:
+    def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
         """Run ``fn()`` as client work of ``kind`` on B_k samples: its FLOPs are metered (once per
         kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, step.batch_size, fn)
         yield from ctx.compute(step.client, flops, kind)
         return result
 
-    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int, fn: Callable[[], T]) -> Generator[Any, Any, T]:
+    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
         """Run ``fn()`` as server work of ``kind`` on ``n_samples`` samples (metered, queued on
         the one server); ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, n_samples, fn)
