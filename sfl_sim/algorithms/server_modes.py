@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import copy
-from typing import TYPE_CHECKING, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Tuple, Union
 
 import simpy
 from torch import nn
@@ -50,28 +50,66 @@ class ServerMode(abc.ABC):
     name: ClassVar[str]
 
     def server_copies(self, algo: "SplitFedBase", clients: List[int]) -> Optional[Dict[int, nn.Module]]:
-        """Per-client copies of w_s for the round, or None when the server trains one model."""
+        """Per-client copies of w_s for the round (``SplitRound.servers``), made after the
+        distribution; None (default) when the server trains the one ``algo.server_model``."""
         return None
 
     def start_clients(self, rnd: SplitRound, spawn: Spawn) -> Dict[int, simpy.Process]:
-        """Start the clients' processes (all at once by default); returns them by client."""
+        """Start the clients' processes, before the server's (all at once by default).
+
+        Parameters
+        ----------
+        rnd : SplitRound
+        spawn : callable
+            ``spawn(k, start, done)`` starts client k's round (see :data:`Spawn`).
+
+        Returns
+        -------
+        dict of int to simpy.Process
+            Each client's process; its value is ``DELIVERED`` or the ``Lost`` that ended it.
+        """
         return {k: spawn(k, None, None) for k in rnd.clients}
 
     @abc.abstractmethod
     def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
-        """Start the server's processes of the round."""
+        """Start the server's processes of the round, right after the clients'.
+
+        They wait on ``rnd.exchange.upload(t, k)`` and answer with ``rnd.exchange.answer`` (when
+        ``algo.server_replies``), timing their torch work on the server through
+        ``algo.server_on_client`` / ``algo.server_compute``.
+
+        Returns
+        -------
+        list of simpy.Process
+        """
 
     def finish(self, algo: "SplitFedBase", rnd: SplitRound, clients: Dict[int, simpy.Process],
-               server: List[simpy.Process]) -> Generator:
-        """Wait for the round's end under the straggler policy; returns the clients to aggregate.
+               server: List[simpy.Process]) -> Generator[Any, Any, List[int]]:
+        """Wait for the round's end under the straggler policy; ``yield from`` it.
 
         Default: the policy applies to the clients' whole rounds (their end-of-round uploads),
-        with a deadline budget of T local iterations."""
+        with a deadline budget of T local iterations (:meth:`RoundContext.gather`).
+
+        Returns
+        -------
+        list of int
+            The clients to aggregate, in cohort order (the others are in ``ctx.dropped``).
+        """
         return (yield from rnd.ctx.gather(clients, local_iterations=rnd.exchange.iterations))
 
     def serve(self, algo: "SplitFedBase", rnd: SplitRound, server: nn.Module, t: int, k: int) -> Generator:
         """One server job: wait for client k's upload of iteration t, step ``server`` on it and
-        answer (when the algorithm replies).  A lost upload ends the job."""
+        answer (when the algorithm replies).  A lost upload ends the job.
+
+        Parameters
+        ----------
+        algo : SplitFedBase
+        rnd : SplitRound
+        server : nn.Module
+            The server-side model to step (a per-client copy, or ``algo.server_model``).
+        t, k : int
+            Local iteration and client.
+        """
         upload = yield rnd.exchange.upload(t, k)
         if isinstance(upload, Lost):
             return
