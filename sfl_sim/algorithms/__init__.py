@@ -5,7 +5,13 @@ with ``@ALGORITHMS.register("name")`` is all a new built-in needs.
 """
 from channel.registry import import_submodules
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, proportional_batch_sizes, weighted_average
+from sfl_sim.algorithms.conformance import ConformanceError, check_algorithm
+from sfl_sim.algorithms.server_modes import ConcatenatedServer, PerClientServer, SequentialServer, ServerMode
+from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Reply
 
 import_submodules(__name__)
 
-__all__ = ["ALGORITHMS", "Algorithm", "TrainingSetup", "proportional_batch_sizes", "weighted_average"]
+__all__ = ["ALGORITHMS", "Algorithm", "ClientActivations", "ClientStep", "ConcatenatedServer", "ConformanceError",
+           "PerClientServer", "Reply", "SequentialServer", "ServerMode", "SplitFedBase", "TrainingSetup",
+           "check_algorithm", "proportional_batch_sizes", "weighted_average"]

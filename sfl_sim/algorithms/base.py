@@ -18,6 +18,7 @@ from torch import nn
 
 from channel.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
+from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
 
 ALGORITHMS = Registry("algorithm")
@@ -174,8 +175,17 @@ class Algorithm(abc.ABC):
 
     # -- what subclasses implement -------------------------------------------------------------
     @abc.abstractmethod
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
-        """One round as a SimPy generator (see :mod:`sfl_sim.engine.simulator`)."""
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+        """One round as a SimPy generator (see :mod:`sfl_sim.engine.simulator`).
+
+        Parameters
+        ----------
+        ctx : RoundContext
+            The round's door to simulated time: ``compute``, ``upload``, ``download``,
+            ``broadcast``, ``gather``, ``process``.
+        cohort : ndarray of int64
+            The clients selected for the round.
+        """
 
     @abc.abstractmethod
     def global_model(self) -> nn.Module:

@@ -98,13 +98,24 @@ import copy
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
 import numpy as np
+import simpy
 import torch
 from torch import nn
 
 from sfl_sim.algorithms import besplit_terms as bt
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, tensor_bytes, weighted_average
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, weighted_average
+from sfl_sim.algorithms.server_modes import PerClientServer
 from sfl_sim.algorithms.split_base import SplitFedBase
-from sfl_sim.engine.simulator import SERVER
+from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Reply, SplitRound
+from sfl_sim.engine import Lost, RoundContext
+
+#: BCC plan of a round: per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j.
+Share = Dict[Tuple[int, int], Dict[int, float]]
+
+
+def _host_array(value: Any) -> np.ndarray:
+    """A record field as a host float64 array (checkpoints hold tensors; older ones arrays)."""
+    return torch.as_tensor(value).detach().cpu().double().numpy()
 
 _EVAL_CLIENTS = ("cohort", "all")
 _EVAL_ON = ("local", "global")
@@ -145,7 +156,7 @@ class BESplit(SplitFedBase):
                  uncertainty_reduce: str = "mean", epistemic: str = "relative_entropy", rho_max: float = 1.0,
                  tau: float = 5.0, lambda_c: float = 0.2, lambda_g: float = 0.3, eval_clients: str = "cohort",
                  eval_on: str = "local", aux_head: str = "pool", normalise_relations: bool = True) -> None:
-        super().__init__(setup, server_mode="per_client")
+        super().__init__(setup, server_mode=BCCServer())
         if evidence not in bt.EVIDENCE_FUNCTIONS:
             raise ValueError(f"evidence={evidence!r}; allowed: {', '.join(bt.EVIDENCE_FUNCTIONS)}")
         if uncertainty_reduce not in ("sum", "mean"):
@@ -175,19 +186,13 @@ class BESplit(SplitFedBase):
         # commit time: one host transfer per client and round instead of one per server step.
         self._fresh: Dict[int, List[Tuple[torch.Tensor, torch.Tensor]]] = {}
         self._round = 0
-        self._pairs: List[Tuple[int, int]] = []
-        self._share: Dict[Tuple[int, int], Dict[int, float]] = {}
         self.last_finished: List[int] = []
         self.aux_models: Dict[int, nn.Module] = {}
         self._aux_head_init = self._make_aux_head() if self.dtd else None
 
     # -- auxiliary model ---------------------------------------------------------------------------
     def _make_aux_head(self) -> nn.Module:
-        model = self.setup.model
-        shape = model.activation_shape(self.setup.split_point) if model.input_shape is not None else None
-        if shape is None:
-            with torch.no_grad():
-                shape = tuple(self.client_model(self.setup.train_x[:1]).shape[1:])
+        shape = self.activation_shape
         if len(shape) == 3 and self.aux_head == "pool":
             head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(shape[0], self.setup.num_classes))
         else:
@@ -255,8 +260,11 @@ class BESplit(SplitFedBase):
         return [(k, self.aux_models[k]) for k in ks] if ks else [(None, self._new_aux())]
 
     def state_dict(self) -> Dict[str, Any]:
+        """Weights, round counter, client state records (as float64 tensors, so a checkpoint loads
+        with ``torch.load(weights_only=True)``) and the auxiliary models."""
         return {"model": self._full.state_dict(), "round": self._round, "last_finished": list(self.last_finished),
-                "records": {k: {"evidence": r.evidence, "counts": r.counts, "u_ale": r.u_ale, "u_epi": r.u_epi,
+                "records": {k: {"evidence": torch.tensor(r.evidence), "counts": torch.tensor(r.counts),
+                                "u_ale": torch.tensor(r.u_ale), "u_epi": torch.tensor(r.u_epi),
                                 "last_round": r.last_round} for k, r in self.records.items()},
                 "aux_head_init": None if self._aux_head_init is None else self._aux_head_init.state_dict(),
                 "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}}
@@ -265,8 +273,8 @@ class BESplit(SplitFedBase):
         self._full.load_state_dict(state["model"])
         self._round = int(state["round"])
         self.last_finished = [int(k) for k in state["last_finished"]]
-        self.records = {int(k): bt.StateRecord(np.asarray(r["evidence"]), np.asarray(r["counts"]),
-                                               np.asarray(r["u_ale"]), np.asarray(r["u_epi"]), int(r["last_round"]))
+        self.records = {int(k): bt.StateRecord(*(_host_array(r[f]) for f in ("evidence", "counts", "u_ale", "u_epi")),
+                                               int(r["last_round"]))
                         for k, r in state["records"].items()}
         if self._aux_head_init is not None and state["aux_head_init"] is not None:
             self._aux_head_init.load_state_dict(state["aux_head_init"])
@@ -277,13 +285,13 @@ class BESplit(SplitFedBase):
             self.aux_models[int(k)] = model
 
     # -- round -------------------------------------------------------------------------------------
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         self._round += 1
         self._fresh = {}
         yield from super().round_process(ctx, cohort)
         self._commit_records()  # records of clients that took part but were not aggregated
 
-    def distribute(self, ctx: Any, clients: List[int]) -> Generator:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
         local = yield from super().distribute(ctx, clients)
         if self.dtd:
             for k in clients:  # first participation: W_Ae from the received w_c (on the device)
@@ -315,7 +323,7 @@ class BESplit(SplitFedBase):
         self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in clients], w))
 
     # -- BCC plan ------------------------------------------------------------------------------------
-    def plan_bcc(self, clients: List[int]) -> Tuple[List[Tuple[int, int]], Dict[Tuple[int, int], Dict[int, float]]]:
+    def plan_bcc(self, clients: List[int]) -> Tuple[List[Tuple[int, int]], Share]:
         """Pairs of the round and, per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j."""
         known = [k for k in clients if k in self.records and self.records[k].counts.sum() > 0]
         if not self.bcc or len(known) < 2:
@@ -326,7 +334,7 @@ class BESplit(SplitFedBase):
         biased = bt.biased_clients({k: bt.js_divergence(dists[k], p_g) for k in known})
         pairs = bt.greedy_matching(biased, dists, p_g)
         w = dict(zip(known, self._weights(known)))
-        share: Dict[Tuple[int, int], Dict[int, float]] = {}
+        share: Share = {}
         for i, j in pairs:
             for a, b in ((i, j), (j, i)):
                 share[(a, b)] = {int(n): bt.transfer_ratio(dists[a][n], dists[b][n], p_g[n], w[a], w[b], self.rho_max)
@@ -355,92 +363,86 @@ class BESplit(SplitFedBase):
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._server_loss(k, logits, labels, len(labels))
 
-    def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
-                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
-        self._pairs, self._share = self.plan_bcc(clients)
-        paired = {k for pair in self._pairs for k in pair}
-        jobs = []
-        for t in range(self.setup.local_iterations):
-            for i, j in self._pairs:
-                jobs.append(ctx.process(self._server_pair(ctx, i, j, servers, arrived[t], grads[t])))
-            for k in clients:
-                if k not in paired:
-                    jobs.append(ctx.process(self._server_single(ctx, k, servers[k], arrived[t][k], grads[t][k])))
-        return jobs
+    def server_on_activations(self, server: nn.Module, upload: ClientActivations,
+                              want_reply: bool) -> Optional[Reply]:
+        """Evidential step of one client's copy W_S,k; the reply carries the teacher logits (DTD)."""
+        a_k = upload.activations.requires_grad_(True)
+        logits = server(a_k)
+        self.per_client_loss(upload.client, logits, upload.labels).backward()
+        self.sgd_step(list(server.parameters()))
+        return self._reply(a_k.grad, logits)
 
-    def _server_client_step(self, ctx: Any, k: int, server: nn.Module, a_k: torch.Tensor, y_k: torch.Tensor,
-                            grad: Any) -> Generator:
-        a_k = a_k.requires_grad_(True)
+    def server_on_pair(self, servers: Dict[int, nn.Module], a: ClientActivations, b: ClientActivations,
+                       a_to_b: torch.Tensor, b_to_a: torch.Tensor) -> Tuple[Reply, Reply]:
+        """BCC step of a matched pair (module docstring, step 3): W_S,a on A_a plus the rows
+        ``b_to_a`` of A_b, W_S,b symmetrically, one backward; each shared row's gradient goes to
+        the client it came from."""
+        i, j = a.client, b.client
+        a_i, a_j = a.activations.requires_grad_(True), b.activations.requires_grad_(True)
+        y_i, y_j = a.labels, b.labels
+        logits_i = servers[i](torch.cat([a_i, a_j[b_to_a]]))
+        logits_j = servers[j](torch.cat([a_j, a_i[a_to_b]]))
+        loss = (self._server_loss(i, logits_i, torch.cat([y_i, y_j[b_to_a]]), len(y_i))
+                + self._server_loss(j, logits_j, torch.cat([y_j, y_i[a_to_b]]), len(y_j)))
+        loss.backward()
+        self.sgd_step(list(servers[i].parameters()) + list(servers[j].parameters()))
+        return self._reply(a_i.grad, logits_i[:len(y_i)]), self._reply(a_j.grad, logits_j[:len(y_j)])
 
-        def step() -> Tuple[torch.Tensor, torch.Tensor]:
-            logits = server(a_k)
-            self.per_client_loss(k, logits, y_k).backward()
-            self.sgd_step(list(server.parameters()))
-            return a_k.grad, logits.detach()
-
-        (g_k, logits), flops = self.meter.run("server_step", a_k.shape[0], step)
-        yield from ctx.compute(SERVER, flops, "server_step")
-        grad.succeed((g_k, logits))
-
-    def _server_pair(self, ctx: Any, i: int, j: int, servers: Dict[int, nn.Module], arrived: Dict[int, Any],
-                     grads: Dict[int, Any]) -> Generator:
-        """One BCC server job of a matched pair at one iteration (module docstring, step 3)."""
-        got = {i: (yield arrived[i]), j: (yield arrived[j])}
-        if got[i] is None or got[j] is None:
-            for k in (i, j):
-                if got[k] is not None:
-                    yield from self._server_client_step(ctx, k, servers[k], *got[k], grads[k])
-            return
-        (a_i, y_i), (a_j, y_j) = got[i], got[j]
-        a_i, a_j = a_i.requires_grad_(True), a_j.requires_grad_(True)
-        to_j = self.shared_rows(y_i, self._share.get((i, j), {}))  # rows of i's batch for W_S,j
-        to_i = self.shared_rows(y_j, self._share.get((j, i), {}))
-
-        def step() -> Tuple[torch.Tensor, ...]:
-            logits_i = servers[i](torch.cat([a_i, a_j[to_i]]))
-            logits_j = servers[j](torch.cat([a_j, a_i[to_j]]))
-            loss = (self._server_loss(i, logits_i, torch.cat([y_i, y_j[to_i]]), len(y_i))
-                    + self._server_loss(j, logits_j, torch.cat([y_j, y_i[to_j]]), len(y_j)))
-            loss.backward()
-            self.sgd_step(list(servers[i].parameters()) + list(servers[j].parameters()))
-            return a_i.grad, a_j.grad, logits_i[:len(y_i)].detach(), logits_j[:len(y_j)].detach()
-
-        n = len(y_i) + len(y_j) + len(to_i) + len(to_j)
-        (g_i, g_j, l_i, l_j), flops = self.meter.run("server_step", n, step)
-        yield from ctx.compute(SERVER, flops, "server_step")
-        grads[i].succeed((g_i, l_i))
-        grads[j].succeed((g_j, l_j))
+    def _reply(self, grad: torch.Tensor, logits: torch.Tensor) -> Reply:
+        """G_k, with the server's logits for the batch as KD-G teacher when the clients distil."""
+        return Reply(grad, {"teacher_logits": logits.detach()} if self.dtd else {})
 
     # -- client --------------------------------------------------------------------------------------
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        sent = yield from self.forward_and_send(ctx, k, b_k, model, arrived, grad)
-        if sent is None:
-            return False
-        x, y, acts, (g_k, teacher) = sent
-        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+        """Backward of G_k, then (BESplit-A) one auxiliary DTD step on the same batch."""
+        yield from super().client_on_reply(ctx, step, reply)
         if self.dtd:
-            yield ctx.download(k, tensor_bytes(teacher), "teacher_logits")
+            teacher = reply.extras["teacher_logits"]
+            yield from self.client_compute(ctx, step, "aux_step", lambda: self._aux_step(step, teacher))
 
-        def backward() -> None:
-            acts.backward(g_k)
-            self.sgd_step(list(model.parameters()))
+    def _aux_step(self, step: ClientStep, teacher: torch.Tensor) -> None:
+        """Eq. (18): KD-C from this batch's client-side activations, KD-G from the teacher logits."""
+        aux, z_c = self.aux_models[step.client], step.activations.detach()
+        z_ae = aux[0](step.x)
+        loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
+                           bt.annealing(self._round, self.anneal_rounds), self.evidence_fn, self.normalise_relations)
+        loss.backward()
+        self.sgd_step(list(aux.parameters()))
 
-        _, flops = self.meter.run("client_backward", b_k, backward)
-        yield from ctx.compute(k, flops, "client_backward")
-        if self.dtd:
-            aux, z_c = self.aux_models[k], acts.detach()
 
-            def aux_step() -> None:
-                z_ae = aux[0](x)
-                loss = bt.dtd_loss(aux[1](z_ae), y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
-                                   bt.annealing(self._round, self.anneal_rounds), self.evidence_fn,
-                                   self.normalise_relations)
-                loss.backward()
-                self.sgd_step(list(aux.parameters()))
+class BCCServer(PerClientServer):
+    """SplitFedV1's per-client server copies, with BESplit's matched pairs stepped together.
 
-            _, flops = self.meter.run("aux_step", b_k, aux_step)
-            yield from ctx.compute(k, flops, "aux_step")
-        return True
+    At the round start the plan comes from :meth:`BESplit.plan_bcc`; every iteration each pair
+    (i, j) is one server job that waits for both uploads, and each unpaired client one job."""
+
+    def start_server(self, algo: "BESplit", rnd: SplitRound) -> List[simpy.Process]:
+        pairs, share = algo.plan_bcc(rnd.clients)
+        paired = {k for pair in pairs for k in pair}
+        jobs = []
+        for t in range(rnd.exchange.iterations):
+            for i, j in pairs:
+                jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
+            for k in rnd.clients:
+                if k not in paired:
+                    jobs.append(rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k)))
+        return jobs
+
+    def _serve_pair(self, algo: "BESplit", rnd: SplitRound, t: int, i: int, j: int, share: Share) -> Generator:
+        """One BCC job of a pair at iteration t; if one upload is lost the other is stepped alone."""
+        got = {i: (yield rnd.exchange.upload(t, i)), j: (yield rnd.exchange.upload(t, j))}
+        if isinstance(got[i], Lost) or isinstance(got[j], Lost):
+            for k in (i, j):
+                if not isinstance(got[k], Lost):
+                    yield from self.step_and_answer(algo, rnd, rnd.servers[k], t, got[k])
+            return
+        to_j = algo.shared_rows(got[i].labels, share.get((i, j), {}))  # rows of i's batch for W_S,j
+        to_i = algo.shared_rows(got[j].labels, share.get((j, i), {}))
+        n_samples = len(got[i].labels) + len(got[j].labels) + len(to_i) + len(to_j)
+        reply_i, reply_j = yield from algo.server_compute(
+            rnd.ctx, "server_step", n_samples, lambda: algo.server_on_pair(rnd.servers, got[i], got[j], to_j, to_i))
+        rnd.exchange.answer(t, i, reply_i)
+        rnd.exchange.answer(t, j, reply_j)
 
 
 @ALGORITHMS.register("besplit_g")

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.engine import Outcome, RoundContext
 
 
 @ALGORITHMS.register("fedavg")
@@ -78,7 +79,7 @@ class FedAvg(Algorithm):
         self.model.load_state_dict(weighted_average([local[k].state_dict() for k in cohort.tolist()], weights))
 
     # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
@@ -91,7 +92,7 @@ class FedAvg(Algorithm):
         if kept:  # nobody delivered: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
 
-    def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module) -> Generator:
+    def _client(self, ctx: RoundContext, k: int, b_k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
         for _t in range(self.setup.local_iterations):
             x, y = self.sample_batch(k, b_k)
 
@@ -103,8 +104,7 @@ class FedAvg(Algorithm):
             _, flops = self.meter.run("local_step", b_k, step)
             yield from ctx.compute(k, flops, "local_step")
         self.after_local_training(k, model)
-        delivered = yield ctx.upload(k, state_bytes(model), "model")
-        return delivered
+        return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
 
 
 class GlobalTeacherFedAvg(FedAvg):

@@ -44,6 +44,7 @@ from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weig
 from sfl_sim.algorithms.fedavg import FedAvg
 from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head, check_choice,
                                          classifier_layer, kmeans_label_clusters)
+from sfl_sim.engine import RoundContext
 
 
 def _check_int(name: str, value: object, minimum: int, allowed: str) -> int:
@@ -118,7 +119,7 @@ class FedConcat(FedAvg):
             self.concat.load_state_dict(state["concat"])
 
     # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         if self.stage == 1:
             yield from self._encoder_round(ctx, cohort)
         else:
@@ -127,7 +128,7 @@ class FedConcat(FedAvg):
             yield from self._classifier_round(ctx, cohort)
         self.rounds_done += 1
 
-    def _encoder_round(self, ctx: Any, cohort: np.ndarray) -> Generator:
+    def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         local = {k: copy.deepcopy(self.cluster_models[self.clusters[k]]) for k in clients}
@@ -144,7 +145,7 @@ class FedConcat(FedAvg):
                 weights = self.setup.client_data_sizes[members].astype(float)
                 self.cluster_models[j].load_state_dict(weighted_average([local[k].state_dict() for k in members], weights))
 
-    def _classifier_round(self, ctx: Any, cohort: np.ndarray) -> Generator:
+    def _classifier_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         concat = self.concat
         assert concat is not None
         clients = cohort.tolist()

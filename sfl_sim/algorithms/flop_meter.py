@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
+# Why not the public ``torch.utils.flop_counter.FlopCounterMode``: it always runs a
+# ``ModuleTracker`` whose multi-grad hooks raise "A leaf node was passed to
+# _will_engine_execute_node but we are currently running autograd.grad()" under
+# ``torch.autograd.grad`` (seen with torch 2.13), which SCALA's server step and SCALA-PE's privacy step
+# use, and which any algorithm may use.  So this mode applies the same public formulas
+# (``flop_registry``) from a plain dispatch mode; ``TorchDispatchMode`` is only importable from a
+# private module.  tests/sfl_sim/algorithms/test_flop_meter.py checks that both count the same
+# where FlopCounterMode works, and fails (strict xfail) once torch lifts the limitation.
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
@@ -19,7 +27,7 @@ class _CountFlops(TorchDispatchMode):
     """Counts FLOPs of every op with a formula in torch's ``flop_registry`` (matmul, conv, ...).
 
     The same formulas as :class:`torch.utils.flop_counter.FlopCounterMode`, without its module
-    tracker, whose hooks fail under ``torch.autograd.grad`` (used by the SCALA server step).
+    tracker (see the comment above).
     """
 
     def __init__(self) -> None:

@@ -24,19 +24,19 @@ Differences from ``ca_sfl`` (CA-SFL = SCALA without adjustments):
   averaging over the concatenated samples (weights B_k / B); the two coincide when eq. (3)
   rounds to exact proportions.  ``server_weighting="samples"`` gives the concatenated mean;
 * the server does a single backward pass: dF_s/dA_k = a_k dF_k/dA_k, so G_k is read off the
-  same backward as the weight gradients (divided by a_k) instead of a second backward of a
-  separate client loss.  Its FLOPs per sample are forward + one backward (on a one-layer server
-  part this equals CA-SFL's count; on deeper ones it is smaller).
+  same backward as the weight gradients (divided by a_k), as CA-SFL's step does too; with
+  ``server_weighting="samples"`` the two compute the same step (up to rounding).
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 import torch
 import torch.nn.functional as F
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.algorithms.split_messages import ClientActivations, Reply
 
 _WEIGHTINGS = ("data_size", "samples")
 
@@ -65,14 +65,14 @@ class MinibatchSFL(SplitFedBase):
             w = torch.as_tensor(sizes, dtype=torch.float64)
         return (w / w.sum()).to(torch.float32)
 
-    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """One minibatch-SGD step of w_s on sum_k a_k F_k; returns G_k = dF_k/dA_k per client."""
-        sizes = [a.shape[0] for a, _ in parts]
-        acts = torch.cat([a for a, _ in parts]).requires_grad_(True)
-        labels = torch.cat([y for _, y in parts])
+        sizes = [u.activations.shape[0] for u in uploads]
+        acts = torch.cat([u.activations for u in uploads]).requires_grad_(True)
+        labels = torch.cat([u.labels for u in uploads])
         logits = self.server_model(acts)
-        weights = self._weights(clients, sizes)
+        weights = self._weights([u.client for u in uploads], sizes)
         losses = torch.stack([F.cross_entropy(lk, yk) for lk, yk in zip(logits.split(sizes), labels.split(sizes))])
         (losses * weights).sum().backward()
         self.sgd_step(list(self.server_model.parameters()))
-        return [g / w for g, w in zip(acts.grad.split(sizes), weights.tolist())]
+        return [Reply(g / w) for g, w in zip(acts.grad.split(sizes), weights.tolist())]

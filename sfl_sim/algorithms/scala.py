@@ -14,7 +14,9 @@ Follows scala-icml.md Algorithm 2 (eqs. 3-10, 14, 15).  One round (global iterat
 
 Ablations (scala-journal.txt §5.2) are flags of the same class, registered under their names:
 
-* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.
+* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.  Its server and client
+  losses are then the same cross-entropy, so its server step does one backward (forward +
+  one backward, as SplitFedV1's) where SCALA's needs two.
 * ``lla_sfl`` — no concatenation: each client's activations are processed on its own copy of the
   server-side model (SplitFedV1 style, copies averaged by |D_k| after the round) with the loss
   adjusted by that client's P_k.
@@ -34,13 +36,14 @@ this module adds the priors, the concatenated server step and LLA-SFL's per-clie
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.algorithms.split_messages import ClientActivations, Reply
 
 _PRIORS = ("batch", "local_data")
 
@@ -94,33 +97,47 @@ class SCALA(SplitFedBase):
         counts = self.setup.client_label_counts[clients].sum(dim=0)
         return counts / counts.sum()
 
+    @property
+    def losses_coincide(self) -> bool:
+        """No adjustment anywhere (CA-SFL): the server loss and the clients' losses are the same
+        cross-entropy, so one backward gives both w_s's gradient and every G_k (and one is charged)."""
+        return not self.server_adjustment and not self.client_adjustment
+
     # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
         return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.client_adjustment))
 
-    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
 
         Parameters
         ----------
-        clients : list of int
-            Cohort, in the order of ``parts``.
-        parts : list of (Tensor (B_k, ...), LongTensor (B_k,))
-            Each client's activations A_k (detached) and labels Y_k.
+        uploads : sequence of ClientActivations
+            Each client's activations A_k (B_k, ...) (detached) and labels Y_k, in cohort order.
 
         Returns
         -------
-        list of Tensor
+        list of Reply
             G_k for each client, shaped like A_k.
         """
-        sizes = [a.shape[0] for a, _ in parts]
-        acts = torch.cat([a for a, _ in parts]).requires_grad_(True)  # eq. (5)
-        labels = torch.cat([y for _, y in parts])  # eq. (6)
+        clients = [u.client for u in uploads]
+        sizes = [u.activations.shape[0] for u in uploads]
+        acts = torch.cat([u.activations for u in uploads]).requires_grad_(True)  # eq. (5)
+        labels = torch.cat([u.labels for u in uploads])  # eq. (6)
         logits = self.server_model(acts)
         params = list(self.server_model.parameters())
         # eq. (14) with P_s: the loss that updates w_s (eq. 7).
         server_loss = logit_adjusted_cross_entropy(logits, labels, self._prior(labels, clients, self.server_adjustment))
+        if self.losses_coincide:
+            # Both losses are plain cross-entropy: the server loss is the mean over the B samples,
+            # sum_k (B_k / B) F_k, so client k's gradient dF_k/dA_k is (B / B_k) times the server
+            # loss's, read off the one backward that also gives w_s's gradients.
+            server_loss.backward()
+            total = float(sum(sizes))
+            act_grads = [g * (total / n) for g, n in zip(acts.grad.split(sizes), sizes)]
+            self.sgd_step(params)
+            return [Reply(g) for g in act_grads]
         # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
         # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
         # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
@@ -133,7 +150,7 @@ class SCALA(SplitFedBase):
         for p, g in zip(params, param_grads):
             p.grad = g
         self.sgd_step(params)
-        return list(act_grad.split(sizes))
+        return [Reply(g) for g in act_grad.split(sizes)]
 
 
 @ALGORITHMS.register("ca_sfl")

@@ -44,14 +44,17 @@ Choices where the journal is silent (its numbers were lost; each is a parameter)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, Optional
+from typing import Any, Dict, Generator, List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, tensor_bytes
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.scala import SCALA
+from sfl_sim.algorithms.split_messages import ClientStep, Reply
+from sfl_sim.engine import RoundContext
+from sfl_sim.models import output_shape
 from sfl_sim.privacy.inversion import InversionModel
 
 
@@ -100,28 +103,24 @@ class SCALAPE(SCALA):
 
         image_shape = tuple(setup.train_x.shape[1:])
         base_client, base_server = self.client_model, self.server_model
-        was_training = base_client.training
-        base_client.eval()
-        with torch.no_grad():
-            probe = base_client(setup.train_x[:1])
-        base_client.train(was_training)
-        if probe.dim() != 4:
+        cut_shape = output_shape(base_client, image_shape)
+        if len(cut_shape) != 3:
             raise ValueError(f"scala_pe needs (C, h, w) activations at the split point, got shape "
-                             f"{tuple(probe.shape[1:])}; use a conv split point (e.g. VGG-11 S2)")
-        c, h, w = probe.shape[1:]
+                             f"{cut_shape}; use a conv split point (e.g. VGG-11 S2)")
+        c, h, w = cut_shape
         device = setup.train_x.device
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             encoder = nn.Conv2d(c, self.bottleneck_channels, 3, stride=self.bottleneck_stride, padding=1)
             decoder = nn.Sequential(nn.Upsample(size=(h, w), mode="nearest"),
                                     nn.Conv2d(self.bottleneck_channels, c, 3, padding=1))
-            with torch.no_grad():
-                act_shape = tuple(encoder(probe.detach().cpu()).shape[1:])
+            act_shape = output_shape(encoder, cut_shape)
             inverter = InversionModel(act_shape, image_shape, channels=self.inverter_channels, sigmoid=False)
+        # The clients' activations are now the encoder's: ``activation_shape`` (a dry run of the
+        # client model, on first use) is the compressed shape.
         self.client_model = nn.Sequential(base_client, encoder.to(device))
         self.server_model = nn.Sequential(decoder.to(device), base_server)
         self.inverter = inverter.to(device)
-        self.activation_shape = act_shape
         self._full = nn.Sequential(self.client_model, self.server_model)
         self._bundle = nn.ModuleDict({"extractor": self.client_model, "inverter": self.inverter})
 
@@ -138,40 +137,34 @@ class SCALAPE(SCALA):
         """Client-side model (with the encoder) and the simulated inverter travel together."""
         return self._bundle
 
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        extractor, inverter = model["extractor"], model["inverter"]
-        sent = yield from self.forward_and_send(ctx, k, b_k, extractor, arrived, grad)
-        if sent is None:
-            return False
-        x, y, acts, g_k = sent
-        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
-        ext_params = list(extractor.parameters())
-        inv_params = list(inverter.parameters())
+    def client_forward(self, step: ClientStep) -> torch.Tensor:
+        """A_k from the feature extractor (client-side model + encoder) of the bundle."""
+        return step.model["extractor"](step.x)
 
-        def privacy() -> None:
-            # Reconstruction error R of the simulated inverter on this batch's activations.
-            err = F.mse_loss(inverter(acts), x)
-            inv_grads = torch.autograd.grad(err, inv_params, retain_graph=True)
-            if self.alpha > 0:  # -α·R into the extractor's gradient (added to G_k's below)
-                ext_grads = torch.autograd.grad(-self.alpha * err, ext_params, retain_graph=True)
-                for p, g in zip(ext_params, ext_grads):
-                    p.grad = g
-            for p, g in zip(inv_params, inv_grads):
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+        """The privacy step (metered as ``client_privacy``), then SCALA's backward of G_k.
+
+        The base backward steps every parameter of the bundle; the inverter's gradients were
+        consumed (and cleared) by the privacy step, so only the extractor moves there."""
+        yield from self.client_compute(ctx, step, "client_privacy", lambda: self._privacy_step(step))
+        yield from super().client_on_reply(ctx, step, reply)
+
+    def _privacy_step(self, step: ClientStep) -> None:
+        """Inverter step on +R, and -α·∇R into the extractor's gradient (G_k's is added to it)."""
+        ext_params = list(step.model["extractor"].parameters())
+        inv_params = list(step.model["inverter"].parameters())
+        # Reconstruction error R of the simulated inverter on this batch's activations.
+        err = F.mse_loss(step.model["inverter"](step.activations), step.x)
+        inv_grads = torch.autograd.grad(err, inv_params, retain_graph=True)
+        if self.alpha > 0:
+            ext_grads = torch.autograd.grad(-self.alpha * err, ext_params, retain_graph=True)
+            for p, g in zip(ext_params, ext_grads):
                 p.grad = g
-            self._sgd(inv_params, self.inverter_lr)
+        for p, g in zip(inv_params, inv_grads):
+            p.grad = g
+        self._sgd(inv_params, self.inverter_lr)
 
-        _, flops = self.meter.run("client_privacy", b_k, privacy)
-        yield from ctx.compute(k, flops, "client_privacy")
-
-        def backward() -> None:
-            acts.backward(g_k)  # accumulates onto -α·∇R
-            self.sgd_step(ext_params)
-
-        _, flops = self.meter.run("client_backward", b_k, backward)
-        yield from ctx.compute(k, flops, "client_backward")
-        return True
-
-    def _sgd(self, params: list, lr: Optional[float]) -> None:
+    def _sgd(self, params: List[nn.Parameter], lr: Optional[float]) -> None:
         if lr is None:
             self.sgd_step(params)
             return

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Generator
+from typing import Any, Dict, Generator, List
 
 import torch
 import torch.nn.functional as F
@@ -44,6 +44,8 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes
 from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.algorithms.split_messages import ClientStep
+from sfl_sim.engine import Lost, Outcome, RoundContext
 
 _SERVER_MODES = ("per_client", "sequential")
 
@@ -60,13 +62,16 @@ class SFLLocalLoss(SplitFedBase):
     server_mode : {"per_client", "sequential"}
     """
 
+    server_replies = False  # nothing goes back: the server computes no activation gradient
+    client_forward_kind = "client_step"  # the client's whole local step happens before its upload
+
     def __init__(self, setup: TrainingSetup, aux_hidden: int = 0, server_mode: str = "per_client") -> None:
         if server_mode not in _SERVER_MODES:
             raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(_SERVER_MODES)}")
         if isinstance(aux_hidden, bool) or not isinstance(aux_hidden, int) or aux_hidden < 0:
             raise ValueError(f"aux_hidden={aux_hidden!r}; allowed: an int >= 0")
         super().__init__(setup, server_mode=server_mode)
-        n_features = self._activation_features()
+        n_features = math.prod(self.activation_shape)
         layers: list[nn.Module] = [nn.Flatten()]
         if aux_hidden:
             layers += [nn.Linear(n_features, aux_hidden), nn.ReLU()]
@@ -75,19 +80,11 @@ class SFLLocalLoss(SplitFedBase):
         self.aux_head = nn.Sequential(*layers).to(setup.device)
         self._client_side = nn.ModuleDict({"body": self.client_model, "aux": self.aux_head})
 
-    def _activation_features(self) -> int:
-        model = self.setup.model
-        shape = model.activation_shape(self.setup.split_point) if model.input_shape is not None else None
-        if shape is None:
-            with torch.no_grad():
-                shape = tuple(self.client_model(self.setup.train_x[:1]).shape[1:])
-        return int(math.prod(shape))
-
     # -- state -----------------------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self) -> Dict[str, Any]:
         return {"model": self._full.state_dict(), "aux_head": self.aux_head.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
         self.aux_head.load_state_dict(state["aux_head"])
 
@@ -95,35 +92,21 @@ class SFLLocalLoss(SplitFedBase):
     def client_side(self) -> nn.Module:
         return self._client_side
 
-    def distribute(self, ctx: Any, clients: list) -> Generator:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
         yield ctx.broadcast(state_bytes(self.client_model), "client_model")
         yield ctx.broadcast(state_bytes(self.aux_head), "aux_head")
         return {k: copy.deepcopy(self._client_side) for k in clients}
 
-    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
-        if not (yield ctx.upload(k, state_bytes(model["body"]), "client_model")):
-            return False
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
+        sent = yield ctx.upload(k, state_bytes(model["body"]), "client_model")
+        if isinstance(sent, Lost):
+            return sent
         return (yield ctx.upload(k, state_bytes(model["aux"]), "aux_head"))
 
-    def server_jobs(self, ctx: Any, clients: list, servers: Any, arrived: list, grads: list) -> list:
-        """As the base class, with no activation gradient to compute or return."""
-        no_grads = [{k: None for k in clients} for _ in grads]
-        return super().server_jobs(ctx, clients, servers, arrived, no_grads)
-
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        x, y = self.sample_batch(k, b_k)
-        body, aux = model["body"], model["aux"]
-
-        def step() -> torch.Tensor:
-            acts = body(x)
-            loss = F.cross_entropy(aux(acts), y)
-            loss.backward()
-            self.sgd_step(list(model.parameters()))
-            return acts.detach()
-
-        acts, flops = self.meter.run("client_step", b_k, step)
-        yield from ctx.compute(k, flops, "client_step")
-        delivered = yield from self.upload_activations(ctx, k, acts, y)
-        arrived.succeed((acts, y) if delivered else None)
-        return delivered
-
+    def client_forward(self, step: ClientStep) -> torch.Tensor:
+        """The local step on the auxiliary loss; returns the activations computed before it."""
+        body, aux = step.model["body"], step.model["aux"]
+        acts = body(step.x)
+        F.cross_entropy(aux(acts), step.y).backward()
+        self.sgd_step(list(step.model.parameters()))
+        return acts.detach()

@@ -1,4 +1,4 @@
-"""What every split-learning algorithm shares: the round skeleton, its messages and their timing.
+"""What every split-learning algorithm shares: the round skeleton, its messages, and the hooks to change it.
 
 A split federated learning (SFL) round over a cohort C with T local iterations always has the
 same shape, and the algorithms differ only in a few places:
@@ -6,29 +6,52 @@ same shape, and the algorithms differ only in a few places:
 1. **distribution** of the client-side model w_c: broadcast to the cohort (default), or nothing
    when clients keep their own model across rounds (SplitFedV3);
 2. T times, every client k: sample B_k examples (eq. 3), forward through its copy of w_c and
-   upload the activations A_k and the labels Y_k;
+   upload the activations A_k and the labels Y_k (a :class:`ClientActivations`);
 3. the **server** turns the activations into an update of the server-side model w_s and,
-   unless the clients learn from a local loss, into activation gradients G_k sent back to each
-   client, which backpropagates them and updates its copy of w_c.  Three server modes:
-
-   * ``"concatenated"`` — wait for every client's A_k, one step on the concatenation (SCALA,
-     CA-SFL, Minibatch-SFL); subclasses implement :meth:`SplitFedBase.server_step`;
-   * ``"per_client"`` — one copy of w_s per client, each stepped on its own client's activations
-     as they arrive; the copies are averaged by |D_k| after the round (SplitFedV1, V3, LLA-SFL,
-     SFLLocalLoss).  The server is one device, so the copies' jobs queue on it;
-   * ``"sequential"`` — one w_s, stepped on one client's activations after another in a fixed
-     order (SplitFedV2): client k+1's server step cannot start before client k's has finished;
-
+   unless the clients learn from a local loss, into a :class:`Reply` per client — the activation
+   gradient G_k and any extras — which the client downloads, backpropagates and uses to update
+   its copy of w_c.  How the server works through the cohort is a :mod:`server mode
+   <sfl_sim.algorithms.server_modes>`: ``"concatenated"`` (one step on the concatenation; SCALA,
+   CA-SFL, Minibatch-SFL), ``"per_client"`` (one copy of w_s per client, averaged by |D_k| after
+   the round; SplitFedV1, V3, LLA-SFL, SFLLocalLoss, BESplit) or ``"sequential"`` (one w_s,
+   client after client; SplitFedV2);
 4. every client uploads its w_c,k^T and the server averages them by |D_k| (default), or keeps
    them apart (SplitFedV3).
+
+Which hook to override for what
+-------------------------------
+Torch work (no simulated time; the base meters its FLOPs and charges them to the right device):
+
+* :meth:`SplitFedBase.client_forward` — what a client computes before it uploads (A_k; a
+  local-loss method also takes its own step here);
+* :meth:`SplitFedBase.client_backward` — what a client does with G_k (backward, SGD step);
+* :meth:`SplitFedBase.per_client_loss` — the server's loss on one client's logits;
+* :meth:`SplitFedBase.server_on_activations` — the server's whole step on one client's
+  activations (``per_client`` / ``sequential``), returning the :class:`Reply`;
+* :meth:`SplitFedBase.server_on_concatenation` — the server's step on a concatenation
+  (``concatenated``), returning one :class:`Reply` per client.
+
+Timed steps (SimPy generators; override to add work, calling ``super()``):
+
+* :meth:`SplitFedBase.client_on_reply` — everything a client does after the reply arrived
+  (default: one ``client_backward`` job);
+* :meth:`SplitFedBase.server_on_client` — the server job on one client's activations.
+
+The round: :meth:`SplitFedBase.distribute`, :meth:`SplitFedBase.finish_client` (the upload of
+w_c,k), :meth:`SplitFedBase.aggregate`, :meth:`SplitFedBase.client_side` (what the clients train
+and exchange) and the ``server_mode``.  Class attributes: :attr:`SplitFedBase.server_replies`
+(False: nothing goes back to the clients during the iterations) and
+:attr:`SplitFedBase.client_forward_kind` (the step kind :meth:`client_forward` is metered as).
+To add compute, wrap it in :meth:`client_compute` / :meth:`server_compute`; to add a message,
+use ``ctx.upload`` / ``ctx.download`` with its kind, or put a tensor in :attr:`Reply.extras`.
 
 Stragglers and lost payloads: the server waits through the engine's
 :meth:`~sfl_sim.engine.RoundContext.gather`, so the scenario's straggler policy applies.  In
 ``concatenated`` mode it applies at every iteration (a late client is dropped from that
 concatenation and, having no gradient to continue from, from the rest of the round); in the other
 modes it applies to the end-of-round uploads (budget T x ``deadline_s``).  A client whose upload is
-lost after outage, or that the server drops, leaves the round; only the clients that finished are
-aggregated.
+lost after outage, or that the server drops, leaves the round with a
+:class:`~sfl_sim.engine.Lost` that says why; only the clients that finished are aggregated.
 
 Every message goes through the engine's primitives with the kind of what crosses the air
 (``client_model``, ``activations``, ``labels``, ``activation_gradients``...), so the counters by
@@ -39,38 +62,52 @@ server" are taken to be wired together).
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generator, List, Optional, Sequence
+import functools
+from typing import Any, Callable, ClassVar, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
+import simpy
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sfl_sim.algorithms import server_modes
 from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
-from sfl_sim.engine.simulator import SERVER
+from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
+from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
+from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext
+from sfl_sim.models import probe_output
 
-SERVER_MODES = ("concatenated", "per_client", "sequential")
+Result = TypeVar("Result")
 
 
 class SplitFedBase(Algorithm):
-    """The split-learning round of the module docstring; subclasses override only their delta.
+    """The split-learning round of the module docstring; subclasses override only their hooks.
 
     Parameters
     ----------
     setup : TrainingSetup
-    server_mode : {"concatenated", "per_client", "sequential"}
+    server_mode : {"concatenated", "per_client", "sequential"} or ServerMode
+        How the server works through the activations (:mod:`sfl_sim.algorithms.server_modes`).
 
     Attributes
     ----------
     client_model, server_model : nn.Sequential
         The two parts of the global model (they share modules with :meth:`global_model`).
+    server_mode : ServerMode
+    server_replies : bool
+        Class attribute: the server sends each client a :class:`Reply` per iteration (False for
+        methods whose clients learn from a local loss; the server then computes no G_k at all).
+    client_forward_kind : str
+        Class attribute: step kind :meth:`client_forward` is metered and counted as.
     """
 
-    def __init__(self, setup: TrainingSetup, server_mode: str = "per_client") -> None:
+    server_replies: ClassVar[bool] = True
+    client_forward_kind: ClassVar[str] = "client_forward"
+
+    def __init__(self, setup: TrainingSetup, server_mode: Union[ServerModeName, ServerMode] = "per_client") -> None:
         super().__init__(setup)
-        if server_mode not in SERVER_MODES:
-            raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(SERVER_MODES)}")
-        self.server_mode = server_mode
+        self.server_mode = server_modes.server_mode(server_mode)
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
         self._full = model
@@ -85,198 +122,289 @@ class SplitFedBase(Algorithm):
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
 
-    # -- hooks subclasses override -----------------------------------------------------------------
+    @functools.cached_property
+    def _probe(self) -> torch.Tensor:
+        """The client model's output for one zero sample (computed once, on first use)."""
+        return probe_output(self.client_model, tuple(self.setup.train_x.shape[1:]))
+
+    @property
+    def activation_shape(self) -> Tuple[int, ...]:
+        """Per-sample shape of the activations A_k this algorithm's clients upload, e.g. ``(64, 7, 7)``.
+
+        A dry run of :attr:`client_model` as this algorithm runs it (SCALA-PE's includes its
+        bottleneck), on its first use after construction."""
+        return tuple(self._probe.shape[1:])
+
+    @property
+    def activation_bits_per_sample(self) -> float:
+        """Bits one sample's activations and label take on the uplink."""
+        return 8.0 * (tensor_bytes(self._probe) + self.setup.train_y[:1].element_size())
+
+    # -- the round: distribution, client upload, aggregation --------------------------------------
     def client_side(self) -> nn.Module:
-        """The module each client receives, trains and returns (the client-side model here)."""
+        """The module each client receives, trains and returns (the client-side model here).
+
+        Returns
+        -------
+        nn.Module
+            Its deep copies are the clients' working copies (``ClientStep.model``)."""
         return self.client_model
 
-    def distribute(self, ctx: Any, clients: List[int]) -> Generator:
-        """Line 7 of Algorithm 2: broadcast the client side; returns each client's working copy."""
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
+        """Start of the round (Algorithm 2, line 7): broadcast the client side; ``yield from`` it.
+
+        Parameters
+        ----------
+        ctx : RoundContext
+        clients : list of int
+            The cohort.
+
+        Returns
+        -------
+        dict of int to nn.Module
+            Each client's working copy of :meth:`client_side`.
+        """
         side = self.client_side()
         yield ctx.broadcast(state_bytes(side), "client_model")
         return {k: copy.deepcopy(side) for k in clients}
 
-    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
-        """Client k after its last iteration: upload of w_c,k^T (line 22); returns whether it arrived."""
-        delivered = yield ctx.upload(k, state_bytes(model), "client_model")
-        return delivered
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
+        """Client k after its last iteration (line 22): upload of w_c,k^T; ``yield from`` it.
+
+        Parameters
+        ----------
+        ctx : RoundContext
+        k : int
+        model : nn.Module
+            Client k's working copy.
+
+        Returns
+        -------
+        Delivered or Lost
+            Whether the upload arrived.
+        """
+        return (yield ctx.upload(k, state_bytes(model), "client_model"))
 
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],
                   servers: Optional[Dict[int, nn.Module]]) -> None:
-        """Average the clients' models (and the server-side copies, if any) by |D_k| (eq. 10)."""
+        """End of the round: set the global model from the clients that finished.
+
+        Default: the client models (and the per-client server copies, if any) averaged by |D_k|
+        (eq. 10).  Not called when nobody finished.
+
+        Parameters
+        ----------
+        cohort : ndarray of int64
+            The clients that finished, in cohort order.
+        local : dict of int to nn.Module
+            Every cohort client's working copy (use those of ``cohort``).
+        servers : dict of int to nn.Module, or None
+            Per-client server copies (``per_client`` mode), else None.
+        """
         clients = cohort.tolist()
         weights = self.setup.client_data_sizes[cohort].astype(float)
         self.client_side().load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
         if servers is not None:
             self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in clients], weights))
 
+    # -- client hooks ------------------------------------------------------------------------------
+    def client_forward(self, step: ClientStep) -> torch.Tensor:
+        """Torch work of a client before it uploads, metered as :attr:`client_forward_kind`.
+
+        Runs right after the client drew its minibatch (``step.x``, ``step.y``).
+
+        Parameters
+        ----------
+        step : ClientStep
+            ``step.model`` is the client's working copy of :meth:`client_side`.
+
+        Returns
+        -------
+        Tensor, shape (B_k, *activation_shape)
+            A_k = h(w_c,k; X_k), with its graph (:meth:`client_backward` backpropagates through it).
+        """
+        return step.model(step.x)
+
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+        """Everything client k does once the server's reply is downloaded; ``yield from`` it.
+
+        Default: one job of kind ``client_backward`` running :meth:`client_backward`.  Override
+        to add timed work before or after (wrap it in :meth:`client_compute`).
+
+        Parameters
+        ----------
+        ctx : RoundContext
+        step : ClientStep
+            This iteration, with ``step.activations`` set.
+        reply : Reply
+        """
+        yield from self.client_compute(ctx, step, "client_backward", lambda: self.client_backward(step, reply))
+
+    def client_backward(self, step: ClientStep, reply: Reply) -> None:
+        """Torch work of a client with its reply: backpropagate G_k, then an SGD step of w_c,k.
+
+        Parameters
+        ----------
+        step : ClientStep
+        reply : Reply
+            ``reply.activation_grad`` is G_k, shaped like ``step.activations``.
+        """
+        step.activations.backward(reply.activation_grad)
+        self.sgd_step(list(step.model.parameters()))
+
+    # -- server hooks ------------------------------------------------------------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss of one client's activations on the server (``per_client``/``sequential`` modes)."""
+        """Server loss on one client's activations (``per_client``/``sequential``): cross-entropy.
+
+        Parameters
+        ----------
+        k : int
+        logits : Tensor, shape (B_k, N)
+        labels : LongTensor, shape (B_k,)
+
+        Returns
+        -------
+        Tensor
+            A scalar loss.
+        """
         return F.cross_entropy(logits, labels)
 
-    def server_step(self, clients: List[int], parts: List[tuple[torch.Tensor, torch.Tensor]]) -> List[torch.Tensor]:
-        """``concatenated`` mode: update w_s on the parts and return each client's G_k."""
-        raise NotImplementedError(f"{type(self).__name__} uses server_mode='concatenated' without a server_step")
+    def server_on_activations(self, server: nn.Module, upload: ClientActivations,
+                              want_reply: bool) -> Optional[Reply]:
+        """Torch work of the server on one client's activations: forward through ``server``,
+        :meth:`per_client_loss`, backward, SGD step of ``server``.
 
-    def _activation_bits_per_sample(self) -> float:
-        """Bits one sample's activations and label take on the uplink (dry run once, cached)."""
-        if getattr(self, "_act_bits", None) is None:
-            with torch.no_grad():
-                was_training = self.client_model.training
-                self.client_model.eval()
-                acts = self.client_model(self.setup.train_x[:1])
-                self.client_model.train(was_training)
-            self._act_bits = 8.0 * (tensor_bytes(acts) + self.setup.train_y[:1].element_size())
-        return self._act_bits
+        Runs when the server job gets the server (``per_client`` and ``sequential`` modes).
 
-    # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: Any, cohort: np.ndarray) -> Generator:
+        Parameters
+        ----------
+        server : nn.Module
+            The server-side model to step (the client's copy, or the one w_s).
+        upload : ClientActivations
+        want_reply : bool
+            Compute G_k (False: no activation gradient is computed at all).
+
+        Returns
+        -------
+        Reply or None
+            G_k (None when ``want_reply`` is False).
+        """
+        a_k = upload.activations.requires_grad_(want_reply)
+        loss = self.per_client_loss(upload.client, server(a_k), upload.labels)
+        loss.backward()
+        self.sgd_step(list(server.parameters()))
+        return Reply(a_k.grad) if want_reply else None
+
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
+        """Torch work of the server on the concatenation of an iteration (``concatenated``):
+        update w_s and return each client's reply.
+
+        Parameters
+        ----------
+        uploads : sequence of ClientActivations
+            The clients kept in this iteration, in cohort order (A_k detached).
+
+        Returns
+        -------
+        list of Reply
+            One per upload, in the same order.
+        """
+        raise NotImplementedError(f"{type(self).__name__} uses server_mode='concatenated' "
+                                  f"without a server_on_concatenation")
+
+    def server_on_client(self, ctx: RoundContext, server: nn.Module, upload: ClientActivations,
+                         want_reply: bool) -> Generator[Any, Any, Optional[Reply]]:
+        """One server job on one client's activations: :meth:`server_on_activations`, timed on
+        the server as ``server_step``; ``yield from`` it.
+
+        Returns
+        -------
+        Reply or None
+        """
+        return (yield from self.server_compute(ctx, "server_step", upload.activations.shape[0],
+                                               lambda: self.server_on_activations(server, upload, want_reply)))
+
+    # -- metered compute and messages (helpers for hooks) -----------------------------------------
+    def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+        """Run ``fn()`` as client work of ``kind`` on B_k samples: its FLOPs are metered (once per
+        kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result."""
+        result, flops = self.meter.run(kind, step.batch_size, fn)
+        yield from ctx.compute(step.client, flops, kind)
+        return result
+
+    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+        """Run ``fn()`` as server work of ``kind`` on ``n_samples`` samples (metered, queued on
+        the one server); ``yield from`` it.  Returns ``fn()``'s result."""
+        result, flops = self.meter.run(kind, n_samples, fn)
+        yield from ctx.compute(SERVER, flops, kind)
+        return result
+
+    def upload_activations(self, ctx: RoundContext, k: int, acts: torch.Tensor,
+                           labels: torch.Tensor) -> Generator[Any, Any, Outcome]:
+        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them)."""
+        sent = yield ctx.upload(k, tensor_bytes(acts), "activations")
+        if isinstance(sent, Lost):
+            return sent
+        return (yield ctx.upload(k, tensor_bytes(labels), "labels"))
+
+    def download_reply(self, ctx: RoundContext, k: int, reply: Reply) -> Generator:
+        """G_k (kind ``activation_gradients``), then each extra under its own kind."""
+        yield ctx.download(k, tensor_bytes(reply.activation_grad), "activation_gradients")
+        for kind, tensor in reply.extras.items():
+            yield ctx.download(k, tensor_bytes(tensor), kind)
+
+    # -- one round ---------------------------------------------------------------------------------
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         batch = self.cohort_batch_sizes(cohort)
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).
-        per_sample_bits = self._activation_bits_per_sample()
+        per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
-        servers = ({k: copy.deepcopy(self.server_model) for k in clients}
-                   if self.server_mode == "per_client" else None)
-
-        # One event per (iteration, client): activations arrived at the server / G_k ready.
-        # An arrival carries None when the payload was lost; a G_k of None drops the client.
-        iterations = range(self.setup.local_iterations)
-        arrived = [{k: ctx.event() for k in clients} for _ in iterations]
-        grads = [{k: ctx.event() for k in clients} for _ in iterations]
-        jobs = dict(zip(clients, self.client_jobs(ctx, clients, batch, local, arrived, grads)))
-        server = self.server_jobs(ctx, clients, servers, arrived, grads)
-        if self.server_mode == "concatenated":
-            # The straggler policy acted at every iteration; wait for the clients still in.
-            still_in = yield server[0]
-            yield ctx.all_of([jobs[k] for k in still_in])
-            kept = [k for k in still_in if jobs[k].value]
-            for k in set(still_in) - set(kept):
-                ctx.dropped.setdefault(k, "outage")
-        else:
-            kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
+                         Exchange(ctx, clients, self.setup.local_iterations))
+        jobs = self.server_mode.start_clients(
+            rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
+        server = self.server_mode.start_server(self, rnd)
+        kept = yield from self.server_mode.finish(self, rnd, jobs, server)
         if kept:  # nobody finished: the global model stays as it was
-            self.aggregate(np.asarray(kept, dtype=np.int64), local, servers)
+            self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
 
-    def client_jobs(self, ctx: Any, clients: List[int], batch: Dict[int, int], local: Dict[int, nn.Module],
-                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
-        """One process per client, all in parallel."""
-        return [ctx.process(self._client(ctx, k, batch[k], local[k], arrived, grads)) for k in clients]
-
-    def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
-                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
-        """The server's processes for the round's server mode."""
-        iterations = range(self.setup.local_iterations)
-        if self.server_mode == "concatenated":
-            return [ctx.process(self._server_concatenated(ctx, clients, arrived, grads))]
-        if self.server_mode == "per_client":
-            # Per-client server jobs start as activations arrive and queue on the one server.
-            return [ctx.process(self._server_single(ctx, k, servers[k], arrived[t][k], grads[t][k]))
-                    for t in iterations for k in clients]
-        order = [(t, k) for t in iterations for k in clients]
-        return [ctx.process(self._server_sequential(ctx, order, arrived, grads))]
-
-    def _client(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
-                grads: List[Dict[int, Any]]) -> Generator:
-        """Client k's round: T iterations (lines 9-13, 17-19), then :meth:`finish_client`.
-
-        Returns whether the client finished (False once it is dropped or a payload is lost)."""
-        for t in range(self.setup.local_iterations):
-            if not (yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])):
-                return False
-        return (yield from self.finish_client(ctx, k, model))
-
-    def upload_activations(self, ctx: Any, k: int, acts: torch.Tensor, labels: torch.Tensor) -> Generator:
-        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them); returns
-        whether both arrived."""
-        if not (yield ctx.upload(k, tensor_bytes(acts), "activations")):
-            return False
-        return (yield ctx.upload(k, tensor_bytes(labels), "labels"))
-
-    def forward_and_send(self, ctx: Any, k: int, b_k: int, forward: Any, arrived: Any, grad: Any) -> Generator:
-        """First half of a client iteration: sample B_k examples, forward them through
-        ``forward``, upload A_k and Y_k, wait for the server's reply.
-
-        Returns ``(x, y, acts, reply)``, or None when the client is out of the round (its upload
-        was lost after outage, or the server dropped it and replied None).
-        """
-        x, y = self.sample_batch(k, b_k)
-        acts, flops = self.meter.run("client_forward", b_k, lambda: forward(x))
-        yield from ctx.compute(k, flops, "client_forward")
-        if not (yield from self.upload_activations(ctx, k, acts, y)):
-            arrived.succeed(None)
-            return None
-        arrived.succeed((acts.detach(), y))
-        reply = yield grad
-        if reply is None:  # dropped by the server (straggler policy)
-            return None
-        return x, y, acts, reply
-
-    def _client_iteration(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: Any, grad: Any) -> Generator:
-        sent = yield from self.forward_and_send(ctx, k, b_k, model, arrived, grad)
-        if sent is None:
-            return False
-        _x, _y, acts, g_k = sent
-        yield ctx.download(k, tensor_bytes(g_k), "activation_gradients")
-
-        def backward() -> None:
-            acts.backward(g_k)
-            self.sgd_step(list(model.parameters()))
-
-        _, flops = self.meter.run("client_backward", b_k, backward)
-        yield from ctx.compute(k, flops, "client_backward")
-        return True
-
-    def _server_concatenated(self, ctx: Any, clients: List[int], arrived: List[Dict[int, Any]],
-                             grads: List[Dict[int, Any]]) -> Generator:
-        """The server's T iterations: gather the clients (straggler policy), one step on the
-        concatenation of those kept.  Returns the clients still in after the last iteration."""
-        active = list(clients)
-        for t in range(self.setup.local_iterations):
-            kept = yield from ctx.gather({k: arrived[t][k] for k in active})
-            for k in active:
-                if k not in kept:
-                    grads[t][k].succeed(None)  # left out of this concatenation: the client stops
-            active = kept
-            if not active:
+    def _client_round(self, rnd: SplitRound, k: int, start: Optional[simpy.Event],
+                      done: Optional[simpy.Event]) -> Generator[Any, Any, Outcome]:
+        """Client k's round: wait for its turn (if any), T iterations, then :meth:`finish_client`."""
+        if start is not None:
+            yield start
+        outcome: Outcome = DELIVERED
+        for t in range(rnd.exchange.iterations):
+            outcome = yield from self._iteration(rnd, k, t)
+            if isinstance(outcome, Lost):
+                rnd.exchange.leave(k, t, outcome)
                 break
-            parts = [arrived[t][k].value for k in active]
-            n_samples = int(sum(a.shape[0] for a, _ in parts))
-            act_grads, flops = self.meter.run("server_step", n_samples, lambda: self.server_step(active, parts))
-            yield from ctx.compute(SERVER, flops, "server_step")
-            for k, g in zip(active, act_grads):
-                grads[t][k].succeed(g)
-        return active
+        if done is not None:
+            done.succeed()  # the next client may start; this one uploads its model meanwhile
+        if isinstance(outcome, Lost):
+            return outcome
+        return (yield from self.finish_client(rnd.ctx, k, rnd.local[k]))
 
-    def _server_single(self, ctx: Any, k: int, server: nn.Module, arrived: Any, grad: Any) -> Generator:
-        """One server job: wait for client k's activations, step ``server`` on them."""
-        received = yield arrived
-        if received is None:  # lost after outage: the client has left the round
-            return
-        yield from self._server_client_step(ctx, k, server, *received, grad)
+    def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
+        """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
+        ctx = rnd.ctx
+        x, y = self.sample_batch(k, rnd.batch_sizes[k])
+        step = ClientStep(k, t, rnd.local[k], x, y)
+        step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind,
+                                                          lambda: self.client_forward(step))
+        sent = yield from self.upload_activations(ctx, k, step.activations, y)
+        if isinstance(sent, Lost):
+            rnd.exchange.send(t, k, sent)
+            return sent
+        rnd.exchange.send(t, k, ClientActivations(k, step.activations.detach(), y))
+        if not self.server_replies:
+            return sent
+        answer = yield rnd.exchange.reply(t, k)
+        if isinstance(answer, Lost):  # left out by the server (straggler policy)
+            return answer
+        yield from self.download_reply(ctx, k, answer)
+        yield from self.client_on_reply(ctx, step, answer)
+        return DELIVERED
 
-    def _server_sequential(self, ctx: Any, order: Sequence[tuple[int, int]], arrived: List[Dict[int, Any]],
-                           grads: List[Dict[int, Any]]) -> Generator:
-        """One server-side model stepped on (iteration, client) after (iteration, client), in ``order``."""
-        for t, k in order:
-            received = yield arrived[t][k]
-            if received is not None:  # None: lost after outage, the client has left the round
-                yield from self._server_client_step(ctx, k, self.server_model, *received, grads[t][k])
-
-    def _server_client_step(self, ctx: Any, k: int, server: nn.Module, a_k: torch.Tensor, y_k: torch.Tensor,
-                            grad: Any) -> Generator:
-        """Forward/backward of ``server`` on A_k, SGD step; G_k to ``grad`` unless it is None (then
-        no activation gradient is computed at all: nothing goes back to the client)."""
-        a_k = a_k.requires_grad_(grad is not None)
-
-        def step() -> Optional[torch.Tensor]:
-            loss = self.per_client_loss(k, server(a_k), y_k)
-            loss.backward()
-            self.sgd_step(list(server.parameters()))
-            return a_k.grad
-
-        g_k, flops = self.meter.run("server_step", a_k.shape[0], step)
-        yield from ctx.compute(SERVER, flops, "server_step")
-        if grad is not None:
-            grad.succeed(g_k)

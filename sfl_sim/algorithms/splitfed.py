@@ -47,7 +47,9 @@ import numpy as np
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.server_modes import SequentialServer
 from sfl_sim.algorithms.split_base import SplitFedBase
+from sfl_sim.engine import DELIVERED, Outcome, RoundContext
 
 
 @ALGORITHMS.register("splitfed_v1")
@@ -71,46 +73,10 @@ class SplitFedV2(SplitFedBase):
     """
 
     def __init__(self, setup: TrainingSetup, sequential_clients: bool = True) -> None:
-        super().__init__(setup, server_mode="sequential")
         if not isinstance(sequential_clients, bool):
             raise ValueError(f"sequential_clients={sequential_clients!r}; allowed: true or false")
+        super().__init__(setup, server_mode=SequentialServer(clients_take_turns=sequential_clients))
         self.sequential_clients = sequential_clients
-
-    def client_jobs(self, ctx: Any, clients: List[int], batch: Dict[int, int], local: Dict[int, nn.Module],
-                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
-        if not self.sequential_clients:
-            return super().client_jobs(ctx, clients, batch, local, arrived, grads)
-        jobs, previous = [], None
-        for k in clients:
-            done = ctx.event()
-            jobs.append(ctx.process(self._client_in_turn(ctx, k, batch[k], local[k], arrived, grads, previous, done)))
-            previous = done
-        return jobs
-
-    def _client_in_turn(self, ctx: Any, k: int, b_k: int, model: nn.Module, arrived: List[Dict[int, Any]],
-                        grads: List[Dict[int, Any]], wait: Optional[Any], done: Any) -> Generator:
-        if wait is not None:
-            yield wait
-        finished = True
-        for t in range(self.setup.local_iterations):
-            if not (yield from self._client_iteration(ctx, k, b_k, model, arrived[t][k], grads[t][k])):
-                finished = False
-                for later in range(t + 1, self.setup.local_iterations):
-                    arrived[later][k].succeed(None)  # the sequential server must not wait for it
-                break
-        done.succeed()  # the next client may start; this one uploads its model meanwhile
-        if not finished:
-            return False
-        return (yield from self.finish_client(ctx, k, model))
-
-    def server_jobs(self, ctx: Any, clients: List[int], servers: Optional[Dict[int, nn.Module]],
-                    arrived: List[Dict[int, Any]], grads: List[Dict[int, Any]]) -> List[Any]:
-        iterations = range(self.setup.local_iterations)
-        if self.sequential_clients:
-            order = [(t, k) for k in clients for t in iterations]
-        else:
-            order = [(t, k) for t in iterations for k in clients]
-        return [ctx.process(self._server_sequential(ctx, order, arrived, grads))]
 
 
 _EVAL_CLIENT = ("average_trained", "average_all")
@@ -160,7 +126,7 @@ class SplitFedV3(SplitFedBase):
             self.client_models[int(k)] = model
 
     # -- the delta ---------------------------------------------------------------------------------
-    def distribute(self, ctx: Any, clients: List[int]) -> Generator:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
         """No broadcast: a client brings its own model; a newcomer downloads the initial w_c once."""
         newcomers = [k for k in clients if k not in self.client_models]
         for k in newcomers:
@@ -171,12 +137,12 @@ class SplitFedV3(SplitFedBase):
         return {k: self.client_models[k] for k in clients}
 
     @staticmethod
-    def _download(ctx: Any, k: int, nbytes: int) -> Generator:
+    def _download(ctx: RoundContext, k: int, nbytes: int) -> Generator:
         yield ctx.download(k, nbytes, "client_model")
 
-    def finish_client(self, ctx: Any, k: int, model: nn.Module) -> Generator:
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
         """The client keeps its model: nothing to upload."""
-        return True
+        return DELIVERED
         yield  # pragma: no cover  (makes this a generator)
 
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],

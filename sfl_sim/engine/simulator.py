@@ -31,8 +31,16 @@ With an active :class:`channel.OutagePolicy`, an upload whose rate (or SNR) fall
 threshold fails: the failed attempt occupies the link for ``bits / max(rate, min_rate_bps)``
 (the transmitter pushes at least the threshold rate and the receiver cannot decode), then it is
 retransmitted after a fresh fading draw while attempts remain, else dropped.  ``upload`` events
-carry ``True`` (delivered) or ``False`` (dropped) as their value; the counters record
-retransmissions and drops, and bytes of every attempt are counted (they were on the air).
+resolve to :data:`~sfl_sim.engine.outcome.DELIVERED` or to ``Lost("outage")``
+(:mod:`sfl_sim.engine.outcome`); the counters record retransmissions and drops, and bytes of every
+attempt are counted (they were on the air).
+
+Lost payloads and stragglers
+----------------------------
+Failure is the value of an event, not a separate flag: a client's process returns
+:data:`~sfl_sim.engine.outcome.DELIVERED` or a :class:`~sfl_sim.engine.outcome.Lost` carrying its
+reason, and :meth:`RoundContext.gather` records that reason (or the straggler policy's own) in
+:attr:`RoundContext.dropped`, which becomes the ``dropped`` column of ``rounds.csv``.
 """
 from __future__ import annotations
 
@@ -42,11 +50,11 @@ from typing import Any, Dict, Generator, Iterable, Sequence
 import numpy as np
 import simpy
 
+from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
+from sfl_sim.engine.outcome import DELIVERED, Lost
+
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
-
-COHERENCE_BLOCKS = ("per_round", "per_iteration", "per_transmission")
-STRAGGLER_POLICIES = ("wait_all", "deadline", "over_selection")
 
 
 @dataclass
@@ -121,16 +129,16 @@ class Simulator:
     """
 
     def __init__(self, cell: Any, client_flops_per_s: np.ndarray, server_flops_per_s: float,
-                 downlink_mode: str = "ideal", start_time_s: float = 0.0,
+                 downlink_mode: DownlinkMode = "ideal", start_time_s: float = 0.0,
                  counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
-                 coherence: str = "per_round", outage: Any = None, straggler_policy: str = "wait_all",
-                 deadline_s: float | None = None, keep_clients: int | None = None) -> None:
-        if downlink_mode not in ("ideal", "broadcast"):
-            raise ValueError(f"downlink_mode={downlink_mode!r}; allowed: ideal, broadcast")
-        if coherence not in COHERENCE_BLOCKS:
-            raise ValueError(f"coherence={coherence!r}; allowed: {', '.join(COHERENCE_BLOCKS)}")
-        if straggler_policy not in STRAGGLER_POLICIES:
-            raise ValueError(f"straggler_policy={straggler_policy!r}; allowed: {', '.join(STRAGGLER_POLICIES)}")
+                 coherence: Coherence = "per_round", outage: Any = None,
+                 straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
+                 keep_clients: int | None = None) -> None:
+        check_choice("downlink_mode", downlink_mode, DownlinkMode)
+        check_choice("coherence", coherence, Coherence)
+        check_choice("straggler_policy", straggler_policy, StragglerPolicy)
+        if outage is not None:
+            check_choice("outage.on_outage", outage.on_outage, OnOutage)
         if straggler_policy == "deadline" and not (deadline_s and deadline_s > 0):
             raise ValueError(f"deadline_s={deadline_s!r}; allowed: a number > 0 with straggler_policy=deadline")
         if straggler_policy == "over_selection" and not (keep_clients and keep_clients >= 1):
@@ -186,7 +194,7 @@ class RoundContext:
         self._round_fading = cell.sample_fading(cohort, rng)
         self.allocate_uplink(None)
         self._block: Dict[int, Any] = {}  # per_iteration: the block each client's rate belongs to
-        self.dropped: Dict[int, str] = {}  # client -> why it left the round (deadline, over_selection, outage)
+        self.dropped: Dict[int, str] = {}  # client -> why it left the round (a LossReason)
         self._processes: list = []
         if sim.downlink_mode == "broadcast":
             down_fading = cell.sample_fading(cohort, rng)
@@ -258,12 +266,13 @@ class RoundContext:
         Returns
         -------
         simpy.Event
-            Fires when the payload is delivered (value True) or dropped after outage (False).
+            Fires when the payload is delivered (value :data:`~sfl_sim.engine.outcome.DELIVERED`)
+            or dropped after outage (value ``Lost("outage")``).
         """
         policy = self._sim.outage
         if self._sim.coherence == "per_round" and (policy is None or not policy.active):
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
-            return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=True)
+            return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
 
     def _count_upload(self, nbytes: int, what: str) -> None:
@@ -296,13 +305,13 @@ class RoundContext:
                 policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0])
             if not failed:
                 yield self.env.timeout(8.0 * nbytes / rate)
-                return True
+                return DELIVERED
             yield self.env.timeout(8.0 * nbytes / max(rate, policy.min_rate_bps, 1e-300))
-            action = policy.next_action(np.array([True]), attempt)[0]
+            action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.dropped_transmissions += 1
                 counters.add(f"dropped/{what}", 1)
-                return False
+                return Lost("outage")
             counters.retransmissions += 1
             counters.add(f"retransmissions/{what}", 1)
             attempt += 1
@@ -333,8 +342,9 @@ class RoundContext:
         Parameters
         ----------
         arrivals : dict of client -> event
-            One event per client still in the round; an event's value ``False`` (or ``None``)
-            means the client's payload was lost (dropped after outage).
+            One event per client still in the round; a value that is a
+            :class:`~sfl_sim.engine.outcome.Lost` means the client's payload never arrived (its
+            reason is recorded), any other value that it did.
         local_iterations : int
             How many local iterations the awaited payload took: the deadline scales with it
             (one iteration of a split algorithm; T for a whole-model upload of FL).
@@ -343,8 +353,9 @@ class RoundContext:
         -------
         list of int
             The clients whose payloads the server uses, in the order of ``arrivals``.  Clients
-            left out are recorded in :attr:`dropped` (reason ``deadline``, ``over_selection`` or
-            ``outage``) and must not be waited for again this round.
+            left out are recorded in :attr:`dropped` (reason ``deadline``, ``over_selection``, or
+            the :class:`~sfl_sim.engine.outcome.Lost` reason their event carried) and must not be
+            waited for again this round.
 
         Notes
         -----
@@ -361,23 +372,26 @@ class RoundContext:
                                          self.env.timeout(sim.deadline_s * local_iterations)])
         else:
             want = min(sim.keep_clients, len(pending))
-            while sum(1 for e in pending.values() if e.triggered and e.value) < want and \
+            while sum(1 for e in pending.values() if _arrived(e)) < want and \
                     not all(e.triggered for e in pending.values()):
                 yield simpy.AnyOf(self.env, [e for e in pending.values() if not e.triggered])
+        late = Lost("deadline" if sim.straggler_policy == "deadline" else "over_selection")
         kept = []
         for client, event in pending.items():
-            if event.triggered and event.value:
+            if _arrived(event):
                 kept.append(client)
-            elif client not in self.dropped:
-                late = not event.triggered
-                self.dropped[client] = ("deadline" if sim.straggler_policy == "deadline" else "over_selection") \
-                    if late else "outage"
+            else:
+                self.note_dropped(client, event.value if event.triggered else late)
         if sim.straggler_policy == "over_selection" and len(kept) > sim.keep_clients:
             for client in kept[sim.keep_clients:]:
                 self.dropped[client] = "over_selection"
             kept = kept[:sim.keep_clients]
         self._sim.counters.dropped_clients += len([c for c in pending if c not in kept])
         return kept
+
+    def note_dropped(self, client: int, lost: Lost) -> None:
+        """Record why ``client`` left the round (the first reason recorded stands)."""
+        self.dropped.setdefault(client, lost.reason)
 
     def process(self, generator: Generator) -> simpy.Process:
         """Start a concurrent process (e.g. one per client).
@@ -395,7 +409,7 @@ class RoundContext:
         try:
             return (yield from generator)
         except simpy.Interrupt:
-            return None
+            return Lost("round_over")
 
     def stop_stragglers(self) -> None:
         """Stop this round's processes that are still running (called by the engine at round end)."""
@@ -412,3 +426,8 @@ class RoundContext:
     def event(self) -> simpy.Event:
         """A fresh event an algorithm triggers itself (e.g. 'gradient ready for client k')."""
         return self.env.event()
+
+
+def _arrived(event: simpy.Event) -> bool:
+    """The event has fired with a payload (anything but a :class:`Lost`)."""
+    return event.triggered and not isinstance(event.value, Lost)

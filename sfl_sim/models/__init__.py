@@ -1,4 +1,4 @@
-"""Splittable neural-network models, their registry and FLOP/byte accounting.
+"""Splittable neural-network models and their registry.
 
 Use :func:`build_model` to create a model by registered name (``"alexnet"``) or by
 ``"package.module:Class"``; the class must subclass :class:`SplittableModel`.
@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sfl_sim.models.registry import MODELS
-from sfl_sim.models.split import SplittableModel
+from sfl_sim.models.split import SplittableModel, output_shape, probe_output
 from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
 from channel.registry import import_submodules
-from sfl_sim.models.flops import SplitFlops, count_model_flops, count_split_flops, parameter_bytes
 
 
 def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> SplittableModel:
@@ -50,12 +49,10 @@ def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **param
 __all__ = [
     "MODELS",
     "AlexNet",
-    "SplitFlops",
     "SplittableModel",
     "build_model",
-    "count_model_flops",
-    "count_split_flops",
-    "parameter_bytes",
+    "output_shape",
+    "probe_output",
 ]
 
 

@@ -7,7 +7,7 @@ counter can obtain the two parts in the same way.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -154,19 +154,42 @@ class SplittableModel(nn.Module):
         n_client = self._client_blocks(point)
         if self.input_shape is None:
             raise ValueError(f"input_shape is None for {self.name}; allowed: a per-sample shape tuple")
-        ref = next(self.parameters(), None)
-        device = ref.device if ref is not None else torch.device("cpu")
-        dtype = ref.dtype if ref is not None else torch.float32
-        modes = [(m, m.training) for m in self.modules()]
-        try:
-            # Eval mode so the dry run touches no BatchNorm running statistics and draws no
-            # dropout randomness from the global generator.
-            self.eval()
-            with torch.no_grad():
-                x = torch.zeros((1, *self.input_shape), device=device, dtype=dtype)
-                for block in self.blocks[:n_client]:
-                    x = block(x)
-        finally:
-            for module, mode in modes:
-                module.training = mode
-        return tuple(x.shape[1:])
+        return output_shape(nn.Sequential(*self.blocks[:n_client]), self.input_shape)
+
+
+def probe_output(module: nn.Module, input_shape: Sequence[int]) -> torch.Tensor:
+    """Output of ``module`` for one zero sample: the dry run behind every activation shape.
+
+    Runs in eval mode without autograd on the device and dtype of the module's first parameter
+    (CPU float32 without parameters), and restores every submodule's train/eval flag, so it
+    touches no BatchNorm running statistics and draws no dropout randomness.
+
+    Parameters
+    ----------
+    module : nn.Module
+        Maps ``(B, *input_shape)`` to some output.
+    input_shape : sequence of int
+        Per-sample input shape, e.g. ``(1, 28, 28)``.
+
+    Returns
+    -------
+    torch.Tensor
+        The output for a batch of one, shape ``(1, *output_shape)``.
+    """
+    ref = next(module.parameters(), None)
+    device = ref.device if ref is not None else torch.device("cpu")
+    dtype = ref.dtype if ref is not None else torch.float32
+    modes = [(m, m.training) for m in module.modules()]
+    try:
+        module.eval()
+        with torch.no_grad():
+            return module(torch.zeros((1, *input_shape), device=device, dtype=dtype))
+    finally:
+        for submodule, mode in modes:
+            submodule.training = mode
+
+
+def output_shape(module: nn.Module, input_shape: Sequence[int]) -> Tuple[int, ...]:
+    """Per-sample output shape of ``module`` for per-sample inputs of ``input_shape`` (a dry
+    run by :func:`probe_output`; no state changes)."""
+    return tuple(probe_output(module, input_shape).shape[1:])

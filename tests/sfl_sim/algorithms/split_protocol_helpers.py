@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
+from sfl_sim.algorithms.split_messages import ClientActivations
 from sfl_sim.engine import Simulator
 
 BANDWIDTH_HZ = 1.0e6
@@ -48,6 +50,12 @@ def hand_rate_bps(distance_m: float) -> float:
     gain = 10 ** (-(128.1 + 37.6 * math.log10(distance_m / 1000)) / 10)
     noise_w = 10 ** ((NOISE_DBM_PER_HZ - 30) / 10) * b
     return b * math.log2(1 + TX_POWER_W * gain / noise_w)
+
+
+def concatenation_grads(algo, parts) -> list[torch.Tensor]:
+    """G_k of each part from ``algo.server_on_concatenation``; part k is client k's (A_k, Y_k)."""
+    replies = algo.server_on_concatenation([ClientActivations(k, a, y) for k, (a, y) in enumerate(parts)])
+    return [reply.activation_grad for reply in replies]
 
 
 def run_round(sim: Simulator, algo, cohort) -> float:

@@ -69,27 +69,32 @@ def test_bcc_plan_from_records() -> None:
     assert rows.tolist() == [0, 2]
 
 
-def test_bcc_pair_step_routes_gradients_to_their_owner() -> None:
+@pytest.mark.parametrize("cls", [BESplitG, BESplitA])
+def test_bcc_pair_step_routes_gradients_to_their_owner(cls) -> None:
     """Force a pair (0, 1): the server job steps both copies on own + shared rows, each client gets
-    a gradient for its own B_k rows only; server FLOPs grow by the shared rows."""
-    algo = BESplitG(tiny_setup(local_iterations=1))
-    ref = BESplitG(tiny_setup(local_iterations=1), bcc=False)
+    a gradient (and, BESplit-A, teacher logits) for its own B_k rows only; server FLOPs grow by the
+    shared rows."""
+    algo = cls(tiny_setup(local_iterations=1))
+    ref = cls(tiny_setup(local_iterations=1), bcc=False)
     # Client 0's batch holds labels {0, 1}; share all its class-0 rows with 1, class-2 rows of 1 with 0.
     algo.plan_bcc = lambda clients: ([(0, 1)], {(0, 1): {0: 1.0}, (1, 0): {2: 1.0}})
     seen = {}
-    original = algo._client_iteration
+    original = algo.server_on_pair
 
-    def spy(ctx, k, b_k, model, arrived, grad):
-        result = yield from original(ctx, k, b_k, model, arrived, grad)
-        seen[k] = grad.value
-        return result
+    def spy(servers, a, b, a_to_b, b_to_a):
+        replies = original(servers, a, b, a_to_b, b_to_a)
+        seen.update({a.client: replies[0], b.client: replies[1]})
+        return replies
 
-    algo._client_iteration = spy
+    algo.server_on_pair = spy
     got = round_counts(simulator(), algo, [0, 1])
     base = round_counts(simulator(), ref, [0, 1])
     for k in (0, 1):
-        g, logits = seen[k]
-        assert g.shape[0] == B_K and logits.shape == (B_K, 3)
+        assert seen[k].activation_grad.shape[0] == B_K
+        if cls is BESplitA:
+            assert seen[k].extras["teacher_logits"].shape == (B_K, 3)
+        else:
+            assert not seen[k].extras  # BESplit-G sends no teacher logits
     per_sample = algo.meter.flops_per_sample["server_step"]
     extra = got["server_flops"] - base["server_flops"]
     assert extra > 0 and extra / per_sample == pytest.approx(round(extra / per_sample))

@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 import torch
 
+from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS, weighted_average
 from sfl_sim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
+from sfl_sim.engine import Simulator
 
 from conftest import tiny_setup
 from split_protocol_helpers import (ACT_BYTES_PER_SAMPLE, CLIENT_FLOPS_PER_S, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD,
@@ -89,10 +91,11 @@ class _Recording(SplitFedV2):
 
     log: list
 
-    def _server_client_step(self, ctx, k, server, a_k, y_k, grad):
+    def server_on_client(self, ctx, server, upload, want_reply):
         start = ctx.now_s
-        yield from super()._server_client_step(ctx, k, server, a_k, y_k, grad)
-        self.log.append((k, start, ctx.now_s))
+        reply = yield from super().server_on_client(ctx, server, upload, want_reply)
+        self.log.append((upload.client, start, ctx.now_s))
+        return reply
 
 
 @pytest.mark.parametrize("sequential_clients,expected_order", [(True, [0, 0, 1, 1]), (False, [0, 1, 0, 1])])
@@ -108,7 +111,7 @@ def test_v2_server_steps_one_client_after_another(sequential_clients: bool, expe
 def test_v2_trains_one_server_model_without_averaging() -> None:
     """V2's server model after the round is the result of 4 sequential SGD steps, no copies."""
     algo = SplitFedV2(tiny_setup(local_iterations=T))
-    assert algo.server_mode == "sequential"
+    assert algo.server_mode.name == "sequential"
     round_counts(simulator(), algo, [0, 1])
     assert algo.meter.flops_per_sample["server_step"] == pytest.approx(SERVER_STEP)
 
@@ -166,3 +169,20 @@ def test_bad_parameters_are_rejected() -> None:
         SplitFedV2(tiny_setup(), sequential_clients="yes")
     with pytest.raises(ValueError, match="eval_client_model"):
         SplitFedV3(tiny_setup(), eval_client_model="best")
+
+
+def test_v2_parallel_server_moves_on_past_a_client_whose_upload_is_lost() -> None:
+    """Client 0 (far, first in the server's order) loses its first upload: the sequential server
+    must not wait for its later iterations, or client 1 would wait for its reply forever (the
+    engine then found no event left and the round failed)."""
+    rng = np.random.default_rng(0)
+    cell = Cell(FixedDistancePlacement([300.0, 100.0]), TR36814Macro(), NoShadowing(), ShannonRate(),
+                EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, placement_rng=rng, shadowing_rng=rng)
+    rates = cell.uplink_rates_bps([0, 1])
+    outage = OutagePolicy(min_rate_bps=float(rates[0] + rates[1]) / 2, max_attempts=1, on_outage="drop")
+    sim = Simulator(cell, CLIENT_FLOPS_PER_S, SERVER_FLOPS_PER_S, outage=outage)
+    algo = SplitFedV2(tiny_setup(local_iterations=T), sequential_clients=False)
+    round_counts(sim, algo, [0, 1])
+    assert sim.last_round.dropped == {0: "outage"}
+    assert sim.counters.by_kind["uplink/client_model"] == CLIENT_MODEL_BYTES  # client 1 finished

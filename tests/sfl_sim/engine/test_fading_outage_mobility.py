@@ -12,7 +12,7 @@ import yaml
 from channel import (Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, RayleighFading,
                      ShannonRate, TR36814Macro)
 from sfl_sim.cli import main
-from sfl_sim.engine import Simulator
+from sfl_sim.engine import DELIVERED, Lost, Simulator
 
 NBYTES = 10_000
 
@@ -46,7 +46,7 @@ def test_outage_retransmits_then_drops_and_takes_time() -> None:
     policy = OutagePolicy(min_rate_bps=threshold, max_attempts=3, on_outage="retransmit")
     sim = Simulator(cell, np.ones(2), 1.0, outage=policy)
     durations, results = _uploads(sim, 1, 1)
-    assert results == [False]
+    assert results == [Lost("outage")]
     assert durations[0] == pytest.approx(3 * 8 * NBYTES / threshold)
     assert sim.counters.retransmissions == 2 and sim.counters.dropped_transmissions == 1
     assert sim.counters.uplink_bytes == 3 * NBYTES  # every attempt was on the air
@@ -58,7 +58,7 @@ def test_client_above_threshold_is_unaffected() -> None:
     threshold = float(rates[0] + rates[1]) / 2  # between the far and the near client's rates
     sim = Simulator(cell, np.ones(2), 1.0, outage=OutagePolicy(min_rate_bps=threshold, max_attempts=3))
     durations, results = _uploads(sim, 0, 1)
-    assert results == [True] and durations[0] == pytest.approx(8 * NBYTES / rates[0])
+    assert results == [DELIVERED] and durations[0] == pytest.approx(8 * NBYTES / rates[0])
     assert sim.counters.retransmissions == 0
 
 

@@ -138,3 +138,22 @@ def test_scala_drops_a_client_whose_activations_are_lost() -> None:
     sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1, 2])), [0, 1, 2])
     assert sim.last_round.dropped == {2: "outage"}
     assert sim.counters.retransmissions == 1 and sim.counters.dropped_transmissions == 1
+
+
+def test_gather_records_the_reason_a_lost_value_carries() -> None:
+    """Failure is an event's value: the reason travels with it into ``dropped`` (and rounds.csv)."""
+    from sfl_sim.engine import DELIVERED, Lost
+
+    out: list = []
+
+    def client(ctx, k):
+        yield from ctx.compute(k, COMPUTE_S[k])
+        return Lost("outage") if k == 1 else DELIVERED
+
+    def round_process(ctx):
+        kept = yield from ctx.gather({k: ctx.process(client(ctx, k)) for k in ctx.cohort.tolist()})
+        out.append((kept, dict(ctx.dropped)))
+
+    sim = _sim()
+    sim.run_round(round_process, [0, 1, 2])
+    assert out == [([0, 2], {1: "outage"})] and sim.counters.dropped_clients == 1

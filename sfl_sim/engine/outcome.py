@@ -1,0 +1,52 @@
+"""What a transfer or a client's part of a round comes to: delivered, or lost with a reason.
+
+An upload event of :class:`~sfl_sim.engine.RoundContext` resolves to :data:`DELIVERED` or to a
+:class:`Lost` naming why the payload never arrived; a client's process returns the same, so the
+reason travels with the event to whoever waits on it (the straggler policy records it in
+``RoundContext.dropped`` and ``rounds.csv``).  Test with ``isinstance(value, Lost)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+LossReason = Literal["outage", "deadline", "over_selection", "round_over"]
+"""Why a payload or a client left the round: its upload failed after outage (``outage``), the
+straggler policy stopped waiting for it (``deadline``, ``over_selection``), or the round ended
+while it was still running (``round_over``, never recorded as a drop)."""
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The payload arrived (the value of every successful upload is :data:`DELIVERED`)."""
+
+
+DELIVERED = Delivered()
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The payload (or the client) is out of the round, and why.
+
+    Falsy, so that code written when uploads resolved to ``True``/``False`` still branches the
+    same way; new code tests ``isinstance(value, Lost)`` and reads :attr:`reason`.
+
+    Attributes
+    ----------
+    reason : str
+        One of :data:`LossReason`.
+    """
+
+    reason: LossReason
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Outcome = Union[Delivered, Lost]
+"""What an upload, or a client's whole round, comes to."""
+
+
+def is_lost(value: Any) -> bool:
+    """True when ``value`` (an event's value) says the payload or client is out of the round."""
+    return isinstance(value, Lost)
