@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import re
 import subprocess
 import sys
@@ -52,7 +51,7 @@ def test_readme_algorithm_passes_conformance_and_trains_beside_splitfed(tmp_path
 
     # The conformance command of the README, run as a user would (the project root on the path
     # too, so the subprocess imports this checkout rather than wherever the venv points).
-    env = {"PYTHONPATH": os.pathsep.join([str(user_dir), str(ROOT)]), "PATH": str(Path(sys.executable).parent)}
+    env = {"PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)}  # the user's file: found in cwd
     out = subprocess.run(bash_cmd.strip(), shell=True, cwd=user_dir, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "'restores'" in out.stdout and "'lost payloads'" in out.stdout
@@ -66,6 +65,6 @@ def test_readme_algorithm_passes_conformance_and_trains_beside_splitfed(tmp_path
     # Same protocol, same traffic and time; the proximal term changes what the clients learn.
     for column in ("sim_time_s", "uplink_bytes", "client_flops"):
         assert rows["splitfed_v1"][column] == rows["splitfed_prox"][column]
-    weights = {label: torch.load(tmp_path / "runs" / label / "checkpoint.pt", weights_only=False)["algorithm"]["model"]
+    weights = {label: torch.load(tmp_path / "runs" / label / "checkpoint.pt", weights_only=True)["algorithm"]["model"]
                for label in rows}
     assert any(not torch.equal(w, weights["splitfed_prox"][key]) for key, w in weights["splitfed_v1"].items())
