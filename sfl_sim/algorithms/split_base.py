@@ -340,12 +340,15 @@ class SplitFedBase(Algorithm):
         return result
 
     def upload_activations(self, ctx: RoundContext, k: int, acts: torch.Tensor,
-                           labels: torch.Tensor) -> Generator[Any, Any, Outcome]:
-        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them)."""
-        sent = yield ctx.upload(k, tensor_bytes(acts), "activations")
+                           labels: torch.Tensor, iteration: Optional[int] = None) -> Generator[Any, Any, Outcome]:
+        """A_k then Y_k over client k's uplink (labels as int64, as torch holds them).
+
+        ``iteration`` is the coherence block of both transfers: with ``coherence: per_iteration``
+        each local iteration's uploads see a new fading draw."""
+        sent = yield ctx.upload(k, tensor_bytes(acts), "activations", block=iteration)
         if isinstance(sent, Lost):
             return sent
-        return (yield ctx.upload(k, tensor_bytes(labels), "labels"))
+        return (yield ctx.upload(k, tensor_bytes(labels), "labels", block=iteration))
 
     def download_reply(self, ctx: RoundContext, k: int, reply: Reply) -> Generator:
         """G_k (kind ``activation_gradients``), then each extra under its own kind."""
@@ -394,7 +397,7 @@ class SplitFedBase(Algorithm):
         step = ClientStep(k, t, rnd.local[k], x, y)
         step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind,
                                                           lambda: self.client_forward(step))
-        sent = yield from self.upload_activations(ctx, k, step.activations, y)
+        sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
         if isinstance(sent, Lost):
             rnd.exchange.send(t, k, sent)
             return sent

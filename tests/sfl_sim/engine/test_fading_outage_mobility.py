@@ -139,3 +139,21 @@ def test_payload_aware_allocation_sees_the_declared_payloads() -> None:
     Simulator(cell, np.ones(2), 1.0).run_round(round_process, np.array([0, 1]))
     assert shares[0] == pytest.approx((5e5, 5e5))
     assert shares[1] == pytest.approx((2.5e5, 7.5e5))
+
+
+def test_split_uploads_see_a_new_fading_draw_per_local_iteration(tmp_path: Path) -> None:
+    """coherence: per_iteration redraws fading at every local iteration of a split algorithm
+    (its uploads name their iteration as the coherence block); per_round keeps one draw."""
+    from test_end_to_end import SMALL
+
+    durations = {}
+    for coherence in ("per_round", "per_iteration"):
+        data = {**SMALL, "rounds": 1, "algorithms": [{"name": "scala"}],
+                "training": {**SMALL["training"], "local_iterations": 3},
+                "cell": {"fading": {"name": "rayleigh"}, "coherence": coherence}}
+        path = tmp_path / f"{coherence}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        assert main(["scenario", str(path), "-o", str(tmp_path / coherence), "--no-progress"]) == 0
+        with (tmp_path / coherence / "scala" / "rounds.csv").open() as fh:
+            durations[coherence] = float(next(csv.DictReader(fh))["round_sim_time_s"])
+    assert durations["per_round"] != durations["per_iteration"]
