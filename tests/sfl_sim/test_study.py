@@ -210,3 +210,9 @@ def test_ray_missing_says_how_to_install(tmp_path, capsys, monkeypatch) -> None:
     code = main(["study", str(write_study(tmp_path, {"seeds": [0]})), "-o", str(tmp_path / "o"), "--executor", "ray"])
     err = capsys.readouterr().err
     assert code == 2 and "pip install" in err and "[ray]" in err
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_study_files_expand(path) -> None:
+    runs = expand(*load_study(path))
+    assert runs and len({r.name for r in runs}) == len(runs)
