@@ -10,8 +10,8 @@ Local executor
     ``--workers N`` processes, each with ``threads_per_worker`` torch threads (default: the free
     cores divided among the workers, so threads × workers ≤ cores).  On Linux with CPU runs the
     pool forks after the data set is loaded once, so the workers share its pages; elsewhere (and
-    with CUDA, which cannot fork) each worker loads it once.  On a GPU, the workers share the
-    device.
+    with CUDA, which cannot fork) each worker loads it once.  With CUDA, ``--workers`` is per GPU:
+    N workers share each visible GPU (each worker is bound to one with ``torch.cuda.set_device``).
 Ray executor
     The same runs as Ray tasks (``ray.init(address=...)``), each asking for ``cpus_per_run`` CPUs
     and ``gpus_per_run`` of a GPU.  Ray is an optional extra (``pip install -e '.[ray]'``),
@@ -150,20 +150,45 @@ def _finished(run: StudyRun, run_dir: Path) -> bool:
         made_with, resolved_scenario(cfg, cfg.algorithms[0].label, resolve_device(cfg.device)))
 
 
+def _bind_gpu(slots: Any) -> None:
+    """Pool initializer: this worker takes the next GPU slot (``--workers`` per GPU)."""
+    import torch
+
+    torch.cuda.set_device(slots.get())
+
+
+def _gpu_count(tasks: Sequence[RunTask]) -> int:
+    """GPUs the runs may use: 0 unless some run asks for CUDA (or ``auto`` finds it)."""
+    if not any(t.scenario.get("device", "auto") in ("cuda", "auto") for t in tasks):
+        return 0
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def _local(tasks: Sequence[RunTask], workers: int) -> Iterator[Dict[str, Any]]:
-    if workers <= 1 or len(tasks) <= 1:
+    gpus = _gpu_count(tasks)
+    if (workers <= 1 and gpus <= 1) or len(tasks) <= 1:
         for task in tasks:
             yield execute_run(task)
         return
-    uses_cuda = any(t.scenario.get("device") == "cuda" for t in tasks)
-    if sys.platform.startswith("linux") and not uses_cuda:
+    initializer, initargs = None, ()
+    if gpus:
+        # CUDA cannot be forked: spawned workers, `workers` of them sharing each GPU.
+        context = multiprocessing.get_context("spawn")
+        slots = context.Manager().Queue()
+        for worker in range(workers * gpus):
+            slots.put(worker % gpus)
+        initializer, initargs, workers = _bind_gpu, (slots,), workers * gpus
+    elif sys.platform.startswith("linux"):
         # Load each data set once in the parent: forked workers share its memory pages.
         for key in {_dataset_key(t.scenario) for t in tasks}:
             _dataset(key)
         context = multiprocessing.get_context("fork")
     else:
         context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer,
+                             initargs=initargs) as pool:
         pending = {pool.submit(execute_run, t) for t in tasks}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
