@@ -267,7 +267,7 @@ class BESplit(SplitFedBase):
                                 "u_ale": torch.tensor(r.u_ale), "u_epi": torch.tensor(r.u_epi),
                                 "last_round": r.last_round} for k, r in self.records.items()},
                 "aux_head_init": None if self._aux_head_init is None else self._aux_head_init.state_dict(),
-                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}}
+                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}, **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
@@ -283,6 +283,7 @@ class BESplit(SplitFedBase):
             model = self._new_aux()
             model.load_state_dict(s)
             self.aux_models[int(k)] = model
+        self.load_optimizer_state(state)
 
     # -- round -------------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
@@ -369,7 +370,7 @@ class BESplit(SplitFedBase):
         a_k = upload.activations.requires_grad_(True)
         logits = server(a_k)
         self.per_client_loss(upload.client, logits, upload.labels).backward()
-        self.sgd_step(list(server.parameters()))
+        self.optimizer_step(self.server_side_optimizer(server, upload.client))
         return self._reply(a_k.grad, logits)
 
     def server_on_pair(self, servers: Dict[int, nn.Module], a: ClientActivations, b: ClientActivations,
@@ -385,7 +386,8 @@ class BESplit(SplitFedBase):
         loss = (self._server_loss(i, logits_i, torch.cat([y_i, y_j[b_to_a]]), len(y_i))
                 + self._server_loss(j, logits_j, torch.cat([y_j, y_i[a_to_b]]), len(y_j)))
         loss.backward()
-        self.sgd_step(list(servers[i].parameters()) + list(servers[j].parameters()))
+        self.optimizer_step(self.server_side_optimizer(servers[i], i))  # each copy its own optimizer
+        self.optimizer_step(self.server_side_optimizer(servers[j], j))
         return self._reply(a_i.grad, logits_i[:len(y_i)]), self._reply(a_j.grad, logits_j[:len(y_j)])
 
     def _reply(self, grad: torch.Tensor, logits: torch.Tensor) -> Reply:
@@ -407,7 +409,7 @@ class BESplit(SplitFedBase):
         loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
                            bt.annealing(self._round, self.anneal_rounds), self.evidence_fn, self.normalise_relations)
         loss.backward()
-        self.sgd_step(list(aux.parameters()))
+        self.optimizer_step(self.client_optimizer(step.client, aux.parameters(), name="aux"))
 
 
 class BCCServer(PerClientServer):
@@ -418,13 +420,15 @@ class BCCServer(PerClientServer):
 
     def start_server(self, algo: "BESplit", rnd: SplitRound) -> List[simpy.Process]:
         pairs, share = algo.plan_bcc(rnd.clients)
-        paired = {k for pair in pairs for k in pair}
+        pair_of = {k: pair for pair in pairs for k in pair}
         jobs = []
         for t in range(rnd.exchange.iterations):
+            iterating = set(rnd.exchange.iterating(t, rnd.clients))
             for i, j in pairs:
-                jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
-            for k in rnd.clients:
-                if k not in paired:
+                if i in iterating and j in iterating:
+                    jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
+            for k in rnd.clients:  # unpaired, or its partner has no iteration t (local epochs)
+                if k in iterating and not (k in pair_of and set(pair_of[k]) <= iterating):
                     jobs.append(rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k)))
         return jobs
 

@@ -136,7 +136,7 @@ def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> 
     for cohort in COHORTS:
         cohort_ids = np.array(cohort, dtype=np.int64)
         durations.append(report.attempt("lost payloads" if lossy else "rounds run", lambda c=cohort_ids: sim.run_round(
-            lambda ctx: algo.round_process(ctx, c), c)))
+            lambda ctx: algo.run_round(ctx, c), c)))
     return sim, durations
 
 

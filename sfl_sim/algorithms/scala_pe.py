@@ -126,11 +126,12 @@ class SCALAPE(SCALA):
 
     # -- state: the full model and the simulated inverter -----------------------------------------
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict()}
+        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
         self.inverter.load_state_dict(state["inverter"])
+        self.load_optimizer_state(state)
 
     # -- the delta to SCALA ------------------------------------------------------------------------
     def client_side(self) -> nn.Module:
@@ -162,17 +163,9 @@ class SCALAPE(SCALA):
                 p.grad = g
         for p, g in zip(inv_params, inv_grads):
             p.grad = g
-        self._sgd(inv_params, self.inverter_lr)
-
-    def _sgd(self, params: List[nn.Parameter], lr: Optional[float]) -> None:
-        if lr is None:
-            self.sgd_step(params)
-            return
-        with torch.no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.add_(p.grad, alpha=-lr)
-                    p.grad = None
+        # The simulated inverter is the client's own model: its own optimizer (the scenario's kind),
+        # at inverter_lr when given, else at the round's rate.
+        self.optimizer_step(self.client_optimizer(step.client, inv_params, name="inverter", lr=self.inverter_lr))
 
 
 __all__ = ["SCALAPE"]

@@ -117,10 +117,11 @@ class SplitFedBase(Algorithm):
         return self._full
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict()}
+        return {"model": self._full.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
+        self.load_optimizer_state(state)
 
     @functools.cached_property
     def _probe(self) -> torch.Tensor:
@@ -241,7 +242,8 @@ class SplitFedBase(Algorithm):
         yield from self.client_compute(ctx, step, "client_backward", lambda: self.client_backward(step, reply))
 
     def client_backward(self, step: ClientStep, reply: Reply) -> None:
-        """Torch work of a client with its reply: backpropagate G_k, then an SGD step of w_c,k.
+        """Torch work of a client with its reply: backpropagate G_k, then a step of client k's
+        optimizer over w_c,k (:meth:`client_optimizer`).
 
         Parameters
         ----------
@@ -250,7 +252,7 @@ class SplitFedBase(Algorithm):
             ``reply.activation_grad`` is G_k, shaped like ``step.activations``.
         """
         step.activations.backward(reply.activation_grad)
-        self.sgd_step(list(step.model.parameters()))
+        self.optimizer_step(self.client_optimizer(step.client, step.model.parameters()))
 
     # -- server hooks ------------------------------------------------------------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -292,8 +294,17 @@ class SplitFedBase(Algorithm):
         a_k = upload.activations.requires_grad_(want_reply)
         loss = self.per_client_loss(upload.client, server(a_k), upload.labels)
         loss.backward()
-        self.sgd_step(list(server.parameters()))
+        self.optimizer_step(self.server_side_optimizer(server, upload.client))
         return Reply(a_k.grad) if want_reply else None
+
+    def server_side_optimizer(self, server: nn.Module, client: int) -> torch.optim.Optimizer:
+        """The optimizer of a server-side model a server hook steps: the server's, persisting across
+        rounds, for the one :attr:`server_model` (``concatenated``, ``sequential``); client
+        ``client``'s (name ``"server_copy"``, with the client's state semantics) for its per-client
+        copy W_S,k (``per_client``), which is the server half of that client's model."""
+        if server is self.server_model:
+            return self.server_optimizer(server.parameters())
+        return self.client_optimizer(client, server.parameters(), name="server_copy")
 
     def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """Torch work of the server on the concatenation of an iteration (``concatenated``):
@@ -359,13 +370,14 @@ class SplitFedBase(Algorithm):
     # -- one round ---------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
+        batch = {k: work[k].batch_size for k in clients}
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).
         per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
-                         Exchange(ctx, clients, self.setup.local_iterations))
+                         Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work)
         jobs = self.server_mode.start_clients(
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
@@ -375,11 +387,11 @@ class SplitFedBase(Algorithm):
 
     def _client_round(self, rnd: SplitRound, k: int, start: Optional[simpy.Event],
                       done: Optional[simpy.Event]) -> Generator[Any, Any, Outcome]:
-        """Client k's round: wait for its turn (if any), T iterations, then :meth:`finish_client`."""
+        """Client k's round: wait for its turn (if any), its local iterations, then :meth:`finish_client`."""
         if start is not None:
             yield start
         outcome: Outcome = DELIVERED
-        for t in range(rnd.exchange.iterations):
+        for t in range(rnd.exchange.count(k)):
             outcome = yield from self._iteration(rnd, k, t)
             if isinstance(outcome, Lost):
                 rnd.exchange.leave(k, t, outcome)
@@ -393,7 +405,7 @@ class SplitFedBase(Algorithm):
     def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
         """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
         ctx = rnd.ctx
-        x, y = self.sample_batch(k, rnd.batch_sizes[k])
+        x, y = rnd.work[k].batch(t)
         step = ClientStep(k, t, rnd.local[k], x, y)
         step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind,
                                                           lambda: self.client_forward(step))

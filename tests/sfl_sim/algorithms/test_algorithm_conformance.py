@@ -87,11 +87,11 @@ class WaitsForEveryone(FedAvg):
     """Waits for every client with all_of instead of ctx.gather: no straggler policy, no drops."""
 
     def round_process(self, ctx, cohort):
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
         local = {k: FedAvg(self.setup).model for k in cohort.tolist()}
         for k in local:
             local[k].load_state_dict(self.model.state_dict())
-        yield ctx.all_of([ctx.process(self._client(ctx, k, batch[k], local[k])) for k in local])
+        yield ctx.all_of([ctx.process(self._client(ctx, work[k], local[k])) for k in local])
         self.aggregate(cohort, local)
 
 
