@@ -224,9 +224,12 @@ class Algorithm(abc.ABC):
         """Test accuracy and loss the runner reports after a round.
 
         ``evaluate_fn(model, x, y, batch_size) -> (accuracy, loss)`` scores one model (the
-        runner's :func:`sfl_sim.runner.evaluate`).  Default: the :meth:`global_model`.  An
+        runner's :func:`sfl_sim.evaluation.evaluate`; its result also carries the per-class
+        accuracy the runner writes to ``classes.csv``).  Default: the :meth:`global_model`.  An
         algorithm whose reported model is something else (e.g. BESplit-A's per-client auxiliary
-        models) overrides this hook, and :meth:`evaluation_description` with it."""
+        models) overrides this hook, and :meth:`evaluation_description` with it; returning a
+        :class:`sfl_sim.evaluation.Scores` gives ``classes.csv`` its per-class accuracy (a plain
+        pair leaves those cells empty)."""
         return evaluate_fn(self.global_model(), x, y, batch_size)
 
     def evaluation_description(self) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sfl_sim.config import load_scenario
+from sfl_sim.config import load_scenario, validate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 ALL_FILES = sorted(SCENARIOS.rglob("*.yaml"))
@@ -50,8 +50,9 @@ def test_paper_scenario_matches_its_name(path):
         assert partition == {"name": "dirichlet", "beta": float(match["value"])}
     # The papers' common settings.
     assert cfg.clients.count == 100 and cfg.clients.participation == 0.1
-    assert cfg.training.model_dump() == {"batch_size": 320, "local_iterations": 5, "learning_rate": 0.01,
-                                         "torch_threads": None}
+    # SCALA's training: B = 320 by eq. (3), T = 5, plain SGD at 0.01 (the defaults of every training field).
+    assert cfg.training == validate({}).training
+    assert (cfg.training.batch_size, cfg.training.local_iterations, cfg.training.learning_rate) == (320, 5, 0.01)
     assert cfg.device == "auto" and cfg.eval_samples is None
     assert cfg.model.name == ("resnet18" if match["resnet"] else "alexnet")
     assert cfg.model.split_point == "S2" and cfg.model.params == {}
