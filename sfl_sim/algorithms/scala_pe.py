@@ -21,8 +21,9 @@ The journal adds to SCALA, following ResSFL (Li et al., CVPR 2022):
      server (SCALA's eq. 15 loss), and ``R`` is the reconstruction error (MSE in the data set's
      normalised units), so the extractor is pushed towards features the inverter reconstructs
      *badly*;
-   * the simulated inverter on ``+R(g_φ(A), X)`` (it is trained to reconstruct), one SGD step
-     at rate ``inverter_lr``, from the same (pre-update) activations.
+   * the simulated inverter on ``+R(g_φ(A), X)`` (it is trained to reconstruct), one step of the
+     client's ``inverter`` optimizer (the scenario's optimizer) at rate ``inverter_lr``, from the
+     same (pre-update) activations.
 
    ``α`` (``alpha``) is a parameter; ``alpha=0`` keeps the inverter training but no regulariser.
 
@@ -80,7 +81,7 @@ class SCALAPE(SCALA):
     inverter_channels : int
         Internal channel size of the simulated inverter.
     inverter_lr : float, optional
-        SGD rate of the simulated inverter (default: the run's learning rate).
+        Fixed rate of the simulated inverter's optimizer (default: the round's learning rate).
     seed : int
         Initialises the bottleneck and the simulated inverter.
     **scala : the :class:`~sfl_sim.algorithms.scala.SCALA` flags (``label_prior``...).

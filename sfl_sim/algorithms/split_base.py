@@ -5,12 +5,15 @@ same shape, and the algorithms differ only in a few places:
 
 1. **distribution** of the client-side model w_c: broadcast to the cohort (default), or nothing
    when clients keep their own model across rounds (SplitFedV3);
-2. T times, every client k: sample B_k examples (eq. 3), forward through its copy of w_c and
-   upload the activations A_k and the labels Y_k (a :class:`ClientActivations`);
+2. T times (or, with ``training.local_epochs``, once per batch of its E epochs — each client its
+   own count), every client k: take its batch (B_k examples by eq. 3, or b), forward through its
+   copy of w_c and upload the activations A_k and the labels Y_k (a :class:`ClientActivations`);
 3. the **server** turns the activations into an update of the server-side model w_s and,
    unless the clients learn from a local loss, into a :class:`Reply` per client — the activation
    gradient G_k and any extras — which the client downloads, backpropagates and uses to update
-   its copy of w_c.  How the server works through the cohort is a :mod:`server mode
+   its copy of w_c (every update is a step of a ``torch.optim`` optimizer: the client's
+   :meth:`~sfl_sim.algorithms.base.Algorithm.client_optimizer`, the server's
+   :meth:`~sfl_sim.algorithms.base.Algorithm.server_optimizer`).  How the server works through the cohort is a :mod:`server mode
    <sfl_sim.algorithms.server_modes>`: ``"concatenated"`` (one step on the concatenation; SCALA,
    CA-SFL, Minibatch-SFL), ``"per_client"`` (one copy of w_s per client, averaged by |D_k| after
    the round; SplitFedV1, V3, LLA-SFL, SFLLocalLoss, BESplit) or ``"sequential"`` (one w_s,
@@ -24,7 +27,7 @@ Torch work (no simulated time; the base meters its FLOPs and charges them to the
 
 * :meth:`SplitFedBase.client_forward` — what a client computes before it uploads (A_k; a
   local-loss method also takes its own step here);
-* :meth:`SplitFedBase.client_backward` — what a client does with G_k (backward, SGD step);
+* :meth:`SplitFedBase.client_backward` — what a client does with G_k (backward, optimizer step);
 * :meth:`SplitFedBase.per_client_loss` — the server's loss on one client's logits;
 * :meth:`SplitFedBase.server_on_activations` — the server's whole step on one client's
   activations (``per_client`` / ``sequential``), returning the :class:`Reply`;
@@ -274,7 +277,7 @@ class SplitFedBase(Algorithm):
     def server_on_activations(self, server: nn.Module, upload: ClientActivations,
                               want_reply: bool) -> Optional[Reply]:
         """Torch work of the server on one client's activations: forward through ``server``,
-        :meth:`per_client_loss`, backward, SGD step of ``server``.
+        :meth:`per_client_loss`, backward, a step of ``server``'s optimizer (:meth:`server_side_optimizer`).
 
         Runs when the server job gets the server (``per_client`` and ``sequential`` modes).
 
