@@ -1,7 +1,7 @@
 """Offline analysis of sfl-sim run directories.
 
-Reads ``scenario.yaml``, ``metrics.csv``, ``rounds.csv`` and ``summary.json`` from run
-directories on disk. Never imports torch, simpy or ``sfl_sim``.
+Reads ``scenario.yaml``, ``metrics.csv``, ``rounds.csv``, ``classes.csv`` and ``summary.json``
+from run directories on disk. Never imports torch, simpy or ``sfl_sim``.
 
 The public names below are imported lazily (PEP 562), so ``import analysis.schema`` — which the
 simulator does to share the run-file schema — costs nothing and pulls in neither pandas nor
@@ -22,6 +22,9 @@ _EXPORTS = {
     "RunFormatError": "runs",
     "load_run": "runs",
     "load_runs": "runs",
+    "load_classes": "classes",
+    "classes_long": "classes",
+    "class_columns": "classes",
     "time_to_accuracy_s": "tta",
     "tta_column_name": "tta",
     "summary_table": "tta",

@@ -17,6 +17,11 @@ __all__ = [
     "CELL_FILE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
+    "CLASSES_FILE",
+    "CLASSES_LEADING_COLUMNS",
+    "CLASS_ACCURACY_COLUMN",
+    "VACANT_ACCURACY_COLUMN",
+    "BEST_ACCURACY_DEFINITION",
     "METRICS_COLUMNS",
     "ROUNDS_COLUMNS",
     "ROUNDS_NUMERIC_COLUMNS",
@@ -32,6 +37,9 @@ SCENARIO_FILE = "scenario.yaml"
 METRICS_FILE = "metrics.csv"
 #: One row per round, columns :data:`ROUNDS_COLUMNS`.
 ROUNDS_FILE = "rounds.csv"
+#: One row per evaluated round (the rows of ``metrics.csv``): :data:`CLASSES_LEADING_COLUMNS`,
+#: then one :data:`CLASS_ACCURACY_COLUMN` per class.
+CLASSES_FILE = "classes.csv"
 #: Run-level summary (JSON object carrying ``schema_version``).
 SUMMARY_FILE = "summary.json"
 #: One row per client: position, path loss, SNR, rate, compute budget, data held.
@@ -78,3 +86,23 @@ ROUNDS_NUMERIC_COLUMNS: tuple[str, ...] = ROUNDS_COLUMNS[:-2]
 
 #: The traffic and compute counters, cumulative in ``metrics.csv``, per round in ``rounds.csv``.
 CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")
+
+#: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant
+#: classes (FedVLS): per aggregated client, the mean over the classes absent from its local data of
+#: its model's accuracy on that class's test images (before aggregation); averaged over those clients
+#: with a vacant class. Empty where the algorithm has no local models or no client has one.
+VACANT_ACCURACY_COLUMN = "local_vacant_class_accuracy"
+
+#: The columns of ``classes.csv`` before the per-class ones.
+CLASSES_LEADING_COLUMNS: tuple[str, ...] = ("round", VACANT_ACCURACY_COLUMN)
+
+#: Per-class test accuracy column of ``classes.csv``: ``CLASS_ACCURACY_COLUMN.format(n)`` for class
+#: ``n`` (0-based), the fraction of that class's test samples the evaluated model gets right
+#: (empty for a class without test samples, or when the algorithm reports no per-class accuracy).
+CLASS_ACCURACY_COLUMN = "class_{}_accuracy"
+
+#: What ``best_test_accuracy`` in ``summary.json`` (and the report's best accuracy) is.
+BEST_ACCURACY_DEFINITION = (
+    "max of test_accuracy over the evaluated trained rounds (round >= 1) of metrics.csv; the round-0 "
+    "evaluation of the initial model is left out (the papers' 'maximum accuracy achieved during training')"
+)

@@ -85,7 +85,7 @@ def main() -> None:
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     def sim_round(cohort):
-        sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+        sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
 
     def plain_round(cohort):
         bare_round(bare_client, bare_server, run.setup, cohort, bare_rng, cfg.training.learning_rate)

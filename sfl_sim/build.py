@@ -24,6 +24,7 @@ from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundEr
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
+from sfl_sim.optim import check_optimizer, settings_from_config
 from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import SELECTORS, cohort_size
 
@@ -201,6 +202,14 @@ def _split(cfg: Scenario, dataset: ArrayDataset) -> List[np.ndarray]:
     return out
 
 
+def _training_field(cfg: Scenario, spec: AlgorithmSpec, name: str) -> str:
+    """Where the run's value of training field ``name`` comes from: the algorithm's ``training:``
+    block when it sets it, else the shared section (for error messages)."""
+    if spec.training is not None and name in spec.training.model_fields_set:
+        return f"algorithms[{cfg.algorithms.index(spec)}].training.{name}"
+    return f"training.{name}"
+
+
 def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None) -> Run:
     """Build every part of one run of ``cfg`` with ``algorithm_spec``.
 
@@ -224,17 +233,30 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     device = resolve_device(cfg.device)
     if cfg.training.torch_threads:
         torch.set_num_threads(cfg.training.torch_threads)
+    t = cfg.training_for(algorithm_spec.label)
     if dataset is None:
         dataset = load_dataset(cfg)
     partition = _split(cfg, dataset)
     n_train = len(dataset.train_y)
-    if cfg.training.batch_size > n_train:
-        raise ConfigError(f"training.batch_size: got {cfg.training.batch_size}; allowed: at most the {n_train} "
+    where = _training_field(cfg, algorithm_spec, "batch_size")
+    if t.batch_size > n_train:
+        raise ConfigError(f"{where}: got {t.batch_size}; allowed: at most the {n_train} "
                           f"training samples of {dataset.name}")
-    if cfg.training.batch_size < selected_per_round(cfg):
+    if t.local_epochs is None and t.batch_size < selected_per_round(cfg):
         raise ConfigError(
-            f"training.batch_size: got {cfg.training.batch_size}; allowed: at least the number of clients "
-            f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1")
+            f"{where}: got {t.batch_size}; allowed: at least the number of clients "
+            f"selected per round ({selected_per_round(cfg)}) so every client gets B_k >= 1 (eq. 3)")
+    settings = settings_from_config(t)
+    try:
+        check_optimizer(settings, t.learning_rate)
+    except UnknownComponentError as exc:
+        raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}.name: {_one_line(exc)}") from None
+    except (ComponentParameterError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}: {settings.optimizer} rejected "
+                          f"{dict(settings.optimizer_params)!r}: {_one_line(exc)}") from None
+    except Exception as exc:  # a plug-in optimizer may raise anything
+        raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}: {settings.optimizer} raised "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
 
     # Same seed → same initial weights for every algorithm of the scenario.
     torch.manual_seed(torch_seed(seed, "model_init"))
@@ -262,12 +284,11 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
         rows = torch.from_numpy(pick).to(device)
         test_x, test_y = test_x[rows], test_y[rows]
-    t = cfg.training
     setup = TrainingSetup(
         model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
         num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
-        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"))
+        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings)
     algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "

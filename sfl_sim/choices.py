@@ -27,6 +27,16 @@ OutOfRange = Literal["warn", "error"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""
 
+OptimizerName = Literal["sgd", "adam", "adamw"]
+"""Built-in optimizers of ``training.optimizer`` (``torch.optim.SGD``, ``Adam``, ``AdamW``); a
+``package.module:Class`` names any other ``torch.optim.Optimizer``."""
+
+LrScheduleName = Literal["constant", "step", "exponential", "cosine"]
+"""Per-round learning-rate schedules of ``training.lr_schedule``."""
+
+ClientOptimizerState = Literal["fresh", "persist"]
+"""Whether a client's optimizer state starts afresh each round it takes part or is kept per client."""
+
 
 def allowed(choice: Any) -> Tuple[str, ...]:
     """The allowed values of one of the literals above, in order."""

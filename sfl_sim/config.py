@@ -25,12 +25,13 @@ from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tupl
 import yaml
 from channel import limits
 from channel.limits import Range
-from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model,
+                      model_serializer, model_validator)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, OnOutage, OutOfRange, StragglerPolicy, allowed
+from sfl_sim.choices import (ClientOptimizerState, Coherence, DeviceName, DownlinkMode, LrScheduleName, OnOutage,
+                             OptimizerName, OutOfRange, StragglerPolicy, allowed)
 from sfl_sim.errors import ConfigError
 
 
@@ -219,8 +220,281 @@ class ComponentSpec(BaseModel):
 _LABEL_RULE = "a non-empty name without '/', '\\\\', NUL, and not '.' or '..' (it names the run directory)"
 
 
+# ------------------------------------------------------------------------------------- training
+class _SGDParams(_Section):
+    """Hyper-parameters of ``torch.optim.SGD`` besides the learning rate."""
+
+    momentum: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), Allowed("a number in [0, 1)")] = 0.0
+    dampening: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), Allowed("a number in [0, 1]")] = 0.0
+    nesterov: bool = False
+    weight_decay: _bounded(float, 0, why="L2 penalty") = 0.0
+
+    @model_validator(mode="after")
+    def _nesterov(self) -> "_SGDParams":
+        if self.nesterov and (self.momentum == 0 or self.dampening != 0):
+            raise _CrossFieldError("nesterov", True, "true only with momentum > 0 and dampening 0 (torch.optim.SGD)",
+                                   relative=True)
+        return self
+
+
+_Beta = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), Allowed("a number in [0, 1)")]
+
+
+class _AdamParams(_Section):
+    """Hyper-parameters of ``torch.optim.Adam`` besides the learning rate."""
+
+    betas: Annotated[List[_Beta], Field(min_length=2, max_length=2),
+                     Allowed("two numbers in [0, 1) (beta1, beta2)")] = Field(default_factory=lambda: [0.9, 0.999])
+    eps: _bounded(float, 0, lo_open=True) = 1e-8
+    weight_decay: _bounded(float, 0, why="L2 penalty") = 0.0
+    amsgrad: bool = False
+
+
+class _AdamWParams(_AdamParams):
+    """Hyper-parameters of ``torch.optim.AdamW`` besides the learning rate (decoupled weight decay)."""
+
+    weight_decay: _bounded(float, 0, why="decoupled weight decay") = 0.01
+
+
+#: Built-in optimizers: their hyper-parameters (checked and filled with torch's defaults here).
+_OPTIMIZER_PARAMS: Dict[str, Type[_Section]] = {"sgd": _SGDParams, "adam": _AdamParams, "adamw": _AdamWParams}
+
+
+class _ConstantParams(_Section):
+    """``constant``: the learning rate of every round is ``training.learning_rate``."""
+
+
+class _StepParams(_Section):
+    """``step``: multiply the learning rate by ``gamma`` every ``step_size_rounds`` rounds (StepLR)."""
+
+    step_size_rounds: Annotated[PositiveInt, Allowed("an integer >= 1 (rounds between decays)")]
+    gamma: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), Allowed("a number in (0, 1]")] = 0.1
+
+
+class _ExponentialParams(_Section):
+    """``exponential``: multiply the learning rate by ``gamma`` after every round (ExponentialLR)."""
+
+    gamma: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), Allowed("a number in (0, 1]")]
+
+
+class _CosineParams(_Section):
+    """``cosine``: cosine annealing from the learning rate to ``eta_min`` over ``rounds`` rounds
+    (CosineAnnealingLR with T_max = ``rounds``)."""
+
+    rounds: Annotated[PositiveInt, Allowed("an integer >= 1 (T_max, the rounds of one half cosine)")]
+    eta_min: _bounded(float, 0, why="the learning rate at the end of the half cosine") = 0.0
+
+
+_SCHEDULE_PARAMS: Dict[str, Type[_Section]] = {"constant": _ConstantParams, "step": _StepParams,
+                                               "exponential": _ExponentialParams, "cosine": _CosineParams}
+
+
+def _nested_error(model: Type[BaseModel], data: Mapping[str, Any]) -> Dict[str, Any]:
+    """Validate ``data`` with ``model`` and dump it (defaults filled); a failure becomes one
+    :class:`PydanticCustomError` line relative to the field being validated."""
+    try:
+        return model.model_validate(dict(data)).model_dump(mode="json")
+    except ValidationError as exc:
+        raise PydanticCustomError("nested", "{message}", {"message": format_validation_error(exc, model)}) from None
+
+
+class _NamedSpec(BaseModel):
+    """A ``name`` plus hyper-parameters beside it; a bare string is the name alone."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        """Everything beside ``name``."""
+        return dict(self.model_extra or {})
+
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` as written to ``scenario.yaml``."""
+        return {"name": self.name, **self.params}
+
+
+class OptimizerSpec(_NamedSpec):
+    """``training.optimizer``: ``sgd`` (default), ``adam``, ``adamw`` or ``package.module:Class``.
+
+    Built-ins take torch's hyper-parameters beside ``name`` (SGD: momentum, dampening, nesterov,
+    weight_decay; Adam/AdamW: betas, eps, weight_decay, amsgrad), checked here and filled with
+    torch's defaults, so ``scenario.yaml`` records every value the run used.  A ``module:Class``
+    must name a ``torch.optim.Optimizer`` subclass; its parameters are checked when the run is
+    built.  The learning rate is ``training.learning_rate`` (and its schedule), never a parameter.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = {"name": value}
+        if not isinstance(value, dict):
+            raise PydanticCustomError("component", "{allowed}", {"allowed": _OPTIMIZER_RULE})
+        value = dict(value)
+        name = value.pop("name", "sgd")  # {momentum: 0.9} alone means SGD (what --set builds)
+        if not isinstance(name, str) or not name:
+            raise PydanticCustomError("component", "{allowed}", {"allowed": _OPTIMIZER_RULE, "label": name})
+        for key in ("lr", "learning_rate", "params"):
+            if key in value:
+                raise PydanticCustomError("nested", "{message}", {"message": (
+                    f"{key}: got {value[key]!r}; allowed: no {key!r} here (the learning rate is "
+                    f"training.learning_rate, stepped by training.lr_schedule)")})
+        if name in _OPTIMIZER_PARAMS:
+            return {"name": name, **_nested_error(_OPTIMIZER_PARAMS[name], value)}
+        if ":" not in name:
+            close = difflib.get_close_matches(name, list(_OPTIMIZER_PARAMS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PydanticCustomError("nested", "{message}", {"message": (
+                f"name: got {name!r}{hint}; allowed: {_OPTIMIZER_RULE}")})
+        return {"name": name, **value}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        shapes = [{"type": "object", "properties": {"name": {"const": name}, **params.model_json_schema()["properties"]},
+                   "additionalProperties": False} for name, params in _OPTIMIZER_PARAMS.items()]
+        custom = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[^:]+:[^:]+$"}},
+                  "required": ["name"], "description": "a torch.optim.Optimizer subclass and its parameters"}
+        return {"anyOf": [{"enum": list(_OPTIMIZER_PARAMS)}, {"type": "string", "pattern": "^[^:]+:[^:]+$"},
+                          *shapes, custom], "description": cls.__doc__.split("\n")[0]}
+
+
+_OPTIMIZER_RULE = (f"one of {', '.join(allowed(OptimizerName))} or package.module:Class (a torch.optim.Optimizer "
+                   f"subclass), as a name or a mapping with 'name' and its hyper-parameters")
+
+
+class LrScheduleSpec(_NamedSpec):
+    """``training.lr_schedule``: the learning rate of each round (``constant`` by default).
+
+    ``step`` (``step_size_rounds``, ``gamma``), ``exponential`` (``gamma``) and ``cosine``
+    (``rounds``, ``eta_min``) are torch's StepLR, ExponentialLR and CosineAnnealingLR stepped once
+    per round; round 1 trains with ``training.learning_rate``.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = {"name": value}
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+            raise PydanticCustomError("component", "{allowed}", {"allowed": _SCHEDULE_RULE})
+        value = dict(value)
+        name = value.pop("name")
+        if name not in _SCHEDULE_PARAMS:
+            close = difflib.get_close_matches(name, list(_SCHEDULE_PARAMS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PydanticCustomError("nested", "{message}", {"message": f"name: got {name!r}{hint}; allowed: "
+                                                                        f"{', '.join(allowed(LrScheduleName))}"})
+        return {"name": name, **_nested_error(_SCHEDULE_PARAMS[name], value)}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        shapes = []
+        for name, params in _SCHEDULE_PARAMS.items():
+            sub = params.model_json_schema()
+            shapes.append({"type": "object", "properties": {"name": {"const": name}, **sub.get("properties", {})},
+                           "required": ["name", *sub.get("required", [])], "additionalProperties": False})
+        return {"anyOf": [{"enum": list(_SCHEDULE_PARAMS)}, *shapes], "description": cls.__doc__.split("\n")[0]}
+
+
+_SCHEDULE_RULE = (f"one of {', '.join(allowed(LrScheduleName))}, as a name or a mapping with 'name' and its "
+                  f"parameters")
+
+#: The local-work fields: a run sets one of them (``local_iterations`` is the default).
+LOCAL_WORK_FIELDS = ("local_iterations", "local_epochs")
+DEFAULT_LOCAL_ITERATIONS = 5
+
+
+class Training(_Section):
+    """``training:``: how each client and the server learn.
+
+    Local work is either ``local_iterations`` (T iterations of eq. 3 minibatches, the default) or
+    ``local_epochs`` (E passes over the client's data in batches of ``batch_size``); setting both
+    is an error, setting neither means ``local_iterations: 5``.
+    """
+
+    batch_size: Annotated[PositiveInt, Allowed("an integer >= 1 (with local_iterations: B, the server-side "
+                                               "minibatch split over the cohort by eq. 3; with local_epochs: "
+                                               "every client's batch b)")] = 320
+    local_iterations: Optional[Annotated[PositiveInt, Allowed("an integer >= 1 (T)")]] = DEFAULT_LOCAL_ITERATIONS
+    local_epochs: Optional[Annotated[PositiveInt, Allowed("an integer >= 1 (E)")]] = None
+    learning_rate: PositiveFloat = 0.01
+    optimizer: OptimizerSpec = Field(default_factory=lambda: OptimizerSpec.model_validate("sgd"))
+    lr_schedule: LrScheduleSpec = Field(default_factory=lambda: LrScheduleSpec.model_validate("constant"))
+    max_grad_norm: Optional[_bounded(float, 0, lo_open=True, why="largest gradient 2-norm of one step")] = None
+    client_optimizer_state: _allowed_literal(ClientOptimizerState) = "fresh"
+    torch_threads: Optional[_bounded(int, 1, MAX_TORCH_THREADS, why="host threads")] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_work(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        iterations, epochs = value.get("local_iterations"), value.get("local_epochs")
+        if iterations is not None and epochs is not None:
+            raise _CrossFieldError("local_epochs", epochs, f"null when local_iterations is set (got {iterations!r}); "
+                                   f"a run does T local iterations or E local epochs, not both", relative=True)
+        if epochs is None:  # neither given (or T alone): T, 5 by default
+            return {**value, "local_iterations": DEFAULT_LOCAL_ITERATIONS if iterations is None else iterations,
+                    "local_epochs": None}
+        return {**value, "local_iterations": None}  # E alone: no T
+
+    @model_validator(mode="after")
+    def _schedule_floor(self) -> "Training":
+        eta_min = self.lr_schedule.params.get("eta_min", 0.0)
+        if eta_min > self.learning_rate:
+            raise _CrossFieldError("lr_schedule.eta_min", eta_min, f"at most training.learning_rate "
+                                   f"({self.learning_rate!r})", relative=True)
+        return self
+
+
+#: Training fields an algorithm's ``training:`` block may override (threads are a host setting).
+OVERRIDABLE_TRAINING_FIELDS = tuple(f for f in Training.model_fields if f != "torch_threads")
+
+TrainingOverride = create_model(
+    "TrainingOverride", __base__=_Section, __doc__=(
+        "An algorithm's ``training:`` block: the shared ``training:`` fields it replaces for that run."),
+    **{name: (Optional[Training.model_fields[name].annotation], Field(None, json_schema_extra=None))
+       for name in OVERRIDABLE_TRAINING_FIELDS})
+
+
+def override_dict(override: BaseModel) -> Dict[str, Any]:
+    """The fields an override block sets, as YAML-able data (in field order)."""
+    dumped = override.model_dump(mode="json")
+    return {k: dumped[k] for k in OVERRIDABLE_TRAINING_FIELDS if k in override.model_fields_set}
+
+
+def merge_training(shared: Training, override: Optional[BaseModel]) -> Training:
+    """The training settings of one run: ``shared`` with the fields ``override`` sets replaced.
+
+    A given ``local_iterations`` or ``local_epochs`` replaces the pair (setting one clears the
+    other); ``optimizer`` and ``lr_schedule`` are replaced whole.
+
+    Raises
+    ------
+    ValidationError
+        If the merged settings are not valid (e.g. ``eta_min`` above the overriding rate).
+    """
+    if override is None:
+        return shared
+    given = override_dict(override)
+    merged = shared.model_dump(mode="json")
+    if any(f in given for f in LOCAL_WORK_FIELDS):
+        for f in LOCAL_WORK_FIELDS:
+            merged[f] = given.get(f)
+    merged.update(given)
+    return Training.model_validate(merged)
+
+
 class AlgorithmSpec(ComponentSpec):
-    """An algorithm: a component spec with an optional ``label`` naming its run directory."""
+    """An algorithm: a component spec with an optional ``label`` naming its run directory and an
+    optional ``training:`` block overriding the shared training settings for this run (neither
+    is passed to the algorithm's constructor)."""
+
+    training: Optional[TrainingOverride] = None  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _check_label(self) -> "AlgorithmSpec":
@@ -232,6 +506,16 @@ class AlgorithmSpec(ComponentSpec):
             raise PydanticCustomError("label", "{allowed}", {"allowed": _LABEL_RULE, "label": label})
         return self
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Dict[str, Any]:
+        # Only what the scenario wrote: no 'training: null' for runs without an override (their
+        # resolved scenario.yaml stays as it was), and only the overridden training fields.
+        data = handler(self)
+        data.pop("training", None)
+        if self.training is not None:
+            data["training"] = override_dict(self.training)
+        return data
+
     @property
     def label(self) -> str:
         """The run-directory name: ``label``, else ``name`` with ``:`` and ``/`` made safe."""
@@ -240,14 +524,12 @@ class AlgorithmSpec(ComponentSpec):
             return label
         return self.name.replace(":", "_").replace("/", "_").replace("\\", "_")
 
-
-class Training(_Section):
-    """``training:``: how each client and the server learn."""
-
-    batch_size: Annotated[PositiveInt, Allowed("an integer >= 1 (B, the server-side minibatch)")] = 320
-    local_iterations: Annotated[PositiveInt, Allowed("an integer >= 1 (T)")] = 5
-    learning_rate: PositiveFloat = 0.01
-    torch_threads: Optional[_bounded(int, 1, MAX_TORCH_THREADS, why="host threads")] = None
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` with ``label`` and the ``training`` override when set."""
+        data = super().as_dict()
+        if self.training is not None:
+            data["training"] = override_dict(self.training)
+        return data
 
 
 def _default(name: str, **params: Any) -> Any:
@@ -367,6 +649,13 @@ class Scenario(_Section):
         if len(set(labels)) != len(labels):
             raise _CrossFieldError("algorithms", labels, "distinct labels (set 'label' to tell runs apart)",
                                    what="labels")
+        for i, spec in enumerate(self.algorithms):
+            try:
+                merge_training(self.training, spec.training)
+            except ValidationError as exc:  # e.g. eta_min above the rate this algorithm overrides
+                raise _CrossFieldError(f"algorithms[{i}].training", "", "").with_message(
+                    f"algorithms[{i}].training.{format_validation_error(exc, Training)} (merged with training:)") \
+                    from None
         return self
 
     def algorithm(self, label: str) -> AlgorithmSpec:
@@ -376,16 +665,31 @@ class Scenario(_Section):
                 return spec
         raise KeyError(label)
 
+    def training_for(self, label: str) -> Training:
+        """The training settings of the run of ``label``: ``training:`` with that algorithm's
+        ``training:`` block applied (:func:`merge_training`)."""
+        return merge_training(self.training, self.algorithm(label).training)
+
     def to_yaml_dict(self) -> Dict[str, Any]:
         """The scenario as plain YAML-able data (components flattened back to ``{name, **params}``)."""
         return self.model_dump(mode="json")
 
 
 class _CrossFieldError(ValueError):
-    """A check between fields; carries its own field path (pydantic's would be the model's root)."""
+    """A check between fields; carries its own field path (pydantic's would be the model's root).
 
-    def __init__(self, where: str, value: Any, allowed_text: str, what: str = "got") -> None:
+    ``relative=True``: ``where`` is relative to the model whose validator raised it (a section
+    used in several places, e.g. ``training`` and an algorithm's ``training`` block), and the
+    error's location is prefixed when formatted."""
+
+    def __init__(self, where: str, value: Any, allowed_text: str, what: str = "got", relative: bool = False) -> None:
         super().__init__(f"{where}: {what} {value!r}; allowed: {allowed_text}")
+        self.relative = relative
+
+    def with_message(self, message: str) -> "_CrossFieldError":
+        """The same error with a prebuilt one-line message."""
+        self.args = (message,)
+        return self
 
 
 # ----------------------------------------------------------------------------------- error messages
@@ -456,7 +760,7 @@ def _allowed_text(info: Any) -> Optional[str]:
             stack.extend(typing.get_args(ann))
         if texts:
             optional = type(None) in typing.get_args(info.annotation)
-            return ("null or " if optional else "") + texts[0]
+            return ("null or " if optional else "") + texts[-1]  # the outermost: the most specific
     return texts[-1] if texts else None
 
 
@@ -468,9 +772,11 @@ def format_validation_error(exc: ValidationError, model: Type[BaseModel] = None)
     model = model or Scenario
     err = exc.errors(include_url=False)[0]
     ctx = err.get("ctx") or {}
-    if isinstance(ctx.get("error"), _CrossFieldError):
-        return str(ctx["error"])
     where, info, parent = _walk(model, err["loc"])
+    if isinstance(ctx.get("error"), _CrossFieldError):
+        return f"{where}.{ctx['error']}" if ctx["error"].relative and where else str(ctx["error"])
+    if err["type"] == "nested":  # a sub-model's own one-line error, relative to this field
+        return f"{where}.{ctx['message']}" if where else ctx["message"]
     where = where or "scenario"
     value = err.get("input")
     if err["type"] == "extra_forbidden":
@@ -593,6 +899,7 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
     return out
 
 
-__all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "load_scenario", "load_scenario_raw",
+__all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "Training", "OptimizerSpec", "LrScheduleSpec",
+           "merge_training", "load_scenario", "load_scenario_raw",
            "validate", "parse_override", "apply_override", "json_schema", "yaml_load", "read_yaml_file",
            "format_validation_error", "flatten"]

@@ -6,7 +6,8 @@ A run directory is a researcher's evidence, so it must never describe a run that
   ``checkpoint.pt`` and no evaluated round after round 0), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
   asked for is the one the run was made with — every difference but the fields in
-  :data:`RESUMABLE_FIELDS` is refused and listed;
+  :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks, because it
+  was added to the simulator later, counts as its default: defaults keep the old behaviour);
 * a missing or unreadable ``metrics.csv``/``rounds.csv``/``checkpoint.pt`` next to a run's other
   files is refused with the file's name and how to recover, instead of silently dropping or
   overwriting history.
@@ -23,11 +24,11 @@ from typing import Any, Dict, List, Mapping, Optional
 import yaml
 
 from sfl_sim import checkpoint as ckpt
-from sfl_sim.config import flatten
+from sfl_sim.config import flatten, validate
 from sfl_sim.errors import CheckpointError, RunDirError
 
 #: Files a run writes into its directory.
-RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", "cell.csv", "checkpoint.pt")
+RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", "cell.csv", "checkpoint.pt", "classes.csv")
 
 #: Scenario fields a resume may change: none of them changes what the run computes (more rounds
 #: continue the same run; the rest only decide where files go and how fast the host works).
@@ -80,20 +81,31 @@ def check_writable(out: Path, what: str = "output_dir") -> None:
                           f"--output-dir") from None
 
 
-def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any]) -> List[str]:
+def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
+                         defaults: Optional[Mapping[str, Any]] = None) -> List[str]:
     """Fields (dotted) whose values differ between two resolved scenarios, as ``field: old -> new``.
 
-    Fields in :data:`RESUMABLE_FIELDS` are left out.
+    Fields in :data:`RESUMABLE_FIELDS` are left out.  A field ``made_with`` lacks and ``asked``
+    gives its value in ``defaults`` (flattened, default: :func:`default_fields`) is no difference:
+    the run was made before the field existed, when the simulator did what its default does.
     """
     old, new = flatten(made_with), flatten(asked)
+    defaults = default_fields() if defaults is None else defaults
     out = []
     for key in sorted(set(old) | set(new)):
         if key in RESUMABLE_FIELDS:
             continue
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if key not in old and key in defaults and b == defaults[key]:
+            continue
         if a != b:
             out.append(f"{key}: {a!r} -> {b!r}")
     return out
+
+
+def default_fields() -> Dict[str, Any]:
+    """Every field of the default scenario, flattened (``training.optimizer.momentum: 0.0``...)."""
+    return flatten(validate({}).to_yaml_dict())
 
 
 def _read_rounds(path: Path) -> List[int]:
@@ -169,6 +181,8 @@ def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> Ru
     if logged != list(range(1, done + 1)):
         raise CheckpointError(f"{rounds_log} does not hold rounds 1..{done} of checkpoint.pt; rerun into a new "
                               f"directory (-o)")
+    if "classes.csv" in present:  # absent in runs made before it existed: the resume starts it
+        _read_rounds(run_dir / "classes.csv")
     if (run_dir / "summary.json").exists():
         try:
             seed = json.loads((run_dir / "summary.json").read_text()).get("seed")

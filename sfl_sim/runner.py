@@ -4,8 +4,9 @@
 (:mod:`sfl_sim.run_dir`), builds every run (:mod:`sfl_sim.build`) — all before any training —
 and then trains them one after the other.  :func:`run_one` loops over rounds: select the cohort,
 let the engine run the algorithm's round on the simulated clock, evaluate at the cadence (and at
-round 0, so curves start at t = 0), append the rows, rewrite the summary and the checkpoint.  An
-interrupted run resumes from its last checkpoint with the same numbers it would have produced.
+round 0, so curves start at t = 0), append the rows (``metrics.csv``, ``rounds.csv``, and the
+per-class accuracies of ``classes.csv``), rewrite the summary and the checkpoint.  An interrupted
+run resumes from its last checkpoint with the same numbers it would have produced.
 
 A run ends with ``status`` ``complete``, ``diverged`` (a non-finite weight or test loss: the rows
 so far are kept and the summary says at which round and what to try) or ``failed`` (an error
@@ -22,8 +23,9 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
+from analysis.schema import (BEST_ACCURACY_DEFINITION, CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS,
+                             VACANT_ACCURACY_COLUMN)
 from analysis.tta import time_to_accuracy_s
 from sfl_sim import checkpoint
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
@@ -31,6 +33,7 @@ from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simul
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
+from sfl_sim.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.progress import RunProgress
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
 from sfl_sim.run_dir import RunDirPlan, check_writable, plan_run_dir
@@ -41,19 +44,9 @@ __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", 
            "selected_per_round"]
 
 
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
-    """Test accuracy (fraction) and mean cross-entropy of ``model`` on ``(x, y)``."""
-    was_training = model.training
-    model.eval()
-    correct, loss_sum = 0, 0.0
-    for start in range(0, len(y), batch_size):
-        logits = model(x[start:start + batch_size])
-        target = y[start:start + batch_size]
-        loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
-        correct += int((logits.argmax(dim=1) == target).sum())
-    model.train(was_training)
-    return correct / len(y), loss_sum / len(y)
+def classes_columns(num_classes: int) -> List[str]:
+    """Header of ``classes.csv`` for ``num_classes`` classes (:mod:`analysis.schema`)."""
+    return [*CLASSES_LEADING_COLUMNS, *(CLASS_ACCURACY_COLUMN.format(n) for n in range(num_classes))]
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[str, Any]:
@@ -156,6 +149,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     """
     cfg = run.cfg
     scenario = resolved_scenario(cfg, run.label, run.device)
+    n_classes = run.setup.num_classes
+    class_header = classes_columns(n_classes)
     if plan is None:
         plan = plan_run_dir(run_dir, scenario, resume)
     writer = RunWriter(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
@@ -173,11 +168,13 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         run.algorithm.meter.flops_per_sample.update(state["flops_per_sample"])
         writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=start_round)
         writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=start_round)
+        writer.start_log(CLASSES_FILE, class_header, keep_through_round=start_round)
         if start_round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
             writer.write_scenario(scenario)
     else:
         writer.start_log("metrics.csv", METRICS_COLUMNS)
         writer.start_log("rounds.csv", ROUNDS_COLUMNS)
+        writer.start_log(CLASSES_FILE, class_header)
         writer.write_scenario(scenario)
         writer.write_table("cell.csv", cell_table(run))  # once, at the start: where the clients were dropped
 
@@ -189,8 +186,16 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, start_round)
     summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
 
+    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), cfg.eval_batch_size)
+
     def record_evaluation(rnd: int) -> Dict[str, float]:
-        acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
+        scores = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
+        acc, loss = scores
+        per_class = class_accuracy_of(scores, n_classes)
+        vacant = probe.take()
+        writer.append_log(CLASSES_FILE, class_header, {
+            "round": rnd, VACANT_ACCURACY_COLUMN: _cell(vacant),
+            **{CLASS_ACCURACY_COLUMN.format(n): _cell(a) for n, a in enumerate(per_class.tolist())}})
         c = sim.counters
         row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
                "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
@@ -210,7 +215,10 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, streams.selection),
                                    cfg.clients.count, n_cohort, run.selector)
             before = sim.counters.as_dict()
-            duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
+            # The probe sees the round's local models only when the round will be evaluated.
+            will_evaluate = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
+            run.algorithm.local_model_probe = probe if will_evaluate else None
+            duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort), cohort)
             run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
             after = sim.counters.as_dict()
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
@@ -253,11 +261,18 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     return summary
 
 
+def _cell(value: float) -> Any:
+    """A CSV cell: the number, or empty for NaN (not measured)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
 def _diverged(run: Run, rows: List[Dict[str, float]], sim: Simulator, rnd: int, weights_finite: bool) -> Dict[str, Any]:
     what = "the model's weights" if not weights_finite else "the test loss"
-    lr = run.cfg.training.learning_rate
+    t = run.cfg.training_for(run.label)
+    lr = t.learning_rate
+    clip = "" if t.max_grad_norm is not None else " or clip gradients (training.max_grad_norm)"
     message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
-               f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g})")
+               f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g}){clip}")
     return {**_summary(run, rows, sim, "diverged"), "error": message}
 
 
@@ -275,7 +290,7 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "rounds_planned": run.cfg.rounds,
         "final_test_accuracy": last["test_accuracy"],
         "final_test_loss": last["test_loss"],
-        "best_test_accuracy": max(r["test_accuracy"] for r in rows),
+        **_best(rows),
         "final_sim_time_s": last["sim_time_s"],
         "host_time_s": last["host_time_s"],
         "uplink_bytes": c.uplink_bytes,
@@ -289,6 +304,15 @@ def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str
         "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
         "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg.target_accuracies),
     }
+
+
+def _best(rows: List[Dict[str, float]]) -> Dict[str, Any]:
+    """``best_test_accuracy`` over the trained rounds (round >= 1), its round and its definition."""
+    trained = [r for r in rows if r["round"] >= 1]
+    best = max(trained, key=lambda r: r["test_accuracy"]) if trained else None  # first round reaching the max
+    return {"best_test_accuracy": None if best is None else best["test_accuracy"],
+            "best_test_accuracy_round": None if best is None else int(best["round"]),
+            "best_test_accuracy_definition": BEST_ACCURACY_DEFINITION}
 
 
 def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, RunDirPlan]]:

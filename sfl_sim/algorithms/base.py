@@ -1,16 +1,24 @@
-"""What every algorithm shares: the training setup, minibatch sampling, eq. (3), aggregation.
+"""What every algorithm shares: the training setup, local work, eq. (3), optimizers, aggregation.
 
 An algorithm implements :meth:`Algorithm.round_process`, a SimPy generator written with the
 primitives of :class:`sfl_sim.engine.RoundContext`.  The engine times and counts what the
 algorithm declares (compute on a device, a payload over a link); the algorithm does the real
-torch work between the yields.
+torch work between the yields.  The runner enters a round through :meth:`Algorithm.run_round`,
+which wraps ``round_process`` in the optimizers' round bookkeeping (client optimizers fresh or
+persisted, the learning-rate schedule stepped).
+
+Every update goes through ``torch.optim``: a hook asks for the optimizer of what it trains —
+:meth:`Algorithm.client_optimizer` (client k's, for this round) or
+:meth:`Algorithm.server_optimizer` (the server's, across rounds) — and steps it with
+:meth:`Algorithm.optimizer_step` (gradient clipping, step, gradients cleared).  The state
+semantics are :mod:`sfl_sim.optim.bank`'s.
 """
 from __future__ import annotations
 
 import abc
 import functools
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -18,8 +26,10 @@ from torch import nn
 
 from channel.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
+from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, random_batch
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
+from sfl_sim.optim import OptimizerBank, TrainingSettings
 
 ALGORITHMS = Registry("algorithm")
 
@@ -44,14 +54,18 @@ class TrainingSetup:
         Sample indices of each client's local data D_k (on ``device``).
     num_classes : int
     batch_size : int
-        B, the server-side minibatch split over the cohort by eq. (3).
-    local_iterations : int
-        T, local iterations per round.
+        B, the server-side minibatch split over the cohort by eq. (3); with
+        ``training.local_epochs`` every client's batch b.
+    local_iterations : int or None
+        T, local iterations per round (None with ``training.local_epochs``).
     learning_rate : float
-        SGD step size eta.
+        The first round's step size eta (``training.lr_schedule`` moves it per round).
     device : torch.device
     minibatch_rng : numpy.random.Generator
         Stream for minibatch sampling (the only randomness algorithms draw themselves).
+    training : TrainingSettings
+        Optimizer, schedule, local epochs, clipping, client optimizer state (default: plain
+        SGD at a constant rate, T iterations, no clipping, fresh client state).
     """
 
     model: SplittableModel
@@ -65,6 +79,7 @@ class TrainingSetup:
     learning_rate: float
     device: torch.device
     minibatch_rng: np.random.Generator
+    training: TrainingSettings = field(default_factory=TrainingSettings)
 
     @functools.cached_property
     def client_label_counts(self) -> torch.Tensor:
@@ -172,6 +187,19 @@ class Algorithm(abc.ABC):
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup
         self.meter = FlopMeter()
+        self.optimizers = OptimizerBank(setup.training, setup.learning_rate)
+        #: Set by the runner for a round it will evaluate (see :meth:`observe_local_models`).
+        self.local_model_probe: Optional[Any] = None
+
+    def run_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+        """The engine's entry to one round: :meth:`round_process` between the optimizers' round
+        bookkeeping (client optimizers start fresh or from their kept state; afterwards the
+        learning-rate schedule moves to the next round).  Use it as the simulator's round
+        process: ``sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)``."""
+        self.optimizers.begin_round()
+        result = yield from self.round_process(ctx, cohort)
+        self.optimizers.end_round()
+        return result
 
     # -- what subclasses implement -------------------------------------------------------------
     @abc.abstractmethod
@@ -196,9 +224,12 @@ class Algorithm(abc.ABC):
         """Test accuracy and loss the runner reports after a round.
 
         ``evaluate_fn(model, x, y, batch_size) -> (accuracy, loss)`` scores one model (the
-        runner's :func:`sfl_sim.runner.evaluate`).  Default: the :meth:`global_model`.  An
+        runner's :func:`sfl_sim.evaluation.evaluate`; its result also carries the per-class
+        accuracy the runner writes to ``classes.csv``).  Default: the :meth:`global_model`.  An
         algorithm whose reported model is something else (e.g. BESplit-A's per-client auxiliary
-        models) overrides this hook, and :meth:`evaluation_description` with it."""
+        models) overrides this hook, and :meth:`evaluation_description` with it; returning a
+        :class:`sfl_sim.evaluation.Scores` gives ``classes.csv`` its per-class accuracy (a plain
+        pair leaves those cells empty)."""
         return evaluate_fn(self.global_model(), x, y, batch_size)
 
     def evaluation_description(self) -> str:
@@ -208,11 +239,76 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def state_dict(self) -> Dict[str, Any]:
-        """Everything needed to resume training (weights, optimizer state)."""
+        """Everything needed to resume training: weights and :meth:`optimizer_state` (plain data only)."""
 
     @abc.abstractmethod
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict` (and, through :meth:`load_optimizer_state`, the optimizers)."""
+
+    # -- optimizers ----------------------------------------------------------------------------
+    def client_optimizer(self, client: int, params: Iterable[nn.Parameter], name: str = "model",
+                         lr: Optional[float] = None) -> torch.optim.Optimizer:
+        """Client ``client``'s optimizer ``name`` for this round, over ``params``.
+
+        Created on the first call of the round over the parameters given (the client's working
+        model of this round, whatever object that is); fresh each round it takes part, or loaded
+        from its kept state with ``training.client_optimizer_state: persist``.  A per-client
+        copy of the server side (SplitFedV1-style) counts as the client's and uses this too.
+
+        Parameters
+        ----------
+        client : int
+        params : iterable of Parameter
+        name : str
+            Which of the client's optimizers (one per model it trains).
+        lr : float, optional
+            A fixed learning rate instead of the round's (scheduled) one.
+        """
+        return self.optimizers.client(client, params, name, lr)
+
+    def server_optimizer(self, params: Iterable[nn.Parameter], name: str = "model",
+                         lr: Optional[float] = None) -> torch.optim.Optimizer:
+        """The server's optimizer ``name`` over ``params``; its state persists across rounds."""
+        return self.optimizers.server(params, name, lr)
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Clip the gradients (``training.max_grad_norm``), step ``optimizer`` and clear the
+        gradients of its parameters.  With plain SGD this is the update w <- w - eta grad."""
+        self.optimizers.step(optimizer)
+
+    @property
+    def learning_rate(self) -> float:
+        """The current round's learning rate."""
+        return self.optimizers.lr
+
+    def optimizer_state(self) -> Dict[str, Any]:
+        """``{"optimizers": ...}`` when the optimizers carry state (momentum or Adam buffers, a
+        schedule's position, kept client states), else ``{}``: merge it into :meth:`state_dict`."""
+        state = self.optimizers.state_dict()
+        return {"optimizers": state} if state else {}
+
+    def load_optimizer_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`optimizer_state` put into a state dict (nothing there: fresh optimizers)."""
+        self.optimizers.load_state_dict(state.get("optimizers", {}))
+
+    # -- local work ----------------------------------------------------------------------------
+    def plan_local_work(self, cohort: np.ndarray) -> Dict[int, ClientWork]:
+        """Each cohort client's local work this round (:mod:`sfl_sim.algorithms.local_work`):
+        T iterations of eq. (3) batches, or ``local_epochs`` passes in batches of ``batch_size``."""
+        epochs = self.setup.training.local_epochs
+        if epochs is None:
+            sizes = self.cohort_batch_sizes(cohort)
+            return {k: IterationWork(self.setup, k, self.setup.local_iterations, sizes[k]) for k in cohort.tolist()}
+        return {k: EpochWork(self.setup, k, epochs, self.setup.batch_size) for k in cohort.tolist()}
+
+    # -- local models (evaluation) ---------------------------------------------------------------
+    def observe_local_models(self, models: Mapping[int, nn.Module]) -> None:
+        """Show the round's locally trained models (client -> model, before aggregation) to the
+        runner's probe, when it attached one for a round it will evaluate (FedVLS's accuracy of
+        local models on their vacant classes).  Algorithms with local models call it; it only
+        reads them (eval mode, no gradients, no random draws)."""
+        if self.local_model_probe is not None:
+            self.local_model_probe.observe(models)
 
     # -- shared helpers ------------------------------------------------------------------------
     def cohort_batch_sizes(self, cohort: np.ndarray) -> Dict[int, int]:
@@ -223,16 +319,4 @@ class Algorithm(abc.ABC):
     def sample_batch(self, client: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A random minibatch of ``size`` samples of client ``client``'s data (without
         replacement inside the batch, unless the client holds fewer samples than ``size``)."""
-        indices = self.setup.client_indices[client]
-        n = len(indices)
-        pick = self.setup.minibatch_rng.choice(n, size=size, replace=size > n)
-        rows = indices[torch.from_numpy(pick).to(indices.device)]
-        return self.setup.train_x[rows], self.setup.train_y[rows]
-
-    def sgd_step(self, params: Sequence[torch.nn.Parameter]) -> None:
-        """Plain SGD update w <- w - eta * grad, then clear the gradients."""
-        with torch.no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.add_(p.grad, alpha=-self.setup.learning_rate)
-                    p.grad = None
+        return random_batch(self.setup, client, size)

@@ -95,6 +95,7 @@ Choices where the paper is open (each a parameter where it matters):
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
 import numpy as np
@@ -108,6 +109,7 @@ from sfl_sim.algorithms.server_modes import PerClientServer
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Reply, SplitRound
 from sfl_sim.engine import Lost, RoundContext
+from sfl_sim.evaluation import Scores, class_accuracy_of
 
 #: BCC plan of a round: per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j.
 Share = Dict[Tuple[int, int], Dict[int, float]]
@@ -208,12 +210,17 @@ class BESplit(SplitFedBase):
         if not self.dtd:
             return super().evaluate(evaluate_fn, x, y, batch_size)
         pairs = self.evaluation_pairs()
+        n = self.setup.num_classes
         if self.eval_on == "global":
-            scores = [evaluate_fn(m, x, y, batch_size) for _, m in pairs]
+            results = [evaluate_fn(m, x, y, batch_size) for _, m in pairs]
+            scores, per_class = [tuple(r) for r in results], [class_accuracy_of(r, n) for r in results]
         else:
-            scores = self._local_scores(evaluate_fn, pairs, x, y, batch_size)
+            scores, per_class = self._local_scores(evaluate_fn, pairs, x, y, batch_size)
         scores = np.asarray(scores, dtype=float)
-        return float(scores[:, 0].mean()), float(scores[:, 1].mean())
+        with warnings.catch_warnings():  # a class no model could be scored on stays NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            class_accuracy = np.nanmean(np.asarray(per_class, dtype=float), axis=0)
+        return Scores(float(scores[:, 0].mean()), float(scores[:, 1].mean()), class_accuracy)
 
     def evaluation_description(self) -> str:
         if not self.dtd:
@@ -225,30 +232,38 @@ class BESplit(SplitFedBase):
 
     def _local_scores(self, evaluate_fn: Callable[..., Tuple[float, float]],
                       pairs: List[Tuple[Optional[int], nn.Module]], x: torch.Tensor, y: torch.Tensor,
-                      batch_size: int) -> List[Tuple[float, float]]:
-        """(accuracy, loss) of each model on its client's label distribution (``eval_on="local"``).
+                      batch_size: int) -> Tuple[List[Tuple[float, float]], List[np.ndarray]]:
+        """(accuracy, loss) of each model on its client's label distribution (``eval_on="local"``),
+        and each model's accuracy per class.
 
         Per class n the model is scored on the test images of class n; the client's score is the
         P_k-weighted mean over the classes it holds that the test set has (P_k renormalised over
         them; on the whole test set if it has none of them).  The initial model (client ``None``)
-        is scored on the pooled distribution of all clients."""
+        is scored on the pooled distribution of all clients.  Every class is scored (for
+        ``classes.csv``), so each model sees the test set once."""
         counts = self.setup.client_label_counts.double().cpu().numpy()
+        n_classes = self.setup.num_classes
         by_class = {}  # class -> its test images, sliced once for all the models
-        for n in range(self.setup.num_classes):
+        for n in range(n_classes):
             mask = y == n
             if bool(mask.any()):
                 by_class[n] = (x[mask], y[mask])
-        out = []
+        out, per_class = [], []
         for k, model in pairs:
             p = counts[k] if k is not None else counts.sum(axis=0)
+            class_scores = {n: tuple(evaluate_fn(model, *by_class[n], batch_size)) for n in by_class}
+            acc = np.full(n_classes, np.nan)
+            for n, (a, _) in class_scores.items():
+                acc[n] = a
+            per_class.append(acc)
             held = [n for n in by_class if p[n] > 0]
             if not held:  # none of the client's classes is in the test set: score on all of it
                 out.append(tuple(evaluate_fn(model, x, y, batch_size)))
                 continue
-            scores = np.array([evaluate_fn(model, *by_class[n], batch_size) for n in held], dtype=float)
+            scores = np.array([class_scores[n] for n in held], dtype=float)
             w = p[held]
             out.append(tuple(w @ scores / w.sum()))
-        return out
+        return out, per_class
 
     def evaluation_pairs(self) -> List[Tuple[Optional[int], nn.Module]]:
         """(client, model) pairs :meth:`evaluate` averages the scores of; BESplit-G: the global
@@ -267,7 +282,7 @@ class BESplit(SplitFedBase):
                                 "u_ale": torch.tensor(r.u_ale), "u_epi": torch.tensor(r.u_epi),
                                 "last_round": r.last_round} for k, r in self.records.items()},
                 "aux_head_init": None if self._aux_head_init is None else self._aux_head_init.state_dict(),
-                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}}
+                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}, **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
@@ -283,6 +298,7 @@ class BESplit(SplitFedBase):
             model = self._new_aux()
             model.load_state_dict(s)
             self.aux_models[int(k)] = model
+        self.load_optimizer_state(state)
 
     # -- round -------------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
@@ -369,7 +385,7 @@ class BESplit(SplitFedBase):
         a_k = upload.activations.requires_grad_(True)
         logits = server(a_k)
         self.per_client_loss(upload.client, logits, upload.labels).backward()
-        self.sgd_step(list(server.parameters()))
+        self.optimizer_step(self.server_side_optimizer(server, upload.client))
         return self._reply(a_k.grad, logits)
 
     def server_on_pair(self, servers: Dict[int, nn.Module], a: ClientActivations, b: ClientActivations,
@@ -385,7 +401,8 @@ class BESplit(SplitFedBase):
         loss = (self._server_loss(i, logits_i, torch.cat([y_i, y_j[b_to_a]]), len(y_i))
                 + self._server_loss(j, logits_j, torch.cat([y_j, y_i[a_to_b]]), len(y_j)))
         loss.backward()
-        self.sgd_step(list(servers[i].parameters()) + list(servers[j].parameters()))
+        self.optimizer_step(self.server_side_optimizer(servers[i], i))  # each copy its own optimizer
+        self.optimizer_step(self.server_side_optimizer(servers[j], j))
         return self._reply(a_i.grad, logits_i[:len(y_i)]), self._reply(a_j.grad, logits_j[:len(y_j)])
 
     def _reply(self, grad: torch.Tensor, logits: torch.Tensor) -> Reply:
@@ -407,7 +424,7 @@ class BESplit(SplitFedBase):
         loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
                            bt.annealing(self._round, self.anneal_rounds), self.evidence_fn, self.normalise_relations)
         loss.backward()
-        self.sgd_step(list(aux.parameters()))
+        self.optimizer_step(self.client_optimizer(step.client, aux.parameters(), name="aux"))
 
 
 class BCCServer(PerClientServer):
@@ -418,13 +435,15 @@ class BCCServer(PerClientServer):
 
     def start_server(self, algo: "BESplit", rnd: SplitRound) -> List[simpy.Process]:
         pairs, share = algo.plan_bcc(rnd.clients)
-        paired = {k for pair in pairs for k in pair}
+        pair_of = {k: pair for pair in pairs for k in pair}
         jobs = []
         for t in range(rnd.exchange.iterations):
+            iterating = set(rnd.exchange.iterating(t, rnd.clients))
             for i, j in pairs:
-                jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
-            for k in rnd.clients:
-                if k not in paired:
+                if i in iterating and j in iterating:
+                    jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
+            for k in rnd.clients:  # unpaired, or its partner has no iteration t (local epochs)
+                if k in iterating and not (k in pair_of and set(pair_of[k]) <= iterating):
                     jobs.append(rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k)))
         return jobs
 

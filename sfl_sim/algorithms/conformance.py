@@ -22,6 +22,11 @@ Checks, in order
 ``same seed``       the same seed gives the same state and counters twice;
 ``saves``           ``state_dict()`` survives ``torch.save`` + ``torch.load(weights_only=True)``;
 ``restores``        ``load_state_dict`` on a fresh instance restores identical weights and state;
+``optimizer state`` with SGD momentum, client optimizer state kept per client and a step
+                    schedule, a fresh instance loaded from ``state_dict()`` trains the next round
+                    to exactly the weights the original reaches (the state dict includes
+                    :meth:`~sfl_sim.algorithms.Algorithm.optimizer_state`, and updates go through
+                    ``client_optimizer``/``server_optimizer`` and ``optimizer_step``);
 ``lost payloads``   rounds in which uploads fail after outage and a straggler misses its
                     deadline still finish, and record who was dropped (the algorithm waits
                     through ``ctx.gather`` and handles :class:`~sfl_sim.engine.Lost`).
@@ -40,6 +45,7 @@ from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, 
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.engine import Simulator
 from sfl_sim.models import build_model
+from sfl_sim.optim import TrainingSettings
 
 __all__ = ["ConformanceError", "check_algorithm", "conformance_setup"]
 
@@ -80,7 +86,12 @@ class _Report:
         return result
 
 
-def conformance_setup(seed: int = 0) -> TrainingSetup:
+#: Training settings of the ``optimizer state`` check: every kind of state an optimizer bank keeps.
+STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentum": 0.9}, client_optimizer_state="persist",
+                                     lr_schedule="step", lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
+
+
+def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings()) -> TrainingSetup:
     """The tiny setup of the check: AlexNet (conv 2-3-3-3-2, fc 5-4) on 1x8x8 images split at S2,
     four clients of 10, 14, 8 and 16 samples holding mostly one class each, B = 8, T = 2."""
     gen = torch.Generator().manual_seed(seed)
@@ -96,7 +107,7 @@ def conformance_setup(seed: int = 0) -> TrainingSetup:
     model = build_model("alexnet", (1, 8, 8), N_CLASSES, conv_channels=[2, 3, 3, 3, 2], fc_features=[5, 4])
     return TrainingSetup(model=model, split_point="S2", train_x=x, train_y=y, client_indices=indices,
                          num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
-                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2))
+                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2), training=training)
 
 
 def _simulator(lossy: bool) -> Simulator:
@@ -123,8 +134,9 @@ def _resolve(spec: Union[str, type, Mapping[str, Any]], params: Dict[str, Any]) 
     return getattr(spec, "__qualname__", repr(spec)), spec, params
 
 
-def _build(report: _Report, cls: Any, params: Dict[str, Any], seed: int) -> Algorithm:
-    setup = conformance_setup(seed)
+def _build(report: _Report, cls: Any, params: Dict[str, Any], seed: int,
+           training: TrainingSettings = TrainingSettings()) -> Algorithm:
+    setup = conformance_setup(seed, training)
     torch.manual_seed(seed + 3)  # layers an algorithm adds at construction
     return report.attempt("builds", lambda: cls(setup, **params))
 
@@ -136,7 +148,7 @@ def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> 
     for cohort in COHORTS:
         cohort_ids = np.array(cohort, dtype=np.int64)
         durations.append(report.attempt("lost payloads" if lossy else "rounds run", lambda c=cohort_ids: sim.run_round(
-            lambda ctx: algo.round_process(ctx, c), c)))
+            lambda ctx: algo.run_round(ctx, c), c)))
     return sim, durations
 
 
@@ -178,6 +190,30 @@ def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_si
     logits = torch.cat([model(x[i:i + batch_size]) for i in range(0, len(y), batch_size)])
     model.train(was_training)
     return float((logits.argmax(dim=1) == y).float().mean()), float(F.cross_entropy(logits, y))
+
+
+def _check_optimizer_state(report: _Report, cls: Any, params: Dict[str, Any], seed: int) -> None:
+    """Two rounds with stateful optimizers, then a third round from the original and from a fresh
+    instance loaded with its state dict (and the same random streams): the same weights."""
+    algo = _build(report, cls, params, seed, STATEFUL_TRAINING)
+    _train(report, algo, seed)
+    state = io.BytesIO()
+    torch.save(report.attempt("optimizer state", algo.state_dict), state)
+    state.seek(0)
+    twin = _build(report, cls, params, seed, STATEFUL_TRAINING)  # same data; untrained, so its weights differ
+    report.attempt("optimizer state", lambda: twin.load_state_dict(torch.load(state, weights_only=True)))
+    twin.setup.minibatch_rng.bit_generator.state = algo.setup.minibatch_rng.bit_generator.state
+    cohort = np.array(COHORTS[0], dtype=np.int64)
+    after = []
+    for model in (algo, twin):
+        sim = _simulator(False)
+        torch.manual_seed(seed + 5)  # dropout
+        report.attempt("optimizer state", lambda m=model: sim.run_round(lambda ctx: m.run_round(ctx, cohort), cohort))
+        after.append(model.global_model().state_dict())
+    report.check(_same(after[0], after[1]), "optimizer state",
+                 "a fresh instance loaded from state_dict() trains the next round to other weights than the "
+                 "original with SGD momentum and kept client state; put self.optimizer_state() into state_dict() "
+                 "and call self.load_optimizer_state(state) in load_state_dict()")
 
 
 def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]], seed: int = 0,
@@ -244,6 +280,7 @@ def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]
         report.check(_same(algo.global_model().state_dict(), fresh.global_model().state_dict()), "restores",
                      "the restored global model's weights differ")
 
+        _check_optimizer_state(report, cls, params, seed)
         lossy, _ = _train(report, _build(report, cls, params, seed), seed, lossy=True)
         report.check(lossy.last_round.dropped, "lost payloads",
                      "no client recorded as dropped in a round where uploads fail after outage and client 0 "

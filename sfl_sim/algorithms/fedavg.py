@@ -1,9 +1,11 @@
 """FedAvg: every client trains the whole model locally and uploads it (McMahan et al., 2017).
 
 The first baseline of the SCALA papers.  One round: the server broadcasts the global model to the
-cohort; each client runs T local SGD iterations on minibatches of B_k samples — the same eq. (3)
-sizes SCALA uses, so both algorithms process the same samples per round — and uploads its model;
-the server averages the models weighted by |D_k|.
+cohort; each client runs its local work — T iterations on minibatches of B_k samples (the same
+eq. (3) sizes SCALA uses, so both algorithms process the same samples per round) or
+``local_epochs`` passes over its data — stepping its optimizer (``client_optimizer``: fresh each
+round unless ``training.client_optimizer_state: persist``) and uploads its model; the server
+averages the models weighted by |D_k|.
 
 The FL baselines (FedProx, FedDyn, FedDecorr, FedLogit, FedLC, FedNTD, FedCBS) are subclasses that
 override the hooks below and nothing else of the protocol, so they send exactly what FedAvg sends:
@@ -13,8 +15,8 @@ override the hooks below and nothing else of the protocol, so they send exactly 
 * :meth:`FedAvg.local_objective` — the loss of one local iteration from the minibatch (default:
   :meth:`FedAvg.local_loss` of the model's logits);
 * :meth:`FedAvg.local_loss` — the loss from the logits (plain cross-entropy here);
-* :meth:`FedAvg.after_local_training` — on the client, after its T iterations, before its upload
-  (e.g. FedDyn's per-client state update);
+* :meth:`FedAvg.after_local_training` — on the client, after its local iterations, before its
+  upload (e.g. FedDyn's per-client state update);
 * :meth:`FedAvg.aggregate` — the server's rule that turns the uploaded models into the new global
   model (weighted average by |D_k| here).
 
@@ -33,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.engine import Outcome, RoundContext
 
 
@@ -53,10 +56,11 @@ class FedAvg(Algorithm):
         return self.model
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self.model.state_dict()}
+        return {"model": self.model.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
+        self.load_optimizer_state(state)
 
     # -- hooks -----------------------------------------------------------------------------------
     def begin_round(self, cohort: np.ndarray) -> None:
@@ -71,7 +75,7 @@ class FedAvg(Algorithm):
         return F.cross_entropy(logits, labels)
 
     def after_local_training(self, client: int, model: nn.Module) -> None:
-        """Called on client ``client`` after its T local iterations, before it uploads ``model``."""
+        """Called on client ``client`` after its local iterations, before it uploads ``model``."""
 
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module]) -> None:
         """Set the global model from the uploaded local models: average weighted by |D_k|."""
@@ -81,27 +85,32 @@ class FedAvg(Algorithm):
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
         ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = {k: copy.deepcopy(self.model) for k in clients}
-        jobs = {k: ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients}
-        # The straggler policy decides whose models count (a whole upload took T local iterations).
-        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        jobs = {k: ctx.process(self._client(ctx, work[k], local[k])) for k in clients}
+        # The straggler policy decides whose models count (a whole upload took the local iterations;
+        # with local epochs clients differ, and the deadline budget is the longest one's).
+        kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
         if kept:  # nobody delivered: the global model stays as it was
+            self.observe_local_models({k: local[k] for k in kept})
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
 
-    def _client(self, ctx: RoundContext, k: int, b_k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
-        for _t in range(self.setup.local_iterations):
-            x, y = self.sample_batch(k, b_k)
+    def _client(self, ctx: RoundContext, work: ClientWork, model: nn.Module) -> Generator[Any, Any, Outcome]:
+        """Client k's local work on ``model`` (every iteration timed on its device), then its upload."""
+        k = work.client
+        optimizer = self.client_optimizer(k, model.parameters())
+        for t in range(work.iterations):
+            x, y = work.batch(t)
 
             def step() -> None:
                 loss = self.local_objective(k, model, x, y)
                 loss.backward()
-                self.sgd_step(list(model.parameters()))
+                self.optimizer_step(optimizer)
 
-            _, flops = self.meter.run("local_step", b_k, step)
+            _, flops = self.meter.run("local_step", len(y), step)
             yield from ctx.compute(k, flops, "local_step")
         self.after_local_training(k, model)
         return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")

@@ -106,7 +106,7 @@ class FedConcat(FedAvg):
     def state_dict(self) -> Dict[str, Any]:
         return {"cluster_models": [m.state_dict() for m in self.cluster_models], "rounds_done": self.rounds_done,
                 "concat": None if self.concat is None else self.concat.state_dict(),
-                "has_encoders": sorted(self.has_encoders)}
+                "has_encoders": sorted(self.has_encoders), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         for m, s in zip(self.cluster_models, state["cluster_models"]):
@@ -117,6 +117,7 @@ class FedConcat(FedAvg):
         if state["concat"] is not None:
             self.concat = self._build_concat("average")
             self.concat.load_state_dict(state["concat"])
+        self.load_optimizer_state(state)
 
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
@@ -130,15 +131,17 @@ class FedConcat(FedAvg):
 
     def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
         local = {k: copy.deepcopy(self.cluster_models[self.clusters[k]]) for k in clients}
 
         def client(k: int) -> Generator:
             yield ctx.download(k, state_bytes(local[k]), "model")
-            return (yield from self._client(ctx, k, batch[k], local[k]))
+            return (yield from self._client(ctx, work[k], local[k]))
 
         jobs = {k: ctx.process(client(k)) for k in clients}
-        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
+        if kept:
+            self.observe_local_models({k: local[k] for k in kept})
         for j in range(self.n_clusters):
             members = [k for k in kept if self.clusters[k] == j]
             if members:
@@ -149,7 +152,7 @@ class FedConcat(FedAvg):
         concat = self.concat
         assert concat is not None
         clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
         encoder_bytes = state_bytes(concat.encoders)
         yield ctx.broadcast(state_bytes(concat.head), "classifier")
         heads = {k: copy.deepcopy(concat.head) for k in clients}
@@ -159,22 +162,23 @@ class FedConcat(FedAvg):
                 yield ctx.download(k, encoder_bytes, "encoders")
                 self.has_encoders.add(k)
             head = heads[k]
-            for _t in range(self.setup.local_iterations):
-                x, y = self.sample_batch(k, batch[k])
+            optimizer = self.client_optimizer(k, head.parameters(), name="classifier")
+            for t in range(work[k].iterations):
+                x, y = work[k].batch(t)
 
                 def step() -> None:
                     with torch.no_grad():
                         feats = concat.features(x)
                     F.cross_entropy(head(feats), y).backward()
-                    self.sgd_step(list(head.parameters()))
+                    self.optimizer_step(optimizer)
 
-                _, flops = self.meter.run("classifier_step", batch[k], step)
+                _, flops = self.meter.run("classifier_step", len(y), step)
                 yield from ctx.compute(k, flops, "classifier_step")
             delivered = yield ctx.upload(k, state_bytes(head), "classifier")
             return delivered
 
         jobs = {k: ctx.process(client(k)) for k in clients}
-        kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)
+        kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
         if kept:
             weights = self.setup.client_data_sizes[kept].astype(float)
             concat.head.load_state_dict(weighted_average([heads[k].state_dict() for k in kept], weights))

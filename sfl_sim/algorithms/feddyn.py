@@ -50,10 +50,11 @@ class FedDyn(FedAvg):
 
     def state_dict(self) -> Dict[str, Any]:
         return {"model": self.model.state_dict(), "h": self.h.clone(),
-                "client_grads": {k: v.clone() for k, v in self.client_grads.items()}}
+                "client_grads": {k: v.clone() for k, v in self.client_grads.items()}, **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
+        self.load_optimizer_state(state)
         self.h = state["h"].to(self.h.device)
         self.client_grads = {int(k): v.to(self.h.device) for k, v in state["client_grads"].items()}
 

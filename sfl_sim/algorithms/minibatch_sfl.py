@@ -74,5 +74,5 @@ class MinibatchSFL(SplitFedBase):
         weights = self._weights([u.client for u in uploads], sizes)
         losses = torch.stack([F.cross_entropy(lk, yk) for lk, yk in zip(logits.split(sizes), labels.split(sizes))])
         (losses * weights).sum().backward()
-        self.sgd_step(list(self.server_model.parameters()))
+        self.optimizer_step(self.server_optimizer(self.server_model.parameters()))
         return [Reply(g / w) for g, w in zip(acts.grad.split(sizes), weights.tolist())]

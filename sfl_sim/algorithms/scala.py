@@ -136,7 +136,7 @@ class SCALA(SplitFedBase):
             server_loss.backward()
             total = float(sum(sizes))
             act_grads = [g * (total / n) for g, n in zip(acts.grad.split(sizes), sizes)]
-            self.sgd_step(params)
+            self.optimizer_step(self.server_optimizer(params))
             return [Reply(g) for g in act_grads]
         # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
         # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
@@ -149,7 +149,7 @@ class SCALA(SplitFedBase):
         act_grad = torch.autograd.grad(client_loss, acts)[0]
         for p, g in zip(params, param_grads):
             p.grad = g
-        self.sgd_step(params)
+        self.optimizer_step(self.server_optimizer(params))
         return [Reply(g) for g in act_grad.split(sizes)]
 
 

@@ -21,8 +21,9 @@ The journal adds to SCALA, following ResSFL (Li et al., CVPR 2022):
      server (SCALA's eq. 15 loss), and ``R`` is the reconstruction error (MSE in the data set's
      normalised units), so the extractor is pushed towards features the inverter reconstructs
      *badly*;
-   * the simulated inverter on ``+R(g_φ(A), X)`` (it is trained to reconstruct), one SGD step
-     at rate ``inverter_lr``, from the same (pre-update) activations.
+   * the simulated inverter on ``+R(g_φ(A), X)`` (it is trained to reconstruct), one step of the
+     client's ``inverter`` optimizer (the scenario's optimizer) at rate ``inverter_lr``, from the
+     same (pre-update) activations.
 
    ``α`` (``alpha``) is a parameter; ``alpha=0`` keeps the inverter training but no regulariser.
 
@@ -80,7 +81,7 @@ class SCALAPE(SCALA):
     inverter_channels : int
         Internal channel size of the simulated inverter.
     inverter_lr : float, optional
-        SGD rate of the simulated inverter (default: the run's learning rate).
+        Fixed rate of the simulated inverter's optimizer (default: the round's learning rate).
     seed : int
         Initialises the bottleneck and the simulated inverter.
     **scala : the :class:`~sfl_sim.algorithms.scala.SCALA` flags (``label_prior``...).
@@ -126,11 +127,12 @@ class SCALAPE(SCALA):
 
     # -- state: the full model and the simulated inverter -----------------------------------------
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict()}
+        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
         self.inverter.load_state_dict(state["inverter"])
+        self.load_optimizer_state(state)
 
     # -- the delta to SCALA ------------------------------------------------------------------------
     def client_side(self) -> nn.Module:
@@ -162,17 +164,9 @@ class SCALAPE(SCALA):
                 p.grad = g
         for p, g in zip(inv_params, inv_grads):
             p.grad = g
-        self._sgd(inv_params, self.inverter_lr)
-
-    def _sgd(self, params: List[nn.Parameter], lr: Optional[float]) -> None:
-        if lr is None:
-            self.sgd_step(params)
-            return
-        with torch.no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.add_(p.grad, alpha=-lr)
-                    p.grad = None
+        # The simulated inverter is the client's own model: its own optimizer (the scenario's kind),
+        # at inverter_lr when given, else at the round's rate.
+        self.optimizer_step(self.client_optimizer(step.client, inv_params, name="inverter", lr=self.inverter_lr))
 
 
 __all__ = ["SCALAPE"]

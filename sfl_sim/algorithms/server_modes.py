@@ -88,7 +88,8 @@ class ServerMode(abc.ABC):
         """Wait for the round's end under the straggler policy; ``yield from`` it.
 
         Default: the policy applies to the clients' whole rounds (their end-of-round uploads),
-        with a deadline budget of T local iterations (:meth:`RoundContext.gather`).
+        with a deadline budget of the most local iterations a client runs (T;
+        :meth:`RoundContext.gather`).
 
         Returns
         -------
@@ -133,22 +134,28 @@ class ConcatenatedServer(ServerMode):
         return [rnd.ctx.process(self._iterations(algo, rnd))]
 
     def _iterations(self, algo: "SplitFedBase", rnd: SplitRound) -> Generator:
-        """The server's T iterations; returns the clients still in after the last one."""
+        """The server's iterations; returns the clients still in after the last one.
+
+        Iteration t concatenates the clients still iterating: with ``local_epochs`` a client
+        with less data finishes earlier and stays in the round (it is not dropped)."""
         ctx, exchange = rnd.ctx, rnd.exchange
         active = list(rnd.clients)
         for t in range(exchange.iterations):
-            kept = yield from ctx.gather({k: exchange.upload(t, k) for k in active})
-            for k in active:
+            iterating = exchange.iterating(t, active)
+            if not iterating:
+                break
+            kept = yield from ctx.gather({k: exchange.upload(t, k) for k in iterating})
+            for k in iterating:
                 if k not in kept:  # left out of this concatenation: the client stops
                     exchange.answer(t, k, Lost(ctx.dropped[k]))
-            active = kept
-            if not active:
-                break
-            uploads = [exchange.upload(t, k).value for k in active]
+            active = [k for k in active if k in kept or k not in iterating]
+            if not kept:
+                continue
+            uploads = [exchange.upload(t, k).value for k in kept]
             n_samples = int(sum(u.activations.shape[0] for u in uploads))
             replies = yield from algo.server_compute(ctx, "server_step", n_samples,
                                                      lambda: algo.server_on_concatenation(uploads))
-            for k, reply in zip(active, replies):
+            for k, reply in zip(kept, replies):
                 exchange.answer(t, k, reply)
         return active
 
@@ -179,7 +186,7 @@ class PerClientServer(ServerMode):
     def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
         # One job per (iteration, client), started now; they queue on the one server.
         return [rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k))
-                for t in range(rnd.exchange.iterations) for k in rnd.clients]
+                for t in range(rnd.exchange.iterations) for k in rnd.exchange.iterating(t, rnd.clients)]
 
 
 class SequentialServer(ServerMode):
@@ -211,10 +218,10 @@ class SequentialServer(ServerMode):
 
     def order(self, rnd: SplitRound) -> List[Tuple[int, int]]:
         """(iteration, client) pairs in the order the server takes them."""
-        iterations = range(rnd.exchange.iterations)
+        exchange = rnd.exchange
         if self.clients_take_turns:
-            return [(t, k) for k in rnd.clients for t in iterations]
-        return [(t, k) for t in iterations for k in rnd.clients]
+            return [(t, k) for k in rnd.clients for t in range(exchange.count(k))]
+        return [(t, k) for t in range(exchange.iterations) for k in exchange.iterating(t, rnd.clients)]
 
     def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
         return [rnd.ctx.process(self._in_order(algo, rnd))]

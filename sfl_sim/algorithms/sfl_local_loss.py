@@ -82,11 +82,12 @@ class SFLLocalLoss(SplitFedBase):
 
     # -- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), "aux_head": self.aux_head.state_dict()}
+        return {"model": self._full.state_dict(), "aux_head": self.aux_head.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
         self.aux_head.load_state_dict(state["aux_head"])
+        self.load_optimizer_state(state)
 
     # -- the delta ---------------------------------------------------------------------------------
     def client_side(self) -> nn.Module:
@@ -108,5 +109,5 @@ class SFLLocalLoss(SplitFedBase):
         body, aux = step.model["body"], step.model["aux"]
         acts = body(step.x)
         F.cross_entropy(aux(acts), step.y).backward()
-        self.sgd_step(list(step.model.parameters()))
+        self.optimizer_step(self.client_optimizer(step.client, step.model.parameters()))
         return acts.detach()

@@ -5,12 +5,15 @@ same shape, and the algorithms differ only in a few places:
 
 1. **distribution** of the client-side model w_c: broadcast to the cohort (default), or nothing
    when clients keep their own model across rounds (SplitFedV3);
-2. T times, every client k: sample B_k examples (eq. 3), forward through its copy of w_c and
-   upload the activations A_k and the labels Y_k (a :class:`ClientActivations`);
+2. T times (or, with ``training.local_epochs``, once per batch of its E epochs — each client its
+   own count), every client k: take its batch (B_k examples by eq. 3, or b), forward through its
+   copy of w_c and upload the activations A_k and the labels Y_k (a :class:`ClientActivations`);
 3. the **server** turns the activations into an update of the server-side model w_s and,
    unless the clients learn from a local loss, into a :class:`Reply` per client — the activation
    gradient G_k and any extras — which the client downloads, backpropagates and uses to update
-   its copy of w_c.  How the server works through the cohort is a :mod:`server mode
+   its copy of w_c (every update is a step of a ``torch.optim`` optimizer: the client's
+   :meth:`~sfl_sim.algorithms.base.Algorithm.client_optimizer`, the server's
+   :meth:`~sfl_sim.algorithms.base.Algorithm.server_optimizer`).  How the server works through the cohort is a :mod:`server mode
    <sfl_sim.algorithms.server_modes>`: ``"concatenated"`` (one step on the concatenation; SCALA,
    CA-SFL, Minibatch-SFL), ``"per_client"`` (one copy of w_s per client, averaged by |D_k| after
    the round; SplitFedV1, V3, LLA-SFL, SFLLocalLoss, BESplit) or ``"sequential"`` (one w_s,
@@ -24,7 +27,7 @@ Torch work (no simulated time; the base meters its FLOPs and charges them to the
 
 * :meth:`SplitFedBase.client_forward` — what a client computes before it uploads (A_k; a
   local-loss method also takes its own step here);
-* :meth:`SplitFedBase.client_backward` — what a client does with G_k (backward, SGD step);
+* :meth:`SplitFedBase.client_backward` — what a client does with G_k (backward, optimizer step);
 * :meth:`SplitFedBase.per_client_loss` — the server's loss on one client's logits;
 * :meth:`SplitFedBase.server_on_activations` — the server's whole step on one client's
   activations (``per_client`` / ``sequential``), returning the :class:`Reply`;
@@ -117,10 +120,11 @@ class SplitFedBase(Algorithm):
         return self._full
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict()}
+        return {"model": self._full.state_dict(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
+        self.load_optimizer_state(state)
 
     @functools.cached_property
     def _probe(self) -> torch.Tensor:
@@ -241,7 +245,8 @@ class SplitFedBase(Algorithm):
         yield from self.client_compute(ctx, step, "client_backward", lambda: self.client_backward(step, reply))
 
     def client_backward(self, step: ClientStep, reply: Reply) -> None:
-        """Torch work of a client with its reply: backpropagate G_k, then an SGD step of w_c,k.
+        """Torch work of a client with its reply: backpropagate G_k, then a step of client k's
+        optimizer over w_c,k (:meth:`client_optimizer`).
 
         Parameters
         ----------
@@ -250,7 +255,7 @@ class SplitFedBase(Algorithm):
             ``reply.activation_grad`` is G_k, shaped like ``step.activations``.
         """
         step.activations.backward(reply.activation_grad)
-        self.sgd_step(list(step.model.parameters()))
+        self.optimizer_step(self.client_optimizer(step.client, step.model.parameters()))
 
     # -- server hooks ------------------------------------------------------------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -272,7 +277,7 @@ class SplitFedBase(Algorithm):
     def server_on_activations(self, server: nn.Module, upload: ClientActivations,
                               want_reply: bool) -> Optional[Reply]:
         """Torch work of the server on one client's activations: forward through ``server``,
-        :meth:`per_client_loss`, backward, SGD step of ``server``.
+        :meth:`per_client_loss`, backward, a step of ``server``'s optimizer (:meth:`server_side_optimizer`).
 
         Runs when the server job gets the server (``per_client`` and ``sequential`` modes).
 
@@ -292,8 +297,17 @@ class SplitFedBase(Algorithm):
         a_k = upload.activations.requires_grad_(want_reply)
         loss = self.per_client_loss(upload.client, server(a_k), upload.labels)
         loss.backward()
-        self.sgd_step(list(server.parameters()))
+        self.optimizer_step(self.server_side_optimizer(server, upload.client))
         return Reply(a_k.grad) if want_reply else None
+
+    def server_side_optimizer(self, server: nn.Module, client: int) -> torch.optim.Optimizer:
+        """The optimizer of a server-side model a server hook steps: the server's, persisting across
+        rounds, for the one :attr:`server_model` (``concatenated``, ``sequential``); client
+        ``client``'s (name ``"server_copy"``, with the client's state semantics) for its per-client
+        copy W_S,k (``per_client``), which is the server half of that client's model."""
+        if server is self.server_model:
+            return self.server_optimizer(server.parameters())
+        return self.client_optimizer(client, server.parameters(), name="server_copy")
 
     def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """Torch work of the server on the concatenation of an iteration (``concatenated``):
@@ -359,13 +373,14 @@ class SplitFedBase(Algorithm):
     # -- one round ---------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
+        batch = {k: work[k].batch_size for k in clients}
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).
         per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
-                         Exchange(ctx, clients, self.setup.local_iterations))
+                         Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work)
         jobs = self.server_mode.start_clients(
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
@@ -375,11 +390,11 @@ class SplitFedBase(Algorithm):
 
     def _client_round(self, rnd: SplitRound, k: int, start: Optional[simpy.Event],
                       done: Optional[simpy.Event]) -> Generator[Any, Any, Outcome]:
-        """Client k's round: wait for its turn (if any), T iterations, then :meth:`finish_client`."""
+        """Client k's round: wait for its turn (if any), its local iterations, then :meth:`finish_client`."""
         if start is not None:
             yield start
         outcome: Outcome = DELIVERED
-        for t in range(rnd.exchange.iterations):
+        for t in range(rnd.exchange.count(k)):
             outcome = yield from self._iteration(rnd, k, t)
             if isinstance(outcome, Lost):
                 rnd.exchange.leave(k, t, outcome)
@@ -393,7 +408,7 @@ class SplitFedBase(Algorithm):
     def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
         """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
         ctx = rnd.ctx
-        x, y = self.sample_batch(k, rnd.batch_sizes[k])
+        x, y = rnd.work[k].batch(t)
         step = ClientStep(k, t, rnd.local[k], x, y)
         step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind,
                                                           lambda: self.client_forward(step))

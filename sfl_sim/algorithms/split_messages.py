@@ -18,6 +18,7 @@ import simpy
 import torch
 from torch import nn
 
+from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.engine import Lost, RoundContext
 
 
@@ -98,12 +99,38 @@ class Exchange:
     Each slot is a SimPy event fired once: an upload slot with the :class:`ClientActivations`
     or a :class:`~sfl_sim.engine.Lost`, a reply slot with the :class:`Reply` or a ``Lost``
     (the server left the client out).  A process waits on a slot with ``yield``.
+
+    Parameters
+    ----------
+    ctx : RoundContext
+    clients : list of int
+    iterations : int or mapping of int to int
+        T for every client, or each client's own count (with ``local_epochs`` clients holding
+        different amounts of data run different numbers of iterations).
+
+    Attributes
+    ----------
+    iterations : int
+        The most iterations any client runs (slots exist for t < :meth:`count` of each client).
     """
 
-    def __init__(self, ctx: RoundContext, clients: List[int], iterations: int) -> None:
-        self.iterations = iterations
-        self._uploads: List[Dict[int, simpy.Event]] = [{k: ctx.event() for k in clients} for _ in range(iterations)]
-        self._replies: List[Dict[int, simpy.Event]] = [{k: ctx.event() for k in clients} for _ in range(iterations)]
+    def __init__(self, ctx: RoundContext, clients: List[int], iterations: Union[int, Mapping[int, int]]) -> None:
+        counts = {k: int(iterations) for k in clients} if isinstance(iterations, int) else \
+            {k: int(iterations[k]) for k in clients}
+        self._counts = counts
+        self.iterations = max(counts.values(), default=0)
+        self._uploads: List[Dict[int, simpy.Event]] = [{k: ctx.event() for k in clients if t < counts[k]}
+                                                       for t in range(self.iterations)]
+        self._replies: List[Dict[int, simpy.Event]] = [{k: ctx.event() for k in clients if t < counts[k]}
+                                                       for t in range(self.iterations)]
+
+    def count(self, k: int) -> int:
+        """Local iterations client k runs this round."""
+        return self._counts[k]
+
+    def iterating(self, t: int, clients: List[int]) -> List[int]:
+        """Those of ``clients`` that run an iteration t (in the given order)."""
+        return [k for k in clients if t < self._counts[k]]
 
     def upload(self, t: int, k: int) -> simpy.Event:
         """Slot of client k's upload at iteration t (value: :data:`Upload`)."""
@@ -124,7 +151,7 @@ class Exchange:
     def leave(self, k: int, after: int, lost: Lost) -> None:
         """Client k is out of the round after iteration ``after``: its later uploads will never
         come, so a server waiting for them (in order, as SplitFedV2's does) moves on."""
-        for t in range(after + 1, self.iterations):
+        for t in range(after + 1, self._counts[k]):
             if not self._uploads[t][k].triggered:
                 self._uploads[t][k].succeed(lost)
 
@@ -139,12 +166,14 @@ class SplitRound:
     clients : list of int
         The cohort, in order.
     batch_sizes : dict of int to int
-        B_k of each client (eq. 3).
+        B_k of each client (eq. 3), or b with ``local_epochs``.
     local : dict of int to nn.Module
         Each client's working copy of the client side (from :meth:`SplitFedBase.distribute`).
     servers : dict of int to nn.Module or None
         Per-client copies of the server side (``per_client`` mode), else None.
     exchange : Exchange
+    work : dict of int to ClientWork
+        Each client's local work: its iteration count and the batch of each iteration.
     """
 
     ctx: RoundContext
@@ -153,3 +182,4 @@ class SplitRound:
     local: Dict[int, nn.Module]
     servers: Optional[Dict[int, nn.Module]]
     exchange: Exchange
+    work: Dict[int, ClientWork] = field(default_factory=dict)

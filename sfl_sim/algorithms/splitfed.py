@@ -115,7 +115,7 @@ class SplitFedV3(SplitFedBase):
 
     def state_dict(self) -> Dict[str, Any]:
         return {"model": self._full.state_dict(),
-                "client_models": {k: m.state_dict() for k, m in self.client_models.items()}}
+                "client_models": {k: m.state_dict() for k, m in self.client_models.items()}, **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self._full.load_state_dict(state["model"])
@@ -124,6 +124,7 @@ class SplitFedV3(SplitFedBase):
             model = copy.deepcopy(self._initial_client)
             model.load_state_dict(s)
             self.client_models[int(k)] = model
+        self.load_optimizer_state(state)
 
     # -- the delta ---------------------------------------------------------------------------------
     def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:

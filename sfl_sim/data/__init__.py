@@ -16,6 +16,7 @@ from .idx import IDX_DTYPES, IdxFormatError, read_idx, write_idx
 from .partition import (
     PARTITIONERS,
     DirichletLabelSkew,
+    DirichletOverClients,
     IIDPartitioner,
     Partitioner,
     QuantityLabelSkew,
@@ -27,6 +28,7 @@ __all__ = [
     "DATASETS",
     "DatasetNotFoundError",
     "DirichletLabelSkew",
+    "DirichletOverClients",
     "FashionMNIST",
     "IDX_DTYPES",
     "IDX_FILES",

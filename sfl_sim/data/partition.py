@@ -1,11 +1,14 @@
-"""Split a labelled dataset among clients: IID, quantity-based and Dirichlet label skew.
+"""Split a labelled dataset among clients: IID, quantity-based and Dirichlet label skew (two kinds).
 
 Every partitioner has ``split(labels, n_clients, num_classes, rng) -> list of K index arrays``;
 the arrays are ``int64``, sorted ascending, non-empty and pairwise disjoint.  Every random draw
 comes from the ``numpy.random.Generator`` passed in, so equal seeds give equal partitions.
 
-The two label-skew schemes follow the SCALA paper's definitions (quantity-based label skew with
-``alpha`` classes per client, Dirichlet label skew with concentration ``beta``).
+The two label-skew schemes ``quantity`` and ``dirichlet`` follow the SCALA paper's definitions
+(quantity-based label skew with ``alpha`` classes per client, Dirichlet label skew with
+concentration ``beta``, drawn per client over the classes).  ``dirichlet_over_clients`` is the
+other common Dirichlet scheme, drawn per class over the clients (NIID-Bench, Li et al. 2022),
+which FedVLS and BESplit use.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ __all__ = [
     "IIDPartitioner",
     "QuantityLabelSkew",
     "DirichletLabelSkew",
+    "DirichletOverClients",
     "label_histogram",
 ]
 
@@ -304,6 +308,97 @@ class DirichletLabelSkew(Partitioner):
     def __repr__(self) -> str:
         return (f"DirichletLabelSkew(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
                 f"max_attempts={self.max_attempts})")
+
+
+@PARTITIONERS.register("dirichlet_over_clients")
+class DirichletOverClients(Partitioner):
+    """Dirichlet label skew over clients: each class is split among the clients by p_c ~ Dir_K(beta).
+
+    The scheme of NIID-Bench (Li et al., ICDE 2022), which FedVLS follows, and of BESplit
+    (Appendix E.2): for each class c in turn, its (shuffled) samples are split among the K clients
+    in proportions ``p_c ~ Dir_K(beta)`` (cut points ``floor(cumsum * n_c)``).  With
+    ``cap_at_mean`` (NIID-Bench's rule), a client that already holds N/K samples or more takes no
+    share of the classes split after that (its proportion is zeroed, the others renormalised).  The
+    whole draw is repeated while some client has fewer than ``min_samples_per_client`` samples.
+    Unlike ``dirichlet`` (a draw per client over the classes), a class here tends to go to few
+    clients and clients differ much in size.
+
+    Parameters
+    ----------
+    beta : float
+        Concentration, > 0 (FedVLS's beta, BESplit's kappa).
+    min_samples_per_client : int, default 10
+        Smallest acceptable client size (>= 1); NIID-Bench uses 10.
+    cap_at_mean : bool, default True
+        NIID-Bench's cap at N/K samples (False: BESplit's plain per-class split).
+    max_attempts : int, default 1000
+        Number of draws before giving up.
+
+    Raises
+    ------
+    ValueError
+        If ``beta`` is not a finite number > 0, an integer is < 1 or ``cap_at_mean`` is not a bool.
+    """
+
+    def __init__(self, beta: float, min_samples_per_client: int = 10, cap_at_mean: bool = True,
+                 max_attempts: int = 1000) -> None:
+        ok = isinstance(beta, numbers.Real) and not isinstance(beta, bool) and np.isfinite(beta) and beta > 0
+        if not ok:
+            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+        if not isinstance(cap_at_mean, bool):
+            raise ValueError(f"cap_at_mean must be true or false, got {cap_at_mean!r}")
+        self.beta = float(beta)
+        self.min_samples_per_client = _check_int("min_samples_per_client", min_samples_per_client, 1)
+        self.cap_at_mean = cap_at_mean
+        self.max_attempts = _check_int("max_attempts", max_attempts, 1)
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """See :meth:`Partitioner.split`.
+
+        Raises
+        ------
+        ValueError
+            On invalid inputs, if ``n_clients * min_samples_per_client`` exceeds the number of
+            samples, or if no draw within ``max_attempts`` satisfies the minimum size.
+        """
+        arr = _check_inputs(labels, n_clients, num_classes, rng)
+        k_total, n = int(n_clients), int(num_classes)
+        if k_total * self.min_samples_per_client > arr.size:
+            raise ValueError(
+                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
+                f"the {arr.size} samples available"
+            )
+        class_idx = [np.flatnonzero(arr == c) for c in range(n)]
+        mean_size = arr.size / k_total
+        smallest = 0
+        for _ in range(self.max_attempts):
+            parts: List[List[np.ndarray]] = [[] for _ in range(k_total)]
+            sizes = np.zeros(k_total, dtype=np.int64)
+            for c in range(n):
+                idx = rng.permutation(class_idx[c])
+                share = rng.dirichlet(np.full(k_total, self.beta))
+                if self.cap_at_mean:
+                    share = share * (sizes < mean_size)
+                total = share.sum()
+                share = share / total if total > 0 and np.isfinite(total) else np.full(k_total, 1.0 / k_total)
+                cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
+                for k, portion in enumerate(np.split(idx, cuts)):
+                    parts[k].append(portion)
+                    sizes[k] += portion.size
+            smallest = int(sizes.min())
+            if smallest >= self.min_samples_per_client:
+                return _finish([np.concatenate(p) for p in parts])
+        raise ValueError(
+            f"DirichletOverClients(beta={self.beta}): no partition with min_samples_per_client="
+            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
+            f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
+            f"min_samples_per_client or n_clients"
+        )
+
+    def __repr__(self) -> str:
+        return (f"DirichletOverClients(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
+                f"cap_at_mean={self.cap_at_mean}, max_attempts={self.max_attempts})")
 
 
 def label_histogram(labels: np.ndarray, parts: List[np.ndarray], num_classes: int) -> np.ndarray:

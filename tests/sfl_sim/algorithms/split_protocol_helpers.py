@@ -60,7 +60,7 @@ def concatenation_grads(algo, parts) -> list[torch.Tensor]:
 
 def run_round(sim: Simulator, algo, cohort) -> float:
     cohort = np.asarray(cohort, dtype=np.int64)
-    return sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+    return sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
 
 
 def round_counts(sim: Simulator, algo, cohort) -> dict:

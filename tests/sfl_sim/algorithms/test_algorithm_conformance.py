@@ -11,7 +11,7 @@ from sfl_sim.algorithms.fedavg import FedAvg
 from sfl_sim.algorithms.splitfed import SplitFedV1
 
 ALL_CHECKS = ["subclass", "builds", "rounds run", "evaluates", "bytes counted", "flops counted", "plain state",
-              "same seed", "saves", "restores", "lost payloads"]
+              "same seed", "saves", "restores", "optimizer state", "lost payloads"]
 
 
 @pytest.mark.parametrize("name", ALGORITHMS.names())
@@ -87,11 +87,11 @@ class WaitsForEveryone(FedAvg):
     """Waits for every client with all_of instead of ctx.gather: no straggler policy, no drops."""
 
     def round_process(self, ctx, cohort):
-        batch = self.cohort_batch_sizes(cohort)
+        work = self.plan_local_work(cohort)
         local = {k: FedAvg(self.setup).model for k in cohort.tolist()}
         for k in local:
             local[k].load_state_dict(self.model.state_dict())
-        yield ctx.all_of([ctx.process(self._client(ctx, k, batch[k], local[k])) for k in local])
+        yield ctx.all_of([ctx.process(self._client(ctx, work[k], local[k])) for k in local])
         self.aggregate(cohort, local)
 
 
@@ -131,3 +131,18 @@ def test_rejects_a_round_that_ignores_stragglers_and_lost_uploads() -> None:
 def test_rejects_bad_parameters_at_build() -> None:
     _fails(BreaksOnBuild, "builds", "TypeError")
     _fails("fedprox", "builds", "mu", mu=-1.0)
+
+
+class ForgetsItsOptimizers(FedAvg):
+    """Saves the weights only: momentum buffers and the schedule's position are lost on resume."""
+
+    def state_dict(self):
+        return {"model": self.model.state_dict()}
+
+    def load_state_dict(self, state):
+        self.model.load_state_dict(state["model"])
+
+
+def test_rejects_a_state_dict_without_the_optimizer_state() -> None:
+    message = _fails(ForgetsItsOptimizers, "optimizer state", "optimizer_state")
+    assert "load_optimizer_state" in message

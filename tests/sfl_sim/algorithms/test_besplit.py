@@ -141,14 +141,18 @@ def test_besplit_a_local_evaluation_weights_classes_by_the_client_distribution()
         return per_class_acc[n] + (0.1 if model is algo.aux_models[1] else 0.0), float(n)
 
     x, y = torch.randn(6, 1, 5, 5), torch.tensor([0, 1, 2, 0, 1, 2])
-    acc, loss = algo.evaluate(fake, x, y, 4)
-    # Every call sees one class only, and only the classes the client holds.
-    assert calls == [(algo.aux_models[0], [0]), (algo.aux_models[0], [1]),
-                     (algo.aux_models[1], [1]), (algo.aux_models[1], [2])]
+    scores = algo.evaluate(fake, x, y, 4)
+    acc, loss = scores
+    # Every call sees one class only; every class is scored once per model (classes.csv), and the
+    # local score weights only the classes the client holds.
+    assert calls == [(algo.aux_models[0], [0]), (algo.aux_models[0], [1]), (algo.aux_models[0], [2]),
+                     (algo.aux_models[1], [0]), (algo.aux_models[1], [1]), (algo.aux_models[1], [2])]
     acc_0, acc_1 = 0.75 * 1.0 + 0.25 * 0.0, 0.5 * 0.1 + 0.5 * 0.6
     loss_0, loss_1 = 0.75 * 0 + 0.25 * 1, 0.5 * 1 + 0.5 * 2
     assert acc == pytest.approx((acc_0 + acc_1) / 2)
     assert loss == pytest.approx((loss_0 + loss_1) / 2)
+    # Per-class accuracy: the mean over the evaluated auxiliary models of each class's accuracy.
+    assert scores.class_accuracy.tolist() == pytest.approx([1.05, 0.05, 0.55])
     # A test set without any of client 0's classes: that client is scored on all of it.
     calls.clear()
     y2 = torch.tensor([2, 2, 2, 2, 2, 2])

@@ -26,7 +26,7 @@ def test_one_round(name: str) -> None:
     before = [p.detach().clone() for p in algo.global_model().parameters()]
     sim = _sim()
     cohort = np.array([0, 1])
-    duration = sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+    duration = sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     assert duration > 0
     assert sim.counters.uplink_bytes > 0 and sim.counters.client_flops > 0
     after = list(algo.global_model().parameters())
@@ -38,7 +38,7 @@ def test_lla_sfl_server_jobs_queue_on_one_server() -> None:
     algo = ALGORITHMS.get("lla_sfl")(tiny_setup(local_iterations=2))
     sim = _sim()
     cohort = np.array([0, 1])
-    sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+    sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     per_sample = algo.meter.flops_per_sample["server_step"]
     assert sim.counters.server_flops == pytest.approx(per_sample * 8 * 2)  # B = 8 per iteration, T = 2
 
@@ -47,4 +47,4 @@ def test_scala_with_local_data_prior_runs() -> None:
     algo = ALGORITHMS.get("scala")(tiny_setup(), label_prior="local_data")
     sim = _sim()
     cohort = np.array([0, 1])
-    assert sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort) > 0
+    assert sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort) > 0

@@ -198,7 +198,7 @@ def test_teacher_forward_is_metered_and_traffic_is_fedavgs() -> None:
         algo = ALGORITHMS.get(name)(tiny_setup(num_classes=4, local_iterations=2))
         sim = _sim()
         cohort = np.array([0, 1])
-        sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+        sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
         counters[name] = sim.counters
     assert counters["fedvls"].uplink_bytes == counters["fedavg"].uplink_bytes
     assert counters["fedvls"].client_flops > counters["fedavg"].client_flops
@@ -208,7 +208,7 @@ def test_teacher_is_the_round_start_global_model() -> None:
     algo = ALGORITHMS.get("fedvls")(tiny_setup(num_classes=4))
     sim = _sim()
     cohort = np.array([0, 1])
-    sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+    sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     teacher = algo._teacher
     assert not teacher.training and all(not p.requires_grad for p in teacher.parameters())
     # The teacher stayed the broadcast model while the global model moved on.

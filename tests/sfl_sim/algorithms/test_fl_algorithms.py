@@ -27,7 +27,7 @@ def _rounds(algo, n: int, sim: Simulator | None = None) -> Simulator:
     sim = sim or _sim()
     cohort = np.array([0, 1])
     for _ in range(n):
-        sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+        sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     return sim
 
 

@@ -153,7 +153,7 @@ def run_case(case: str) -> Dict[str, Any]:
     rounds = []
     for cohort in COHORTS:
         cohort = np.array(cohort, dtype=np.int64)
-        duration = sim.run_round(lambda ctx, c=cohort: algo.round_process(ctx, c), cohort)
+        duration = sim.run_round(lambda ctx, c=cohort: algo.run_round(ctx, c), cohort)
         rounds.append({"duration_s": duration,
                        "dropped": {str(k): why for k, why in sorted(sim.last_round.dropped.items())}})
     h = hashlib.sha256()

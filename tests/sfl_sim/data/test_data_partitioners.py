@@ -153,3 +153,60 @@ def test_registry():
     assert PARTITIONERS.create("quantity", alpha=2).alpha == 2
     assert PARTITIONERS.create("dirichlet", beta=0.1).beta == 0.1
     assert PARTITIONERS.get("sfl_sim.data.partition:DirichletLabelSkew") is DirichletLabelSkew
+
+
+# -- dirichlet_over_clients (NIID-Bench / FedVLS / BESplit) --------------------------------------------
+def _labels(per_class: int = 600, classes: int = 10) -> np.ndarray:
+    return np.repeat(np.arange(classes), per_class)
+
+
+@pytest.mark.parametrize("cap", [True, False])
+def test_dirichlet_over_clients_is_a_partition_with_the_minimum_size(cap) -> None:
+    from sfl_sim.data.partition import DirichletOverClients
+
+    labels = _labels()
+    parts = DirichletOverClients(beta=0.1, cap_at_mean=cap).split(labels, 10, 10, np.random.default_rng(0))
+    allidx = np.concatenate(parts)
+    assert len(allidx) == len(labels) and len(np.unique(allidx)) == len(labels)
+    assert min(len(p) for p in parts) >= 10
+    assert all(np.all(np.diff(p) > 0) for p in parts)
+
+
+def test_dirichlet_over_clients_splits_each_class_over_few_clients() -> None:
+    """Small beta: most of each class goes to one client (a draw per class over the clients)."""
+    from sfl_sim.data.partition import DirichletOverClients, label_histogram
+
+    labels = _labels()
+    parts = DirichletOverClients(beta=0.05).split(labels, 10, 10, np.random.default_rng(1))
+    hist = label_histogram(labels, parts, 10)
+    top_share = hist.max(axis=0) / hist.sum(axis=0)  # per class: the largest client's share
+    assert np.median(top_share) > 0.6
+    assert (hist == 0).sum() > 30  # many vacant (client, class) pairs
+
+
+def test_dirichlet_over_clients_cap_stops_a_full_client_taking_more() -> None:
+    """With the cap, a client holding N/K samples or more gets nothing of the classes split after."""
+    from sfl_sim.data.partition import DirichletOverClients, label_histogram
+
+    labels = _labels()
+    rng = np.random.default_rng(3)
+    parts = DirichletOverClients(beta=0.5, cap_at_mean=True).split(labels, 10, 10, rng)
+    hist = label_histogram(labels, parts, 10)
+    mean = len(labels) / 10
+    for k in range(10):
+        held = np.cumsum(hist[k])  # samples client k held after each class was split
+        full = np.flatnonzero(held >= mean)
+        if full.size:
+            assert hist[k, full[0] + 1:].sum() == 0
+
+
+def test_dirichlet_over_clients_same_seed_same_split_and_bad_parameters() -> None:
+    from sfl_sim.data.partition import DirichletOverClients
+
+    labels = _labels(100)
+    a = DirichletOverClients(0.3).split(labels, 5, 10, np.random.default_rng(7))
+    b = DirichletOverClients(0.3).split(labels, 5, 10, np.random.default_rng(7))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    for bad in ({"beta": 0}, {"beta": 0.1, "cap_at_mean": "yes"}, {"beta": 0.1, "min_samples_per_client": 0}):
+        with pytest.raises(ValueError):
+            DirichletOverClients(**bad)

@@ -40,7 +40,7 @@ def test_one_scala_iteration_matches_hand_computation() -> None:
     sim = Simulator(_cell(), CLIENT_FLOPS_PER_S, SERVER_FLOPS_PER_S, downlink_mode="ideal")
     algo = SCALA(setup)
     cohort = np.array([0, 1])
-    duration_s = sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort)
+    duration_s = sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
 
     b_k = 4  # eq. (3): equal data, B = 8 -> 4 each
     # Client conv 1->2 channels, 3x3 kernel, 3x3 output: 2 * (2*3*3) * (1*3*3) = 324 FLOPs/sample.
@@ -79,5 +79,5 @@ def test_broadcast_downlink_adds_time() -> None:
                     placement_rng=np.random.default_rng(0), shadowing_rng=np.random.default_rng(0))
         sim = Simulator(cell, CLIENT_FLOPS_PER_S, SERVER_FLOPS_PER_S, downlink_mode=mode)
         algo = SCALA(setup)
-        durations.append(sim.run_round(lambda ctx: algo.round_process(ctx, cohort), cohort))
+        durations.append(sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort))
     assert durations[1] > durations[0]

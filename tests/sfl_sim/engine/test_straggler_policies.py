@@ -92,7 +92,7 @@ def test_fedavg_aggregates_only_clients_within_the_deadline() -> None:
     aggregated = []
     original = algo.aggregate
     algo.aggregate = lambda cohort, local: (aggregated.append(cohort.tolist()), original(cohort, local))
-    duration = sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1])), [0, 1])
+    duration = sim.run_round(lambda ctx: algo.run_round(ctx, np.array([0, 1])), [0, 1])
     assert sim.last_round.dropped == {1: "deadline"}
     assert aggregated == [[0]]
     assert duration == pytest.approx(1.0 * algo.setup.local_iterations)  # T x deadline_s
@@ -118,7 +118,7 @@ def test_split_algorithms_drop_a_slow_client_under_deadline(name: str) -> None:
     aggregated = []
     original = algo.aggregate
     algo.aggregate = lambda cohort, *rest: (aggregated.append(cohort.tolist()), original(cohort, *rest))
-    duration = sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1, 2])), [0, 1, 2])
+    duration = sim.run_round(lambda ctx: algo.run_round(ctx, np.array([0, 1, 2])), [0, 1, 2])
     assert sim.last_round.dropped == {2: "deadline"}
     assert aggregated == [[0, 1]]
     assert duration < 10.0  # the round did not wait for client 2 (it needs far longer)
@@ -135,7 +135,7 @@ def test_scala_drops_a_client_whose_activations_are_lost() -> None:
     policy = OutagePolicy(min_rate_bps=float(rates[2] + rates[0]) / 2, max_attempts=2, on_outage="retransmit")
     sim = Simulator(cell, np.ones(3) * 1e9, 1e12, outage=policy)
     algo = ALGORITHMS.get("scala")(tiny_setup(n_clients=3, samples_per_client=8, batch_size=12))
-    sim.run_round(lambda ctx: algo.round_process(ctx, np.array([0, 1, 2])), [0, 1, 2])
+    sim.run_round(lambda ctx: algo.run_round(ctx, np.array([0, 1, 2])), [0, 1, 2])
     assert sim.last_round.dropped == {2: "outage"}
     assert sim.counters.retransmissions == 1 and sim.counters.dropped_transmissions == 1
 

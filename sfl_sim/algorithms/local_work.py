@@ -1,0 +1,106 @@
+"""A client's local work in one round: how many iterations, and which samples each one uses.
+
+Two modes (``training:`` section):
+
+* ``local_iterations: T`` (SCALA's setting, the default) — T iterations, each on a fresh random
+  minibatch of B_k samples, B_k = |D_k| B / sum_j |D_j| over the cohort (eq. 3);
+* ``local_epochs: E`` with a client batch size b (the FL papers' setting) — E passes over the
+  client's data: each epoch draws a fresh permutation of D_k and cuts it into ceil(|D_k| / b)
+  batches of b samples (the last one holds the rest), so every sample is used exactly once per
+  epoch and the client runs ceil(|D_k| / b) E iterations.
+
+Every draw comes from the setup's ``minibatch_rng``, when the iteration that needs it runs (an
+epoch's permutation at its first batch), so the stream is consumed in simulated-event order as
+before.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:  # base imports this module
+    from sfl_sim.algorithms.base import TrainingSetup
+
+__all__ = ["ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch"]
+
+Batch = Tuple[torch.Tensor, torch.Tensor]
+
+
+def random_batch(setup: "TrainingSetup", client: int, size: int) -> Batch:
+    """``size`` random samples of client ``client``'s data (without replacement inside the batch,
+    unless the client holds fewer samples than ``size``)."""
+    indices = setup.client_indices[client]
+    n = len(indices)
+    pick = setup.minibatch_rng.choice(n, size=size, replace=size > n)
+    rows = indices[torch.from_numpy(pick).to(indices.device)]
+    return setup.train_x[rows], setup.train_y[rows]
+
+
+class ClientWork:
+    """Client k's local work in one round.
+
+    Attributes
+    ----------
+    client : int
+    iterations : int
+        Local iterations the client runs this round (each one timed and charged).
+    batch_size : int
+        Samples of a full batch (B_k or b); an epoch's last batch may hold fewer.
+    """
+
+    def __init__(self, setup: "TrainingSetup", client: int, iterations: int, batch_size: int) -> None:
+        self.setup = setup
+        self.client = client
+        self.iterations = int(iterations)
+        self.batch_size = int(batch_size)
+
+    def batch(self, t: int) -> Batch:
+        """The minibatch ``(x, y)`` of iteration ``t`` (0-based); call once per iteration, in order."""
+        raise NotImplementedError
+
+
+class IterationWork(ClientWork):
+    """T iterations, each on B_k random samples (eq. 3)."""
+
+    def batch(self, t: int) -> Batch:
+        return random_batch(self.setup, self.client, self.batch_size)
+
+
+class EpochWork(ClientWork):
+    """E epochs of ceil(|D_k| / b) batches; a fresh permutation of D_k each epoch.
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    client : int
+    epochs : int
+        E.
+    batch_size : int
+        b (a client holding fewer samples uses them all in one batch).
+    """
+
+    def __init__(self, setup: "TrainingSetup", client: int, epochs: int, batch_size: int) -> None:
+        n = len(setup.client_indices[client])
+        b = min(int(batch_size), n)
+        super().__init__(setup, client, math.ceil(n / b) * int(epochs), b)
+        self.batches_per_epoch = math.ceil(n / b)
+        self._order: Optional[torch.Tensor] = None
+
+    def batch(self, t: int) -> Batch:
+        position = t % self.batches_per_epoch
+        indices = self.setup.client_indices[self.client]
+        if position == 0 or self._order is None:
+            perm = self.setup.minibatch_rng.permutation(len(indices))
+            self._order = indices[torch.from_numpy(perm).to(indices.device)]
+        rows = self._order[position * self.batch_size:(position + 1) * self.batch_size]
+        return self.setup.train_x[rows], self.setup.train_y[rows]
+
+
+def epoch_iterations(data_size: int, batch_size: int, epochs: int) -> int:
+    """ceil(|D_k| / b) E: the iterations of ``epochs`` passes in batches of ``batch_size``."""
+    return math.ceil(data_size / min(batch_size, data_size)) * epochs
+
+
