@@ -3,7 +3,7 @@
 A run directory is a researcher's evidence, so it must never describe a run that did not happen:
 
 * a directory without run files, or whose run died before its first checkpoint (no
-  ``checkpoint.pt`` and no evaluated round after round 0), is started (again) from scratch;
+  ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
   asked for is the one the run was made with — every difference but the fields in
   :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks, because it
@@ -121,6 +121,14 @@ def _read_rounds(path: Path) -> List[int]:
         raise RunDirError(f"{path}: unreadable ({exc}); rerun into a new directory (-o) to start over") from None
 
 
+def _status(run_dir: Path) -> Optional[str]:
+    """``status`` of the run's ``summary.json``, or None when there is none or it is unreadable."""
+    try:
+        return json.loads((run_dir / "summary.json").read_text()).get("status")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+
+
 def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> RunDirPlan:
     """Decide whether ``run_dir`` starts, restarts or resumes, and check everything it needs.
 
@@ -143,8 +151,11 @@ def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> Ru
     present = {name for name in RUN_FILES if (run_dir / name).exists()}
     metrics, rounds_log, ckpt_path = run_dir / "metrics.csv", run_dir / "rounds.csv", run_dir / "checkpoint.pt"
     if "checkpoint.pt" not in present:
+        # A run killed between its first evaluation row and its first checkpoint has one trained
+        # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
+        # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
         evaluated = [r for r in _read_rounds(metrics) if r > 0] if "metrics.csv" in present else []
-        if evaluated:
+        if len(evaluated) > 1 or (evaluated and _status(run_dir) == "complete"):
             raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no checkpoint.pt, so it "
                               f"can be neither continued nor overwritten; rerun into a new directory (-o)")
         return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint

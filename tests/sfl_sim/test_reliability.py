@@ -284,6 +284,19 @@ def test_run_that_died_at_round_zero_restarts(tmp_path, capsys) -> None:
     assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
 
 
+def test_run_killed_before_its_first_checkpoint_restarts(finished, capsys) -> None:
+    """Killed after the first trained evaluation row but before the first checkpoint was saved."""
+    path, run_dir = finished
+    (run_dir / "checkpoint.pt").unlink()
+    lines = (run_dir / "metrics.csv").read_text().splitlines()
+    (run_dir / "metrics.csv").write_text("\n".join(lines[:3]) + "\n")  # header, rounds 0 and 1
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
+    code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent))
+    assert code == 0, err
+    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
+
+
 # -- 12. cell.csv is written once, at the start ------------------------------------------------------------
 def test_cell_csv_keeps_the_initial_positions_on_resume(tmp_path, capsys) -> None:
     data = {**SMALL, "rounds": 3, "cell": {"mobility": {"name": "random_waypoint", "speed_min_m_per_s": 5.0,
