@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import scipy.optimize
 
-from ._checks import check_array, check_scalar
+from .checks import check_array, check_scalar
 from .protocols import Allocator
 from .registry import Registry
 

@@ -53,7 +53,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import scipy.special
 
-from ._checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
+from .checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
 from .allocation import accepts_rate_of
 from .fading import NoFading
 from .geometry import distances_m as _distances_m

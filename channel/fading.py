@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_count
+from .checks import check_count
 from .limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
 from .protocols import Fading
 from .registry import Registry

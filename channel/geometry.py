@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._checks import check_array, check_count
+from .checks import check_array, check_count
 from .limits import CELL_RADIUS_M, CLIENT_DISTANCE_M, MIN_DISTANCE_M
 from .protocols import Placement
 from .registry import Registry

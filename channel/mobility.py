@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ._checks import check_scalar, check_state_keys, state_array
+from .checks import check_scalar, check_state_keys, state_array
 from .limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
 from .protocols import Mobility
 from .registry import Registry

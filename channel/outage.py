@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._checks import check_scalar
+from .checks import check_scalar
 
 __all__ = ["OutagePolicy", "DELIVER", "RETRANSMIT", "DROP"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_array, check_scalar
+from .checks import check_array, check_scalar
 from .limits import CARRIER_FREQUENCY_HZ, CLIENT_DISTANCE_M, DECORRELATION_M, PATHLOSS_EXPONENT, SHADOWING_SIGMA_DB
 from .protocols import PathLoss
 from .registry import Registry

@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._checks import check_array
+from .checks import check_array
 from .limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_HZ
 from .protocols import Rate
 from .registry import Registry

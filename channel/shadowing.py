@@ -28,7 +28,7 @@ import numpy as np
 import scipy.linalg
 import scipy.spatial.distance
 
-from ._checks import check_count
+from .checks import check_count
 from .limits import DECORRELATION_M, SHADOWING_SIGMA_DB, Range
 from .protocols import Shadowing
 from .registry import Registry

@@ -44,8 +44,8 @@ def allowed(choice: Any) -> Tuple[str, ...]:
 
 
 def check_choice(name: str, value: Any, choice: Any) -> str:
-    """Return ``value`` if it is one of ``choice``'s values, else raise a ValueError naming them."""
-    values = allowed(choice)
-    if value not in values:
-        raise ValueError(f"{name}={value!r}; allowed: {', '.join(values)}")
-    return value
+    """Return ``value`` if it is one of ``choice``'s values, else raise the family's ValueError
+    (:func:`channel.checks.check_choice`)."""
+    from channel.checks import check_choice as check
+
+    return check(name, value, allowed(choice))

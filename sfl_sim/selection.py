@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from channel.checks import check_nonnegative, check_positive
 from channel.registry import Registry
 from sfl_sim.protocols import SelectorProtocol
 
@@ -72,14 +73,6 @@ def qcid(label_counts: np.ndarray) -> float:
     return float(((counts / total - 1.0 / len(counts)) ** 2).sum())
 
 
-def _check_real(name: str, value: object, minimum: float, strict: bool) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value)
-    ok = ok and (value > minimum if strict else value >= minimum)
-    if not ok:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: a finite number {'>' if strict else '>='} {minimum:g}")
-    return float(value)
-
-
 @SELECTORS.register("class_balanced")
 class ClassBalancedSelection(Selector):
     """Fed-CBS class-balanced sampling (Zhang et al., ICML 2023, §4.2, Alg. 1).
@@ -112,10 +105,10 @@ class ClassBalancedSelection(Selector):
 
     def __init__(self, beta_first: float = 1.0, beta_last: float = 10.0, exploration: float = 10.0,
                  qcid_floor: float = 1e-6) -> None:
-        self.beta_first = _check_real("beta_first", beta_first, 0.0, strict=True)
-        self.beta_last = _check_real("beta_last", beta_last, 0.0, strict=True)
-        self.exploration = _check_real("exploration", exploration, 0.0, strict=False)
-        self.qcid_floor = _check_real("qcid_floor", qcid_floor, 0.0, strict=True)
+        self.beta_first = check_positive("beta_first", beta_first)
+        self.beta_last = check_positive("beta_last", beta_last)
+        self.exploration = check_nonnegative("exploration", exploration)
+        self.qcid_floor = check_positive("qcid_floor", qcid_floor)
         self.counts: np.ndarray | None = None
         self.times_selected: np.ndarray | None = None
         self.round = 0

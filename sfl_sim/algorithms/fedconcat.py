@@ -42,15 +42,10 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head, check_choice,
+from channel.checks import check_choice, check_int
+from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head,
                                          classifier_layer, kmeans_label_clusters)
 from sfl_sim.engine import RoundContext
-
-
-def _check_int(name: str, value: object, minimum: int, allowed: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: {allowed}")
-    return int(value)
 
 
 @ALGORITHMS.register("fedconcat")
@@ -72,8 +67,8 @@ class FedConcat(FedAvg):
         super().__init__(setup)
         n = len(setup.client_indices)
         # At most one cluster per client: a federation smaller than n_clusters gets one per client.
-        self.n_clusters = min(_check_int("n_clusters", n_clusters, 1, "an int >= 1"), n)
-        self.encoder_rounds = _check_int("encoder_rounds", encoder_rounds, 0, "an int >= 0")
+        self.n_clusters = min(check_int("n_clusters", n_clusters, minimum=1), n)
+        self.encoder_rounds = check_int("encoder_rounds", encoder_rounds, minimum=0)
         self.classifier_init = check_choice("classifier_init", classifier_init, ("average", "random"))
         classifier_layer(self.model)  # the model must end with a Linear classifier
         counts = setup.client_label_counts.cpu().numpy().astype(float)

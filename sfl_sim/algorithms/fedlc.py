@@ -15,7 +15,8 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from sfl_sim.algorithms.fl_terms import check_nonnegative, logit_calibrated_cross_entropy
+from channel.checks import check_nonnegative
+from sfl_sim.algorithms.fl_terms import logit_calibrated_cross_entropy
 
 
 @ALGORITHMS.register("fedla")

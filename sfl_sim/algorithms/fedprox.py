@@ -18,7 +18,8 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from sfl_sim.algorithms.fl_terms import check_nonnegative, proximal_term
+from channel.checks import check_nonnegative
+from sfl_sim.algorithms.fl_terms import proximal_term
 
 
 @ALGORITHMS.register("fedprox")

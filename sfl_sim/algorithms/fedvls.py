@@ -45,7 +45,8 @@ import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
-from sfl_sim.algorithms.fl_terms import check_nonnegative, fedvls_objective
+from channel.checks import check_nonnegative
+from sfl_sim.algorithms.fl_terms import fedvls_objective
 
 
 @ALGORITHMS.register("fedvls")

@@ -28,27 +28,6 @@ import torch.nn.functional as F
 from torch import nn
 
 
-# -- parameter checks ------------------------------------------------------------------------------
-def check_nonnegative(name: str, value: object) -> float:
-    """``value`` as a float if it is a finite real >= 0, else ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: a finite number >= 0")
-    return float(value)
-
-
-def check_positive(name: str, value: object) -> float:
-    """``value`` as a float if it is a finite real > 0, else ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: a finite number > 0")
-    return float(value)
-
-
-def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is invalid; allowed: {', '.join(allowed)}")
-    return str(value)
-
-
 # -- FedProx ---------------------------------------------------------------------------------------
 def proximal_term(params: Iterable[torch.Tensor], global_params: Iterable[torch.Tensor], mu: float) -> torch.Tensor:
     """FedProx's proximal term ``mu/2 * sum ||w - w^t||^2`` over all parameter tensors.

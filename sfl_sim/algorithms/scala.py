@@ -40,6 +40,7 @@ from typing import List, Sequence
 
 import torch
 
+from channel.checks import check_bool, check_choice
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase
@@ -69,12 +70,10 @@ class SCALA(SplitFedBase):
     def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
                  client_adjustment: bool = True, label_prior: str = "batch") -> None:
         super().__init__(setup, server_mode="concatenated" if concatenate else "per_client")
-        if label_prior not in _PRIORS:
-            raise ValueError(f"label_prior={label_prior!r}; allowed: {', '.join(_PRIORS)}")
+        check_choice("label_prior", label_prior, _PRIORS)
         for name, value in (("concatenate", concatenate), ("server_adjustment", server_adjustment),
                             ("client_adjustment", client_adjustment)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name}={value!r}; allowed: true or false")
+            check_bool(name, value)
         if server_adjustment and not concatenate:
             raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
                              "distribution); allowed: server_adjustment=false with concatenate=false")

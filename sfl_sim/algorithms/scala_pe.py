@@ -51,18 +51,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from channel.checks import check_int
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.split_messages import ClientStep, Reply
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import output_shape
 from sfl_sim.privacy.inversion import InversionModel
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r}; allowed: a positive int")
-    return value
 
 
 @ALGORITHMS.register("scala_pe")
@@ -97,9 +92,9 @@ class SCALAPE(SCALA):
                                         or not inverter_lr > 0):
             raise ValueError(f"inverter_lr={inverter_lr!r}; allowed: a number > 0 or null")
         self.alpha = float(alpha)
-        self.bottleneck_channels = _positive_int("bottleneck_channels", bottleneck_channels)
-        self.bottleneck_stride = _positive_int("bottleneck_stride", bottleneck_stride)
-        self.inverter_channels = _positive_int("inverter_channels", inverter_channels)
+        self.bottleneck_channels = check_int("bottleneck_channels", bottleneck_channels, minimum=1)
+        self.bottleneck_stride = check_int("bottleneck_stride", bottleneck_stride, minimum=1)
+        self.inverter_channels = check_int("inverter_channels", inverter_channels, minimum=1)
         self.inverter_lr = float(inverter_lr) if inverter_lr is not None else None
 
         image_shape = tuple(setup.train_x.shape[1:])

@@ -46,6 +46,7 @@ from typing import Any, Dict, Generator, List, Optional
 import numpy as np
 from torch import nn
 
+from channel.checks import check_bool
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import SequentialServer
 from sfl_sim.algorithms.split_base import SplitFedBase
@@ -73,8 +74,7 @@ class SplitFedV2(SplitFedBase):
     """
 
     def __init__(self, setup: TrainingSetup, sequential_clients: bool = True) -> None:
-        if not isinstance(sequential_clients, bool):
-            raise ValueError(f"sequential_clients={sequential_clients!r}; allowed: true or false")
+        check_bool("sequential_clients", sequential_clients)
         super().__init__(setup, server_mode=SequentialServer(clients_take_turns=sequential_clients))
         self.sequential_clients = sequential_clients
 

@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
+from channel.checks import check_int
 from channel.registry import Registry
 from sfl_sim.protocols import DatasetLoader
 
@@ -163,11 +164,8 @@ class ArrayDataset:
 
 
 def _check_limit(name: str, value: Any) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be None or an integer >= 1, got {value!r}")
-    return int(value)
+    """A sample limit: None (everything) or an integer >= 1."""
+    return None if value is None else check_int(name, value, minimum=1)
 
 
 def resolve_data_root(data_root: Any, env_var: str, default_dir: Optional[str]) -> Tuple[Optional[str], str]:

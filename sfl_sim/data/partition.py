@@ -12,11 +12,11 @@ which FedVLS and BESplit use.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any, List
 
 import numpy as np
 
+from channel.checks import check_bool, check_int, check_positive
 from channel.registry import Registry
 from sfl_sim.protocols import PartitionerProtocol
 
@@ -33,15 +33,9 @@ __all__ = [
 PARTITIONERS = Registry("partitioner", protocol=PartitionerProtocol)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _check_inputs(labels: Any, n_clients: Any, num_classes: Any, rng: Any) -> np.ndarray:
-    n_clients = _check_int("n_clients", n_clients, 1)
-    num_classes = _check_int("num_classes", num_classes, 1)
+    n_clients = check_int("n_clients", n_clients, minimum=1)
+    num_classes = check_int("num_classes", num_classes, minimum=1)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     arr = np.asarray(labels)
@@ -142,7 +136,7 @@ class QuantityLabelSkew(Partitioner):
     """
 
     def __init__(self, alpha: int) -> None:
-        self.alpha = _check_int("alpha", alpha, 1)
+        self.alpha = check_int("alpha", alpha, minimum=1)
 
     def assign_classes(self, n_clients: int, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """Decide which ``alpha`` distinct classes each client holds.
@@ -167,8 +161,8 @@ class QuantityLabelSkew(Partitioner):
         ValueError
             If ``alpha > num_classes``.
         """
-        k_total = _check_int("n_clients", n_clients, 1)
-        n = _check_int("num_classes", num_classes, 1)
+        k_total = check_int("n_clients", n_clients, minimum=1)
+        n = check_int("num_classes", num_classes, minimum=1)
         a = self.alpha
         if a > n:
             raise ValueError(f"alpha must be between 1 and num_classes={n}, got {a}")
@@ -255,12 +249,9 @@ class DirichletLabelSkew(Partitioner):
     """
 
     def __init__(self, beta: float, min_samples_per_client: int = 10, max_attempts: int = 1000) -> None:
-        ok = isinstance(beta, numbers.Real) and not isinstance(beta, bool) and np.isfinite(beta) and beta > 0
-        if not ok:
-            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
-        self.beta = float(beta)
-        self.min_samples_per_client = _check_int("min_samples_per_client", min_samples_per_client, 1)
-        self.max_attempts = _check_int("max_attempts", max_attempts, 1)
+        self.beta = check_positive("beta", beta)
+        self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
+        self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
               rng: np.random.Generator) -> List[np.ndarray]:
@@ -342,15 +333,10 @@ class DirichletOverClients(Partitioner):
 
     def __init__(self, beta: float, min_samples_per_client: int = 10, cap_at_mean: bool = True,
                  max_attempts: int = 1000) -> None:
-        ok = isinstance(beta, numbers.Real) and not isinstance(beta, bool) and np.isfinite(beta) and beta > 0
-        if not ok:
-            raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
-        if not isinstance(cap_at_mean, bool):
-            raise ValueError(f"cap_at_mean must be true or false, got {cap_at_mean!r}")
-        self.beta = float(beta)
-        self.min_samples_per_client = _check_int("min_samples_per_client", min_samples_per_client, 1)
-        self.cap_at_mean = cap_at_mean
-        self.max_attempts = _check_int("max_attempts", max_attempts, 1)
+        self.beta = check_positive("beta", beta)
+        self.cap_at_mean = check_bool("cap_at_mean", cap_at_mean)
+        self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
+        self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
               rng: np.random.Generator) -> List[np.ndarray]:
@@ -419,7 +405,7 @@ def label_histogram(labels: np.ndarray, parts: List[np.ndarray], num_classes: in
         ``int64`` array of shape ``(K, num_classes)``; entry ``[k, c]`` counts the samples of
         class c held by client k.
     """
-    n = _check_int("num_classes", num_classes, 1)
+    n = check_int("num_classes", num_classes, minimum=1)
     arr = np.asarray(labels, dtype=np.int64)
     out = np.zeros((len(parts), n), dtype=np.int64)
     for k, part in enumerate(parts):

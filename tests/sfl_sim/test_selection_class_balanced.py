@@ -68,7 +68,7 @@ def test_same_rng_same_cohorts_and_state_resumes() -> None:
     assert np.array_equal(a.select(100, 10, ra), c.select(100, 10, rc))
 
 
-@pytest.mark.parametrize("params,match", [({"beta_first": 0}, "beta_first=0"), ({"beta_last": -1.0}, "beta_last"),
+@pytest.mark.parametrize("params,match", [({"beta_first": 0}, "beta_first: got 0"), ({"beta_last": -1.0}, "beta_last"),
                                           ({"exploration": -0.5}, "exploration"), ({"qcid_floor": 0.0}, "qcid_floor")])
 def test_invalid_parameters_are_named(params: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
