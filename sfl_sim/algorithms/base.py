@@ -18,6 +18,7 @@ from torch import nn
 
 from channel.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
+from sfl_sim.algorithms.working_copies import WorkingCopyPools
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
 
@@ -72,10 +73,13 @@ class TrainingSetup:
         return torch.stack([torch.bincount(self.train_y[ix], minlength=self.num_classes)
                             for ix in self.client_indices]).to(torch.float32).to(self.device)
 
-    @property
+    @functools.cached_property
     def client_data_sizes(self) -> np.ndarray:
-        """|D_k| of every client, shape (K,)."""
-        return np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
+        """|D_k| of every client, shape (K,) (computed once: a round reads it for its cohort, and
+        building it walks all K clients — 7.7 ms at K = 10,000).  Read-only."""
+        sizes = np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
+        sizes.setflags(write=False)
+        return sizes
 
 
 def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.ndarray:
@@ -215,6 +219,19 @@ class Algorithm(abc.ABC):
         """Restore :meth:`state_dict`."""
 
     # -- shared helpers ------------------------------------------------------------------------
+    def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
+        """One working copy of ``source`` per key (e.g. per cohort client) for this round.
+
+        What ``{k: copy.deepcopy(source) for k in keys}`` gives, bit for bit, but the copies are
+        made once and refilled with ``source``'s weights, buffers and flags on later rounds
+        (:mod:`sfl_sim.algorithms.working_copies`).  They are valid until the next call for the
+        same ``source``: call once per round, and deep-copy one that must outlive the round.
+        """
+        pools = self.__dict__.get("_working_copy_pools")
+        if pools is None:  # lazily: a plug-in's __init__ may not call ours first
+            pools = self.__dict__["_working_copy_pools"] = WorkingCopyPools()
+        return pools.take_for(source, keys)
+
     def cohort_batch_sizes(self, cohort: np.ndarray) -> Dict[int, int]:
         """B_k of each cohort client by eq. (3)."""
         sizes = self.setup.client_data_sizes[cohort]

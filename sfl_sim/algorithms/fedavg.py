@@ -85,7 +85,7 @@ class FedAvg(Algorithm):
         yield ctx.broadcast(state_bytes(self.model), "model")
         ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
-        local = {k: copy.deepcopy(self.model) for k in clients}
+        local = self.working_copies(self.model, clients)
         jobs = {k: ctx.process(self._client(ctx, k, batch[k], local[k])) for k in clients}
         # The straggler policy decides whose models count (a whole upload took T local iterations).
         kept = yield from ctx.gather(jobs, local_iterations=self.setup.local_iterations)

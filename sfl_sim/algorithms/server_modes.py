@@ -18,7 +18,6 @@ of one of these (BESplit's paired server) changes which jobs run, and nothing el
 from __future__ import annotations
 
 import abc
-import copy
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Tuple, Union
 
 import simpy
@@ -174,7 +173,7 @@ class PerClientServer(ServerMode):
     name = "per_client"
 
     def server_copies(self, algo: "SplitFedBase", clients: List[int]) -> Optional[Dict[int, nn.Module]]:
-        return {k: copy.deepcopy(algo.server_model) for k in clients}
+        return algo.working_copies(algo.server_model, clients)
 
     def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
         # One job per (iteration, client), started now; they queue on the one server.

@@ -162,11 +162,11 @@ class SplitFedBase(Algorithm):
         Returns
         -------
         dict of int to nn.Module
-            Each client's working copy of :meth:`client_side`.
+            Each client's working copy of :meth:`client_side` (:meth:`working_copies`).
         """
         side = self.client_side()
         yield ctx.broadcast(state_bytes(side), "client_model")
-        return {k: copy.deepcopy(side) for k in clients}
+        return self.working_copies(side, clients)
 
     def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
         """Client k after its last iteration (line 22): upload of w_c,k^T; ``yield from`` it.
