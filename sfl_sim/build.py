@@ -18,6 +18,7 @@ from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, 
                      UnknownComponentError)
 from channel.protocols import ComponentProtocolError
 from channel.registry import ComponentParameterError
+from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
@@ -201,7 +202,8 @@ def _split(cfg: Scenario, dataset: ArrayDataset) -> List[np.ndarray]:
     return out
 
 
-def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None) -> Run:
+def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None,
+              threads: Optional[int] = None) -> Run:
     """Build every part of one run of ``cfg`` with ``algorithm_spec``.
 
     Parameters
@@ -212,6 +214,9 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         One entry of ``cfg.algorithms``.
     dataset : ArrayDataset, optional
         Already loaded data set (several algorithms of one scenario share it).
+    threads : int, optional
+        Torch threads when the scenario leaves ``training.torch_threads`` null (a study worker's
+        share of the cores); without it, the cores free now (:func:`sfl_sim.host.default_torch_threads`).
 
     Raises
     ------
@@ -222,8 +227,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     """
     seed = cfg.seed
     device = resolve_device(cfg.device)
-    if cfg.training.torch_threads:
-        torch.set_num_threads(cfg.training.torch_threads)
+    torch.set_num_threads(cfg.training.torch_threads or threads or host.default_torch_threads())
     if dataset is None:
         dataset = load_dataset(cfg)
     partition = _split(cfg, dataset)

@@ -27,6 +27,11 @@ OutOfRange = Literal["warn", "error"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""
 
+ExecutionMode = Literal["auto", "loop", "vectorised"]
+"""How a cohort's client steps run: one client after another (``loop``, the reference), stacked
+and batched with ``torch.func.vmap`` (``vectorised``), or whichever was measured faster on the
+run's device (``auto``; see :mod:`sfl_sim.algorithms.vectorised`)."""
+
 
 def allowed(choice: Any) -> Tuple[str, ...]:
     """The allowed values of one of the literals above, in order."""

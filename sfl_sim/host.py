@@ -12,11 +12,12 @@ This module imports nothing heavy (no torch), so the study executor can use it i
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
-__all__ = ["free_cores", "default_torch_threads", "affinity_cores"]
+__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE", "LongLivedObjects"]
 
 
 def affinity_cores() -> int:
@@ -95,3 +96,53 @@ def default_torch_threads() -> int:
     free when this process first asks (:func:`free_cores`; measured once per process, so every
     run of a process — and a run and its resume in one process — use the same count)."""
     return free_cores()
+
+
+#: ``eval_batch_size: auto`` per device type: the batch measured fastest for the shipped models
+#: with ``bench/eval_batch.py`` (CPU: see the README's Benchmarks; CUDA: not measured yet — a GPU
+#: is not launch-bound at these sizes, so the old default stays until someone measures).
+EVAL_BATCH_SIZE = {"cpu": 250, "cuda": 1000}
+
+
+def eval_batch_size(value: "int | str", device: Any) -> int:
+    """The test batch a run uses: ``value`` itself, or for ``"auto"`` the table's entry for the
+    device's type (:data:`EVAL_BATCH_SIZE`; 1000 for a type it does not list).
+
+    Parameters
+    ----------
+    value : int or "auto"
+        The scenario's ``eval_batch_size``.
+    device : torch.device or str
+    """
+    if value != "auto":
+        return int(value)
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    return EVAL_BATCH_SIZE.get(kind, 1000)
+
+
+class LongLivedObjects:
+    """Keeps the cyclic garbage collector off a run's long-lived objects once it has warmed up.
+
+    After the first round everything a run keeps — the data set's tensors, models, working copies,
+    the cell — exists, and the collector's full (generation-2) passes walk all of it again and
+    again: 0.3 s each at 1,000 clients per round (issue 16).  :meth:`after_round` collects once
+    and then freezes what survives (:func:`gc.freeze`: those objects are never traversed again,
+    and reference counting still frees them); :meth:`end` unfreezes them, so a process that runs
+    another run afterwards collects this one's cycles as usual.
+    """
+
+    def __init__(self) -> None:
+        self._frozen = False
+
+    def after_round(self) -> None:
+        """Call after every round; acts once."""
+        if not self._frozen and hasattr(gc, "freeze"):
+            gc.collect()
+            gc.freeze()
+            self._frozen = True
+
+    def end(self) -> None:
+        """Call when the run ends (normally or not)."""
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False

@@ -22,10 +22,11 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 import torch.nn.functional as F
 
 from analysis.tta import time_to_accuracy_s
-from sfl_sim import checkpoint
+from sfl_sim import checkpoint, host
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
                            load_dataset, resolve_device, selected_per_round)
 from sfl_sim.config import Scenario
@@ -43,17 +44,24 @@ __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", 
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
-    """Test accuracy (fraction) and mean cross-entropy of ``model`` on ``(x, y)``."""
+    """Test accuracy (fraction) and mean cross-entropy of ``model`` on ``(x, y)``.
+
+    Without autograd, and with one device sync at the end (the sums stay on the device between
+    batches; the loss is summed in float64 as before).  The batch size changes only the float
+    summation order of the loss, not the accuracy."""
     was_training = model.training
     model.eval()
-    correct, loss_sum = 0, 0.0
-    for start in range(0, len(y), batch_size):
-        logits = model(x[start:start + batch_size])
-        target = y[start:start + batch_size]
-        loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
-        correct += int((logits.argmax(dim=1) == target).sum())
+    correct = torch.zeros((), dtype=torch.int64, device=y.device)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=y.device)
+    with torch.no_grad():
+        for start in range(0, len(y), batch_size):
+            logits = model(x[start:start + batch_size])
+            target = y[start:start + batch_size]
+            loss_sum += F.cross_entropy(logits, target, reduction="sum").double()
+            correct += (logits.argmax(dim=1) == target).sum()
     model.train(was_training)
-    return correct / len(y), loss_sum / len(y)
+    loss, hits = torch.stack([loss_sum, correct.double()]).tolist()  # the one sync
+    return hits / len(y), loss / len(y)
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[str, Any]:
@@ -62,7 +70,24 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[s
     scenario.pop("algorithms")
     scenario["algorithm"] = cfg.algorithm(label).as_dict()
     scenario["device_used"] = str(device)
+    scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
+
+
+def _threads_made_with(run_dir: Path) -> None:
+    """Use the torch threads a run was made with (``torch_threads_used`` of its scenario.yaml).
+
+    A scenario that leaves ``training.torch_threads`` null gets the cores free when it starts
+    (:func:`sfl_sim.host.default_torch_threads`); a reduction split among another number of
+    threads rounds differently, so a resume takes the count the run started with, and reproduces
+    its numbers under any load."""
+    try:
+        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+        used = int(made_with.get("torch_threads_used") or 0)
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError):
+        return
+    if used >= 1:
+        torch.set_num_threads(used)
 
 
 def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dict[str, Optional[float]]:
@@ -155,9 +180,11 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         If training raised; the summary is written with ``status: failed`` first.
     """
     cfg = run.cfg
-    scenario = resolved_scenario(cfg, run.label, run.device)
     if plan is None:
-        plan = plan_run_dir(run_dir, scenario, resume)
+        plan = plan_run_dir(run_dir, resolved_scenario(cfg, run.label, run.device), resume)
+    if plan.resume and not cfg.training.torch_threads:
+        _threads_made_with(run_dir)  # the same reductions split the same way: the same numbers
+    scenario = resolved_scenario(cfg, run.label, run.device)
     writer = RunWriter(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
     streams = _Streams(cfg.seed)
     torch.manual_seed(torch_seed(cfg.seed, "dropout"))
@@ -189,8 +216,10 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, start_round)
     summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
 
+    eval_batch = host.eval_batch_size(cfg.eval_batch_size, run.device)
+
     def record_evaluation(rnd: int) -> Dict[str, float]:
-        acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
+        acc, loss = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, eval_batch)
         c = sim.counters
         row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
                "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
@@ -201,6 +230,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         return row
 
     rnd = start_round
+    gc_pause = host.LongLivedObjects()
     try:
         if not plan.resume:
             record_evaluation(0)  # the initial model: curves start at t = 0
@@ -212,6 +242,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             before = sim.counters.as_dict()
             duration_s = sim.run_round(lambda ctx: run.algorithm.round_process(ctx, cohort), cohort)
             run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
+            gc_pause.after_round()
             after = sim.counters.as_dict()
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
@@ -249,6 +280,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         writer.write_summary(summary)
         raise RunFailed(message, summary) from exc
     finally:
+        gc_pause.end()
         bar.close()
     return summary
 

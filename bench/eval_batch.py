@@ -1,0 +1,73 @@
+"""Evaluation time versus the test batch, per device: the old default (1000) against ``auto``.
+
+Scores the default scenario's initial global model on its test subset (2,000 images) with every
+batch size in ``--batches``, interleaved over ``--repeats`` passes so a busy machine slows all of
+them alike, and prints the median time of each, the ratio old / new (> 1: the new default is
+faster) and how far accuracy and loss moved (they may differ only by float summation order).
+``--scenario cellular_100clients_paper`` times the papers' full-width AlexNet on the whole test set.
+
+    python bench/eval_batch.py                       # CPU, default scenario
+    python bench/eval_batch.py --device cuda --batches 250 500 1000 2000 5000
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from sfl_sim.build import build_run  # noqa: E402
+from sfl_sim.config import AlgorithmSpec, load_scenario  # noqa: E402
+from sfl_sim.host import EVAL_BATCH_SIZE, eval_batch_size  # noqa: E402
+from sfl_sim.runner import evaluate  # noqa: E402
+from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
+
+OLD_DEFAULT = 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="cellular_100clients", help="scenario file or shipped name")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--batches", type=int, nargs="+", default=[100, 250, 500, 1000, 2000])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
+
+    cfg = load_scenario(resolve_scenario(args.scenario), extra={"device": args.device})
+    run = build_run(cfg, AlgorithmSpec(name="fedavg"))
+    model, x, y = run.algorithm.global_model(), run.test_x, run.test_y
+    new = eval_batch_size("auto", run.device)
+    batches = sorted(set(args.batches) | {OLD_DEFAULT, new})
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    times = {b: [] for b in batches}
+    scores = {}
+    for b in batches:  # warm-up pass (allocator, kernel choice), not timed
+        scores[b] = evaluate(model, x, y, b)
+    for rep in range(args.repeats):
+        for b in (batches if rep % 2 == 0 else list(reversed(batches))):
+            sync()
+            start = time.perf_counter()
+            evaluate(model, x, y, b)
+            sync()
+            times[b].append(time.perf_counter() - start)
+    print(f"{cfg.name} on {args.device}: {len(y)} test images, torch threads {torch.get_num_threads()}, "
+          f"medians of {args.repeats}; auto = {new} on {run.device.type} (table: {EVAL_BATCH_SIZE})")
+    ref_acc, ref_loss = scores[OLD_DEFAULT]
+    for b in batches:
+        acc, loss = scores[b]
+        print(f"  batch {b:>5}: {statistics.median(times[b]) * 1e3:8.1f} ms   accuracy {acc:.4f} "
+              f"(diff {acc - ref_acc:+.1e})  loss {loss:.7f} (rel. diff {(loss - ref_loss) / ref_loss:+.1e})")
+    ratio = statistics.median(times[OLD_DEFAULT]) / statistics.median(times[new])
+    print(f"evaluation ratio old ({OLD_DEFAULT}) / new ({new}): {ratio:.2f}  (> 1: the new default is faster)")
+
+
+if __name__ == "__main__":
+    main()
