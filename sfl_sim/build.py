@@ -276,6 +276,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    algorithm.execution = _execution(cfg, algorithm_spec, algorithm, device)
     selection = clients.selection or ComponentSpec.model_validate(
         type(algorithm).default_selection or {"name": "uniform"})
     selector = component(SELECTORS, selection, "clients.selection")
@@ -286,6 +287,25 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
                           f"{_one_line(exc)}") from exc
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
+
+
+def _execution(cfg: Scenario, spec: AlgorithmSpec, algorithm: Algorithm, device: torch.device) -> str:
+    """``loop`` or ``vectorised`` for this run (scenario field ``execution``).
+
+    ``vectorised`` is refused, naming the reason, for an algorithm or model that cannot run it;
+    ``auto`` takes it only on a device where it was measured faster and where it is available."""
+    try:
+        refusal = algorithm.vectorise_refusal()
+    except Exception as exc:  # a plug-in's hook
+        refusal = f"its vectorise_refusal raised {type(exc).__name__}: {_one_line(exc)}"
+    if cfg.execution == "vectorised":
+        if refusal:
+            raise ConfigError(f"execution: vectorised is not available for {spec.label}: {refusal}; "
+                              f"allowed: loop, auto (which falls back to the loop)")
+        return "vectorised"
+    if cfg.execution == "auto" and refusal is None:
+        return host.auto_execution(device)
+    return "loop"
 
 
 def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Counters] = None,

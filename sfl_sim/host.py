@@ -17,7 +17,8 @@ import os
 import time
 from typing import Any, Optional, Tuple
 
-__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE", "LongLivedObjects"]
+__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE", "LongLivedObjects",
+           "VECTORISED_BY_DEFAULT", "auto_execution"]
 
 
 def affinity_cores() -> int:
@@ -146,3 +147,16 @@ class LongLivedObjects:
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
+
+
+#: ``execution: auto`` per device type: whether an algorithm that has a vectorised path
+#: (:mod:`sfl_sim.algorithms.vectorised`) takes it.  Only where it was measured faster than the
+#: loop with ``bench/vectorised.py``: on CPU it is slower (issue 16: 0.88x for the client part,
+#: 0.97x for a whole-model step); on CUDA it has not been measured yet, so the loop stays.
+VECTORISED_BY_DEFAULT = {"cpu": False, "cuda": False}
+
+
+def auto_execution(device: Any) -> str:
+    """What ``execution: auto`` means on ``device``: ``"vectorised"`` or ``"loop"``."""
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    return "vectorised" if VECTORISED_BY_DEFAULT.get(kind, False) else "loop"

@@ -124,8 +124,31 @@ def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.
     return batch
 
 
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array as a tensor on ``device``, without a host sync.
+
+    On CPU the tensor shares the array's memory.  On a GPU the array goes through pinned memory
+    with a non-blocking copy: a copy from ordinary (pageable) memory waits for the device, i.e.
+    a sync per call (the caching host allocator keeps the pinned block until the copy is done).
+    """
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
+#: Clients summed per matrix-vector product by the stacked (GPU) average: bounds its memory.
+STACK_CHUNK = 256
+
+
 def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]) -> Dict[str, torch.Tensor]:
     """Weighted average of state dicts (SCALA eq. 10, FedAvg): sum_k w_k s_k / sum_k w_k.
+
+    Summed in float64.  On CPU the states are added one after another in the order given (the
+    reference order the golden runs pin); on a GPU each tensor of the state is stacked over the
+    clients and reduced in one matrix-vector product per :data:`STACK_CHUNK` clients
+    (:func:`weighted_average_stacked`: K x fewer kernel launches, equal within float64 rounding,
+    which the float32 result almost never shows).
 
     Parameters
     ----------
@@ -134,17 +157,52 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequ
     """
     if len(states) != len(weights) or not states:
         raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
-    w = torch.as_tensor(np.asarray(weights, dtype=np.float64) / float(np.sum(weights)))
+    first = next(iter(states[0].values()), None)
+    if first is not None and first.device.type == "cuda":
+        return weighted_average_stacked(states, weights)
+    w = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
     out: Dict[str, torch.Tensor] = {}
     for key, ref in states[0].items():
         if not torch.is_floating_point(ref):
             out[key] = ref.clone()  # integer buffers (counters) are not averaged
             continue
         acc = torch.zeros_like(ref, dtype=torch.float64)
-        for wk, state in zip(w, states):
-            acc += wk.item() * state[key].to(torch.float64)
+        for wk, state in zip(w.tolist(), states):
+            acc += wk * state[key].to(torch.float64)
         out[key] = acc.to(ref.dtype)
     return out
+
+
+def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
+                             weights: Sequence[float]) -> Dict[str, torch.Tensor]:
+    """:func:`weighted_average` over stacked states: per tensor, ``stack`` the clients' copies and
+    reduce them with one float64 matrix-vector product per :data:`STACK_CHUNK` clients.
+
+    The weights are host numbers, sent to the device once (no host sync); the result equals the
+    sequential sum within float64 rounding (another summation order)."""
+    if len(states) != len(weights) or not states:
+        raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
+    w64 = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    w_on: Dict[torch.device, torch.Tensor] = {}
+    out: Dict[str, torch.Tensor] = {}
+    for key, ref in states[0].items():
+        if not torch.is_floating_point(ref):
+            out[key] = ref.clone()
+            continue
+        w = w_on.get(ref.device)
+        if w is None:
+            w = w_on[ref.device] = to_device(w64, ref.device)
+        acc = torch.zeros(ref.numel(), dtype=torch.float64, device=ref.device)
+        for start in range(0, len(states), STACK_CHUNK):
+            chunk = torch.stack([s[key].reshape(-1) for s in states[start:start + STACK_CHUNK]])
+            acc.addmv_(chunk.to(torch.float64).t(), w[start:start + len(chunk)])
+        out[key] = acc.view(ref.shape).to(ref.dtype)
+    return out
+
+
+def overridden(obj: Any, base: type, names: Sequence[str]) -> List[str]:
+    """The methods of ``names`` that ``type(obj)`` defines differently from ``base``."""
+    return [n for n in names if getattr(type(obj), n) is not getattr(base, n)]
 
 
 def tensor_bytes(*tensors: torch.Tensor) -> int:
@@ -172,6 +230,11 @@ class Algorithm(abc.ABC):
     """
 
     default_selection: Optional[Dict[str, Any]] = None
+
+    #: How the cohort's client steps run: ``"loop"`` (one client after another, the reference) or
+    #: ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms.vectorised`); set from the scenario's
+    #: ``execution`` by :func:`sfl_sim.build.build_run` after :meth:`vectorise_refusal` allowed it.
+    execution: str = "loop"
 
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup
@@ -218,7 +281,24 @@ class Algorithm(abc.ABC):
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
 
+    def vectorise_refusal(self) -> Optional[str]:
+        """Why this algorithm cannot run ``execution: vectorised`` (None when it can).
+
+        Default: it has no vectorised path.  FedAvg (and FedCBS) and the split-learning
+        algorithms with the default client hooks have one (:mod:`sfl_sim.algorithms.vectorised`)."""
+        return f"{type(self).__name__} has no vectorised path"
+
     # -- shared helpers ------------------------------------------------------------------------
+    def metered_flops(self, kind: str, n_samples: int, dry_run: Callable[[], Any]) -> float:
+        """FLOPs of a step of ``kind`` on ``n_samples`` samples without running it: from the
+        meter's cache, or — the first time — by metering ``dry_run()``, the same step done on a
+        throwaway copy (the vectorised path runs the real step later, stacked)."""
+        per_sample = self.meter.flops_per_sample.get(kind)
+        if per_sample is None:
+            _, flops = self.meter.run(kind, n_samples, dry_run)
+            return flops
+        return per_sample * n_samples
+
     def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
         """One working copy of ``source`` per key (e.g. per cohort client) for this round.
 
@@ -243,7 +323,7 @@ class Algorithm(abc.ABC):
         indices = self.setup.client_indices[client]
         n = len(indices)
         pick = self.setup.minibatch_rng.choice(n, size=size, replace=size > n)
-        rows = indices[torch.from_numpy(pick).to(indices.device)]
+        rows = indices[to_device(pick, indices.device)]
         return self.setup.train_x[rows], self.setup.train_y[rows]
 
     def sgd_step(self, params: Sequence[torch.nn.Parameter]) -> None:

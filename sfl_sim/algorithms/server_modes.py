@@ -112,6 +112,7 @@ class ServerMode(abc.ABC):
         upload = yield rnd.exchange.upload(t, k)
         if isinstance(upload, Lost):
             return
+        rnd.activations_ready()
         yield from self.step_and_answer(algo, rnd, server, t, upload)
 
     @staticmethod
@@ -143,6 +144,7 @@ class ConcatenatedServer(ServerMode):
             active = kept
             if not active:
                 break
+            rnd.activations_ready()
             uploads = [exchange.upload(t, k).value for k in active]
             n_samples = int(sum(u.activations.shape[0] for u in uploads))
             replies = yield from algo.server_compute(ctx, "server_step", n_samples,

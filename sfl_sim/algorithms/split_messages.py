@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import simpy
 import torch
@@ -145,6 +145,10 @@ class SplitRound:
     servers : dict of int to nn.Module or None
         Per-client copies of the server side (``per_client`` mode), else None.
     exchange : Exchange
+    stacked : StackedClientSide or None
+        With ``execution: vectorised``, the cohort's client sides stacked
+        (:class:`sfl_sim.algorithms.vectorised.StackedClientSide`); their forwards run when the
+        server first reads activations (:meth:`activations_ready`).
     """
 
     ctx: RoundContext
@@ -153,3 +157,10 @@ class SplitRound:
     local: Dict[int, nn.Module]
     servers: Optional[Dict[int, nn.Module]]
     exchange: Exchange
+    stacked: Optional[Any] = None
+
+    def activations_ready(self) -> None:
+        """Call before the server reads uploaded activations: with vectorised execution the
+        clients' forwards run now, stacked (a no-op in the loop, where they ran at their events)."""
+        if self.stacked is not None:
+            self.stacked.flush()
