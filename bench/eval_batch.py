@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -31,42 +32,49 @@ from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
 OLD_DEFAULT = 1000
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", default="cellular_100clients", help="scenario file or shipped name")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--batches", type=int, nargs="+", default=[100, 250, 500, 1000, 2000])
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: torch sees no CUDA device here")
-
-    cfg = load_scenario(resolve_scenario(args.scenario), extra={"device": args.device})
+def measure(scenario: str = "cellular_100clients", device: str = "cpu", batches: Sequence[int] = (100, 250, 500, 1000, 2000),
+            repeats: int = 7) -> Dict[str, object]:
+    """Median seconds of an evaluation per batch size, the scores, and the old and new batch."""
+    cfg = load_scenario(resolve_scenario(scenario), extra={"device": device})
     run = build_run(cfg, AlgorithmSpec(name="fedavg"))
     model, x, y = run.algorithm.global_model(), run.test_x, run.test_y
     new = eval_batch_size("auto", run.device)
-    batches = sorted(set(args.batches) | {OLD_DEFAULT, new})
-    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    times = {b: [] for b in batches}
+    batches = sorted(set(batches) | {OLD_DEFAULT, new})
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    times: Dict[int, List[float]] = {b: [] for b in batches}
     scores = {}
     for b in batches:  # warm-up pass (allocator, kernel choice), not timed
         scores[b] = evaluate(model, x, y, b)
-    for rep in range(args.repeats):
+    for rep in range(repeats):
         for b in (batches if rep % 2 == 0 else list(reversed(batches))):
             sync()
             start = time.perf_counter()
             evaluate(model, x, y, b)
             sync()
             times[b].append(time.perf_counter() - start)
-    print(f"{cfg.name} on {args.device}: {len(y)} test images, torch threads {torch.get_num_threads()}, "
-          f"medians of {args.repeats}; auto = {new} on {run.device.type} (table: {EVAL_BATCH_SIZE})")
-    ref_acc, ref_loss = scores[OLD_DEFAULT]
-    for b in batches:
-        acc, loss = scores[b]
-        print(f"  batch {b:>5}: {statistics.median(times[b]) * 1e3:8.1f} ms   accuracy {acc:.4f} "
+    median = {b: statistics.median(v) for b, v in times.items()}
+    return {"name": cfg.name, "images": len(y), "device": run.device.type, "new": new, "median_s": median,
+            "scores": scores, "ratio": median[OLD_DEFAULT] / median[new]}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="cellular_100clients", help="scenario file or shipped name")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--batches", type=int, nargs="+", default=[100, 250, 500, 1000, 2000])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
+    r = measure(args.scenario, args.device, args.batches, args.repeats)
+    print(f"{r['name']} on {r['device']}: {r['images']} test images, torch threads {torch.get_num_threads()}, "
+          f"medians of {args.repeats}; auto = {r['new']} on {r['device']} (table: {EVAL_BATCH_SIZE})")
+    ref_acc, ref_loss = r["scores"][OLD_DEFAULT]
+    for b, t in r["median_s"].items():
+        acc, loss = r["scores"][b]
+        print(f"  batch {b:>5}: {t * 1e3:8.1f} ms   accuracy {acc:.4f} "
               f"(diff {acc - ref_acc:+.1e})  loss {loss:.7f} (rel. diff {(loss - ref_loss) / ref_loss:+.1e})")
-    ratio = statistics.median(times[OLD_DEFAULT]) / statistics.median(times[new])
-    print(f"evaluation ratio old ({OLD_DEFAULT}) / new ({new}): {ratio:.2f}  (> 1: the new default is faster)")
+    print(f"evaluation ratio old ({OLD_DEFAULT}) / new ({r['new']}): {r['ratio']:.2f}  (> 1: the new default is faster)")
 
 
 if __name__ == "__main__":

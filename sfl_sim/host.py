@@ -63,7 +63,7 @@ def _busy_cores_of_others(sample_s: float) -> Optional[float]:
     return max(0.0, (busy_s - own_s) / elapsed)
 
 
-def free_cores(sample_s: float = 0.25) -> int:
+def free_cores(sample_s: float = 0.5) -> int:
     """Cores this process may use that other processes are not busy with (at least 1).
 
     On Linux the CPU time other processes spend is sampled over ``sample_s`` seconds from
