@@ -32,6 +32,25 @@ from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
 OLD_DEFAULT = 1000
 
 
+def evaluate_before(model, x, y, batch_size):
+    """The evaluation as it was before issue 16 (autograd on, two host syncs per batch), for reference."""
+    import warnings
+
+    import torch.nn.functional as F
+
+    warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad=True to a scalar")
+    was_training = model.training
+    model.eval()
+    correct, loss_sum = 0, 0.0
+    for start in range(0, len(y), batch_size):
+        logits = model(x[start:start + batch_size])
+        target = y[start:start + batch_size]
+        loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
+        correct += int((logits.argmax(dim=1) == target).sum())
+    model.train(was_training)
+    return correct / len(y), loss_sum / len(y)
+
+
 def measure(scenario: str = "cellular_100clients", device: str = "cpu", batches: Sequence[int] = (100, 250, 500, 1000, 2000),
             repeats: int = 7) -> Dict[str, object]:
     """Median seconds of an evaluation per batch size, the scores, and the old and new batch."""
@@ -41,20 +60,25 @@ def measure(scenario: str = "cellular_100clients", device: str = "cpu", batches:
     new = eval_batch_size("auto", run.device)
     batches = sorted(set(batches) | {OLD_DEFAULT, new})
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    times: Dict[int, List[float]] = {b: [] for b in batches}
+    cases = [(b, evaluate) for b in batches] + [("before", None)]
+    times: Dict[object, List[float]] = {b: [] for b, _ in cases}
     scores = {}
-    for b in batches:  # warm-up pass (allocator, kernel choice), not timed
-        scores[b] = evaluate(model, x, y, b)
+
+    def call(b):
+        return evaluate_before(model, x, y, OLD_DEFAULT) if b == "before" else evaluate(model, x, y, b)
+
+    for b, _ in cases:  # warm-up pass (allocator, kernel choice), not timed
+        scores[b] = call(b)
     for rep in range(repeats):
-        for b in (batches if rep % 2 == 0 else list(reversed(batches))):
+        for b, _ in (cases if rep % 2 == 0 else list(reversed(cases))):
             sync()
             start = time.perf_counter()
-            evaluate(model, x, y, b)
+            call(b)
             sync()
             times[b].append(time.perf_counter() - start)
     median = {b: statistics.median(v) for b, v in times.items()}
     return {"name": cfg.name, "images": len(y), "device": run.device.type, "new": new, "median_s": median,
-            "scores": scores, "ratio": median[OLD_DEFAULT] / median[new]}
+            "scores": scores, "ratio": median[OLD_DEFAULT] / median[new], "ratio_before": median["before"] / median[new]}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -72,9 +96,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ref_acc, ref_loss = r["scores"][OLD_DEFAULT]
     for b, t in r["median_s"].items():
         acc, loss = r["scores"][b]
-        print(f"  batch {b:>5}: {t * 1e3:8.1f} ms   accuracy {acc:.4f} "
+        what = f"batch {b:>5}" if b != "before" else f"before issue 16, batch {OLD_DEFAULT} (autograd on, 2 syncs per batch)"
+        print(f"  {what}: {t * 1e3:8.1f} ms   accuracy {acc:.4f} "
               f"(diff {acc - ref_acc:+.1e})  loss {loss:.7f} (rel. diff {(loss - ref_loss) / ref_loss:+.1e})")
-    print(f"evaluation ratio old ({OLD_DEFAULT}) / new ({r['new']}): {r['ratio']:.2f}  (> 1: the new default is faster)")
+    print(f"evaluation ratio batch {OLD_DEFAULT} / auto ({r['new']}): {r['ratio']:.2f}; before issue 16 / now: "
+          f"{r['ratio_before']:.2f}  (> 1: now is faster)")
 
 
 if __name__ == "__main__":

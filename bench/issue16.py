@@ -47,11 +47,14 @@ def main() -> None:
         rows.append((f"simulator / bare loop, {r['clients_per_round']} clients/round",
                      f"{r['sim_s']:.3f} s / {r['bare_s']:.3f} s", r["ratio"], "<= 1.10"))
         print(rows[-1], flush=True)
-    r = eval_batch.measure(device=args.device, batches=[], repeats=5)
+    r = eval_batch.measure(device=args.device, batches=[], repeats=9)
     rows.append((f"evaluation batch {eval_batch.OLD_DEFAULT} / {r['new']} ({r['images']} images)",
                   f"{r['median_s'][eval_batch.OLD_DEFAULT] * 1e3:.0f} ms / {r['median_s'][r['new']] * 1e3:.0f} ms",
                   r["ratio"], "> 1"))
-    print(rows[-1], flush=True)
+    rows.append((f"evaluation before issue 16 (batch 1000, autograd) / now (batch {r['new']})",
+                 f"{r['median_s']['before'] * 1e3:.0f} ms / {r['median_s'][r['new']] * 1e3:.0f} ms",
+                 r["ratio_before"], "> 1"))
+    print(rows[-2:], flush=True)
     r = threads.measure((1, 2), competitors=1, rounds=3)
     med = r["median_s"]
     rows.append((f"2 / 1 torch threads, 1 competing process (free_cores saw {r['free_cores_seen']})",
