@@ -28,9 +28,10 @@ element-wise activations, pooling, flattening and ``Dropout(p=0)``, and no buffe
 BatchNorm).  Plain SGD steps only (``w <- w - eta grad``, as :meth:`Algorithm.sgd_step`).
 
 When it pays: on CPU it was measured slower than the loop (issue 16: 0.88x for the client part,
-0.97x for a whole-model step), so ``execution: auto`` keeps the loop there; on a GPU the loop is
-launch-bound and vmap should win, but ``auto`` switches only once ``bench/vectorised.py`` has
-measured it (:data:`sfl_sim.host.VECTORISED_BY_DEFAULT`).
+0.97x for a whole-model step; this implementation with ``bench/vectorised.py`` on a busy 2-core
+CPU: loop / vectorised 0.66-0.84 for SCALA, 0.46-1.06 for FedAvg), so ``execution: auto`` keeps
+the loop there; on a GPU the loop is launch-bound and vmap should win, but ``auto`` switches only
+once ``bench/vectorised.py`` has measured it (:data:`sfl_sim.host.VECTORISED_BY_DEFAULT`).
 """
 from __future__ import annotations
 
