@@ -79,7 +79,9 @@ NON_SETTING_FIELDS: tuple[str, ...] = (
     "device",
     "device_used",
     "eval_batch_size",
+    "execution",
     "training.torch_threads",
+    "torch_threads_used",
     "target_accuracies",
     "data.dataset.data_root",
 )

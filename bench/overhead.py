@@ -1,47 +1,63 @@
-"""Overhead of the simulator: one SCALA round through the engine versus a bare PyTorch loop.
+"""Overhead of the simulator: SCALA rounds through the engine versus a bare PyTorch loop, per cohort size.
 
-Both sides do the same training math on the default scenario (Fashion-MNIST, the scenario's
-AlexNet, 10 clients of 100, B = 320, T = 5): per iteration every client forwards its minibatch,
-the server runs once on the concatenation, updates with the P_s-adjusted loss, computes each G_k
-with the P_k-adjusted loss, clients backpropagate; then the client models are averaged.  The
-simulator side adds what it exists for: SimPy processes and events, FLOP metering, byte counting
-and channel rates.  Rounds are interleaved (sim, bare, sim, bare, ...) so machine noise hits
-both alike; the ratio of the medians is printed.  Target: <= 1.10 on CPU.
+Both sides do the same training math on the default scenario's data and model: per iteration
+every client forwards its minibatch, the server runs once on the concatenation, updates with the
+P_s-adjusted loss, computes each G_k with the P_k-adjusted loss, clients backpropagate; then the
+client models are averaged.  The bare loop is written as one would by hand, with preallocated
+client models (weights copied in each round).  The simulator side adds what it exists for: SimPy
+processes and events, FLOP metering, byte counting, channel rates, the straggler machinery.
 
-Usage: python bench/overhead.py [--rounds N] [--device cpu|cuda] [--scenario PATH]
+For each cohort size n (``--sizes``; clients per round) the federation has 10 n clients (10 %
+participation, as the scenario), every client draws ``--samples-per-client`` samples (B = n x
+that) and runs ``--local-iterations`` iterations.  Rounds are interleaved (sim, bare, bare, sim,
+...) so machine noise hits both alike; the first pair warms up and is dropped; the ratio of the
+medians is printed per size.  Target: <= 1.10 at every size.
+
+Quick (default, a few minutes on a 2-core CPU): 8 samples per client, 2 iterations, 3 rounds.
+The scenario's own work per client (B_k = 32, T = 5) and more rounds:
+
+    python bench/overhead.py --samples-per-client 32 --local-iterations 5 --rounds 8
+    python bench/overhead.py --device cuda --sizes 10 100 1000
 """
 from __future__ import annotations
 
 import argparse
 import copy
 import statistics
+import sys
 import time
 from pathlib import Path
-
-import numpy as np
-import torch
-
-from sfl_sim import runner
-from sfl_sim.algorithms.base import proportional_batch_sizes, weighted_average
-from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
-from sfl_sim.config import AlgorithmSpec, load_scenario
-from sfl_sim.engine import Simulator
-from sfl_sim.selection import cohort_size
+from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from sfl_sim import runner  # noqa: E402
+from sfl_sim.algorithms.base import proportional_batch_sizes, weighted_average  # noqa: E402
+from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy  # noqa: E402
+from sfl_sim.algorithms.working_copies import WorkingCopies  # noqa: E402
+from sfl_sim.config import AlgorithmSpec, load_scenario_raw, validate  # noqa: E402
+from sfl_sim.engine import Simulator  # noqa: E402
+from sfl_sim.host import LongLivedObjects  # noqa: E402
+from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.selection import cohort_size  # noqa: E402
 
 
-def bare_round(client_model, server_model, setup, cohort, rng, lr):
+def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
     """SCALA's training math for one round in plain PyTorch, no engine."""
     sizes = setup.client_data_sizes[cohort]
     batch = proportional_batch_sizes(sizes, setup.batch_size)
-    local = [copy.deepcopy(client_model) for _ in cohort]
+    local = copies.take(len(cohort))  # preallocated, weights copied in
     n_classes = setup.num_classes
     for _t in range(setup.local_iterations):
         acts, labels = [], []
         for model, k, b in zip(local, cohort, batch):
             ix = setup.client_indices[k]
-            rows = ix[torch.from_numpy(rng.choice(len(ix), size=b, replace=False)).to(ix.device)]
+            pick = rng.choice(len(ix), size=b, replace=b > len(ix))
+            rows = ix[torch.from_numpy(pick).to(ix.device)]
             acts.append(model(setup.train_x[rows]))
             labels.append(setup.train_y[rows])
         cat = torch.cat([a.detach() for a in acts]).requires_grad_(True)
@@ -66,46 +82,72 @@ def bare_round(client_model, server_model, setup, cohort, rng, lr):
     client_model.load_state_dict(weighted_average([m.state_dict() for m in local], sizes.astype(float)))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8, help="measured rounds per side")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--scenario", default=str(ROOT / "scenarios" / "cellular_100clients.yaml"))
-    args = parser.parse_args()
-
-    cfg = load_scenario(args.scenario, extra={"device": args.device})
+def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu", rounds: int = 3,
+            samples_per_client: int = 8, local_iterations: int = 2) -> Dict[str, float]:
+    """Median host seconds per round of the simulator and of the bare loop at ``size`` clients per round."""
+    raw = load_scenario_raw(resolve_scenario(scenario))
+    raw.update(device=device, eval_samples=100, algorithms=[{"name": "scala"}])
+    raw.setdefault("clients", {}).update(count=10 * size, participation=0.1)
+    raw.setdefault("training", {}).update(batch_size=samples_per_client * size, local_iterations=local_iterations)
+    cfg = validate(raw)
     run = runner.build_run(cfg, AlgorithmSpec(name="scala"))
     algo = run.algorithm
     sim = Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s)
     bare_client = copy.deepcopy(algo.client_model)
     bare_server = copy.deepcopy(algo.server_model)
+    copies = WorkingCopies(bare_client)
     bare_rng = np.random.default_rng(1)
     select_rng = np.random.default_rng(2)
     n = cohort_size(cfg.clients.count, cfg.clients.participation)
-    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    long_lived = LongLivedObjects()  # as run_one does after the first round
 
     def sim_round(cohort):
         sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
 
     def plain_round(cohort):
-        bare_round(bare_client, bare_server, run.setup, cohort, bare_rng, cfg.training.learning_rate)
+        bare_round(bare_client, bare_server, copies, run.setup, cohort, bare_rng, cfg.training.learning_rate)
 
-    sim_s, bare_s = [], []
-    for i in range(args.rounds + 1):  # the first pair warms up (allocator, FLOP metering) and is dropped
-        cohort = run.selector.select(cfg.clients.count, n, select_rng)
-        for fn, out in ((sim_round, sim_s), (plain_round, bare_s)) if i % 2 == 0 else \
-                ((plain_round, bare_s), (sim_round, sim_s)):
-            sync()
-            start = time.perf_counter()
-            fn(cohort)
-            sync()
-            if i > 0:
-                out.append(time.perf_counter() - start)
-    ratio = statistics.median(sim_s) / statistics.median(bare_s)
-    print(f"device {args.device}, {args.rounds} rounds each, torch threads {torch.get_num_threads()}")
-    print(f"simulator round: median {statistics.median(sim_s):.3f} s  (min {min(sim_s):.3f})")
-    print(f"bare loop round: median {statistics.median(bare_s):.3f} s  (min {min(bare_s):.3f})")
-    print(f"overhead ratio (simulator / bare): {ratio:.3f}  target <= 1.10")
+    sim_s: List[float] = []
+    bare_s: List[float] = []
+    try:
+        for i in range(rounds + 1):  # the first pair warms up (allocator, FLOP metering, copies) and is dropped
+            cohort = run.selector.select(cfg.clients.count, n, select_rng)
+            order = ((sim_round, sim_s), (plain_round, bare_s)) if i % 2 == 0 else \
+                ((plain_round, bare_s), (sim_round, sim_s))
+            for fn, out in order:
+                sync()
+                start = time.perf_counter()
+                fn(cohort)
+                sync()
+                if i > 0:
+                    out.append(time.perf_counter() - start)
+            if i == 0:
+                long_lived.after_round()
+    finally:
+        long_lived.end()
+    return {"clients_per_round": n, "sim_s": statistics.median(sim_s), "bare_s": statistics.median(bare_s),
+            "ratio": statistics.median(sim_s) / statistics.median(bare_s)}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="clients per round")
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds per side and size")
+    parser.add_argument("--samples-per-client", type=int, default=8, help="B_k (the scenario: 32)")
+    parser.add_argument("--local-iterations", type=int, default=2, help="T (the scenario: 5)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--scenario", default="cellular_100clients")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
+    print(f"SCALA, {args.scenario} model and data, device {args.device}, B_k = {args.samples_per_client}, "
+          f"T = {args.local_iterations}, medians of {args.rounds} rounds per side")
+    print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  (target <= 1.10)")
+    for size in args.sizes:
+        r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations)
+        print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}", flush=True)
+    print(f"torch threads {torch.get_num_threads()}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from sfl_sim.config import load_scenario_raw, validate
+from sfl_sim.host import eval_batch_size
 from sfl_sim.runner import build_run, evaluate, run_one
 from sfl_sim.privacy import evaluate_attack, train_attacker
 
@@ -72,7 +73,7 @@ def main() -> None:
         run = build_run(cfg, spec, dataset=clients_data)
         run_one(run, Path(args.out) / spec.label, progress=False)
         algo = run.algorithm
-        acc, _ = evaluate(algo.global_model(), run.test_x, run.test_y, cfg.eval_batch_size)
+        acc, _ = evaluate(algo.global_model(), run.test_x, run.test_y, eval_batch_size(cfg.eval_batch_size, run.device))
         client = algo.client_model
         attacker = train_attacker(client, aux_x, mean=full.mean, std=full.std, channels=args.attacker_channels,
                                   epochs=args.attacker_epochs, seed=args.seed)

@@ -34,6 +34,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--algorithm", default="scala")
     args = parser.parse_args()
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("--device cuda: torch sees no CUDA device here")
 
     spec = StudySpec(base=args.scenario, seeds=[0, 1, 2, 3],
                      set={"rounds": args.rounds, "eval_every_rounds": args.rounds, "device": args.device,

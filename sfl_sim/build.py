@@ -18,6 +18,7 @@ from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, 
                      UnknownComponentError)
 from channel.protocols import ComponentProtocolError
 from channel.registry import ComponentParameterError
+from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
@@ -210,7 +211,8 @@ def _training_field(cfg: Scenario, spec: AlgorithmSpec, name: str) -> str:
     return f"training.{name}"
 
 
-def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None) -> Run:
+def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[ArrayDataset] = None,
+              threads: Optional[int] = None) -> Run:
     """Build every part of one run of ``cfg`` with ``algorithm_spec``.
 
     Parameters
@@ -221,6 +223,9 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         One entry of ``cfg.algorithms``.
     dataset : ArrayDataset, optional
         Already loaded data set (several algorithms of one scenario share it).
+    threads : int, optional
+        Torch threads when the scenario leaves ``training.torch_threads`` null (a study worker's
+        share of the cores); without it, the cores free now (:func:`sfl_sim.host.default_torch_threads`).
 
     Raises
     ------
@@ -231,8 +236,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     """
     seed = cfg.seed
     device = resolve_device(cfg.device)
-    if cfg.training.torch_threads:
-        torch.set_num_threads(cfg.training.torch_threads)
+    torch.set_num_threads(cfg.training.torch_threads or threads or host.default_torch_threads())
     t = cfg.training_for(algorithm_spec.label)
     if dataset is None:
         dataset = load_dataset(cfg)
@@ -293,6 +297,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    algorithm.execution = _execution(cfg, algorithm_spec, algorithm, device)
     selection = clients.selection or ComponentSpec.model_validate(
         type(algorithm).default_selection or {"name": "uniform"})
     selector = component(SELECTORS, selection, "clients.selection")
@@ -303,6 +308,25 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
                           f"{_one_line(exc)}") from exc
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
+
+
+def _execution(cfg: Scenario, spec: AlgorithmSpec, algorithm: Algorithm, device: torch.device) -> str:
+    """``loop`` or ``vectorised`` for this run (scenario field ``execution``).
+
+    ``vectorised`` is refused, naming the reason, for an algorithm or model that cannot run it;
+    ``auto`` takes it only on a device where it was measured faster and where it is available."""
+    try:
+        refusal = algorithm.vectorise_refusal()
+    except Exception as exc:  # a plug-in's hook
+        refusal = f"its vectorise_refusal raised {type(exc).__name__}: {_one_line(exc)}"
+    if cfg.execution == "vectorised":
+        if refusal:
+            raise ConfigError(f"execution: got 'vectorised', which {spec.label} cannot run: {refusal}; "
+                              f"allowed: loop, or auto (which falls back to the loop)")
+        return "vectorised"
+    if cfg.execution == "auto" and refusal is None:
+        return host.auto_execution(device)
+    return "loop"
 
 
 def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Counters] = None,

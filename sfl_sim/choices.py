@@ -37,6 +37,11 @@ LrScheduleName = Literal["constant", "step", "exponential", "cosine"]
 ClientOptimizerState = Literal["fresh", "persist"]
 """Whether a client's optimizer state starts afresh each round it takes part or is kept per client."""
 
+ExecutionMode = Literal["auto", "loop", "vectorised"]
+"""How a cohort's client steps run: one client after another (``loop``, the reference), stacked
+and batched with ``torch.func.vmap`` (``vectorised``), or whichever was measured faster on the
+run's device (``auto``; see :mod:`sfl_sim.algorithms.vectorised`)."""
+
 
 def allowed(choice: Any) -> Tuple[str, ...]:
     """The allowed values of one of the literals above, in order."""

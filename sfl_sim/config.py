@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import yaml
 from channel import limits
@@ -30,8 +30,8 @@ from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, Valida
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from sfl_sim.choices import (ClientOptimizerState, Coherence, DeviceName, DownlinkMode, LrScheduleName, OnOutage,
-                             OptimizerName, OutOfRange, StragglerPolicy, allowed)
+from sfl_sim.choices import (ClientOptimizerState, Coherence, DeviceName, DownlinkMode, ExecutionMode, LrScheduleName,
+                             OnOutage, OptimizerName, OutOfRange, StragglerPolicy, allowed)
 from sfl_sim.errors import ConfigError
 
 
@@ -621,10 +621,12 @@ class Scenario(_Section):
     rounds: PositiveInt = 40
     eval_every_rounds: PositiveInt = 1
     eval_samples: Optional[PositiveInt] = None
-    eval_batch_size: PositiveInt = 1000
+    eval_batch_size: Annotated[Union[PositiveInt, Literal["auto"]],
+                               Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
     target_accuracies: List[Annotated[Fraction, Allowed("a fraction in (0, 1]")]] = \
         Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8])
     device: _allowed_literal(DeviceName) = "auto"
+    execution: _allowed_literal(ExecutionMode) = "auto"
     output_dir: Annotated[str, Field(min_length=1), Allowed("a non-empty path")] = "runs/scenario"
     algorithms: Annotated[List[AlgorithmSpec], Field(min_length=1), Allowed("a non-empty list of component specs")] = \
         Field(default_factory=lambda: [AlgorithmSpec(name="scala")])

@@ -70,6 +70,10 @@ class Evaluation(Scores):
 def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> Evaluation:
     """Test accuracy (fraction), mean cross-entropy and per-class counts of ``model`` on ``(x, y)``.
 
+    Without autograd, and with one device sync at the end: the sums and per-class counts stay on
+    the device between batches (counted with ``index_add_``, not ``bincount``, which reads a
+    number back from a GPU), and the loss is summed in float64 as a Python float sum would be.
+
     Parameters
     ----------
     model : nn.Module
@@ -77,29 +81,33 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_siz
     x : Tensor, shape (n, ...)
     y : LongTensor, shape (n,)
     batch_size : int
-        Test-time batch (memory only; no effect on the result).
+        Test-time batch (memory only; the accuracy does not depend on it, the loss only in its
+        float summation order).
     """
     was_training = model.training
     model.eval()
-    correct, loss_sum = 0, 0.0
+    correct = torch.zeros((), dtype=torch.int64, device=y.device)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=y.device)
     class_correct: Optional[torch.Tensor] = None
     class_total: Optional[torch.Tensor] = None
     for start in range(0, len(y), batch_size):
         logits = model(x[start:start + batch_size])
         target = y[start:start + batch_size]
-        loss_sum += float(F.cross_entropy(logits, target, reduction="sum"))
-        hit = logits.argmax(dim=1) == target
-        correct += int(hit.sum())
-        n = logits.shape[1]
-        hits = torch.bincount(target[hit], minlength=n)
-        seen = torch.bincount(target, minlength=n)
-        class_correct = hits if class_correct is None else class_correct + hits
-        class_total = seen if class_total is None else class_total + seen
+        loss_sum += F.cross_entropy(logits, target, reduction="sum").double()
+        hit = (logits.argmax(dim=1) == target).to(torch.int64)
+        correct += hit.sum()
+        if class_correct is None:
+            class_correct = torch.zeros(logits.shape[1], dtype=torch.int64, device=y.device)
+            class_total = torch.zeros(logits.shape[1], dtype=torch.int64, device=y.device)
+        class_correct.index_add_(0, target, hit)
+        class_total.index_add_(0, target, torch.ones_like(target))
     model.train(was_training)
-    empty = np.zeros(0, dtype=np.int64)
-    return Evaluation(correct / len(y), loss_sum / len(y),
-                      empty if class_correct is None else class_correct.cpu().numpy(),
-                      empty if class_total is None else class_total.cpu().numpy())
+    n = 0 if class_correct is None else len(class_correct)
+    counts = [] if class_correct is None else [class_correct.double(), class_total.double()]
+    # The one sync: every number comes back in one copy (counts below 2**53 are exact in float64).
+    back = torch.cat([loss_sum.view(1), correct.double().view(1), *counts]).cpu().numpy()
+    return Evaluation(int(back[1]) / len(y), float(back[0]) / len(y),
+                      back[2:2 + n].astype(np.int64), back[2 + n:].astype(np.int64))
 
 
 def class_accuracy_of(scores: object, num_classes: int) -> np.ndarray:

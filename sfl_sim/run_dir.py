@@ -32,7 +32,8 @@ RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", "cell
 
 #: Scenario fields a resume may change: none of them changes what the run computes (more rounds
 #: continue the same run; the rest only decide where files go and how fast the host works).
-RESUMABLE_FIELDS = ("rounds", "output_dir", "eval_batch_size", "training.torch_threads", "device")
+RESUMABLE_FIELDS = ("rounds", "output_dir", "eval_batch_size", "training.torch_threads", "torch_threads_used",
+                    "device", "execution")
 
 
 @dataclass

@@ -23,11 +23,12 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 
 from analysis.schema import (BEST_ACCURACY_DEFINITION, CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS,
                              VACANT_ACCURACY_COLUMN)
 from analysis.tta import time_to_accuracy_s
-from sfl_sim import checkpoint
+from sfl_sim import checkpoint, host
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
                            load_dataset, resolve_device, selected_per_round)
 from sfl_sim.config import Scenario
@@ -55,7 +56,24 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[s
     scenario.pop("algorithms")
     scenario["algorithm"] = cfg.algorithm(label).as_dict()
     scenario["device_used"] = str(device)
+    scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
+
+
+def _threads_made_with(run_dir: Path) -> None:
+    """Use the torch threads a run was made with (``torch_threads_used`` of its scenario.yaml).
+
+    A scenario that leaves ``training.torch_threads`` null gets the cores free when it starts
+    (:func:`sfl_sim.host.default_torch_threads`); a reduction split among another number of
+    threads rounds differently, so a resume takes the count the run started with, and reproduces
+    its numbers under any load."""
+    try:
+        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+        used = int(made_with.get("torch_threads_used") or 0)
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError):
+        return
+    if used >= 1:
+        torch.set_num_threads(used)
 
 
 def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dict[str, Optional[float]]:
@@ -148,11 +166,13 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         If training raised; the summary is written with ``status: failed`` first.
     """
     cfg = run.cfg
-    scenario = resolved_scenario(cfg, run.label, run.device)
     n_classes = run.setup.num_classes
     class_header = classes_columns(n_classes)
     if plan is None:
-        plan = plan_run_dir(run_dir, scenario, resume)
+        plan = plan_run_dir(run_dir, resolved_scenario(cfg, run.label, run.device), resume)
+    if plan.resume and not cfg.training.torch_threads:
+        _threads_made_with(run_dir)  # the same reductions split the same way: the same numbers
+    scenario = resolved_scenario(cfg, run.label, run.device)
     writer = RunWriter(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
     streams = _Streams(cfg.seed)
     torch.manual_seed(torch_seed(cfg.seed, "dropout"))
@@ -186,10 +206,11 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, start_round)
     summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
 
-    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), cfg.eval_batch_size)
+    eval_batch = host.eval_batch_size(cfg.eval_batch_size, run.device)
+    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), eval_batch)
 
     def record_evaluation(rnd: int) -> Dict[str, float]:
-        scores = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, cfg.eval_batch_size)
+        scores = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, eval_batch)
         acc, loss = scores
         per_class = class_accuracy_of(scores, n_classes)
         vacant = probe.take()
@@ -206,6 +227,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         return row
 
     rnd = start_round
+    gc_pause = host.LongLivedObjects()
     try:
         if not plan.resume:
             record_evaluation(0)  # the initial model: curves start at t = 0
@@ -220,6 +242,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             run.algorithm.local_model_probe = probe if will_evaluate else None
             duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort), cohort)
             run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
+            gc_pause.after_round()
             after = sim.counters.as_dict()
             writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
@@ -257,6 +280,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         writer.write_summary(summary)
         raise RunFailed(message, summary) from exc
     finally:
+        gc_pause.end()
         bar.close()
     return summary
 

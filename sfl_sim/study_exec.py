@@ -33,26 +33,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from sfl_sim.errors import RunFailed, UserError
+from sfl_sim.host import free_cores
 from sfl_sim.study import StudyRun
 
 __all__ = ["RunTask", "execute_run", "run_study", "free_cores", "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
 STATUS_FILE = "runs.csv"
-
-
-def free_cores() -> int:
-    """Cores this process may use and that are not busy: the affinity set minus the 1-minute load
-    of other processes (at least 1)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except OSError:
-        busy = 0
-    return max(1, min(cores, cores - busy if busy < cores else 1))
 
 
 @dataclass(frozen=True)
@@ -100,12 +87,10 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
         from sfl_sim.runner import resolved_scenario, run_one
 
         cfg = validate(task.scenario)
-        if task.threads and not cfg.training.torch_threads:
-            torch.set_num_threads(task.threads)
         spec = cfg.algorithms[0]
         plan = plan_run_dir(Path(task.run_dir), resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
                             resume=True)
-        run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)))
+        run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)), threads=task.threads)
         if run.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(run.device)
         summary = run_one(run, Path(task.run_dir), progress=False, plan=plan, coordinates=task.coordinates)

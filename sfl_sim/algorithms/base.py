@@ -26,7 +26,8 @@ from torch import nn
 
 from channel.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
-from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, random_batch
+from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, random_batch, to_device
+from sfl_sim.algorithms.working_copies import WorkingCopyPools
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
@@ -87,10 +88,13 @@ class TrainingSetup:
         return torch.stack([torch.bincount(self.train_y[ix], minlength=self.num_classes)
                             for ix in self.client_indices]).to(torch.float32).to(self.device)
 
-    @property
+    @functools.cached_property
     def client_data_sizes(self) -> np.ndarray:
-        """|D_k| of every client, shape (K,)."""
-        return np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
+        """|D_k| of every client, shape (K,) (computed once: a round reads it for its cohort, and
+        building it walks all K clients — 7.7 ms at K = 10,000).  Read-only."""
+        sizes = np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
+        sizes.setflags(write=False)
+        return sizes
 
 
 def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.ndarray:
@@ -135,8 +139,18 @@ def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.
     return batch
 
 
+#: Clients summed per matrix-vector product by the stacked (GPU) average: bounds its memory.
+STACK_CHUNK = 256
+
+
 def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]) -> Dict[str, torch.Tensor]:
     """Weighted average of state dicts (SCALA eq. 10, FedAvg): sum_k w_k s_k / sum_k w_k.
+
+    Summed in float64.  On CPU the states are added one after another in the order given (the
+    reference order the golden runs pin); on a GPU each tensor of the state is stacked over the
+    clients and reduced in one matrix-vector product per :data:`STACK_CHUNK` clients
+    (:func:`weighted_average_stacked`: K x fewer kernel launches, equal within float64 rounding,
+    which the float32 result almost never shows).
 
     Parameters
     ----------
@@ -145,17 +159,52 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequ
     """
     if len(states) != len(weights) or not states:
         raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
-    w = torch.as_tensor(np.asarray(weights, dtype=np.float64) / float(np.sum(weights)))
+    first = next(iter(states[0].values()), None)
+    if first is not None and first.device.type == "cuda":
+        return weighted_average_stacked(states, weights)
+    w = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
     out: Dict[str, torch.Tensor] = {}
     for key, ref in states[0].items():
         if not torch.is_floating_point(ref):
             out[key] = ref.clone()  # integer buffers (counters) are not averaged
             continue
         acc = torch.zeros_like(ref, dtype=torch.float64)
-        for wk, state in zip(w, states):
-            acc += wk.item() * state[key].to(torch.float64)
+        for wk, state in zip(w.tolist(), states):
+            acc += wk * state[key].to(torch.float64)
         out[key] = acc.to(ref.dtype)
     return out
+
+
+def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
+                             weights: Sequence[float]) -> Dict[str, torch.Tensor]:
+    """:func:`weighted_average` over stacked states: per tensor, ``stack`` the clients' copies and
+    reduce them with one float64 matrix-vector product per :data:`STACK_CHUNK` clients.
+
+    The weights are host numbers, sent to the device once (no host sync); the result equals the
+    sequential sum within float64 rounding (another summation order)."""
+    if len(states) != len(weights) or not states:
+        raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
+    w64 = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    w_on: Dict[torch.device, torch.Tensor] = {}
+    out: Dict[str, torch.Tensor] = {}
+    for key, ref in states[0].items():
+        if not torch.is_floating_point(ref):
+            out[key] = ref.clone()
+            continue
+        w = w_on.get(ref.device)
+        if w is None:
+            w = w_on[ref.device] = to_device(w64, ref.device)
+        acc = torch.zeros(ref.numel(), dtype=torch.float64, device=ref.device)
+        for start in range(0, len(states), STACK_CHUNK):
+            chunk = torch.stack([s[key].reshape(-1) for s in states[start:start + STACK_CHUNK]])
+            acc.addmv_(chunk.to(torch.float64).t(), w[start:start + len(chunk)])
+        out[key] = acc.view(ref.shape).to(ref.dtype)
+    return out
+
+
+def overridden(obj: Any, base: type, names: Sequence[str]) -> List[str]:
+    """The methods of ``names`` that ``type(obj)`` defines differently from ``base``."""
+    return [n for n in names if getattr(type(obj), n) is not getattr(base, n)]
 
 
 def tensor_bytes(*tensors: torch.Tensor) -> int:
@@ -183,6 +232,11 @@ class Algorithm(abc.ABC):
     """
 
     default_selection: Optional[Dict[str, Any]] = None
+
+    #: How the cohort's client steps run: ``"loop"`` (one client after another, the reference) or
+    #: ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms.vectorised`); set from the scenario's
+    #: ``execution`` by :func:`sfl_sim.build.build_run` after :meth:`vectorise_refusal` allowed it.
+    execution: str = "loop"
 
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup
@@ -310,7 +364,69 @@ class Algorithm(abc.ABC):
         if self.local_model_probe is not None:
             self.local_model_probe.observe(models)
 
+    def vectorise_refusal(self) -> Optional[str]:
+        """Why this algorithm cannot run ``execution: vectorised`` (None when it can).
+
+        Default: it has no vectorised path.  FedAvg (and FedCBS) and the split-learning
+        algorithms with the default client hooks have one (:mod:`sfl_sim.algorithms.vectorised`)."""
+        return f"{type(self).__name__} has no vectorised path"
+
+    def vectorised_training_refusal(self) -> Optional[str]:
+        """Why this run's training settings keep the stacked client steps of
+        :mod:`sfl_sim.algorithms.vectorised` from training as the loop does (None when they can).
+
+        The stacked steps apply ``w <- w - eta grad`` at the round's rate, T iterations of eq. (3)
+        batches per client, without the optimizer hooks.  So they honour SGD without momentum or
+        weight decay, any ``lr_schedule`` (the rate is fixed within a round) and
+        ``client_optimizer_state`` ``fresh`` or ``persist`` (such SGD keeps no state, so there is
+        nothing to persist); they refuse any other optimizer, momentum, weight decay,
+        ``local_epochs``, ``max_grad_norm`` and an overridden :meth:`client_optimizer` or
+        :meth:`optimizer_step`.  Algorithms with a vectorised path call it from
+        :meth:`vectorise_refusal`."""
+        settings = self.setup.training
+        if settings.optimizer != "sgd":
+            return f"training.optimizer is {settings.optimizer}; the stacked client step is plain SGD"
+        for name, value in sorted(settings.optimizer_params.items()):
+            if name in ("dampening", "nesterov"):  # no effect without momentum (nesterov needs it)
+                continue
+            if value:
+                what = {"momentum": "keeps no momentum", "weight_decay": "applies no weight decay"}.get(
+                    name, "is plain SGD")
+                return f"training.optimizer.{name} is {value}; the stacked client step {what}"
+        if settings.local_epochs is not None:
+            return (f"training.local_epochs is {settings.local_epochs}; the stacked client step runs T iterations "
+                    f"of eq. (3) batches (local_iterations) only")
+        if settings.max_grad_norm is not None:
+            return f"training.max_grad_norm is {settings.max_grad_norm:g}; the stacked client step does not clip"
+        changed = overridden(self, Algorithm, ("client_optimizer", "optimizer_step"))
+        if changed:
+            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked client step does not call"
+        return None
+
     # -- shared helpers ------------------------------------------------------------------------
+    def metered_flops(self, kind: str, n_samples: int, dry_run: Callable[[], Any]) -> float:
+        """FLOPs of a step of ``kind`` on ``n_samples`` samples without running it: from the
+        meter's cache, or — the first time — by metering ``dry_run()``, the same step done on a
+        throwaway copy (the vectorised path runs the real step later, stacked)."""
+        per_sample = self.meter.flops_per_sample.get(kind)
+        if per_sample is None:
+            _, flops = self.meter.run(kind, n_samples, dry_run)
+            return flops
+        return per_sample * n_samples
+
+    def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
+        """One working copy of ``source`` per key (e.g. per cohort client) for this round.
+
+        What ``{k: copy.deepcopy(source) for k in keys}`` gives, bit for bit, but the copies are
+        made once and refilled with ``source``'s weights, buffers and flags on later rounds
+        (:mod:`sfl_sim.algorithms.working_copies`).  They are valid until the next call for the
+        same ``source``: call once per round, and deep-copy one that must outlive the round.
+        """
+        pools = self.__dict__.get("_working_copy_pools")
+        if pools is None:  # lazily: a plug-in's __init__ may not call ours first
+            pools = self.__dict__["_working_copy_pools"] = WorkingCopyPools()
+        return pools.take_for(source, keys)
+
     def cohort_batch_sizes(self, cohort: np.ndarray) -> Dict[int, int]:
         """B_k of each cohort client by eq. (3)."""
         sizes = self.setup.client_data_sizes[cohort]

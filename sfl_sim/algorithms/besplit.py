@@ -455,6 +455,7 @@ class BCCServer(PerClientServer):
                 if not isinstance(got[k], Lost):
                     yield from self.step_and_answer(algo, rnd, rnd.servers[k], t, got[k])
             return
+        rnd.activations_ready()
         to_j = algo.shared_rows(got[i].labels, share.get((i, j), {}))  # rows of i's batch for W_S,j
         to_i = algo.shared_rows(got[j].labels, share.get((j, i), {}))
         n_samples = len(got[i].labels) + len(got[j].labels) + len(to_i) + len(to_j)

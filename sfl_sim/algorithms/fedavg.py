@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, Dict, Generator
+from typing import Any, Dict, Generator, Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, overridden, state_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
+from sfl_sim.algorithms.vectorised import CohortSteps, vectorise_refusal
+from sfl_sim.optim import make_optimizer
 from sfl_sim.engine import Outcome, RoundContext
 
 
@@ -82,6 +84,20 @@ class FedAvg(Algorithm):
         weights = self.setup.client_data_sizes[cohort].astype(float)
         self.model.load_state_dict(weighted_average([local[k].state_dict() for k in cohort.tolist()], weights))
 
+    # -- vectorised execution ----------------------------------------------------------------------
+    def vectorise_refusal(self) -> Optional[str]:
+        """The stacked step is FedAvg's plain one: cross-entropy, backward, plain SGD, nothing after
+        (and training settings it honours: :meth:`Algorithm.vectorised_training_refusal`)."""
+        changed = overridden(self, FedAvg, ("round_process", "local_objective", "local_loss", "after_local_training",
+                                            "_client"))
+        if changed:
+            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked FedAvg step does not run"
+        why = self.vectorised_training_refusal()
+        if why is not None:
+            return why
+        why = vectorise_refusal(self.model)
+        return None if why is None else f"its model cannot be stacked: {why}"
+
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
@@ -89,11 +105,15 @@ class FedAvg(Algorithm):
         yield ctx.broadcast(state_bytes(self.model), "model")
         ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
-        local = {k: copy.deepcopy(self.model) for k in clients}
-        jobs = {k: ctx.process(self._client(ctx, work[k], local[k])) for k in clients}
+        local = self.working_copies(self.model, clients)
+        steps = CohortSteps(self.model, self.learning_rate) if self.execution == "vectorised" else None
+        jobs = {k: ctx.process(self._client(ctx, work[k], local[k]) if steps is None else
+                               self._client_deferred(ctx, work[k], local[k], steps)) for k in clients}
         # The straggler policy decides whose models count (a whole upload took the local iterations;
         # with local epochs clients differ, and the deadline budget is the longest one's).
         kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
+        if steps is not None:
+            steps.run(local, kept)  # the kept clients' recorded steps, stacked
         if kept:  # nobody delivered: the global model stays as it was
             self.observe_local_models({k: local[k] for k in kept})
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
@@ -114,6 +134,25 @@ class FedAvg(Algorithm):
             yield from ctx.compute(k, flops, "local_step")
         self.after_local_training(k, model)
         return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
+
+    def _client_deferred(self, ctx: RoundContext, work: ClientWork, model: nn.Module,
+                         steps: CohortSteps) -> Generator[Any, Any, Outcome]:
+        """:meth:`_client` with the torch work recorded for :class:`CohortSteps`: the same draws,
+        compute jobs and upload, in the same event order."""
+        k = work.client
+        for t in range(work.iterations):
+            x, y = work.batch(t)
+            steps.record(k, x, y)
+            flops = self.metered_flops("local_step", len(y), lambda: self._dry_step(k, x, y))
+            yield from ctx.compute(k, flops, "local_step")
+        return (yield ctx.upload(k, state_bytes(model), "model"))
+
+    def _dry_step(self, k: int, x: torch.Tensor, y: torch.Tensor) -> None:
+        """One local step on a throwaway copy of the global model with a throwaway optimizer
+        (metered once for its FLOPs; no client optimizer of the run is made or stepped)."""
+        model = copy.deepcopy(self.model)
+        self.local_objective(k, model, x, y).backward()
+        self.optimizers.step(make_optimizer(self.setup.training, model.parameters(), self.learning_rate))
 
 
 class GlobalTeacherFedAvg(FedAvg):

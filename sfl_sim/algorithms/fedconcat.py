@@ -127,7 +127,10 @@ class FedConcat(FedAvg):
     def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
-        local = {k: copy.deepcopy(self.cluster_models[self.clusters[k]]) for k in clients}
+        local: Dict[int, nn.Module] = {}
+        for j, model in enumerate(self.cluster_models):  # each cluster's members start from its model
+            local.update(self.working_copies(model, [k for k in clients if self.clusters[k] == j]))
+        local = {k: local[k] for k in clients}
 
         def client(k: int) -> Generator:
             yield ctx.download(k, state_bytes(local[k]), "model")
@@ -150,7 +153,7 @@ class FedConcat(FedAvg):
         work = self.plan_local_work(cohort)
         encoder_bytes = state_bytes(concat.encoders)
         yield ctx.broadcast(state_bytes(concat.head), "classifier")
-        heads = {k: copy.deepcopy(concat.head) for k in clients}
+        heads = self.working_copies(concat.head, clients)
 
         def client(k: int) -> Generator:
             if k not in self.has_encoders:

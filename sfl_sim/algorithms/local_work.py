@@ -24,9 +24,22 @@ import torch
 if TYPE_CHECKING:  # base imports this module
     from sfl_sim.algorithms.base import TrainingSetup
 
-__all__ = ["ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch"]
+__all__ = ["ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch", "to_device"]
 
 Batch = Tuple[torch.Tensor, torch.Tensor]
+
+
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array as a tensor on ``device``, without a host sync (re-exported by :mod:`sfl_sim.algorithms.base`).
+
+    On CPU the tensor shares the array's memory.  On a GPU the array goes through pinned memory
+    with a non-blocking copy: a copy from ordinary (pageable) memory waits for the device, i.e.
+    a sync per call (the caching host allocator keeps the pinned block until the copy is done).
+    """
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if device.type != "cuda":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def random_batch(setup: "TrainingSetup", client: int, size: int) -> Batch:
@@ -35,7 +48,7 @@ def random_batch(setup: "TrainingSetup", client: int, size: int) -> Batch:
     indices = setup.client_indices[client]
     n = len(indices)
     pick = setup.minibatch_rng.choice(n, size=size, replace=size > n)
-    rows = indices[torch.from_numpy(pick).to(indices.device)]
+    rows = indices[to_device(pick, indices.device)]
     return setup.train_x[rows], setup.train_y[rows]
 
 
@@ -94,7 +107,7 @@ class EpochWork(ClientWork):
         indices = self.setup.client_indices[self.client]
         if position == 0 or self._order is None:
             perm = self.setup.minibatch_rng.permutation(len(indices))
-            self._order = indices[torch.from_numpy(perm).to(indices.device)]
+            self._order = indices[to_device(perm, indices.device)]
         rows = self._order[position * self.batch_size:(position + 1) * self.batch_size]
         return self.setup.train_x[rows], self.setup.train_y[rows]
 

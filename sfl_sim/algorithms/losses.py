@@ -20,9 +20,12 @@ def label_distribution(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
     -------
     Tensor, shape (num_classes,), float32, sums to 1 (all zeros for an empty set).
     """
-    counts = torch.bincount(labels, minlength=num_classes).to(torch.float32)
-    total = counts.sum()
-    return counts / total if total > 0 else counts
+    # Counted with index_add_ and divided by max(total, 1), not bincount and a branch on the total:
+    # both of those read a number back from the device (a host sync per call on a GPU); the
+    # values are the same.
+    counts = torch.zeros(num_classes, dtype=torch.int64, device=labels.device)
+    counts = counts.index_add_(0, labels, torch.ones_like(labels)).to(torch.float32)
+    return counts / counts.sum().clamp_min(1.0)
 
 
 def logit_adjusted_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:

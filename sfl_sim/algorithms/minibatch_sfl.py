@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, Reply
 
@@ -58,12 +59,13 @@ class MinibatchSFL(SplitFedBase):
         super().__init__(setup, server_mode="concatenated")
         self.server_weighting = server_weighting
 
-    def _weights(self, clients: List[int], sizes: List[int]) -> torch.Tensor:
+    def _weights(self, clients: List[int], sizes: List[int]) -> np.ndarray:
+        """a_k as float32 host numbers (computed in float64, as the paper's ratio)."""
         if self.server_weighting == "data_size":
-            w = torch.as_tensor(self.setup.client_data_sizes[clients], dtype=torch.float64)
+            w = np.asarray(self.setup.client_data_sizes[clients], dtype=np.float64)
         else:
-            w = torch.as_tensor(sizes, dtype=torch.float64)
-        return (w / w.sum()).to(torch.float32)
+            w = np.asarray(sizes, dtype=np.float64)
+        return (w / w.sum()).astype(np.float32)
 
     def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
         """One minibatch-SGD step of w_s on sum_k a_k F_k; returns G_k = dF_k/dA_k per client."""
@@ -71,8 +73,8 @@ class MinibatchSFL(SplitFedBase):
         acts = torch.cat([u.activations for u in uploads]).requires_grad_(True)
         labels = torch.cat([u.labels for u in uploads])
         logits = self.server_model(acts)
-        weights = self._weights([u.client for u in uploads], sizes)
+        weights = self._weights([u.client for u in uploads], sizes)  # host numbers: no device round trip
         losses = torch.stack([F.cross_entropy(lk, yk) for lk, yk in zip(logits.split(sizes), labels.split(sizes))])
-        (losses * weights).sum().backward()
+        (losses * to_device(weights, losses.device)).sum().backward()
         self.optimizer_step(self.server_optimizer(self.server_model.parameters()))
         return [Reply(g / w) for g, w in zip(acts.grad.split(sizes), weights.tolist())]

@@ -38,10 +38,11 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+import numpy as np
 import torch
 
 from channel.checks import check_bool, check_choice
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, Reply
@@ -93,7 +94,8 @@ class SCALA(SplitFedBase):
             return self._uniform()
         if self.label_prior == "batch":
             return label_distribution(labels, self.setup.num_classes)
-        counts = self.setup.client_label_counts[clients].sum(dim=0)
+        counts = self.setup.client_label_counts.index_select(
+            0, to_device(np.asarray(clients, dtype=np.int64), self.setup.device)).sum(dim=0)
         return counts / counts.sum()
 
     @property

@@ -18,7 +18,6 @@ of one of these (BESplit's paired server) changes which jobs run, and nothing el
 from __future__ import annotations
 
 import abc
-import copy
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Tuple, Union
 
 import simpy
@@ -114,6 +113,7 @@ class ServerMode(abc.ABC):
         upload = yield rnd.exchange.upload(t, k)
         if isinstance(upload, Lost):
             return
+        rnd.activations_ready()
         yield from self.step_and_answer(algo, rnd, server, t, upload)
 
     @staticmethod
@@ -151,6 +151,7 @@ class ConcatenatedServer(ServerMode):
             active = [k for k in active if k in kept or k not in iterating]
             if not kept:
                 continue
+            rnd.activations_ready()
             uploads = [exchange.upload(t, k).value for k in kept]
             n_samples = int(sum(u.activations.shape[0] for u in uploads))
             replies = yield from algo.server_compute(ctx, "server_step", n_samples,
@@ -181,7 +182,7 @@ class PerClientServer(ServerMode):
     name = "per_client"
 
     def server_copies(self, algo: "SplitFedBase", clients: List[int]) -> Optional[Dict[int, nn.Module]]:
-        return {k: copy.deepcopy(algo.server_model) for k in clients}
+        return algo.working_copies(algo.server_model, clients)
 
     def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
         # One job per (iteration, client), started now; they queue on the one server.

@@ -34,7 +34,6 @@ Choices where the paper is silent (each a parameter):
 """
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any, Dict, Generator, List
 
@@ -96,7 +95,7 @@ class SFLLocalLoss(SplitFedBase):
     def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
         yield ctx.broadcast(state_bytes(self.client_model), "client_model")
         yield ctx.broadcast(state_bytes(self.aux_head), "aux_head")
-        return {k: copy.deepcopy(self._client_side) for k in clients}
+        return self.working_copies(self._client_side, clients)
 
     def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
         sent = yield ctx.upload(k, state_bytes(model["body"]), "client_model")

@@ -75,11 +75,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from sfl_sim.algorithms import server_modes
-from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.base import Algorithm, TrainingSetup, overridden, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
+from sfl_sim.algorithms.vectorised import StackedClientSide, vectorise_refusal
 from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext
 from sfl_sim.models import probe_output
+from sfl_sim.optim import make_optimizer
 
 Result = TypeVar("Result")
 
@@ -166,11 +168,11 @@ class SplitFedBase(Algorithm):
         Returns
         -------
         dict of int to nn.Module
-            Each client's working copy of :meth:`client_side`.
+            Each client's working copy of :meth:`client_side` (:meth:`working_copies`).
         """
         side = self.client_side()
         yield ctx.broadcast(state_bytes(side), "client_model")
-        return {k: copy.deepcopy(side) for k in clients}
+        return self.working_copies(side, clients)
 
     def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
         """Client k after its last iteration (line 22): upload of w_c,k^T; ``yield from`` it.
@@ -370,6 +372,26 @@ class SplitFedBase(Algorithm):
         for kind, tensor in reply.extras.items():
             yield ctx.download(k, tensor_bytes(tensor), kind)
 
+    # -- vectorised execution ----------------------------------------------------------------------
+    def vectorise_refusal(self) -> Optional[str]:
+        """The stacked client step is the default one: forward, backward of G_k, plain SGD (and
+        training settings it honours: :meth:`Algorithm.vectorised_training_refusal`)."""
+        changed = overridden(self, SplitFedBase, ("client_forward", "client_backward", "client_on_reply",
+                                                  "_iteration", "_client_round"))
+        if changed:
+            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked client step does not run"
+        if not self.server_replies:
+            return f"{type(self).__name__} sends no gradients back (server_replies is False)"
+        why = self.vectorised_training_refusal()
+        if why is not None:
+            return why
+        why = vectorise_refusal(self.client_side())
+        return None if why is None else f"its client side cannot be stacked: {why}"
+
+    def _empty_activations(self, batch_size: int) -> torch.Tensor:
+        """A tensor for B_k samples' activations (shape, dtype and device of the probe's)."""
+        return self._probe.new_empty((batch_size, *self._probe.shape[1:]))
+
     # -- one round ---------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
@@ -379,12 +401,18 @@ class SplitFedBase(Algorithm):
         # The band is shared by the activation uploads: declare each client's (B_k samples).
         per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
+        stacked = None
+        if self.execution == "vectorised":
+            stacked = StackedClientSide(self.client_side(), local, self.learning_rate, self._empty_activations)
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
-                         Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work)
+                         Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work=work,
+                         stacked=stacked)
         jobs = self.server_mode.start_clients(
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
         kept = yield from self.server_mode.finish(self, rnd, jobs, server)
+        if stacked is not None:
+            stacked.finish()  # the last backwards, and the weights into the working copies
         if kept:  # nobody finished: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
 
@@ -407,6 +435,8 @@ class SplitFedBase(Algorithm):
 
     def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
         """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
+        if rnd.stacked is not None:
+            return (yield from self._iteration_deferred(rnd, k, t))
         ctx = rnd.ctx
         x, y = rnd.work[k].batch(t)
         step = ClientStep(k, t, rnd.local[k], x, y)
@@ -426,3 +456,45 @@ class SplitFedBase(Algorithm):
         yield from self.client_on_reply(ctx, step, answer)
         return DELIVERED
 
+    def _iteration_deferred(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
+        """:meth:`_iteration` with the client's torch work deferred to ``rnd.stacked``: the same
+        draws, compute jobs, uploads and downloads, in the same event order."""
+        ctx, stacked = rnd.ctx, rnd.stacked
+        x, y = rnd.work[k].batch(t)
+        b_k = int(y.shape[0])
+        acts = stacked.forward_later(k, t, x)  # filled when the server first reads activations
+        flops = self.metered_flops(self.client_forward_kind, b_k, lambda: self._dry_forward(k, t, x, y))
+        yield from ctx.compute(k, flops, self.client_forward_kind)
+        sent = yield from self.upload_activations(ctx, k, acts, y, iteration=t)
+        rnd.exchange.send(t, k, sent if isinstance(sent, Lost) else ClientActivations(k, acts, y))
+        if isinstance(sent, Lost):
+            return sent
+        answer = yield rnd.exchange.reply(t, k)
+        if isinstance(answer, Lost):
+            return answer
+        yield from self.download_reply(ctx, k, answer)
+        stacked.backward_later(k, t, answer.activation_grad)
+        yield from ctx.compute(k, self._backward_flops(k, t, x, y, answer), "client_backward")
+        return DELIVERED
+
+    def _dry_step(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor) -> ClientStep:
+        return ClientStep(k, t, copy.deepcopy(self.client_side()), x, y)
+
+    def _dry_forward(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """:meth:`client_forward` on a throwaway copy (metered once for its FLOPs)."""
+        return self.client_forward(self._dry_step(k, t, x, y))
+
+    def _backward_flops(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor, reply: Reply) -> float:
+        """FLOPs of :meth:`client_backward` on B_k samples; the first time metered on a throwaway
+        copy whose forward runs outside the meter (as in the loop, where it ran before)."""
+        per_sample = self.meter.flops_per_sample.get("client_backward")
+        if per_sample is not None:
+            return per_sample * len(y)
+        step = self._dry_step(k, t, x, y)
+        step.activations = self.client_forward(step)
+
+        def dry_backward() -> None:  # the default client_backward, with a throwaway optimizer (none of the run's)
+            step.activations.backward(reply.activation_grad)
+            self.optimizers.step(make_optimizer(self.setup.training, step.model.parameters(), self.learning_rate))
+
+        return self.metered_flops("client_backward", len(y), dry_backward)

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import simpy
 import torch
@@ -174,6 +174,10 @@ class SplitRound:
     exchange : Exchange
     work : dict of int to ClientWork
         Each client's local work: its iteration count and the batch of each iteration.
+    stacked : StackedClientSide or None
+        With ``execution: vectorised``, the cohort's client sides stacked
+        (:class:`sfl_sim.algorithms.vectorised.StackedClientSide`); their forwards run when the
+        server first reads activations (:meth:`activations_ready`).
     """
 
     ctx: RoundContext
@@ -183,3 +187,10 @@ class SplitRound:
     servers: Optional[Dict[int, nn.Module]]
     exchange: Exchange
     work: Dict[int, ClientWork] = field(default_factory=dict)
+    stacked: Optional[Any] = None
+
+    def activations_ready(self) -> None:
+        """Call before the server reads uploaded activations: with vectorised execution the
+        clients' forwards run now, stacked (a no-op in the loop, where they ran at their events)."""
+        if self.stacked is not None:
+            self.stacked.flush()

@@ -386,7 +386,7 @@ class RoundContext:
             for client in kept[sim.keep_clients:]:
                 self.dropped[client] = "over_selection"
             kept = kept[:sim.keep_clients]
-        self._sim.counters.dropped_clients += len([c for c in pending if c not in kept])
+        self._sim.counters.dropped_clients += len(pending) - len(kept)  # kept: distinct clients of pending
         return kept
 
     def note_dropped(self, client: int, lost: Lost) -> None:

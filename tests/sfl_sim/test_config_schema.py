@@ -29,6 +29,9 @@ def test_schema_accepts_every_shipped_scenario(schema, path) -> None:
     {"cell": {"downlink": {"mode": "multicast"}}},
     {"training": {"learning_rate": -1}},
     {"algorithms": []},
+    {"execution": "fast"},
+    {"eval_batch_size": "big"},
+    {"eval_batch_size": 0},
 ])
 def test_schema_rejects_a_bad_scenario(schema, bad) -> None:
     with pytest.raises(jsonschema.ValidationError):
@@ -55,3 +58,20 @@ def test_scenario_is_frozen() -> None:
     cfg = validate({})
     with pytest.raises(Exception):
         cfg.rounds = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("execution", ["auto", "loop", "vectorised"])
+def test_schema_and_validator_accept_the_execution_field_and_eval_batch_auto(schema, execution) -> None:
+    scenario = {"execution": execution, "eval_batch_size": "auto"}
+    jsonschema.validate(scenario, schema)
+    cfg = validate(scenario)
+    assert cfg.execution == execution and cfg.eval_batch_size == "auto"
+    assert validate({}).execution == "auto" and validate({"eval_batch_size": 500}).eval_batch_size == 500
+    assert set(schema["properties"]["execution"]["enum"]) == {"auto", "loop", "vectorised"}
+
+
+def test_a_bad_execution_is_refused_in_one_line_naming_what_is_allowed() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate({"execution": "fast"})
+    message = str(err.value)
+    assert message.startswith("execution: got 'fast'") and "auto, loop, vectorised" in message and "\n" not in message

@@ -119,6 +119,25 @@ def test_resume_with_more_rounds_continues_the_same_run(finished, capsys, tmp_pa
     assert strip(rows(run_dir / "metrics.csv")) == strip(rows(tmp_path / "straight" / "fedavg" / "metrics.csv"))
 
 
+def test_resume_may_change_the_host_settings(finished, capsys) -> None:
+    """execution, eval_batch_size and torch threads only decide how fast the host works: a resume
+    may change them (RESUMABLE_FIELDS), and one made before execution / torch_threads_used were
+    recorded resumes too."""
+    path, run_dir = finished
+    code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent), "--resume", "--rounds", "3",
+                        "--set", "execution=loop", "--set", "eval_batch_size=64")
+    assert code == 0, err
+    scenario_file = run_dir / "scenario.yaml"
+    old = yaml.safe_load(scenario_file.read_text())
+    assert old["execution"] == "loop" and old["torch_threads_used"] == 1
+    for key in ("execution", "torch_threads_used"):
+        del old[key]
+    scenario_file.write_text(yaml.safe_dump(old, sort_keys=False))
+    code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent), "--resume", "--rounds", "4")
+    assert code == 0, err
+    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3", "4"]
+
+
 # -- 2. a crafted checkpoint cannot run code -----------------------------------------------------------
 class _Exploit:
     def __reduce__(self):
