@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from channel.checks import check_choice
+
 
 # -- FedProx ---------------------------------------------------------------------------------------
 def proximal_term(params: Iterable[torch.Tensor], global_params: Iterable[torch.Tensor], mu: float) -> torch.Tensor:
@@ -376,12 +378,44 @@ def logit_suppression_loss(logits: torch.Tensor, labels: torch.Tensor, prior: to
     return (p[use] * per_class[use]).sum() + logits.sum() * 0.0
 
 
+#: FedVLS's two forms of L_logit: eqs. 4-5 as printed, and the authors' released code.
+SUPPRESSION_FORMS = ("paper", "released")
+
+
+def logit_suppression_loss_released(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+    """FedVLS's L_logit as the authors' released code computes it (``clientvls.py``, ``new_LADEloss``).
+
+    ``sum_c p(c) [ log sum_i exp(s_i[c]) - log n ]`` with
+    ``s_i[c] = (f_i[c] - log(p(c) + 1e-9) + log(1/C)) * I(y_i != c)``.  Two differences from eqs. 4-5
+    (:func:`logit_suppression_loss`): the logits are prior-debiased first, and a sample's own label
+    entry is *zeroed* rather than left out, so it adds ``e^0 = 1`` to the sum.  That bounds the term
+    below (by ``sum_c p(c) log(n_c / n)``), where eqs. 4-5 are unbounded below and, with momentum SGD
+    over several local epochs, drive the global model to one class.
+
+    Parameters
+    ----------
+    logits : Tensor, shape (n, C)
+    labels : LongTensor, shape (n,)
+    prior : Tensor, shape (C,), the client's label distribution over its local data
+    """
+    n, c = logits.shape
+    p = prior.to(logits.dtype)
+    not_label = labels.reshape(-1, 1) != torch.arange(c, device=logits.device).reshape(1, -1)
+    debiased = logits - torch.log(p + 1e-9) + float(np.log(1.0 / c))
+    spread = debiased * not_label.to(logits.dtype)
+    second = torch.logsumexp(spread, dim=0) - float(np.log(n))
+    return (p * second).sum()
+
+
 def fedvls_objective(local_logits: torch.Tensor, global_logits: torch.Tensor, labels: torch.Tensor,
-                     prior: torch.Tensor, lam: float, suppression_weight: float = 1.0) -> torch.Tensor:
+                     prior: torch.Tensor, lam: float, suppression_weight: float = 1.0,
+                     suppression_form: str = "paper") -> torch.Tensor:
     """FedVLS's local objective (eq. 6): ``L_cal + lam * L_dis + suppression_weight * L_logit``.
 
     ``suppression_weight = 1`` is eq. 6 / Algorithm 1 line 18.  The vacant classes are those with
-    ``prior == 0``.
+    ``prior == 0``.  ``suppression_form`` picks L_logit: ``"paper"`` (eqs. 4-5,
+    :func:`logit_suppression_loss`) or ``"released"`` (the authors' code,
+    :func:`logit_suppression_loss_released`).
 
     Parameters
     ----------
@@ -395,5 +429,7 @@ def fedvls_objective(local_logits: torch.Tensor, global_logits: torch.Tensor, la
     if lam != 0:
         loss = loss + lam * vacant_class_distillation_loss(local_logits, global_logits, prior == 0)
     if suppression_weight != 0:
-        loss = loss + suppression_weight * logit_suppression_loss(local_logits, labels, prior)
+        check_choice("suppression_form", suppression_form, SUPPRESSION_FORMS)
+        term = logit_suppression_loss_released if suppression_form == "released" else logit_suppression_loss
+        loss = loss + suppression_weight * term(local_logits, labels, prior)
     return loss

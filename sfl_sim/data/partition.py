@@ -223,8 +223,54 @@ class QuantityLabelSkew(Partitioner):
         return f"QuantityLabelSkew(alpha={self.alpha})"
 
 
+class _RedrawnDirichlet(Partitioner):
+    """What the two Dirichlet partitioners share: draws are repeated until every client holds at
+    least ``min_samples_per_client`` samples (at most ``max_attempts`` draws).  Subclasses set
+    ``beta``, ``min_samples_per_client`` and ``max_attempts`` and implement :meth:`draw`."""
+
+    beta: float
+    min_samples_per_client: int
+    max_attempts: int
+
+    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> List[np.ndarray]:
+        """One candidate partition: K index arrays, from the indices of each class."""
+        raise NotImplementedError
+
+    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
+              rng: np.random.Generator) -> List[np.ndarray]:
+        """See :meth:`Partitioner.split`.
+
+        Raises
+        ------
+        ValueError
+            On invalid inputs, if ``n_clients * min_samples_per_client`` exceeds the number of
+            samples, or if no draw within ``max_attempts`` satisfies the minimum size.
+        """
+        arr = _check_inputs(labels, n_clients, num_classes, rng)
+        k_total, n = int(n_clients), int(num_classes)
+        if k_total * self.min_samples_per_client > arr.size:
+            raise ValueError(
+                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
+                f"the {arr.size} samples available"
+            )
+        class_idx = [np.flatnonzero(arr == c) for c in range(n)]
+        smallest = 0
+        for _ in range(self.max_attempts):
+            parts = self.draw(class_idx, k_total, arr.size, rng)
+            smallest = min(p.size for p in parts)
+            if smallest >= self.min_samples_per_client:
+                return _finish(parts)
+        raise ValueError(
+            f"{type(self).__name__}(beta={self.beta}): no partition with min_samples_per_client="
+            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
+            f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
+            f"min_samples_per_client or n_clients"
+        )
+
+
 @PARTITIONERS.register("dirichlet")
-class DirichletLabelSkew(Partitioner):
+class DirichletLabelSkew(_RedrawnDirichlet):
     """Dirichlet label skew: client label proportions drawn from a symmetric Dirichlet.
 
     As in the SCALA paper: each client k draws ``p_k ~ Dir_N(beta)``; the (shuffled) samples of
@@ -253,48 +299,23 @@ class DirichletLabelSkew(Partitioner):
         self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
         self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
 
-    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
-        """See :meth:`Partitioner.split`.
-
-        Raises
-        ------
-        ValueError
-            On invalid inputs, if ``n_clients * min_samples_per_client`` exceeds the number of
-            samples, or if no draw within ``max_attempts`` satisfies the minimum size.
-        """
-        arr = _check_inputs(labels, n_clients, num_classes, rng)
-        k_total, n = int(n_clients), int(num_classes)
-        if k_total * self.min_samples_per_client > arr.size:
-            raise ValueError(
-                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
-                f"the {arr.size} samples available"
-            )
-        class_idx = [np.flatnonzero(arr == c) for c in range(n)]
-        smallest = 0
-        for _ in range(self.max_attempts):
-            props = rng.dirichlet(np.full(n, self.beta), size=k_total)  # (K, N), rows sum to 1
-            parts: List[List[np.ndarray]] = [[] for _ in range(k_total)]
-            for c in range(n):
-                idx = class_idx[c]
-                if idx.size == 0:
-                    continue
-                col = props[:, c]
-                total = col.sum()
-                share = col / total if total > 0 and np.isfinite(total) else np.full(k_total, 1.0 / k_total)
-                cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
-                for k, portion in enumerate(np.split(rng.permutation(idx), cuts)):
-                    parts[k].append(portion)
-            sizes = [sum(p.size for p in client) for client in parts]
-            smallest = min(sizes)
-            if smallest >= self.min_samples_per_client:
-                return _finish([np.concatenate(p) for p in parts])
-        raise ValueError(
-            f"DirichletLabelSkew(beta={self.beta}): no partition with min_samples_per_client="
-            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
-            f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
-            f"min_samples_per_client or n_clients"
-        )
+    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> List[np.ndarray]:
+        """One draw: a Dir_N(beta) class mix per client, each class cut among the clients by it."""
+        n = len(class_idx)
+        props = rng.dirichlet(np.full(n, self.beta), size=n_clients)  # (K, N), rows sum to 1
+        parts: List[List[np.ndarray]] = [[] for _ in range(n_clients)]
+        for c in range(n):
+            idx = class_idx[c]
+            if idx.size == 0:
+                continue
+            col = props[:, c]
+            total = col.sum()
+            share = col / total if total > 0 and np.isfinite(total) else np.full(n_clients, 1.0 / n_clients)
+            cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
+            for k, portion in enumerate(np.split(rng.permutation(idx), cuts)):
+                parts[k].append(portion)
+        return [np.concatenate(p) for p in parts]
 
     def __repr__(self) -> str:
         return (f"DirichletLabelSkew(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
@@ -302,7 +323,7 @@ class DirichletLabelSkew(Partitioner):
 
 
 @PARTITIONERS.register("dirichlet_over_clients")
-class DirichletOverClients(Partitioner):
+class DirichletOverClients(_RedrawnDirichlet):
     """Dirichlet label skew over clients: each class is split among the clients by p_c ~ Dir_K(beta).
 
     The scheme of NIID-Bench (Li et al., ICDE 2022), which FedVLS follows, and of BESplit
@@ -338,49 +359,24 @@ class DirichletOverClients(Partitioner):
         self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
         self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
 
-    def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
-        """See :meth:`Partitioner.split`.
-
-        Raises
-        ------
-        ValueError
-            On invalid inputs, if ``n_clients * min_samples_per_client`` exceeds the number of
-            samples, or if no draw within ``max_attempts`` satisfies the minimum size.
-        """
-        arr = _check_inputs(labels, n_clients, num_classes, rng)
-        k_total, n = int(n_clients), int(num_classes)
-        if k_total * self.min_samples_per_client > arr.size:
-            raise ValueError(
-                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
-                f"the {arr.size} samples available"
-            )
-        class_idx = [np.flatnonzero(arr == c) for c in range(n)]
-        mean_size = arr.size / k_total
-        smallest = 0
-        for _ in range(self.max_attempts):
-            parts: List[List[np.ndarray]] = [[] for _ in range(k_total)]
-            sizes = np.zeros(k_total, dtype=np.int64)
-            for c in range(n):
-                idx = rng.permutation(class_idx[c])
-                share = rng.dirichlet(np.full(k_total, self.beta))
-                if self.cap_at_mean:
-                    share = share * (sizes < mean_size)
-                total = share.sum()
-                share = share / total if total > 0 and np.isfinite(total) else np.full(k_total, 1.0 / k_total)
-                cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
-                for k, portion in enumerate(np.split(idx, cuts)):
-                    parts[k].append(portion)
-                    sizes[k] += portion.size
-            smallest = int(sizes.min())
-            if smallest >= self.min_samples_per_client:
-                return _finish([np.concatenate(p) for p in parts])
-        raise ValueError(
-            f"DirichletOverClients(beta={self.beta}): no partition with min_samples_per_client="
-            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
-            f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
-            f"min_samples_per_client or n_clients"
-        )
+    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> List[np.ndarray]:
+        """One draw: each class in turn split among the clients by a Dir_K(beta) share."""
+        mean_size = n_samples / n_clients
+        parts: List[List[np.ndarray]] = [[] for _ in range(n_clients)]
+        sizes = np.zeros(n_clients, dtype=np.int64)
+        for c in range(len(class_idx)):
+            idx = rng.permutation(class_idx[c])
+            share = rng.dirichlet(np.full(n_clients, self.beta))
+            if self.cap_at_mean:
+                share = share * (sizes < mean_size)
+            total = share.sum()
+            share = share / total if total > 0 and np.isfinite(total) else np.full(n_clients, 1.0 / n_clients)
+            cuts = (np.cumsum(share) * idx.size).astype(np.int64)[:-1]
+            for k, portion in enumerate(np.split(idx, cuts)):
+                parts[k].append(portion)
+                sizes[k] += portion.size
+        return [np.concatenate(p) for p in parts]
 
     def __repr__(self) -> str:
         return (f"DirichletOverClients(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "

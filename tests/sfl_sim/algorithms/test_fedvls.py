@@ -9,8 +9,9 @@ import torch
 
 from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.algorithms.fl_terms import (fedvls_objective, logit_suppression_loss, logit_suppression_per_class,
-                                         prior_calibrated_cross_entropy, vacant_class_distillation_loss)
+from sfl_sim.algorithms.fl_terms import (fedvls_objective, logit_suppression_loss, logit_suppression_loss_released,
+                                         logit_suppression_per_class, prior_calibrated_cross_entropy,
+                                         vacant_class_distillation_loss)
 from sfl_sim.algorithms.losses import logit_adjusted_cross_entropy
 from sfl_sim.engine import Simulator
 
@@ -144,6 +145,44 @@ def test_logit_suppression_skips_a_class_every_sample_carries() -> None:
     assert loss.item() == pytest.approx(0.25 * math.log((math.exp(0.5) + math.exp(2.0) + math.exp(-1.0)) / 3), rel=1e-12)
 
 
+def _released_by_hand(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> float:
+    """The authors' new_LADEloss, written out: debiased logits, label entries set to 0 (not dropped)."""
+    n, c = logits.shape
+    total = 0.0
+    for k in range(c):
+        s = [0.0 if int(labels[i]) == k else float(logits[i, k]) - math.log(float(prior[k]) + 1e-9) + math.log(1 / c)
+             for i in range(n)]
+        total += float(prior[k]) * (math.log(sum(math.exp(v) for v in s)) - math.log(n))
+    return total
+
+
+def test_released_suppression_matches_the_authors_formula() -> None:
+    for labels in (LABELS, torch.tensor([0, 0, 0])):
+        got = logit_suppression_loss_released(LOGITS, labels, PRIOR).item()
+        assert got == pytest.approx(_released_by_hand(LOGITS, labels, PRIOR), rel=1e-12)
+
+
+def test_released_suppression_is_bounded_below_where_the_printed_one_is_not() -> None:
+    """Pushing every non-label logit down without limit: eqs. 4-5 go to -inf, the released code stops."""
+    down = torch.zeros_like(LOGITS)
+    down[torch.arange(3), LABELS] = 1.0
+    pushed = LOGITS * down + (-1e3) * (1 - down)
+    assert logit_suppression_loss(pushed, LABELS, PRIOR).item() < -700
+    bound = sum(float(PRIOR[k]) * math.log(float((LABELS == k).sum()) / 3) for k in range(4) if PRIOR[k] > 0)
+    assert logit_suppression_loss_released(pushed, LABELS, PRIOR).item() == pytest.approx(bound, abs=1e-9)
+    local = pushed.clone().requires_grad_(True)
+    logit_suppression_loss_released(local, LABELS, PRIOR).backward()
+    assert torch.all(torch.isfinite(local.grad))
+
+
+def test_objective_takes_either_suppression_form() -> None:
+    cal = prior_calibrated_cross_entropy(LOGITS, LABELS, PRIOR).item()
+    got = fedvls_objective(LOGITS, LOGITS, LABELS, PRIOR, 0.1, 0.005, "released").item()
+    assert got == pytest.approx(cal + 0.005 * _released_by_hand(LOGITS, LABELS, PRIOR), rel=1e-12)
+    with pytest.raises(ValueError, match="suppression_form: got 'eq5'; allowed: one of paper, released"):
+        fedvls_objective(LOGITS, LOGITS, LABELS, PRIOR, 0.1, 0.005, "eq5")
+
+
 # -- eq. 6 -----------------------------------------------------------------------------------------
 def test_objective_is_the_sum_of_the_terms() -> None:
     lam = 0.1
@@ -180,7 +219,8 @@ def _sim() -> Simulator:
 
 @pytest.mark.parametrize("params,name", [({"lam": -0.1}, "lam"), ({"lam": float("nan")}, "lam"),
                                          ({"lam": "0.1"}, "lam"), ({"lam": True}, "lam"),
-                                         ({"suppression_weight": -1.0}, "suppression_weight")])
+                                         ({"suppression_weight": -1.0}, "suppression_weight"),
+                                         ({"suppression_form": "eq5"}, "suppression_form")])
 def test_invalid_parameters_raise_naming_them(params: dict, name: str) -> None:
     with pytest.raises(ValueError, match=name):
         ALGORITHMS.get("fedvls")(tiny_setup(), **params)
@@ -189,6 +229,7 @@ def test_invalid_parameters_raise_naming_them(params: dict, name: str) -> None:
 def test_defaults_are_the_papers() -> None:
     algo = ALGORITHMS.get("fedvls")(tiny_setup())
     assert algo.lam == 0.1 and algo.suppression_weight == 0.005  # lambda: paper; 0.005: authors' code
+    assert algo.suppression_form == "released"  # L_logit as the authors' code (eqs. 4-5 collapse, see fedvls.py)
 
 
 def test_teacher_forward_is_metered_and_traffic_is_fedavgs() -> None:
