@@ -37,8 +37,8 @@ from torch import nn
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, overridden, state_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.vectorised import CohortSteps, vectorise_refusal
-from sfl_sim.optim import make_optimizer
 from sfl_sim.engine import Outcome, RoundContext
+from sfl_sim.optim import make_optimizer
 
 
 @ALGORITHMS.register("fedavg")
