@@ -17,7 +17,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,18 +25,10 @@ import sfl_sim.runner as runner
 from sfl_sim.cli import main
 from sfl_sim.config import flatten, validate
 
-BASE = {
-    "name": "prop",
-    "rounds": 2,
-    "eval_samples": 50,
-    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
-    "training": {"batch_size": 16, "local_iterations": 1, "learning_rate": 0.01, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 300, "max_test_samples": 100},
-             "partition": {"name": "quantity", "alpha": 2}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-    "clients": {"count": 6, "participation": 0.5},
-}
+from conftest import small_scenario, write_yaml
+
+BASE = small_scenario(name="prop", seed=None, eval_every_rounds=None, eval_samples=50, algorithms=["scala", "fedavg"],
+                      train=300, test=100)
 #: Every field of the resolved scenario (defaults included), as dotted paths.
 FIELDS = sorted(k for k in flatten(validate(BASE).to_yaml_dict()) if not k.startswith("algorithms"))
 NUMBERS = [0, -1, -1.5, math.inf, -math.inf, math.nan, 1e308, -1e308]
@@ -88,8 +79,7 @@ def test_a_mutated_scenario_checks_clean_or_is_refused_in_one_line(tmp_path_fact
                                                                    wrong) -> None:
     tmp = tmp_path_factory.mktemp("prop")
     raw = mutate(BASE, key, action, number if action == "number" else wrong)
-    path = tmp / "s.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = write_yaml(tmp, raw)
     out = tmp / "out"
     code = main(["scenario", str(path), "--check", "--no-progress", "-o", str(out)])
     captured = capsys.readouterr()

@@ -12,7 +12,6 @@ import json
 from importlib import metadata
 
 import pytest
-import yaml
 
 from analysis.tta import tta_column_name
 from channel import REGISTRIES
@@ -23,20 +22,10 @@ from sfl_sim.progress import header_line
 from sfl_sim.scenario_files import SCENARIO_DIR, describe
 from sfl_sim.summary_table import CSV_COLUMNS
 
-SMALL = {
-    "name": "small",
-    "seed": 3,
-    "rounds": 3,
-    "eval_every_rounds": 2,
-    "eval_samples": 200,
-    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
-    "training": {"batch_size": 32, "local_iterations": 1, "learning_rate": 0.01, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 1000, "max_test_samples": 500},
-             "partition": {"name": "quantity", "alpha": 2}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [8, 8, 8, 8, 8], "fc_features": [16, 16]}},
-    "clients": {"count": 10, "participation": 0.3},
-}
+from conftest import small_scenario, write_yaml
+
+SMALL = small_scenario(seed=3, rounds=3, eval_every_rounds=2, eval_samples=200, algorithms=["scala", "fedavg"],
+                       width=8, fc=16, train=1000, test=500, batch_size=32, clients=10, participation=0.3)
 
 
 def cli(args: list[str]) -> tuple[int, str, str]:
@@ -118,8 +107,7 @@ def test_version_prints_the_installed_package_version():
 def small_run(tmp_path_factory):
     """The SMALL scenario run once with progress on, stderr not a terminal."""
     root = tmp_path_factory.mktemp("cli_run")
-    path = root / "small.yaml"
-    path.write_text(yaml.safe_dump({**SMALL, "output_dir": str(root / "out")}))
+    path = write_yaml(root, {**SMALL, "output_dir": str(root / "out")}, "small.yaml")
     code, out, err = cli(["scenario", str(path)])
     assert code == 0, err
     return {"root": root, "scenario": path, "out_dir": root / "out", "stdout": out, "stderr": err}

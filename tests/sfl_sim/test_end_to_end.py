@@ -4,7 +4,6 @@ CI installs Debian's dataset-fashion-mnist (see .ci/run); these tests need it.
 """
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -16,36 +15,15 @@ from sfl_sim.config import load_scenario
 from sfl_sim.data import DATASETS
 from sfl_sim import runner
 
-SMALL = {
-    "name": "small",
-    "seed": 3,
-    "rounds": 2,
-    "eval_every_rounds": 1,
-    "eval_samples": 200,
-    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
-    "training": {"batch_size": 32, "local_iterations": 2, "learning_rate": 0.01, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 1000, "max_test_samples": 500},
-             "partition": {"name": "quantity", "alpha": 2}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [8, 8, 8, 8, 8], "fc_features": [16, 16]}},
-    "clients": {"count": 10, "participation": 0.3},
-}
+from conftest import read_rows, small_scenario, write_yaml
 
-
-def write_scenario(tmp_path: Path, data: dict, name: str = "s.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-def read_rows(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
+SMALL = small_scenario(seed=3, eval_samples=200, algorithms=["scala", "fedavg"], width=8, fc=16, train=1000, test=500,
+                       batch_size=32, local_iterations=2, clients=10, participation=0.3)
 
 
 def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = main(["scenario", str(write_scenario(tmp_path, SMALL)), "-o", str(out), "--no-progress"])
+    code = main(["scenario", str(write_yaml(tmp_path, SMALL)), "-o", str(out), "--no-progress"])
     assert code == 0
     for label in ("scala", "fedavg"):
         run_dir = out / label
@@ -77,24 +55,20 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _without_host_time(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "host_time_s"} for r in rows]
-
-
 def test_same_seed_same_rows(tmp_path: Path) -> None:
-    scenario = write_scenario(tmp_path, {**SMALL, "algorithms": [{"name": "scala"}]})
+    scenario = write_yaml(tmp_path, {**SMALL, "algorithms": [{"name": "scala"}]})
     for name in ("a", "b"):
         assert main(["scenario", str(scenario), "-o", str(tmp_path / name), "--no-progress"]) == 0
-    a = read_rows(tmp_path / "a" / "scala" / "metrics.csv")
-    b = read_rows(tmp_path / "b" / "scala" / "metrics.csv")
-    assert _without_host_time(a) == _without_host_time(b)
+    a = read_rows(tmp_path / "a" / "scala" / "metrics.csv", host_time=False)
+    b = read_rows(tmp_path / "b" / "scala" / "metrics.csv", host_time=False)
+    assert a == b
 
 
 def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys) -> None:
     data = {**SMALL, "rounds": 3, "algorithms": [{"name": "scala"}], "output_dir": str(tmp_path / "full")}
-    path = write_scenario(tmp_path, data)
+    path = write_yaml(tmp_path, data)
     assert main(["scenario", str(path), "--no-progress"]) == 0
-    full = read_rows(tmp_path / "full" / "scala" / "metrics.csv")
+    full = read_rows(tmp_path / "full" / "scala" / "metrics.csv", host_time=False)
 
     cfg = load_scenario(path, extra={"output_dir": str(tmp_path / "cut")})
     dataset = DATASETS.create("fashion_mnist", max_train_samples=1000, max_test_samples=500).load()
@@ -113,8 +87,8 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys) -> Non
     assert main(["scenario", str(path), "-o", str(tmp_path / "cut"), "--resume"]) == 0
     assert f"run 1/1 scala on cpu, 3 rounds, resuming after round 2, output {tmp_path / 'cut' / 'scala'}" in (
         capsys.readouterr().err)
-    resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv")
-    assert _without_host_time(resumed) == _without_host_time(full)
+    resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv", host_time=False)
+    assert resumed == full
     assert read_rows(tmp_path / "cut" / "scala" / "rounds.csv") == read_rows(tmp_path / "full" / "scala" / "rounds.csv")
 
 

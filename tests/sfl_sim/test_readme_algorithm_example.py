@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,38 +11,22 @@ import yaml
 
 from sfl_sim.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT, readme_blocks, small_scenario, write_yaml
 
-
-def _section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Bring your own algorithm")
-    return text[start:text.index("\n## ", start + 5)]
-
-
-def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", _section(), flags=re.S)
+SECTION = "Bring your own algorithm"
 
 
 def _scenario(tmp_path: Path, algorithms: list) -> Path:
-    data = {
-        "seed": 1, "rounds": 1, "eval_every_rounds": 1, "eval_samples": 100,
-        "algorithms": algorithms,
-        "training": {"batch_size": 20, "local_iterations": 3, "torch_threads": 1},  # T > 1: the term acts
-        "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 100},
-                 "partition": {"name": "quantity", "alpha": 2}},
-        "model": {"name": "alexnet", "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-        "clients": {"count": 10, "participation": 0.2},
-    }
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    data = small_scenario(name=None, seed=1, rounds=1, algorithms=algorithms, split_point=None, test=100,
+                          batch_size=20, local_iterations=3, learning_rate=None,  # T > 1: the term acts
+                          clients=10, participation=0.2)
+    return write_yaml(tmp_path, data, "scenario.yaml")
 
 
 def test_readme_algorithm_passes_conformance_and_trains_beside_splitfed(tmp_path: Path, monkeypatch) -> None:
-    (python_code,) = _blocks("python")
-    (bash_cmd,) = _blocks("bash")
-    (yaml_text,) = _blocks("yaml")
+    (python_code,) = readme_blocks(SECTION, "python")
+    (bash_cmd,) = readme_blocks(SECTION, "bash")
+    (yaml_text,) = readme_blocks(SECTION, "yaml")
     user_dir = tmp_path / "user"
     user_dir.mkdir()
     (user_dir / "my_algorithm.py").write_text(python_code)

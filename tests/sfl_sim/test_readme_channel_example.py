@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import re
 import runpy
 import subprocess
 import sys
@@ -13,39 +12,21 @@ import yaml
 
 from sfl_sim.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT, readme_blocks, small_scenario, write_yaml
 
-
-def _section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Bring your own channel model")
-    return text[start:text.index("\n## ", start + 5)]
-
-
-def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", _section(), flags=re.S)
+SECTION = "Bring your own channel model"
 
 
 def _small_scenario(tmp_path: Path, cell: dict) -> Path:
-    data = {
-        "seed": 1, "rounds": 1, "eval_every_rounds": 1, "eval_samples": 100,
-        "algorithms": [{"name": "scala"}],
-        "training": {"batch_size": 20, "local_iterations": 1, "torch_threads": 1},
-        "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 100},
-                 "partition": {"name": "quantity", "alpha": 2}},
-        "model": {"name": "alexnet", "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-        "clients": {"count": 10, "participation": 0.2},
-        "cell": cell,
-    }
-    path = tmp_path / f"s{len(list(tmp_path.glob('s*.yaml')))}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    data = {**small_scenario(name=None, seed=1, rounds=1, algorithms=["scala"], split_point=None, test=100,
+                             batch_size=20, learning_rate=None, clients=10, participation=0.2), "cell": cell}
+    return write_yaml(tmp_path, data, f"s{len(list(tmp_path.glob('s*.yaml')))}.yaml")
 
 
 def test_readme_component_loads_from_yaml_passes_conformance_and_changes_the_run(tmp_path: Path, monkeypatch) -> None:
-    (python_code,) = _blocks("python")
-    (yaml_text,) = _blocks("yaml")
-    (bash_cmd,) = _blocks("bash")
+    (python_code,) = readme_blocks(SECTION, "python")
+    (yaml_text,) = readme_blocks(SECTION, "yaml")
+    (bash_cmd,) = readme_blocks(SECTION, "bash")
     user_dir = tmp_path / "user"
     user_dir.mkdir()
     (user_dir / "my_channel.py").write_text(python_code)
@@ -78,7 +59,7 @@ def test_readme_component_in_the_working_directory_loads_without_pythonpath(tmp_
     only the repository (the package, not the plug-in).  A probe in the same set-up shows the
     plug-in is not importable on its own; with PYTHONSAFEPATH (Python's opt-out) it stays so.
     """
-    (python_code,) = _blocks("python")
+    (python_code,) = readme_blocks(SECTION, "python")
     work, bin_dir = tmp_path / "work", tmp_path / "bin"
     work.mkdir()
     bin_dir.mkdir()

@@ -6,7 +6,6 @@ problem, and no run files changed or written.
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import pickle
@@ -24,33 +23,9 @@ import yaml
 
 from sfl_sim.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
 
-SMALL = {
-    "name": "small",
-    "seed": 0,
-    "rounds": 2,
-    "eval_every_rounds": 1,
-    "eval_samples": 100,
-    "algorithms": [{"name": "fedavg"}],
-    "training": {"batch_size": 16, "local_iterations": 1, "learning_rate": 0.01, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 200},
-             "partition": {"name": "quantity", "alpha": 2}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-    "clients": {"count": 6, "participation": 0.5},
-}
-
-
-def write(tmp_path: Path, data: dict, name: str = "s.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str]:
-    code = main(["scenario", *args, "--no-progress"])
-    return code, capsys.readouterr().err
+SMALL = small_scenario()
 
 
 def one_line(err: str) -> str:
@@ -64,18 +39,10 @@ def snapshot(directory: Path) -> dict:
     return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def rows(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return list(csv.DictReader(fh))
-
-
 @pytest.fixture
 def finished(tmp_path: Path, capsys) -> tuple[Path, Path]:
     """A finished 2-round fedavg run: (scenario file, run directory)."""
-    path = write(tmp_path, SMALL)
-    out = tmp_path / "out"
-    code, err = run_cli(capsys, str(path), "-o", str(out))
-    assert code == 0, err
+    path, out = finished_run(tmp_path, capsys, SMALL)
     return path, out / "fedavg"
 
 
@@ -111,12 +78,12 @@ def test_resume_with_more_rounds_continues_the_same_run(finished, capsys, tmp_pa
     path, run_dir = finished
     code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent), "--resume", "--rounds", "3")
     assert code == 0, err
-    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3"]
+    assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3"]
     assert yaml.safe_load((run_dir / "scenario.yaml").read_text())["rounds"] == 3
-    straight = write(tmp_path, {**SMALL, "rounds": 3}, "three.yaml")
+    straight = write_yaml(tmp_path, {**SMALL, "rounds": 3}, "three.yaml")
     assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
-    strip = lambda rs: [{k: v for k, v in r.items() if k != "host_time_s"} for r in rs]  # noqa: E731
-    assert strip(rows(run_dir / "metrics.csv")) == strip(rows(tmp_path / "straight" / "fedavg" / "metrics.csv"))
+    assert (read_rows(run_dir / "metrics.csv", host_time=False)
+            == read_rows(tmp_path / "straight" / "fedavg" / "metrics.csv", host_time=False))
 
 
 def test_resume_may_change_the_host_settings(finished, capsys) -> None:
@@ -166,7 +133,7 @@ def test_checkpoint_holds_only_data(finished) -> None:
 
 # -- 5. divergence stops the run -------------------------------------------------------------------------
 def test_divergence_stops_with_status_diverged(tmp_path, capsys) -> None:
-    path = write(tmp_path, {**SMALL, "rounds": 4, "training": {**SMALL["training"], "learning_rate": 1000.0}})
+    path = write_yaml(tmp_path, {**SMALL, "rounds": 4, "training": {**SMALL["training"], "learning_rate": 1000.0}})
     out = tmp_path / "out"
     code = main(["scenario", str(path), "-o", str(out), "--no-progress"])
     err = capsys.readouterr().err
@@ -175,7 +142,7 @@ def test_divergence_stops_with_status_diverged(tmp_path, capsys) -> None:
     assert "diverged at round" in line and "learning_rate" in line
     summary = json.loads((out / "fedavg" / "summary.json").read_text())
     assert summary["status"] == "diverged" and "final_test_loss" in summary
-    kept = rows(out / "fedavg" / "metrics.csv")
+    kept = read_rows(out / "fedavg" / "metrics.csv")
     assert kept[0]["round"] == "0" and int(kept[-1]["round"]) == summary["rounds_completed"] < 4
 
 
@@ -190,7 +157,7 @@ def test_divergence_stops_with_status_diverged(tmp_path, capsys) -> None:
     ("clients.compute_flops_per_s_min=1e-300", "clients.compute_flops_per_s_min"),
 ])
 def test_impossible_channel_is_caught_by_check(tmp_path, capsys, override, field) -> None:
-    path = write(tmp_path, SMALL)
+    path = write_yaml(tmp_path, SMALL)
     code, err = run_cli(capsys, str(path), "-o", str(tmp_path / "out"), "--check", "--set", override)
     assert code == 2
     assert field in one_line(err)
@@ -218,7 +185,7 @@ def test_empty_or_binary_scenario_is_refused(tmp_path, capsys, content) -> None:
 # -- 8. labels are names, not paths ---------------------------------------------------------------------
 @pytest.mark.parametrize("label", ["..", "", ".", "a/b", "../escape", " "])
 def test_label_must_be_a_plain_name(tmp_path, capsys, label) -> None:
-    path = write(tmp_path, {**SMALL, "algorithms": [{"name": "fedavg", "label": label}]})
+    path = write_yaml(tmp_path, {**SMALL, "algorithms": [{"name": "fedavg", "label": label}]})
     code, err = run_cli(capsys, str(path), "-o", str(tmp_path / "out" / "inner"))
     assert code == 2 and "algorithms[0]" in one_line(err)
     assert not (tmp_path / "out").exists()
@@ -230,7 +197,7 @@ def test_output_dir_under_a_file_is_refused_before_data_load(tmp_path, capsys, m
     import sfl_sim.runner as runner
 
     monkeypatch.setattr(runner, "load_dataset", lambda cfg: pytest.fail("data loaded before the output check"))
-    code, err = run_cli(capsys, str(write(tmp_path, SMALL)), "-o", str(tmp_path / "afile" / "out"))
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, SMALL)), "-o", str(tmp_path / "afile" / "out"))
     assert code == 2 and "is under" in one_line(err) and "afile" in one_line(err)
 
 
@@ -240,7 +207,7 @@ def test_read_only_output_dir_is_refused(tmp_path, capsys) -> None:
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        code, err = run_cli(capsys, str(write(tmp_path, SMALL)), "-o", str(ro / "out"))
+        code, err = run_cli(capsys, str(write_yaml(tmp_path, SMALL)), "-o", str(ro / "out"))
         assert code == 2 and "cannot be written" in one_line(err)
     finally:
         ro.chmod(0o700)
@@ -293,14 +260,14 @@ def test_results_without_checkpoint_are_not_overwritten(finished, capsys) -> Non
 
 # -- 11. a run that died at round 0 can be restarted ------------------------------------------------------
 def test_run_that_died_at_round_zero_restarts(tmp_path, capsys) -> None:
-    path = write(tmp_path, SMALL)
+    path = write_yaml(tmp_path, SMALL)
     run_dir = tmp_path / "out" / "fedavg"
     run_dir.mkdir(parents=True)
     (run_dir / "metrics.csv").write_text("round,sim_time_s,test_accuracy,test_loss,uplink_bytes,downlink_bytes,"
                                          "client_flops,server_flops,host_time_s\n")
     code, err = run_cli(capsys, str(path), "-o", str(tmp_path / "out"))
     assert code == 0, err
-    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
+    assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
 
 
 def test_run_killed_before_its_first_checkpoint_restarts(finished, capsys) -> None:
@@ -313,14 +280,14 @@ def test_run_killed_before_its_first_checkpoint_restarts(finished, capsys) -> No
     (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "running"}))
     code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent))
     assert code == 0, err
-    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
+    assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2"]
 
 
 # -- 12. cell.csv is written once, at the start ------------------------------------------------------------
 def test_cell_csv_keeps_the_initial_positions_on_resume(tmp_path, capsys) -> None:
     data = {**SMALL, "rounds": 3, "cell": {"mobility": {"name": "random_waypoint", "speed_min_m_per_s": 5.0,
                                                            "speed_max_m_per_s": 20.0}}}
-    path = write(tmp_path, data)
+    path = write_yaml(tmp_path, data)
     out = tmp_path / "out"
     code, err = run_cli(capsys, str(path), "-o", str(out), "--rounds", "2")
     assert code == 0, err
@@ -341,7 +308,7 @@ def test_malicious_cifar_pickle_is_one_line(tmp_path, capsys) -> None:
         (root / name).write_bytes(payload)
     data = {**SMALL, "data": {"dataset": {"name": "cifar10", "data_root": str(tmp_path)},
                               "partition": {"name": "iid"}}}
-    code, err = run_cli(capsys, str(write(tmp_path, data)), "--check", "-o", str(tmp_path / "o"))
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, data)), "--check", "-o", str(tmp_path / "o"))
     assert code == 2
     assert "data.dataset" in one_line(err)
 
@@ -352,13 +319,14 @@ def test_malicious_cifar_pickle_is_one_line(tmp_path, capsys) -> None:
     ("training.batch_size=1000000000", "training.batch_size"),
 ])
 def test_resource_bombs_are_refused(tmp_path, capsys, override, field) -> None:
-    code, err = run_cli(capsys, str(write(tmp_path, SMALL)), "--check", "-o", str(tmp_path / "o"), "--set", override)
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, SMALL)), "--check", "-o", str(tmp_path / "o"),
+                        "--set", override)
     assert code == 2 and field in one_line(err)
 
 
 # -- 15. typos get a did-you-mean ----------------------------------------------------------------------------
 def test_unknown_scenario_key_suggests_the_right_one(tmp_path, capsys) -> None:
-    code, err = run_cli(capsys, str(write(tmp_path, SMALL)), "--check", "--set", "clients.partcipation=0.2")
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, SMALL)), "--check", "--set", "clients.partcipation=0.2")
     assert code == 2 and "did you mean 'participation'" in one_line(err)
 
 
@@ -402,7 +370,7 @@ def plugin_dir(tmp_path, monkeypatch) -> Path:
 
 def test_plugin_constructor_that_raises_is_one_line(plugin_dir, capsys) -> None:
     data = {**SMALL, "cell": {"pathloss": {"name": "bad_plugins:Raises"}}}
-    code, err = run_cli(capsys, str(write(plugin_dir, data)), "--check", "-o", str(plugin_dir / "o"))
+    code, err = run_cli(capsys, str(write_yaml(plugin_dir, data)), "--check", "-o", str(plugin_dir / "o"))
     assert code == 2
     line = one_line(err)
     assert "cell.pathloss" in line and "Raises" in line and "licence server" in line
@@ -416,7 +384,7 @@ def test_plugin_constructor_that_raises_is_one_line(plugin_dir, capsys) -> None:
 ])
 def test_plugin_with_the_wrong_interface_or_output_is_one_line(plugin_dir, capsys, name, words) -> None:
     data = {**SMALL, "cell": {"pathloss": {"name": name}}}
-    code, err = run_cli(capsys, str(write(plugin_dir, data)), "--check", "-o", str(plugin_dir / "o"))
+    code, err = run_cli(capsys, str(write_yaml(plugin_dir, data)), "--check", "-o", str(plugin_dir / "o"))
     assert code == 2
     line = one_line(err)
     for w in words:
@@ -426,7 +394,7 @@ def test_plugin_with_the_wrong_interface_or_output_is_one_line(plugin_dir, capsy
 
 def test_component_parameter_typo_lists_the_accepted_ones(tmp_path, capsys) -> None:
     data = {**SMALL, "cell": {"pathloss": {"name": "log_distance", "exponnt": 3.0}}}
-    code, err = run_cli(capsys, str(write(tmp_path, data)), "--check", "-o", str(tmp_path / "o"))
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, data)), "--check", "-o", str(tmp_path / "o"))
     assert code == 2
     line = one_line(err)
     assert "cell.pathloss" in line and "did you mean 'exponent'" in line and "accepted" in line
@@ -435,7 +403,7 @@ def test_component_parameter_typo_lists_the_accepted_ones(tmp_path, capsys) -> N
 def test_plugin_returning_garbage_fails_the_run_in_one_line(plugin_dir, capsys) -> None:
     data = {**SMALL, "clients": {**SMALL["clients"], "selection": {"name": "bad_plugins:NanSelector"}}}
     out = plugin_dir / "o"
-    code, err = run_cli(capsys, str(write(plugin_dir, data)), "-o", str(out))
+    code, err = run_cli(capsys, str(write_yaml(plugin_dir, data)), "-o", str(out))
     assert code == 1
     line = one_line(err)
     assert "clients.selection" in line and "NanSelector" in line
@@ -445,13 +413,13 @@ def test_plugin_returning_garbage_fails_the_run_in_one_line(plugin_dir, capsys) 
 def test_debug_shows_the_traceback(plugin_dir, capsys) -> None:
     data = {**SMALL, "cell": {"pathloss": {"name": "bad_plugins:Raises"}}}
     with pytest.raises(Exception):
-        main(["scenario", str(write(plugin_dir, data)), "--check", "--debug", "-o", str(plugin_dir / "o")])
+        main(["scenario", str(write_yaml(plugin_dir, data)), "--check", "--debug", "-o", str(plugin_dir / "o")])
 
 
 # -- kill and resume with a real SIGKILL ---------------------------------------------------------------------
 def test_sigkill_midway_then_resume_reproduces_the_rows(tmp_path) -> None:
     data = {**SMALL, "rounds": 12, "algorithms": [{"name": "scala"}]}
-    path = write(tmp_path, data)
+    path = write_yaml(tmp_path, data)
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "sfl_sim.cli", "scenario", str(path), "--no-progress"]
     assert subprocess.run(cmd + ["-o", str(tmp_path / "full")], env=env, capture_output=True).returncode == 0
@@ -466,9 +434,9 @@ def test_sigkill_midway_then_resume_reproduces_the_rows(tmp_path) -> None:
     assert len(metrics.read_text().splitlines()) < 14, "the run finished before it could be killed"
     done = subprocess.run(cmd + ["-o", str(tmp_path / "cut"), "--resume"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    strip = lambda rs: [{k: v for k, v in r.items() if k != "host_time_s"} for r in rs]  # noqa: E731
     for name in ("metrics.csv", "rounds.csv"):
-        assert strip(rows(tmp_path / "cut" / "scala" / name)) == strip(rows(tmp_path / "full" / "scala" / name))
+        assert (read_rows(tmp_path / "cut" / "scala" / name, host_time=False)
+                == read_rows(tmp_path / "full" / "scala" / name, host_time=False))
     shutil.rmtree(tmp_path / "cut")
 
 
@@ -478,7 +446,7 @@ def test_sigkill_midway_then_resume_reproduces_the_rows(tmp_path) -> None:
     ("data.dataset", "bad_plugins:NoLoss", ["data.dataset", "NoLoss", "load"]),
 ])
 def test_simulator_plugins_are_checked_against_their_protocol(plugin_dir, capsys, field, value, words) -> None:
-    code, err = run_cli(capsys, str(write(plugin_dir, SMALL)), "--check", "-o", str(plugin_dir / "o"),
+    code, err = run_cli(capsys, str(write_yaml(plugin_dir, SMALL)), "--check", "-o", str(plugin_dir / "o"),
                         "--set", f"{field}={{name: '{value}'}}")
     assert code == 2
     line = one_line(err)

@@ -18,38 +18,22 @@ from sfl_sim.cli import main
 from sfl_sim.config import ConfigError
 from sfl_sim.study import StudySpec, expand, load_study, value_label
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT, read_rows, small_scenario, write_yaml
 
-BASE = {
-    "name": "small",
-    "rounds": 3,
-    "eval_every_rounds": 1,
-    "eval_samples": 100,
-    "algorithms": [{"name": "scala"}, {"name": "fedavg"}],
-    "training": {"batch_size": 16, "local_iterations": 1, "learning_rate": 0.05, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 200},
-             "partition": {"name": "quantity", "alpha": 2}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-    "clients": {"count": 6, "participation": 0.5},
-}
+BASE = small_scenario(seed=None, rounds=3, algorithms=["scala", "fedavg"], learning_rate=0.05)
 
 
 def write_study(tmp_path: Path, study: dict, base: dict = BASE) -> Path:
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    write_yaml(tmp_path, base, "base.yaml")
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump({"base": "base.yaml", **study}, sort_keys=False))  # grid order as written
     return path
 
 
-def rows(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return [{k: v for k, v in r.items() if k != "host_time_s"} for r in csv.DictReader(fh)]
-
-
 def study_rows(study_dir: Path) -> dict:
     """Every run's metrics and per-round rows (host time excepted), by run name."""
-    return {p.parent.name: (rows(p), rows(p.parent / "rounds.csv")) for p in sorted(study_dir.glob("*/metrics.csv"))}
+    return {p.parent.name: (read_rows(p, host_time=False), read_rows(p.parent / "rounds.csv", host_time=False))
+            for p in sorted(study_dir.glob("*/metrics.csv"))}
 
 
 # -- expansion -------------------------------------------------------------------------------------------
@@ -186,8 +170,8 @@ def test_a_changed_study_refuses_to_reuse_a_run_made_with_other_settings(tmp_pat
 
 
 def test_seeds_shorthand_runs_a_study(tmp_path, capsys) -> None:
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**BASE, "output_dir": str(tmp_path / "seeds")}))
-    assert main(["scenario", str(tmp_path / "s.yaml"), "--seeds", "0,1", "--no-progress", "--rounds", "2"]) == 0
+    path = write_yaml(tmp_path, {**BASE, "output_dir": str(tmp_path / "seeds")})
+    assert main(["scenario", str(path), "--seeds", "0,1", "--no-progress", "--rounds", "2"]) == 0
     names = sorted(p.name for p in (tmp_path / "seeds").iterdir() if p.is_dir())
     assert names == ["alg=fedavg__seed=0", "alg=fedavg__seed=1", "alg=scala__seed=0", "alg=scala__seed=1"]
     assert yaml.safe_load((tmp_path / "seeds" / "alg=scala__seed=1" / "scenario.yaml").read_text())["rounds"] == 2

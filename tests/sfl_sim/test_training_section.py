@@ -3,7 +3,6 @@ overrides recorded in scenario.yaml, classes.csv and the best-accuracy definitio
 refused when a training field changed, exact (optimizer state included) when nothing did."""
 from __future__ import annotations
 
-import csv
 import json
 import textwrap
 from pathlib import Path
@@ -15,23 +14,11 @@ import yaml
 
 from analysis import load_classes
 from analysis.schema import BEST_ACCURACY_DEFINITION
-from sfl_sim.cli import main
 from sfl_sim.config import ConfigError, json_schema, validate
 
-SMALL = {
-    "name": "small",
-    "seed": 0,
-    "rounds": 2,
-    "eval_every_rounds": 1,
-    "eval_samples": 100,
-    "algorithms": [{"name": "fedavg"}],
-    "training": {"batch_size": 16, "local_iterations": 1, "learning_rate": 0.01, "torch_threads": 1},
-    "data": {"dataset": {"name": "fashion_mnist", "max_train_samples": 600, "max_test_samples": 200},
-             "partition": {"name": "dirichlet", "beta": 0.1}},
-    "model": {"name": "alexnet", "split_point": "S2",
-              "params": {"conv_channels": [4, 4, 4, 4, 4], "fc_features": [8, 8]}},
-    "clients": {"count": 6, "participation": 0.5},
-}
+from conftest import finished_run, read_rows, run_cli, small_scenario, write_yaml
+
+SMALL = small_scenario(partition={"name": "dirichlet", "beta": 0.1})
 
 #: FedVLS with the paper's optimizer and local epochs beside SCALA with Adam and a schedule.
 MIXED = {**SMALL, "algorithms": [
@@ -41,22 +28,6 @@ MIXED = {**SMALL, "algorithms": [
     {"name": "scala", "training": {"optimizer": "adam",
                                    "lr_schedule": {"name": "step", "step_size_rounds": 1, "gamma": 0.5}}},
 ]}
-
-
-def write(tmp_path: Path, data: dict, name: str = "s.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str]:
-    code = main(["scenario", *args, "--no-progress"])
-    return code, capsys.readouterr().err
-
-
-def rows(path: Path) -> list[dict]:
-    with path.open() as fh:
-        return [{k: v for k, v in r.items() if k != "host_time_s"} for r in csv.DictReader(fh)]
 
 
 # -- configuration ---------------------------------------------------------------------------------
@@ -107,7 +78,7 @@ def test_override_replaces_fields_and_local_work_as_a_pair() -> None:
 
 def test_set_builds_an_sgd_optimizer_from_a_bare_field(tmp_path, capsys) -> None:
     from sfl_sim.config import load_scenario
-    cfg = load_scenario(write(tmp_path, SMALL), ["training.optimizer.momentum=0.9"])
+    cfg = load_scenario(write_yaml(tmp_path, SMALL), ["training.optimizer.momentum=0.9"])
     assert cfg.training.optimizer.as_dict()["name"] == "sgd" and cfg.training.optimizer.params["momentum"] == 0.9
 
 
@@ -149,7 +120,7 @@ def test_a_bad_optimizer_class_is_one_line_before_any_work(tmp_path, capsys, mon
     (tmp_path / "my_optim.py").write_text(PLUGIN)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    code, err = run_cli(capsys, str(write(tmp_path, SMALL)), "--check", "-o", str(tmp_path / "o"),
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, SMALL)), "--check", "-o", str(tmp_path / "o"),
                         "--set", f"training.optimizer={value}")
     assert code == 2
     lines = err.strip().splitlines()
@@ -164,7 +135,7 @@ def test_a_module_class_optimizer_trains(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     data = {**SMALL, "training": {**SMALL["training"], "optimizer": {"name": "my_optim:HalfSGD", "momentum": 0.5}}}
-    code, err = run_cli(capsys, str(write(tmp_path, data)), "-o", str(tmp_path / "o"))
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, data)), "-o", str(tmp_path / "o"))
     assert code == 0, err
     state = torch.load(tmp_path / "o" / "fedavg" / "checkpoint.pt", weights_only=True)
     assert "optimizers" not in state["algorithm"]  # fresh client state: nothing outlives a round
@@ -173,11 +144,7 @@ def test_a_module_class_optimizer_trains(tmp_path, capsys, monkeypatch) -> None:
 # -- a run: scenario.yaml, classes.csv, summary ------------------------------------------------------
 @pytest.fixture
 def mixed(tmp_path: Path, capsys) -> tuple[Path, Path]:
-    path = write(tmp_path, MIXED)
-    out = tmp_path / "out"
-    code, err = run_cli(capsys, str(path), "-o", str(out))
-    assert code == 0, err
-    return path, out
+    return finished_run(tmp_path, capsys, MIXED)
 
 
 def test_the_override_is_in_the_runs_scenario_yaml(mixed) -> None:
@@ -194,7 +161,7 @@ def test_classes_csv_and_the_best_accuracy_definition(mixed) -> None:
     _, out = mixed
     for label in ("fedvls", "scala"):
         classes = load_classes(out / label)
-        metrics = rows(out / label / "metrics.csv")
+        metrics = read_rows(out / label / "metrics.csv", host_time=False)
         assert classes["round"].tolist() == [int(r["round"]) for r in metrics] == [0, 1, 2]
         per_class = classes[[f"class_{n}_accuracy" for n in range(10)]]
         assert per_class.notna().all().all() and ((per_class >= 0) & (per_class <= 1)).all().all()
@@ -235,7 +202,7 @@ def test_resume_refuses_a_changed_algorithm_training_block(mixed, capsys, tmp_pa
     path, out = mixed
     changed = {**MIXED, "algorithms": [{**MIXED["algorithms"][0], "training": {
         **MIXED["algorithms"][0]["training"], "optimizer": {"name": "sgd", "momentum": 0.5}}}, MIXED["algorithms"][1]]}
-    code, err = run_cli(capsys, str(write(tmp_path, changed, "changed.yaml")), "-o", str(out), "--resume")
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, changed, "changed.yaml")), "-o", str(out), "--resume")
     assert code == 2 and "algorithm.training.optimizer.momentum: 0.9 -> 0.5" in err, err
 
 
@@ -245,15 +212,16 @@ def test_resume_reproduces_the_rows_exactly(mixed, capsys, tmp_path) -> None:
     path, out = mixed
     code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "4")
     assert code == 0, err
-    straight = write(tmp_path, {**MIXED, "rounds": 4}, "four.yaml")
+    straight = write_yaml(tmp_path, {**MIXED, "rounds": 4}, "four.yaml")
     assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
     for label in ("fedvls", "scala"):
         for name in ("metrics.csv", "rounds.csv", "classes.csv"):
-            assert rows(out / label / name) == rows(tmp_path / "straight" / label / name), (label, name)
+            assert (read_rows(out / label / name, host_time=False)
+                    == read_rows(tmp_path / "straight" / label / name, host_time=False)), (label, name)
 
 
 def test_a_run_made_before_the_training_fields_existed_resumes(tmp_path, capsys) -> None:
-    path = write(tmp_path, SMALL)
+    path = write_yaml(tmp_path, SMALL)
     out = tmp_path / "out"
     assert run_cli(capsys, str(path), "-o", str(out))[0] == 0
     scenario_file = out / "fedavg" / "scenario.yaml"
