@@ -102,7 +102,7 @@ def test_resume_may_change_the_host_settings(finished, capsys) -> None:
     scenario_file.write_text(yaml.safe_dump(old, sort_keys=False))
     code, err = run_cli(capsys, str(path), "-o", str(run_dir.parent), "--resume", "--rounds", "4")
     assert code == 0, err
-    assert [r["round"] for r in rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3", "4"]
+    assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3", "4"]
 
 
 # -- 2. a crafted checkpoint cannot run code -----------------------------------------------------------
