@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Callable, Dict, List, Mapping, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 import numpy as np
 import torch
@@ -91,9 +91,13 @@ STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentu
                                      lr_schedule="step", lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
 
 
-def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings()) -> TrainingSetup:
+def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings(), *,
+                      init_seed: Optional[int] = None, minibatch_seed: Optional[int] = None) -> TrainingSetup:
     """The tiny setup of the check: AlexNet (conv 2-3-3-3-2, fc 5-4) on 1x8x8 images split at S2,
-    four clients of 10, 14, 8 and 16 samples holding mostly one class each, B = 8, T = 2."""
+    four clients of 10, 14, 8 and 16 samples holding mostly one class each, B = 8, T = 2.
+
+    ``seed`` draws the data; the initial weights and the minibatches use ``seed + 1`` and
+    ``seed + 2`` unless ``init_seed`` / ``minibatch_seed`` say otherwise (the golden runs pin theirs)."""
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(sum(DATA_SIZES), 1, 8, 8, generator=gen)
     y = torch.empty(len(x), dtype=torch.int64)
@@ -103,11 +107,12 @@ def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettin
         y[rows] = torch.tensor([(k + (i % 3 == 2)) % N_CLASSES for i in range(size)])
         indices.append(rows)
         start += size
-    torch.manual_seed(seed + 1)
+    torch.manual_seed(seed + 1 if init_seed is None else init_seed)
     model = build_model("alexnet", (1, 8, 8), N_CLASSES, conv_channels=[2, 3, 3, 3, 2], fc_features=[5, 4])
     return TrainingSetup(model=model, split_point="S2", train_x=x, train_y=y, client_indices=indices,
                          num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
-                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2), training=training)
+                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
+                         training=training)
 
 
 def _simulator(lossy: bool) -> Simulator:

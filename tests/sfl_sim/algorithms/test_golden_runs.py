@@ -37,14 +37,12 @@ import torch
 from channel import (Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, RayleighFading,
                      ShannonRate, TR36814Macro)
 from sfl_sim.algorithms import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.conformance import conformance_setup
 from sfl_sim.engine import Simulator
-from sfl_sim.models import build_model
 
 GOLDEN = Path(__file__).with_name("golden_runs.json")
 ENV = "SFL_SIM_REGENERATE_GOLDEN"
 
-N_CLASSES = 4
-DATA_SIZES = [10, 14, 8, 16]  # |D_k|: unequal, so eq. (3) rounds and |D_k| weights differ
 COHORTS = [[0, 1, 2], [0, 1, 3]]  # round 2 brings a newcomer (client 3) and two known clients
 DISTANCES_M = [60.0, 200.0, 380.0, 470.0]
 CLIENT_FLOPS_PER_S = np.array([2.0e4, 2.0e5, 2.0e5, 1.0e5])  # client 0 is the slow one
@@ -74,21 +72,9 @@ def case_ids() -> List[str]:
 
 
 def _setup() -> TrainingSetup:
-    gen = torch.Generator().manual_seed(11)
-    x = torch.randn(sum(DATA_SIZES), 1, 8, 8, generator=gen)
-    y = torch.empty(len(x), dtype=torch.int64)
-    indices, start = [], 0
-    for k, size in enumerate(DATA_SIZES):
-        rows = torch.arange(start, start + size)
-        # Client k holds mostly class k, some of class k+1 (label skew, every class somewhere).
-        y[rows] = torch.tensor([(k + (i % 3 == 2)) % N_CLASSES for i in range(size)])
-        indices.append(rows)
-        start += size
-    torch.manual_seed(1)  # initial weights
-    model = build_model("alexnet", (1, 8, 8), N_CLASSES, conv_channels=[2, 3, 3, 3, 2], fc_features=[5, 4])
-    return TrainingSetup(model=model, split_point="S2", train_x=x, train_y=y, client_indices=indices,
-                         num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
-                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(5))
+    """The conformance check's tiny setup (client k holds mostly class k, some of class k+1), with
+    the seeds the digests were made with: data 11, initial weights 1, minibatches 5."""
+    return conformance_setup(11, init_seed=1, minibatch_seed=5)
 
 
 def _simulator(engine: str) -> Simulator:
