@@ -186,7 +186,7 @@ def write_report(
     md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
                           "Test accuracy", written)
     tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
-    md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes),
+    md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes, n_boot=n_boot),
                           "Time to accuracy", written)
     ovh = overhead_table(study, targets, algorithms)
     md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),

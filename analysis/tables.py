@@ -12,7 +12,9 @@ Definitions (also printed under each rendered table):
   initial model, counts for time-to-accuracy and curves, not here).
 * time to accuracy: :func:`analysis.tta.first_reaching` — simulated time of the first
   evaluation with accuracy >= target; mean ± std over the seeds that reached it, ``k/n`` reached.
-* speed-up: :func:`analysis.stats.paired_speedup`.
+* speed-up: :func:`analysis.stats.paired_speedup` — the edges (a target met at t = 0) and the
+  small-sample rule (the per-seed ratios' range, not a CI, below
+  :data:`analysis.stats.MIN_PAIRS_FOR_CI` pairs) are defined there and spelled out in the notes.
 * overhead per round: each run's mean over its rounds of the per-round bytes and FLOPs
   (``rounds.csv``; without that file, the cumulative totals at the last evaluation divided by its
   round), then mean ± std over seeds. To a target: the cumulative counters at the first
@@ -28,7 +30,19 @@ from typing import Sequence
 import pandas as pd
 
 from .schema import CUMULATIVE_COLUMNS
-from .stats import BOOTSTRAP_SEED, DDOF, N_BOOT, describe, paired_speedup
+from .stats import (
+    BOOTSTRAP_SEED,
+    CASE_ALG_AT_START,
+    CASE_BOTH_AT_START,
+    CASE_REF_AT_START,
+    DDOF,
+    INTERVAL_BOOTSTRAP,
+    INTERVAL_SEED_RANGE,
+    MIN_PAIRS_FOR_CI,
+    N_BOOT,
+    describe,
+    paired_speedup,
+)
 from .study_data import StudyData, short_field_names
 from .tta import first_reaching
 
@@ -45,6 +59,10 @@ __all__ = [
     "to_latex",
     "latex_escape",
     "target_text",
+    "ratio_text",
+    "speedup_cell",
+    "speedup_notes",
+    "SPEEDUP_COLUMNS",
 ]
 
 _KEYS = ["setting", "algorithm"]
@@ -55,6 +73,11 @@ _UNIT = {"uplink_bytes": _BYTES_PER_MB, "downlink_bytes": _BYTES_PER_MB,
 _OVERHEAD_HEADERS = {"uplink_bytes": "Uplink (MB)", "downlink_bytes": "Downlink (MB)",
                      "client_flops": "Client (GFLOPs)", "server_flops": "Server (GFLOPs)"}
 DASH = "–"
+#: The speed-up columns of ``tta.csv`` (with a reference), :class:`analysis.stats.SpeedUp`'s fields.
+SPEEDUP_COLUMNS = ("speedup", "speedup_low", "speedup_high", "speedup_pairs", "speedup_interval",
+                   "speedup_seed_min", "speedup_seed_max", "speedup_case", "speedup_boot_edge")
+#: Marks a speed-up CI that counts resamples by the edge rule (listed in the table's notes).
+EDGE_MARK = "†"
 
 
 def target_text(target: float) -> str:
@@ -168,8 +191,14 @@ def tta_table(
     pandas.DataFrame
         Columns ``setting``, setting fields, ``algorithm``, ``target``, ``n_runs`` (seeds),
         ``reached`` (seeds that reached the target), ``tta_s_mean``, ``tta_s_std`` (simulated s,
-        over the seeds that reached it), and with a reference ``speedup``, ``speedup_low``,
-        ``speedup_high`` (95 % CI) and ``speedup_pairs``.
+        over the seeds that reached it), and with a reference the :class:`analysis.stats.SpeedUp`
+        fields: ``speedup`` (``inf`` when only the algorithm met the target at t = 0),
+        ``speedup_low``, ``speedup_high`` (bootstrap 95 % CI, ``nan`` below
+        :data:`analysis.stats.MIN_PAIRS_FOR_CI` pairs), ``speedup_pairs``, ``speedup_interval``
+        (``bootstrap``, ``seed_range``, ``none``), ``speedup_seed_min``, ``speedup_seed_max``
+        (range of the per-seed ratios), ``speedup_case`` (``ratio``, ``both_at_start``,
+        ``algorithm_at_start``, ``reference_at_start``, ``no_pairs``) and ``speedup_boot_edge``
+        (resamples counted by the edge rule).
     """
     frames = []
     for target in targets:
@@ -185,15 +214,16 @@ def tta_table(
             for (setting, algorithm), g in paired.groupby(_KEYS, sort=False):
                 su = paired_speedup(g["tta_s_ref"].to_numpy(), g["tta_s"].to_numpy(),
                                     n_boot=n_boot, seed=bootstrap_seed)
-                rows.append((setting, algorithm, su.ratio, su.low, su.high, su.pairs))
-            su_frame = pd.DataFrame(rows, columns=[*_KEYS, "speedup", "speedup_low", "speedup_high", "speedup_pairs"])
+                rows.append((setting, algorithm, su.ratio, su.low, su.high, su.pairs, su.interval, su.seed_min,
+                             su.seed_max, su.case, su.boot_edge))
+            su_frame = pd.DataFrame(rows, columns=[*_KEYS, *SPEEDUP_COLUMNS])
             table = table.merge(su_frame, on=_KEYS, how="left")
         frames.append(table)
     table = pd.concat(frames, ignore_index=True)
     table["reached"] = table["reached"].fillna(0).astype(int)
     cols = [*_KEYS, "target", "n_runs", "reached", "tta_s_mean", "tta_s_std"]
     if reference is not None:
-        cols += ["speedup", "speedup_low", "speedup_high", "speedup_pairs"]
+        cols += list(SPEEDUP_COLUMNS)
     return _with_coordinates(_ordered(table[cols], study, algorithms or study.algorithms), study)
 
 
@@ -288,14 +318,46 @@ def _tta_cell(mean: float, std: float, reached: int, n: int) -> str:
     return f"{fmt_mean_std(mean, std)} ({int(reached)}/{int(n)})"
 
 
-def _speedup_cell(ratio: float, low: float, high: float, pairs: int, is_reference: bool) -> str:
-    if is_reference and math.isfinite(ratio):
-        return "1 (reference)"
-    if not math.isfinite(ratio):
+def ratio_text(x: float) -> str:
+    """A speed-up as text: ``"1.23×"``, ``"∞"`` for an infinite one, ``"–"`` for ``nan``."""
+    if math.isnan(x):
+        return DASH
+    return "∞" if math.isinf(x) else f"{x:.2f}×"
+
+
+def _bound_text(x: float) -> str:
+    return "∞" if math.isinf(x) else f"{x:.2f}"
+
+
+def speedup_cell(r, is_reference: bool) -> str:
+    """The Markdown/LaTeX text of one speed-up (a row of :func:`tta_table` with a reference).
+
+    ``– (0 pairs)`` without a pair; ``1 (reference)``; the edges of :func:`analysis.stats.time_ratio`
+    in words (``1.00× (both at start, 5 pairs)``, ``∞ (only the algorithm at start, 5 pairs)``,
+    ``0.00× (only the reference at start, 5 pairs)``); ``1.23× [1.01, 1.50] (5)`` with a bootstrap
+    CI (``†`` when it counts edge resamples); ``1.23× (seed range 1.01–1.50, 3 pairs; not a CI)``
+    below :data:`analysis.stats.MIN_PAIRS_FOR_CI` pairs; ``1.23× (1 pair, no interval)``.
+    """
+    pairs = int(r.speedup_pairs)
+    if pairs == 0:
         return f"{DASH} (0 pairs)"
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{ratio:.2f}× ({int(pairs)} pair)"
-    return f"{ratio:.2f}× [{low:.2f}, {high:.2f}] ({int(pairs)})"
+    if is_reference:
+        return "1 (reference)"
+    unit = f"{pairs} pair{'s' if pairs != 1 else ''}"
+    case = r.speedup_case
+    if case == CASE_BOTH_AT_START:
+        return f"{ratio_text(r.speedup)} (both at start, {unit})"
+    if case == CASE_ALG_AT_START:
+        return f"{ratio_text(r.speedup)} (only the algorithm at start, {unit})"
+    if case == CASE_REF_AT_START:
+        return f"{ratio_text(r.speedup)} (only the reference at start, {unit})"
+    if r.speedup_interval == INTERVAL_BOOTSTRAP:
+        mark = EDGE_MARK if r.speedup_boot_edge > 0 else ""
+        return f"{ratio_text(r.speedup)} [{_bound_text(r.speedup_low)}, {_bound_text(r.speedup_high)}]{mark} ({pairs})"
+    if r.speedup_interval == INTERVAL_SEED_RANGE:
+        return (f"{ratio_text(r.speedup)} (seed range {_bound_text(r.speedup_seed_min)}–"
+                f"{_bound_text(r.speedup_seed_max)}, {unit}; not a CI)")
+    return f"{ratio_text(r.speedup)} ({unit}, no interval)"
 
 
 # ------------------------------------------------------------------------------ layouts
@@ -373,7 +435,7 @@ def accuracy_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence
 
 
 def tta_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str],
-                reference: str | None, notes: Sequence[str] = ()) -> list[Layout]:
+                reference: str | None, notes: Sequence[str] = (), *, n_boot: int = N_BOOT) -> list[Layout]:
     """Per target: time-to-accuracy table and (with a reference) the speed-up table."""
     headers = _setting_headers(study)
     columns = [headers[s] for s in study.settings]
@@ -388,16 +450,36 @@ def tta_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str]
              "(first evaluation with accuracy ≥ target).", *notes],
             label=f"tab:tta-{t.rstrip('%')}"))
         if reference is not None:
-            rows = _wide(part, study, algorithms, lambda r: _speedup_cell(
-                r.speedup, r.speedup_low, r.speedup_high, r.speedup_pairs, r.algorithm == reference))
+            rows = _wide(part, study, algorithms, lambda r: speedup_cell(r, r.algorithm == reference))
             out.append(Layout(
                 f"Speed-up to {t} over {reference} (time of {reference} / time of the algorithm)", columns,
                 [(None, rows)],
-                [f"ratio of mean times over the seeds where both reached {t} (paired by setting and seed: same cell, "
-                 "partition and initial weights); [95 % CI]: percentile bootstrap over those seeds resampled with "
-                 "replacement, pairs kept together; (m): pairs used.", *notes],
+                [*speedup_notes(part, t, reference, multi_setting=len(study.settings) > 1, n_boot=n_boot),
+                 *notes],
                 label=f"tab:speedup-{t.rstrip('%')}"))
     return out
+
+
+def speedup_notes(part: pd.DataFrame, target_label: str, reference: str, *, multi_setting: bool = True,
+                  n_boot: int = N_BOOT) -> list[str]:
+    """Notes under a speed-up table: the definition, its edges, the interval rule and the edge resamples."""
+    notes = [
+        f"ratio of mean times over the seeds where both reached {target_label} (paired by setting and seed: same "
+        "cell, partition and initial weights); (m): pairs used. A target met at t = 0 (by the initial model): "
+        "both mean times 0 is a speed-up of 1 (both at start), only the algorithm's is ∞, only the reference's is 0.",
+        f"[95 % CI]: percentile bootstrap, {n_boot} resamples of those seeds with replacement, pairs kept "
+        f"together, given from {MIN_PAIRS_FOR_CI} pairs on; with fewer pairs the percentile interval cannot "
+        "cover 95 % (with 2 or 3 pairs it is exactly the per-seed ratios' range), so the range of the per-seed "
+        "ratios is shown instead and is not a confidence interval.",
+    ]
+    edge = part.loc[(part["speedup_boot_edge"] > 0) & (part["speedup_interval"] == INTERVAL_BOOTSTRAP)
+                    & (part["algorithm"] != reference) & (part["speedup_case"] == "ratio")]
+    if len(edge):
+        items = [f"{r.algorithm}{f' ({r.setting})' if multi_setting else ''}: {int(r.speedup_boot_edge)}"
+                 for r in edge.itertuples(index=False)]
+        notes.append(f"{EDGE_MARK}: the CI counts resamples whose mean time is 0 on a side by the same rule "
+                     f"(none dropped); resamples of {n_boot}: " + "; ".join(items) + ".")
+    return notes
 
 
 def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyData,
@@ -470,6 +552,7 @@ _LATEX_SPECIAL = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "±": r"$\pm$", "×": r"$\times$", "–": "--", "≥": r"$\geq$", "\u2009": r"\,", "<": r"\textless{}",
     ">": r"\textgreater{}", "⁶": r"$^6$", "⁹": r"$^9$", '"': "''",
+    "∞": r"$\infty$", "†": r"$^\dagger$",
 }
 
 
