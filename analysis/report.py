@@ -163,7 +163,9 @@ def write_report(
     """
     if band not in BANDS:
         raise ValueError(f"band must be one of {', '.join(BANDS)}; got {band!r}")
-    loaded = load_study(paths, ignore=ignore)
+    # the runs left out must not name the settings of those that remain (a killed run of another
+    # `rounds` would otherwise make `rounds` a setting field of a one-setting study)
+    loaded = load_study(paths, ignore=ignore, basis_statuses=None if include_incomplete else (COMPLETE,))
     complete = loaded.runs["status"] == COMPLETE
     study = loaded if include_incomplete else loaded.select(loaded.runs.loc[complete, "run_id"])
     left_out = loaded.runs.loc[~loaded.runs["run_id"].isin(study.runs["run_id"])]
@@ -180,7 +182,8 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    notes = _notes(study, left_out)
+    included = study.runs.loc[study.runs["status"] != COMPLETE]
+    notes = _notes(study, left_out, included)
 
     acc = accuracy_table(study, algorithms)
     md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
@@ -212,13 +215,13 @@ def write_report(
                 written += files
                 figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
 
-    readme = _readme(study, loaded, left_out, targets, reference, band, ignore, n_boot, bootstrap_seed,
+    readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
                      [md_acc, md_tta, md_ovh], figure_links)
     _write(out / "README.md", readme, written)
     return [written[-1], *written[:-1]]
 
 
-def _notes(study: StudyData, left_out: pd.DataFrame) -> list[str]:
+def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> list[str]:
     notes = []
     evaluated = study.runs.drop_duplicates("algorithm")[["algorithm", "evaluated"]]
     for r in evaluated.itertuples(index=False):
@@ -226,10 +229,14 @@ def _notes(study: StudyData, left_out: pd.DataFrame) -> list[str]:
             notes.append(f"{r.algorithm}: accuracy is of the {r.evaluated}, not the global model.")
     if len(left_out):
         notes.append(f"{len(left_out)} run(s) not complete, left out (see runs.csv).")
+    if len(included):
+        notes.append(f"{len(included)} run(s) not complete, included (--include-incomplete): their last "
+                     "evaluation counts as final (see runs.csv).")
     return notes
 
 
-def _readme(study: StudyData, loaded: StudyData, left_out: pd.DataFrame, targets: Sequence[float],
+def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, included: pd.DataFrame,
+            targets: Sequence[float],
             reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
             sections: Sequence[str], figure_links: Sequence[str]) -> str:
     seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
@@ -237,7 +244,10 @@ def _readme(study: StudyData, loaded: StudyData, left_out: pd.DataFrame, targets
         "# sfl-sim report",
         "",
         f"{len(study.runs)} run(s): {len(study.settings)} setting(s) × {len(study.algorithms)} algorithm(s), "
-        f"seeds {', '.join(seeds)}.",
+        f"seeds {', '.join(seeds)}."
+        + (f" {len(included)} of them did not complete and are included (--include-incomplete; listed below)."
+           if len(included) else "")
+        + (f" {len(left_out)} run(s) not complete are left out (listed below)." if len(left_out) else ""),
         "",
         "## Definitions",
         "",
@@ -269,9 +279,26 @@ def _readme(study: StudyData, loaded: StudyData, left_out: pd.DataFrame, targets
         f"- Targets: {', '.join(target_text(t) for t in targets)}.",
         "",
     ]
+    last_round = dict(zip(runs["path"], runs["final_round"]))
+
+    def listed(frame: pd.DataFrame) -> list[str]:
+        out = []
+        for r in frame.itertuples(index=False):
+            last = last_round.get(r.path)
+            done = f", last evaluated round {int(last)}" if last is not None and pd.notna(last) else ""
+            planned = f" of {r.rounds_planned}" if done and r.rounds_planned is not None else ""
+            out.append(f"- `{r.path}` (status: {r.status or 'unknown'}{done}{planned})")
+        return out
+
+    if len(included):
+        lines += ["## Included although not complete (--include-incomplete)", "",
+                  "Their last evaluation counts as their final accuracy; a run that stopped early can lower "
+                  "final accuracy and count as not reaching a target.", ""]
+        lines += listed(included)
+        lines.append("")
     if len(left_out):
         lines += ["## Left out (not complete)", ""]
-        lines += [f"- `{r.path}` (status: {r.status or 'unknown'})" for r in left_out.itertuples(index=False)]
+        lines += listed(left_out)
         lines.append("")
     lines += ["## Tables", ""]
     for s in sections:

@@ -34,7 +34,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -337,6 +337,7 @@ def run_coordinates(
     summaries: Sequence[Mapping[str, Any]],
     names: Sequence[str] | None = None,
     ignore: Sequence[str] = (),
+    basis: Sequence[bool] | None = None,
 ) -> Coordinates:
     """Setting, algorithm and seed of each of a set of runs.
 
@@ -351,32 +352,38 @@ def run_coordinates(
     ignore : sequence of str, optional
         Extra dotted fields to leave out of the setting (and everything below them), e.g.
         ``("rounds",)`` to pool runs of different lengths.
+    basis : sequence of bool, optional
+        Per run, whether it defines the coordinates (default: every run). The setting fields and
+        the algorithm variants are those that differ among the basis runs; the other runs get
+        their values on those fields, so a run outside the basis (an incomplete run the report
+        leaves out) never renames the settings of the runs that remain. No basis run: every run.
 
     Returns
     -------
     Coordinates
-        The setting comes from the summaries' ``coordinates`` when every run has them and they
-        cover every scenario field that varies; otherwise it is inferred from the scenarios (see
-        the module docstring).
+        The setting comes from the summaries' ``coordinates`` when every basis run has them and
+        they cover every scenario field that varies; otherwise it is inferred from the scenarios
+        (see the module docstring).
     """
     n = len(scenarios)
     names = list(names) if names is not None else [""] * n
+    base = [i for i in range(n) if basis is None or basis[i]] or list(range(n))
     excluded = frozenset(NON_SETTING_FIELDS) | frozenset(ignore)
     flat = [
         {p: v for p, v in _flatten(s).items() if not _excluded(p, excluded)} for s in scenarios
     ]
-    varying = _varying(flat)
-    inferred = _collapse(varying, scenarios)
+    varying = _varying([flat[i] for i in base])
+    inferred = _collapse(varying, [scenarios[i] for i in base])
 
     fields = inferred
     raw: list[dict[str, Any]] = [
         {f: _spec_view(_lookup(s, f), f, varying) for f in inferred} for s in scenarios
     ]
     coords = [s.get("coordinates") for s in summaries]
-    if n and all(isinstance(c, Mapping) for c in coords):
+    if n and all(isinstance(coords[i], Mapping) for i in base):
         keys: dict[str, None] = {}
-        for c in coords:
-            keys.update(dict.fromkeys(k for k in c if not _excluded(k, excluded)))
+        for i in base:
+            keys.update(dict.fromkeys(k for k in coords[i] if not _excluded(k, excluded)))
         study_fields = list(keys)
         # trust the study's own coordinates only if they account for every field that varies
         covered = all(
@@ -385,7 +392,8 @@ def run_coordinates(
         )
         if covered:
             fields = study_fields
-            raw = [{f: c.get(f, _MISSING) for f in fields} for c in coords]
+            raw = [{f: c.get(f, _MISSING) for f in fields} if isinstance(c, Mapping)
+                   else {f: _lookup(s, f) for f in fields} for c, s in zip(coords, scenarios)]
 
     seeds: list[Any] = []
     for s, summ, c in zip(scenarios, summaries, coords):
@@ -394,14 +402,15 @@ def run_coordinates(
     return Coordinates(
         fields=tuple(fields),
         values=[{f: format_value(v) for f, v in r.items()} for r in raw],
-        algorithms=_algorithms(scenarios, summaries, names),
+        algorithms=_algorithms(scenarios, summaries, names, set(base)),
         seeds=seeds,
         sort_keys=[tuple(_natural_key(r[f]) for f in fields) for r in raw],
     )
 
 
 def _algorithms(
-    scenarios: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]], names: Sequence[str]
+    scenarios: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]], names: Sequence[str],
+    base: set[int] | None = None,
 ) -> list[str]:
     labels = []
     for s, summ, name in zip(scenarios, summaries, names):
@@ -413,16 +422,18 @@ def _algorithms(
         idx = [i for i, lab in enumerate(labels) if lab == label]
         if len(idx) < 2:
             continue
-        specs = []
+        specs = {}
         for i in idx:
             spec = scenarios[i].get("algorithm")
             spec = dict(spec) if isinstance(spec, Mapping) else {}
             spec.pop("label", None)
-            specs.append(_flatten(spec))
-        diff = _varying(specs)
+            specs[i] = _flatten(spec)
+        # variants are told apart by what differs among the basis runs (see run_coordinates)
+        ref = [i for i in idx if base is None or i in base] or idx
+        diff = _varying([specs[i] for i in ref])
         if diff:
-            for i, spec in zip(idx, specs):
-                extra = ", ".join(f"{p}={format_value(spec.get(p, _MISSING))}" for p in diff)
+            for i in idx:
+                extra = ", ".join(f"{p}={format_value(specs[i].get(p, _MISSING))}" for p in diff)
                 out[i] = f"{label} [{extra}]"
     return out
 
@@ -585,6 +596,7 @@ def load_study(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     ignore: Sequence[str] = (),
+    basis_statuses: Collection[str] | None = None,
 ) -> StudyData:
     """Load every run directory at or below ``paths`` into tidy tables.
 
@@ -594,6 +606,11 @@ def load_study(
         Run, scenario-output or study directories (see :func:`find_run_dirs`).
     ignore : sequence of str, optional
         Dotted scenario fields to leave out of the setting (see :func:`run_coordinates`).
+    basis_statuses : collection of str, optional
+        ``summary.json`` statuses of the runs that define the coordinates (default: all runs),
+        e.g. ``("complete",)`` when the others will be left out: every run is loaded, but the
+        setting fields and algorithm variants are those that differ among the basis runs, and
+        only they must be unique by (setting, algorithm, seed). Without any such run: all runs.
 
     Returns
     -------
@@ -638,13 +655,17 @@ def load_study(
         rounds_path = d / ROUNDS_FILE
         round_texts.append(_read_text(rounds_path) if rounds_path.is_file() else None)
 
-    coords = run_coordinates(scenarios, summaries, names=[d.name for d in dirs], ignore=ignore)
+    basis = None
+    if basis_statuses is not None:
+        basis = [str(s.get("status", "")) in basis_statuses for s in summaries]
+        basis = basis if any(basis) else None
+    coords = run_coordinates(scenarios, summaries, names=[d.name for d in dirs], ignore=ignore, basis=basis)
     fields, values, algorithms, seeds = coords.fields, coords.values, coords.algorithms, coords.seeds
     short = short_field_names(fields)
     if fields:
         settings = [", ".join(f"{short[f]}={v[f]}" for f in fields) for v in values]
     else:
-        common = {str(s.get("name", "")) for s in scenarios}
+        common = {str(s.get("name", "")) for i, s in enumerate(scenarios) if basis is None or basis[i]}
         settings = [common.pop() if len(common) == 1 and "" not in common else "all runs"] * len(dirs)
 
     runs = pd.DataFrame(
@@ -663,7 +684,7 @@ def load_study(
     )
     if all(isinstance(s, int) for s in seeds):
         runs["seed"] = runs["seed"].astype("int64")
-    _check_unique(runs)
+    _check_unique(runs if basis is None else runs.loc[basis])
 
     def slow_metrics(i: int) -> pd.DataFrame:
         return _read_metrics(dirs[i] / METRICS_FILE)
