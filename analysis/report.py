@@ -23,8 +23,8 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from .figures import BANDS, CURVES, save_figure, setting_figure, setting_slug
-from .stats import BOOTSTRAP_SEED, DDOF, N_BOOT
+from .figures import CURVES, DEFAULT_WIDTH_IN, check_figure_options, save_figure, setting_figure, setting_slug
+from .stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
 from .study_data import StudyData, StudyError, load_study
 from .tables import (
     Layout,
@@ -118,6 +118,9 @@ def write_report(
     include_incomplete: bool = False,
     figures: bool = True,
     target_lines: bool | None = None,
+    figure_width_in: float = DEFAULT_WIDTH_IN,
+    seed_lines: bool = False,
+    smooth: int = 0,
     n_boot: int = N_BOOT,
     bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
@@ -144,8 +147,14 @@ def write_report(
     figures : bool, optional
         Draw the figures (the tables alone are much faster).
     target_lines : bool, optional
-        Draw each target as a dashed horizontal line in the figures. Default: only when
+        Draw each target as a labelled horizontal line in the figures. Default: only when
         ``targets`` is given (asked for), not for the scenarios' default targets.
+    figure_width_in : float, optional
+        Figure width in inches (3 to 12; about 3.5 for one column of a two-column paper).
+    seed_lines : bool, optional
+        Also draw every seed as a thin line (instead of the band).
+    smooth : int, optional
+        Rolling mean over this many evaluations of each seed before the mean and band (0: none).
     n_boot, bootstrap_seed : int, optional
         Bootstrap resamples and seed of the speed-up CIs.
 
@@ -159,10 +168,9 @@ def write_report(
     StudyError
         No runs found, none complete, duplicate runs, or an unknown reference.
     ValueError
-        A bad ``band`` or target.
+        A bad ``band``, target, figure width or smoothing window.
     """
-    if band not in BANDS:
-        raise ValueError(f"band must be one of {', '.join(BANDS)}; got {band!r}")
+    check_figure_options(band, figure_width_in, smooth)
     # the runs left out must not name the settings of those that remain (a killed run of another
     # `rounds` would otherwise make `rounds` a setting field of a one-setting study)
     loaded = load_study(paths, ignore=ignore, basis_statuses=None if include_incomplete else (COMPLETE,))
@@ -210,13 +218,15 @@ def write_report(
             slug = setting_slug(setting, taken)
             for kind in CURVES:
                 fig = setting_figure(study, setting, kind, band=band, targets=targets if target_lines else (),
-                                     algorithms=algorithms)
+                                     algorithms=algorithms, width_in=figure_width_in, seed_lines=seed_lines,
+                                     smooth=smooth)
                 files = save_figure(fig, out / "figures" / slug / kind)
                 written += files
                 figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
 
     readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
-                     [md_acc, md_tta, md_ovh], figure_links)
+                     [md_acc, md_tta, md_ovh], figure_links, seed_lines=seed_lines, smooth=smooth,
+                     target_lines=bool(target_lines))
     _write(out / "README.md", readme, written)
     return [written[-1], *written[:-1]]
 
@@ -238,7 +248,8 @@ def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> 
 def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, included: pd.DataFrame,
             targets: Sequence[float],
             reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
-            sections: Sequence[str], figure_links: Sequence[str]) -> str:
+            sections: Sequence[str], figure_links: Sequence[str], *, seed_lines: bool = False, smooth: int = 0,
+            target_lines: bool = False) -> str:
     seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
     lines = [
         "# sfl-sim report",
@@ -267,15 +278,27 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
     if reference:
         lines.append(
             f"- **Speed-up over {reference}**: mean time of {reference} / mean time of the algorithm, over the "
-            f"seeds where both reached the target (paired by setting and seed). 95 % CI: percentile bootstrap, "
+            f"seeds where both reached the target (paired by setting and seed). A target met at t = 0 (by the "
+            f"initial model): both mean times 0 is a speed-up of 1 (\"both at start\"), only the algorithm's is ∞, "
+            f"only the reference's is 0. 95 % CI (from {MIN_PAIRS_FOR_CI} pairs on): percentile bootstrap, "
             f"{n_boot} resamples of those seeds with replacement (pairs kept together), "
-            f"`numpy.random.default_rng({bootstrap_seed})` for each interval.")
+            f"`numpy.random.default_rng({bootstrap_seed})` for each interval; every resample counts, its "
+            f"statistic by the same rule (tta.csv's `speedup_boot_edge` counts those with a mean time of 0, "
+            f"marked † in the tables); bounds are resampled values (numpy's `inverted_cdf`). Below "
+            f"{MIN_PAIRS_FOR_CI} pairs the percentile interval cannot cover 95 % (with 2 or 3 pairs it is "
+            f"exactly the per-seed ratios' range), so the range of the per-seed ratios is given instead, "
+            f"marked \"not a CI\".")
     lines += [
         "- **Overhead per round**: each run's mean over its rounds of that round's bytes and FLOPs "
         "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it.",
-        "- **Figures**: mean over seeds on the union of their evaluation points, step-wise (a seed's value "
-        "at x is its last evaluation at or before x); the curve spans the x range every seed covers; "
-        f"band: {'± 1 std' if band == 'std' else 'min–max over seeds'}.",
+        "- **Figures**: accuracy in %; each seed linearly interpolated between its evaluations onto a common "
+        "grid; the line is the mean over the seeds running at x (from the earliest first to the latest last "
+        "evaluation) and thins as seeds end; ○ marks each seed's last evaluation; "
+        + ("every seed is also drawn as a thin line" if seed_lines else
+           f"band: {'± 1 std (ddof = 1) where two or more seeds run' if band == 'std' else 'min–max over the seeds running'}")
+        + (f"; each seed smoothed by a centred rolling mean over {smooth} evaluations" if smooth > 1 else
+           "; not smoothed")
+        + (f"; targets drawn as labelled lines" if target_lines and targets else "") + ".",
         f"- Targets: {', '.join(target_text(t) for t in targets)}.",
         "",
     ]

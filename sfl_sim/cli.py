@@ -86,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="scenario field not to split settings by, e.g. rounds (repeatable)")
     rp.add_argument("--include-incomplete", action="store_true", help="also report runs that did not finish")
     rp.add_argument("--no-figures", action="store_true", help="tables only")
+    rp.add_argument("--figure-width", type=float, default=6.4, metavar="IN",
+                    help="figure width in inches, 3 to 12 (default 6.4; 3.5 for one column), fonts >= 7 pt")
+    rp.add_argument("--seed-lines", action="store_true", help="also draw every seed as a thin line (no band)")
+    rp.add_argument("--smooth", type=int, default=0, metavar="K",
+                    help="rolling mean over K evaluations of each seed in the figures (default 0: none)")
 
     # Listings: sfl_sim.scenario_files, sfl_sim.catalog
     sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
@@ -228,7 +233,8 @@ def _report(args: argparse.Namespace) -> int:
         targets = parse_targets(args.targets) if args.targets else None
         files = write_report(args.dirs, out, reference=args.reference, targets=targets, band=args.band,
                              ignore=args.ignore, include_incomplete=args.include_incomplete,
-                             figures=not args.no_figures)
+                             figures=not args.no_figures, figure_width_in=args.figure_width,
+                             seed_lines=args.seed_lines, smooth=args.smooth)
     except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
         print(f"sfl-sim report: {exc}", file=sys.stderr)
         return 2

@@ -85,12 +85,18 @@ def write_run(
     coordinates: dict[str, Any] | None = None,
     label: str | None = None,
     accuracies: Sequence[float] | None = None,
+    duration_jitter: float = 0.2,
+    rounds_run: int | None = None,
+    round0_accuracy: float = 0.1,
 ) -> Path:
     """Write one run directory; returns it.
 
     The accuracy after round r is ``a (1 - exp(-r / 3)) + noise`` (noise from the seed), or the
     given ``accuracies`` (one per evaluated round, round 0 excluded). Round durations and bytes
-    vary with the seed so that means and stds are not trivial.
+    vary with the seed so that means and stds are not trivial: a round lasts
+    ``s (1 + duration_jitter U)`` seconds, U uniform in [0, 1), so a larger jitter spreads the
+    seeds' evaluation and end times. ``rounds_run`` stops the run after that many rounds (of the
+    scenario's ``rounds``), as a time budget or a kill would.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -106,10 +112,11 @@ def write_run(
     t = 0.0
     cum = np.zeros(4)
     if round0:
-        metrics_rows.append([0, 0.0, 0.1, 2.30, 0, 0, 0.0, 0.0, 0.01])
-    evals = [r for r in range(1, n_rounds + 1) if r % every == 0 or r == n_rounds]
-    for r in range(1, n_rounds + 1):
-        dur = float(sec * (1.0 + 0.2 * rng.random()))
+        metrics_rows.append([0, 0.0, round0_accuracy, 2.30, 0, 0, 0.0, 0.0, 0.01])
+    last = n_rounds if rounds_run is None else rounds_run
+    evals = [r for r in range(1, last + 1) if r % every == 0 or r == last]
+    for r in range(1, last + 1):
+        dur = float(sec * (1.0 + duration_jitter * rng.random()))
         t += dur
         per = np.array([up * (1 + 0.1 * rng.random()), up / 2, cf, sf])
         per[:2] = np.round(per[:2])

@@ -253,29 +253,58 @@ def test_latex_escapes_labels(tmp_path):
 # ----------------------------------------------------------------------------- figures
 
 
-def test_mean_curve_is_stepwise_over_the_common_range():
+def test_mean_curve_is_linear_over_the_seeds_running():
     a = (np.array([0.0, 10.0, 20.0]), np.array([0.1, 0.5, 0.7]))
     b = (np.array([0.0, 15.0, 25.0]), np.array([0.1, 0.3, 0.9]))
-    c = mean_curve([a, b], "minmax")
-    assert list(c["x"]) == [0.0, 10.0, 15.0, 20.0]  # stops at the earliest last evaluation (20)
-    assert list(c["mean"]) == pytest.approx([0.1, 0.3, 0.4, 0.5])  # last evaluation at or before x
-    assert list(c["low"]) == pytest.approx([0.1, 0.1, 0.3, 0.3])
-    assert list(c["high"]) == pytest.approx([0.1, 0.5, 0.5, 0.7])
-    s = mean_curve([a, b], "std")
-    assert s["high"].iloc[2] - s["mean"].iloc[2] == pytest.approx(np.std([0.5, 0.3], ddof=1))
+    c = mean_curve([a, b], "minmax").set_index("x")
+    assert c.index[0] == 0.0 and c.index[-1] == 25.0  # to the latest last evaluation
+    assert {0.0, 10.0, 15.0, 20.0, 25.0} <= set(c.index)  # every evaluation point is on the grid
+    # both seeds interpolated linearly: at 10, b is 0.1 + (0.3 - 0.1) * 10 / 15
+    b10 = 0.1 + 0.2 * 10 / 15
+    assert c.loc[10.0, "mean"] == pytest.approx((0.5 + b10) / 2)
+    assert (c.loc[10.0, "low"], c.loc[10.0, "high"]) == pytest.approx((b10, 0.5))
+    assert c.loc[20.0, "n"] == 2 and c.loc[25.0, "n"] == 1  # a ended at 20: b alone after it
+    assert c.loc[25.0, "mean"] == c.loc[25.0, "low"] == c.loc[25.0, "high"] == pytest.approx(0.9)
+    s = mean_curve([a, b], "std").set_index("x")
+    assert s.loc[10.0, "high"] - s.loc[10.0, "mean"] == pytest.approx(np.std([0.5, b10], ddof=1))
+    assert np.isnan(s.loc[25.0, "low"])  # one seed running: no std
     one = mean_curve([a], "std")
-    assert one["low"].isna().all() and list(one["mean"]) == [0.1, 0.5, 0.7]
+    assert one["low"].isna().all() and one.set_index("x").loc[[0.0, 10.0, 20.0], "mean"].tolist() == [0.1, 0.5, 0.7]
     with pytest.raises(ValueError, match="band"):
         mean_curve([a], "iqr")
+
+
+def test_mean_curve_has_no_sawtooth_when_seeds_evaluate_at_different_times():
+    """Two seeds on the same straight line, evaluated at interleaved times: a step-wise ("last
+    evaluation") mean would alternate between them (a sawtooth band); linear interpolation gives
+    std 0 wherever both run."""
+    a = (np.arange(0.0, 31.0, 10.0), np.arange(0.0, 31.0, 10.0) / 100)
+    b = (np.arange(5.0, 36.0, 10.0), np.arange(5.0, 36.0, 10.0) / 100)
+    c = mean_curve([a, b], "std")
+    both = c[c["n"] == 2]
+    assert len(both) > 100 and np.allclose(both["high"] - both["mean"], 0.0, atol=1e-12)
+    assert np.allclose(c["mean"], c["x"] / 100)
+
+
+def test_mean_curve_smooths_only_when_asked():
+    x = np.arange(0.0, 10.0)
+    y = np.array([0.0, 1.0] * 5)
+    assert mean_curve([(x, y)]).set_index("x").loc[x, "mean"].tolist() == y.tolist()
+    smooth = mean_curve([(x, y)], smooth=3).set_index("x").loc[x[1:-1], "mean"]
+    assert np.allclose(smooth, [1 / 3, 2 / 3] * 4)
+    with pytest.raises(ValueError, match="smooth"):
+        mean_curve([(x, y)], smooth=-1)
 
 
 def test_figure_legend_has_one_unique_entry_per_algorithm(study):
     root, _ = study
     st = load_study(root)
     fig = setting_figure(st, st.settings[0], "accuracy_vs_time", targets=TARGETS)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert len(labels) == len(set(labels)) == len(ALGOS) + len(TARGETS)
-    assert sorted(labels[: len(ALGOS)]) == sorted(f"{a} (3 seeds)" for a in ALGOS)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(labels) == len(set(labels)) == len(ALGOS)
+    assert sorted(labels) == sorted(f"{a} (3 seeds)" for a in ALGOS)
+    # targets are labelled on the plot, not in the legend
+    assert {t.get_text() for t in fig.axes[0].texts} == {"50%", "60%"}
     assert fig.axes[0].get_title() == st.settings[0]
 
 
