@@ -61,7 +61,6 @@ def _save(fig: Figure, out_path: str | os.PathLike[str]) -> Path:
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     canvas = FigureCanvasAgg(fig)
-    fig.tight_layout()
     canvas.print_png(out)
     return out
 
@@ -139,7 +138,8 @@ def line_figure(
         If a run's metrics lack ``sim_time_s`` or ``y_column``.
     """
     runs = _check_runs(runs, ("sim_time_s", y_column))
-    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI)
+    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     for run, label in zip(runs, run_labels(runs)):
         m = run.metrics.sort_values("round", kind="stable") if "round" in run.metrics else run.metrics
@@ -150,7 +150,9 @@ def line_figure(
     ax.set_ylabel(y_label)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    # below the axes, in as many columns as fit: a legend inside would hide lines
+    ncol = max(1, min(len(runs), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * max(map(len, ax.get_legend_handles_labels()[1]))))))
+    fig.legend(loc="outside lower center", ncol=ncol, fontsize="small", frameon=False)
     return fig
 
 
@@ -166,7 +168,7 @@ def _line_plot(
 
 
 def plot_accuracy_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path:
-    """Plot test accuracy against simulated time, one labelled line per run.
+    """Plot test accuracy (%) against simulated time, one labelled line per run (legend below).
 
     Parameters
     ----------
@@ -188,7 +190,7 @@ def plot_accuracy_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str])
         If a run's metrics lack ``sim_time_s`` or ``test_accuracy``.
     """
     return _line_plot(
-        runs, "test_accuracy", 1.0, "test accuracy", "Test accuracy vs simulated time", out_path
+        runs, "test_accuracy", 0.01, "test accuracy (%)", "Test accuracy vs simulated time", out_path
     )
 
 

@@ -64,9 +64,11 @@ def test_plot_accepts_a_study_dir_and_labels_seeds_apart(study_dir):
     labels = run_labels(runs)
     assert len(set(labels)) == len(labels) == 8
     assert "scala (partition=quantity(alpha=2), seed 1)" in labels
-    fig = line_figure(runs, "test_accuracy", 1.0, "test accuracy", "t")
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    fig = line_figure(runs, "test_accuracy", 0.01, "test accuracy (%)", "t")
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == labels
+    fig.canvas.draw()  # the legend is outside the axes
+    assert not fig.legends[0].get_window_extent().overlaps(fig.axes[0].get_window_extent())
 
 
 def test_plot_labels_only_what_differs(tmp_path):
