@@ -195,7 +195,7 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
 
 def _channel(args: argparse.Namespace) -> int:
     cfg = load_scenario(scenario_files.resolve_scenario(args.path), args.overrides, {"seed": args.seed})
-    from sfl_sim.channel_report import channel_report
+    from sfl_sim.cell_report import channel_report
 
     out = Path(args.output_dir) if args.output_dir else output_paths.cell_report_dir(cfg.output_dir)
     channel_report(cfg, out)
