@@ -1,7 +1,8 @@
 """The Python API (``sfl_sim.run`` and friends) is the CLI: same files, same refusals, same lines.
 
-The comparison runs the shipped ``cellular_100clients`` for one round, cut down by overrides, once
-through ``sfl-sim scenario`` and once through ``sfl_sim.run``, in this process.
+The comparison runs the shipped ``cellular_100clients`` for one round, cut down by overrides, through
+``sfl-sim scenario``, through ``sfl_sim.run`` and through the runner itself (the CLI calls the API,
+so only the runner's own run shows that the API changes nothing in what runs), in this process.
 """
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ import yaml
 
 import sfl_sim
 from analysis.schema import METRICS_COLUMNS
+from sfl_sim import runner
 from sfl_sim.cell_report import REPORT_COLUMNS
 from sfl_sim.cli import main
+from sfl_sim.config import load_scenario
+from sfl_sim.scenario_files import resolve_scenario
+from sfl_sim.summary_table import write_summary_files
 
 from conftest import ROOT, read_rows, small_scenario, write_yaml
 
@@ -41,26 +46,33 @@ def cli(args: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory) -> tuple[Path, Path, list]:
-    """The same scenario and seed run by the CLI and by the API: (CLI dir, API dir, API results)."""
+def both(tmp_path_factory) -> tuple[Path, Path, list, Path]:
+    """The same scenario and seed run by the CLI, by the API and by the runner itself.
+
+    Returns (CLI dir, API dir, API results, runner dir).  The CLI calls the API, so the runner's
+    own run is the reference that the API (and with it the CLI) changes nothing in what runs.
+    """
     tmp = tmp_path_factory.mktemp("api")
     sets = [a for s in SMALL for a in ("--set", s)]
-    code, _, err = cli(["scenario", "cellular_100clients", "-o", str(tmp / "cli"), "--no-progress", *sets])
+    code, _, err = cli(["scenario", "cellular_100clients", "-o", str(tmp / "cli"), "--seed", "2", "--no-progress",
+                        *sets])
     assert code == 0, err
     out, err_api = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err_api):
-        results = sfl_sim.run("cellular_100clients", overrides=SMALL, output_dir=tmp / "api")
+        results = sfl_sim.run("cellular_100clients", overrides=SMALL, output_dir=tmp / "api", seed=2)
     assert out.getvalue() == "" and err_api.getvalue() == ""  # nothing prints unless asked
-    return tmp / "cli", tmp / "api", results
+    cfg = load_scenario(resolve_scenario("cellular_100clients"), SMALL, {"seed": 2, "output_dir": str(tmp / "runner")})
+    write_summary_files(runner.run_scenario(cfg, progress=False), tmp / "runner")
+    return tmp / "cli", tmp / "api", results, tmp / "runner"
 
 
 def test_run_returns_each_run_with_its_summary_and_metrics(both):
-    _, api_dir, results = both
+    _, api_dir, results, _ = both
     assert [r.label for r in results] == LABELS
     for r in results:
         assert r.path == api_dir / r.label and r.status == "complete" and r.ok and r.error == ""
         assert r.summary == json.loads((r.path / "summary.json").read_text())
-        assert isinstance(r.summary["final_test_accuracy"], float)
+        assert isinstance(r.summary["final_test_accuracy"], float) and r.summary["seed"] == 2
         assert list(r.metrics.columns) == list(METRICS_COLUMNS) and r.metrics["round"].tolist() == [0, 1]
         assert r.metrics["test_accuracy"].iloc[-1] == r.summary["final_test_accuracy"]
 
@@ -71,19 +83,21 @@ def _no_host_time(node):
     return node
 
 
-def test_run_writes_the_files_the_cli_writes(both):
-    cli_dir, api_dir, _ = both
-    names = sorted(p.relative_to(cli_dir).as_posix() for p in cli_dir.rglob("*"))
+@pytest.mark.parametrize("reference", ["cli", "runner"])
+def test_run_writes_the_files_the_cli_writes(both, reference):
+    cli_dir, api_dir, _, runner_dir = both
+    ref_dir = {"cli": cli_dir, "runner": runner_dir}[reference]
+    names = sorted(p.relative_to(ref_dir).as_posix() for p in ref_dir.rglob("*"))
     assert names == sorted(p.relative_to(api_dir).as_posix() for p in api_dir.rglob("*"))
     for name in ("summary.csv", *(f"{label}/{f}" for label in LABELS
                                   for f in ("metrics.csv", "rounds.csv", "classes.csv", "cell.csv"))):
-        assert read_rows(cli_dir / name, host_time=False) == read_rows(api_dir / name, host_time=False), name
+        assert read_rows(ref_dir / name, host_time=False) == read_rows(api_dir / name, host_time=False), name
     for label in LABELS:
-        a, b = (json.loads((d / label / "summary.json").read_text()) for d in (cli_dir, api_dir))
+        a, b = (json.loads((d / label / "summary.json").read_text()) for d in (ref_dir, api_dir))
         assert _no_host_time(a) == _no_host_time(b)
-        a, b = (yaml.safe_load((d / label / "scenario.yaml").read_text()) for d in (cli_dir, api_dir))
-        assert (a.pop("output_dir"), b.pop("output_dir")) == (str(cli_dir), str(api_dir)) and a == b
-        a, b = (torch.load(d / label / "checkpoint.pt", weights_only=True) for d in (cli_dir, api_dir))
+        a, b = (yaml.safe_load((d / label / "scenario.yaml").read_text()) for d in (ref_dir, api_dir))
+        assert (a.pop("output_dir"), b.pop("output_dir")) == (str(ref_dir), str(api_dir)) and a == b
+        a, b = (torch.load(d / label / "checkpoint.pt", weights_only=True) for d in (ref_dir, api_dir))
         assert a.pop("host_time_s") >= 0 and b.pop("host_time_s") >= 0
         assert a.keys() == b.keys() and a["round"] == b["round"] == 1
         for key, tensor in a["algorithm"]["model"].items():  # same host, same seed: the same weights
@@ -91,7 +105,7 @@ def test_run_writes_the_files_the_cli_writes(both):
 
 
 def test_report_returns_the_tables_it_writes(both):
-    _, api_dir, _ = both
+    _, api_dir, _, _ = both
     report = sfl_sim.report(api_dir, output_dir=api_dir.parent / "report", targets="0.1", figures=False)
     assert report.files[0] == report.path / "README.md" and all(p.is_file() for p in report.files)
     for name in ("accuracy", "tta", "overhead", "runs"):
