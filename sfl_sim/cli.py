@@ -2,6 +2,8 @@
 
 Every command reports bad input as one line on stderr (exit code 2, nothing run), a run that
 failed or diverged as one line per run (exit code 1), and keeps tracebacks behind ``--debug``.
+The commands that run or write call :mod:`sfl_sim.api` (the Python API) and print what it returns,
+so the command line and a notebook cannot do different things.
 """
 from __future__ import annotations
 
@@ -10,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from sfl_sim import catalog, output_paths, scenario_files
-from sfl_sim.config import load_scenario
+from sfl_sim import api, catalog, scenario_files
 from sfl_sim.workdir_imports import import_from_working_directory
 
 
@@ -101,120 +102,76 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _scenario(args: argparse.Namespace) -> int:
-    path = scenario_files.resolve_scenario(args.path)
-    if args.seeds is not None:
-        return _seeds_study(args, path)
-    extra = {"output_dir": args.output_dir, "seed": args.seed, "rounds": args.rounds, "device": args.device}
-    cfg = load_scenario(path, args.overrides, extra)
-    from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
-
+    options = dict(overrides=args.overrides, output_dir=args.output_dir, seed=args.seed, rounds=args.rounds,
+                   device=args.device)
     if args.check:
-        runner.prepare_scenario(cfg, resume=args.resume)
-        print(f"scenario {args.path}: valid; {len(cfg.algorithms)} run(s) build")
+        plan = api.check(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume, **options)
+        if args.seeds is not None:
+            return _print_plan(plan)
+        print(f"scenario {args.path}: valid; {len(plan.runs)} run(s) build")
         return 0
-    summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
-    _print_summaries(summaries, Path(cfg.output_dir))
-    return _report_failures(summaries)
+    results = api.run(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume,
+                      progress=not args.no_progress, **options)
+    if args.seeds is not None:
+        return _study_outcome(results)
+    _print_summaries([r.summary for r in results], results[0].path.parent)
+    return _report_failures(results)
 
 
-def _report_failures(summaries: List[dict]) -> int:
-    failed = [s for s in summaries if s.get("status") not in ("complete", "running")]
-    for s in failed:
-        print(f"sfl-sim: {s.get('status')}: {s.get('error', s.get('label'))}", file=sys.stderr)
+def _report_failures(results: List[api.RunResult]) -> int:
+    failed = [r for r in results if r.status not in ("complete", "running")]
+    for r in failed:
+        print(f"sfl-sim: {r.status}: {r.error or r.label}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def _seeds_study(args: argparse.Namespace, path: Path) -> int:
-    """``sfl-sim scenario PATH --seeds 0,1,2``: the scenario's algorithms x seeds, as a study."""
-    from sfl_sim.config import ConfigError, load_scenario_raw, parse_override
-    from sfl_sim.study import study_from_scenario
-
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        raise ConfigError(f"--seeds: got {args.seeds!r}; allowed: comma-separated integers, e.g. 0,1,2") from None
-    if args.seed is not None:
-        raise ConfigError("--seed: give either --seed or --seeds, not both")
-    fixed = {".".join(keys): value for keys, value in (parse_override(text) for text in args.overrides)}
-    for key in ("rounds", "device"):
-        if getattr(args, key) is not None:
-            fixed[key] = getattr(args, key)
-    out = args.output_dir or load_scenario(path, args.overrides).output_dir
-    load_scenario_raw(path)  # the file itself must read cleanly before anything else
-    spec, base = study_from_scenario(path, seeds, fixed, out)
-    return _run_study(spec, base, Path(out), workers=args.workers, dry_run=args.check, progress=not args.no_progress)
-
-
 def _study(args: argparse.Namespace) -> int:
-    from sfl_sim.study import load_study
+    if args.dry_run:
+        return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers))
+    return _study_outcome(api.run_study(
+        args.path, output_dir=args.output_dir, workers=args.workers, executor=args.executor, address=args.address,
+        threads_per_worker=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
+        gpus_per_run=args.gpus_per_run, progress=not args.no_progress))
 
-    spec, base = load_study(args.path)
-    out = Path(args.output_dir or spec.output_dir or f"runs/studies/{spec.name}")
-    return _run_study(spec, base, out, workers=args.workers, executor=args.executor, address=args.address,
-                      threads=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
-                      gpus_per_run=args.gpus_per_run, dry_run=args.dry_run, progress=not args.no_progress)
+
+def _print_plan(plan: api.Plan) -> int:
+    for run in plan.runs:
+        print(f"{'done   ' if run.done else 'to run '} {run.path}")
+    print(f"{len(plan.runs)} runs ({len(plan.seeds)} seeds) from {plan.base}")
+    return 0
 
 
-def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "local", address: Optional[str] = None,
-               threads: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
-               dry_run: bool = False, progress: bool = True) -> int:
-    import yaml
-
-    from sfl_sim.config import ConfigError
-    from sfl_sim.study import expand
-
-    if workers < 1:
-        raise ConfigError(f"--workers: got {workers}; allowed: an integer >= 1")
-    runs = expand(spec, base)
-    if dry_run:
-        from sfl_sim.study_exec import _finished
-
-        for run in runs:
-            print(f"{'done   ' if _finished(run, out / run.name) else 'to run '} {out / run.name}")
-        print(f"{len(runs)} runs ({len(spec.seeds)} seeds) from {base}")
-        return 0
-    from sfl_sim.run_dir import check_writable
-    from sfl_sim.study_exec import run_study
-
-    check_writable(out, "study output_dir")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "study.yaml").write_text(yaml.safe_dump({**spec.model_dump(), "base": str(base)}, sort_keys=False))
-    results = run_study(runs, out, workers=workers, executor=executor, address=address, threads_per_worker=threads,
-                        cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, progress=progress)
-    failed = {name: r for name, r in results.items() if r["status"] not in ("complete", "skipped")}
-    print(f"study in {out}/: {len(results) - len(failed)} of {len(runs)} runs complete"
+def _study_outcome(results: List[api.RunResult]) -> int:
+    out = results[0].path.parent
+    failed = [r for r in results if not r.ok]
+    print(f"study in {out}/: {len(results) - len(failed)} of {len(results)} runs complete"
           + (f"; report with: sfl-sim report {out}" if not failed else ""))
-    for name, r in failed.items():
-        print(f"sfl-sim: {r['status']}: {name}: {r.get('error') or 'see its summary.json'}", file=sys.stderr)
+    for r in failed:
+        print(f"sfl-sim: {r.status}: {r.path.name}: {r.error or 'see its summary.json'}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def _print_summaries(summaries: List[dict], out: Path) -> None:
-    from sfl_sim.summary_table import format_tables, write_summary_files  # late: pandas, torch
+    from sfl_sim.summary_table import format_tables, summary_paths  # late: pandas
 
-    csv_path, md_path = write_summary_files(summaries, out)
+    csv_path, md_path = summary_paths(out)
     print(f"\nresults in {out}/")
     print(format_tables(summaries))
     print(f"(tables also in {csv_path} and {md_path.name})")
 
 
 def _channel(args: argparse.Namespace) -> int:
-    cfg = load_scenario(scenario_files.resolve_scenario(args.path), args.overrides, {"seed": args.seed})
-    from sfl_sim.channel_report import channel_report
-
-    out = Path(args.output_dir) if args.output_dir else output_paths.cell_report_dir(cfg.output_dir)
-    channel_report(cfg, out)
-    print(f"wrote {out / 'cell.csv'} and {out / 'cell.png'}")
+    cell = api.channel_report(args.path, overrides=args.overrides, output_dir=args.output_dir, seed=args.seed,
+                              stream=sys.stdout)
+    print(f"wrote {cell.files[0]} and {cell.files[1]}")
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from analysis import plot_runs
-    from analysis.report import default_output_dir
     from analysis.runs import RunFormatError
 
     try:
-        paths = plot_runs(args.run_dirs, args.out or default_output_dir(args.run_dirs, "plots"))
+        paths = api.plot(args.run_dirs, output_dir=args.out)
     except (FileNotFoundError, NotADirectoryError, RunFormatError) as exc:
         print(f"sfl-sim plot: {exc}", file=sys.stderr)
         return 2
@@ -224,21 +181,18 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from analysis.report import default_output_dir, parse_targets, write_report
     from analysis.runs import RunFormatError
     from analysis.study_data import StudyError
 
-    out = Path(args.out) if args.out else default_output_dir(args.dirs, "report")
     try:
-        targets = parse_targets(args.targets) if args.targets else None
-        files = write_report(args.dirs, out, reference=args.reference, targets=targets, band=args.band,
-                             ignore=args.ignore, include_incomplete=args.include_incomplete,
-                             figures=not args.no_figures, figure_width_in=args.figure_width,
-                             seed_lines=args.seed_lines, smooth=args.smooth)
+        report = api.report(args.dirs, output_dir=args.out, reference=args.reference, targets=args.targets,
+                            band=args.band, ignore=args.ignore, include_incomplete=args.include_incomplete,
+                            figures=not args.no_figures, figure_width_in=args.figure_width,
+                            seed_lines=args.seed_lines, smooth=args.smooth)
     except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
         print(f"sfl-sim report: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {len(files)} files to {out}/ (start with {files[0]})")
+    print(f"wrote {len(report.files)} files to {report.path}/ (start with {report.files[0]})")
     return 0
 
 

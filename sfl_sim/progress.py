@@ -9,7 +9,8 @@ overwritten states, so each evaluation prints one plain line instead::
     scala: round 10/150, sim 1,234.5 s, acc 0.6120, host 35.2 s
 
 The runner calls :class:`RunProgress` at four points (``start``, ``evaluated``, ``advance``,
-``close``); a disabled one (``--no-progress``) prints nothing.
+``close``); a disabled one (``--no-progress``) prints nothing.  In a Jupyter notebook the bar is
+``tqdm.auto``'s widget (:func:`interactive` counts a notebook as a terminal).
 """
 from __future__ import annotations
 
@@ -18,7 +19,32 @@ import time
 from pathlib import Path
 from typing import Any, Optional, TextIO, Tuple
 
-__all__ = ["RunProgress", "header_line", "evaluation_line"]
+__all__ = ["RunProgress", "header_line", "evaluation_line", "interactive", "progress_bar"]
+
+
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython already imported, with a kernel app)."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def interactive(stream: TextIO) -> bool:
+    """Whether ``stream`` shows a live bar: a terminal, or the output of a notebook cell.
+
+    Anywhere else (a batch log, CI, a pipe) a carriage-return bar would leave one long line of
+    overwritten states, so callers print plain lines instead.
+    """
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) or _in_notebook()
+
+
+def progress_bar(**kwargs: Any) -> Any:
+    """A ``tqdm.auto`` bar: a widget in a notebook, text on a terminal (``kwargs`` go to tqdm)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(**kwargs)
 
 
 def header_line(scenario: str, label: str, position: Tuple[int, int], device: Any, run_dir: Path | str,
@@ -67,8 +93,7 @@ class RunProgress:
     def __init__(self, enabled: bool = True, stream: Optional[TextIO] = None) -> None:
         self.enabled = enabled
         self.stream = sys.stderr if stream is None else stream
-        isatty = getattr(self.stream, "isatty", None)
-        self.interactive = bool(isatty and isatty())
+        self.interactive = interactive(self.stream)
         self._bar: Any = None
         self._label, self._rounds, self._host_start = "", 0, time.perf_counter()
 
@@ -81,10 +106,8 @@ class RunProgress:
         print(header_line(scenario, label, position, device, run_dir, rounds, start_round), file=self.stream,
               flush=True)
         if self.interactive:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=rounds, initial=start_round, desc=label, unit="round", file=self.stream,
-                             dynamic_ncols=True)
+            self._bar = progress_bar(total=rounds, initial=start_round, desc=label, unit="round",
+                                     file=self.stream, dynamic_ncols=True)
 
     def evaluated(self, rnd: int, sim_time_s: float, accuracy: float, host_time_s: Optional[float] = None) -> None:
         """Report an evaluation after round ``rnd``.

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.host import free_cores
+from sfl_sim.progress import interactive, progress_bar
 from sfl_sim.study import StudyRun
 
 __all__ = ["RunTask", "execute_run", "run_study", "free_cores", "STATUS_FILE"]
@@ -204,10 +205,8 @@ class _StudyProgress:
         self.total, self.done, self.enabled = total, already, enabled
         self.start = time.perf_counter()
         self.bar = None
-        if enabled and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=already, desc="study", unit="run", file=sys.stderr)
+        if enabled and interactive(sys.stderr):
+            self.bar = progress_bar(total=total, initial=already, desc="study", unit="run", file=sys.stderr)
 
     def line(self, text: str) -> None:
         if not self.enabled:

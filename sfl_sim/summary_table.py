@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from analysis.tta import tta_column_name
 
-__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "write_summary_files"]
+__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "summary_paths", "write_summary_files"]
 
 #: Columns of ``summary.csv`` before the time-to-accuracy columns: keys of ``summary.json``.
 CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
@@ -180,6 +180,12 @@ def markdown(summaries: Sequence[Summary]) -> str:
     return "\n".join(parts + ([""] + extra if extra else [])) + "\n"
 
 
+def summary_paths(out_dir: Path | str) -> Tuple[Path, Path]:
+    """Where :func:`write_summary_files` writes in ``out_dir``: ``summary.csv`` and ``summary.md``."""
+    out = Path(out_dir)
+    return out / "summary.csv", out / "summary.md"
+
+
 def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> Tuple[Path, Path]:
     """Write ``summary.csv`` and ``summary.md`` into ``out_dir`` (created if missing).
 
@@ -191,7 +197,7 @@ def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> Tu
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     columns, rows = csv_rows(summaries)
-    csv_path, md_path = out / "summary.csv", out / "summary.md"
+    csv_path, md_path = summary_paths(out)
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()

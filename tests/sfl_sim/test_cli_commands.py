@@ -20,7 +20,7 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.cli import _print_summaries, main
 from sfl_sim.progress import header_line
 from sfl_sim.scenario_files import SCENARIO_DIR, describe
-from sfl_sim.summary_table import CSV_COLUMNS
+from sfl_sim.summary_table import CSV_COLUMNS, write_summary_files
 
 from conftest import small_scenario, write_yaml
 
@@ -177,9 +177,12 @@ def test_channel_writes_under_the_scenario_output_dir_by_default_and_still_takes
         assert (tmp_path / flag / "cell.csv").exists()
 
 
-def test_print_summaries_writes_the_files_where_it_says(tmp_path, capsys):
+def test_print_summaries_names_the_files_the_run_wrote(tmp_path, capsys):
     base = {"label": "x", "rounds_completed": 1, "final_test_accuracy": 0.5, "best_test_accuracy": 0.5,
             "final_sim_time_s": 1.0, "host_time_s": 1.0, "uplink_bytes": 0, "time_to_accuracy_s": {"0.5": 1.0}}
+    csv_path, md_path = write_summary_files([base, {}], tmp_path / "scenario")  # what sfl_sim.run writes
     _print_summaries([base, {}], tmp_path / "scenario")
-    assert f"results in {tmp_path / 'scenario'}/" in capsys.readouterr().out
-    assert (tmp_path / "scenario" / "summary.csv").exists() and (tmp_path / "scenario" / "summary.md").exists()
+    out = capsys.readouterr().out
+    assert f"results in {tmp_path / 'scenario'}/" in out
+    assert f"(tables also in {csv_path} and {md_path.name})" in out
+    assert csv_path.exists() and md_path.exists()

@@ -57,9 +57,11 @@ def test_the_package_is_imported_from_site_packages(installed):
 
 
 def test_version_is_the_project_version(installed):
-    sfl_sim, _, work, env = installed
+    sfl_sim, python, work, env = installed
     version = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     assert _run([str(sfl_sim), "--version"], work, env).stdout.strip() == f"sfl-sim {version}"
+    assert _run([str(python), "-m", "sfl_sim", "--version"], work, env).stdout.strip() == f"sfl-sim {version}"
+    assert _run([str(python), "-c", "import sfl_sim; print(sfl_sim.__version__)"], work, env).stdout.strip() == version
 
 
 def test_every_shipped_scenario_is_installed_and_listed(installed):

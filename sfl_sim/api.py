@@ -1,0 +1,654 @@
+"""The Python API: what every ``sfl-sim`` command does, as functions that return results as objects.
+
+The command line (:mod:`sfl_sim.cli`) is a layer over these functions that prints what they
+return, so a notebook and the CLI make the same files on disk and refuse the same input::
+
+    import sfl_sim
+
+    results = sfl_sim.run("cellular_100clients", overrides=["rounds=5"], output_dir="runs/try")
+    for r in results:
+        print(r.label, r.summary["final_test_accuracy"], len(r.metrics))
+
+Bad input raises the error the CLI reports, with the same one-line message:
+:class:`~sfl_sim.errors.ConfigError` (a scenario or study field, or an argument),
+:class:`~sfl_sim.scenario_files.ScenarioNotFoundError`, :class:`~sfl_sim.errors.RunDirError`,
+:class:`~sfl_sim.errors.CheckpointError` (all :class:`~sfl_sim.errors.UserError`), and the
+data set loader's ``DatasetNotFoundError``; the report and plot functions raise what
+:mod:`analysis` raises.  A run that fails or diverges after it started raises nothing: its
+:class:`RunResult` says so (``status``, ``error``), and the other runs go on.  Nothing prints
+unless asked (``progress=True``, or a ``stream`` for the channel table).
+
+Every heavy import (torch, pandas, matplotlib) happens inside the function that needs it, so
+``import sfl_sim`` stays cheap.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+
+from sfl_sim.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sfl_sim.config import Scenario
+    from sfl_sim.study import StudyRun, StudySpec
+
+__all__ = ["RunResult", "PlannedRun", "Plan", "Report", "ChannelReport", "Overrides", "load_scenario", "check",
+           "run", "plan_study", "run_study", "report", "plot", "channel_report"]
+
+#: ``--set`` overrides: ``"FIELD=VALUE"`` strings (VALUE in YAML syntax), applied in order, or a
+#: mapping of dotted field names to Python values (``{"clients.participation": 0.2}``).
+Overrides = Union[Sequence[str], Mapping[str, Any]]
+
+#: A scenario argument: a file, a shipped scenario's name, or an already loaded scenario.
+ScenarioLike = Union[str, "os.PathLike[str]", "Scenario"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """One run directory after a run (or a study run skipped because it was already complete).
+
+    Attributes
+    ----------
+    label : str
+        The algorithm's label (its ``label``, else its name).
+    path : pathlib.Path
+        The run directory.
+    status : str
+        ``complete``, ``diverged`` or ``failed``; ``skipped`` for a study run whose directory
+        already held the complete run (nothing was recomputed).
+    summary : dict
+        ``summary.json`` as written (empty when the run stopped before writing one).
+    metrics : pandas.DataFrame
+        ``metrics.csv``: one row per evaluation (``round``, ``sim_time_s``, ``test_accuracy``,
+        ``test_loss``, bytes, FLOPs, ``host_time_s``); empty with those columns when the run
+        wrote none.
+    error : str
+        One line saying why the run failed or diverged; ``""`` otherwise.
+    coordinates : dict
+        A study run's grid fields, ``algorithm`` and ``seed``; empty for a scenario run.
+    """
+
+    label: str
+    path: Path
+    status: str
+    summary: Dict[str, Any] = field(repr=False)
+    metrics: "pd.DataFrame" = field(repr=False)
+    error: str = ""
+    coordinates: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run finished (``complete``, or ``skipped`` because it had before)."""
+        return self.status in ("complete", "skipped")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run a :func:`check` or :func:`plan_study` found, with nothing trained or written.
+
+    Attributes
+    ----------
+    name : str
+        The run directory's name (the label for a scenario run).
+    path : pathlib.Path
+        The run directory.
+    done : bool
+        Its directory already holds the finished run (a study skips it; a scenario run resumed
+        with ``resume=True`` has nothing left to do).
+    coordinates : dict
+        A study run's grid fields, ``algorithm`` and ``seed``; empty for a scenario run.
+    """
+
+    name: str
+    path: Path
+    done: bool
+    coordinates: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a scenario or a study would run.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The output directory (of the scenario, or of the study).
+    base : pathlib.Path or None
+        The scenario file the runs come from; None for a scenario given as an object.
+    seeds : tuple of int
+        The root seeds the runs use.
+    runs : tuple of PlannedRun
+    """
+
+    path: Path
+    base: Optional[Path]
+    seeds: Tuple[int, ...]
+    runs: Tuple[PlannedRun, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """The tables and files of :func:`report` (the CSV tables, read back as written).
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The report directory.
+    files : list of pathlib.Path
+        Every file written, ``README.md`` first.
+    accuracy, tta, overhead, runs : pandas.DataFrame
+        ``accuracy.csv``, ``tta.csv``, ``overhead.csv`` and ``runs.csv`` (tidy, raw units:
+        accuracy as a fraction, seconds, bytes, FLOPs).
+    """
+
+    path: Path
+    files: List[Path]
+    accuracy: "pd.DataFrame" = field(repr=False)
+    tta: "pd.DataFrame" = field(repr=False)
+    overhead: "pd.DataFrame" = field(repr=False)
+    runs: "pd.DataFrame" = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelReport:
+    """The cell of a scenario, per client, as :func:`channel_report` built it.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per client, the columns of :data:`sfl_sim.cell_report.REPORT_COLUMNS` (position
+        in m, LOS, path loss and shadowing in dB, SNR in dB, uplink rates in bit/s).
+    path : pathlib.Path
+        The folder holding ``cell.csv`` and ``cell.png``.
+    files : list of pathlib.Path
+        ``cell.csv`` and ``cell.png``.
+    """
+
+    table: "pd.DataFrame" = field(repr=False)
+    path: Path
+    files: List[Path]
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+def _scenario_file(scenario: ScenarioLike) -> Optional[Path]:
+    """The file ``scenario`` names (None for a scenario object)."""
+    from sfl_sim.config import Scenario
+    from sfl_sim.scenario_files import resolve_scenario
+
+    if isinstance(scenario, Scenario):
+        return None
+    return resolve_scenario(os.fspath(scenario))
+
+
+def _override_items(overrides: Overrides) -> List[Tuple[List[str], Any]]:
+    """``overrides`` as (field path, value) pairs, in the order they apply."""
+    from sfl_sim.config import parse_override
+
+    if isinstance(overrides, Mapping):
+        return [(str(key).split("."), value) for key, value in overrides.items()]
+    if isinstance(overrides, (str, bytes)):
+        raise ConfigError(f"overrides: got the string {overrides!r}; allowed: a list of FIELD=VALUE strings or a "
+                          f"mapping of dotted fields to values")
+    return [parse_override(text) for text in overrides]
+
+
+def _load(scenario: ScenarioLike, overrides: Overrides = (), extra: Optional[Mapping[str, Any]] = None,
+          path: Optional[Path] = None) -> "Scenario":
+    """Read (or copy), override and validate a scenario; ``extra`` are the CLI's own flags, applied last."""
+    import copy
+
+    from sfl_sim.config import Scenario, apply_override, load_scenario_raw, validate
+    from sfl_sim.scenario_files import resolve_scenario
+
+    if isinstance(scenario, Scenario):
+        raw = copy.deepcopy(scenario.to_yaml_dict())
+    else:
+        raw = load_scenario_raw(path if path is not None else resolve_scenario(os.fspath(scenario)))
+    for keys, value in _override_items(overrides):
+        apply_override(raw, keys, copy.deepcopy(value))
+    for key, value in (extra or {}).items():
+        if value is not None:
+            raw[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    return validate(raw)
+
+
+def load_scenario(name_or_path: ScenarioLike, overrides: Overrides = ()) -> "Scenario":
+    """A validated scenario: a shipped one by name, or a file, with overrides applied.
+
+    Parameters
+    ----------
+    name_or_path : str, os.PathLike or Scenario
+        A scenario file, or a shipped scenario's name with or without ``.yaml``
+        (``"cellular_100clients"``, ``"paper/cifar10_alpha2"``); a file that exists wins.  A
+        :class:`~sfl_sim.config.Scenario` is copied (and overridden).
+    overrides : sequence of str or mapping, optional
+        ``["clients.participation=0.2", "rounds=5"]`` (``--set`` syntax, YAML values) or
+        ``{"clients.participation": 0.2, "rounds": 5}``; applied in order after the file.
+
+    Returns
+    -------
+    sfl_sim.config.Scenario
+
+    Raises
+    ------
+    ScenarioNotFoundError
+        If the name is neither a file nor a shipped scenario.
+    ConfigError
+        If the file cannot be read or any field is invalid (one line naming the field, the value
+        and what is allowed).
+    """
+    return _load(name_or_path, overrides)
+
+
+def _check_workers(workers: int) -> None:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"--workers: got {workers}; allowed: an integer >= 1")
+
+
+def _seed_list(seeds: Union[str, Iterable[int]]) -> List[int]:
+    """``"0,1,2"`` (the CLI's text) or an iterable of ints as a list of seeds."""
+    if isinstance(seeds, str):
+        try:
+            return [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise ConfigError(f"--seeds: got {seeds!r}; allowed: comma-separated integers, e.g. 0,1,2") from None
+    out = list(seeds)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in out):
+        raise ConfigError(f"--seeds: got {out!r}; allowed: integers, e.g. [0, 1, 2]")
+    return out
+
+
+@dataclass(frozen=True)
+class _Study:
+    """A study resolved for running: its spec, base scenario file and output directory."""
+
+    spec: "StudySpec"
+    base: Path
+    out: Path
+
+
+def _seeds_study(scenario: ScenarioLike, seeds: Union[str, Iterable[int]], overrides: Overrides,
+                 output_dir: Optional[PathLike], seed: Optional[int], rounds: Optional[int],
+                 device: Optional[str]) -> _Study:
+    """The study behind ``run(scenario, seeds=...)``: the scenario's algorithms x seeds."""
+    from sfl_sim.config import load_scenario_raw
+    from sfl_sim.study import study_from_scenario
+
+    path = _scenario_file(scenario)
+    seed_list = _seed_list(seeds)
+    if seed is not None:
+        raise ConfigError("--seed: give either --seed or --seeds, not both")
+    if path is None:
+        raise ConfigError("seeds: a study records the scenario file it runs; give the scenario as a file or a "
+                          "shipped name, not as a Scenario object")
+    fixed = {".".join(keys): value for keys, value in _override_items(overrides)}
+    for key, value in (("rounds", rounds), ("device", device)):
+        if value is not None:
+            fixed[key] = value
+    out = os.fspath(output_dir) if output_dir else _load(scenario, overrides, path=path).output_dir
+    load_scenario_raw(path)  # the file itself must read cleanly before anything else
+    spec, base = study_from_scenario(path, seed_list, fixed, out)
+    return _Study(spec, base, Path(out))
+
+
+def _study_file(study: PathLike, output_dir: Optional[PathLike]) -> _Study:
+    from sfl_sim.study import load_study
+
+    spec, base = load_study(os.fspath(study))
+    out = Path(output_dir or spec.output_dir or f"runs/studies/{spec.name}")
+    return _Study(spec, base, out)
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def _metrics(run_dir: Path) -> "pd.DataFrame":
+    import pandas as pd
+
+    from sfl_sim.results import METRICS_COLUMNS
+
+    path = run_dir / "metrics.csv"
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(METRICS_COLUMNS))
+
+
+def _summary(run_dir: Path) -> Dict[str, Any]:
+    try:
+        return json.loads((run_dir / "summary.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def _result(label: str, run_dir: Path, status: Optional[str] = None, error: Optional[str] = None,
+            coordinates: Optional[Dict[str, Any]] = None, summary: Optional[Dict[str, Any]] = None) -> RunResult:
+    """The result of ``run_dir`` as its files say (``summary`` stands in when none was written)."""
+    on_disk = _summary(run_dir) or dict(summary or {})
+    return RunResult(label=label, path=run_dir, status=status or on_disk.get("status", "failed"),
+                     summary=on_disk, metrics=_metrics(run_dir),
+                     error=on_disk.get("error", "") if error is None else error,
+                     coordinates=dict(coordinates or {}))
+
+
+# ----------------------------------------------------------------------------- check and run
+
+
+def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
+          seed: Optional[int] = None, seeds: Union[str, Iterable[int], None] = None, rounds: Optional[int] = None,
+          device: Optional[str] = None, workers: int = 1, resume: bool = False) -> Plan:
+    """Everything a run does before training, and nothing after (``sfl-sim scenario --check``).
+
+    Without ``seeds``: validates the scenario, checks the output directory and every run
+    directory (with ``resume``, the runs to continue), loads the data and builds every part of
+    every run.  With ``seeds``: validates the study and lists its runs (which are done), as
+    ``sfl-sim scenario --seeds ... --check`` does.  Nothing is written either way.
+
+    Parameters
+    ----------
+    scenario, overrides, output_dir, seed, seeds, rounds, device, workers, resume
+        As for :func:`run`.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ConfigError, ScenarioNotFoundError, RunDirError, CheckpointError, DatasetNotFoundError
+    """
+    if seeds is not None:
+        study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
+        return _plan(study, workers)
+    path = _scenario_file(scenario)
+    cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
+                path=path)
+    from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
+
+    prepared = runner.prepare_scenario(cfg, resume=resume)
+    runs = tuple(PlannedRun(run.label, plan.run_dir,
+                            done=bool(plan.resume and plan.checkpoint and plan.checkpoint["round"] >= cfg.rounds))
+                 for run, plan in prepared)
+    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs)
+
+
+def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
+        seeds: Union[str, Iterable[int], None] = None, workers: int = 1, resume: bool = False,
+        progress: bool = False, seed: Optional[int] = None, rounds: Optional[int] = None,
+        device: Optional[str] = None) -> List[RunResult]:
+    """Run every algorithm of a scenario (``sfl-sim scenario``), writing the same files as the CLI.
+
+    Parameters
+    ----------
+    scenario : str, os.PathLike or Scenario
+        A scenario file, a shipped scenario's name, or a :class:`~sfl_sim.config.Scenario`.
+    overrides : sequence of str or mapping, optional
+        ``--set`` overrides (see :func:`load_scenario`).
+    output_dir : path, optional
+        Where the run directories go (default: the scenario's ``output_dir``).
+    seeds : iterable of int, optional
+        Run the scenario's algorithms for each seed as a study, one directory per algorithm and
+        seed (``alg=<label>__seed=<n>``), resumable; needs the scenario as a file or name.
+    workers : int
+        With ``seeds``: runs at once (processes).
+    resume : bool
+        Continue interrupted runs from their checkpoints (a study always does).
+    progress : bool
+        Print a header line per run and a progress bar (a widget in a notebook) on stderr.
+    seed, rounds, device : optional
+        The root seed, the number of rounds and the torch device (``cpu``, ``cuda``, ``auto``),
+        applied after ``overrides`` (the CLI's ``--seed``, ``--rounds``, ``--device``).
+
+    Returns
+    -------
+    list of RunResult
+        One per run, in the scenario's (or the study's) order.  A run that failed or diverged is
+        in the list with its ``status`` and ``error``; the others still ran.
+
+    Raises
+    ------
+    ConfigError, ScenarioNotFoundError, RunDirError, CheckpointError, DatasetNotFoundError
+        Before any work: nothing is run or overwritten.
+    """
+    if seeds is not None:
+        study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
+        return _run_study(study, workers=workers, progress=progress)
+    cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
+    from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
+    from sfl_sim.summary_table import write_summary_files
+
+    summaries = runner.run_scenario(cfg, resume=resume, progress=progress)
+    out = Path(cfg.output_dir)
+    write_summary_files(summaries, out)
+    return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries)]
+
+
+# ----------------------------------------------------------------------------- studies
+
+
+def _plan(study: _Study, workers: int = 1) -> Plan:
+    from sfl_sim.study import expand
+    from sfl_sim.study_exec import _finished
+
+    _check_workers(workers)
+    runs = expand(study.spec, study.base)
+    planned = tuple(PlannedRun(r.name, study.out / r.name, _finished(r, study.out / r.name), dict(r.coordinates))
+                    for r in runs)
+    return Plan(study.out, study.base, tuple(study.spec.seeds), planned)
+
+
+def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: Optional[str] = None,
+               threads_per_worker: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
+               progress: bool = False) -> List[RunResult]:
+    import yaml
+
+    from sfl_sim import study_exec
+    from sfl_sim.run_dir import check_writable
+    from sfl_sim.study import expand
+
+    _check_workers(workers)
+    runs: List[StudyRun] = expand(study.spec, study.base)
+    out = study.out
+    check_writable(out, "study output_dir")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study.yaml").write_text(yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)},
+                                                   sort_keys=False))
+    results = study_exec.run_study(runs, out, workers=workers, executor=executor, address=address,
+                                   threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run,
+                                   gpus_per_run=gpus_per_run, progress=progress)
+    return [_result(r.label, out / r.name, status=results[r.name]["status"],
+                    error=results[r.name].get("error") or "", coordinates=r.coordinates) for r in runs]
+
+
+def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1) -> Plan:
+    """The runs of a study file and which are done, running nothing (``sfl-sim study --dry-run``).
+
+    Parameters
+    ----------
+    study, output_dir, workers
+        As for :func:`run_study` (``workers`` is checked as a run would check it).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ConfigError, ScenarioNotFoundError
+    """
+    return _plan(_study_file(study, output_dir), workers)
+
+
+def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1,
+              executor: str = "local", address: Optional[str] = None, threads_per_worker: Optional[int] = None,
+              cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = False) -> List[RunResult]:
+    """Run a study file (``sfl-sim study``): base scenario x seeds x grid, resumably, in parallel.
+
+    Finished runs are skipped, interrupted ones resume, the rest start; the study directory gets
+    ``study.yaml``, ``runs.csv`` and one run directory per run.
+
+    Parameters
+    ----------
+    study : path
+        The study YAML (``base``, ``seeds``, ``grid``, ``set``, ``output_dir``).
+    output_dir : path, optional
+        The study directory (default: the study's ``output_dir``, else
+        ``runs/studies/<file stem>``).
+    workers : int
+        Runs at once with the local executor.
+    executor : {"local", "ray"}
+    address : str, optional
+        Ray cluster address (default: a local Ray instance).
+    threads_per_worker : int, optional
+        Torch threads per local worker (default: the free cores divided among the workers).
+    cpus_per_run, gpus_per_run : float
+        Ray resources each run asks for.
+    progress : bool
+        Print one line per finished run (and an overall bar on a terminal or in a notebook).
+
+    Returns
+    -------
+    list of RunResult
+        One per run of the study, in the study's order (``status`` ``skipped`` for runs that
+        were already complete).
+
+    Raises
+    ------
+    ConfigError, ScenarioNotFoundError, RunDirError, UserError
+        Before any run starts.
+    """
+    return _run_study(_study_file(study, output_dir), workers=workers, executor=executor, address=address,
+                      threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+                      progress=progress)
+
+
+# ----------------------------------------------------------------------------- analysis and the cell
+
+
+def _paths(dirs: Union[PathLike, Iterable[PathLike]]) -> List[str]:
+    if isinstance(dirs, (str, os.PathLike)):
+        return [os.fspath(dirs)]
+    return [os.fspath(d) for d in dirs]
+
+
+def report(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[PathLike] = None,
+           reference: Optional[str] = None, targets: Union[str, Sequence[float], None] = None, band: str = "std",
+           ignore: Sequence[str] = (), include_incomplete: bool = False, figures: bool = True,
+           figure_width_in: Optional[float] = None, seed_lines: bool = False, smooth: int = 0) -> Report:
+    """Tables and figures of a study or any set of run directories (``sfl-sim report``).
+
+    Parameters
+    ----------
+    dirs : path or iterable of paths
+        Study, scenario-output or run directories (searched for run directories).
+    output_dir : path, optional
+        Report folder (default: ``DIR/report``, under the common parent of several).
+    reference : str, optional
+        Algorithm label to report speed-ups against.
+    targets : sequence of float or str, optional
+        Accuracy targets as fractions (or the CLI's ``"0.6,0.7"``), also drawn in the figures.
+        Default: the scenarios' ``target_accuracies``, no lines.
+    band : {"std", "minmax"}
+    ignore : sequence of str
+        Scenario fields not to split settings by.
+    include_incomplete : bool
+        Also report runs that did not finish.
+    figures : bool
+        Draw the figures (tables alone are faster).
+    figure_width_in : float, optional
+        Figure width in inches, 3 to 12 (default 6.4; 3.5 for one column); fonts stay >= 7 pt.
+    seed_lines : bool
+        Also draw every seed as a thin line (no band).
+    smooth : int
+        Rolling mean over this many evaluations of each seed in the figures (0: none).
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError, analysis.StudyError, analysis.RunFormatError, ValueError
+        With the one line ``sfl-sim report`` prints.
+    """
+    import pandas as pd
+
+    from analysis.figures import DEFAULT_WIDTH_IN
+    from analysis.report import default_output_dir, parse_targets, write_report
+
+    paths = _paths(dirs)
+    out = Path(output_dir) if output_dir else default_output_dir(paths, "report")
+    parsed = parse_targets(targets) if isinstance(targets, str) else targets
+    files = write_report(paths, out, reference=reference, targets=parsed, band=band, ignore=list(ignore),
+                         include_incomplete=include_incomplete, figures=figures,
+                         figure_width_in=DEFAULT_WIDTH_IN if figure_width_in is None else figure_width_in,
+                         seed_lines=seed_lines, smooth=smooth)
+    tables = {stem: pd.read_csv(out / f"{stem}.csv") for stem in ("accuracy", "tta", "overhead", "runs")}
+    return Report(path=out, files=files, **tables)
+
+
+def plot(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[PathLike] = None) -> List[Path]:
+    """Accuracy and uplink bytes versus simulated time, one PNG each (``sfl-sim plot``).
+
+    Parameters
+    ----------
+    dirs : path or iterable of paths
+        Run directories, or scenario / study directories with run directories below.
+    output_dir : path, optional
+        Folder for the PNG files (default: ``DIR/plots``, under the common parent of several).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError, analysis.RunFormatError
+    """
+    from analysis import plot_runs
+    from analysis.report import default_output_dir
+
+    paths = _paths(dirs)
+    return list(plot_runs(paths, output_dir or default_output_dir(paths, "plots")))
+
+
+def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
+                   seed: Optional[int] = None, stream: Optional[TextIO] = None) -> ChannelReport:
+    """A scenario's cell per client, without training (``sfl-sim channel``); writes cell.csv and cell.png.
+
+    Parameters
+    ----------
+    scenario, overrides
+        As for :func:`load_scenario`.
+    output_dir : path, optional
+        Folder for ``cell.csv`` and ``cell.png`` (default: ``<scenario output_dir>/cell_report``).
+    seed : int, optional
+        Root seed (placement, shadowing, LOS streams), applied after ``overrides``.
+    stream : text stream, optional
+        Where to print the per-client table as the CLI does; None prints nothing.
+
+    Returns
+    -------
+    ChannelReport
+
+    Raises
+    ------
+    ConfigError, ScenarioNotFoundError
+    """
+    import pandas as pd
+
+    from sfl_sim import cell_report, output_paths
+
+    cfg = _load(scenario, overrides, {"seed": seed})
+    out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
+    table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream)
+    return ChannelReport(table=pd.DataFrame({c: table[c] for c in cell_report.REPORT_COLUMNS}), path=out,
+                         files=[out / "cell.csv", out / "cell.png"])
