@@ -21,6 +21,12 @@ def _debug_flag(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of an error")
 
 
+def _strict_versions_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strict-versions", action="store_true",
+                        help="refuse to continue (or, in a study, reuse) a run made with other versions of sfl-sim, "
+                             "its git commit, torch, numpy or Python (default: a warning)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
@@ -39,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
+    _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
     _debug_flag(sc)
@@ -54,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs each run asks for (default 1)")
     st.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPU fraction each run asks for (default 0)")
     st.add_argument("--dry-run", action="store_true", help="list the runs (and which are done), run nothing")
+    _strict_versions_flag(st)
     st.add_argument("--no-progress", action="store_true", help="no progress output")
     _debug_flag(st)
 
@@ -104,10 +112,11 @@ def _scenario(args: argparse.Namespace) -> int:
     from sfl_sim import runner  # imported late: torch is slow to import, errors above need none
 
     if args.check:
-        runner.prepare_scenario(cfg, resume=args.resume)
+        runner.prepare_scenario(cfg, resume=args.resume, strict_versions=args.strict_versions)
         print(f"scenario {args.path}: valid; {len(cfg.algorithms)} run(s) build")
         return 0
-    summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress)
+    summaries = runner.run_scenario(cfg, resume=args.resume, progress=not args.no_progress,
+                                    strict_versions=args.strict_versions)
     _print_summaries(summaries, Path(cfg.output_dir))
     return _report_failures(summaries)
 
@@ -137,7 +146,8 @@ def _seeds_study(args: argparse.Namespace, path: Path) -> int:
     out = args.output_dir or load_scenario(path, args.overrides).output_dir
     load_scenario_raw(path)  # the file itself must read cleanly before anything else
     spec, base = study_from_scenario(path, seeds, fixed, out)
-    return _run_study(spec, base, Path(out), workers=args.workers, dry_run=args.check, progress=not args.no_progress)
+    return _run_study(spec, base, Path(out), workers=args.workers, dry_run=args.check, progress=not args.no_progress,
+                      strict_versions=args.strict_versions)
 
 
 def _study(args: argparse.Namespace) -> int:
@@ -147,12 +157,13 @@ def _study(args: argparse.Namespace) -> int:
     out = Path(args.output_dir or spec.output_dir or f"runs/studies/{spec.name}")
     return _run_study(spec, base, out, workers=args.workers, executor=args.executor, address=args.address,
                       threads=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
-                      gpus_per_run=args.gpus_per_run, dry_run=args.dry_run, progress=not args.no_progress)
+                      gpus_per_run=args.gpus_per_run, dry_run=args.dry_run, progress=not args.no_progress,
+                      strict_versions=args.strict_versions)
 
 
 def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "local", address: Optional[str] = None,
                threads: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
-               dry_run: bool = False, progress: bool = True) -> int:
+               dry_run: bool = False, progress: bool = True, strict_versions: bool = False) -> int:
     import yaml
 
     from sfl_sim.config import ConfigError
@@ -165,7 +176,7 @@ def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "l
         from sfl_sim.study_exec import _finished
 
         for run in runs:
-            print(f"{'done   ' if _finished(run, out / run.name) else 'to run '} {out / run.name}")
+            print(f"{'done   ' if _finished(run, out / run.name, strict_versions) else 'to run '} {out / run.name}")
         print(f"{len(runs)} runs ({len(spec.seeds)} seeds) from {base}")
         return 0
     from sfl_sim.run_dir import check_writable
@@ -175,7 +186,8 @@ def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "l
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.yaml").write_text(yaml.safe_dump({**spec.model_dump(), "base": str(base)}, sort_keys=False))
     results = run_study(runs, out, workers=workers, executor=executor, address=address, threads_per_worker=threads,
-                        cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, progress=progress)
+                        cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run, progress=progress,
+                        strict_versions=strict_versions)
     failed = {name: r for name, r in results.items() if r["status"] not in ("complete", "skipped")}
     print(f"study in {out}/: {len(results) - len(failed)} of {len(runs)} runs complete"
           + (f"; report with: sfl-sim report {out}" if not failed else ""))
@@ -265,6 +277,8 @@ def _error_line(exc: BaseException) -> str:
     kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
     if type(exc).__name__ == "DatasetNotFoundError":
         kind = "data set not found: "
+    if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.resolved)
+        return f"sfl-sim: {kind}" + "\n".join(line.rstrip() for line in str(exc).splitlines())
     return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
 
 
