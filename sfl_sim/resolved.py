@@ -23,7 +23,7 @@ Layout of ``resolved.yaml``::
       model: {name, class, params}       # params: model.params
       data.dataset: ... data.partition: ... clients.selection: ...
       cell.placement: ... (every channel kind) ... training.optimizer: ...
-    training: {...}                   # the run's merged training settings (host threads left out)
+    training: {...}                   # the run's merged training settings (but torch_threads, optimizer)
     resumes: [{after_round, versions}]   # one entry per resume that trained more rounds
 """
 from __future__ import annotations

@@ -220,7 +220,7 @@ def test_a_study_checks_its_runs_the_same_way(tmp_path, capsys, monkeypatch) -> 
         set_fedvls_default(m, "paper")
         code, err, rows = run_study(tmp_path, capsys)
     assert code == 0, err
-    (name, row), = rows.items()
+    (name, _), = rows.items()
     run_dir = tmp_path / "study" / name
     before = snapshot(run_dir)
     # today's default differs: the finished run is neither skipped nor mixed
