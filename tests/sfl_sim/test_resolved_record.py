@@ -243,3 +243,26 @@ def test_a_study_checks_its_runs_the_same_way(tmp_path, capsys, monkeypatch) -> 
         assert code == 1 and rows[name]["status"] == "failed"
         assert "--strict-versions" in rows[name]["error"] and "sfl-sim 99.0.0" in rows[name]["error"]
     assert snapshot(run_dir) == before
+
+
+def test_stating_a_recorded_value_is_no_scenario_change_even_for_a_selector_left_unset() -> None:
+    """fedcbs picks its own selector when clients.selection is null: stating that selector with the
+    recorded values resumes; another value, or no record to compare with, is a scenario change."""
+    from sfl_sim.run_dir import made_with_differences
+    from sfl_sim.runner import resolved_scenario
+
+    cpu = torch.device("cpu")
+    made_cfg = validate(small_scenario(algorithms=["fedcbs"]))
+    made_with = resolved_scenario(made_cfg, "fedcbs", cpu)
+    record = resolve_run(made_cfg, "fedcbs").record
+    selection = {"name": "class_balanced", **record["components"]["clients.selection"]["params"]}
+
+    def asked(**change) -> dict:
+        data = small_scenario(algorithms=["fedcbs"])
+        data["clients"]["selection"] = {**selection, **change}
+        return resolved_scenario(validate(data), "fedcbs", cpu)
+
+    assert made_with_differences(made_with, asked(), record) == []
+    assert made_with_differences(made_with, asked(beta_first=2.0), record) == [
+        "clients.selection.beta_first: '<absent>' -> 2.0"]
+    assert made_with_differences(made_with, asked(), None)  # an old run: nothing says what it used
