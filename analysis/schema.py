@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "SCHEMA_VERSION",
     "SCENARIO_FILE",
+    "RESOLVED_FILE",
     "METRICS_FILE",
     "ROUNDS_FILE",
     "SUMMARY_FILE",
@@ -33,6 +34,9 @@ SCHEMA_VERSION = 1
 
 #: The resolved scenario of one run (a YAML mapping).
 SCENARIO_FILE = "scenario.yaml"
+#: What the run resolved to: every component's full parameters after defaults, its training
+#: settings and the versions of the code (a YAML mapping; :mod:`sfl_sim.resolved`).
+RESOLVED_FILE = "resolved.yaml"
 #: One row per evaluated round, columns :data:`METRICS_COLUMNS`.
 METRICS_FILE = "metrics.csv"
 #: One row per round, columns :data:`ROUNDS_COLUMNS`.

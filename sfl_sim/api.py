@@ -343,7 +343,8 @@ def _result(label: str, run_dir: Path, status: Optional[str] = None, error: Opti
 
 def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
           seed: Optional[int] = None, seeds: Union[str, Iterable[int], None] = None, rounds: Optional[int] = None,
-          device: Optional[str] = None, workers: int = 1, resume: bool = False) -> Plan:
+          device: Optional[str] = None, workers: int = 1, resume: bool = False,
+          strict_versions: bool = False) -> Plan:
     """Everything a run does before training, and nothing after (``sfl-sim scenario --check``).
 
     Without ``seeds``: validates the scenario, checks the output directory and every run
@@ -353,7 +354,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
 
     Parameters
     ----------
-    scenario, overrides, output_dir, seed, seeds, rounds, device, workers, resume
+    scenario, overrides, output_dir, seed, seeds, rounds, device, workers, resume, strict_versions
         As for :func:`run`.
 
     Returns
@@ -366,13 +367,13 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
     """
     if seeds is not None:
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
-        return _plan(study, workers)
+        return _plan(study, workers, strict_versions)
     path = _scenario_file(scenario)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
                 path=path)
     from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
 
-    prepared = runner.prepare_scenario(cfg, resume=resume)
+    prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=bool(plan.resume and plan.checkpoint and plan.checkpoint["round"] >= cfg.rounds))
                  for run, plan in prepared)
@@ -382,7 +383,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
 def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
         seeds: Union[str, Iterable[int], None] = None, workers: int = 1, resume: bool = False,
         progress: bool = False, seed: Optional[int] = None, rounds: Optional[int] = None,
-        device: Optional[str] = None) -> List[RunResult]:
+        device: Optional[str] = None, strict_versions: bool = False) -> List[RunResult]:
     """Run every algorithm of a scenario (``sfl-sim scenario``), writing the same files as the CLI.
 
     Parameters
@@ -405,6 +406,9 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
     seed, rounds, device : optional
         The root seed, the number of rounds and the torch device (``cpu``, ``cuda``, ``auto``),
         applied after ``overrides`` (the CLI's ``--seed``, ``--rounds``, ``--device``).
+    strict_versions : bool
+        Refuse, instead of a warning line, to continue or reuse a run made with other versions
+        of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
 
     Returns
     -------
@@ -419,12 +423,12 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
     """
     if seeds is not None:
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
-        return _run_study(study, workers=workers, progress=progress)
+        return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
     from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
     from sfl_sim.summary_table import write_summary_files
 
-    summaries = runner.run_scenario(cfg, resume=resume, progress=progress)
+    summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions)
     out = Path(cfg.output_dir)
     write_summary_files(summaries, out)
     return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries)]
@@ -433,20 +437,20 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
 # ----------------------------------------------------------------------------- studies
 
 
-def _plan(study: _Study, workers: int = 1) -> Plan:
+def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Plan:
     from sfl_sim.study import expand
     from sfl_sim.study_exec import _finished
 
     _check_workers(workers)
     runs = expand(study.spec, study.base)
-    planned = tuple(PlannedRun(r.name, study.out / r.name, _finished(r, study.out / r.name), dict(r.coordinates))
+    planned = tuple(PlannedRun(r.name, study.out / r.name, _finished(r, study.out / r.name, strict_versions), dict(r.coordinates))
                     for r in runs)
     return Plan(study.out, study.base, tuple(study.spec.seeds), planned)
 
 
 def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: Optional[str] = None,
                threads_per_worker: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
-               progress: bool = False) -> List[RunResult]:
+               progress: bool = False, strict_versions: bool = False) -> List[RunResult]:
     import yaml
 
     from sfl_sim import study_exec
@@ -462,17 +466,18 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
                                                    sort_keys=False))
     results = study_exec.run_study(runs, out, workers=workers, executor=executor, address=address,
                                    threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run,
-                                   gpus_per_run=gpus_per_run, progress=progress)
+                                   gpus_per_run=gpus_per_run, progress=progress, strict_versions=strict_versions)
     return [_result(r.label, out / r.name, status=results[r.name]["status"],
                     error=results[r.name].get("error") or "", coordinates=r.coordinates) for r in runs]
 
 
-def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1) -> Plan:
+def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1,
+               strict_versions: bool = False) -> Plan:
     """The runs of a study file and which are done, running nothing (``sfl-sim study --dry-run``).
 
     Parameters
     ----------
-    study, output_dir, workers
+    study, output_dir, workers, strict_versions
         As for :func:`run_study` (``workers`` is checked as a run would check it).
 
     Returns
@@ -483,12 +488,13 @@ def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, worker
     ------
     ConfigError, ScenarioNotFoundError
     """
-    return _plan(_study_file(study, output_dir), workers)
+    return _plan(_study_file(study, output_dir), workers, strict_versions)
 
 
 def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1,
               executor: str = "local", address: Optional[str] = None, threads_per_worker: Optional[int] = None,
-              cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = False) -> List[RunResult]:
+              cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = False,
+              strict_versions: bool = False) -> List[RunResult]:
     """Run a study file (``sfl-sim study``): base scenario x seeds x grid, resumably, in parallel.
 
     Finished runs are skipped, interrupted ones resume, the rest start; the study directory gets
@@ -512,6 +518,9 @@ def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers
         Ray resources each run asks for.
     progress : bool
         Print one line per finished run (and an overall bar on a terminal or in a notebook).
+    strict_versions : bool
+        Refuse, instead of a warning line, to continue or reuse a run made with other versions
+        of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
 
     Returns
     -------
@@ -526,7 +535,7 @@ def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers
     """
     return _run_study(_study_file(study, output_dir), workers=workers, executor=executor, address=address,
                       threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
-                      progress=progress)
+                      progress=progress, strict_versions=strict_versions)
 
 
 # ----------------------------------------------------------------------------- analysis and the cell

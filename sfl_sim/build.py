@@ -298,8 +298,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
     algorithm.execution = _execution(cfg, algorithm_spec, algorithm, device)
-    selection = clients.selection or ComponentSpec.model_validate(
-        type(algorithm).default_selection or {"name": "uniform"})
+    selection = selection_spec(cfg, type(algorithm))
     selector = component(SELECTORS, selection, "clients.selection")
     try:
         selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
@@ -308,6 +307,13 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
                           f"{_one_line(exc)}") from exc
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
+
+
+def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:
+    """The client selector of a run: ``clients.selection``, else the algorithm's own
+    (:attr:`~sfl_sim.algorithms.Algorithm.default_selection`), else uniform."""
+    return cfg.clients.selection or ComponentSpec.model_validate(
+        getattr(algorithm_class, "default_selection", None) or {"name": "uniform"})
 
 
 def _execution(cfg: Scenario, spec: AlgorithmSpec, algorithm: Algorithm, device: torch.device) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["KINDS", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds", "entries",
+__all__ = ["KINDS", "SUPPLIED", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds", "entries",
            "parameters", "listing"]
 
 #: Every kind of component, in listing order, with the scenario field that names one.
@@ -35,8 +35,10 @@ KINDS: Dict[str, str] = {
 #: A group name accepted by :func:`resolve_kinds`: every channel kind.
 CHANNEL_GROUP = "channel"
 
-#: Constructor arguments the simulator supplies itself; a scenario cannot set them.
-_SUPPLIED: Dict[str, Tuple[str, ...]] = {"algorithm": ("setup",), "model": ("input_shape", "num_classes")}
+#: Constructor arguments the simulator supplies itself, by kind; a scenario cannot set them (an
+#: optimizer's parameters and learning rate come from the model and ``training.learning_rate``).
+SUPPLIED: Dict[str, Tuple[str, ...]] = {"algorithm": ("setup",), "model": ("input_shape", "num_classes"),
+                                        "optimizer": ("params", "lr")}
 
 
 class UnknownKindError(ValueError):
@@ -165,7 +167,7 @@ def _summary(obj: Any) -> str:
 def entries(kind: str) -> List[Entry]:
     """Every registered component of ``kind`` (a key of :data:`KINDS`), sorted by name."""
     registry = registries()[kind]
-    skip = _SUPPLIED.get(kind, ())
+    skip = SUPPLIED.get(kind, ())
     return [Entry(name, _summary(obj), parameters(obj, skip))
             for name in registry.names() for obj in (registry.get(name),)]
 

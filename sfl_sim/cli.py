@@ -22,6 +22,12 @@ def _debug_flag(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of an error")
 
 
+def _strict_versions_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strict-versions", action="store_true",
+                        help="refuse to continue (or, in a study, reuse) a run made with other versions of sfl-sim, "
+                             "its git commit, torch, numpy or Python (default: a warning)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
@@ -40,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
+    _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
     _debug_flag(sc)
@@ -55,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs each run asks for (default 1)")
     st.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPU fraction each run asks for (default 0)")
     st.add_argument("--dry-run", action="store_true", help="list the runs (and which are done), run nothing")
+    _strict_versions_flag(st)
     st.add_argument("--no-progress", action="store_true", help="no progress output")
     _debug_flag(st)
 
@@ -103,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _scenario(args: argparse.Namespace) -> int:
     options = dict(overrides=args.overrides, output_dir=args.output_dir, seed=args.seed, rounds=args.rounds,
-                   device=args.device)
+                   device=args.device, strict_versions=args.strict_versions)
     if args.check:
         plan = api.check(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume, **options)
         if args.seeds is not None:
@@ -127,11 +135,12 @@ def _report_failures(results: List[api.RunResult]) -> int:
 
 def _study(args: argparse.Namespace) -> int:
     if args.dry_run:
-        return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers))
+        return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers,
+                                          strict_versions=args.strict_versions))
     return _study_outcome(api.run_study(
         args.path, output_dir=args.output_dir, workers=args.workers, executor=args.executor, address=args.address,
         threads_per_worker=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
-        gpus_per_run=args.gpus_per_run, progress=not args.no_progress))
+        gpus_per_run=args.gpus_per_run, progress=not args.no_progress, strict_versions=args.strict_versions))
 
 
 def _print_plan(plan: api.Plan) -> int:
@@ -225,6 +234,8 @@ def _error_line(exc: BaseException) -> str:
     kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
     if type(exc).__name__ == "DatasetNotFoundError":
         kind = "data set not found: "
+    if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.resolved)
+        return f"sfl-sim: {kind}" + "\n".join(line.rstrip() for line in str(exc).splitlines())
     return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
 
 

@@ -4,6 +4,10 @@ Files
 -----
 ``scenario.yaml``
     The resolved scenario of this run (defaults filled, overrides applied, one algorithm).
+``resolved.yaml``
+    What the run resolved to: every component's full parameters after defaults, its training
+    settings and the versions of the code (:mod:`sfl_sim.resolved`); written at the start, a
+    ``resumes`` entry added by each resume that trains more rounds.
 ``cell.csv``
     One row per client: position, distance, path loss, shadowing, SNR and rate at an equal share
     of the uplink, compute budget, local data size and number of classes held.
@@ -74,7 +78,11 @@ class RunWriter:
         return self.run_dir / CHECKPOINT_FILE
 
     def write_scenario(self, scenario: Mapping[str, Any]) -> None:
-        _atomic_write_text(self.run_dir / SCENARIO_FILE, yaml.safe_dump(dict(scenario), sort_keys=False))
+        self.write_yaml(SCENARIO_FILE, scenario)
+
+    def write_yaml(self, name: str, data: Mapping[str, Any]) -> None:
+        """Write the mapping ``data`` as YAML to the run file ``name`` (atomically, keys in order)."""
+        _atomic_write_text(self.run_dir / name, yaml.safe_dump(dict(data), sort_keys=False))
 
     def write_table(self, name: str, columns: Mapping[str, Sequence[Any]]) -> None:
         """Write a CSV with the given columns (equal lengths)."""

@@ -7,7 +7,10 @@ A run directory is a researcher's evidence, so it must never describe a run that
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
   asked for is the one the run was made with — every difference but the fields in
   :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks, because it
-  was added to the simulator later, counts as its default: defaults keep the old behaviour);
+  was added to the simulator later, counts as its default: defaults keep the old behaviour) —
+  and when today's code resolves it to the parameters the run recorded (``resolved.yaml``,
+  :func:`sfl_sim.resolved.check_resolution`: a changed default is refused field by field, other
+  versions of the code are a warning);
 * a missing or unreadable ``metrics.csv``/``rounds.csv``/``checkpoint.pt`` next to a run's other
   files is refused with the file's name and how to recover, instead of silently dropping or
   overwriting history.
@@ -19,16 +22,19 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import yaml
 
+from analysis.schema import RESOLVED_FILE
 from sfl_sim import checkpoint as ckpt
+from sfl_sim import resolved as resolution_record
 from sfl_sim.config import flatten, validate
 from sfl_sim.errors import CheckpointError, RunDirError
 
 #: Files a run writes into its directory.
-RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", "cell.csv", "checkpoint.pt", "classes.csv")
+RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", RESOLVED_FILE, "cell.csv", "checkpoint.pt",
+             "classes.csv")
 
 #: Scenario fields a resume may change: none of them changes what the run computes (more rounds
 #: continue the same run; the rest only decide where files go and how fast the host works).
@@ -88,7 +94,9 @@ def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
 
     Fields in :data:`RESUMABLE_FIELDS` are left out.  A field ``made_with`` lacks and ``asked``
     gives its value in ``defaults`` (flattened, default: :func:`default_fields`) is no difference:
-    the run was made before the field existed, when the simulator did what its default does.
+    the run was made before the field existed, when the simulator did what its default does (or,
+    with a run's recorded resolution in ``defaults``, that is the value the run used).  A section
+    ``made_with`` left null and ``asked`` gives is compared by its fields.
     """
     old, new = flatten(made_with), flatten(asked)
     defaults = default_fields() if defaults is None else defaults
@@ -99,6 +107,8 @@ def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if key not in old and key in defaults and b == defaults[key]:
             continue
+        if a is None and key not in new and any(k.startswith(key + ".") for k in new):
+            continue  # a section left null (clients.selection) is given now: its own fields are compared
         if a != b:
             out.append(f"{key}: {a!r} -> {b!r}")
     return out
@@ -130,7 +140,20 @@ def _status(run_dir: Path) -> Optional[str]:
         return None
 
 
-def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> RunDirPlan:
+def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
+                          record: Optional[Mapping[str, Any]]) -> List[str]:
+    """:func:`scenario_differences` of a run whose ``resolved.yaml`` is ``record`` (None: none):
+    a component parameter the recorded scenario left out and the resume states with the value
+    the run resolved it to is no difference (stating it keeps the old behaviour)."""
+    defaults = default_fields()
+    if record is not None:
+        defaults = {**defaults, **resolution_record.recorded_fields(record)}
+    return scenario_differences(made_with, asked, defaults)
+
+
+def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool,
+                 resolution: Optional[Callable[[], "resolution_record.Resolution"]] = None,
+                 strict_versions: bool = False) -> RunDirPlan:
     """Decide whether ``run_dir`` starts, restarts or resumes, and check everything it needs.
 
     Parameters
@@ -140,11 +163,25 @@ def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> Ru
         The resolved scenario this run would write to ``scenario.yaml``.
     resume : bool
         ``--resume`` was given.
+    resolution : callable, optional
+        Returns today's :class:`~sfl_sim.resolved.Resolution` of the run; called only when a
+        checkpoint is to be continued, and checked against the run's ``resolved.yaml``
+        (:func:`~sfl_sim.resolved.check_resolution`).  None skips that check.
+    strict_versions : bool
+        Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
 
     Raises
     ------
     RunDirError, CheckpointError
-        With one line naming the file or the differing fields and how to recover.
+        With one line naming the file or the differing fields and how to recover
+        (:class:`~sfl_sim.resolved.ResolutionMismatchError`: one line per differing parameter).
+    ConfigError
+        When ``resolution`` finds a component name that resolves to no class.
+
+    Warns
+    -----
+    sfl_sim.resolved.ResolutionWarning
+        Other versions of the code, or a run without ``resolved.yaml``.
     """
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
@@ -174,7 +211,8 @@ def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> Ru
                           f"directory (-o)") from None
     if not isinstance(made_with, dict):
         raise RunDirError(f"{run_dir / 'scenario.yaml'}: not a scenario mapping; rerun into a new directory (-o)")
-    diff = scenario_differences(made_with, resolved)
+    record = resolution_record.read_record(run_dir)
+    diff = made_with_differences(made_with, resolved, record)
     if diff:
         raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
                           f"{', '.join(RESUMABLE_FIELDS)} may change on resume — rerun into a new directory (-o) "
@@ -203,7 +241,10 @@ def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool) -> Ru
         if seed is not None and seed != resolved.get("seed"):
             raise RunDirError(f"{run_dir / 'summary.json'} records seed {seed}, the scenario seed "
                               f"{resolved.get('seed')}; rerun into a new directory (-o)")
+    if resolution is not None:  # last: a damaged directory is refused without a warning before it
+        resolution_record.check_resolution(run_dir, record, resolution(), strict_versions)
     return RunDirPlan(run_dir, resume=True, checkpoint=state)
 
 
-__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDirPlan", "check_writable", "plan_run_dir", "scenario_differences"]
+__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDirPlan", "check_writable", "plan_run_dir", "scenario_differences",
+           "made_with_differences"]

@@ -15,6 +15,7 @@ during training, e.g. a plug-in returning garbage: the summary records it and
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ import torch
 import yaml
 
 from analysis.schema import (BEST_ACCURACY_DEFINITION, CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS,
-                             VACANT_ACCURACY_COLUMN)
+                             RESOLVED_FILE, VACANT_ACCURACY_COLUMN)
 from analysis.tta import time_to_accuracy_s
 from sfl_sim import checkpoint, host
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
@@ -36,6 +37,7 @@ from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
 from sfl_sim.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.progress import RunProgress
+from sfl_sim.resolved import code_versions, read_record, resolve_run
 from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
 from sfl_sim.run_dir import RunDirPlan, check_writable, plan_run_dir
 from sfl_sim.seeding import stream, torch_seed
@@ -169,7 +171,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     n_classes = run.setup.num_classes
     class_header = classes_columns(n_classes)
     if plan is None:
-        plan = plan_run_dir(run_dir, resolved_scenario(cfg, run.label, run.device), resume)
+        plan = plan_run_dir(run_dir, resolved_scenario(cfg, run.label, run.device), resume,
+                            resolution=lambda: resolve_run(cfg, run.label))
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(run_dir)  # the same reductions split the same way: the same numbers
     scenario = resolved_scenario(cfg, run.label, run.device)
@@ -191,11 +194,16 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         writer.start_log(CLASSES_FILE, class_header, keep_through_round=start_round)
         if start_round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
             writer.write_scenario(scenario)
+            record = read_record(run_dir)
+            if record is not None:  # which code trained the rounds after the checkpoint
+                record.setdefault("resumes", []).append({"after_round": start_round, "versions": code_versions()})
+                writer.write_yaml(RESOLVED_FILE, record)
     else:
         writer.start_log("metrics.csv", METRICS_COLUMNS)
         writer.start_log("rounds.csv", ROUNDS_COLUMNS)
         writer.start_log(CLASSES_FILE, class_header)
         writer.write_scenario(scenario)
+        writer.write_yaml(RESOLVED_FILE, resolve_run(cfg, run.label).record)
         writer.write_table("cell.csv", cell_table(run))  # once, at the start: where the clients were dropped
 
     sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=streams.fading)
@@ -339,12 +347,13 @@ def _best(rows: List[Dict[str, float]]) -> Dict[str, Any]:
             "best_test_accuracy_definition": BEST_ACCURACY_DEFINITION}
 
 
-def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, RunDirPlan]]:
+def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False) -> List[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
     The output directory's writability and every run directory's state (and, with ``--resume``,
-    the scenario it was made with and its checkpoint) are checked before the data set is loaded;
-    then every run is built.  ``--check`` stops here.
+    the scenario it was made with, the parameters and versions it resolved to — other versions
+    refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
+    loaded; then every run is built.  ``--check`` stops here.
 
     Raises
     ------
@@ -353,7 +362,8 @@ def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, Run
     out = Path(cfg.output_dir)
     check_writable(out)
     device = resolve_device(cfg.device)
-    plans = [plan_run_dir(out / spec.label, resolved_scenario(cfg, spec.label, device), resume)
+    plans = [plan_run_dir(out / spec.label, resolved_scenario(cfg, spec.label, device), resume,
+                          resolution=functools.partial(resolve_run, cfg, spec.label), strict_versions=strict_versions)
              for spec in cfg.algorithms]
     dataset = load_dataset(cfg)
     runs = []
@@ -365,7 +375,8 @@ def prepare_scenario(cfg: Scenario, resume: bool = False) -> List[tuple[Run, Run
     return list(zip(runs, plans))
 
 
-def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True) -> List[Dict[str, Any]]:
+def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
+                 strict_versions: bool = False) -> List[Dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
     Every part is built for every algorithm before the first one trains, so a bad parameter of
@@ -377,7 +388,7 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True) -> 
     ConfigError, RunDirError, CheckpointError
         Before any work (nothing is overwritten).
     """
-    prepared = prepare_scenario(cfg, resume)
+    prepared = prepare_scenario(cfg, resume, strict_versions)
     summaries = []
     for i, (run, plan) in enumerate(prepared, start=1):
         try:

@@ -52,6 +52,7 @@ class RunTask:
     scenario: Dict[str, Any]
     coordinates: Dict[str, Any]
     threads: Optional[int] = None
+    strict_versions: bool = False
 
 
 @functools.lru_cache(maxsize=2)
@@ -84,13 +85,15 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
 
         from sfl_sim.build import build_run, resolve_device
         from sfl_sim.config import validate
+        from sfl_sim.resolved import resolve_run
         from sfl_sim.run_dir import plan_run_dir
         from sfl_sim.runner import resolved_scenario, run_one
 
         cfg = validate(task.scenario)
         spec = cfg.algorithms[0]
         plan = plan_run_dir(Path(task.run_dir), resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
-                            resume=True)
+                            resume=True, resolution=functools.partial(resolve_run, cfg, spec.label),
+                            strict_versions=task.strict_versions)
         run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)), threads=task.threads)
         if run.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(run.device)
@@ -100,8 +103,8 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
         out.update(status=summary.get("status", "failed"), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
                    best_test_accuracy=summary.get("best_test_accuracy"))
-    except (UserError, RunFailed) as exc:
-        out["error"] = " ".join(str(exc).split())
+    except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
+        out["error"] = "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip())
     except Exception as exc:  # a worker must report, not die: the other runs go on
         out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
         out["traceback"] = traceback.format_exc()
@@ -109,8 +112,11 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
     return out
 
 
-def _finished(run: StudyRun, run_dir: Path) -> bool:
-    """A run whose directory already holds the complete run of exactly this scenario."""
+def _finished(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> bool:
+    """A run whose directory already holds the complete run of exactly this scenario, resolved
+    to the parameters today's code resolves it to (:func:`sfl_sim.resolved.check_resolution`:
+    other versions of the code are a warning, refused with ``strict_versions``).  A run that is
+    not is left to :func:`execute_run`, whose resume refuses it with the reason."""
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
         return False
@@ -124,16 +130,22 @@ def _finished(run: StudyRun, run_dir: Path) -> bool:
 
     from sfl_sim.build import resolve_device
     from sfl_sim.config import validate
-    from sfl_sim.run_dir import scenario_differences
+    from sfl_sim.resolved import check_resolution, read_record, resolve_run
+    from sfl_sim.run_dir import made_with_differences
     from sfl_sim.runner import resolved_scenario
 
     cfg = validate(run.scenario)
+    label = cfg.algorithms[0].label
     try:
         made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        record = read_record(run_dir)
+        if not isinstance(made_with, dict) or made_with_differences(
+                made_with, resolved_scenario(cfg, label, resolve_device(cfg.device)), record):
+            return False
+        check_resolution(run_dir, record, resolve_run(cfg, label), strict_versions)
+    except (OSError, yaml.YAMLError, UserError):
         return False
-    return isinstance(made_with, dict) and not scenario_differences(
-        made_with, resolved_scenario(cfg, cfg.algorithms[0].label, resolve_device(cfg.device)))
+    return True
 
 
 def _bind_gpu(slots: Any) -> None:
@@ -250,7 +262,8 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: Dict[str, Dict[
 def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, executor: str = "local",
               address: Optional[str] = None, threads_per_worker: Optional[int] = None,
               cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = True,
-              on_result: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Dict[str, Any]]:
+              on_result: Optional[Callable[[Dict[str, Any]], None]] = None,
+              strict_versions: bool = False) -> Dict[str, Dict[str, Any]]:
     """Run (or skip, or resume) every run of a study into ``study_dir/<run name>``.
 
     Parameters
@@ -271,6 +284,8 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
         Print one line per finished run (and an overall bar on a terminal).
     on_result : callable, optional
         Called with each run's result as it arrives (tests).
+    strict_versions : bool
+        Refuse to skip or resume a run made with other versions of the code (default: a warning).
 
     Returns
     -------
@@ -284,13 +299,14 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     study_dir.mkdir(parents=True, exist_ok=True)
     results: Dict[str, Dict[str, Any]] = {}
     for run in runs:
-        if _finished(run, study_dir / run.name):
+        if _finished(run, study_dir / run.name, strict_versions):
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
                                  "final_test_accuracy": json.loads(
                                      (study_dir / run.name / "summary.json").read_text()).get("final_test_accuracy")}
     todo = [r for r in runs if r.name not in results]
     threads = threads_per_worker or max(1, free_cores() // max(1, workers))
-    tasks = [RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads) for r in todo]
+    tasks = [RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads, strict_versions)
+             for r in todo]
     status_path = study_dir / STATUS_FILE
     _write_status(status_path, runs, results)
     bar = _StudyProgress(len(runs), len(results), progress)

@@ -469,17 +469,23 @@ class BCCServer(PerClientServer):
 class BESplitG(BESplit):
     """BESplit-G: EA + BCC, reports the global model."""
 
+    #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.resolved.constructor_params`).
+    fixed_params = {"dtd": False}
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         if "dtd" in params:
             raise ValueError("besplit_g has no dtd parameter (use besplit_a)")
-        super().__init__(setup, dtd=False, **params)
+        super().__init__(setup, **self.fixed_params, **params)
 
 
 @ALGORITHMS.register("besplit_a")
 class BESplitA(BESplit):
     """BESplit-A: EA + BCC + DTD, reports the clients' auxiliary models."""
 
+    #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.resolved.constructor_params`).
+    fixed_params = {"dtd": True}
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         if "dtd" in params:
             raise ValueError("besplit_a has no dtd parameter (use besplit_g)")
-        super().__init__(setup, dtd=True, **params)
+        super().__init__(setup, **self.fixed_params, **params)

@@ -1,0 +1,423 @@
+"""What a run resolved to, recorded in its directory (``resolved.yaml``) and checked on resume.
+
+A scenario names each component and the parameters the user gave; every other parameter comes
+from the constructor's default, and defaults change with the code (FedVLS's ``suppression_form``
+went from the printed to the released form).  :func:`resolve_run` derives, from the real
+constructors, every component's full parameters — ``inspect.signature`` defaults merged with what
+the scenario gave, following ``**kwargs`` up to the base class that names them — so any
+component, a plug-in included, is recorded without a list per component.  With them go the run's
+training settings and the versions of the code (sfl-sim, its git commit when run from a checkout,
+torch, numpy, Python).
+
+:func:`check_resolution` compares a run's record with today's resolution before the run is
+continued (``--resume``) or reused by a study: a differing parameter is refused, one line per
+field; a differing version is a warning (``strict_versions`` makes it a refusal).  A run directory
+made before the record existed is continued with one warning line saying its defaults cannot be
+checked.
+
+Layout of ``resolved.yaml``::
+
+    versions: {sfl_sim, git_commit, git_dirty, torch, numpy, python}
+    components:                       # keyed by the run's scenario.yaml field naming the component
+      algorithm: {name, class, params}   # class: 'module:QualName' the name resolved to
+      model: {name, class, params}       # params: model.params
+      data.dataset: ... data.partition: ... clients.selection: ...
+      cell.placement: ... (every channel kind) ... training.optimizer: ...
+    training: {...}                   # the run's merged training settings (but torch_threads, optimizer)
+    resumes: [{after_round, versions}]   # one entry per resume that trained more rounds
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import platform
+import subprocess
+import warnings
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import yaml
+
+from analysis.schema import RESOLVED_FILE
+from sfl_sim.errors import ConfigError, RunDirError
+
+__all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
+           "resolve_run", "read_record", "parameter_differences", "version_differences", "recorded_fields",
+           "check_resolution", "COMPONENT_FIELDS", "VERSION_KEYS"]
+
+#: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
+#: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector and optimizer
+#: are resolved separately (their spec is not a plain field).
+COMPONENT_FIELDS: Dict[str, str] = {
+    "data.dataset": "dataset", "data.partition": "partitioner",
+    "cell.placement": "placement", "cell.pathloss": "pathloss", "cell.shadowing": "shadowing",
+    "cell.fading": "fading", "cell.rate": "rate", "cell.allocation": "allocation", "cell.mobility": "mobility",
+}
+
+#: The versions a record holds and a resume compares (``git_dirty`` is recorded, not compared).
+VERSION_KEYS = ("sfl_sim", "git_commit", "torch", "numpy", "python")
+
+#: Where a component's parameters are written in the scenario when not beside its name.
+_PARAMS_AT = {"model": "model.params"}
+
+#: Training fields the record's ``training`` leaves out: host threads (not part of what a run
+#: computes) and the optimizer (recorded in full among the components).
+_UNRECORDED_TRAINING_FIELDS = ("torch_threads", "optimizer")
+
+_HOW_TO_PROCEED = ("to continue it as it was made, state the recorded value of each field in the scenario; "
+                   "to run with today's values, rerun into a new directory (-o)")
+
+
+class ResolutionWarning(UserWarning):
+    """A run is continued under other versions of the code, or without a record to check."""
+
+
+class ResolutionMismatchError(RunDirError):
+    """A run's recorded parameters differ from what today's code resolves its scenario to.
+
+    The message has one line per differing field between a heading and how to proceed (the CLI
+    prints them as they are).
+
+    Attributes
+    ----------
+    fields : list of str
+        ``field: made with OLD, now NEW``, one per differing field.
+    """
+
+    multiline = True
+
+    def __init__(self, heading: str, fields: List[str]) -> None:
+        super().__init__("\n".join([heading, *(f"  {line}" for line in fields), f"  {_HOW_TO_PROCEED}"]))
+        self.fields = list(fields)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Today's resolution of one run of a scenario.
+
+    Attributes
+    ----------
+    record : dict
+        What ``resolved.yaml`` holds (``versions``, ``components``, ``training``).
+    algorithm_field : str
+        Where the run's algorithm is in the scenario the user gave (``algorithms[i]``), for messages.
+    """
+
+    record: Dict[str, Any]
+    algorithm_field: str
+
+
+# -- resolving ---------------------------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """``value`` as YAML-able data: tuples become lists, enums their value, objects their type."""
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    for kind in (bool, int, float, str):  # subclasses (torch's version string, IntEnum) as the plain type
+        if isinstance(value, kind):
+            return kind(value)
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):  # a numpy scalar
+        return _plain(value.item())
+    text = repr(value)
+    # An object's repr may carry its address, which differs every run: its type says what it was.
+    return f"<{type(value).__module__}.{type(value).__qualname__}>" if " at 0x" in text else text
+
+
+def constructor_params(cls: Any, given: Mapping[str, Any], supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """Every constructor parameter of ``cls`` with the value a build with ``given`` uses.
+
+    Parameters
+    ----------
+    cls : class
+        The component class.
+    given : mapping
+        The parameters the scenario gives.
+    supplied : tuple of str
+        Parameters the simulator passes itself (an algorithm's ``setup``), left out.
+
+    Returns
+    -------
+    dict
+        In signature order: the given value, else the default (as plain YAML-able data).  A
+        constructor taking ``**kwargs`` also gets the given names it does not list and, when it
+        forwards them to its base class, the base constructor's parameters (up the MRO while each
+        takes ``**kwargs``); a class attribute ``fixed_params`` (a mapping) names the base
+        parameters such a subclass sets itself, with their values.  A constructor whose signature
+        cannot be read gives ``given``.
+    """
+    fixed = dict(getattr(cls, "fixed_params", None) or {})
+    # inspect.signature(cls) reads the first constructor of the MRO; **kwargs go to the next one.
+    owners = [k for k in getattr(cls, "__mro__", ()) if "__init__" in vars(k) and k is not object]
+    targets = [cls, *(k.__init__ for k in owners[1:])]
+    out: Dict[str, Any] = {}
+    for target in targets:
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # some builtins and C extensions have no readable signature
+            break
+        forwards = False
+        for p in signature.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                forwards = True
+            elif p.kind is p.VAR_POSITIONAL or p.name in supplied or p.name == "self" or p.name in out:
+                continue
+            elif p.name in fixed:
+                out[p.name] = fixed[p.name]
+            elif p.name in given:
+                out[p.name] = given[p.name]
+            elif p.default is not p.empty:
+                out[p.name] = p.default
+        if not forwards:
+            break
+    for name, value in {**fixed, **given}.items():
+        out.setdefault(name, value)
+    return {k: _plain(v) for k, v in out.items()}
+
+
+def _class_id(cls: Any) -> str:
+    return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', type(cls).__qualname__)}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
+             supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """``{name, class, params}`` of one component; an unresolvable name is the build's one line."""
+    from channel import UnknownComponentError
+    from channel.protocols import ComponentProtocolError
+
+    try:
+        cls = registry.get(name)
+    except UnknownComponentError as exc:
+        raise ConfigError(f"{field}.name: {exc}") from None
+    except ComponentProtocolError as exc:
+        raise ConfigError(f"{field}: {_one_line(exc)}") from None
+    return {"name": name, "class": _class_id(cls), "params": constructor_params(cls, given, supplied)}
+
+
+def _git_dir() -> Optional[Path]:
+    """The checkout the running ``sfl_sim`` package comes from, or None (an installed copy)."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / ".git").exists() and (root / "pyproject.toml").is_file() else None
+
+
+@functools.lru_cache(maxsize=1)
+def _git_state() -> Tuple[Optional[str], Optional[bool]]:
+    """(commit, dirty) of the checkout the code runs from; (None, None) without git or a checkout."""
+    root = _git_dir()
+    if root is None:
+        return None, None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):  # no git, not a repository, a hung file system
+        return None, None
+    return (commit or None), bool(status.strip())
+
+
+def code_versions() -> Dict[str, Any]:
+    """The versions a run is made with: ``sfl_sim`` (the installed distribution), ``git_commit``
+    and ``git_dirty`` (None outside a checkout or without git), ``torch``, ``numpy``, ``python``."""
+    import numpy
+    import torch
+
+    from sfl_sim.catalog import package_version
+
+    commit, dirty = _git_state()
+    return {"sfl_sim": package_version(), "git_commit": commit, "git_dirty": dirty, "torch": str(torch.__version__),
+            "numpy": str(numpy.__version__), "python": platform.python_version()}
+
+
+def resolve_run(cfg: Any, label: str) -> Resolution:
+    """Today's resolution of the run of ``label`` in the validated scenario ``cfg``.
+
+    Raises
+    ------
+    ConfigError
+        A component name that resolves to no class (the line :func:`sfl_sim.build.build_run` gives).
+    """
+    from channel import REGISTRIES
+    from sfl_sim.algorithms import ALGORITHMS
+    from sfl_sim.build import selection_spec
+    from sfl_sim.catalog import SUPPLIED
+    from sfl_sim.data import DATASETS, PARTITIONERS
+    from sfl_sim.models import MODELS
+    from sfl_sim.optim import OPTIMIZERS
+    from sfl_sim.selection import SELECTORS
+
+    spec = cfg.algorithm(label)
+    components: Dict[str, Any] = {}
+    algorithm = _resolve(ALGORITHMS, spec.name, spec.params, "algorithms", SUPPLIED["algorithm"])
+    components["algorithm"] = algorithm
+    components["model"] = _resolve(MODELS, cfg.model.name, cfg.model.params, "model", SUPPLIED["model"])
+    registries = {"dataset": DATASETS, "partitioner": PARTITIONERS, **REGISTRIES}
+    for field, kind in COMPONENT_FIELDS.items():
+        section, name = field.split(".")
+        component = getattr(getattr(cfg, section), name)
+        components[field] = _resolve(registries[kind], component.name, component.params, field)
+    selection = selection_spec(cfg, ALGORITHMS.get(spec.name))
+    components["clients.selection"] = _resolve(SELECTORS, selection.name, selection.params, "clients.selection")
+    training = cfg.training_for(label)
+    optimizer_field = ("algorithm.training.optimizer" if spec.training is not None
+                       and "optimizer" in spec.training.model_fields_set else "training.optimizer")
+    components[optimizer_field] = _resolve(OPTIMIZERS, training.optimizer.name, training.optimizer.params,
+                                           optimizer_field, SUPPLIED["optimizer"])
+    settings = {k: v for k, v in training.model_dump(mode="json").items() if k not in _UNRECORDED_TRAINING_FIELDS}
+    record = {"versions": code_versions(), "components": components, "training": settings}
+    return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")
+
+
+# -- reading and comparing ---------------------------------------------------------------------------
+def read_record(run_dir: Path) -> Optional[Dict[str, Any]]:
+    """The ``resolved.yaml`` of ``run_dir``; None when the run was made before it was recorded.
+
+    Raises
+    ------
+    RunDirError
+        If the file is unreadable or not a record (names the file and how to recover).
+    """
+    path = Path(run_dir) / RESOLVED_FILE
+    if not path.exists():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); rerun into a new directory (-o)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+        raise RunDirError(f"{path}: not a record of resolved parameters; rerun into a new directory (-o)")
+    return data
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return _plain(a) == _plain(b)
+
+
+def _display(key: str, algorithm_field: str) -> str:
+    """A record key as the scenario field a user writes (``algorithm`` → ``algorithms[i]``)."""
+    return algorithm_field + key[len("algorithm"):] if key == "algorithm" or key.startswith("algorithm.") else key
+
+
+def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
+                          algorithm_field: str = "algorithm") -> List[str]:
+    """``field: made with OLD, now NEW`` for every resolved value that differs between two records.
+
+    Compared: each component's name, class and parameters, and the training settings.  A
+    parameter or training field the old record lacks (added to the code later, when its default
+    keeps the old behaviour, as the scenario comparison assumes too) is no difference.
+    """
+    out: List[str] = []
+
+    def differ(field: str, old: Any, new: Any) -> None:
+        if not _same(old, new):
+            out.append(f"{field}: made with {old!r}, now {new!r}")
+
+    old_c, new_c = made.get("components") or {}, now.get("components") or {}
+    for key in list(dict.fromkeys([*old_c, *new_c])):
+        field = _display(key, algorithm_field)
+        old, new = old_c.get(key), new_c.get(key)
+        if old is None or new is None:
+            differ(f"{field}.name", (old or {}).get("name", "<absent>"), (new or {}).get("name", "<absent>"))
+            continue
+        differ(f"{field}.name", old.get("name"), new.get("name"))
+        differ(f"{field}.class", old.get("class"), new.get("class"))
+        params_at = _display(_PARAMS_AT.get(key, key), algorithm_field)
+        old_p, new_p = old.get("params") or {}, new.get("params") or {}
+        for name in old_p:
+            differ(f"{params_at}.{name}", old_p[name], new_p.get(name, "<absent>"))
+    old_t, new_t = made.get("training") or {}, now.get("training") or {}
+    for name in old_t:
+        differ(f"training.{name}", old_t[name], new_t.get(name, "<absent>"))
+    return out
+
+
+def version_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> List[Tuple[str, Any, Any]]:
+    """``(name, made with, now)`` for each version in :data:`VERSION_KEYS` known on both sides that differs."""
+    old, new = made.get("versions") or {}, now.get("versions") or {}
+    return [(k, old[k], new[k]) for k in VERSION_KEYS
+            if old.get(k) is not None and new.get(k) is not None and old[k] != new[k]]
+
+
+def recorded_fields(record: Mapping[str, Any]) -> Dict[str, Any]:
+    """The record's resolved values as flattened ``scenario.yaml`` fields (``algorithm.lam``,
+    ``model.params.conv_channels``, ``clients.selection.name``...): what the run used where its
+    scenario left a field out, so a resume that states such a value explicitly is no change."""
+    out: Dict[str, Any] = {}
+    for key, entry in (record.get("components") or {}).items():
+        if not isinstance(entry, Mapping):
+            continue
+        if key not in _PARAMS_AT:
+            out[f"{key}.name"] = entry.get("name")
+        for name, value in (entry.get("params") or {}).items():
+            out[f"{_PARAMS_AT.get(key, key)}.{name}"] = value
+    return out
+
+
+_VERSION_NAMES = {"sfl_sim": "sfl-sim", "git_commit": "git commit"}
+
+
+def _versions_text(changes: List[Tuple[str, Any, Any]], side: int) -> str:
+    """``torch 2.3.0, numpy 1.26.4``: one side (1 made with, 2 now) of :func:`version_differences`."""
+    return ", ".join(f"{_VERSION_NAMES.get(c[0], c[0])} {c[side]}" for c in changes)
+
+
+def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: Resolution,
+                     strict_versions: bool = False) -> None:
+    """Refuse, or warn about, continuing the run of ``run_dir`` with today's code.
+
+    Parameters
+    ----------
+    run_dir : Path
+    record : mapping or None
+        The run's ``resolved.yaml`` (:func:`read_record`); None for a run made before it existed.
+    today : Resolution
+        :func:`resolve_run` of the scenario asked for now.
+    strict_versions : bool
+        Refuse a version difference (and a run without a record) instead of warning.
+
+    Raises
+    ------
+    ResolutionMismatchError
+        One line per differing parameter (:func:`parameter_differences`) and how to proceed.
+    RunDirError
+        A version difference (or no record) with ``strict_versions``.
+
+    Warns
+    -----
+    ResolutionWarning
+        One line: the versions it was made with and today's, or that its defaults cannot be checked.
+    """
+    if record is None:
+        if strict_versions:
+            raise RunDirError(f"--strict-versions: {run_dir} has no {RESOLVED_FILE} (made before it was recorded), "
+                              f"so neither its versions nor its defaults can be checked; rerun into a new "
+                              f"directory (-o), or continue it without --strict-versions")
+        warnings.warn(f"{run_dir} has no {RESOLVED_FILE} (made before it was recorded): its component defaults and "
+                      f"versions cannot be checked against this code", ResolutionWarning, stacklevel=2)
+        return
+    fields = parameter_differences(record, today.record, today.algorithm_field)
+    if fields:
+        raise ResolutionMismatchError(f"{run_dir} was made with other parameters than this code resolves its "
+                                      f"scenario to ({RESOLVED_FILE}):", fields)
+    changes = version_differences(record, today.record)
+    if not changes:
+        return
+    made, now = _versions_text(changes, 1), _versions_text(changes, 2)
+    if strict_versions:
+        raise RunDirError(f"--strict-versions: {run_dir} was made with {made}, this is {now}; rerun into a new "
+                          f"directory (-o), or continue it without --strict-versions")
+    warnings.warn(f"{run_dir} was made with {made}, this is {now}; its numbers may differ in the last bits "
+                  f"(--strict-versions refuses this)", ResolutionWarning, stacklevel=2)
