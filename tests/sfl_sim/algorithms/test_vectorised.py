@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.algorithms.vectorised import SAMPLES_PER_CALL, vectorise_refusal
+from sfl_sim.algorithms.vectorised import SAMPLES_PER_CALL, stacking_refusal
 from sfl_sim.build import build_run
 from sfl_sim.config import validate
 from sfl_sim.errors import ConfigError
@@ -41,9 +41,10 @@ def _train(name: str, execution: str, engine: str, dropout: float = 0.0,
            training: TrainingSettings = TrainingSettings()) -> dict:
     setup = _setup_without_dropout(dropout)
     setup.training = training
+    setup.execution = execution
     torch.manual_seed(2)
     algo = ALGORITHMS.get(name)(setup)
-    algo.execution = execution
+    assert algo.execution == execution
     sim = _simulator(engine)
     torch.manual_seed(3)
     rounds = []
@@ -177,15 +178,15 @@ def test_many_clients_are_cut_into_chunks(monkeypatch) -> None:
 
 def test_refusals_name_the_reason() -> None:
     torch.manual_seed(0)
-    assert "Dropout(p=0.5)" in vectorise_refusal(build_model("alexnet", (1, 28, 28), 10))
-    assert "buffers" in vectorise_refusal(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)))
+    assert "Dropout(p=0.5)" in stacking_refusal(build_model("alexnet", (1, 28, 28), 10))
+    assert "buffers" in stacking_refusal(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)))
 
     class Odd(nn.Module):
         def forward(self, x):
             return x - x.mean()
 
-    assert "Odd" in vectorise_refusal(nn.Sequential(nn.Linear(2, 2), Odd()))
-    assert vectorise_refusal(build_model("alexnet", (1, 28, 28), 10, dropout=0.0)) is None
+    assert "Odd" in stacking_refusal(nn.Sequential(nn.Linear(2, 2), Odd()))
+    assert stacking_refusal(build_model("alexnet", (1, 28, 28), 10, dropout=0.0)) is None
     fedprox = ALGORITHMS.get("fedprox")(_setup_without_dropout())
     assert "local_loss" in fedprox.vectorise_refusal()
     fedavg = ALGORITHMS.get("fedavg")(_setup())  # the golden setup's model has dropout
