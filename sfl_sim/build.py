@@ -20,6 +20,7 @@ from channel.protocols import ComponentProtocolError
 from channel.registry import ComponentParameterError
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
+from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
@@ -292,12 +293,17 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
         num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
-        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings)
+        learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings,
+        execution=_execution_request(cfg, device))
     algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
-    algorithm.execution = _execution(cfg, algorithm_spec, algorithm, device)
+    try:
+        algorithm.execution  # resolved now, so that a refusal comes before any work
+    except ExecutionRefused as exc:
+        raise ConfigError(f"execution: got 'vectorised', which {algorithm_spec.label} cannot run: {exc}; "
+                          f"allowed: loop, or auto (which falls back to the loop)") from None
     selection = selection_spec(cfg, type(algorithm))
     selector = component(SELECTORS, selection, "clients.selection")
     try:
@@ -316,23 +322,14 @@ def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:
         getattr(algorithm_class, "default_selection", None) or {"name": "uniform"})
 
 
-def _execution(cfg: Scenario, spec: AlgorithmSpec, algorithm: Algorithm, device: torch.device) -> str:
-    """``loop`` or ``vectorised`` for this run (scenario field ``execution``).
-
-    ``vectorised`` is refused, naming the reason, for an algorithm or model that cannot run it;
-    ``auto`` takes it only on a device where it was measured faster and where it is available."""
-    try:
-        refusal = algorithm.vectorise_refusal()
-    except Exception as exc:  # a plug-in's hook
-        refusal = f"its vectorise_refusal raised {type(exc).__name__}: {_one_line(exc)}"
-    if cfg.execution == "vectorised":
-        if refusal:
-            raise ConfigError(f"execution: got 'vectorised', which {spec.label} cannot run: {refusal}; "
-                              f"allowed: loop, or auto (which falls back to the loop)")
-        return "vectorised"
-    if cfg.execution == "auto" and refusal is None:
-        return host.auto_execution(device)
-    return "loop"
+def _execution_request(cfg: Scenario, device: torch.device) -> ExecutionRequest:
+    """What the scenario's ``execution`` asks of the algorithm: ``loop`` or ``vectorised`` as
+    written; ``auto`` is ``prefer_vectorised`` on a device where vectorised was measured faster
+    (:func:`sfl_sim.host.auto_execution`; the algorithm falls back to the loop where it cannot),
+    else ``loop``."""
+    if cfg.execution == "auto":
+        return "prefer_vectorised" if host.auto_execution(device) == "vectorised" else "loop"
+    return cfg.execution
 
 
 def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Counters] = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, ClassVar, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, final
 
 import numpy as np
 import torch
@@ -26,7 +26,9 @@ from torch import nn
 
 from channel.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
-from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, random_batch, to_device
+from sfl_sim.algorithms.execution import (ExecutionMode, ExecutionRequest, StackedSteps, resolve_execution,
+                                          vectorised_refusal)
+from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, to_device
 from sfl_sim.algorithms.working_copies import WorkingCopyPools
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
@@ -67,6 +69,9 @@ class TrainingSetup:
     training : TrainingSettings
         Optimizer, schedule, local epochs, clipping, client optimizer state (default: plain
         SGD at a constant rate, T iterations, no clipping, fresh client state).
+    execution : {"loop", "vectorised", "prefer_vectorised"}
+        How the cohort's client steps are asked to run (:data:`sfl_sim.algorithms.execution.ExecutionRequest`;
+        the algorithm resolves it: :attr:`Algorithm.execution`).  Default: the loop.
     """
 
     model: SplittableModel
@@ -81,6 +86,7 @@ class TrainingSetup:
     device: torch.device
     minibatch_rng: np.random.Generator
     training: TrainingSettings = field(default_factory=TrainingSettings)
+    execution: ExecutionRequest = "loop"
 
     @functools.cached_property
     def client_label_counts(self) -> torch.Tensor:
@@ -202,11 +208,6 @@ def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
     return out
 
 
-def overridden(obj: Any, base: type, names: Sequence[str]) -> List[str]:
-    """The methods of ``names`` that ``type(obj)`` defines differently from ``base``."""
-    return [n for n in names if getattr(type(obj), n) is not getattr(base, n)]
-
-
 def tensor_bytes(*tensors: torch.Tensor) -> int:
     """Bytes of the given tensors as sent: numel x element size, summed."""
     return int(sum(t.numel() * t.element_size() for t in tensors))
@@ -229,14 +230,13 @@ class Algorithm(abc.ABC):
     default_selection : dict or None
         Client selector (component spec) this algorithm is defined with, used when the scenario
         leaves ``clients.selection`` unset; None means uniform selection.
+    stacked_steps : StackedSteps or None
+        Class attribute: the declaration that this family's client steps can run stacked
+        (:mod:`sfl_sim.algorithms.execution`); None: the loop only.
     """
 
     default_selection: Optional[Dict[str, Any]] = None
-
-    #: How the cohort's client steps run: ``"loop"`` (one client after another, the reference) or
-    #: ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms.vectorised`); set from the scenario's
-    #: ``execution`` by :func:`sfl_sim.build.build_run` after :meth:`vectorise_refusal` allowed it.
-    execution: str = "loop"
+    stacked_steps: ClassVar[Optional[StackedSteps]] = None
 
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup
@@ -293,11 +293,27 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def state_dict(self) -> Dict[str, Any]:
-        """Everything needed to resume training: weights and :meth:`optimizer_state` (plain data only)."""
+        """Everything needed to resume training: weights, :meth:`extra_state` and
+        :meth:`optimizer_state` (plain data only).  FedAvg and the split-learning base write
+        ``{"model": ..., **extra_state(), **optimizer_state()}``: their subclasses keep further
+        state through :meth:`extra_state` / :meth:`load_extra_state`, not by overriding this."""
 
     @abc.abstractmethod
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` (and, through :meth:`load_optimizer_state`, the optimizers)."""
+        """Restore :meth:`state_dict`: the weights, then :meth:`load_extra_state`, then (through
+        :meth:`load_optimizer_state`) the optimizers."""
+
+    def extra_state(self) -> Dict[str, Any]:
+        """State of this algorithm beyond the model weights and the optimizers that resuming needs
+        (an auxiliary head, per-client models, counters), as plain data — tensors, numbers,
+        strings, None and lists/tuples/dicts of them, so a checkpoint loads with
+        ``weights_only=True``.  Its keys go into :meth:`state_dict` after ``"model"``; they must
+        not be ``"model"`` or ``"optimizers"``.  Default: none."""
+        return {}
+
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`extra_state` put into a state dict (``state`` is the whole state
+        dict; called after the model weights are loaded, before the optimizers).  Default: nothing."""
 
     # -- optimizers ----------------------------------------------------------------------------
     def client_optimizer(self, client: int, params: Iterable[nn.Parameter], name: str = "model",
@@ -348,7 +364,11 @@ class Algorithm(abc.ABC):
     # -- local work ----------------------------------------------------------------------------
     def plan_local_work(self, cohort: np.ndarray) -> Dict[int, ClientWork]:
         """Each cohort client's local work this round (:mod:`sfl_sim.algorithms.local_work`):
-        T iterations of eq. (3) batches, or ``local_epochs`` passes in batches of ``batch_size``."""
+        T iterations of eq. (3) batches, or ``local_epochs`` passes in batches of ``batch_size``.
+
+        Every minibatch a training path uses comes from here (``work[k].batch(t)``, in both
+        executions): override it, returning a :class:`ClientWork` per client, to change which
+        samples a client trains on."""
         epochs = self.setup.training.local_epochs
         if epochs is None:
             sizes = self.cohort_batch_sizes(cohort)
@@ -364,44 +384,35 @@ class Algorithm(abc.ABC):
         if self.local_model_probe is not None:
             self.local_model_probe.observe(models)
 
+    # -- execution -------------------------------------------------------------------------------
+    @property
+    def execution(self) -> ExecutionMode:
+        """How this algorithm runs the cohort's client steps: ``"loop"`` (one client after another,
+        the reference) or ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms.vectorised`).
+
+        Resolved from ``setup.execution`` on the first read after construction (the build reads
+        it at once, so a refusal comes before any work) and fixed from then on.
+
+        Raises
+        ------
+        sfl_sim.algorithms.execution.ExecutionRefused
+            ``setup.execution`` is ``"vectorised"`` and :meth:`vectorise_refusal` gives a reason.
+        """
+        mode = self.__dict__.get("_execution_mode")
+        if mode is None:
+            mode = self.__dict__["_execution_mode"] = resolve_execution(self.setup.execution, self)
+        return mode
+
+    @final
     def vectorise_refusal(self) -> Optional[str]:
         """Why this algorithm cannot run ``execution: vectorised`` (None when it can).
 
-        Default: it has no vectorised path.  FedAvg (and FedCBS) and the split-learning
-        algorithms with the default client hooks have one (:mod:`sfl_sim.algorithms.vectorised`)."""
-        return f"{type(self).__name__} has no vectorised path"
-
-    def vectorised_training_refusal(self) -> Optional[str]:
-        """Why this run's training settings keep the stacked client steps of
-        :mod:`sfl_sim.algorithms.vectorised` from training as the loop does (None when they can).
-
-        The stacked steps apply ``w <- w - eta grad`` at the round's rate, T iterations of eq. (3)
-        batches per client, without the optimizer hooks.  So they honour SGD without momentum or
-        weight decay, any ``lr_schedule`` (the rate is fixed within a round) and
-        ``client_optimizer_state`` ``fresh`` or ``persist`` (such SGD keeps no state, so there is
-        nothing to persist); they refuse any other optimizer, momentum, weight decay,
-        ``local_epochs``, ``max_grad_norm`` and an overridden :meth:`client_optimizer` or
-        :meth:`optimizer_step`.  Algorithms with a vectorised path call it from
-        :meth:`vectorise_refusal`."""
-        settings = self.setup.training
-        if settings.optimizer != "sgd":
-            return f"training.optimizer is {settings.optimizer}; the stacked client step is plain SGD"
-        for name, value in sorted(settings.optimizer_params.items()):
-            if name in ("dampening", "nesterov"):  # no effect without momentum (nesterov needs it)
-                continue
-            if value:
-                what = {"momentum": "keeps no momentum", "weight_decay": "applies no weight decay"}.get(
-                    name, "is plain SGD")
-                return f"training.optimizer.{name} is {value}; the stacked client step {what}"
-        if settings.local_epochs is not None:
-            return (f"training.local_epochs is {settings.local_epochs}; the stacked client step runs T iterations "
-                    f"of eq. (3) batches (local_iterations) only")
-        if settings.max_grad_norm is not None:
-            return f"training.max_grad_norm is {settings.max_grad_norm:g}; the stacked client step does not clip"
-        changed = overridden(self, Algorithm, ("client_optimizer", "optimizer_step"))
-        if changed:
-            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked client step does not call"
-        return None
+        Decided by :func:`sfl_sim.algorithms.execution.vectorised_refusal` from what the class
+        declares: a family with a stacked path (FedAvg, the split-learning base) sets a
+        :class:`~sfl_sim.algorithms.execution.StackedSteps` as ``stacked_steps``; a subclass keeps
+        the path while it keeps the hooks that declaration names.  Not a hook: declare, do not
+        override."""
+        return vectorised_refusal(self)
 
     # -- shared helpers ------------------------------------------------------------------------
     def metered_flops(self, kind: str, n_samples: int, dry_run: Callable[[], Any]) -> float:
@@ -431,8 +442,3 @@ class Algorithm(abc.ABC):
         """B_k of each cohort client by eq. (3)."""
         sizes = self.setup.client_data_sizes[cohort]
         return dict(zip(cohort.tolist(), proportional_batch_sizes(sizes, self.setup.batch_size).tolist()))
-
-    def sample_batch(self, client: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """A random minibatch of ``size`` samples of client ``client``'s data (without
-        replacement inside the batch, unless the client holds fewer samples than ``size``)."""
-        return random_batch(self.setup, client, size)

@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple
 
 import numpy as np
 import simpy
@@ -274,18 +274,17 @@ class BESplit(SplitFedBase):
         ks = [k for k in ks if k in self.aux_models]
         return [(k, self.aux_models[k]) for k in ks] if ks else [(None, self._new_aux())]
 
-    def state_dict(self) -> Dict[str, Any]:
-        """Weights, round counter, client state records (as float64 tensors, so a checkpoint loads
-        with ``torch.load(weights_only=True)``) and the auxiliary models."""
-        return {"model": self._full.state_dict(), "round": self._round, "last_finished": list(self.last_finished),
+    def extra_state(self) -> Dict[str, Any]:
+        """Round counter, client state records (as float64 tensors, so a checkpoint loads with
+        ``torch.load(weights_only=True)``) and the auxiliary models."""
+        return {"round": self._round, "last_finished": list(self.last_finished),
                 "records": {k: {"evidence": torch.tensor(r.evidence), "counts": torch.tensor(r.counts),
                                 "u_ale": torch.tensor(r.u_ale), "u_epi": torch.tensor(r.u_epi),
                                 "last_round": r.last_round} for k, r in self.records.items()},
                 "aux_head_init": None if self._aux_head_init is None else self._aux_head_init.state_dict(),
-                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}, **self.optimizer_state()}
+                "aux_models": {k: m.state_dict() for k, m in self.aux_models.items()}}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self._round = int(state["round"])
         self.last_finished = [int(k) for k in state["last_finished"]]
         self.records = {int(k): bt.StateRecord(*(_host_array(r[f]) for f in ("evidence", "counts", "u_ale", "u_epi")),
@@ -298,7 +297,6 @@ class BESplit(SplitFedBase):
             model = self._new_aux()
             model.load_state_dict(s)
             self.aux_models[int(k)] = model
-        self.load_optimizer_state(state)
 
     # -- round -------------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:

@@ -12,6 +12,8 @@ it on a new algorithm before putting it in a scenario::
 Checks, in order
 ----------------
 ``subclass``        the class derives from :class:`~sfl_sim.algorithms.Algorithm`;
+``hooks``           it defines no method of :data:`RETIRED_HOOKS`, which no training path calls
+                    (``sample_batch``: every minibatch comes from ``plan_local_work``);
 ``builds``          it builds on the tiny setup with the given parameters;
 ``rounds run``      two rounds finish and take simulated time;
 ``evaluates``       ``evaluate`` gives a finite accuracy in [0, 1] and a finite loss;
@@ -47,7 +49,7 @@ from sfl_sim.engine import Simulator
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
 
-__all__ = ["ConformanceError", "check_algorithm", "conformance_setup"]
+__all__ = ["RETIRED_HOOKS", "ConformanceError", "check_algorithm", "conformance_setup"]
 
 N_CLASSES = 4
 DATA_SIZES = (10, 14, 8, 16)
@@ -56,6 +58,14 @@ DISTANCES_M = (60.0, 200.0, 380.0, 470.0)
 CLIENT_FLOPS_PER_S = (2.0e4, 2.0e5, 2.0e5, 1.0e5)
 SERVER_FLOPS_PER_S = 1.0e7
 _PLAIN = (torch.Tensor, bool, int, float, str, type(None))
+
+
+#: Method names a plug-in may take for hooks but no training path calls, with what to override
+#: instead: a definition would be silently ignored, so the check refuses it.
+RETIRED_HOOKS = {
+    "sample_batch": "every minibatch comes from plan_local_work(cohort), which returns a ClientWork per client "
+                    "(sfl_sim.algorithms.local_work); override that to change which samples a client trains on",
+}
 
 
 class ConformanceError(AssertionError):
@@ -254,6 +264,9 @@ def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]
     with torch.random.fork_rng(devices=[]):  # leave the caller's torch stream as it was
         report.check(isinstance(cls, type) and issubclass(cls, Algorithm), "subclass",
                      f"{cls!r} does not derive from sfl_sim.algorithms.Algorithm")
+        retired = [hook for hook in RETIRED_HOOKS if hasattr(cls, hook)]
+        report.check(not retired, "hooks", f"it defines {retired[0]}, which no training path calls; "
+                                           f"{RETIRED_HOOKS[retired[0]]}" if retired else "")
         algo, sim, durations, (acc, loss) = _run(report, cls, params, seed)
         report.check(all(math.isfinite(d) and d > 0 for d in durations), "rounds run",
                      f"round durations {durations} s; allowed: finite and > 0 (compute and transfers take time)")

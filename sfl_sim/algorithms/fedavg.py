@@ -21,22 +21,29 @@ override the hooks below and nothing else of the protocol, so they send exactly 
   model (weighted average by |D_k| here).
 
 Everything the hooks compute inside :meth:`FedAvg.local_objective` is metered as the FLOPs of the
-``local_step`` (and timed on the client); state a subclass keeps goes into its ``state_dict``.
+``local_step`` (and timed on the client); state a subclass keeps goes into
+:meth:`~sfl_sim.algorithms.base.Algorithm.extra_state` / ``load_extra_state``.
+
+A client's process is written once; its local steps run through a :class:`LocalSteps` — at the
+client's events (``execution: loop``) or recorded and run stacked after the straggler policy
+(:class:`StackedLocalSteps`, ``execution: vectorised``, for the subclasses that keep the hooks
+:attr:`FedAvg.stacked_steps` names).
 """
 from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, Dict, Generator, Optional
+from typing import Any, Callable, ClassVar, Dict, Generator, List, Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, overridden, state_bytes, weighted_average
+from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.local_work import ClientWork
-from sfl_sim.algorithms.vectorised import CohortSteps, vectorise_refusal
+from sfl_sim.algorithms.vectorised import CohortSteps
 from sfl_sim.engine import Outcome, RoundContext
 from sfl_sim.optim import make_optimizer
 
@@ -48,7 +55,19 @@ class FedAvg(Algorithm):
     Parameters
     ----------
     setup : TrainingSetup
+
+    Attributes
+    ----------
+    model : nn.Module
+        The global model.
+    stacked_steps : StackedSteps
+        Class attribute: the local step runs stacked (``execution: vectorised``) as long as a
+        subclass keeps FedAvg's round, local work and plain cross-entropy step.
     """
+
+    stacked_steps: ClassVar[Optional[StackedSteps]] = StackedSteps(
+        hooks=("round_process", "plan_local_work", "local_objective", "local_loss", "after_local_training"),
+        step="FedAvg step", module=lambda algo: algo.model, what="model")
 
     def __init__(self, setup: TrainingSetup) -> None:
         super().__init__(setup)
@@ -58,10 +77,11 @@ class FedAvg(Algorithm):
         return self.model
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self.model.state_dict(), **self.optimizer_state()}
+        return {"model": self.model.state_dict(), **self.extra_state(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
+        self.load_extra_state(state)
         self.load_optimizer_state(state)
 
     # -- hooks -----------------------------------------------------------------------------------
@@ -84,20 +104,6 @@ class FedAvg(Algorithm):
         weights = self.setup.client_data_sizes[cohort].astype(float)
         self.model.load_state_dict(weighted_average([local[k].state_dict() for k in cohort.tolist()], weights))
 
-    # -- vectorised execution ----------------------------------------------------------------------
-    def vectorise_refusal(self) -> Optional[str]:
-        """The stacked step is FedAvg's plain one: cross-entropy, backward, plain SGD, nothing after
-        (and training settings it honours: :meth:`Algorithm.vectorised_training_refusal`)."""
-        changed = overridden(self, FedAvg, ("round_process", "local_objective", "local_loss", "after_local_training",
-                                            "_client"))
-        if changed:
-            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked FedAvg step does not run"
-        why = self.vectorised_training_refusal()
-        if why is not None:
-            return why
-        why = vectorise_refusal(self.model)
-        return None if why is None else f"its model cannot be stacked: {why}"
-
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
@@ -106,53 +112,103 @@ class FedAvg(Algorithm):
         ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = self.working_copies(self.model, clients)
-        steps = CohortSteps(self.model, self.learning_rate) if self.execution == "vectorised" else None
-        jobs = {k: ctx.process(self._client(ctx, work[k], local[k]) if steps is None else
-                               self._client_deferred(ctx, work[k], local[k], steps)) for k in clients}
+        steps = self.local_steps()
+        jobs = {k: ctx.process(self._client(ctx, work[k], local[k], steps)) for k in clients}
         # The straggler policy decides whose models count (a whole upload took the local iterations;
         # with local epochs clients differ, and the deadline budget is the longest one's).
         kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
-        if steps is not None:
-            steps.run(local, kept)  # the kept clients' recorded steps, stacked
+        steps.finish(local, kept)
         if kept:  # nobody delivered: the global model stays as it was
             self.observe_local_models({k: local[k] for k in kept})
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
 
-    def _client(self, ctx: RoundContext, work: ClientWork, model: nn.Module) -> Generator[Any, Any, Outcome]:
+    def local_steps(self) -> "LocalSteps":
+        """This round's local steps for :attr:`execution` (make them after the round began: the
+        stacked ones take the round's learning rate)."""
+        return StackedLocalSteps(self) if self.execution == "vectorised" else LocalSteps(self)
+
+    def _client(self, ctx: RoundContext, work: ClientWork, model: nn.Module,
+                steps: "LocalSteps") -> Generator[Any, Any, Outcome]:
         """Client k's local work on ``model`` (every iteration timed on its device), then its upload."""
         k = work.client
-        optimizer = self.client_optimizer(k, model.parameters())
+        step = steps.start(k, model)
         for t in range(work.iterations):
             x, y = work.batch(t)
-
-            def step() -> None:
-                loss = self.local_objective(k, model, x, y)
-                loss.backward()
-                self.optimizer_step(optimizer)
-
-            _, flops = self.meter.run("local_step", len(y), step)
-            yield from ctx.compute(k, flops, "local_step")
-        self.after_local_training(k, model)
+            yield from ctx.compute(k, step(x, y), "local_step")
+        steps.end(k, model)
         return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
 
-    def _client_deferred(self, ctx: RoundContext, work: ClientWork, model: nn.Module,
-                         steps: CohortSteps) -> Generator[Any, Any, Outcome]:
-        """:meth:`_client` with the torch work recorded for :class:`CohortSteps`: the same draws,
-        compute jobs and upload, in the same event order."""
-        k = work.client
-        for t in range(work.iterations):
-            x, y = work.batch(t)
-            steps.record(k, x, y)
-            flops = self.metered_flops("local_step", len(y), lambda: self._dry_step(k, x, y))
-            yield from ctx.compute(k, flops, "local_step")
-        return (yield ctx.upload(k, state_bytes(model), "model"))
+
+#: One local step of a client on a minibatch ``(x, y)``; returns its FLOPs.
+LocalStep = Callable[[torch.Tensor, torch.Tensor], float]
+
+
+class LocalSteps:
+    """How a round's FL local steps run: at the client's events, on its working copy, through its
+    optimizer — the loop, the reference.
+
+    Parameters
+    ----------
+    algo : FedAvg
+    """
+
+    def __init__(self, algo: FedAvg) -> None:
+        self.algo = algo
+
+    def start(self, k: int, model: nn.Module) -> LocalStep:
+        """Client k begins its local work on ``model``; returns its step (metered as ``local_step``)."""
+        algo = self.algo
+        optimizer = algo.client_optimizer(k, model.parameters())
+
+        def step(x: torch.Tensor, y: torch.Tensor) -> float:
+            def run() -> None:
+                loss = algo.local_objective(k, model, x, y)
+                loss.backward()
+                algo.optimizer_step(optimizer)
+
+            return algo.meter.run("local_step", len(y), run)[1]
+
+        return step
+
+    def end(self, k: int, model: nn.Module) -> None:
+        """Client k has done its local steps; it uploads ``model`` next."""
+        self.algo.after_local_training(k, model)
+
+    def finish(self, local: Dict[int, nn.Module], kept: List[int]) -> None:
+        """The straggler policy kept ``kept``; their models are aggregated next."""
+
+
+class StackedLocalSteps(LocalSteps):
+    """The same steps recorded as their events fire and run stacked by :class:`CohortSteps` once
+    the straggler policy decided whose models count: the same minibatch draws, compute jobs and
+    FLOPs, in the same event order.  Only for FedAvg's plain step (:attr:`FedAvg.stacked_steps`)."""
+
+    def __init__(self, algo: FedAvg) -> None:
+        super().__init__(algo)
+        self.cohort = CohortSteps(algo.model, algo.learning_rate)
+
+    def start(self, k: int, model: nn.Module) -> LocalStep:
+        algo = self.algo
+
+        def step(x: torch.Tensor, y: torch.Tensor) -> float:
+            self.cohort.record(k, x, y)
+            return algo.metered_flops("local_step", len(y), lambda: self._dry_step(k, x, y))
+
+        return step
+
+    def end(self, k: int, model: nn.Module) -> None:
+        """Nothing: the steps have not run yet, and ``after_local_training`` is FedAvg's (none)."""
+
+    def finish(self, local: Dict[int, nn.Module], kept: List[int]) -> None:
+        self.cohort.run(local, kept)  # the kept clients' recorded steps, stacked
 
     def _dry_step(self, k: int, x: torch.Tensor, y: torch.Tensor) -> None:
         """One local step on a throwaway copy of the global model with a throwaway optimizer
         (metered once for its FLOPs; no client optimizer of the run is made or stepped)."""
-        model = copy.deepcopy(self.model)
-        self.local_objective(k, model, x, y).backward()
-        self.optimizers.step(make_optimizer(self.setup.training, model.parameters(), self.learning_rate))
+        algo = self.algo
+        model = copy.deepcopy(algo.model)
+        algo.local_objective(k, model, x, y).backward()
+        algo.optimizers.step(make_optimizer(algo.setup.training, model.parameters(), algo.learning_rate))
 
 
 class GlobalTeacherFedAvg(FedAvg):

@@ -132,12 +132,15 @@ class FedConcat(FedAvg):
             local.update(self.working_copies(model, [k for k in clients if self.clusters[k] == j]))
         local = {k: local[k] for k in clients}
 
+        steps = self.local_steps()
+
         def client(k: int) -> Generator:
             yield ctx.download(k, state_bytes(local[k]), "model")
-            return (yield from self._client(ctx, work[k], local[k]))
+            return (yield from self._client(ctx, work[k], local[k], steps))
 
         jobs = {k: ctx.process(client(k)) for k in clients}
         kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
+        steps.finish(local, kept)
         if kept:
             self.observe_local_models({k: local[k] for k in kept})
         for j in range(self.n_clusters):

@@ -14,7 +14,7 @@ that have taken part (others are zero) and are saved in :meth:`FedDyn.state_dict
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
 import numpy as np
 import torch
@@ -49,13 +49,10 @@ class FedDyn(FedAvg):
         self._global: List[torch.Tensor] = []
         self._global_flat = self.h
 
-    def state_dict(self) -> Dict[str, Any]:
-        return {"model": self.model.state_dict(), "h": self.h.clone(),
-                "client_grads": {k: v.clone() for k, v in self.client_grads.items()}, **self.optimizer_state()}
+    def extra_state(self) -> Dict[str, Any]:
+        return {"h": self.h.clone(), "client_grads": {k: v.clone() for k, v in self.client_grads.items()}}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.load_optimizer_state(state)
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self.h = state["h"].to(self.h.device)
         self.client_grads = {int(k): v.to(self.h.device) for k, v in state["client_grads"].items()}
 

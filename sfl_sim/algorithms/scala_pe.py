@@ -45,7 +45,7 @@ Choices where the journal is silent (its numbers were lost; each is a parameter)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, List, Optional
+from typing import Any, Dict, Generator, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -117,17 +117,15 @@ class SCALAPE(SCALA):
         self.client_model = nn.Sequential(base_client, encoder.to(device))
         self.server_model = nn.Sequential(decoder.to(device), base_server)
         self.inverter = inverter.to(device)
-        self._full = nn.Sequential(self.client_model, self.server_model)
+        self.full_model = nn.Sequential(self.client_model, self.server_model)
         self._bundle = nn.ModuleDict({"extractor": self.client_model, "inverter": self.inverter})
 
-    # -- state: the full model and the simulated inverter -----------------------------------------
-    def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), "inverter": self.inverter.state_dict(), **self.optimizer_state()}
+    # -- state: the simulated inverter besides the full model --------------------------------------
+    def extra_state(self) -> Dict[str, Any]:
+        return {"inverter": self.inverter.state_dict()}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self.inverter.load_state_dict(state["inverter"])
-        self.load_optimizer_state(state)
 
     # -- the delta to SCALA ------------------------------------------------------------------------
     def client_side(self) -> nn.Module:

@@ -35,7 +35,7 @@ Choices where the paper is silent (each a parameter):
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Generator, List
+from typing import Any, Dict, Generator, List, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -80,13 +80,11 @@ class SFLLocalLoss(SplitFedBase):
         self._client_side = nn.ModuleDict({"body": self.client_model, "aux": self.aux_head})
 
     # -- state -----------------------------------------------------------------------------------
-    def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), "aux_head": self.aux_head.state_dict(), **self.optimizer_state()}
+    def extra_state(self) -> Dict[str, Any]:
+        return {"aux_head": self.aux_head.state_dict()}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self.aux_head.load_state_dict(state["aux_head"])
-        self.load_optimizer_state(state)
 
     # -- the delta ---------------------------------------------------------------------------------
     def client_side(self) -> nn.Module:

@@ -42,7 +42,8 @@ Timed steps (SimPy generators; override to add work, calling ``super()``):
 
 The round: :meth:`SplitFedBase.distribute`, :meth:`SplitFedBase.finish_client` (the upload of
 w_c,k), :meth:`SplitFedBase.aggregate`, :meth:`SplitFedBase.client_side` (what the clients train
-and exchange) and the ``server_mode``.  Class attributes: :attr:`SplitFedBase.server_replies`
+and exchange) and the ``server_mode``.  State beyond :attr:`SplitFedBase.full_model` and the
+optimizers: :meth:`~sfl_sim.algorithms.base.Algorithm.extra_state` / ``load_extra_state``.  Class attributes: :attr:`SplitFedBase.server_replies`
 (False: nothing goes back to the clients during the iterations) and
 :attr:`SplitFedBase.client_forward_kind` (the step kind :meth:`client_forward` is metered as).
 To add compute, wrap it in :meth:`client_compute` / :meth:`server_compute`; to add a message,
@@ -56,6 +57,11 @@ modes it applies to the end-of-round uploads (budget T x ``deadline_s``).  A cli
 lost after outage, or that the server drops, leaves the round with a
 :class:`~sfl_sim.engine.Lost` that says why; only the clients that finished are aggregated.
 
+A client's iteration is written once; its torch work runs through a :class:`ClientSteps` — at
+the client's events (``execution: loop``) or deferred and stacked (:class:`StackedClientSteps`,
+``execution: vectorised``, for the subclasses that keep the hooks
+:attr:`SplitFedBase.stacked_steps` names).
+
 Every message goes through the engine's primitives with the kind of what crosses the air
 (``client_model``, ``activations``, ``labels``, ``activation_gradients``...), so the counters by
 kind and ``rounds.csv`` tell the protocols apart.  Server-side models never cross the air: the
@@ -65,7 +71,6 @@ server" are taken to be wired together).
 from __future__ import annotations
 
 import copy
-import functools
 from typing import Any, Callable, ClassVar, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -75,10 +80,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from sfl_sim.algorithms import server_modes
-from sfl_sim.algorithms.base import Algorithm, TrainingSetup, overridden, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
-from sfl_sim.algorithms.vectorised import StackedClientSide, vectorise_refusal
+from sfl_sim.algorithms.vectorised import StackedClientSide
 from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext
 from sfl_sim.models import probe_output
 from sfl_sim.optim import make_optimizer
@@ -98,53 +104,72 @@ class SplitFedBase(Algorithm):
     Attributes
     ----------
     client_model, server_model : nn.Sequential
-        The two parts of the global model (they share modules with :meth:`global_model`).
+        The two parts of the global model (they share modules with :attr:`full_model`).
+    full_model : nn.Module
+        The whole model, client part then server part: :meth:`global_model` and the ``"model"``
+        of :meth:`state_dict`.  A subclass that replaces a part (SCALA-PE adds a bottleneck)
+        assigns a new one made of the new parts.
     server_mode : ServerMode
     server_replies : bool
         Class attribute: the server sends each client a :class:`Reply` per iteration (False for
         methods whose clients learn from a local loss; the server then computes no G_k at all).
     client_forward_kind : str
         Class attribute: step kind :meth:`client_forward` is metered and counted as.
+    stacked_steps : StackedSteps
+        Class attribute: the client steps run stacked (``execution: vectorised``) as long as a
+        subclass keeps the default client hooks and local work, and the server replies.
     """
 
     server_replies: ClassVar[bool] = True
     client_forward_kind: ClassVar[str] = "client_forward"
+    stacked_steps: ClassVar[Optional[StackedSteps]] = StackedSteps(
+        hooks=("client_forward", "client_backward", "client_on_reply", "plan_local_work"),
+        step="client step", module=lambda algo: algo.client_side(), what="client side",
+        condition=lambda algo: None if algo.server_replies else
+        f"{type(algo).__name__} sends no gradients back (server_replies is False)")
 
     def __init__(self, setup: TrainingSetup, server_mode: Union[ServerModeName, ServerMode] = "per_client") -> None:
         super().__init__(setup)
         self.server_mode = server_modes.server_mode(server_mode)
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
-        self._full = model
+        self.full_model: nn.Module = model
 
     # -- state -----------------------------------------------------------------------------------
     def global_model(self) -> nn.Module:
-        return self._full
+        return self.full_model
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(), **self.optimizer_state()}
+        return {"model": self.full_model.state_dict(), **self.extra_state(), **self.optimizer_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
+        self.full_model.load_state_dict(state["model"])
+        self.load_extra_state(state)
         self.load_optimizer_state(state)
 
-    @functools.cached_property
-    def _probe(self) -> torch.Tensor:
-        """The client model's output for one zero sample (computed once, on first use)."""
-        return probe_output(self.client_model, tuple(self.setup.train_x.shape[1:]))
+    @property
+    def activation_probe(self) -> torch.Tensor:
+        """:attr:`client_model`'s output for one zero sample, shape ``(1, *activation_shape)``, with
+        the activations' dtype and device (a dry run: eval mode, no autograd, no random draws).
+
+        Computed on first use and again whenever :attr:`client_model` is replaced, so a subclass
+        may read it in its constructor before or after it replaces the client model."""
+        cached = self.__dict__.get("_activation_probe")
+        if cached is None or cached[0] is not self.client_model:
+            output = probe_output(self.client_model, tuple(self.setup.train_x.shape[1:]))
+            cached = self.__dict__["_activation_probe"] = (self.client_model, output)
+        return cached[1]
 
     @property
     def activation_shape(self) -> Tuple[int, ...]:
-        """Per-sample shape of the activations A_k this algorithm's clients upload, e.g. ``(64, 7, 7)``.
-
-        A dry run of :attr:`client_model` as this algorithm runs it (SCALA-PE's includes its
-        bottleneck), on its first use after construction."""
-        return tuple(self._probe.shape[1:])
+        """Per-sample shape of the activations A_k this algorithm's clients upload, e.g. ``(64, 7, 7)``:
+        that of :attr:`activation_probe` (SCALA-PE's includes its bottleneck)."""
+        return tuple(self.activation_probe.shape[1:])
 
     @property
     def activation_bits_per_sample(self) -> float:
         """Bits one sample's activations and label take on the uplink."""
-        return 8.0 * (tensor_bytes(self._probe) + self.setup.train_y[:1].element_size())
+        return 8.0 * (tensor_bytes(self.activation_probe) + self.setup.train_y[:1].element_size())
 
     # -- the round: distribution, client upload, aggregation --------------------------------------
     def client_side(self) -> nn.Module:
@@ -372,26 +397,6 @@ class SplitFedBase(Algorithm):
         for kind, tensor in reply.extras.items():
             yield ctx.download(k, tensor_bytes(tensor), kind)
 
-    # -- vectorised execution ----------------------------------------------------------------------
-    def vectorise_refusal(self) -> Optional[str]:
-        """The stacked client step is the default one: forward, backward of G_k, plain SGD (and
-        training settings it honours: :meth:`Algorithm.vectorised_training_refusal`)."""
-        changed = overridden(self, SplitFedBase, ("client_forward", "client_backward", "client_on_reply",
-                                                  "_iteration", "_client_round"))
-        if changed:
-            return f"{type(self).__name__} overrides {', '.join(changed)}, which the stacked client step does not run"
-        if not self.server_replies:
-            return f"{type(self).__name__} sends no gradients back (server_replies is False)"
-        why = self.vectorised_training_refusal()
-        if why is not None:
-            return why
-        why = vectorise_refusal(self.client_side())
-        return None if why is None else f"its client side cannot be stacked: {why}"
-
-    def _empty_activations(self, batch_size: int) -> torch.Tensor:
-        """A tensor for B_k samples' activations (shape, dtype and device of the probe's)."""
-        return self._probe.new_empty((batch_size, *self._probe.shape[1:]))
-
     # -- one round ---------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         clients = cohort.tolist()
@@ -401,18 +406,15 @@ class SplitFedBase(Algorithm):
         # The band is shared by the activation uploads: declare each client's (B_k samples).
         per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
-        stacked = None
-        if self.execution == "vectorised":
-            stacked = StackedClientSide(self.client_side(), local, self.learning_rate, self._empty_activations)
+        steps = StackedClientSteps(self, local) if self.execution == "vectorised" else ClientSteps(self)
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
                          Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work=work,
-                         stacked=stacked)
+                         steps=steps)
         jobs = self.server_mode.start_clients(
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
         kept = yield from self.server_mode.finish(self, rnd, jobs, server)
-        if stacked is not None:
-            stacked.finish()  # the last backwards, and the weights into the working copies
+        steps.finish()
         if kept:  # nobody finished: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
 
@@ -435,13 +437,10 @@ class SplitFedBase(Algorithm):
 
     def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
         """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
-        if rnd.stacked is not None:
-            return (yield from self._iteration_deferred(rnd, k, t))
         ctx = rnd.ctx
         x, y = rnd.work[k].batch(t)
         step = ClientStep(k, t, rnd.local[k], x, y)
-        step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind,
-                                                          lambda: self.client_forward(step))
+        step.activations = yield from rnd.steps.forward(ctx, step)
         sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
         if isinstance(sent, Lost):
             rnd.exchange.send(t, k, sent)
@@ -453,48 +452,92 @@ class SplitFedBase(Algorithm):
         if isinstance(answer, Lost):  # left out by the server (straggler policy)
             return answer
         yield from self.download_reply(ctx, k, answer)
-        yield from self.client_on_reply(ctx, step, answer)
+        yield from rnd.steps.on_reply(ctx, step, answer)
         return DELIVERED
 
-    def _iteration_deferred(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
-        """:meth:`_iteration` with the client's torch work deferred to ``rnd.stacked``: the same
-        draws, compute jobs, uploads and downloads, in the same event order."""
-        ctx, stacked = rnd.ctx, rnd.stacked
-        x, y = rnd.work[k].batch(t)
-        b_k = int(y.shape[0])
-        acts = stacked.forward_later(k, t, x)  # filled when the server first reads activations
-        flops = self.metered_flops(self.client_forward_kind, b_k, lambda: self._dry_forward(k, t, x, y))
-        yield from ctx.compute(k, flops, self.client_forward_kind)
-        sent = yield from self.upload_activations(ctx, k, acts, y, iteration=t)
-        rnd.exchange.send(t, k, sent if isinstance(sent, Lost) else ClientActivations(k, acts, y))
-        if isinstance(sent, Lost):
-            return sent
-        answer = yield rnd.exchange.reply(t, k)
-        if isinstance(answer, Lost):
-            return answer
-        yield from self.download_reply(ctx, k, answer)
-        stacked.backward_later(k, t, answer.activation_grad)
-        yield from ctx.compute(k, self._backward_flops(k, t, x, y, answer), "client_backward")
-        return DELIVERED
 
-    def _dry_step(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor) -> ClientStep:
-        return ClientStep(k, t, copy.deepcopy(self.client_side()), x, y)
+class ClientSteps:
+    """How a round's split client steps run: at the client's events, through the client hooks —
+    the loop, the reference.
 
-    def _dry_forward(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """:meth:`client_forward` on a throwaway copy (metered once for its FLOPs)."""
-        return self.client_forward(self._dry_step(k, t, x, y))
+    Parameters
+    ----------
+    algo : SplitFedBase
+    """
 
-    def _backward_flops(self, k: int, t: int, x: torch.Tensor, y: torch.Tensor, reply: Reply) -> float:
-        """FLOPs of :meth:`client_backward` on B_k samples; the first time metered on a throwaway
-        copy whose forward runs outside the meter (as in the loop, where it ran before)."""
-        per_sample = self.meter.flops_per_sample.get("client_backward")
+    def __init__(self, algo: SplitFedBase) -> None:
+        self.algo = algo
+
+    def forward(self, ctx: RoundContext, step: ClientStep) -> Generator[Any, Any, torch.Tensor]:
+        """:meth:`SplitFedBase.client_forward`, timed on the client; ``yield from`` it.  Returns A_k."""
+        algo = self.algo
+        return (yield from algo.client_compute(ctx, step, algo.client_forward_kind, lambda: algo.client_forward(step)))
+
+    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+        """:meth:`SplitFedBase.client_on_reply`; ``yield from`` it."""
+        yield from self.algo.client_on_reply(ctx, step, reply)
+
+    def activations_ready(self) -> None:
+        """The server is about to read uploaded activations (they are computed already here)."""
+
+    def finish(self) -> None:
+        """The round's clients are done (every step has run here)."""
+
+
+class StackedClientSteps(ClientSteps):
+    """The same steps with the clients' torch work deferred to a :class:`StackedClientSide`: the
+    same minibatch draws, compute jobs, uploads and downloads, in the same event order.  Only for
+    the default client hooks (:attr:`SplitFedBase.stacked_steps`).
+
+    Parameters
+    ----------
+    algo : SplitFedBase
+    local : dict of int to nn.Module
+        The round's working copies of the client side (written back by :meth:`finish`).
+    """
+
+    def __init__(self, algo: SplitFedBase, local: Dict[int, nn.Module]) -> None:
+        super().__init__(algo)
+        probe = algo.activation_probe
+        self.stacked = StackedClientSide(algo.client_side(), local, algo.learning_rate,
+                                         lambda b_k: probe.new_empty((b_k, *probe.shape[1:])))
+
+    def forward(self, ctx: RoundContext, step: ClientStep) -> Generator[Any, Any, torch.Tensor]:
+        """Queue the forward; the returned A_k is filled when the server first reads activations."""
+        algo, kind = self.algo, self.algo.client_forward_kind
+        acts = self.stacked.forward_later(step.client, step.iteration, step.x)
+        flops = algo.metered_flops(kind, step.batch_size, lambda: algo.client_forward(self._dry_step(step)))
+        yield from ctx.compute(step.client, flops, kind)
+        return acts
+
+    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+        """Queue the backward of G_k (run before the client's weights are next needed), timed as
+        the loop's ``client_backward``."""
+        self.stacked.backward_later(step.client, step.iteration, reply.activation_grad)
+        yield from ctx.compute(step.client, self._backward_flops(step, reply), "client_backward")
+
+    def activations_ready(self) -> None:
+        self.stacked.flush()
+
+    def finish(self) -> None:
+        self.stacked.finish()  # the last backwards, and the weights into the working copies
+
+    def _dry_step(self, step: ClientStep) -> ClientStep:
+        """``step`` on a throwaway copy of the client side (metered once for its FLOPs)."""
+        return ClientStep(step.client, step.iteration, copy.deepcopy(self.algo.client_side()), step.x, step.y)
+
+    def _backward_flops(self, step: ClientStep, reply: Reply) -> float:
+        """FLOPs of :meth:`SplitFedBase.client_backward` on B_k samples; the first time metered on
+        a throwaway copy whose forward runs outside the meter (as in the loop, where it ran before)."""
+        algo = self.algo
+        per_sample = algo.meter.flops_per_sample.get("client_backward")
         if per_sample is not None:
-            return per_sample * len(y)
-        step = self._dry_step(k, t, x, y)
-        step.activations = self.client_forward(step)
+            return per_sample * step.batch_size
+        dry = self._dry_step(step)
+        dry.activations = algo.client_forward(dry)
 
         def dry_backward() -> None:  # the default client_backward, with a throwaway optimizer (none of the run's)
-            step.activations.backward(reply.activation_grad)
-            self.optimizers.step(make_optimizer(self.setup.training, step.model.parameters(), self.learning_rate))
+            dry.activations.backward(reply.activation_grad)
+            algo.optimizers.step(make_optimizer(algo.setup.training, dry.model.parameters(), algo.learning_rate))
 
-        return self.metered_flops("client_backward", len(y), dry_backward)
+        return algo.metered_flops("client_backward", step.batch_size, dry_backward)

@@ -174,10 +174,10 @@ class SplitRound:
     exchange : Exchange
     work : dict of int to ClientWork
         Each client's local work: its iteration count and the batch of each iteration.
-    stacked : StackedClientSide or None
-        With ``execution: vectorised``, the cohort's client sides stacked
-        (:class:`sfl_sim.algorithms.vectorised.StackedClientSide`); their forwards run when the
-        server first reads activations (:meth:`activations_ready`).
+    steps : ClientSteps or None
+        How the clients' torch work runs (:class:`sfl_sim.algorithms.split_base.ClientSteps`; with
+        ``execution: vectorised`` deferred and stacked, the forwards running when the server
+        first reads activations: :meth:`activations_ready`).
     """
 
     ctx: RoundContext
@@ -187,10 +187,10 @@ class SplitRound:
     servers: Optional[Dict[int, nn.Module]]
     exchange: Exchange
     work: Dict[int, ClientWork] = field(default_factory=dict)
-    stacked: Optional[Any] = None
+    steps: Optional[Any] = None
 
     def activations_ready(self) -> None:
         """Call before the server reads uploaded activations: with vectorised execution the
         clients' forwards run now, stacked (a no-op in the loop, where they ran at their events)."""
-        if self.stacked is not None:
-            self.stacked.flush()
+        if self.steps is not None:
+            self.steps.activations_ready()

@@ -41,7 +41,7 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generator, List, Optional
+from typing import Any, Dict, Generator, List, Mapping, Optional
 
 import numpy as np
 from torch import nn
@@ -111,20 +111,17 @@ class SplitFedV3(SplitFedBase):
         if ks:
             states = [self.client_models.get(k, self._initial_client).state_dict() for k in ks]
             self.client_model.load_state_dict(weighted_average(states, sizes[ks].astype(float)))
-        return self._full
+        return self.full_model
 
-    def state_dict(self) -> Dict[str, Any]:
-        return {"model": self._full.state_dict(),
-                "client_models": {k: m.state_dict() for k, m in self.client_models.items()}, **self.optimizer_state()}
+    def extra_state(self) -> Dict[str, Any]:
+        return {"client_models": {k: m.state_dict() for k, m in self.client_models.items()}}
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        self._full.load_state_dict(state["model"])
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self.client_models = {}
         for k, s in state["client_models"].items():
             model = copy.deepcopy(self._initial_client)
             model.load_state_dict(s)
             self.client_models[int(k)] = model
-        self.load_optimizer_state(state)
 
     # -- the delta ---------------------------------------------------------------------------------
     def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:

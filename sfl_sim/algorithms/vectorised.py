@@ -23,11 +23,11 @@ clock, bytes and FLOPs.
 
 Batches of different sizes B_k are padded with zero rows to the largest; a padded row's loss or
 activation gradient is zero, so it adds nothing.  That needs models whose samples do not interact
-and that draw no randomness: :func:`vectorise_refusal` accepts convolutions, linear layers,
+and that draw no randomness: :func:`stacking_refusal` accepts convolutions, linear layers,
 element-wise activations, pooling, flattening and ``Dropout(p=0)``, and no buffers (no
 BatchNorm).  Plain SGD steps only (``w <- w - eta grad`` at the round's rate, what the loop's
 ``torch.optim.SGD`` without momentum or weight decay does), T iterations of eq. (3) batches:
-:meth:`~sfl_sim.algorithms.base.Algorithm.vectorised_training_refusal` refuses every other
+:func:`~sfl_sim.algorithms.execution.training_refusal` refuses every other
 training setting (another optimizer, momentum, weight decay, ``local_epochs``, ``max_grad_norm``)
 rather than train differently from the loop.
 
@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import to_device
+from sfl_sim.algorithms.local_work import to_device
 from sfl_sim.algorithms.working_copies import copy_into
 
 #: Samples per vmapped call (the cohort is cut into chunks of clients so their padded batches
@@ -60,7 +60,7 @@ _LAYERS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.MaxPool1d, nn.MaxPool2
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 
 
-def vectorise_refusal(module: nn.Module) -> Optional[str]:
+def stacking_refusal(module: nn.Module) -> Optional[str]:
     """Why ``module`` cannot be trained stacked and padded (None when it can).
 
     Accepted: the layers of :data:`_LAYERS` and :data:`_ELEMENTWISE`, ``Dropout(p=0)``, plain

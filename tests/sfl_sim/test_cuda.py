@@ -93,11 +93,11 @@ def _cuda_case(name: str, execution: str, device: str = "cuda"):
     setup.train_x, setup.train_y = setup.train_x.to(dev), setup.train_y.to(dev)
     setup.client_indices = [ix.to(dev) for ix in setup.client_indices]
     setup.device = dev
+    setup.execution = execution
     torch.manual_seed(2)
     algo = ALGORITHMS.get(name)(setup)
     if execution == "vectorised" and algo.vectorise_refusal() is not None:
         pytest.skip(f"{name}: {algo.vectorise_refusal()}")
-    algo.execution = execution
     _ = setup.client_label_counts  # built once at build time (build_run's selector.prepare)
     return algo
 

@@ -10,7 +10,7 @@ from sfl_sim.algorithms.conformance import ConformanceError, check_algorithm
 from sfl_sim.algorithms.fedavg import FedAvg
 from sfl_sim.algorithms.splitfed import SplitFedV1
 
-ALL_CHECKS = ["subclass", "builds", "rounds run", "evaluates", "bytes counted", "flops counted", "plain state",
+ALL_CHECKS = ["subclass", "hooks", "builds", "rounds run", "evaluates", "bytes counted", "flops counted", "plain state",
               "same seed", "saves", "restores", "optimizer state", "lost payloads"]
 
 
@@ -91,7 +91,8 @@ class WaitsForEveryone(FedAvg):
         local = {k: FedAvg(self.setup).model for k in cohort.tolist()}
         for k in local:
             local[k].load_state_dict(self.model.state_dict())
-        yield ctx.all_of([ctx.process(self._client(ctx, work[k], local[k])) for k in local])
+        steps = self.local_steps()
+        yield ctx.all_of([ctx.process(self._client(ctx, work[k], local[k], steps)) for k in local])
         self.aggregate(cohort, local)
 
 
@@ -102,6 +103,16 @@ class BreaksOnBuild(FedAvg):
 
 def test_rejects_a_class_that_is_not_an_algorithm() -> None:
     _fails(NotAnAlgorithm, "subclass", "does not derive from sfl_sim.algorithms.Algorithm")
+
+
+class SamplesItsOwnBatches(FedAvg):
+    def sample_batch(self, client, size):
+        raise AssertionError("never called: batches come from plan_local_work")
+
+
+def test_rejects_a_retired_hook_that_would_be_silently_ignored() -> None:
+    message = _fails(SamplesItsOwnBatches, "hooks", "defines sample_batch, which no training path calls")
+    assert "plan_local_work" in message
 
 
 def test_rejects_a_round_that_sends_nothing() -> None:

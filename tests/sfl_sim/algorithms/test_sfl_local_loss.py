@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from sfl_sim.algorithms.local_work import random_batch
 from sfl_sim.algorithms.sfl_local_loss import SFLLocalLoss
 
 from conftest import tiny_setup
@@ -48,7 +49,7 @@ def test_client_update_is_the_local_loss_step() -> None:
     round_counts(simulator(), algo, [0])
     # Replay: same minibatch (same rng state), eq. (3) gives B_0 = B = 8.
     setup.minibatch_rng.bit_generator.state = rng_state
-    x, y = algo.sample_batch(0, 8)
+    x, y = random_batch(setup, 0, 8)
     loss = F.cross_entropy(aux(body(x)), y)
     loss.backward()
     with torch.no_grad():

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.algorithms.vectorised import SAMPLES_PER_CALL, vectorise_refusal
+from sfl_sim.algorithms.vectorised import SAMPLES_PER_CALL, stacking_refusal
 from sfl_sim.build import build_run
 from sfl_sim.config import validate
 from sfl_sim.errors import ConfigError
@@ -41,9 +41,10 @@ def _train(name: str, execution: str, engine: str, dropout: float = 0.0,
            training: TrainingSettings = TrainingSettings()) -> dict:
     setup = _setup_without_dropout(dropout)
     setup.training = training
+    setup.execution = execution
     torch.manual_seed(2)
     algo = ALGORITHMS.get(name)(setup)
-    algo.execution = execution
+    assert algo.execution == execution
     sim = _simulator(engine)
     torch.manual_seed(3)
     rounds = []
@@ -177,15 +178,15 @@ def test_many_clients_are_cut_into_chunks(monkeypatch) -> None:
 
 def test_refusals_name_the_reason() -> None:
     torch.manual_seed(0)
-    assert "Dropout(p=0.5)" in vectorise_refusal(build_model("alexnet", (1, 28, 28), 10))
-    assert "buffers" in vectorise_refusal(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)))
+    assert "Dropout(p=0.5)" in stacking_refusal(build_model("alexnet", (1, 28, 28), 10))
+    assert "buffers" in stacking_refusal(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)))
 
     class Odd(nn.Module):
         def forward(self, x):
             return x - x.mean()
 
-    assert "Odd" in vectorise_refusal(nn.Sequential(nn.Linear(2, 2), Odd()))
-    assert vectorise_refusal(build_model("alexnet", (1, 28, 28), 10, dropout=0.0)) is None
+    assert "Odd" in stacking_refusal(nn.Sequential(nn.Linear(2, 2), Odd()))
+    assert stacking_refusal(build_model("alexnet", (1, 28, 28), 10, dropout=0.0)) is None
     fedprox = ALGORITHMS.get("fedprox")(_setup_without_dropout())
     assert "local_loss" in fedprox.vectorise_refusal()
     fedavg = ALGORITHMS.get("fedavg")(_setup())  # the golden setup's model has dropout
@@ -238,3 +239,52 @@ def test_the_scenario_field_refuses_training_it_cannot_honour_and_auto_takes_the
     cfg = validate({**TINY, "training": {**training, "lr_schedule": {"name": "exponential", "gamma": 0.9}},
                     "algorithms": [{"name": "scala"}]})
     assert build_run(cfg, cfg.algorithms[0]).algorithm.execution == "vectorised"  # auto where measured faster
+
+
+def test_the_execution_is_passed_in_and_resolved_by_the_algorithm() -> None:
+    """``setup.execution`` asks, the algorithm decides once, and nobody sets it from outside."""
+    from sfl_sim.algorithms.execution import ExecutionRefused
+
+    def built(name: str, request: str):
+        setup = _setup_without_dropout()
+        setup.execution = request
+        return ALGORITHMS.get(name)(setup)
+
+    assert built("scala", "vectorised").execution == "vectorised"
+    assert built("scala", "prefer_vectorised").execution == "vectorised"
+    assert built("fedprox", "prefer_vectorised").execution == "loop"
+    assert built("fedprox", "loop").execution == "loop"
+    with pytest.raises(ExecutionRefused, match="FedProx overrides local_loss"):
+        built("fedprox", "vectorised").execution
+    algo = built("fedavg", "loop")
+    with pytest.raises(AttributeError):
+        algo.execution = "vectorised"
+
+
+def test_eligibility_is_the_declared_stacked_steps() -> None:
+    """A subclass keeps the stacked path while it keeps the declared hooks; it can opt out."""
+    fedavg = ALGORITHMS.get("fedavg")
+
+    class OptsOut(fedavg):
+        stacked_steps = None
+
+    class OwnBatches(fedavg):
+        def plan_local_work(self, cohort):
+            return super().plan_local_work(cohort)
+
+    class SameStep(fedavg):
+        def begin_round(self, cohort):  # not a hook the stacked step stands in for
+            super().begin_round(cohort)
+
+    assert OptsOut(_setup_without_dropout()).vectorise_refusal() == "OptsOut has no vectorised path"
+    assert "OwnBatches overrides plan_local_work" in OwnBatches(_setup_without_dropout()).vectorise_refusal()
+    assert SameStep(_setup_without_dropout()).vectorise_refusal() is None
+
+
+def test_the_activation_probe_follows_a_replaced_client_model() -> None:
+    """Read before or after a subclass replaces ``client_model``, the probe is of the current one."""
+    algo = ALGORITHMS.get("splitfed_v1")(_setup_without_dropout())
+    before = algo.activation_shape
+    channels = before[0]
+    algo.client_model = nn.Sequential(algo.client_model, nn.Conv2d(channels, 1, 3, stride=2, padding=1))
+    assert algo.activation_shape == (1, (before[1] + 1) // 2, (before[2] + 1) // 2)
