@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 import scipy.optimize
 
-from .checks import check_array, check_scalar
+from simkit.checks import check_array, check_scalar
 from .protocols import Allocator
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = [
     "ALLOCATORS",

@@ -53,7 +53,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import scipy.special
 
-from .checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
+from simkit.checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
 from .allocation import accepts_rate_of
 from .fading import NoFading
 from .geometry import distances_m as _distances_m
@@ -82,9 +82,9 @@ from .protocols import (
     SiteShadowingUpdate,
     SnrRate,
     Stateful,
-    check_protocol,
 )
-from .shadowing import ShadowingSite
+from simkit.protocols import check_protocol
+from .protocols import ShadowingSite
 from .units import dbm_to_w, linear_to_db
 
 __all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]

@@ -56,11 +56,11 @@ from .protocols import (
     SiteShadowing,
     SiteShadowingUpdate,
     Stateful,
-    describe_members,
-    missing_members,
 )
+from simkit.protocols import describe_members, missing_members
 from .rate import RATES, ShannonRate
-from .shadowing import SHADOWING, ShadowingSite
+from .shadowing import SHADOWING
+from .protocols import ShadowingSite
 from .units import dbm_to_w
 
 __all__ = ["REGISTRIES", "check_component"]

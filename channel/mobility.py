@@ -16,10 +16,10 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .checks import check_scalar, check_state_keys, state_array
+from simkit.checks import check_scalar, check_state_keys, state_array
 from .limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
 from .protocols import Mobility
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = ["MOBILITY", "StaticMobility", "RandomWaypointMobility", "RandomDirectionMobility"]
 

@@ -162,10 +162,10 @@ def _run_study(spec, base: Path, out: Path, workers: int = 1, executor: str = "l
         raise ConfigError(f"--workers: got {workers}; allowed: an integer >= 1")
     runs = expand(spec, base)
     if dry_run:
-        from sfl_sim.study_exec import _finished
+        from sfl_sim.study_exec import is_complete
 
         for run in runs:
-            print(f"{'done   ' if _finished(run, out / run.name) else 'to run '} {out / run.name}")
+            print(f"{'done   ' if is_complete(run, out / run.name) else 'to run '} {out / run.name}")
         print(f"{len(runs)} runs ({len(spec.seeds)} seeds) from {base}")
         return 0
     from sfl_sim.run_dir import check_writable

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Seque
 
 import yaml
 from channel import limits
-from channel.limits import Range
+from simkit.ranges import Range
 from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model,
                       model_serializer, model_validator)
 from pydantic.json_schema import JsonSchemaValue

@@ -36,7 +36,7 @@ from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.host import free_cores
 from sfl_sim.study import StudyRun
 
-__all__ = ["RunTask", "execute_run", "run_study", "free_cores", "STATUS_FILE"]
+__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
 STATUS_FILE = "runs.csv"
@@ -108,7 +108,7 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
     return out
 
 
-def _finished(run: StudyRun, run_dir: Path) -> bool:
+def is_complete(run: StudyRun, run_dir: Path) -> bool:
     """A run whose directory already holds the complete run of exactly this scenario."""
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
@@ -285,7 +285,7 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     study_dir.mkdir(parents=True, exist_ok=True)
     results: Dict[str, Dict[str, Any]] = {}
     for run in runs:
-        if _finished(run, study_dir / run.name):
+        if is_complete(run, study_dir / run.name):
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
                                  "final_test_accuracy": json.loads(
                                      (study_dir / run.name / "summary.json").read_text()).get("final_test_accuracy")}

@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
+from analysis.schema import GLOBAL_MODEL_EVALUATION
 from analysis.tta import tta_column_name
 
 __all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "write_summary_files"]
@@ -146,8 +147,6 @@ def _markdown(header: List[str], rows: List[List[str]]) -> str:
 
 def notes(summaries: Sequence[Summary]) -> List[str]:
     """One line per run whose accuracy is not the global model's, so it is not compared unawares."""
-    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION
-
     return [f"note: {s['label']} accuracy is of the {s['evaluated']}" for s in _present(summaries)
             if s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION]
 

@@ -246,7 +246,7 @@ def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]
     ------
     ConformanceError
         (an ``AssertionError``) naming the algorithm and the first check it fails.
-    channel.UnknownComponentError
+    simkit.registry.UnknownComponentError
         When a name does not resolve.
     """
     name, cls, params = _resolve(spec_or_class, params)

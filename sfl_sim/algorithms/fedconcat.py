@@ -42,7 +42,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from channel.checks import check_choice, check_int
+from simkit.checks import check_choice, check_int
 from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head,
                                          classifier_layer, kmeans_label_clusters)
 from sfl_sim.engine import RoundContext

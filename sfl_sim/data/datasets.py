@@ -13,8 +13,8 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from channel.checks import check_int
-from channel.registry import Registry
+from simkit.checks import check_int
+from simkit.registry import Registry
 from sfl_sim.protocols import DatasetLoader
 
 from .idx import read_idx

@@ -7,7 +7,6 @@ import pytest
 
 from channel import (
     Cell,
-    ComponentProtocolError,
     EqualAllocation,
     FixedDistancePlacement,
     NoShadowing,
@@ -19,6 +18,7 @@ from channel import (
     TR38901UMi,
     UniformDiscPlacement,
 )
+from simkit.protocols import ComponentProtocolError
 from channel.cell import ModelValidityWarning
 
 

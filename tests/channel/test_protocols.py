@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import channel
-from channel import PROTOCOLS, REGISTRIES, ComponentProtocolError, check_protocol, missing_members
+from channel import PROTOCOLS, REGISTRIES
+from simkit.protocols import ComponentProtocolError, check_protocol, missing_members
 from channel.protocols import (
     DiscPlacement,
     LosAwarePathLoss,
@@ -15,9 +16,10 @@ from channel.protocols import (
     SiteShadowingUpdate,
     SnrRate,
     Stateful,
-    describe_members,
-    protocol_members,
 )
+from simkit.protocols import describe_members, protocol_members
+import channel.protocols
+import simkit.protocols
 
 
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
@@ -104,6 +106,6 @@ def test_check_protocol_returns_a_conforming_component():
 
 def test_protocols_are_exported_from_channel():
     assert channel.PROTOCOLS is PROTOCOLS
-    assert channel.check_protocol is check_protocol
-    assert issubclass(channel.ComponentProtocolError, TypeError)
+    assert simkit.protocols.check_protocol is check_protocol
+    assert issubclass(simkit.protocols.ComponentProtocolError, TypeError)
     assert np.all([isinstance(p, type) for p in PROTOCOLS.values()])

@@ -3,8 +3,7 @@
     ``NAME: got VALUE; allowed: WHAT``
 
 the format of scenario errors too (``sfl_sim.config``), so a bad parameter reads the same whether
-the scenario validator, a channel component or an algorithm's constructor caught it.  It lives in
-``channel`` because ``channel`` imports nothing of ``sfl_sim``, and ``sfl_sim`` may import it.
+the scenario validator, a channel component or an algorithm's constructor caught it.
 """
 from __future__ import annotations
 
