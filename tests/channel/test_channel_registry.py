@@ -58,20 +58,6 @@ def test_each_kind_has_its_own_registry():
     assert all(isinstance(r, Registry) for r in (channel.PLACEMENTS, channel.RATES))
 
 
-def test_channel_imports_only_numpy_scipy_and_stdlib():
-    allowed = {"numpy", "scipy", "channel"} | set(sys.stdlib_module_names)
-    package_dir = pathlib.Path(channel.__file__).parent
-    for path in package_dir.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                roots = [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                roots = [node.module.split(".")[0]]
-            else:
-                continue
-            assert set(roots) <= allowed, f"{path.name} imports {roots}"
-
-
 def test_entry_point_registers_a_component(monkeypatch):
     """A third-party package registers through the entry-point group sfl_sim.<kind>."""
     from importlib import metadata

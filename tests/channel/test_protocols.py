@@ -4,7 +4,6 @@ import pytest
 
 import channel
 from channel import PROTOCOLS, REGISTRIES
-from simkit.protocols import ComponentProtocolError, check_protocol, missing_members
 from channel.protocols import (
     DiscPlacement,
     LosAwarePathLoss,
@@ -17,9 +16,10 @@ from channel.protocols import (
     SnrRate,
     Stateful,
 )
-from simkit.protocols import describe_members, protocol_members
 import channel.protocols
-import simkit.protocols
+from simkit.protocols import (
+    ComponentProtocolError, check_protocol, describe_members, missing_members, protocol_members,
+)
 
 
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
@@ -104,8 +104,9 @@ def test_check_protocol_returns_a_conforming_component():
     assert check_protocol(model, PROTOCOLS["pathloss"], "cell.pathloss") is model
 
 
-def test_protocols_are_exported_from_channel():
+def test_protocols_are_exported_from_channel_and_the_checks_only_from_simkit():
     assert channel.PROTOCOLS is PROTOCOLS
-    assert simkit.protocols.check_protocol is check_protocol
-    assert issubclass(simkit.protocols.ComponentProtocolError, TypeError)
+    assert issubclass(ComponentProtocolError, TypeError)
+    for name in ("check_protocol", "missing_members", "ComponentProtocolError", "Registry", "check_params"):
+        assert not hasattr(channel, name), name
     assert np.all([isinstance(p, type) for p in PROTOCOLS.values()])
