@@ -3,7 +3,7 @@
 Every round an algorithm gives each client of the cohort its own copy of the global model (or of
 its client side, or of the server side per client).  ``copy.deepcopy`` builds a whole module tree
 each time — 7 to 10 times dearer than copying the weights into a model that already exists, and
-at 1,000 clients per round about 20 % of a SplitFedV1 round (issue 16), plus the garbage it leaves
+at 1,000 clients per round about 20 % of a SplitFedV1 round (measured on a 2-core CPU), plus the garbage it leaves
 for the collector.  :class:`WorkingCopies` keeps the copies between rounds and refills them.
 
 A refilled copy is what ``copy.deepcopy(source)`` would give, bit for bit, as far as training can

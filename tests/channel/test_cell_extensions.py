@@ -51,7 +51,7 @@ def test_fading_multiplies_the_gain():
     np.testing.assert_array_equal(fade, RayleighFading().sample_power_gain(3, np.random.default_rng(4)))
     expected = ShannonRate().rate_bps(20e6 / 3, 0.2, cell.gain_linear[ids] * fade, N0_W_PER_HZ)
     np.testing.assert_allclose(cell.uplink_rates_bps(ids, fading_gain=fade), expected)
-    # Without fading_gain: the old behaviour.
+    # Without fading_gain: the rate on the mean gain.
     np.testing.assert_allclose(cell.uplink_rates_bps(ids),
                                ShannonRate().rate_bps(20e6 / 3, 0.2, cell.gain_linear[ids], N0_W_PER_HZ))
 

@@ -159,7 +159,7 @@ def test_plot_writes_beside_the_runs_by_default_and_still_takes_out(small_run, t
     assert code == 0, err
     assert (small_run["out_dir"] / "plots" / "accuracy_vs_time.png").read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.iterdir())  # nothing in the working directory
-    assert cli(["plot", *runs, "--out", str(tmp_path / "old")])[0] == 0  # the old flag name
+    assert cli(["plot", *runs, "--out", str(tmp_path / "old")])[0] == 0  # the alias of --output-dir
     assert (tmp_path / "old" / "uplink_vs_time.png").exists()
 
 

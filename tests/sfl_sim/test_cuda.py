@@ -1,4 +1,4 @@
-"""The GPU path (issue 16): CUDA equals CPU, a round never waits for the device, runs share a GPU.
+"""The GPU path: CUDA equals CPU, a round never waits for the device, runs share a GPU.
 
 Every test here needs a CUDA device and is skipped without one (``torch.cuda.is_available()``);
 the ones on the real default scenario also need its data set (Fashion-MNIST) and are skipped

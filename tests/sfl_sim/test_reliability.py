@@ -1,5 +1,5 @@
-"""Nothing lost, nothing faked, nobody in (issue 11): resume safety, divergence, plug-in errors,
-corrupt files and the bad inputs that used to end in a traceback or a silently wrong run.
+"""Nothing lost, nothing faked: resume safety, divergence, plug-in errors, corrupt files and bad
+inputs that must end in one clear line, never a traceback or a silently wrong run.
 
 Every refusal is checked for the same three things: exit code, one line on stderr naming the
 problem, and no run files changed or written.

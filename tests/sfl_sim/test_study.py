@@ -1,4 +1,4 @@
-"""Studies (issue 12): grid expansion, resumable and idempotent execution, failures that do not stop
+"""Studies: grid expansion, resumable and idempotent execution, failures that do not stop
 the others, the local pool and Ray giving the same rows, and the ``--seeds`` shorthand."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The vectorised cohort equals the per-client loop (issue 16).
+"""The vectorised cohort equals the per-client loop.
 
 Every algorithm with a vectorised path trains three rounds under each engine setting of the golden
 runs, once with ``execution = "loop"`` and once ``"vectorised"``: the weights agree within float

@@ -1,4 +1,4 @@
-"""Preallocated working copies are what deepcopy gave, bit for bit (issue 16)."""
+"""Preallocated working copies are what deepcopy gave, bit for bit."""
 from __future__ import annotations
 
 import copy
