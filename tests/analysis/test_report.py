@@ -14,7 +14,7 @@ import pytest
 from analysis.figures import CURVES, mean_curve, setting_figure
 from analysis.report import default_output_dir, parse_targets, write_report
 from analysis.study_data import StudyError, load_study
-from synthetic_runs import PARTITIONS, write_run
+from tests.analysis.synthetic_runs import PARTITIONS, write_run
 
 ALGOS = ("scala", "fedavg", "splitfed_v1")
 SEEDS = (0, 1, 2)

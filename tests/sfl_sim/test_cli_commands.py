@@ -22,7 +22,7 @@ from sfl_sim.progress import header_line
 from sfl_sim.scenario_files import SCENARIO_DIR, describe
 from sfl_sim.summary_table import CSV_COLUMNS
 
-from conftest import small_scenario, write_yaml
+from tests.sfl_sim.helpers import small_scenario, write_yaml
 
 SMALL = small_scenario(seed=3, rounds=3, eval_every_rounds=2, eval_samples=200, algorithms=["scala", "fedavg"],
                        width=8, fc=16, train=1000, test=500, batch_size=32, clients=10, participation=0.3)

@@ -23,7 +23,7 @@ import yaml
 
 from sfl_sim.cli import main
 
-from conftest import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 SMALL = small_scenario()
 

@@ -18,7 +18,7 @@ from sfl_sim.cli import main
 from sfl_sim.config import ConfigError
 from sfl_sim.study import StudySpec, expand, load_study, value_label
 
-from conftest import ROOT, read_rows, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, read_rows, small_scenario, write_yaml
 
 BASE = small_scenario(seed=None, rounds=3, algorithms=["scala", "fedavg"], learning_rate=0.05)
 

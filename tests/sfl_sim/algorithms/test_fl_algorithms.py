@@ -10,21 +10,13 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.base import state_bytes
 from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 
 WHOLE_MODEL = ["fedavg", "fedprox", "feddyn", "feddecorr", "fedlogit", "fedlc", "fedla", "fedntd", "fedcbs"]
 
 
-def _sim() -> Simulator:
-    rng = np.random.default_rng(0)
-    cell = Cell(FixedDistancePlacement([50.0, 400.0]), TR36814Macro(), NoShadowing(), ShannonRate(), EqualAllocation(),
-                n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=1e6,
-                placement_rng=rng, shadowing_rng=rng)
-    return Simulator(cell, np.array([1e6, 1e6]), 1e8)
-
-
 def _rounds(algo, n: int, sim: Simulator | None = None) -> Simulator:
-    sim = sim or _sim()
+    sim = sim or two_client_simulator()
     cohort = np.array([0, 1])
     for _ in range(n):
         sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)

@@ -14,7 +14,7 @@ from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, av
                                          kmeans_label_clusters, logit_calibrated_cross_entropy,
                                          not_true_distillation_loss, not_true_logits, proximal_term)
 
-from conftest import tiny_model
+from tests.sfl_sim.helpers import tiny_model
 
 
 def test_proximal_term_by_hand() -> None:

@@ -13,7 +13,7 @@ from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.scala_pe import SCALAPE
 from sfl_sim.models.vgg import VGG11
 from sfl_sim.privacy.inversion import InversionModel, evaluate_attack, train_attacker
-from split_protocol_helpers import round_counts, simulator
+from tests.sfl_sim.algorithms.split_protocol_helpers import round_counts, simulator
 
 CHANNELS = (4, 8, 8, 8, 8, 8, 8, 8)
 NORM = {"mean": (0.5,), "std": (0.2,)}  # targets x*0.2+0.5, mostly inside [0, 1]

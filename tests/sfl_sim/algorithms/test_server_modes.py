@@ -7,7 +7,7 @@ from sfl_sim.algorithms.server_modes import ConcatenatedServer, PerClientServer,
 from sfl_sim.algorithms.sfl_local_loss import SFLLocalLoss
 from sfl_sim.algorithms.split_base import SplitFedBase
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup
 
 
 @pytest.mark.parametrize("name, cls", [("concatenated", ConcatenatedServer), ("per_client", PerClientServer),

@@ -10,10 +10,21 @@ from sfl_sim.algorithms import ALGORITHMS, weighted_average
 from sfl_sim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
 from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
-from split_protocol_helpers import (ACT_BYTES_PER_SAMPLE, CLIENT_FLOPS_PER_S, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD,
-                                    DISTANCES_M, LABEL_BYTES_PER_SAMPLE, LIN, SERVER_FLOPS_PER_S, hand_rate_bps,
-                                    round_counts, simulator)
+from tests.sfl_sim.helpers import tiny_setup
+from tests.sfl_sim.algorithms.split_protocol_helpers import (
+    ACT_BYTES_PER_SAMPLE,
+    CLIENT_FLOPS_PER_S,
+    CLIENT_MODEL_BYTES,
+    CONV_BWD,
+    CONV_FWD,
+    DISTANCES_M,
+    LABEL_BYTES_PER_SAMPLE,
+    LIN,
+    SERVER_FLOPS_PER_S,
+    hand_rate_bps,
+    round_counts,
+    simulator,
+)
 
 B_K = 4  # eq. (3): two clients with equal data, B = 8
 T = 2

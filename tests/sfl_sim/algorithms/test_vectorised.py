@@ -20,7 +20,7 @@ from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
 from sfl_sim.algorithms.conformance import N_CLASSES
-from test_golden_runs import ENGINES, _setup, _simulator
+from tests.sfl_sim.algorithms.test_golden_runs import ENGINES, _setup, _simulator
 
 #: The algorithms that have a vectorised path (FedAvg's plain local step, and the split
 #: algorithms whose client hooks are the defaults); the others refuse with a reason.

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.optim import TrainingSettings
-from optim_test_helpers import one_client_setup, run_rounds
+from tests.sfl_sim.optim.optim_test_helpers import one_client_setup, run_rounds
 
 ROUNDS, T, LR = 3, 2, 0.1
 
