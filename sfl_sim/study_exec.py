@@ -30,7 +30,7 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.host import free_cores

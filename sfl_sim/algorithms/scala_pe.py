@@ -45,7 +45,7 @@ Choices where the journal is silent (its numbers were lost; each is a parameter)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, List, Optional
+from typing import Any, Dict, Generator, Optional
 
 import torch
 import torch.nn.functional as F

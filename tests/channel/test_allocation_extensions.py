@@ -6,7 +6,6 @@ from channel import (
     EqualFinishTimeAllocation,
     ProportionalPayloadAllocation,
     ShannonRate,
-    dbm_to_w,
 )
 from channel.allocation import accepts_rate_of
 from tests.channel.helpers import N0_W_PER_HZ

@@ -2,17 +2,12 @@ import numpy as np
 import pytest
 
 from channel import (
-    Cell,
-    EqualAllocation,
-    FixedDistancePlacement,
     LogNormalShadowing,
-    NoShadowing,
     ShannonRate,
     TR36814Macro,
     UniformDiscPlacement,
-    dbm_to_w,
 )
-from tests.channel.helpers import N0_DBM_PER_HZ, N0_W_PER_HZ
+from tests.channel.helpers import N0_W_PER_HZ
 
 def test_cell_gain_matches_components(make_cell):
     cell = make_cell(UniformDiscPlacement(500.0, 10.0), shadowing=LogNormalShadowing(8.0), n_clients=6, seed=10)

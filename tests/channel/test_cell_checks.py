@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 
 from channel import (
-    Cell,
-    EqualAllocation,
     FixedDistancePlacement,
-    NoShadowing,
     RandomWaypointMobility,
     RayleighFading,
-    ShannonRate,
     StaticMobility,
-    TR36814Macro,
     TR38901UMi,
     UniformDiscPlacement,
 )

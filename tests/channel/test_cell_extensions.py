@@ -4,21 +4,16 @@ import numpy as np
 import pytest
 
 from channel import (
-    Cell,
     CorrelatedShadowing,
-    EqualAllocation,
     EqualFinishTimeAllocation,
     FixedDistancePlacement,
     LogNormalShadowing,
-    NoShadowing,
     RandomWaypointMobility,
     RayleighFading,
     ShannonRate,
-    TR36814Macro,
     TR38901UMa,
     TR38901UMi,
     UniformDiscPlacement,
-    dbm_to_w,
 )
 from tests.channel.helpers import N0_W_PER_HZ
 

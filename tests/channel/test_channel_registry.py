@@ -1,5 +1,3 @@
-import ast
-import pathlib
 import sys
 import textwrap
 

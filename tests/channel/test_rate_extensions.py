@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from channel import RATES, ShannonRate, dbm_to_w
+from channel import RATES, ShannonRate
 from tests.channel.helpers import N0_W_PER_HZ
 
 

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 import yaml
 from torch import nn

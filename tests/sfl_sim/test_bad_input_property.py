@@ -14,7 +14,6 @@ import functools
 import math
 import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

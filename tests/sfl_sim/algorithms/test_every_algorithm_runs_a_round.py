@@ -5,9 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.engine import Simulator
 
 from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 

@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.fl_terms import (fedvls_objective, logit_suppression_loss, logit_suppression_loss_released,
                                          logit_suppression_per_class, prior_calibrated_cross_entropy,
                                          vacant_class_distillation_loss)
 from sfl_sim.algorithms.losses import logit_adjusted_cross_entropy
-from sfl_sim.engine import Simulator
 
 from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 

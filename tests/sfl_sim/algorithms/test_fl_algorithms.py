@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.base import state_bytes
 from sfl_sim.engine import Simulator

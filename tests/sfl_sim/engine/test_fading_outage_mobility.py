@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from channel import (Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, RayleighFading,
