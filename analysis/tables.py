@@ -425,8 +425,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
             groups.append((s if len(study.settings) > 1 else None, rows))
         if basis == "per_round":
             title = "Communication and computation overhead per round"
-            what = ("each run's mean over its rounds of the bytes and FLOPs of that round (rounds.csv), then mean ± std "
-                    "over seeds")
+            what = ("each run's mean over its rounds of the bytes and FLOPs of that round (rounds.csv), then "
+                    "mean ± std over seeds")
         else:
             t = target_text(target)
             title = f"Communication and computation overhead to reach {t} test accuracy"
@@ -435,7 +435,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
         out.append(Layout(title, columns, groups,
                           [f"{what}; std with ddof = {DDOF}. MB = 10⁶ bytes, GFLOPs = 10⁹ FLOPs. Acc.: best test "
                            "accuracy, mean ± std over all seeds.", *notes],
-                          label="tab:overhead-" + ("round" if basis == "per_round" else target_text(target).rstrip("%"))))
+                          label="tab:overhead-" + ("round" if basis == "per_round"
+                                                   else target_text(target).rstrip("%"))))
     return out
 
 

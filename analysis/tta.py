@@ -208,7 +208,6 @@ def summary_table(
     for run in runs:
         m = run.metrics
         _check_columns(m, _REQUIRED, f"run {run.label!r} ({run.path})")
-        empty = len(m) == 0
         row = {
             "label": run.label,
             "algorithm": run.algorithm,

@@ -874,7 +874,8 @@ class Cell:
             return None
         p = np.asarray(self.pathloss.los_probability(distance), dtype=float)
         if p.shape != distance.shape or np.any(~((p >= 0) & (p <= 1))):
-            raise ValueError(f"pathloss {self.pathloss!r} los_probability must return {distance.shape} values in [0, 1]")
+            raise ValueError(
+                f"pathloss {self.pathloss!r} los_probability must return {distance.shape} values in [0, 1]")
         return scipy.special.ndtr(self._los_latent) < p
 
     def _pathloss(self, distance: np.ndarray, los: Optional[np.ndarray]) -> np.ndarray:

@@ -132,7 +132,8 @@ class RandomWaypointMobility:
         self.speed_max_m_per_s = SPEED_M_PER_S.check("speed_max_m_per_s", speed_max_m_per_s)
         if self.speed_max_m_per_s < self.speed_min_m_per_s:
             raise ValueError(
-                f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), got {speed_max_m_per_s!r}"
+                f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), "
+                f"got {speed_max_m_per_s!r}"
             )
         self.pause_s = check_scalar("pause_s", pause_s)
         self.radius_m = None if radius_m is None else check_scalar("radius_m", radius_m, strict=True)

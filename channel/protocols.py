@@ -38,7 +38,7 @@ them.  :mod:`simkit.protocols` checks a component against these protocols.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Protocol, Tuple, runtime_checkable
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple, runtime_checkable
 
 import numpy as np
 

@@ -22,7 +22,8 @@ def _debug_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    parser = argparse.ArgumentParser(prog="sfl-sim",
+                                     description="Split federated learning over a simulated wireless cell.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -17,8 +17,8 @@ import os
 import time
 from typing import Any, Optional, Tuple
 
-__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE", "LongLivedObjects",
-           "VECTORISED_BY_DEFAULT", "auto_execution"]
+__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE",
+           "LongLivedObjects", "VECTORISED_BY_DEFAULT", "auto_execution"]
 
 
 def affinity_cores() -> int:

@@ -241,8 +241,9 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: Dict[str, Dict[
         writer.writerow(["name", "status", *keys, "final_test_accuracy", "error"])
         for run in runs:
             res = results.get(run.name, {})
-            coords = [json.dumps(run.coordinates.get(k), default=str) if isinstance(run.coordinates.get(k), (dict, list))
-                      else run.coordinates.get(k, "") for k in keys]
+            coords = [json.dumps(run.coordinates.get(k), default=str)
+                      if isinstance(run.coordinates.get(k), (dict, list)) else run.coordinates.get(k, "")
+                      for k in keys]
             writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
                              res.get("error", "")])
     os.replace(tmp, path)

@@ -172,7 +172,8 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
 def markdown(summaries: Sequence[Summary]) -> str:
     """``summary.md``: every total of every run, then time to accuracy, as Markdown tables."""
     present = _present(summaries)
-    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "", " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
+    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "",
+             " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)

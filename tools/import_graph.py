@@ -140,19 +140,22 @@ def check(root: Path) -> Tuple[str, List[str]]:
         if imported in PACKAGES:
             package_edges[(package, imported)] += 1
             if imported not in MAY_IMPORT[package]:
-                breaches.append(f"{where}: {package} imports {imported} (allowed: {', '.join(sorted(MAY_IMPORT[package]))})")
+                allowed_here = ", ".join(sorted(MAY_IMPORT[package]))
+                breaches.append(f"{where}: {package} imports {imported} (allowed: {allowed_here})")
         elif imported not in stdlib:
             package_edges[(package, imported)] += 1
             allowed = LIBRARIES[package]
             if allowed is not None and imported not in allowed:
-                breaches.append(f"{where}: {package} imports {imported} (libraries allowed: {', '.join(sorted(allowed))})")
+                libraries = ", ".join(sorted(allowed))
+                breaches.append(f"{where}: {package} imports {imported} (libraries allowed: {libraries})")
     for component in cycles(edges):
         breaches.append("import cycle: " + " <-> ".join(component))
     lines = []
     for package in PACKAGES:
         own = [f"{dep} ({n})" for (src, dep), n in sorted(package_edges.items()) if src == package and dep in PACKAGES
                and dep != package]
-        libs = [f"{dep} ({n})" for (src, dep), n in sorted(package_edges.items()) if src == package and dep not in PACKAGES]
+        libs = [f"{dep} ({n})" for (src, dep), n in sorted(package_edges.items())
+                if src == package and dep not in PACKAGES]
         lines.append(f"{package:<9} -> {', '.join(own) or '-'};  libraries: {', '.join(libs) or '-'}")
     return "\n".join(lines), breaches
 

@@ -87,8 +87,9 @@ class _Report:
 
 
 #: Training settings of the ``optimizer state`` check: every kind of state an optimizer bank keeps.
-STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentum": 0.9}, client_optimizer_state="persist",
-                                     lr_schedule="step", lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
+STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentum": 0.9},
+                                     client_optimizer_state="persist", lr_schedule="step",
+                                     lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
 
 
 def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings(), *,
@@ -111,7 +112,8 @@ def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettin
     model = build_model("alexnet", (1, 8, 8), N_CLASSES, conv_channels=[2, 3, 3, 3, 2], fc_features=[5, 4])
     return TrainingSetup(model=model, split_point="S2", train_x=x, train_y=y, client_indices=indices,
                          num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
-                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
+                         device=torch.device("cpu"),
+                         minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
                          training=training)
 
 

@@ -144,7 +144,8 @@ class FedConcat(FedAvg):
             members = [k for k in kept if self.clusters[k] == j]
             if members:
                 weights = self.setup.client_data_sizes[members].astype(float)
-                self.cluster_models[j].load_state_dict(weighted_average([local[k].state_dict() for k in members], weights))
+                self.cluster_models[j].load_state_dict(
+                    weighted_average([local[k].state_dict() for k in members], weights))
 
     def _classifier_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         concat = self.concat

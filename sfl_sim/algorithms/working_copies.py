@@ -9,10 +9,11 @@ for the collector.  :class:`WorkingCopies` keeps the copies between rounds and r
 A refilled copy is what ``copy.deepcopy(source)`` would give, bit for bit, as far as training can
 tell: every parameter and buffer holds the source's values, each parameter has the source's
 ``requires_grad`` and no gradient (``Parameter.__deepcopy__`` does not copy one either), and every
-submodule has the source's train/eval flag.  (Plain Python attributes of the modules are copied once, when a copy is first
-made by ``deepcopy``; a source whose structure changes — other parameter or buffer objects — gets
-fresh copies.)  ``tests/sfl_sim/algorithms/test_working_copies.py`` checks training on them gives
-the same weights as on deep copies.
+submodule has the source's train/eval flag.  (Plain Python attributes of the modules are copied
+once, when a copy is first made by ``deepcopy``; a source whose structure changes — other
+parameter or buffer objects — gets fresh copies.)
+``tests/sfl_sim/algorithms/test_working_copies.py`` checks training on them gives the same weights
+as on deep copies.
 """
 from __future__ import annotations
 

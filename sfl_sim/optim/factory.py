@@ -38,7 +38,8 @@ def optimizer_class(name: str) -> type:
     return cls
 
 
-def make_optimizer(settings: TrainingSettings, params: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
+def make_optimizer(settings: TrainingSettings, params: Iterable[torch.nn.Parameter],
+                   lr: float) -> torch.optim.Optimizer:
     """A new optimizer of ``settings`` over ``params`` at learning rate ``lr``.
 
     Built-in hyper-parameters come validated from the scenario; ``betas`` arrive as a YAML list

@@ -161,7 +161,8 @@ def test_out_of_range_error_refuses(make_cell):
 
 
 def test_clients_beyond_the_upper_bound_name_radius(make_cell):
-    with pytest.raises(ValueError, match=r"at 6000 m, outside the valid distance range \[10, 5000\] m.*radius_m <= 5000"):
+    with pytest.raises(ValueError,
+                       match=r"at 6000 m, outside the valid distance range \[10, 5000\] m.*radius_m <= 5000"):
         make_cell(placement=FixedDistancePlacement([50.0, 200.0, 6000.0]), pathloss=TR38901UMi(los="los"),
                   out_of_range="error")
 

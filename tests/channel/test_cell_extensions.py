@@ -59,7 +59,8 @@ def test_uplink_link_reports_bandwidth_snr_and_rate(disc_cell):
 def test_link_at_bandwidth_bypasses_allocator(disc_cell):
     cell = disc_cell(allocator=EqualFinishTimeAllocation())
     link = cell.uplink_link_at_bandwidth([1, 2], [1e6, 3e6])
-    np.testing.assert_allclose(link.rate_bps, ShannonRate().rate_bps([1e6, 3e6], 0.2, cell.gain_linear[[1, 2]], N0_W_PER_HZ))
+    np.testing.assert_allclose(link.rate_bps,
+                               ShannonRate().rate_bps([1e6, 3e6], 0.2, cell.gain_linear[[1, 2]], N0_W_PER_HZ))
 
 
 def test_equal_finish_time_allocator_through_cell(disc_cell):

@@ -172,7 +172,8 @@ def test_duplicate_key_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "'rounds' appears twice" in one_line(err)
 
 
-@pytest.mark.parametrize("content", [b"", b"# only a comment\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", b"\xff\xfe\xfa"])
+@pytest.mark.parametrize("content", [b"", b"# only a comment\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+                                     b"\xff\xfe\xfa"])
 def test_empty_or_binary_scenario_is_refused(tmp_path, capsys, content) -> None:
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)

@@ -126,7 +126,8 @@ def test_fedcbs_defaults_to_class_balanced_selection() -> None:
     ("fedprox", {"mu": -1.0}, "mu: got -1.0"), ("feddyn", {"alpha": 0.0}, "alpha: got 0.0"),
     ("feddecorr", {"beta": "x"}, "beta: got 'x'"), ("fedlc", {"tau": float("nan")}, "tau: got nan"),
     ("fedntd", {"tau": 0}, "tau: got 0"), ("fedlogit", {"label_prior": "global"}, "label_prior: got 'global'"),
-    ("fedconcat", {"n_clusters": 0}, "n_clusters: got 0"), ("fedconcat", {"classifier_init": "zeros"}, "classifier_init"),
+    ("fedconcat", {"n_clusters": 0}, "n_clusters: got 0"),
+    ("fedconcat", {"classifier_init": "zeros"}, "classifier_init"),
     ("fedconcat", {"encoder_rounds": -2}, "encoder_rounds: got -2")])
 def test_invalid_parameters_are_named(name: str, params: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:

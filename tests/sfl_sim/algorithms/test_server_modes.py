@@ -19,7 +19,8 @@ def test_names_give_their_strategy(name: str, cls: type) -> None:
 
 
 def test_unknown_name_lists_the_allowed_ones() -> None:
-    with pytest.raises(ValueError, match="server_mode: got 'pairs'; allowed: one of concatenated, per_client, sequential"):
+    with pytest.raises(ValueError,
+                       match="server_mode: got 'pairs'; allowed: one of concatenated, per_client, sequential"):
         SplitFedBase(tiny_setup(), server_mode="pairs")
 
 

@@ -155,7 +155,8 @@ def test_v3_keeps_distinct_client_models_across_rounds() -> None:
     round_counts(sim, algo, [0])
     assert all(torch.equal(after_first[1][n], t) for n, t in algo.client_models[1].state_dict().items())
     assert not torch.equal(after_first[0]["0.weight"], algo.client_models[0].state_dict()["0.weight"])
-    assert not torch.equal(algo.client_models[0].state_dict()["0.weight"], algo.client_models[1].state_dict()["0.weight"])
+    assert not torch.equal(algo.client_models[0].state_dict()["0.weight"],
+                           algo.client_models[1].state_dict()["0.weight"])
     # The evaluated model's client part is their |D_k|-weighted average (for evaluation only).
     expected = weighted_average([algo.client_models[k].state_dict() for k in (0, 1)], [8.0, 8.0])
     got = algo.global_model().state_dict()

@@ -124,7 +124,8 @@ def test_vectorised_equals_the_loop_with_the_training_settings_it_honours(name: 
 
 #: Training settings the stacked client steps cannot honour, and what the refusal names.
 REFUSED = {
-    "adam": (TrainingSettings(optimizer="adam", optimizer_params={"betas": [0.9, 0.999]}), "training.optimizer is adam"),
+    "adam": (TrainingSettings(optimizer="adam", optimizer_params={"betas": [0.9, 0.999]}),
+             "training.optimizer is adam"),
     "adamw": (TrainingSettings(optimizer="adamw"), "training.optimizer is adamw"),
     "momentum": (TrainingSettings(optimizer_params={"momentum": 0.9, "dampening": 0.0, "nesterov": False,
                                                     "weight_decay": 0.0}), "training.optimizer.momentum is 0.9"),
@@ -204,7 +205,8 @@ def test_the_scenario_field_chooses_and_refuses() -> None:
     cfg = validate({**TINY, "algorithms": [{"name": "scala"}]})  # auto on CPU: the loop
     assert build_run(cfg, cfg.algorithms[0]).algorithm.execution == "loop"
     cfg = validate({**TINY, "execution": "vectorised", "algorithms": [{"name": "fedprox"}]})
-    with pytest.raises(ConfigError, match=r"execution: got 'vectorised', which fedprox cannot run: .*local_loss.*; allowed: loop"):
+    with pytest.raises(ConfigError,
+                       match=r"execution: got 'vectorised', which fedprox cannot run: .*local_loss.*; allowed: loop"):
         build_run(cfg, cfg.algorithms[0])
     cfg = validate({**TINY, "execution": "vectorised", "algorithms": [{"name": "fedavg"}]})  # dropout 0.5
     with pytest.raises(ConfigError, match="Dropout"):
