@@ -95,7 +95,7 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
         idx = [i for i, lab in enumerate(labels) if lab == label]
         if len(idx) < 2:
             continue
-        parts = {i: [] for i in idx}
+        parts: dict[int, list[str]] = {i: [] for i in idx}
         for f in fields:
             if len({values[i][f] for i in idx}) > 1:
                 for i in idx:

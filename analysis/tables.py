@@ -409,7 +409,7 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
     for (basis, target), part in table.groupby(["basis", "target"], sort=False, dropna=False):
         index = {(r.setting, r.algorithm): r for r in part.itertuples(index=False)}
         n_header = "n" if basis == "per_round" else "k/n"
-        columns = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols], (n_header,)]
+        columns: list[tuple[str, ...]] = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols], (n_header,)]
         groups = []
         for s in study.settings:
             rows = []
@@ -459,7 +459,7 @@ def to_markdown(layout: Layout) -> str:
              "|" + "|".join(align) + "|"]
     for group, rows in layout.groups:
         for i, (label, cells) in enumerate(rows):
-            first = ([_md_escape(group) if i == 0 else ""] if grouped else [])
+            first = ([_md_escape(group or "") if i == 0 else ""] if grouped else [])
             lines.append("| " + " | ".join(first + [_md_escape(label)] + [_md_escape(c) for c in cells]) + " |")
     lines.append("")
     lines += [f"_{_md_escape(n)}_  " for n in layout.notes]

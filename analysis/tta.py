@@ -148,7 +148,9 @@ def _rounds(run: Run) -> int:
     value = run.summary.get("rounds_completed")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return int(value)
-    rounds = run.metrics["round"].dropna() if "round" in run.metrics.columns else []
+    if "round" not in run.metrics.columns:
+        return 0
+    rounds = run.metrics["round"].dropna()
     return int(rounds.iloc[-1]) if len(rounds) else 0
 
 

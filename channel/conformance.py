@@ -216,7 +216,7 @@ def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) ->
                                          ("shadowing_decorrelation_m", True, ShadowingDecorrelationSource)):
             if isinstance(comp, protocol):
                 v = np.broadcast_to(np.asarray(getattr(comp, method)(los), dtype=float), (n,))
-                ok = np.all(v > 0) if strict else np.all(v >= 0)
+                ok = bool(np.all(v > 0)) if strict else bool(np.all(v >= 0))
                 report.check(ok and np.all(np.isfinite(v)), f"{method} in range", f"got {v!r}")
 
 

@@ -213,7 +213,7 @@ class RandomWaypointMobility:
         pos, dt, radius, r0 = _check_step_args(
             positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
         )
-        n = pos.shape[0]
+        n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._waypoint_m is None or self._waypoint_m.shape[0] != n:
             self._waypoint_m = _uniform_annulus(n, radius, r0, rng)
@@ -333,7 +333,7 @@ class RandomDirectionMobility:
         pos, dt, radius, r0 = _check_step_args(
             positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
         )
-        n = pos.shape[0]
+        n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._heading_rad is None or self._heading_rad.shape[0] != n:
             self._heading_rad = rng.uniform(0.0, 2.0 * np.pi, n)

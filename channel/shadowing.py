@@ -289,7 +289,7 @@ class CorrelatedShadowing:
         fields = np.empty_like(state["fields"])
         moved = np.hypot(*(new_pos - old_pos).T) > 0
         for f in range(2):
-            noise = rng.standard_normal(new_pos.shape[0])
+            noise = rng.standard_normal((new_pos.shape[0],))
             old = state["fields"][f]
             fields[f] = old
             if not moved.any():
