@@ -11,11 +11,7 @@ from sfl_sim.algorithms.besplit import BESplitA, BESplitG
 
 from tests.sfl_sim.helpers import tiny_setup
 from tests.sfl_sim.algorithms.split_protocol_helpers import (
-    ACT_BYTES_PER_SAMPLE,
-    CLIENT_MODEL_BYTES,
-    LABEL_BYTES_PER_SAMPLE,
-    round_counts,
-    simulator,
+    ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, LABEL_BYTES_PER_SAMPLE, round_counts, simulator,
 )
 
 B_K, T, N = 4, 2, 2

@@ -12,18 +12,8 @@ from sfl_sim.engine import Simulator
 
 from tests.sfl_sim.helpers import tiny_setup
 from tests.sfl_sim.algorithms.split_protocol_helpers import (
-    ACT_BYTES_PER_SAMPLE,
-    CLIENT_FLOPS_PER_S,
-    CLIENT_MODEL_BYTES,
-    CONV_BWD,
-    CONV_FWD,
-    DISTANCES_M,
-    LABEL_BYTES_PER_SAMPLE,
-    LIN,
-    SERVER_FLOPS_PER_S,
-    hand_rate_bps,
-    round_counts,
-    simulator,
+    ACT_BYTES_PER_SAMPLE, CLIENT_FLOPS_PER_S, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD, DISTANCES_M,
+    LABEL_BYTES_PER_SAMPLE, LIN, SERVER_FLOPS_PER_S, hand_rate_bps, round_counts, simulator,
 )
 
 B_K = 4  # eq. (3): two clients with equal data, B = 8
