@@ -109,7 +109,24 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
 
 
 def is_complete(run: StudyRun, run_dir: Path) -> bool:
-    """A run whose directory already holds the complete run of exactly this scenario."""
+    """Whether ``run_dir`` already holds the complete run of exactly ``run``'s scenario.
+
+    A rerun of a study skips such runs, and ``sfl-sim study --dry-run`` marks them ``done``.
+
+    Parameters
+    ----------
+    run : StudyRun
+        One run of an expanded study.
+    run_dir : pathlib.Path
+        Its run directory.
+
+    Returns
+    -------
+    bool
+        True when ``summary.json`` says complete with the scenario's round count and the recorded
+        ``scenario.yaml`` differs from this scenario in no field; False otherwise (also for
+        missing or unreadable files).
+    """
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
         return False
