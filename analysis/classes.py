@@ -24,6 +24,14 @@ __all__ = ["class_columns", "load_classes", "classes_long"]
 _CLASS_COLUMN = re.compile("^" + re.escape(CLASS_ACCURACY_COLUMN).replace(r"\{\}", r"(\d+)") + "$")
 
 
+def _class_of(column: str) -> int:
+    """The class index in a per-class accuracy column's name (a name :func:`class_columns` kept)."""
+    match = _CLASS_COLUMN.match(column)
+    if match is None:
+        raise ValueError(f"{column!r} is not a per-class accuracy column")
+    return int(match.group(1))
+
+
 def class_columns(frame: pd.DataFrame) -> list[str]:
     """The per-class accuracy columns of a loaded ``classes.csv``, in class order."""
     found = [(int(m.group(1)), c) for c in frame.columns if (m := _CLASS_COLUMN.match(str(c)))]
@@ -82,6 +90,6 @@ def classes_long(frame: pd.DataFrame) -> pd.DataFrame:
     """A loaded ``classes.csv`` as tidy rows: ``round``, ``class`` (int), ``accuracy``."""
     cols = class_columns(frame)
     long = frame.melt(id_vars=["round"], value_vars=cols, var_name="class", value_name="accuracy")
-    long["class"] = long["class"].map(lambda c: int(_CLASS_COLUMN.match(c).group(1)))
+    long["class"] = long["class"].map(_class_of)
     return long.sort_values(["round", "class"], kind="stable").reset_index(drop=True)
 

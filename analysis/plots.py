@@ -94,7 +94,7 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
         idx = [i for i, lab in enumerate(labels) if lab == label]
         if len(idx) < 2:
             continue
-        parts = {i: [] for i in idx}
+        parts: dict[int, list[str]] = {i: [] for i in idx}
         for f in fields:
             if len({values[i][f] for i in idx}) > 1:
                 for i in idx:
@@ -151,7 +151,8 @@ def line_figure(
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     # below the axes, in as many columns as fit: a legend inside would hide lines
-    ncol = max(1, min(len(runs), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * max(map(len, ax.get_legend_handles_labels()[1]))))))
+    longest_label = max(map(len, ax.get_legend_handles_labels()[1]))
+    ncol = max(1, min(len(runs), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * longest_label))))
     fig.legend(loc="outside lower center", ncol=ncol, fontsize="small", frameon=False)
     return fig
 

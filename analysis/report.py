@@ -295,10 +295,11 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
         "grid; the line is the mean over the seeds running at x (from the earliest first to the latest last "
         "evaluation) and thins as seeds end; ○ marks each seed's last evaluation; "
         + ("every seed is also drawn as a thin line" if seed_lines else
-           f"band: {'± 1 std (ddof = 1) where two or more seeds run' if band == 'std' else 'min–max over the seeds running'}")
+           "band: " + ('± 1 std (ddof = 1) where two or more seeds run' if band == 'std'
+                       else 'min–max over the seeds running'))
         + (f"; each seed smoothed by a centred rolling mean over {smooth} evaluations" if smooth > 1 else
            "; not smoothed")
-        + (f"; targets drawn as labelled lines" if target_lines and targets else "") + ".",
+        + ("; targets drawn as labelled lines" if target_lines and targets else "") + ".",
         f"- Targets: {', '.join(target_text(t) for t in targets)}.",
         "",
     ]

@@ -23,6 +23,7 @@ __all__ = [
     "CLASS_ACCURACY_COLUMN",
     "VACANT_ACCURACY_COLUMN",
     "BEST_ACCURACY_DEFINITION",
+    "GLOBAL_MODEL_EVALUATION",
     "METRICS_COLUMNS",
     "ROUNDS_COLUMNS",
     "ROUNDS_NUMERIC_COLUMNS",
@@ -104,6 +105,10 @@ CLASSES_LEADING_COLUMNS: tuple[str, ...] = ("round", VACANT_ACCURACY_COLUMN)
 #: ``n`` (0-based), the fraction of that class's test samples the evaluated model gets right
 #: (empty for a class without test samples, or when the algorithm reports no per-class accuracy).
 CLASS_ACCURACY_COLUMN = "class_{}_accuracy"
+
+#: ``evaluated`` in ``summary.json`` of a run whose accuracy is its global model's (the algorithm's
+#: ``evaluation_description``); any other value names what was scored instead.
+GLOBAL_MODEL_EVALUATION = "global model on the test set"
 
 #: What ``best_test_accuracy`` in ``summary.json`` (and the report's best accuracy) is.
 BEST_ACCURACY_DEFINITION = (

@@ -218,11 +218,10 @@ def paired_speedup(
     ref_mean, alg_mean = float(ref.mean()), float(alg.mean())
     ratio = float(time_ratio(ref_mean, alg_mean))
     per_seed = time_ratio(ref, alg)
-    common = dict(pairs=m, seed_min=float(per_seed.min()), seed_max=float(per_seed.max()),
-                  case=_case(ref_mean, alg_mean))
+    seed_min, seed_max, case = float(per_seed.min()), float(per_seed.max()), _case(ref_mean, alg_mean)
     if m < min_pairs:
         interval = INTERVAL_SEED_RANGE if m >= 2 else INTERVAL_NONE
-        return SpeedUp(ratio, float("nan"), float("nan"), interval=interval, **common)
+        return SpeedUp(ratio, float("nan"), float("nan"), m, seed_min, seed_max, case, interval)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, m, size=(n_boot, m))
     ref_b, alg_b = ref[idx].mean(axis=1), alg[idx].mean(axis=1)
@@ -230,4 +229,4 @@ def paired_speedup(
     edge = int(np.count_nonzero((ref_b == 0) | (alg_b == 0)))
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha], method="inverted_cdf")
-    return SpeedUp(ratio, float(low), float(high), interval=INTERVAL_BOOTSTRAP, boot_edge=edge, **common)
+    return SpeedUp(ratio, float(low), float(high), m, seed_min, seed_max, case, INTERVAL_BOOTSTRAP, edge)

@@ -379,7 +379,7 @@ def run_coordinates(
     raw: list[dict[str, Any]] = [
         {f: _spec_view(_lookup(s, f), f, varying) for f in inferred} for s in scenarios
     ]
-    coords = [s.get("coordinates") for s in summaries]
+    coords: list[Any] = [s.get("coordinates") for s in summaries]
     if n and all(isinstance(coords[i], Mapping) for i in base):
         keys: dict[str, None] = {}
         for i in base:
@@ -414,8 +414,9 @@ def _algorithms(
 ) -> list[str]:
     labels = []
     for s, summ, name in zip(scenarios, summaries, names):
-        spec = s.get("algorithm") if isinstance(s.get("algorithm"), Mapping) else {}
-        label = summ.get("label") or spec.get("label") or spec.get("name") or name
+        algorithm = s.get("algorithm")
+        declared: Mapping[str, Any] = algorithm if isinstance(algorithm, Mapping) else {}
+        label = summ.get("label") or declared.get("label") or declared.get("name") or name
         labels.append(str(label))
     out = list(labels)
     for label in dict.fromkeys(labels):

@@ -491,7 +491,7 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
     for (basis, target), part in table.groupby(["basis", "target"], sort=False, dropna=False):
         index = {(r.setting, r.algorithm): r for r in part.itertuples(index=False)}
         n_header = "n" if basis == "per_round" else "k/n"
-        columns = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols], (n_header,)]
+        columns: list[tuple[str, ...]] = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols], (n_header,)]
         groups = []
         for s in study.settings:
             rows = []
@@ -507,8 +507,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
             groups.append((s if len(study.settings) > 1 else None, rows))
         if basis == "per_round":
             title = "Communication and computation overhead per round"
-            what = ("each run's mean over its rounds of the bytes and FLOPs of that round (rounds.csv), then mean ± std "
-                    "over seeds")
+            what = ("each run's mean over its rounds of the bytes and FLOPs of that round (rounds.csv), then "
+                    "mean ± std over seeds")
         else:
             t = target_text(target)
             title = f"Communication and computation overhead to reach {t} test accuracy"
@@ -517,7 +517,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
         out.append(Layout(title, columns, groups,
                           [f"{what}; std with ddof = {DDOF}. MB = 10⁶ bytes, GFLOPs = 10⁹ FLOPs. Acc.: best test "
                            "accuracy, mean ± std over all seeds.", *notes],
-                          label="tab:overhead-" + ("round" if basis == "per_round" else target_text(target).rstrip("%"))))
+                          label="tab:overhead-" + ("round" if basis == "per_round"
+                                                   else target_text(target).rstrip("%"))))
     return out
 
 
@@ -540,7 +541,7 @@ def to_markdown(layout: Layout) -> str:
              "|" + "|".join(align) + "|"]
     for group, rows in layout.groups:
         for i, (label, cells) in enumerate(rows):
-            first = ([_md_escape(group) if i == 0 else ""] if grouped else [])
+            first = ([_md_escape(group or "") if i == 0 else ""] if grouped else [])
             lines.append("| " + " | ".join(first + [_md_escape(label)] + [_md_escape(c) for c in cells]) + " |")
     lines.append("")
     lines += [f"_{_md_escape(n)}_  " for n in layout.notes]

@@ -148,7 +148,9 @@ def _rounds(run: Run) -> int:
     value = run.summary.get("rounds_completed")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return int(value)
-    rounds = run.metrics["round"].dropna() if "round" in run.metrics.columns else []
+    if "round" not in run.metrics.columns:
+        return 0
+    rounds = run.metrics["round"].dropna()
     return int(rounds.iloc[-1]) if len(rounds) else 0
 
 
@@ -208,7 +210,6 @@ def summary_table(
     for run in runs:
         m = run.metrics
         _check_columns(m, _REQUIRED, f"run {run.label!r} ({run.path})")
-        empty = len(m) == 0
         row = {
             "label": run.label,
             "algorithm": run.algorithm,

@@ -51,8 +51,8 @@ def evaluate_before(model, x, y, batch_size):
     return correct / len(y), loss_sum / len(y)
 
 
-def measure(scenario: str = "cellular_100clients", device: str = "cpu", batches: Sequence[int] = (100, 250, 500, 1000, 2000),
-            repeats: int = 7) -> Dict[str, object]:
+def measure(scenario: str = "cellular_100clients", device: str = "cpu",
+            batches: Sequence[int] = (100, 250, 500, 1000, 2000), repeats: int = 7) -> Dict[str, object]:
     """Median seconds of an evaluation per batch size, the scores, and the old and new batch."""
     cfg = load_scenario(resolve_scenario(scenario), extra={"device": device})
     run = build_run(cfg, AlgorithmSpec(name="fedavg"))
@@ -78,7 +78,8 @@ def measure(scenario: str = "cellular_100clients", device: str = "cpu", batches:
             times[b].append(time.perf_counter() - start)
     median = {b: statistics.median(v) for b, v in times.items()}
     return {"name": cfg.name, "images": len(y), "device": run.device.type, "new": new, "median_s": median,
-            "scores": scores, "ratio": median[OLD_DEFAULT] / median[new], "ratio_before": median["before"] / median[new]}
+            "scores": scores, "ratio": median[OLD_DEFAULT] / median[new],
+            "ratio_before": median["before"] / median[new]}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -96,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ref_acc, ref_loss = r["scores"][OLD_DEFAULT]
     for b, t in r["median_s"].items():
         acc, loss = r["scores"][b]
-        what = f"batch {b:>5}" if b != "before" else f"before issue 16, batch {OLD_DEFAULT} (autograd on, 2 syncs per batch)"
+        what = (f"batch {b:>5}" if b != "before"
+                else f"before issue 16, batch {OLD_DEFAULT} (autograd on, 2 syncs per batch)")
         print(f"  {what}: {t * 1e3:8.1f} ms   accuracy {acc:.4f} "
               f"(diff {acc - ref_acc:+.1e})  loss {loss:.7f} (rel. diff {(loss - ref_loss) / ref_loss:+.1e})")
     print(f"evaluation ratio batch {OLD_DEFAULT} / auto ({r['new']}): {r['ratio']:.2f}; before issue 16 / now: "

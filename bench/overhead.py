@@ -146,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  (target <= 1.10)")
     for size in args.sizes:
         r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations)
-        print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}", flush=True)
+        print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}",
+              flush=True)
     print(f"torch threads {torch.get_num_threads()}")
 
 

@@ -4,7 +4,7 @@ holds a core.
 Starts ``--competitors`` processes that spin on a core each (the "other engineer's job"), then
 runs rounds of the default scenario through the simulator with ``torch.set_num_threads(1)`` and
 ``(2)`` alternately, and prints the median round of each and the ratio 2 threads / 1 thread
-(> 1: the second thread hurts, as issue 16 measured: 3.58 s against 1.51 s).  It also prints
+(> 1: the second thread hurts, as measured on a busy 2-core CPU: 3.58 s against 1.51 s).  It also prints
 what :func:`sfl_sim.host.free_cores` sees meanwhile, i.e. the thread count a run would now
 default to.  ``--competitors 0`` measures the idle machine (where 2 threads should win).
 

@@ -1,12 +1,12 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
 mobility, outage.
 
-Imports only numpy, scipy and the standard library (never ``sfl_sim``).  Each swappable
-component kind has a :class:`Registry` (:data:`REGISTRIES`) and a :class:`typing.Protocol`
-(:data:`PROTOCOLS`, :mod:`channel.protocols`); components are created by short name or
-``"package.module:Class"`` and assembled into a :class:`Cell`.  :func:`check_component` checks
-that a (new) component behaves like one of its kind; :mod:`channel.limits` holds the physical
-ranges of every parameter.
+Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``).  Each
+swappable component kind has a :class:`simkit.registry.Registry` (:data:`REGISTRIES`) and a
+:class:`typing.Protocol` (:data:`PROTOCOLS`, :mod:`channel.protocols`); components are created by
+short name or ``"package.module:Class"`` and assembled into a :class:`Cell`.
+:func:`check_component` checks that a (new) component behaves like one of its kind;
+:mod:`channel.limits` holds the physical ranges of every parameter.
 """
 from .allocation import ALLOCATORS, EqualAllocation, EqualFinishTimeAllocation, ProportionalPayloadAllocation
 from .cell import Cell, LinkBudget
@@ -14,23 +14,15 @@ from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFadi
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
-from .protocols import PROTOCOLS, ComponentProtocolError, check_protocol, missing_members
+from .protocols import PROTOCOLS, ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
-from .registry import ComponentParameterError, Registry, UnknownComponentError, check_params
-from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing, ShadowingSite
+from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing
 from .tr38901 import TR38901UMa, TR38901UMi
 from .units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 from .conformance import REGISTRIES, check_component  # noqa: E402  (needs the registries above)
 
 __all__ = [
-    "Registry",
-    "UnknownComponentError",
-    "ComponentParameterError",
-    "ComponentProtocolError",
-    "check_params",
-    "check_protocol",
-    "missing_members",
     "REGISTRIES",
     "PROTOCOLS",
     "PLACEMENTS",

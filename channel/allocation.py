@@ -11,7 +11,7 @@ An allocator that needs the whole link (power, noise, rate model) declares a key
 ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear, rate_of=rate_of)`` where
 ``rate_of(bandwidth_hz: ndarray (n,)) -> ndarray (n,)`` is client k's rate in bit/s on
 ``bandwidth_hz[k]`` (the cell's rate model with the client's power, gain — fading included —
-and the noise PSD).  Allocators without that parameter are called as before.
+and the noise PSD).  Allocators without that parameter get the three positional arguments only.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 import scipy.optimize
 
-from .checks import check_array, check_scalar
+from simkit.checks import check_array, check_scalar
 from .protocols import Allocator
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = [
     "ALLOCATORS",

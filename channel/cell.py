@@ -53,7 +53,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import scipy.special
 
-from .checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
+from simkit.checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
 from .allocation import accepts_rate_of
 from .fading import NoFading
 from .geometry import distances_m as _distances_m
@@ -82,9 +82,9 @@ from .protocols import (
     SiteShadowingUpdate,
     SnrRate,
     Stateful,
-    check_protocol,
 )
-from .shadowing import ShadowingSite
+from simkit.protocols import check_protocol
+from .protocols import ShadowingSite
 from .units import dbm_to_w, linear_to_db
 
 __all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
@@ -874,7 +874,8 @@ class Cell:
             return None
         p = np.asarray(self.pathloss.los_probability(distance), dtype=float)
         if p.shape != distance.shape or np.any(~((p >= 0) & (p <= 1))):
-            raise ValueError(f"pathloss {self.pathloss!r} los_probability must return {distance.shape} values in [0, 1]")
+            raise ValueError(
+                f"pathloss {self.pathloss!r} los_probability must return {distance.shape} values in [0, 1]")
         return scipy.special.ndtr(self._los_latent) < p
 
     def _pathloss(self, distance: np.ndarray, los: Optional[np.ndarray]) -> np.ndarray:

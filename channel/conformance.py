@@ -56,11 +56,11 @@ from .protocols import (
     SiteShadowing,
     SiteShadowingUpdate,
     Stateful,
-    describe_members,
-    missing_members,
 )
+from simkit.protocols import describe_members, missing_members
 from .rate import RATES, ShannonRate
-from .shadowing import SHADOWING, ShadowingSite
+from .shadowing import SHADOWING
+from .protocols import ShadowingSite
 from .units import dbm_to_w
 
 __all__ = ["REGISTRIES", "check_component"]
@@ -216,7 +216,7 @@ def _check_pathloss(report: _Report, comp: Any, seed: int, counts: List[int]) ->
                                          ("shadowing_decorrelation_m", True, ShadowingDecorrelationSource)):
             if isinstance(comp, protocol):
                 v = np.broadcast_to(np.asarray(getattr(comp, method)(los), dtype=float), (n,))
-                ok = np.all(v > 0) if strict else np.all(v >= 0)
+                ok = bool(np.all(v > 0)) if strict else bool(np.all(v >= 0))
                 report.check(ok and np.all(np.isfinite(v)), f"{method} in range", f"got {v!r}")
 
 

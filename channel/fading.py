@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import check_count
+from simkit.checks import check_count
 from .limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
 from .protocols import Fading
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = ["FADING", "NoFading", "RayleighFading", "RicianFading", "NakagamiFading"]
 

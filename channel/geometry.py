@@ -9,10 +9,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .checks import check_array, check_count
+from simkit.checks import check_array, check_count
 from .limits import CELL_RADIUS_M, CLIENT_DISTANCE_M, MIN_DISTANCE_M
 from .protocols import Placement
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = ["PLACEMENTS", "UniformDiscPlacement", "FixedDistancePlacement", "distances_m"]
 

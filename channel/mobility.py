@@ -16,10 +16,10 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .checks import check_scalar, check_state_keys, state_array
+from simkit.checks import check_scalar, check_state_keys, state_array
 from .limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
 from .protocols import Mobility
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = ["MOBILITY", "StaticMobility", "RandomWaypointMobility", "RandomDirectionMobility"]
 
@@ -132,7 +132,8 @@ class RandomWaypointMobility:
         self.speed_max_m_per_s = SPEED_M_PER_S.check("speed_max_m_per_s", speed_max_m_per_s)
         if self.speed_max_m_per_s < self.speed_min_m_per_s:
             raise ValueError(
-                f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), got {speed_max_m_per_s!r}"
+                f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), "
+                f"got {speed_max_m_per_s!r}"
             )
         self.pause_s = check_scalar("pause_s", pause_s)
         self.radius_m = None if radius_m is None else check_scalar("radius_m", radius_m, strict=True)
@@ -212,7 +213,7 @@ class RandomWaypointMobility:
         pos, dt, radius, r0 = _check_step_args(
             positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
         )
-        n = pos.shape[0]
+        n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._waypoint_m is None or self._waypoint_m.shape[0] != n:
             self._waypoint_m = _uniform_annulus(n, radius, r0, rng)
@@ -332,7 +333,7 @@ class RandomDirectionMobility:
         pos, dt, radius, r0 = _check_step_args(
             positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
         )
-        n = pos.shape[0]
+        n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._heading_rad is None or self._heading_rad.shape[0] != n:
             self._heading_rad = rng.uniform(0.0, 2.0 * np.pi, n)

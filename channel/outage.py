@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .checks import check_scalar
+from simkit.checks import check_scalar
 
 __all__ = ["OutagePolicy", "DELIVER", "RETRANSMIT", "DROP"]
 

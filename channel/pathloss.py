@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from .checks import check_array, check_scalar
+from simkit.checks import check_array, check_scalar
 from .limits import CARRIER_FREQUENCY_HZ, CLIENT_DISTANCE_M, DECORRELATION_M, PATHLOSS_EXPONENT, SHADOWING_SIGMA_DB
 from .protocols import PathLoss
-from .registry import Registry
+from simkit.registry import Registry
 
 __all__ = ["PATHLOSS", "TR36814Macro", "FreeSpace", "LogDistance", "SPEED_OF_LIGHT_M_PER_S"]
 

@@ -32,23 +32,18 @@ Optional capabilities
 capability that lives in a parameter (``rate_of``) is detected by
 :func:`channel.allocation.accepts_rate_of`.
 
-Checking
---------
-:func:`missing_members` lists what an object lacks; :func:`check_protocol` raises
-:class:`ComponentProtocolError` with one line naming the component, the missing members (with
-their signatures) and the protocol.  Imports only the standard library (and numpy for types).
+:class:`ShadowingSite`, the argument of the site-aware shadowing protocols, is defined here with
+them.  :mod:`simkit.protocols` checks a component against these protocols.
 """
 from __future__ import annotations
 
-import inspect
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Tuple, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple, runtime_checkable
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .shadowing import ShadowingSite
-
 __all__ = [
+    "ShadowingSite",
     "Placement",
     "DiscPlacement",
     "PathLoss",
@@ -71,16 +66,38 @@ __all__ = [
     "Resettable",
     "Stateful",
     "PROTOCOLS",
-    "ComponentProtocolError",
-    "protocol_members",
-    "missing_members",
-    "describe_members",
-    "check_protocol",
 ]
 
 
-class ComponentProtocolError(TypeError):
-    """A component lacks a member its protocol requires (the message names it)."""
+@dataclass(frozen=True)
+class ShadowingSite:
+    """Where the clients are, as a shadowing model sees it.
+
+    Attributes
+    ----------
+    positions_m : numpy.ndarray, shape (n, 2)
+        Client positions in metres (base station at the origin).
+    distance_m : numpy.ndarray, shape (n,)
+        2-D distances to the base station in metres.
+    los : numpy.ndarray of bool, shape (n,), or None
+        LOS state per client (None: the path-loss model has no LOS notion).
+    model_sigma_db : numpy.ndarray, shape (n,), or None
+        The path-loss model's shadowing sigma per client in dB (None: it gives none).
+    model_decorrelation_m : numpy.ndarray, shape (n,), or None
+        The path-loss model's shadowing decorrelation distance per client in metres.
+    """
+
+    positions_m: np.ndarray
+    distance_m: np.ndarray
+    los: Optional[np.ndarray] = None
+    model_sigma_db: Optional[np.ndarray] = None
+    model_decorrelation_m: Optional[np.ndarray] = None
+
+    @property
+    def n_clients(self) -> int:
+        """Number of clients."""
+        return int(self.distance_m.shape[0])
+
 
 
 # ---------------------------------------------------------------------- placement
@@ -299,115 +316,3 @@ PROTOCOLS: Dict[str, type] = {
     "allocation": Allocator,
     "mobility": Mobility,
 }
-
-def protocol_members(protocol: type) -> Dict[str, Optional[Callable[..., Any]]]:
-    """The members a protocol requires: name -> the declared function (None for a data member).
-
-    Parameters
-    ----------
-    protocol : type
-        A :class:`typing.Protocol` class.
-
-    Returns
-    -------
-    dict
-        In declaration order, base protocols first.
-    """
-    members: Dict[str, Optional[Callable[..., Any]]] = {}
-    for klass in reversed(protocol.__mro__):
-        if klass is object or klass is Protocol or not getattr(klass, "_is_protocol", False):
-            continue
-        for name in getattr(klass, "__annotations__", {}):
-            if not name.startswith("_"):
-                members.setdefault(name, None)
-        for name, value in vars(klass).items():
-            # Protocol machinery and dunders start with "_"; a component's members never do.
-            if not name.startswith("_") and callable(value):
-                members[name] = value
-    return members
-
-
-def missing_members(obj: Any, protocol: type) -> List[str]:
-    """Names of the members of ``protocol`` that ``obj`` lacks (a method that is not callable
-    counts as missing).
-
-    Parameters
-    ----------
-    obj : object
-        An instance, or a class (then data members are not checked: instances may set them in
-        ``__init__``).
-    protocol : type
-        A :class:`typing.Protocol` class.
-
-    Returns
-    -------
-    list of str
-        Empty when ``obj`` conforms.
-    """
-    is_class = inspect.isclass(obj)
-    missing = []
-    for name, declared in protocol_members(protocol).items():
-        if declared is None:
-            if not is_class and not hasattr(obj, name):
-                missing.append(name)
-            continue
-        value = getattr(obj, name, None)
-        if value is None or not callable(value):
-            missing.append(name)
-    return missing
-
-
-def describe_members(protocol: type, names: Optional[List[str]] = None) -> str:
-    """``"loss_db(distance_m)"``-style text for members of ``protocol`` (all by default)."""
-    members = protocol_members(protocol)
-    parts = []
-    for name in members if names is None else names:
-        declared = members.get(name)
-        if declared is None:
-            parts.append(f"attribute {name}")
-            continue
-        try:
-            params = list(inspect.signature(declared).parameters.values())[1:]
-            text = ", ".join(p.name if p.default is inspect.Parameter.empty else f"{p.name}=..." for p in params)
-        except (TypeError, ValueError):
-            text = "..."
-        parts.append(f"{name}({text})")
-    return ", ".join(parts)
-
-
-def _component_name(obj: Any) -> str:
-    cls = obj if inspect.isclass(obj) else type(obj)
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def check_protocol(obj: Any, protocol: type, what: str) -> Any:
-    """Raise unless ``obj`` offers every member of ``protocol``; return ``obj``.
-
-    Parameters
-    ----------
-    obj : object
-        The built component (or its class).
-    protocol : type
-        E.g. ``PROTOCOLS["pathloss"]``.
-    what : str
-        Where the component comes from, for the message (e.g. the scenario field
-        ``"cell.pathloss"``).
-
-    Returns
-    -------
-    object
-        ``obj`` itself.
-
-    Raises
-    ------
-    ComponentProtocolError
-        One line: ``"cell.pathloss: my_model.Foo lacks loss_db(distance_m);
-        channel.protocols.PathLoss requires loss_db(distance_m)"``.
-    """
-    missing = missing_members(obj, protocol)
-    if missing:
-        raise ComponentProtocolError(
-            f"{what}: {_component_name(obj)} lacks {describe_members(protocol, missing)}; "
-            f"{protocol.__module__}.{protocol.__qualname__} requires {describe_members(protocol)}"
-        )
-    return obj

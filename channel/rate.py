@@ -10,10 +10,10 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .checks import check_array
+from simkit.checks import check_array
 from .limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_HZ
 from .protocols import Rate
-from .registry import Registry
+from simkit.registry import Registry
 from .units import linear_to_db
 
 __all__ = ["RATES", "ShannonRate"]

@@ -21,51 +21,21 @@ client and per LOS state: TR 38.901 UMa 4/6 dB, TR 36.814 macro 8 dB...).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 import numpy as np
 import scipy.linalg
 import scipy.spatial.distance
 
-from .checks import check_count
-from .limits import DECORRELATION_M, SHADOWING_SIGMA_DB, Range
-from .protocols import Shadowing
-from .registry import Registry
+from simkit.checks import check_count
+from .limits import DECORRELATION_M, SHADOWING_SIGMA_DB
+from simkit.ranges import Range
+from .protocols import Shadowing, ShadowingSite
+from simkit.registry import Registry
 
-__all__ = ["SHADOWING", "ShadowingSite", "NoShadowing", "LogNormalShadowing", "CorrelatedShadowing"]
+__all__ = ["SHADOWING", "NoShadowing", "LogNormalShadowing", "CorrelatedShadowing"]
 
 MODEL = "model"
-
-
-@dataclass(frozen=True)
-class ShadowingSite:
-    """Where the clients are, as a shadowing model sees it.
-
-    Attributes
-    ----------
-    positions_m : numpy.ndarray, shape (n, 2)
-        Client positions in metres (base station at the origin).
-    distance_m : numpy.ndarray, shape (n,)
-        2-D distances to the base station in metres.
-    los : numpy.ndarray of bool, shape (n,), or None
-        LOS state per client (None: the path-loss model has no LOS notion).
-    model_sigma_db : numpy.ndarray, shape (n,), or None
-        The path-loss model's shadowing sigma per client in dB (None: it gives none).
-    model_decorrelation_m : numpy.ndarray, shape (n,), or None
-        The path-loss model's shadowing decorrelation distance per client in metres.
-    """
-
-    positions_m: np.ndarray
-    distance_m: np.ndarray
-    los: Optional[np.ndarray] = None
-    model_sigma_db: Optional[np.ndarray] = None
-    model_decorrelation_m: Optional[np.ndarray] = None
-
-    @property
-    def n_clients(self) -> int:
-        """Number of clients."""
-        return int(self.distance_m.shape[0])
 
 
 def _value_or_model(name: str, value: Any, limit: Range) -> Any:
@@ -319,7 +289,7 @@ class CorrelatedShadowing:
         fields = np.empty_like(state["fields"])
         moved = np.hypot(*(new_pos - old_pos).T) > 0
         for f in range(2):
-            noise = rng.standard_normal(new_pos.shape[0])
+            noise = rng.standard_normal((new_pos.shape[0],))
             old = state["fields"][f]
             fields[f] = old
             if not moved.any():

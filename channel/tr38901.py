@@ -45,7 +45,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .checks import check_array, check_scalar
+from simkit.checks import check_array, check_scalar
 from .pathloss import PATHLOSS
 
 __all__ = ["TR38901UMa", "TR38901UMi", "C_3GPP_M_PER_S", "ENVIRONMENT_HEIGHT_M"]

@@ -439,11 +439,12 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
 
 def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Plan:
     from sfl_sim.study import expand
-    from sfl_sim.study_exec import _finished
+    from sfl_sim.study_exec import is_complete
 
     _check_workers(workers)
     runs = expand(study.spec, study.base)
-    planned = tuple(PlannedRun(r.name, study.out / r.name, _finished(r, study.out / r.name, strict_versions), dict(r.coordinates))
+    planned = tuple(PlannedRun(r.name, study.out / r.name, is_complete(r, study.out / r.name, strict_versions),
+                               dict(r.coordinates))
                     for r in runs)
     return Plan(study.out, study.base, tuple(study.spec.seeds), planned)
 

@@ -14,10 +14,9 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from channel import (ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy,
-                     UnknownComponentError)
-from channel.protocols import ComponentProtocolError
-from channel.registry import ComponentParameterError
+from channel import ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy
+from simkit.protocols import ComponentProtocolError
+from simkit.registry import ComponentParameterError, UnknownComponentError
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
@@ -41,7 +40,7 @@ def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extr
 
     Parameters
     ----------
-    registry : channel.Registry
+    registry : simkit.registry.Registry
     spec : ComponentSpec
     field : str
         Dotted scenario field, e.g. ``"cell.pathloss"`` (used in messages).

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["KINDS", "SUPPLIED", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds", "entries",
+__all__ = ["KINDS", "SUPPLIED", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds",
+           "entries",
            "parameters", "listing"]
 
 #: Every kind of component, in listing order, with the scenario field that names one.

@@ -1,6 +1,6 @@
 """Per-client table and picture of a scenario's cell, without training (``sfl-sim channel``).
 
-:func:`channel_report` builds the cell exactly as a run would (:func:`sfl_sim.runner.build_cell`,
+:func:`channel_report` builds the cell exactly as a run would (:func:`sfl_sim.build.build_cell`,
 same seeded streams), prints one row per client and writes ``cell.csv`` and ``cell.png``.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
     """
     import sys
 
-    from sfl_sim.runner import build_cell  # the runner imports torch; keep it out of module import
+    from sfl_sim.build import build_cell  # build imports torch; keep it out of module import
 
     cell = build_cell(cfg)
     n = cell.n_clients

@@ -50,7 +50,7 @@ def allowed(choice: Any) -> Tuple[str, ...]:
 
 def check_choice(name: str, value: Any, choice: Any) -> str:
     """Return ``value`` if it is one of ``choice``'s values, else raise the family's ValueError
-    (:func:`channel.checks.check_choice`)."""
-    from channel.checks import check_choice as check
+    (:func:`simkit.checks.check_choice`)."""
+    from simkit.checks import check_choice as check
 
     return check(name, value, allowed(choice))

@@ -29,7 +29,8 @@ def _strict_versions_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sfl-sim", description="Split federated learning over a simulated wireless cell.")
+    parser = argparse.ArgumentParser(prog="sfl-sim",
+                                     description="Split federated learning over a simulated wireless cell.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {catalog.package_version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -70,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("path", help="scenario YAML, or a shipped scenario's name")
     ch.add_argument("--output-dir", "-o",
                     help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
-    ch.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # the old name, still accepted
+    ch.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # an undocumented alias of --output-dir
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Seque
 
 import yaml
 from channel import limits
-from channel.limits import Range
+from simkit.ranges import Range
 from pydantic import (BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, create_model,
                       model_serializer, model_validator)
 from pydantic.json_schema import JsonSchemaValue
@@ -353,7 +353,8 @@ class OptimizerSpec(_NamedSpec):
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
                                      handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        shapes = [{"type": "object", "properties": {"name": {"const": name}, **params.model_json_schema()["properties"]},
+        shapes = [{"type": "object",
+                   "properties": {"name": {"const": name}, **params.model_json_schema()["properties"]},
                    "additionalProperties": False} for name, params in _OPTIMIZER_PARAMS.items()]
         custom = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[^:]+:[^:]+$"}},
                   "required": ["name"], "description": "a torch.optim.Optimizer subclass and its parameters"}
@@ -721,7 +722,8 @@ def _walk(model: Type[BaseModel], loc: Sequence[Any]) -> Tuple[str, Optional[Any
             path = f"{path}.{part}" if path else part
             current = _inner_model(info.annotation)
             continue
-        if isinstance(current, type) and issubclass(current, BaseModel) and current.model_config.get("extra") != "allow":
+        if isinstance(current, type) and issubclass(current, BaseModel) \
+                and current.model_config.get("extra") != "allow":
             parent = current
             path = f"{path}.{part}" if path else str(part)  # an unknown key
             info, current = None, None

@@ -1,8 +1,8 @@
 """The host a run executes on: the cores free for it now, and the defaults that follow from them.
 
 Torch's default is one thread per core.  On a machine where another process holds a core, the
-intra-op threads of every op wait for the one that was descheduled: measured on a 2-core CPU
-(issue 16), a SCALA round took 0.91 s with 2 threads on an idle host but 3.58 s with 2 threads
+intra-op threads of every op wait for the one that was descheduled: measured on a 2-core CPU,
+a SCALA round took 0.91 s with 2 threads on an idle host but 3.58 s with 2 threads
 when another process held a core, against 1.51 s with 1 thread.  So a run whose scenario leaves
 ``training.torch_threads`` null uses :func:`default_torch_threads` — the cores not busy with
 other processes when the run starts — and a study gives each of its workers a share of them.
@@ -17,8 +17,8 @@ import os
 import time
 from typing import Any, Optional, Tuple
 
-__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE", "LongLivedObjects",
-           "VECTORISED_BY_DEFAULT", "auto_execution"]
+__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE",
+           "LongLivedObjects", "VECTORISED_BY_DEFAULT", "auto_execution"]
 
 
 def affinity_cores() -> int:
@@ -101,7 +101,7 @@ def default_torch_threads() -> int:
 
 #: ``eval_batch_size: auto`` per device type: the batch measured fastest for the shipped models
 #: with ``bench/eval_batch.py`` (CPU: see the README's Benchmarks; CUDA: not measured yet — a GPU
-#: is not launch-bound at these sizes, so the old default stays until someone measures).
+#: is not launch-bound at these sizes, so it keeps 1000 until someone measures).
 EVAL_BATCH_SIZE = {"cpu": 250, "cuda": 1000}
 
 
@@ -126,7 +126,7 @@ class LongLivedObjects:
 
     After the first round everything a run keeps — the data set's tensors, models, working copies,
     the cell — exists, and the collector's full (generation-2) passes walk all of it again and
-    again: 0.3 s each at 1,000 clients per round (issue 16).  :meth:`after_round` collects once
+    again: 0.3 s each at 1,000 clients per round (measured on a 2-core CPU).  :meth:`after_round` collects once
     and then freezes what survives (:func:`gc.freeze`: those objects are never traversed again,
     and reference counting still frees them); :meth:`end` unfreezes them, so a process that runs
     another run afterwards collects this one's cycles as usual.
@@ -151,7 +151,7 @@ class LongLivedObjects:
 
 #: ``execution: auto`` per device type: whether an algorithm that has a vectorised path
 #: (:mod:`sfl_sim.algorithms.vectorised`) takes it.  Only where it was measured faster than the
-#: loop with ``bench/vectorised.py``: on CPU it is slower (issue 16: 0.88x for the client part,
+#: loop with ``bench/vectorised.py``: on CPU it is slower (a vmap prototype: 0.88x for the client part,
 #: 0.97x for a whole-model step); on CUDA it has not been measured yet, so the loop stays.
 VECTORISED_BY_DEFAULT = {"cpu": False, "cuda": False}
 

@@ -193,8 +193,8 @@ def _one_line(exc: BaseException) -> str:
 def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
              supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """``{name, class, params}`` of one component; an unresolvable name is the build's one line."""
-    from channel import UnknownComponentError
-    from channel.protocols import ComponentProtocolError
+    from simkit.registry import UnknownComponentError
+    from simkit.protocols import ComponentProtocolError
 
     try:
         cls = registry.get(name)

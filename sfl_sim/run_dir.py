@@ -6,8 +6,8 @@ A run directory is a researcher's evidence, so it must never describe a run that
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
   asked for is the one the run was made with — every difference but the fields in
-  :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks, because it
-  was added to the simulator later, counts as its default: defaults keep the old behaviour) —
+  :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks counts as
+  its default: a run recorded by a simulator without that field ran as the default does) —
   and when today's code resolves it to the parameters the run recorded (``resolved.yaml``,
   :func:`sfl_sim.resolved.check_resolution`: a changed default is refused field by field, other
   versions of the code are a warning);

@@ -347,7 +347,8 @@ def _best(rows: List[Dict[str, float]]) -> Dict[str, Any]:
             "best_test_accuracy_definition": BEST_ACCURACY_DEFINITION}
 
 
-def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False) -> List[tuple[Run, RunDirPlan]]:
+def prepare_scenario(cfg: Scenario, resume: bool = False,
+                     strict_versions: bool = False) -> List[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
     The output directory's writability and every run directory's state (and, with ``--resume``,

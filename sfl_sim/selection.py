@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from channel.checks import check_nonnegative, check_positive
-from channel.registry import Registry
+from simkit.checks import check_nonnegative, check_positive
+from simkit.registry import Registry
 from sfl_sim.protocols import SelectorProtocol
 
 SELECTORS = Registry("selector", protocol=SelectorProtocol)

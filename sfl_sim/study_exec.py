@@ -30,14 +30,14 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.host import free_cores
 from sfl_sim.progress import interactive, progress_bar
 from sfl_sim.study import StudyRun
 
-__all__ = ["RunTask", "execute_run", "run_study", "free_cores", "STATUS_FILE"]
+__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
 STATUS_FILE = "runs.csv"
@@ -112,11 +112,32 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
     return out
 
 
-def _finished(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> bool:
-    """A run whose directory already holds the complete run of exactly this scenario, resolved
-    to the parameters today's code resolves it to (:func:`sfl_sim.resolved.check_resolution`:
-    other versions of the code are a warning, refused with ``strict_versions``).  A run that is
-    not is left to :func:`execute_run`, whose resume refuses it with the reason."""
+def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> bool:
+    """Whether ``run_dir`` already holds the complete run of exactly ``run``'s scenario.
+
+    A rerun of a study skips such runs, and ``sfl-sim study --dry-run`` marks them ``done``.  A
+    run that is not complete is left to :func:`execute_run`, whose resume refuses it with the
+    reason.
+
+    Parameters
+    ----------
+    run : StudyRun
+        One run of an expanded study.
+    run_dir : pathlib.Path
+        Its run directory.
+    strict_versions : bool
+        Count a run made with other versions of the code as not complete (its resume then refuses
+        it) instead of warning.
+
+    Returns
+    -------
+    bool
+        True when ``summary.json`` says complete with the scenario's round count, the recorded
+        ``scenario.yaml`` differs from this scenario in no field, and today's code resolves it to
+        the parameters the run recorded (:func:`sfl_sim.resolved.check_resolution`: other versions
+        of the code are a warning, refused with ``strict_versions``); False otherwise (also for
+        missing or unreadable files).
+    """
     summary_path = run_dir / "summary.json"
     if not summary_path.is_file():
         return False
@@ -252,8 +273,9 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: Dict[str, Dict[
         writer.writerow(["name", "status", *keys, "final_test_accuracy", "error"])
         for run in runs:
             res = results.get(run.name, {})
-            coords = [json.dumps(run.coordinates.get(k), default=str) if isinstance(run.coordinates.get(k), (dict, list))
-                      else run.coordinates.get(k, "") for k in keys]
+            coords = [json.dumps(run.coordinates.get(k), default=str)
+                      if isinstance(run.coordinates.get(k), (dict, list)) else run.coordinates.get(k, "")
+                      for k in keys]
             writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
                              res.get("error", "")])
     os.replace(tmp, path)
@@ -299,7 +321,7 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     study_dir.mkdir(parents=True, exist_ok=True)
     results: Dict[str, Dict[str, Any]] = {}
     for run in runs:
-        if _finished(run, study_dir / run.name, strict_versions):
+        if is_complete(run, study_dir / run.name, strict_versions):
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
                                  "final_test_accuracy": json.loads(
                                      (study_dir / run.name / "summary.json").read_text()).get("final_test_accuracy")}

@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
+from analysis.schema import GLOBAL_MODEL_EVALUATION
 from analysis.tta import tta_column_name
 
 __all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "summary_paths", "write_summary_files"]
@@ -146,8 +147,6 @@ def _markdown(header: List[str], rows: List[List[str]]) -> str:
 
 def notes(summaries: Sequence[Summary]) -> List[str]:
     """One line per run whose accuracy is not the global model's, so it is not compared unawares."""
-    from sfl_sim.algorithms.base import GLOBAL_MODEL_EVALUATION
-
     return [f"note: {s['label']} accuracy is of the {s['evaluated']}" for s in _present(summaries)
             if s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION]
 
@@ -173,7 +172,8 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
 def markdown(summaries: Sequence[Summary]) -> str:
     """``summary.md``: every total of every run, then time to accuracy, as Markdown tables."""
     present = _present(summaries)
-    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "", " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
+    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "",
+             " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)

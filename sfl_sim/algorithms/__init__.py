@@ -3,7 +3,7 @@
 One algorithm per module; every module of this package is imported on first use, so a new file
 with ``@ALGORITHMS.register("name")`` is all a new built-in needs.
 """
-from channel.registry import import_submodules
+from simkit.registry import import_submodules
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, proportional_batch_sizes, weighted_average
 from sfl_sim.algorithms.conformance import ConformanceError, check_algorithm
 from sfl_sim.algorithms.server_modes import ConcatenatedServer, PerClientServer, SequentialServer, ServerMode

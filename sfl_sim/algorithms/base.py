@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from channel.registry import Registry
+from analysis.schema import GLOBAL_MODEL_EVALUATION
+from simkit.registry import Registry
 from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.algorithms.execution import (ExecutionMode, ExecutionRequest, StackedSteps, resolve_execution,
                                           vectorised_refusal)
@@ -35,10 +36,6 @@ from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
 
 ALGORITHMS = Registry("algorithm")
-
-#: :meth:`Algorithm.evaluation_description` of every algorithm that scores its global model.
-GLOBAL_MODEL_EVALUATION = "global model on the test set"
-
 
 @dataclass
 class TrainingSetup:

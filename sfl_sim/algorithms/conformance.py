@@ -97,8 +97,9 @@ class _Report:
 
 
 #: Training settings of the ``optimizer state`` check: every kind of state an optimizer bank keeps.
-STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentum": 0.9}, client_optimizer_state="persist",
-                                     lr_schedule="step", lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
+STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentum": 0.9},
+                                     client_optimizer_state="persist", lr_schedule="step",
+                                     lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
 
 
 def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings(), *,
@@ -121,7 +122,8 @@ def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettin
     model = build_model("alexnet", (1, 8, 8), N_CLASSES, conv_channels=[2, 3, 3, 3, 2], fc_features=[5, 4])
     return TrainingSetup(model=model, split_point="S2", train_x=x, train_y=y, client_indices=indices,
                          num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
-                         device=torch.device("cpu"), minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
+                         device=torch.device("cpu"),
+                         minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
                          training=training)
 
 
@@ -256,7 +258,7 @@ def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]
     ------
     ConformanceError
         (an ``AssertionError``) naming the algorithm and the first check it fails.
-    channel.UnknownComponentError
+    simkit.registry.UnknownComponentError
         When a name does not resolve.
     """
     name, cls, params = _resolve(spec_or_class, params)

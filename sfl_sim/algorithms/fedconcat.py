@@ -42,7 +42,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from channel.checks import check_choice, check_int
+from simkit.checks import check_choice, check_int
 from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head,
                                          classifier_layer, kmeans_label_clusters)
 from sfl_sim.engine import RoundContext
@@ -147,7 +147,8 @@ class FedConcat(FedAvg):
             members = [k for k in kept if self.clusters[k] == j]
             if members:
                 weights = self.setup.client_data_sizes[members].astype(float)
-                self.cluster_models[j].load_state_dict(weighted_average([local[k].state_dict() for k in members], weights))
+                self.cluster_models[j].load_state_dict(
+                    weighted_average([local[k].state_dict() for k in members], weights))
 
     def _classifier_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
         concat = self.concat

@@ -20,7 +20,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from channel.checks import check_nonnegative
+from simkit.checks import check_nonnegative
 from sfl_sim.algorithms.fl_terms import classifier_layer, decorrelation_loss, features_and_logits
 
 

@@ -24,7 +24,7 @@ from torch.nn.utils import vector_to_parameters
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from channel.checks import check_positive
+from simkit.checks import check_positive
 from sfl_sim.algorithms.fl_terms import (feddyn_client_state, feddyn_regularizer, feddyn_server_model,
                                          feddyn_server_state, flat)
 

@@ -13,7 +13,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from channel.checks import check_choice
+from simkit.checks import check_choice
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 
 

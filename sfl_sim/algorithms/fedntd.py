@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
-from channel.checks import check_nonnegative, check_positive
+from simkit.checks import check_nonnegative, check_positive
 from sfl_sim.algorithms.fl_terms import not_true_distillation_loss
 
 

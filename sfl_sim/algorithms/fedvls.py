@@ -52,7 +52,7 @@ import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
-from channel.checks import check_choice, check_nonnegative
+from simkit.checks import check_choice, check_nonnegative
 from sfl_sim.algorithms.fl_terms import SUPPRESSION_FORMS, fedvls_objective
 
 

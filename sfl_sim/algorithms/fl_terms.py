@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from channel.checks import check_choice
+from simkit.checks import check_choice
 
 
 # -- FedProx ---------------------------------------------------------------------------------------

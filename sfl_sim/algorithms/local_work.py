@@ -10,23 +10,41 @@ Two modes (``training:`` section):
   epoch and the client runs ceil(|D_k| / b) E iterations.
 
 Every draw comes from the setup's ``minibatch_rng``, when the iteration that needs it runs (an
-epoch's permutation at its first batch), so the stream is consumed in simulated-event order as
-before.
+epoch's permutation at its first batch), so the stream is consumed in simulated-event order.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import torch
 
-if TYPE_CHECKING:  # base imports this module
-    from sfl_sim.algorithms.base import TrainingSetup
-
-__all__ = ["ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch", "to_device"]
+__all__ = ["ClientData", "ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch",
+           "to_device"]
 
 Batch = Tuple[torch.Tensor, torch.Tensor]
+
+
+class ClientData(Protocol):
+    """What local work reads of a :class:`~sfl_sim.algorithms.base.TrainingSetup`: the training
+    set, each client's sample indices and the minibatch stream."""
+
+    @property
+    def train_x(self) -> torch.Tensor:
+        """Training inputs, first axis the sample."""
+
+    @property
+    def train_y(self) -> torch.Tensor:
+        """Training labels, shape (N,)."""
+
+    @property
+    def client_indices(self) -> Sequence[torch.Tensor]:
+        """Sample indices of each client's local data."""
+
+    @property
+    def minibatch_rng(self) -> np.random.Generator:
+        """The stream every minibatch draw comes from."""
 
 
 def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -42,7 +60,7 @@ def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
-def random_batch(setup: "TrainingSetup", client: int, size: int) -> Batch:
+def random_batch(setup: ClientData, client: int, size: int) -> Batch:
     """``size`` random samples of client ``client``'s data (without replacement inside the batch,
     unless the client holds fewer samples than ``size``)."""
     indices = setup.client_indices[client]
@@ -64,7 +82,7 @@ class ClientWork:
         Samples of a full batch (B_k or b); an epoch's last batch may hold fewer.
     """
 
-    def __init__(self, setup: "TrainingSetup", client: int, iterations: int, batch_size: int) -> None:
+    def __init__(self, setup: ClientData, client: int, iterations: int, batch_size: int) -> None:
         self.setup = setup
         self.client = client
         self.iterations = int(iterations)
@@ -87,7 +105,7 @@ class EpochWork(ClientWork):
 
     Parameters
     ----------
-    setup : TrainingSetup
+    setup : ClientData
     client : int
     epochs : int
         E.
@@ -95,7 +113,7 @@ class EpochWork(ClientWork):
         b (a client holding fewer samples uses them all in one batch).
     """
 
-    def __init__(self, setup: "TrainingSetup", client: int, epochs: int, batch_size: int) -> None:
+    def __init__(self, setup: ClientData, client: int, epochs: int, batch_size: int) -> None:
         n = len(setup.client_indices[client])
         b = min(int(batch_size), n)
         super().__init__(setup, client, math.ceil(n / b) * int(epochs), b)

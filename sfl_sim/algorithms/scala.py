@@ -41,7 +41,7 @@ from typing import List, Sequence
 import numpy as np
 import torch
 
-from channel.checks import check_bool, check_choice
+from simkit.checks import check_bool, check_choice
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase

@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from channel.checks import check_int
+from simkit.checks import check_int
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.split_messages import ClientStep, Reply

@@ -18,17 +18,45 @@ of one of these (BESplit's paired server) changes which jobs run, and nothing el
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Tuple, Union
+from typing import (Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Protocol, Sequence, Tuple,
+                    TypeVar, Union)
 
 import simpy
 from torch import nn
 
-from sfl_sim.algorithms.split_messages import ClientActivations, SplitRound
+from sfl_sim.algorithms.split_messages import ClientActivations, Reply, SplitRound
 from sfl_sim.choices import check_choice
-from sfl_sim.engine import Lost
+from sfl_sim.engine import Lost, RoundContext
 
-if TYPE_CHECKING:  # the base imports this module; annotations only
-    from sfl_sim.algorithms.split_base import SplitFedBase
+Result = TypeVar("Result")
+
+
+class ServerSide(Protocol):
+    """What a server mode uses of its algorithm: the server side of a
+    :class:`~sfl_sim.algorithms.split_base.SplitFedBase` (which imports this module, so the modes
+    name the members they need instead of the class)."""
+
+    @property
+    def server_model(self) -> nn.Module:
+        """w_s, the one server-side model."""
+
+    @property
+    def server_replies(self) -> bool:
+        """Whether a server job answers each client with the gradient of its activations."""
+
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> List[Reply]:
+        """Torch work on the concatenation of an iteration; one reply per upload."""
+
+    def server_on_client(self, ctx: RoundContext, server: nn.Module, upload: ClientActivations,
+                         want_reply: bool) -> Generator[Any, Any, Optional[Reply]]:
+        """One timed server job on one client's activations; ``yield from`` it."""
+
+    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
+                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+        """Run ``fn()`` as metered server work; ``yield from`` it."""
+
+    def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
+        """One copy of ``source`` per key, valid until the next call."""
 
 ServerModeName = Literal["concatenated", "per_client", "sequential"]
 
@@ -48,7 +76,7 @@ class ServerMode(abc.ABC):
 
     name: ClassVar[str]
 
-    def server_copies(self, algo: "SplitFedBase", clients: List[int]) -> Optional[Dict[int, nn.Module]]:
+    def server_copies(self, algo: ServerSide, clients: List[int]) -> Optional[Dict[int, nn.Module]]:
         """Per-client copies of w_s for the round (``SplitRound.servers``), made after the
         distribution; None (default) when the server trains the one ``algo.server_model``."""
         return None
@@ -70,7 +98,7 @@ class ServerMode(abc.ABC):
         return {k: spawn(k, None, None) for k in rnd.clients}
 
     @abc.abstractmethod
-    def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
+    def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         """Start the server's processes of the round, right after the clients'.
 
         They wait on ``rnd.exchange.upload(t, k)`` and answer with ``rnd.exchange.answer`` (when
@@ -82,7 +110,7 @@ class ServerMode(abc.ABC):
         list of simpy.Process
         """
 
-    def finish(self, algo: "SplitFedBase", rnd: SplitRound, clients: Dict[int, simpy.Process],
+    def finish(self, algo: ServerSide, rnd: SplitRound, clients: Dict[int, simpy.Process],
                server: List[simpy.Process]) -> Generator[Any, Any, List[int]]:
         """Wait for the round's end under the straggler policy; ``yield from`` it.
 
@@ -97,13 +125,13 @@ class ServerMode(abc.ABC):
         """
         return (yield from rnd.ctx.gather(clients, local_iterations=rnd.exchange.iterations))
 
-    def serve(self, algo: "SplitFedBase", rnd: SplitRound, server: nn.Module, t: int, k: int) -> Generator:
+    def serve(self, algo: ServerSide, rnd: SplitRound, server: nn.Module, t: int, k: int) -> Generator:
         """One server job: wait for client k's upload of iteration t, step ``server`` on it and
         answer (when the algorithm replies).  A lost upload ends the job.
 
         Parameters
         ----------
-        algo : SplitFedBase
+        algo : ServerSide
         rnd : SplitRound
         server : nn.Module
             The server-side model to step (a per-client copy, or ``algo.server_model``).
@@ -117,7 +145,7 @@ class ServerMode(abc.ABC):
         yield from self.step_and_answer(algo, rnd, server, t, upload)
 
     @staticmethod
-    def step_and_answer(algo: "SplitFedBase", rnd: SplitRound, server: nn.Module, t: int,
+    def step_and_answer(algo: ServerSide, rnd: SplitRound, server: nn.Module, t: int,
                         upload: ClientActivations) -> Generator:
         """Step ``server`` on one client's activations (timed on the server), then answer it."""
         reply = yield from algo.server_on_client(rnd.ctx, server, upload, algo.server_replies)
@@ -130,10 +158,10 @@ class ConcatenatedServer(ServerMode):
 
     name = "concatenated"
 
-    def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
+    def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         return [rnd.ctx.process(self._iterations(algo, rnd))]
 
-    def _iterations(self, algo: "SplitFedBase", rnd: SplitRound) -> Generator:
+    def _iterations(self, algo: ServerSide, rnd: SplitRound) -> Generator:
         """The server's iterations; returns the clients still in after the last one.
 
         Iteration t concatenates the clients still iterating: with ``local_epochs`` a client
@@ -160,7 +188,7 @@ class ConcatenatedServer(ServerMode):
                 exchange.answer(t, k, reply)
         return active
 
-    def finish(self, algo: "SplitFedBase", rnd: SplitRound, clients: Dict[int, simpy.Process],
+    def finish(self, algo: ServerSide, rnd: SplitRound, clients: Dict[int, simpy.Process],
                server: List[simpy.Process]) -> Generator:
         """The policy acted at every iteration; wait for the clients still in to finish."""
         ctx = rnd.ctx
@@ -181,10 +209,10 @@ class PerClientServer(ServerMode):
 
     name = "per_client"
 
-    def server_copies(self, algo: "SplitFedBase", clients: List[int]) -> Optional[Dict[int, nn.Module]]:
+    def server_copies(self, algo: ServerSide, clients: List[int]) -> Optional[Dict[int, nn.Module]]:
         return algo.working_copies(algo.server_model, clients)
 
-    def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
+    def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         # One job per (iteration, client), started now; they queue on the one server.
         return [rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k))
                 for t in range(rnd.exchange.iterations) for k in rnd.exchange.iterating(t, rnd.clients)]
@@ -224,10 +252,10 @@ class SequentialServer(ServerMode):
             return [(t, k) for k in rnd.clients for t in range(exchange.count(k))]
         return [(t, k) for t in range(exchange.iterations) for k in exchange.iterating(t, rnd.clients)]
 
-    def start_server(self, algo: "SplitFedBase", rnd: SplitRound) -> List[simpy.Process]:
+    def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         return [rnd.ctx.process(self._in_order(algo, rnd))]
 
-    def _in_order(self, algo: "SplitFedBase", rnd: SplitRound) -> Generator:
+    def _in_order(self, algo: ServerSide, rnd: SplitRound) -> Generator:
         for t, k in self.order(rnd):
             yield from self.serve(algo, rnd, algo.server_model, t, k)
 
@@ -243,5 +271,5 @@ def server_mode(mode: Union[ServerModeName, ServerMode]) -> ServerMode:
     return _BY_NAME[mode]()
 
 
-__all__ = ["ConcatenatedServer", "PerClientServer", "SequentialServer", "ServerMode", "ServerModeName", "Spawn",
-           "server_mode"]
+__all__ = ["ConcatenatedServer", "PerClientServer", "SequentialServer", "ServerMode", "ServerModeName", "ServerSide",
+           "Spawn", "server_mode"]

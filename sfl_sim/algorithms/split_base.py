@@ -13,11 +13,11 @@ same shape, and the algorithms differ only in a few places:
    gradient G_k and any extras — which the client downloads, backpropagates and uses to update
    its copy of w_c (every update is a step of a ``torch.optim`` optimizer: the client's
    :meth:`~sfl_sim.algorithms.base.Algorithm.client_optimizer`, the server's
-   :meth:`~sfl_sim.algorithms.base.Algorithm.server_optimizer`).  How the server works through the cohort is a :mod:`server mode
-   <sfl_sim.algorithms.server_modes>`: ``"concatenated"`` (one step on the concatenation; SCALA,
-   CA-SFL, Minibatch-SFL), ``"per_client"`` (one copy of w_s per client, averaged by |D_k| after
-   the round; SplitFedV1, V3, LLA-SFL, SFLLocalLoss, BESplit) or ``"sequential"`` (one w_s,
-   client after client; SplitFedV2);
+   :meth:`~sfl_sim.algorithms.base.Algorithm.server_optimizer`).  How the server works through the
+   cohort is a :mod:`server mode <sfl_sim.algorithms.server_modes>`: ``"concatenated"`` (one step
+   on the concatenation; SCALA, CA-SFL, Minibatch-SFL), ``"per_client"`` (one copy of w_s per
+   client, averaged by |D_k| after the round; SplitFedV1, V3, LLA-SFL, SFLLocalLoss, BESplit) or
+   ``"sequential"`` (one w_s, client after client; SplitFedV2);
 4. every client uploads its w_c,k^T and the server averages them by |D_k| (default), or keeps
    them apart (SplitFedV3).
 
@@ -43,7 +43,8 @@ Timed steps (SimPy generators; override to add work, calling ``super()``):
 The round: :meth:`SplitFedBase.distribute`, :meth:`SplitFedBase.finish_client` (the upload of
 w_c,k), :meth:`SplitFedBase.aggregate`, :meth:`SplitFedBase.client_side` (what the clients train
 and exchange) and the ``server_mode``.  State beyond :attr:`SplitFedBase.full_model` and the
-optimizers: :meth:`~sfl_sim.algorithms.base.Algorithm.extra_state` / ``load_extra_state``.  Class attributes: :attr:`SplitFedBase.server_replies`
+optimizers: :meth:`~sfl_sim.algorithms.base.Algorithm.extra_state` / ``load_extra_state``.  Class attributes:
+:attr:`SplitFedBase.server_replies`
 (False: nothing goes back to the clients during the iterations) and
 :attr:`SplitFedBase.client_forward_kind` (the step kind :meth:`client_forward` is metered as).
 To add compute, wrap it in :meth:`client_compute` / :meth:`server_compute`; to add a message,
@@ -366,14 +367,16 @@ class SplitFedBase(Algorithm):
                                                lambda: self.server_on_activations(server, upload, want_reply)))
 
     # -- metered compute and messages (helpers for hooks) -----------------------------------------
-    def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+    def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str,
+                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
         """Run ``fn()`` as client work of ``kind`` on B_k samples: its FLOPs are metered (once per
         kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, step.batch_size, fn)
         yield from ctx.compute(step.client, flops, kind)
         return result
 
-    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int, fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+    def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
+                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
         """Run ``fn()`` as server work of ``kind`` on ``n_samples`` samples (metered, queued on
         the one server); ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, n_samples, fn)

@@ -46,7 +46,7 @@ from typing import Any, Dict, Generator, List, Mapping, Optional
 import numpy as np
 from torch import nn
 
-from channel.checks import check_bool
+from simkit.checks import check_bool
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import SequentialServer
 from sfl_sim.algorithms.split_base import SplitFedBase

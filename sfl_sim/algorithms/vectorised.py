@@ -31,7 +31,7 @@ BatchNorm).  Plain SGD steps only (``w <- w - eta grad`` at the round's rate, wh
 training setting (another optimizer, momentum, weight decay, ``local_epochs``, ``max_grad_norm``)
 rather than train differently from the loop.
 
-When it pays: on CPU it was measured slower than the loop (issue 16: 0.88x for the client part,
+When it pays: on CPU it is slower than the loop (a vmap prototype: 0.88x for the client part,
 0.97x for a whole-model step; this implementation with ``bench/vectorised.py`` on a busy 2-core
 CPU: loop / vectorised 0.66-0.84 for SCALA, 0.46-1.06 for FedAvg), so ``execution: auto`` keeps
 the loop there; on a GPU the loop is launch-bound and vmap should win, but ``auto`` switches only

@@ -3,16 +3,17 @@
 Every round an algorithm gives each client of the cohort its own copy of the global model (or of
 its client side, or of the server side per client).  ``copy.deepcopy`` builds a whole module tree
 each time — 7 to 10 times dearer than copying the weights into a model that already exists, and
-at 1,000 clients per round about 20 % of a SplitFedV1 round (issue 16), plus the garbage it leaves
+at 1,000 clients per round about 20 % of a SplitFedV1 round (measured on a 2-core CPU), plus the garbage it leaves
 for the collector.  :class:`WorkingCopies` keeps the copies between rounds and refills them.
 
 A refilled copy is what ``copy.deepcopy(source)`` would give, bit for bit, as far as training can
 tell: every parameter and buffer holds the source's values, each parameter has the source's
 ``requires_grad`` and no gradient (``Parameter.__deepcopy__`` does not copy one either), and every
-submodule has the source's train/eval flag.  (Plain Python attributes of the modules are copied once, when a copy is first
-made by ``deepcopy``; a source whose structure changes — other parameter or buffer objects — gets
-fresh copies.)  ``tests/sfl_sim/algorithms/test_working_copies.py`` checks training on them gives
-the same weights as on deep copies.
+submodule has the source's train/eval flag.  (Plain Python attributes of the modules are copied
+once, when a copy is first made by ``deepcopy``; a source whose structure changes — other
+parameter or buffer objects — gets fresh copies.)
+``tests/sfl_sim/algorithms/test_working_copies.py`` checks training on them gives the same weights
+as on deep copies.
 """
 from __future__ import annotations
 

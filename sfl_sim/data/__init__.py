@@ -44,6 +44,6 @@ __all__ = [
     "write_idx",
 ]
 
-from channel.registry import import_submodules as _import_submodules
+from simkit.registry import import_submodules as _import_submodules
 
 _import_submodules(__name__)  # registers every dataset/partitioner module of this package

@@ -56,7 +56,8 @@ def read_png_rgb32(path: str) -> np.ndarray:
             img.load()
             rgb = img.convert("RGB")
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise DatasetFormatError(f"image file {path!r} is corrupt or not an image ({type(exc).__name__}: {exc})") from exc
+        raise DatasetFormatError(
+            f"image file {path!r} is corrupt or not an image ({type(exc).__name__}: {exc})") from exc
     if rgb.size != (32, 32):
         raise DatasetFormatError(f"image file {path!r}: expected 32x32 pixels, got {rgb.size[0]}x{rgb.size[1]}")
     return np.asarray(rgb, dtype=np.uint8)

@@ -13,8 +13,8 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from channel.checks import check_int
-from channel.registry import Registry
+from simkit.checks import check_int
+from simkit.registry import Registry
 from sfl_sim.protocols import DatasetLoader
 
 from .idx import read_idx
@@ -89,7 +89,8 @@ class ArrayDataset:
     std: Tuple[float, ...]
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, numbers.Integral) or self.num_classes < 1:
+        if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, numbers.Integral) \
+                or self.num_classes < 1:
             raise ValueError(f"num_classes must be an integer >= 1, got {self.num_classes!r}")
         if len(self.input_shape) != 3:
             raise ValueError(f"input_shape must be (C, H, W), got {self.input_shape!r}")

@@ -139,7 +139,8 @@ def write_idx(path: PathLike, array: np.ndarray) -> None:
         raise ValueError(f"array must have 1 to 255 dimensions, got shape {arr.shape}")
     code = next((c for c, dt in IDX_DTYPES.items() if dt.newbyteorder("=") == arr.dtype.newbyteorder("=")), None)
     if code is None:
-        raise ValueError(f"array dtype {arr.dtype} has no IDX type code; allowed: uint8, int8, int16, int32, float32, float64")
+        raise ValueError(
+            f"array dtype {arr.dtype} has no IDX type code; allowed: uint8, int8, int16, int32, float32, float64")
     payload = struct.pack(">BBBB", 0, 0, code, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
     payload += np.ascontiguousarray(arr, dtype=IDX_DTYPES[code]).tobytes()
     opener = gzip.open if path.endswith(".gz") else open

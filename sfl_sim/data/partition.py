@@ -16,8 +16,8 @@ from typing import Any, List
 
 import numpy as np
 
-from channel.checks import check_bool, check_int, check_positive
-from channel.registry import Registry
+from simkit.checks import check_bool, check_int, check_positive
+from simkit.registry import Registry
 from sfl_sim.protocols import PartitionerProtocol
 
 __all__ = [

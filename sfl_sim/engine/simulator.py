@@ -23,7 +23,8 @@ Small-scale fading and outage
 -----------------------------
 The band shares of a round are allocated once per round from the large-scale gains, the round's
 fading draw and the payloads the algorithm declares (:meth:`RoundContext.allocate_uplink`: a
-split algorithm declares each client's activations, an FL algorithm its model).  Uplink fading is redrawn per *coherence block*, a scenario choice:
+split algorithm declares each client's activations, an FL algorithm its model).  Uplink fading is
+redrawn per *coherence block*, a scenario choice:
 ``per_round`` (one draw per client per round), ``per_iteration`` (a new draw when a client's
 transfer names a new ``block``, the local iteration index algorithms pass) or
 ``per_transmission`` (a new draw for every upload).  Downlink fading is drawn once per round.

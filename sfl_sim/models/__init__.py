@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel, output_shape, probe_output
 from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
-from channel.registry import import_submodules
+from simkit.registry import import_submodules
 
 
 def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> SplittableModel:
@@ -35,7 +35,7 @@ def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **param
     Raises
     ------
     ValueError
-        If ``spec`` is unknown (:class:`channel.registry.UnknownComponentError`), a parameter is
+        If ``spec`` is unknown (:class:`simkit.registry.UnknownComponentError`), a parameter is
         rejected, or the class does not build a :class:`SplittableModel`.
     """
     model = MODELS.create(spec, input_shape=tuple(input_shape), num_classes=num_classes, **params)

@@ -7,7 +7,7 @@ model files can import it without importing each other (and without a cycle thro
 """
 from __future__ import annotations
 
-from channel.registry import Registry
+from simkit.registry import Registry
 
 MODELS = Registry("model")
 

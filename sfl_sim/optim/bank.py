@@ -17,8 +17,8 @@ State semantics (documented in the README's ``training:`` section):
 
 :meth:`OptimizerBank.state_dict` holds only state that carries information — per-parameter
 buffers (momentum, Adam moments), a schedule's position, persisted client states — so an
-algorithm with plain SGD at a constant rate has none, and its checkpoints are what they were
-before optimizers came from ``torch.optim``.
+algorithm with plain SGD at a constant rate has none and its checkpoint holds no optimizer
+state.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Iterable
 
 import torch
 
-from channel.registry import Registry
+from simkit.registry import Registry
 from sfl_sim.optim.settings import TrainingSettings
 
 __all__ = ["OPTIMIZERS", "check_optimizer", "make_optimizer", "optimizer_class"]
@@ -27,7 +27,7 @@ def optimizer_class(name: str) -> type:
 
     Raises
     ------
-    channel.UnknownComponentError
+    simkit.registry.UnknownComponentError
         If ``name`` does not resolve to a class.
     ValueError
         If the class is not a ``torch.optim.Optimizer`` subclass.
@@ -38,7 +38,8 @@ def optimizer_class(name: str) -> type:
     return cls
 
 
-def make_optimizer(settings: TrainingSettings, params: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
+def make_optimizer(settings: TrainingSettings, params: Iterable[torch.nn.Parameter],
+                   lr: float) -> torch.optim.Optimizer:
     """A new optimizer of ``settings`` over ``params`` at learning rate ``lr``.
 
     Built-in hyper-parameters come validated from the scenario; ``betas`` arrive as a YAML list
@@ -56,7 +57,7 @@ def check_optimizer(settings: TrainingSettings, lr: float) -> None:
 
     Raises
     ------
-    channel.UnknownComponentError, channel.registry.ComponentParameterError, ValueError, TypeError
+    simkit.registry.UnknownComponentError, simkit.registry.ComponentParameterError, ValueError, TypeError
         From resolving, checking or constructing the optimizer (or its first step).
     """
     optimizer_class(settings.optimizer)

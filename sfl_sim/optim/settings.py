@@ -2,9 +2,9 @@
 
 :class:`TrainingSettings` is what :class:`~sfl_sim.algorithms.TrainingSetup` carries about the
 optimizer, the learning-rate schedule, local epochs, clipping and client optimizer state; its
-defaults are the simulator's behaviour before these settings existed (plain SGD at a constant
-rate, ``local_iterations`` of eq. 3 batches, no clipping).  :func:`settings_from_config` builds
-it from a scenario's (merged) ``training:`` section.
+defaults are the papers' setting (plain SGD at a constant rate, ``local_iterations`` of eq. 3
+batches, no clipping), so a scenario without a ``training:`` section trains as SCALA does.
+:func:`settings_from_config` builds it from a scenario's (merged) ``training:`` section.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from analysis import load_runs
 from analysis.plots import line_figure, plot_runs, run_labels
 from analysis.study_data import find_run_dirs
 from sfl_sim.cli import main
-from synthetic_runs import PARTITIONS, write_run, write_study
+from tests.analysis.synthetic_runs import PARTITIONS, write_run, write_study
 
 
 @pytest.fixture

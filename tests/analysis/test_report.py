@@ -14,7 +14,7 @@ import pytest
 from analysis.figures import CURVES, mean_curve, setting_figure
 from analysis.report import default_output_dir, parse_targets, write_report
 from analysis.study_data import StudyError, load_study
-from synthetic_runs import PARTITIONS, write_run
+from tests.analysis.synthetic_runs import PARTITIONS, write_run
 
 ALGOS = ("scala", "fedavg", "splitfed_v1")
 SEEDS = (0, 1, 2)
@@ -109,8 +109,10 @@ def test_tta_and_speedup_equal_pandas_from_raw_files(study, report):
             ratios = pair["sim_time_s_ref"] / pair["sim_time_s"]
             assert g["speedup_interval"] == ("seed_range" if len(pair) >= 2 else "none")
             assert np.isnan(g["speedup_low"]) and np.isnan(g["speedup_high"])
-            assert g["speedup_seed_min"] == pytest.approx(ratios.min()) and g["speedup_seed_max"] == pytest.approx(ratios.max())
-            assert g["speedup_seed_min"] <= g["speedup"] * (1 + 1e-12) and g["speedup"] <= g["speedup_seed_max"] * (1 + 1e-12)
+            assert g["speedup_seed_min"] == pytest.approx(ratios.min())
+            assert g["speedup_seed_max"] == pytest.approx(ratios.max())
+            assert g["speedup_seed_min"] <= g["speedup"] * (1 + 1e-12)
+            assert g["speedup"] <= g["speedup_seed_max"] * (1 + 1e-12)
             if a == "fedavg":
                 assert g["speedup"] == g["speedup_seed_min"] == g["speedup_seed_max"] == 1.0
     # the seed that never reached 0.6 is counted, not averaged

@@ -23,7 +23,7 @@ from analysis.report import write_report
 from analysis.study_data import load_study
 from analysis.tables import latex_escape
 from sfl_sim.cli import main
-from synthetic_runs import write_run
+from tests.analysis.synthetic_runs import write_run
 
 TARGET = 0.5
 # evaluations at rounds 2, 4, 6, 8, 10 (and round 0): accuracy lists reaching 0.5 at a chosen round

@@ -20,7 +20,7 @@ from analysis.study_data import (
     run_coordinates,
 )
 from analysis.tta import first_reaching, time_to_accuracy_s
-from synthetic_runs import PARTITIONS, scenario_for, write_run, write_study
+from tests.analysis.synthetic_runs import PARTITIONS, scenario_for, write_run, write_study
 
 # ----------------------------------------------------------------------------- discovery
 

@@ -6,17 +6,16 @@ from channel import (
     EqualFinishTimeAllocation,
     ProportionalPayloadAllocation,
     ShannonRate,
-    dbm_to_w,
 )
 from channel.allocation import accepts_rate_of
+from tests.channel.helpers import N0_W_PER_HZ
 
-N0 = dbm_to_w(-174.0)
 BAND_HZ = 20e6
 
 
 def rate_of_for(gains, power_w=0.2, model=None):
     model = model or ShannonRate()
-    return lambda b: model.rate_bps(b, power_w, gains, N0)
+    return lambda b: model.rate_bps(b, power_w, gains, N0_W_PER_HZ)
 
 
 def test_proportional_payload_sums_to_band_and_is_proportional():

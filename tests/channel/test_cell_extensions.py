@@ -1,63 +1,44 @@
+import functools
+
 import numpy as np
 import pytest
 
 from channel import (
-    Cell,
     CorrelatedShadowing,
-    EqualAllocation,
     EqualFinishTimeAllocation,
     FixedDistancePlacement,
     LogNormalShadowing,
-    NoShadowing,
     RandomWaypointMobility,
     RayleighFading,
     ShannonRate,
-    TR36814Macro,
     TR38901UMa,
     TR38901UMi,
     UniformDiscPlacement,
-    dbm_to_w,
 )
-
-N0_W_PER_HZ = dbm_to_w(-174.0)
-
-
-def make_cell(n=20, pathloss=None, shadowing=None, allocator=None, fading=None, mobility=None, placement=None,
-              seed=0):
-    return Cell(
-        placement or UniformDiscPlacement(500.0, 10.0),
-        pathloss or TR36814Macro(),
-        shadowing or NoShadowing(),
-        ShannonRate(),
-        allocator or EqualAllocation(),
-        n_clients=n,
-        tx_power_w=0.2,
-        noise_psd_dbm_per_hz=-174.0,
-        uplink_bandwidth_hz=20e6,
-        downlink_bandwidth_hz=20e6,
-        server_tx_power_w=10.0,
-        placement_rng=np.random.default_rng(seed),
-        shadowing_rng=np.random.default_rng(seed + 1),
-        los_rng=np.random.default_rng(seed + 2),
-        fading=fading,
-        mobility=mobility,
-    )
+from tests.channel.helpers import N0_W_PER_HZ
 
 
-def test_fading_multiplies_the_gain():
-    cell = make_cell(fading=RayleighFading())
+@pytest.fixture
+def disc_cell(make_cell):
+    """20 clients on a 500 m disc (10 m exclusion), 20 MHz up and down, a 10 W server."""
+    return functools.partial(make_cell, placement=UniformDiscPlacement(500.0, 10.0), n_clients=20,
+                             uplink_bandwidth_hz=20e6, server_tx_power_w=10.0)
+
+
+def test_fading_multiplies_the_gain(disc_cell):
+    cell = disc_cell(fading=RayleighFading())
     ids = np.array([3, 7, 11])
     fade = cell.sample_fading(ids, np.random.default_rng(4))
     np.testing.assert_array_equal(fade, RayleighFading().sample_power_gain(3, np.random.default_rng(4)))
     expected = ShannonRate().rate_bps(20e6 / 3, 0.2, cell.gain_linear[ids] * fade, N0_W_PER_HZ)
     np.testing.assert_allclose(cell.uplink_rates_bps(ids, fading_gain=fade), expected)
-    # Without fading_gain: the old behaviour.
+    # Without fading_gain: the rate on the mean gain.
     np.testing.assert_allclose(cell.uplink_rates_bps(ids),
                                ShannonRate().rate_bps(20e6 / 3, 0.2, cell.gain_linear[ids], N0_W_PER_HZ))
 
 
-def test_downlink_and_broadcast_take_fading():
-    cell = make_cell()
+def test_downlink_and_broadcast_take_fading(disc_cell):
+    cell = disc_cell()
     ids = np.array([0, 1])
     fade = np.array([0.5, 2.0])
     np.testing.assert_allclose(cell.downlink_rates_bps(ids, fading_gain=fade),
@@ -66,8 +47,8 @@ def test_downlink_and_broadcast_take_fading():
     assert cell.broadcast_rate_bps(ids, fading_gain=fade) == pytest.approx(full.min())
 
 
-def test_uplink_link_reports_bandwidth_snr_and_rate():
-    cell = make_cell()
+def test_uplink_link_reports_bandwidth_snr_and_rate(disc_cell):
+    cell = disc_cell()
     link = cell.uplink_link([0, 1, 2, 3])
     np.testing.assert_allclose(link.bandwidth_hz, 5e6)
     snr = 0.2 * cell.gain_linear[:4] / (5e6 * N0_W_PER_HZ)
@@ -75,14 +56,15 @@ def test_uplink_link_reports_bandwidth_snr_and_rate():
     np.testing.assert_allclose(link.rate_bps, cell.uplink_rates_bps([0, 1, 2, 3]))
 
 
-def test_link_at_bandwidth_bypasses_allocator():
-    cell = make_cell(allocator=EqualFinishTimeAllocation())
+def test_link_at_bandwidth_bypasses_allocator(disc_cell):
+    cell = disc_cell(allocator=EqualFinishTimeAllocation())
     link = cell.uplink_link_at_bandwidth([1, 2], [1e6, 3e6])
-    np.testing.assert_allclose(link.rate_bps, ShannonRate().rate_bps([1e6, 3e6], 0.2, cell.gain_linear[[1, 2]], N0_W_PER_HZ))
+    np.testing.assert_allclose(link.rate_bps,
+                               ShannonRate().rate_bps([1e6, 3e6], 0.2, cell.gain_linear[[1, 2]], N0_W_PER_HZ))
 
 
-def test_equal_finish_time_allocator_through_cell():
-    cell = make_cell(allocator=EqualFinishTimeAllocation())
+def test_equal_finish_time_allocator_through_cell(disc_cell):
+    cell = disc_cell(allocator=EqualFinishTimeAllocation())
     ids = np.arange(8)
     payload = np.linspace(1e6, 8e6, 8)
     link = cell.uplink_link(ids, payload)
@@ -91,8 +73,8 @@ def test_equal_finish_time_allocator_through_cell():
     np.testing.assert_allclose(finish, finish[0], rtol=1e-6)
 
 
-def test_los_state_follows_los_probability():
-    cell = make_cell(n=3000, pathloss=TR38901UMi())
+def test_los_state_follows_los_probability(disc_cell):
+    cell = disc_cell(n_clients=3000, pathloss=TR38901UMi())
     assert cell.los.dtype == bool and cell.los.shape == (3000,)
     p = TR38901UMi().los_probability(cell.distance_m)
     # Expected number of LOS clients sum(p); binomial sd sqrt(sum p(1-p)) ~ 10
@@ -101,14 +83,14 @@ def test_los_state_follows_los_probability():
     np.testing.assert_allclose(cell.pathloss_db, model.loss_db(cell.distance_m, los=cell.los))
 
 
-def test_shadowing_takes_model_sigma():
-    cell = make_cell(n=3000, pathloss=TR38901UMa(los="nlos"), shadowing=LogNormalShadowing("model"))
+def test_shadowing_takes_model_sigma(disc_cell):
+    cell = disc_cell(n_clients=3000, pathloss=TR38901UMa(los="nlos"), shadowing=LogNormalShadowing("model"))
     assert cell.shadowing_db.std() == pytest.approx(6.0, abs=0.3)
 
 
-def test_move_updates_large_scale_state_and_is_seeded():
+def test_move_updates_large_scale_state_and_is_seeded(disc_cell):
     def moved():
-        cell = make_cell(n=10, pathloss=TR38901UMa(), shadowing=CorrelatedShadowing(),
+        cell = disc_cell(n_clients=10, pathloss=TR38901UMa(), shadowing=CorrelatedShadowing(),
                          mobility=RandomWaypointMobility(1.0, 10.0))
         before = cell.pathloss_db.copy()
         rng = np.random.default_rng(9)
@@ -127,37 +109,37 @@ def test_move_updates_large_scale_state_and_is_seeded():
         np.testing.assert_array_equal(x, y)
 
 
-def test_static_move_changes_nothing():
-    cell = make_cell(n=5, pathloss=TR38901UMa(), shadowing=CorrelatedShadowing())
+def test_static_move_changes_nothing(disc_cell):
+    cell = disc_cell(n_clients=5, pathloss=TR38901UMa(), shadowing=CorrelatedShadowing())
     state = (cell.positions_m, cell.los, cell.shadowing_db, cell.gain_linear)
     assert not cell.move(50.0, np.random.default_rng(0)).any()
     for before, after in zip(state, (cell.positions_m, cell.los, cell.shadowing_db, cell.gain_linear)):
         np.testing.assert_array_equal(before, after)
 
 
-def test_small_moves_keep_los_state_large_moves_redraw():
+def test_small_moves_keep_los_state_large_moves_redraw(disc_cell):
     # rho = exp(-dd / 50 m): 0.1 m moves keep (almost) every state; after ~10 km of travel it is fresh.
-    cell = make_cell(n=400, pathloss=TR38901UMi(), mobility=RandomWaypointMobility(0.1, 0.1))
+    cell = disc_cell(n_clients=400, pathloss=TR38901UMi(), mobility=RandomWaypointMobility(0.1, 0.1))
     los0 = cell.los.copy()
     cell.move(1.0, np.random.default_rng(0))
     assert np.mean(cell.los == los0) > 0.95
 
 
-def test_fixed_placement_cell_can_move_inside_its_farthest_client():
-    cell = make_cell(n=3, placement=FixedDistancePlacement([100.0, 200.0, 300.0]),
+def test_fixed_placement_cell_can_move_inside_its_farthest_client(disc_cell):
+    cell = disc_cell(n_clients=3, placement=FixedDistancePlacement([100.0, 200.0, 300.0]),
                      mobility=RandomWaypointMobility(5.0, 5.0))
     assert cell.radius_m == 300.0
     cell.move(1000.0, np.random.default_rng(0))
     assert np.all(cell.distance_m <= 300.0 + 1e-9)
 
 
-def test_bad_fading_gain_shape_raises():
+def test_bad_fading_gain_shape_raises(disc_cell):
     with pytest.raises(ValueError, match="fading_gain"):
-        make_cell().uplink_rates_bps([0, 1], fading_gain=[1.0, 1.0, 1.0])
+        disc_cell().uplink_rates_bps([0, 1], fading_gain=[1.0, 1.0, 1.0])
 
 
-def test_describe_with_cohort_share():
-    cell = make_cell()
+def test_describe_with_cohort_share(disc_cell):
+    cell = disc_cell()
     info = cell.describe(n_sharing=4)
     np.testing.assert_allclose(info["uplink_rate_bps"],
                                ShannonRate().rate_bps(5e6, 0.2, cell.gain_linear, N0_W_PER_HZ))

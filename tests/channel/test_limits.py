@@ -6,7 +6,8 @@ import pytest
 
 import channel
 from channel import limits
-from channel.limits import ALL_RANGES, Range
+from channel.limits import ALL_RANGES
+from simkit.ranges import Range
 
 
 def test_range_check_returns_float_inside_and_names_parameter_value_and_range_outside():

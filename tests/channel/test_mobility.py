@@ -22,7 +22,8 @@ def test_stays_inside_the_disc_over_many_steps(model):
         pos = new
 
 
-@pytest.mark.parametrize("factory", [lambda: RandomWaypointMobility(0.5, 2.0, 1.0), lambda: RandomDirectionMobility(3.0)])
+@pytest.mark.parametrize("factory", [lambda: RandomWaypointMobility(0.5, 2.0, 1.0),
+                                     lambda: RandomDirectionMobility(3.0)])
 def test_same_seed_same_trajectory(factory):
     runs = []
     for _ in range(2):

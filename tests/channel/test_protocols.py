@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import channel
-from channel import PROTOCOLS, REGISTRIES, ComponentProtocolError, check_protocol, missing_members
+from channel import PROTOCOLS, REGISTRIES
 from channel.protocols import (
     DiscPlacement,
     LosAwarePathLoss,
@@ -15,8 +15,10 @@ from channel.protocols import (
     SiteShadowingUpdate,
     SnrRate,
     Stateful,
-    describe_members,
-    protocol_members,
+)
+import channel.protocols
+from simkit.protocols import (
+    ComponentProtocolError, check_protocol, describe_members, missing_members, protocol_members,
 )
 
 
@@ -102,8 +104,9 @@ def test_check_protocol_returns_a_conforming_component():
     assert check_protocol(model, PROTOCOLS["pathloss"], "cell.pathloss") is model
 
 
-def test_protocols_are_exported_from_channel():
+def test_protocols_are_exported_from_channel_and_the_checks_only_from_simkit():
     assert channel.PROTOCOLS is PROTOCOLS
-    assert channel.check_protocol is check_protocol
-    assert issubclass(channel.ComponentProtocolError, TypeError)
+    assert issubclass(ComponentProtocolError, TypeError)
+    for name in ("check_protocol", "missing_members", "ComponentProtocolError", "Registry", "check_params"):
+        assert not hasattr(channel, name), name
     assert np.all([isinstance(p, type) for p in PROTOCOLS.values()])

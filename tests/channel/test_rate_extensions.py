@@ -3,9 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from channel import RATES, ShannonRate, dbm_to_w
-
-N0_W_PER_HZ = dbm_to_w(-174.0)
+from channel import RATES, ShannonRate
+from tests.channel.helpers import N0_W_PER_HZ
 
 
 def test_noise_figure_by_hand():

@@ -133,7 +133,8 @@ def test_uma_los_probability_by_hand():
     assert p[0] == 1.0
     assert p[1] == pytest.approx(0.649402, abs=1e-6)
     # h_UT = 20 m: C' = (7/10)^1.5 = 0.585662;
-    # factor = 1 + 0.585662 * 5/4 * (50/100)^3 * exp(-50/150) = 1 + 0.065570 = 1.065570 -> 0.649402 * 1.065570 = 0.691983
+    # factor = 1 + 0.585662 * 5/4 * (50/100)^3 * exp(-50/150) = 1 + 0.065570 = 1.065570
+    #   -> 0.649402 * 1.065570 = 0.691983
     c = 0.7**1.5
     factor = 1 + c * 1.25 * 0.5**3 * math.exp(-50 / 150)
     expected = (18 / 50 + math.exp(-50 / 63) * (1 - 18 / 50)) * factor
@@ -197,8 +198,10 @@ def test_free_space_by_hand():
 
 def test_log_distance_by_hand():
     # PL(100 m) = 40 + 10 * 3 * log10(100 / 1) = 100 dB
-    assert LogDistance(exponent=3.0, reference_distance_m=1.0, reference_loss_db=40.0).loss_db(100.0) == pytest.approx(100.0)
-    # Default reference loss is free space at d0: at d0 = 1 m, 2 GHz, 20 log10(4 pi 2e9 / c) = 20 log10(83.8336) = 38.4684 dB
+    model = LogDistance(exponent=3.0, reference_distance_m=1.0, reference_loss_db=40.0)
+    assert model.loss_db(100.0) == pytest.approx(100.0)
+    # Default reference loss is free space at d0: at d0 = 1 m, 2 GHz,
+    # 20 log10(4 pi 2e9 / c) = 20 log10(83.8336) = 38.4684 dB
     assert LogDistance().reference_loss_db == pytest.approx(38.4684, abs=1e-4)
 
 

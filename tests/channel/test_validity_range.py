@@ -35,8 +35,10 @@ def test_every_builtin_path_loss_states_a_range():
         assert isinstance(model, RangedPathLoss), name
         low, high = model.valid_distance_m
         assert 0 < low < high, name
-        assert np.all(np.isfinite(model.loss_db(np.array([low, min(high, 1e4)])) if not hasattr(model, "los_probability")
-                              else model.loss_db(np.array([low, min(high, 1e4)]), los=np.array([True, False])))), name
+        ends = np.array([low, min(high, 1e4)])
+        loss = (model.loss_db(ends, los=np.array([True, False])) if hasattr(model, "los_probability")
+                else model.loss_db(ends))
+        assert np.all(np.isfinite(loss)), name
 
 
 def test_default_placement_is_valid_for_the_default_path_loss():

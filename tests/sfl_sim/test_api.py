@@ -29,7 +29,7 @@ from sfl_sim.config import load_scenario
 from sfl_sim.scenario_files import resolve_scenario
 from sfl_sim.summary_table import write_summary_files
 
-from conftest import ROOT, read_rows, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, read_rows, small_scenario, write_yaml
 
 SMALL = ["rounds=1", "eval_samples=200", "data.dataset.max_train_samples=1000", "data.dataset.max_test_samples=300",
          "model.params.conv_channels=[4, 4, 4, 4, 4]", "model.params.fc_features=[8, 8]",
@@ -126,7 +126,8 @@ def _cli_line(args: list[str]) -> str:
     (dict(scenario="no_such_scenario"), ["scenario", "no_such_scenario"]),
     (dict(scenario="cellular_100clients", overrides=["clients.participation=2"]),
      ["scenario", "cellular_100clients", "--set", "clients.participation=2"]),
-    (dict(scenario="cellular_100clients", overrides=["rounds"]), ["scenario", "cellular_100clients", "--set", "rounds"]),
+    (dict(scenario="cellular_100clients", overrides=["rounds"]),
+     ["scenario", "cellular_100clients", "--set", "rounds"]),
     (dict(scenario="cellular_100clients", seeds="0,x"), ["scenario", "cellular_100clients", "--seeds", "0,x"]),
     (dict(scenario="cellular_100clients", seeds=[0, 1], seed=3),
      ["scenario", "cellular_100clients", "--seeds", "0,1", "--seed", "3"]),

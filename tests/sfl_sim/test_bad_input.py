@@ -1,7 +1,6 @@
 """Bad scenarios stop before any work with one message naming the field, the value and what is allowed."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest

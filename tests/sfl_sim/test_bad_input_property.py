@@ -14,7 +14,6 @@ import functools
 import math
 import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +24,7 @@ import sfl_sim.runner as runner
 from sfl_sim.cli import main
 from sfl_sim.config import flatten, validate
 
-from conftest import small_scenario, write_yaml
+from tests.sfl_sim.helpers import small_scenario, write_yaml
 
 BASE = small_scenario(name="prop", seed=None, eval_every_rounds=None, eval_samples=50, algorithms=["scala", "fedavg"],
                       train=300, test=100)

@@ -22,7 +22,7 @@ from sfl_sim.progress import header_line
 from sfl_sim.scenario_files import SCENARIO_DIR, describe
 from sfl_sim.summary_table import CSV_COLUMNS, write_summary_files
 
-from conftest import small_scenario, write_yaml
+from tests.sfl_sim.helpers import small_scenario, write_yaml
 
 SMALL = small_scenario(seed=3, rounds=3, eval_every_rounds=2, eval_samples=200, algorithms=["scala", "fedavg"],
                        width=8, fc=16, train=1000, test=500, batch_size=32, clients=10, participation=0.3)
@@ -159,7 +159,7 @@ def test_plot_writes_beside_the_runs_by_default_and_still_takes_out(small_run, t
     assert code == 0, err
     assert (small_run["out_dir"] / "plots" / "accuracy_vs_time.png").read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.iterdir())  # nothing in the working directory
-    assert cli(["plot", *runs, "--out", str(tmp_path / "old")])[0] == 0  # the old flag name
+    assert cli(["plot", *runs, "--out", str(tmp_path / "old")])[0] == 0  # the alias of --output-dir
     assert (tmp_path / "old" / "uplink_vs_time.png").exists()
 
 

@@ -1,4 +1,4 @@
-"""The GPU path (issue 16): CUDA equals CPU, a round never waits for the device, runs share a GPU.
+"""The GPU path: CUDA equals CPU, a round never waits for the device, runs share a GPU.
 
 Every test here needs a CUDA device and is skipped without one (``torch.cuda.is_available()``);
 the ones on the real default scenario also need its data set (Fashion-MNIST) and are skipped
@@ -85,7 +85,7 @@ def test_a_scenario_on_cuda_equals_cpu(tmp_path, scenario, rounds, samples, algo
 # -- a round without host syncs ----------------------------------------------------------------------
 def _cuda_case(name: str, execution: str, device: str = "cuda"):
     """The golden runs' tiny setup (dropout 0 so every algorithm can be vectorised) on the GPU."""
-    from test_vectorised import _setup_without_dropout  # noqa: E402  (tests/sfl_sim/algorithms)
+    from tests.sfl_sim.algorithms.test_vectorised import _setup_without_dropout
 
     setup = _setup_without_dropout()
     dev = torch.device(device)
@@ -102,20 +102,10 @@ def _cuda_case(name: str, execution: str, device: str = "cuda"):
     return algo
 
 
-@pytest.fixture
-def _sync_helpers():
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent / "algorithms"))
-    yield
-    sys.path.remove(str(Path(__file__).parent / "algorithms"))
-
-
-@pytest.mark.usefixtures("_sync_helpers")
 @pytest.mark.parametrize("execution", ["loop", "vectorised"])
 @pytest.mark.parametrize("name", SYNC_FREE)
 def test_a_round_never_syncs_with_the_device(name, execution):
-    from test_golden_runs import _simulator
+    from tests.sfl_sim.algorithms.test_golden_runs import _simulator
 
     algo = _cuda_case(name, execution)
     sim = _simulator("plain")
@@ -148,10 +138,9 @@ def test_evaluation_syncs_once():
     assert len(syncs) == 1, [str(w.message) for w in syncs]
 
 
-@pytest.mark.usefixtures("_sync_helpers")
 @pytest.mark.parametrize("name", ["fedavg", "scala", "splitfed_v1"])
 def test_vectorised_equals_the_loop_on_the_gpu(name):
-    from test_golden_runs import _digest, _simulator  # noqa: F401
+    from tests.sfl_sim.algorithms.test_golden_runs import _digest, _simulator  # noqa: F401
 
     results = {}
     for execution in ("loop", "vectorised"):

@@ -15,7 +15,7 @@ from sfl_sim.config import load_scenario
 from sfl_sim.data import DATASETS
 from sfl_sim import runner
 
-from conftest import read_rows, small_scenario, write_yaml
+from tests.sfl_sim.helpers import read_rows, small_scenario, write_yaml
 
 SMALL = small_scenario(seed=3, eval_samples=200, algorithms=["scala", "fedavg"], width=8, fc=16, train=1000, test=500,
                        batch_size=32, local_iterations=2, clients=10, participation=0.3)

@@ -1,4 +1,4 @@
-"""The host defaults of issue 16: threads from the free cores, the evaluation batch, the GC freeze."""
+"""The host defaults: threads from the free cores, the evaluation batch, the GC freeze."""
 from __future__ import annotations
 
 import gc

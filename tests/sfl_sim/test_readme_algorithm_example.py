@@ -11,7 +11,7 @@ import yaml
 
 from sfl_sim.cli import main
 
-from conftest import ROOT, readme_blocks, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, readme_blocks, small_scenario, write_yaml
 
 SECTION = "Bring your own algorithm"
 

@@ -12,7 +12,7 @@ import yaml
 
 from sfl_sim.cli import main
 
-from conftest import ROOT, readme_blocks, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, readme_blocks, small_scenario, write_yaml
 
 SECTION = "Bring your own channel model"
 
@@ -48,7 +48,8 @@ def test_readme_component_loads_from_yaml_passes_conformance_and_changes_the_run
         with (tmp_path / name / "scala" / "metrics.csv").open() as fh:
             runs[name + "_metrics"] = list(csv.DictReader(fh))
     assert runs["default"][0]["pathloss_db"] != runs["custom"][0]["pathloss_db"]
-    assert runs["default_metrics"][-1]["sim_time_s"] != runs["custom_metrics"][-1]["sim_time_s"]  # [0] is round 0, t = 0
+    # [0] is round 0, t = 0
+    assert runs["default_metrics"][-1]["sim_time_s"] != runs["custom_metrics"][-1]["sim_time_s"]
 
 
 def test_readme_component_in_the_working_directory_loads_without_pythonpath(tmp_path: Path) -> None:

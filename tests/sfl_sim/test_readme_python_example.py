@@ -15,7 +15,7 @@ import yaml
 
 from sfl_sim.scenario_files import shipped_scenarios
 
-from conftest import readme_blocks
+from tests.sfl_sim.helpers import readme_blocks
 
 SECTION = "From Python"
 

@@ -1,5 +1,5 @@
-"""Nothing lost, nothing faked, nobody in (issue 11): resume safety, divergence, plug-in errors,
-corrupt files and the bad inputs that used to end in a traceback or a silently wrong run.
+"""Nothing lost, nothing faked: resume safety, divergence, plug-in errors, corrupt files and bad
+inputs that must end in one clear line, never a traceback or a silently wrong run.
 
 Every refusal is checked for the same three things: exit code, one line on stderr naming the
 problem, and no run files changed or written.
@@ -23,7 +23,7 @@ import yaml
 
 from sfl_sim.cli import main
 
-from conftest import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 SMALL = small_scenario()
 
@@ -172,7 +172,8 @@ def test_duplicate_key_is_refused(tmp_path, capsys) -> None:
     assert code == 2 and "'rounds' appears twice" in one_line(err)
 
 
-@pytest.mark.parametrize("content", [b"", b"# only a comment\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", b"\xff\xfe\xfa"])
+@pytest.mark.parametrize("content", [b"", b"# only a comment\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+                                     b"\xff\xfe\xfa"])
 def test_empty_or_binary_scenario_is_refused(tmp_path, capsys, content) -> None:
     path = tmp_path / "bad.yaml"
     path.write_bytes(content)

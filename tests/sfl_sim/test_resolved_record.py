@@ -25,7 +25,7 @@ from sfl_sim.cli import main
 from sfl_sim.config import validate
 from sfl_sim.resolved import constructor_params, parameter_differences, resolve_run
 
-from conftest import finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.sfl_sim.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 FEDVLS = small_scenario(algorithms=["fedvls"])
 

@@ -1,6 +1,6 @@
 """A federation of 10,000 clients with 1,000 per round builds and trains a round on this machine.
 
-Issue 16: the engine, working copies and aggregation must hold at 1,000 clients per round.  A
+The engine, working copies and aggregation must hold at 1,000 clients per round.  A
 tiny model and one local iteration keep it to well under a minute on a 2-core CPU; the test
 checks the round really had 1,000 clients (their uploads counted one by one) and the run files.
 """

@@ -40,7 +40,7 @@ def test_shipped_names_are_the_paths_below_the_folder_without_suffix():
     ("paper/cifar10_alpha2", "paper/cifar10_alpha2.yaml"),
     ("paper/cifar10_alpha2.yaml", "paper/cifar10_alpha2.yaml"),
     ("cifar10_alpha2", "paper/cifar10_alpha2.yaml"),  # a file name found in exactly one subfolder
-    ("scenarios/cellular_100clients.yaml", "cellular_100clients.yaml"),  # the old repository-relative form
+    ("scenarios/cellular_100clients.yaml", "cellular_100clients.yaml"),  # the repository-relative form
 ])
 def test_a_shipped_scenario_is_found_by_name_from_any_directory(text, name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""Studies (issue 12): grid expansion, resumable and idempotent execution, failures that do not stop
+"""Studies: grid expansion, resumable and idempotent execution, failures that do not stop
 the others, the local pool and Ray giving the same rows, and the ``--seeds`` shorthand."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sfl_sim.cli import main
 from sfl_sim.config import ConfigError
 from sfl_sim.study import StudySpec, expand, load_study, value_label
 
-from conftest import ROOT, read_rows, small_scenario, write_yaml
+from tests.sfl_sim.helpers import ROOT, read_rows, small_scenario, write_yaml
 
 BASE = small_scenario(seed=None, rounds=3, algorithms=["scala", "fedavg"], learning_rate=0.05)
 

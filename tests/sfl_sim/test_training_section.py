@@ -16,7 +16,7 @@ from analysis import load_classes
 from analysis.schema import BEST_ACCURACY_DEFINITION
 from sfl_sim.config import ConfigError, json_schema, validate
 
-from conftest import finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.sfl_sim.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 SMALL = small_scenario(partition={"name": "dirichlet", "beta": 0.1})
 

@@ -1,7 +1,6 @@
 """Eq. (3) minibatch sizes and eq. (10) weighted aggregation."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 

@@ -9,8 +9,10 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms import besplit_terms as bt
 from sfl_sim.algorithms.besplit import BESplitA, BESplitG
 
-from conftest import tiny_setup
-from split_protocol_helpers import ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, LABEL_BYTES_PER_SAMPLE, round_counts, simulator
+from tests.sfl_sim.helpers import tiny_setup
+from tests.sfl_sim.algorithms.split_protocol_helpers import (
+    ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, LABEL_BYTES_PER_SAMPLE, round_counts, simulator,
+)
 
 B_K, T, N = 4, 2, 2
 SAMPLES = N * T * B_K

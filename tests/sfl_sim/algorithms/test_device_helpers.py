@@ -1,4 +1,4 @@
-"""Host-sync-free helpers of the GPU path, checked on the CPU (issue 16)."""
+"""Host-sync-free helpers of the GPU path, checked on the CPU."""
 from __future__ import annotations
 
 import numpy as np

@@ -5,26 +5,16 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
-
-
-def _sim() -> Simulator:
-    rng = np.random.default_rng(0)
-    cell = Cell(FixedDistancePlacement([50.0, 400.0]), TR36814Macro(), NoShadowing(), ShannonRate(), EqualAllocation(),
-                n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=1e6,
-                placement_rng=rng, shadowing_rng=rng)
-    return Simulator(cell, np.array([1e6, 1e6]), 1e8)
+from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 
 
 @pytest.mark.parametrize("name", ALGORITHMS.names())
 def test_one_round(name: str) -> None:
     algo = ALGORITHMS.get(name)(tiny_setup(local_iterations=2))
     before = [p.detach().clone() for p in algo.global_model().parameters()]
-    sim = _sim()
+    sim = two_client_simulator()
     cohort = np.array([0, 1])
     duration = sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     assert duration > 0
@@ -36,7 +26,7 @@ def test_one_round(name: str) -> None:
 def test_lla_sfl_server_jobs_queue_on_one_server() -> None:
     """Without concatenation the server runs one job per client and iteration, one at a time."""
     algo = ALGORITHMS.get("lla_sfl")(tiny_setup(local_iterations=2))
-    sim = _sim()
+    sim = two_client_simulator()
     cohort = np.array([0, 1])
     sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     per_sample = algo.meter.flops_per_sample["server_step"]
@@ -45,6 +35,6 @@ def test_lla_sfl_server_jobs_queue_on_one_server() -> None:
 
 def test_scala_with_local_data_prior_runs() -> None:
     algo = ALGORITHMS.get("scala")(tiny_setup(), label_prior="local_data")
-    sim = _sim()
+    sim = two_client_simulator()
     cohort = np.array([0, 1])
     assert sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort) > 0

@@ -7,15 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.fl_terms import (fedvls_objective, logit_suppression_loss, logit_suppression_loss_released,
                                          logit_suppression_per_class, prior_calibrated_cross_entropy,
                                          vacant_class_distillation_loss)
 from sfl_sim.algorithms.losses import logit_adjusted_cross_entropy
-from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 
 # Four classes; the client holds classes 0 and 1 (prior 3/4, 1/4), classes 2 and 3 are vacant.
 PRIOR = torch.tensor([0.75, 0.25, 0.0, 0.0], dtype=torch.float64)
@@ -142,7 +140,8 @@ def test_logit_suppression_skips_a_class_every_sample_carries() -> None:
     loss.backward()
     assert torch.isfinite(loss) and torch.all(torch.isfinite(local.grad))
     assert loss.item() == pytest.approx(_suppression_by_hand(LOGITS, labels, PRIOR), rel=1e-12)
-    assert loss.item() == pytest.approx(0.25 * math.log((math.exp(0.5) + math.exp(2.0) + math.exp(-1.0)) / 3), rel=1e-12)
+    expected = 0.25 * math.log((math.exp(0.5) + math.exp(2.0) + math.exp(-1.0)) / 3)
+    assert loss.item() == pytest.approx(expected, rel=1e-12)
 
 
 def _released_by_hand(logits: torch.Tensor, labels: torch.Tensor, prior: torch.Tensor) -> float:
@@ -209,14 +208,6 @@ def test_objective_degenerate_weights() -> None:
 
 
 # -- the algorithm ---------------------------------------------------------------------------------
-def _sim() -> Simulator:
-    rng = np.random.default_rng(0)
-    cell = Cell(FixedDistancePlacement([50.0, 400.0]), TR36814Macro(), NoShadowing(), ShannonRate(), EqualAllocation(),
-                n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=1e6,
-                placement_rng=rng, shadowing_rng=rng)
-    return Simulator(cell, np.array([1e6, 1e6]), 1e8)
-
-
 @pytest.mark.parametrize("params,name", [({"lam": -0.1}, "lam"), ({"lam": float("nan")}, "lam"),
                                          ({"lam": "0.1"}, "lam"), ({"lam": True}, "lam"),
                                          ({"suppression_weight": -1.0}, "suppression_weight"),
@@ -237,7 +228,7 @@ def test_teacher_forward_is_metered_and_traffic_is_fedavgs() -> None:
     counters = {}
     for name in ("fedavg", "fedvls"):
         algo = ALGORITHMS.get(name)(tiny_setup(num_classes=4, local_iterations=2))
-        sim = _sim()
+        sim = two_client_simulator()
         cohort = np.array([0, 1])
         sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
         counters[name] = sim.counters
@@ -247,7 +238,7 @@ def test_teacher_forward_is_metered_and_traffic_is_fedavgs() -> None:
 
 def test_teacher_is_the_round_start_global_model() -> None:
     algo = ALGORITHMS.get("fedvls")(tiny_setup(num_classes=4))
-    sim = _sim()
+    sim = two_client_simulator()
     cohort = np.array([0, 1])
     sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     teacher = algo._teacher

@@ -5,26 +5,17 @@ import numpy as np
 import pytest
 import torch
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.base import state_bytes
 from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup, two_client_simulator
 
 WHOLE_MODEL = ["fedavg", "fedprox", "feddyn", "feddecorr", "fedlogit", "fedlc", "fedla", "fedntd", "fedcbs"]
 
 
-def _sim() -> Simulator:
-    rng = np.random.default_rng(0)
-    cell = Cell(FixedDistancePlacement([50.0, 400.0]), TR36814Macro(), NoShadowing(), ShannonRate(), EqualAllocation(),
-                n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=1e6,
-                placement_rng=rng, shadowing_rng=rng)
-    return Simulator(cell, np.array([1e6, 1e6]), 1e8)
-
-
 def _rounds(algo, n: int, sim: Simulator | None = None) -> Simulator:
-    sim = sim or _sim()
+    sim = sim or two_client_simulator()
     cohort = np.array([0, 1])
     for _ in range(n):
         sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
@@ -135,7 +126,8 @@ def test_fedcbs_defaults_to_class_balanced_selection() -> None:
     ("fedprox", {"mu": -1.0}, "mu: got -1.0"), ("feddyn", {"alpha": 0.0}, "alpha: got 0.0"),
     ("feddecorr", {"beta": "x"}, "beta: got 'x'"), ("fedlc", {"tau": float("nan")}, "tau: got nan"),
     ("fedntd", {"tau": 0}, "tau: got 0"), ("fedlogit", {"label_prior": "global"}, "label_prior: got 'global'"),
-    ("fedconcat", {"n_clusters": 0}, "n_clusters: got 0"), ("fedconcat", {"classifier_init": "zeros"}, "classifier_init"),
+    ("fedconcat", {"n_clusters": 0}, "n_clusters: got 0"),
+    ("fedconcat", {"classifier_init": "zeros"}, "classifier_init"),
     ("fedconcat", {"encoder_rounds": -2}, "encoder_rounds: got -2")])
 def test_invalid_parameters_are_named(name: str, params: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:

@@ -14,7 +14,7 @@ from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, av
                                          kmeans_label_clusters, logit_calibrated_cross_entropy,
                                          not_true_distillation_loss, not_true_logits, proximal_term)
 
-from conftest import tiny_model
+from tests.sfl_sim.helpers import tiny_model
 
 
 def test_proximal_term_by_hand() -> None:
@@ -95,7 +95,7 @@ def test_not_true_distillation_by_hand() -> None:
         e = [math.exp(x) for x in v]
         return [x / sum(e) for x in e]
     ql, qg = sm([0.0, 0.5]), sm([0.5, 1.5])
-    expected = tau ** 2 * sum(g * math.log(g / l) for g, l in zip(qg, ql))
+    expected = tau ** 2 * sum(g * math.log(g / q) for g, q in zip(qg, ql))
     got = not_true_distillation_loss(local, glob, torch.tensor([0]), tau)
     assert got.item() == pytest.approx(expected, rel=1e-5)
     # equal not-true predictions -> 0, whatever the true-class logit

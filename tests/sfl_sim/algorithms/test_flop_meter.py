@@ -16,7 +16,7 @@ from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.split_messages import ClientActivations
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup
 
 
 def _batch():

@@ -9,9 +9,11 @@ import torch.nn.functional as F
 
 from sfl_sim.algorithms.minibatch_sfl import MinibatchSFL
 
-from conftest import tiny_setup
-from split_protocol_helpers import (ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD, LABEL_BYTES_PER_SAMPLE,
-                                    LIN, concatenation_grads, round_counts, simulator)
+from tests.sfl_sim.helpers import tiny_setup
+from tests.sfl_sim.algorithms.split_protocol_helpers import (
+    ACT_BYTES_PER_SAMPLE, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD, LABEL_BYTES_PER_SAMPLE, LIN, concatenation_grads,
+    round_counts, simulator,
+)
 
 B_K, T, N_CLIENTS = 4, 2, 2
 SAMPLES = N_CLIENTS * T * B_K

@@ -13,14 +13,15 @@ from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.scala_pe import SCALAPE
 from sfl_sim.models.vgg import VGG11
 from sfl_sim.privacy.inversion import InversionModel, evaluate_attack, train_attacker
-from split_protocol_helpers import round_counts, simulator
+from tests.sfl_sim.algorithms.split_protocol_helpers import round_counts, simulator
 
 CHANNELS = (4, 8, 8, 8, 8, 8, 8, 8)
 NORM = {"mean": (0.5,), "std": (0.2,)}  # targets x*0.2+0.5, mostly inside [0, 1]
 
 
 def small_vgg_setup(seed: int = 0, n_per_client: int = 16) -> TrainingSetup:
-    """Two clients, 1x16x16 smooth random images (4x4 noise, upsampled), narrow VGG-11 split at S2 -> (8, 4, 4) activations."""
+    """Two clients, 1x16x16 smooth random images (4x4 noise, upsampled), narrow VGG-11 split at S2
+    -> (8, 4, 4) activations."""
     gen = torch.Generator().manual_seed(seed)
     n = 2 * n_per_client
     x = torch.nn.functional.interpolate(torch.randn(n, 1, 4, 4, generator=gen), size=(16, 16), mode="bilinear")

@@ -8,8 +8,8 @@ import torch
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.scala import CASFL, SCALA
 
-from conftest import tiny_setup
-from split_protocol_helpers import concatenation_grads
+from tests.sfl_sim.helpers import tiny_setup
+from tests.sfl_sim.algorithms.split_protocol_helpers import concatenation_grads
 
 
 def _parts():

@@ -7,7 +7,7 @@ from sfl_sim.algorithms.server_modes import ConcatenatedServer, PerClientServer,
 from sfl_sim.algorithms.sfl_local_loss import SFLLocalLoss
 from sfl_sim.algorithms.split_base import SplitFedBase
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup
 
 
 @pytest.mark.parametrize("name, cls", [("concatenated", ConcatenatedServer), ("per_client", PerClientServer),
@@ -19,7 +19,8 @@ def test_names_give_their_strategy(name: str, cls: type) -> None:
 
 
 def test_unknown_name_lists_the_allowed_ones() -> None:
-    with pytest.raises(ValueError, match="server_mode: got 'pairs'; allowed: one of concatenated, per_client, sequential"):
+    with pytest.raises(ValueError,
+                       match="server_mode: got 'pairs'; allowed: one of concatenated, per_client, sequential"):
         SplitFedBase(tiny_setup(), server_mode="pairs")
 
 

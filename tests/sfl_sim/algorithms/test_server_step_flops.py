@@ -1,4 +1,4 @@
-"""FLOPs per sample of the concatenated server step, against a count by hand (issue 11, item 16).
+"""FLOPs per sample of the concatenated server step, against a count by hand.
 
 The default scenario's AlexNet (conv widths 32, 64, 128, 128, 64; fc 256, 256; Fashion-MNIST
 1x28x28, 10 classes) split at S2 leaves on the server conv3..conv5 at 7x7 (pool to 3x3) and three

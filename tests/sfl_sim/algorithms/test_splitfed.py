@@ -10,10 +10,11 @@ from sfl_sim.algorithms import ALGORITHMS, weighted_average
 from sfl_sim.algorithms.splitfed import SplitFedV1, SplitFedV2, SplitFedV3
 from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
-from split_protocol_helpers import (ACT_BYTES_PER_SAMPLE, CLIENT_FLOPS_PER_S, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD,
-                                    DISTANCES_M, LABEL_BYTES_PER_SAMPLE, LIN, SERVER_FLOPS_PER_S, hand_rate_bps,
-                                    round_counts, simulator)
+from tests.sfl_sim.helpers import tiny_setup
+from tests.sfl_sim.algorithms.split_protocol_helpers import (
+    ACT_BYTES_PER_SAMPLE, CLIENT_FLOPS_PER_S, CLIENT_MODEL_BYTES, CONV_BWD, CONV_FWD, DISTANCES_M,
+    LABEL_BYTES_PER_SAMPLE, LIN, SERVER_FLOPS_PER_S, hand_rate_bps, round_counts, simulator,
+)
 
 B_K = 4  # eq. (3): two clients with equal data, B = 8
 T = 2
@@ -144,7 +145,8 @@ def test_v3_keeps_distinct_client_models_across_rounds() -> None:
     round_counts(sim, algo, [0])
     assert all(torch.equal(after_first[1][n], t) for n, t in algo.client_models[1].state_dict().items())
     assert not torch.equal(after_first[0]["0.weight"], algo.client_models[0].state_dict()["0.weight"])
-    assert not torch.equal(algo.client_models[0].state_dict()["0.weight"], algo.client_models[1].state_dict()["0.weight"])
+    assert not torch.equal(algo.client_models[0].state_dict()["0.weight"],
+                           algo.client_models[1].state_dict()["0.weight"])
     # The evaluated model's client part is their |D_k|-weighted average (for evaluation only).
     expected = weighted_average([algo.client_models[k].state_dict() for k in (0, 1)], [8.0, 8.0])
     got = algo.global_model().state_dict()

@@ -1,4 +1,4 @@
-"""The vectorised cohort equals the per-client loop (issue 16).
+"""The vectorised cohort equals the per-client loop.
 
 Every algorithm with a vectorised path trains three rounds under each engine setting of the golden
 runs, once with ``execution = "loop"`` and once ``"vectorised"``: the weights agree within float
@@ -20,7 +20,7 @@ from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
 from sfl_sim.algorithms.conformance import N_CLASSES
-from test_golden_runs import ENGINES, _setup, _simulator
+from tests.sfl_sim.algorithms.test_golden_runs import ENGINES, _setup, _simulator
 
 #: The algorithms that have a vectorised path (FedAvg's plain local step, and the split
 #: algorithms whose client hooks are the defaults); the others refuse with a reason.
@@ -125,7 +125,8 @@ def test_vectorised_equals_the_loop_with_the_training_settings_it_honours(name: 
 
 #: Training settings the stacked client steps cannot honour, and what the refusal names.
 REFUSED = {
-    "adam": (TrainingSettings(optimizer="adam", optimizer_params={"betas": [0.9, 0.999]}), "training.optimizer is adam"),
+    "adam": (TrainingSettings(optimizer="adam", optimizer_params={"betas": [0.9, 0.999]}),
+             "training.optimizer is adam"),
     "adamw": (TrainingSettings(optimizer="adamw"), "training.optimizer is adamw"),
     "momentum": (TrainingSettings(optimizer_params={"momentum": 0.9, "dampening": 0.0, "nesterov": False,
                                                     "weight_decay": 0.0}), "training.optimizer.momentum is 0.9"),
@@ -205,7 +206,8 @@ def test_the_scenario_field_chooses_and_refuses() -> None:
     cfg = validate({**TINY, "algorithms": [{"name": "scala"}]})  # auto on CPU: the loop
     assert build_run(cfg, cfg.algorithms[0]).algorithm.execution == "loop"
     cfg = validate({**TINY, "execution": "vectorised", "algorithms": [{"name": "fedprox"}]})
-    with pytest.raises(ConfigError, match=r"execution: got 'vectorised', which fedprox cannot run: .*local_loss.*; allowed: loop"):
+    with pytest.raises(ConfigError,
+                       match=r"execution: got 'vectorised', which fedprox cannot run: .*local_loss.*; allowed: loop"):
         build_run(cfg, cfg.algorithms[0])
     cfg = validate({**TINY, "execution": "vectorised", "algorithms": [{"name": "fedavg"}]})  # dropout 0.5
     with pytest.raises(ConfigError, match="Dropout"):

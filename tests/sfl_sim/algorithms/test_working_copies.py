@@ -1,4 +1,4 @@
-"""Preallocated working copies are what deepcopy gave, bit for bit (issue 16)."""
+"""Preallocated working copies are what deepcopy gave, bit for bit."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,7 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm
 from sfl_sim.algorithms import working_copies
 from sfl_sim.algorithms.working_copies import WorkingCopies, copy_into
 from sfl_sim.optim import TrainingSettings
-from test_golden_runs import _digest, _setup, _simulator
+from tests.sfl_sim.algorithms.test_golden_runs import _digest, _setup, _simulator
 
 #: Cohorts that grow, shrink and grow again, so copies are made, refilled and partly reused.
 COHORTS = [[0, 1], [0, 1, 2], [3], [2, 3, 1, 0]]

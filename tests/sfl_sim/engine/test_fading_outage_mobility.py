@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from channel import (Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, RayleighFading,
@@ -101,7 +100,7 @@ def test_coherence_per_iteration_redraws_when_the_block_changes() -> None:
 
 
 def test_clients_move_between_rounds(tmp_path: Path) -> None:
-    from test_end_to_end import SMALL
+    from tests.sfl_sim.test_end_to_end import SMALL
 
     data = {**SMALL, "rounds": 2, "algorithms": [{"name": "fedavg"}],
             "cell": {"mobility": {"name": "random_direction", "speed_m_per_s": 5.0}}}
@@ -144,7 +143,7 @@ def test_payload_aware_allocation_sees_the_declared_payloads() -> None:
 def test_split_uploads_see_a_new_fading_draw_per_local_iteration(tmp_path: Path) -> None:
     """coherence: per_iteration redraws fading at every local iteration of a split algorithm
     (its uploads name their iteration as the coherence block); per_round keeps one draw."""
-    from test_end_to_end import SMALL
+    from tests.sfl_sim.test_end_to_end import SMALL
 
     durations = {}
     for coherence in ("per_round", "per_iteration"):

@@ -10,7 +10,7 @@ from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, 
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.engine import Simulator
 
-from conftest import tiny_setup
+from tests.sfl_sim.helpers import tiny_setup
 
 BANDWIDTH_HZ = 1.0e6
 TX_POWER_W = 0.2

@@ -81,7 +81,7 @@ def test_bad_policy_parameters() -> None:
 def test_fedavg_aggregates_only_clients_within_the_deadline() -> None:
     from sfl_sim.algorithms import ALGORITHMS
 
-    from conftest import tiny_setup
+    from tests.sfl_sim.helpers import tiny_setup
 
     rng = np.random.default_rng(0)
     cell = Cell(FixedDistancePlacement([100.0, 100.0]), TR36814Macro(), NoShadowing(), ShannonRate(),
@@ -109,7 +109,7 @@ def _split_cell(n: int = 3) -> Cell:
 def test_split_algorithms_drop_a_slow_client_under_deadline(name: str) -> None:
     from sfl_sim.algorithms import ALGORITHMS
 
-    from conftest import tiny_setup
+    from tests.sfl_sim.helpers import tiny_setup
 
     setup = tiny_setup(n_clients=3, samples_per_client=8, batch_size=12, local_iterations=2)
     algo = ALGORITHMS.get(name)(setup)
@@ -128,7 +128,7 @@ def test_scala_drops_a_client_whose_activations_are_lost() -> None:
     from channel import OutagePolicy
     from sfl_sim.algorithms import ALGORITHMS
 
-    from conftest import tiny_setup
+    from tests.sfl_sim.helpers import tiny_setup
 
     cell = _split_cell()
     rates = cell.uplink_rates_bps([0, 1, 2])

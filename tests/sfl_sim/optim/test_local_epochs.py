@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import numpy as np
 import pytest
 import torch
 
@@ -13,7 +12,7 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.fedavg import FedAvg
 from sfl_sim.algorithms.scala import CASFL
 from sfl_sim.optim import TrainingSettings
-from optim_test_helpers import BANDWIDTH_HZ, CLIENT_FLOPS_PER_S, run_rounds, setup_with, simulator
+from tests.sfl_sim.optim.optim_test_helpers import BANDWIDTH_HZ, CLIENT_FLOPS_PER_S, run_rounds, setup_with
 
 EPOCHS = TrainingSettings(local_epochs=3)
 

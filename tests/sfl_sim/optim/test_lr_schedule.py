@@ -10,7 +10,7 @@ import pytest
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.fedavg import FedAvg
 from sfl_sim.optim import RoundSchedule, TrainingSettings
-from optim_test_helpers import one_client_setup, run_rounds
+from tests.sfl_sim.optim.optim_test_helpers import one_client_setup, run_rounds
 
 LR = 0.1
 ROUNDS = 12

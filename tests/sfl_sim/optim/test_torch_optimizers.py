@@ -1,4 +1,4 @@
-"""Optimizers come from torch.optim: plain SGD is the old hand step bit for bit; momentum, weight
+"""Optimizers come from torch.optim: plain SGD is the hand step w <- w - lr grad bit for bit; momentum, weight
 decay, Nesterov, Adam, AdamW and clipping equal a plain torch.optim loop on a one-client run.
 
 The plain loops below redo by hand what a one-client FedAvg round is: the same initial weights,
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.optim import TrainingSettings
-from optim_test_helpers import one_client_setup, run_rounds
+from tests.sfl_sim.optim.optim_test_helpers import one_client_setup, run_rounds
 
 ROUNDS, T, LR = 3, 2, 0.1
 
@@ -70,7 +70,7 @@ def test_sgd_without_momentum_is_the_hand_step_bit_for_bit() -> None:
     algo = ALGORITHMS.get("fedavg")(setup)
     run_rounds(algo, ROUNDS)
     assert same(algo.state_dict()["model"], hand_sgd_loop(one_client_setup(T, LR)))
-    assert "optimizers" not in algo.state_dict()  # plain SGD keeps no state: checkpoints as before
+    assert "optimizers" not in algo.state_dict()  # plain SGD keeps no state: the checkpoint holds none
 
 
 OPTIMIZERS: List[Dict[str, Any]] = [

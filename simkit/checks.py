@@ -3,8 +3,7 @@
     ``NAME: got VALUE; allowed: WHAT``
 
 the format of scenario errors too (``sfl_sim.config``), so a bad parameter reads the same whether
-the scenario validator, a channel component or an algorithm's constructor caught it.  It lives in
-``channel`` because ``channel`` imports nothing of ``sfl_sim``, and ``sfl_sim`` may import it.
+the scenario validator, a channel component or an algorithm's constructor caught it.
 """
 from __future__ import annotations
 
@@ -130,7 +129,8 @@ def state_array(owner: str, state: Any, key: str, shape: tuple, dtype: Any = flo
     try:
         arr = np.array(state[key], dtype=dtype, copy=True)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{owner} state[{key!r}] must be a numeric array of shape {shape}, got {state[key]!r}") from exc
+        raise ValueError(
+            f"{owner} state[{key!r}] must be a numeric array of shape {shape}, got {state[key]!r}") from exc
     if arr.shape != tuple(shape):
         raise ValueError(f"{owner} state[{key!r}] must have shape {tuple(shape)}, got shape {arr.shape}")
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):

@@ -1,8 +1,7 @@
 """Name → class registries with ``package.module:Class`` ids and entry points.
 
-One mechanism serves every swappable part of the project (channel components here; algorithms,
-models, datasets and partitioners in ``sfl_sim``).  It lives in ``channel`` because ``channel`` may
-import nothing of ``sfl_sim``, while ``sfl_sim`` may import ``channel``.
+One mechanism serves every swappable part of the project (the channel components of ``channel``;
+algorithms, models, datasets, partitioners, selectors and optimizers of ``sfl_sim``).
 
 A spec is either a registered short name (``"tr36814"``) or an import path
 ``"package.module:Class"`` that is imported on demand, so a researcher can name a class in their
@@ -146,8 +145,8 @@ class Registry:
         the entry-point group ``sfl_sim.<kind>``.
     protocol : type, optional
         The :class:`typing.Protocol` every component of this kind satisfies (see
-        :mod:`channel.protocols`).  When given, :meth:`get` refuses a class that lacks one of its
-        methods and :meth:`build` checks the built instance.
+        :mod:`channel.protocols` for the channel kinds).  When given, :meth:`get` refuses a class
+        that lacks one of its methods and :meth:`build` checks the built instance.
 
     Notes
     -----
@@ -262,7 +261,8 @@ class Registry:
         return obj
 
     def create(self, spec: str, **params: Any) -> Any:
-        """:meth:`build` with keyword parameters only (kept for existing callers)."""
+        """:meth:`build` with keyword parameters only: the form for a component whose every
+        constructor argument comes from the scenario."""
         return self.build(spec, **params)
 
     def _checked(self, spec: str, obj: Any) -> type:

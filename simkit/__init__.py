@@ -1,0 +1,13 @@
+"""Generic plumbing shared by ``channel`` and ``sfl_sim``: component registries, value checks,
+protocol checks and ranges.
+
+Each module has one job and is imported by its own path (this package re-exports nothing):
+
+- :mod:`simkit.registry`: name -> class registries with ``package.module:Class`` ids, entry
+  points and constructor-parameter checks;
+- :mod:`simkit.checks`: the ``NAME: got VALUE; allowed: WHAT`` value checks;
+- :mod:`simkit.protocols`: does an object offer every member of a :class:`typing.Protocol`;
+- :mod:`simkit.ranges`: an interval of meaningful values with the reason for its bounds.
+
+Imports only the standard library and numpy; never ``channel``, ``sfl_sim`` or ``analysis``.
+"""
