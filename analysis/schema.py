@@ -27,6 +27,7 @@ __all__ = [
     "METRICS_COLUMNS",
     "ROUNDS_COLUMNS",
     "ROUNDS_NUMERIC_COLUMNS",
+    "HOST_TIME_COLUMNS",
     "CUMULATIVE_COLUMNS",
 ]
 
@@ -70,11 +71,14 @@ METRICS_COLUMNS: tuple[str, ...] = (
 
 #: Exact header of ``rounds.csv``, in order. Bytes, FLOPs and counts are *of that round*;
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
+#: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
+#: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
 #: ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
     "sim_time_s",
     "round_sim_time_s",
+    "round_host_time_s",
     "uplink_bytes",
     "downlink_bytes",
     "client_flops",
@@ -88,6 +92,10 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
 
 #: The numeric columns of ``rounds.csv`` (all but ``cohort`` and ``dropped``).
 ROUNDS_NUMERIC_COLUMNS: tuple[str, ...] = ROUNDS_COLUMNS[:-2]
+
+#: The host-time columns (``metrics.csv``'s cumulative, ``rounds.csv``'s per round): they differ
+#: from run to run of the same seed, every other column does not.
+HOST_TIME_COLUMNS: tuple[str, ...] = ("host_time_s", "round_host_time_s")
 
 #: The traffic and compute counters, cumulative in ``metrics.csv``, per round in ``rounds.csv``.
 CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")

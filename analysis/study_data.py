@@ -68,7 +68,8 @@ __all__ = [
 ]
 
 #: Scenario fields never part of a setting: the seed and the algorithm (coordinates of their own),
-#: names and paths, the device, host-only knobs, and the analysis-only target list. A field is
+#: names and paths, the device, host-only knobs, the analysis-only target list and the optional
+#: measurements (``metrics``: what is recorded, not what is trained). A field is
 #: left out with everything below it (``algorithm`` covers ``algorithm.lr``).
 NON_SETTING_FIELDS: tuple[str, ...] = (
     "seed",
@@ -84,6 +85,7 @@ NON_SETTING_FIELDS: tuple[str, ...] = (
     "torch_threads_used",
     "target_accuracies",
     "data.dataset.data_root",
+    "metrics",
 )
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built in: ~10x faster

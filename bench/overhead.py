@@ -11,7 +11,9 @@ For each cohort size n (``--sizes``; clients per round) the federation has 10 n 
 participation, as the scenario), every client draws ``--samples-per-client`` samples (B = n x
 that) and runs ``--local-iterations`` iterations.  Rounds are interleaved (sim, bare, bare, sim,
 ...) so machine noise hits both alike; the first pair warms up and is dropped; the ratio of the
-medians is printed per size.  Target: <= 1.10 at every size.
+medians is printed per size, with ``/proc/loadavg`` before and after.  Target: <= 1.05 at every
+size.  Torch runs ``--threads`` threads (default 1: on a shared 2-core machine a second thread
+mostly waits for a core, which makes both sides noisy).
 
 Quick (default, a few minutes on a 2-core CPU): 8 samples per client, 2 iterations, 3 rounds.
 The scenario's own work per client (B_k = 32, T = 5) and more rounds:
@@ -44,6 +46,14 @@ from sfl_sim.engine import Simulator  # noqa: E402
 from sfl_sim.host import LongLivedObjects  # noqa: E402
 from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.selection import cohort_size  # noqa: E402
+
+
+def loadavg() -> str:
+    """The first three fields of ``/proc/loadavg`` (1-, 5-, 15-minute load)."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
 
 
 def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
@@ -138,17 +148,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--local-iterations", type=int, default=2, help="T (the scenario: 5)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--scenario", default="cellular_100clients")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device here")
     print(f"SCALA, {args.scenario} model and data, device {args.device}, B_k = {args.samples_per_client}, "
           f"T = {args.local_iterations}, medians of {args.rounds} rounds per side")
-    print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  (target <= 1.10)")
+    print(f"load average before: {loadavg()}")
+    print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  (target <= 1.05)")
     for size in args.sizes:
         r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations)
         print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}",
               flush=True)
-    print(f"torch threads {torch.get_num_threads()}")
+    print(f"torch threads {torch.get_num_threads()}; load average after: {loadavg()}")
 
 
 if __name__ == "__main__":

@@ -576,6 +576,18 @@ class Server(_Section):
     compute_flops_per_s: ComputeFlopsPerS = 1.0e12
 
 
+class Metrics(_Section):
+    """``metrics:``: optional measurements beyond the run's own evaluation, off by default.
+
+    They change what ``classes.csv`` records, never what the run trains; each costs host time at
+    every evaluated round, so a run asks only for those it reports.
+    """
+
+    local_vacant_class_accuracy: Annotated[bool, Allowed(
+        "true or false (FedVLS's accuracy of the round's local models on their vacant classes, in classes.csv; "
+        "it scores every aggregated local model at each evaluated round)")] = False
+
+
 class Outage(_Section):
     """``cell.outage:``: when an upload fails and what happens then."""
 
@@ -638,6 +650,7 @@ class Scenario(_Section):
     stragglers: Stragglers = Field(default_factory=Stragglers)
     server: Server = Field(default_factory=Server)
     cell: CellSection = Field(default_factory=CellSection)
+    metrics: Metrics = Field(default_factory=Metrics)
 
     @model_validator(mode="after")
     def _cross_fields(self) -> "Scenario":
@@ -903,7 +916,8 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
     return out
 
 
-__all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "Training", "OptimizerSpec", "LrScheduleSpec",
+__all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "Training", "Metrics", "OptimizerSpec",
+           "LrScheduleSpec",
            "merge_training", "load_scenario", "load_scenario_raw",
            "validate", "parse_override", "apply_override", "json_schema", "yaml_load", "read_yaml_file",
            "format_validation_error", "flatten"]

@@ -8,11 +8,11 @@ abstract methods are the contract, checked at construction).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Protocol, runtime_checkable
+from typing import Any, Dict, List, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["DatasetLoader", "PartitionerProtocol", "SelectorProtocol"]
+__all__ = ["DatasetLoader", "LocalModelObserver", "PartitionerProtocol", "SelectorProtocol"]
 
 
 @runtime_checkable
@@ -47,3 +47,13 @@ class SelectorProtocol(Protocol):
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
+
+
+@runtime_checkable
+class LocalModelObserver(Protocol):
+    """Sees a round's locally trained models before aggregation (e.g.
+    :class:`sfl_sim.evaluation.VacantClassProbe`); passed to
+    :meth:`sfl_sim.algorithms.Algorithm.run_round` for a round the runner will evaluate."""
+
+    def observe(self, models: Mapping[int, Any]) -> None:
+        """Read the client -> ``nn.Module`` models (eval mode, no gradients, no random draws)."""

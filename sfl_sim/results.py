@@ -17,11 +17,13 @@ Files
     by this run; the two are never mixed.  Appended and flushed at each evaluation.
 ``rounds.csv``
     One row per round (see :data:`ROUNDS_COLUMNS`): the simulated clock at the round's end, the
-    round's simulated duration, and the bytes and FLOPs *of that round* (not cumulative) — the
-    per-round protocol table (bytes up, bytes down, client FLOPs, server FLOPs) — the uplink
-    retransmissions and dropped transmissions after outage, the number of clients the straggler
-    policy or an outage left out, the cohort as space-separated client ids, and who was dropped
-    and why (``client:reason`` with reason ``deadline``, ``over_selection`` or ``outage``).
+    round's simulated duration, the host seconds the round took (``round_host_time_s``: its
+    training and, when evaluated, its evaluation and rows), and the bytes and FLOPs *of that
+    round* (not cumulative) — the per-round protocol table (bytes up, bytes down, client FLOPs,
+    server FLOPs) — the uplink retransmissions and dropped transmissions after outage, the number
+    of clients the straggler policy or an outage left out, the cohort as space-separated client
+    ids, and who was dropped and why (``client:reason`` with reason ``deadline``,
+    ``over_selection`` or ``outage``).
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -98,14 +100,19 @@ class RunWriter:
     def start_log(self, name: str, columns: Sequence[str], keep_through_round: int | None = None) -> None:
         """Create the per-round log ``name`` (e.g. ``metrics.csv``) with its header, or, when
         resuming, keep its rows of rounds up to ``keep_through_round`` (rows written after the last
-        checkpoint are dropped: they will be recomputed identically)."""
+        checkpoint are dropped: they will be recomputed identically).
+
+        Kept rows are matched to ``columns`` by the file's own header, so a log written before a
+        column existed keeps its rows, with that column empty."""
         path = self.run_dir / name
         kept: List[List[str]] = []
         if keep_through_round is not None and path.exists():
             with path.open(newline="") as fh:
                 reader = csv.reader(fh)
-                next(reader, None)
-                kept = [row for row in reader if row and int(row[0]) <= keep_through_round]
+                header = next(reader, None) or []
+                where = {c: i for i, c in enumerate(header)}
+                kept = [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns]
+                        for row in reader if row and int(row[0]) <= keep_through_round]
         tmp = path.with_name(name + ".tmp")
         with tmp.open("w", newline="") as fh:
             writer = csv.writer(fh)

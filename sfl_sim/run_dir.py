@@ -37,9 +37,10 @@ RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", RESOL
              "classes.csv")
 
 #: Scenario fields a resume may change: none of them changes what the run computes (more rounds
-#: continue the same run; the rest only decide where files go and how fast the host works).
+#: continue the same run; the rest only decide where files go, how fast the host works and which
+#: optional measurements the rows from then on record).
 RESUMABLE_FIELDS = ("rounds", "output_dir", "eval_batch_size", "training.torch_threads", "torch_threads_used",
-                    "device", "execution")
+                    "device", "execution", "metrics.local_vacant_class_accuracy")
 
 
 @dataclass

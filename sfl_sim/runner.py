@@ -215,13 +215,15 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
 
     eval_batch = host.eval_batch_size(cfg.eval_batch_size, run.device)
-    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), eval_batch)
+    # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
+    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), eval_batch) \
+        if cfg.metrics.local_vacant_class_accuracy else None
 
     def record_evaluation(rnd: int) -> Dict[str, float]:
         scores = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, eval_batch)
         acc, loss = scores
         per_class = class_accuracy_of(scores, n_classes)
-        vacant = probe.take()
+        vacant = probe.take() if probe is not None else math.nan
         writer.append_log(CLASSES_FILE, class_header, {
             "round": rnd, VACANT_ACCURACY_COLUMN: _cell(vacant),
             **{CLASS_ACCURACY_COLUMN.format(n): _cell(a) for n, a in enumerate(per_class.tolist())}})
@@ -242,33 +244,41 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             summary = _summary(run, rows, sim, "running" if cfg.rounds else "complete")
             writer.write_summary(summary)
         for rnd in range(start_round + 1, cfg.rounds + 1):
+            round_start_s = time.perf_counter()
             cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, streams.selection),
                                    cfg.clients.count, n_cohort, run.selector)
             before = sim.counters.as_dict()
+            last = rnd == cfg.rounds
+            will_evaluate = rnd % cfg.eval_every_rounds == 0 or last
             # The probe sees the round's local models only when the round will be evaluated.
-            will_evaluate = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
-            run.algorithm.local_model_probe = probe if will_evaluate else None
-            duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort), cohort)
+            observer = probe if will_evaluate else None
+            duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
             run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
             gc_pause.after_round()
             after = sim.counters.as_dict()
-            writer.append_log("rounds.csv", ROUNDS_COLUMNS, {
+            round_row = {
                 "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
                 **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops",
                                                      "retransmissions", "dropped_transmissions", "dropped_clients")},
                 "cohort": " ".join(map(str, cohort.tolist())),
-                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))})
+                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
             finite = _all_finite(run.algorithm.global_model())
-            last = rnd == cfg.rounds
-            if rnd % cfg.eval_every_rounds == 0 or last or not finite:
+            evaluated = will_evaluate or not finite
+            if evaluated:
                 row = record_evaluation(rnd)
                 if not finite or not math.isfinite(row["test_loss"]):
                     summary = _diverged(run, rows, sim, rnd, finite)
-                    writer.write_summary(summary)
+                else:
+                    summary = _summary(run, rows, sim, "complete" if last else "running")
+                writer.write_summary(summary)
+            # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
+            # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
+            writer.append_log("rounds.csv", ROUNDS_COLUMNS,
+                              {**round_row, "round_host_time_s": time.perf_counter() - round_start_s})
+            if evaluated:
+                if summary["status"] == "diverged":
                     bar.close()
                     return summary
-                summary = _summary(run, rows, sim, "complete" if last else "running")
-                writer.write_summary(summary)
                 checkpoint.save(writer.checkpoint_path, {
                     "round": rnd, "sim_time_s": sim.now_s, "host_time_s": row["host_time_s"],
                     "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),

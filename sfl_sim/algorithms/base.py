@@ -34,6 +34,7 @@ from sfl_sim.algorithms.working_copies import WorkingCopyPools
 from sfl_sim.engine import RoundContext
 from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
+from sfl_sim.protocols import LocalModelObserver
 
 ALGORITHMS = Registry("algorithm")
 
@@ -239,16 +240,29 @@ class Algorithm(abc.ABC):
         self.setup = setup
         self.meter = FlopMeter()
         self.optimizers = OptimizerBank(setup.training, setup.learning_rate)
-        #: Set by the runner for a round it will evaluate (see :meth:`observe_local_models`).
-        self.local_model_probe: Optional[Any] = None
 
-    def run_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def run_round(self, ctx: RoundContext, cohort: np.ndarray,
+                  local_model_observer: Optional[LocalModelObserver] = None) -> Generator:
         """The engine's entry to one round: :meth:`round_process` between the optimizers' round
         bookkeeping (client optimizers start fresh or from their kept state; afterwards the
         learning-rate schedule moves to the next round).  Use it as the simulator's round
-        process: ``sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)``."""
+        process: ``sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)``.
+
+        Parameters
+        ----------
+        ctx : RoundContext
+        cohort : ndarray of int64
+        local_model_observer : LocalModelObserver, optional
+            Shown this round's locally trained models by :meth:`observe_local_models` (the
+            runner passes its vacant-class probe for a round it will evaluate, when the scenario
+            asks for ``metrics.local_vacant_class_accuracy``); None: nobody looks.
+        """
         self.optimizers.begin_round()
-        result = yield from self.round_process(ctx, cohort)
+        self.__dict__["_local_model_observer"] = local_model_observer  # this round's only
+        try:
+            result = yield from self.round_process(ctx, cohort)
+        finally:
+            self.__dict__["_local_model_observer"] = None
         self.optimizers.end_round()
         return result
 
@@ -375,11 +389,13 @@ class Algorithm(abc.ABC):
     # -- local models (evaluation) ---------------------------------------------------------------
     def observe_local_models(self, models: Mapping[int, nn.Module]) -> None:
         """Show the round's locally trained models (client -> model, before aggregation) to the
-        runner's probe, when it attached one for a round it will evaluate (FedVLS's accuracy of
-        local models on their vacant classes).  Algorithms with local models call it; it only
-        reads them (eval mode, no gradients, no random draws)."""
-        if self.local_model_probe is not None:
-            self.local_model_probe.observe(models)
+        observer :meth:`run_round` was given for this round, if any (FedVLS's accuracy of local
+        models on their vacant classes).  Algorithms with local models call it; the observer only
+        reads them (eval mode, no gradients, no random draws), so training is the same with or
+        without one."""
+        observer = self.__dict__.get("_local_model_observer")
+        if observer is not None:
+            observer.observe(models)
 
     # -- execution -------------------------------------------------------------------------------
     @property

@@ -7,9 +7,9 @@
   semantics (clients fresh each round or persisted, server across rounds) and the clipped step.
 """
 from sfl_sim.optim.bank import OptimizerBank
-from sfl_sim.optim.factory import OPTIMIZERS, check_optimizer, make_optimizer, optimizer_class
+from sfl_sim.optim.factory import OPTIMIZERS, OptimizerMaker, check_optimizer, make_optimizer, optimizer_class
 from sfl_sim.optim.schedule import RoundSchedule
 from sfl_sim.optim.settings import TrainingSettings, settings_from_config
 
-__all__ = ["OPTIMIZERS", "OptimizerBank", "RoundSchedule", "TrainingSettings", "check_optimizer", "make_optimizer",
-           "optimizer_class", "settings_from_config"]
+__all__ = ["OPTIMIZERS", "OptimizerBank", "OptimizerMaker", "RoundSchedule", "TrainingSettings", "check_optimizer",
+           "make_optimizer", "optimizer_class", "settings_from_config"]

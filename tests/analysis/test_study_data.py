@@ -174,6 +174,18 @@ def test_loading_without_round0_and_without_rounds_csv(tmp_path):
     assert st.rounds.empty and list(st.rounds.columns)[-1] == "dropped_clients"
 
 
+def test_rounds_csv_written_before_round_host_time_s_existed_loads_with_it_empty(tmp_path):
+    d = write_run(tmp_path / "a", "scala", 0)
+    new = pd.read_csv(d / "rounds.csv")
+    new.drop(columns=["round_host_time_s"]).to_csv(d / "rounds.csv", index=False)
+    write_run(tmp_path / "b", "scala", 1)
+    st = load_study(tmp_path)
+    old = st.rounds.loc[st.rounds["seed"] == 0].reset_index(drop=True)
+    assert old["round_host_time_s"].isna().all()
+    other = [c for c in ROUNDS_NUMERIC_COLUMNS if c != "round_host_time_s"]
+    pd.testing.assert_frame_equal(old[other], new[other], check_dtype=False)
+
+
 def test_reordered_metrics_header_takes_the_slow_path(tmp_path):
     d = write_run(tmp_path / "a", "scala", 0)
     df = pd.read_csv(d / "metrics.csv")

@@ -12,6 +12,7 @@ import torch
 import yaml
 from torch import nn
 
+from analysis.schema import HOST_TIME_COLUMNS
 from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.algorithms import TrainingSetup
 from sfl_sim.cli import main
@@ -108,9 +109,10 @@ def finished_run(tmp_path: Path, capsys, data: dict) -> tuple[Path, Path]:
 
 
 def read_rows(path: Path, *, host_time: bool = True) -> list[dict]:
-    """A CSV file's rows; ``host_time=False`` leaves out the host_time_s column (differs run to run)."""
+    """A CSV file's rows; ``host_time=False`` leaves out the host-time columns (``host_time_s``,
+    ``round_host_time_s``: they differ run to run)."""
     with path.open() as fh:
-        return [{k: v for k, v in r.items() if host_time or k != "host_time_s"} for r in csv.DictReader(fh)]
+        return [{k: v for k, v in r.items() if host_time or k not in HOST_TIME_COLUMNS} for r in csv.DictReader(fh)]
 
 
 def readme_blocks(heading: str, lang: str) -> list[str]:

@@ -45,6 +45,9 @@ def test_two_round_run_writes_result_files(tmp_path: Path) -> None:
         for col in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops"):
             assert sum(float(r[col]) for r in per_round) == pytest.approx(float(rows[-1][col]))
         assert len(per_round[0]["cohort"].split()) == 3
+        assert all(float(r["round_host_time_s"]) > 0 for r in per_round)
+        # metrics.local_vacant_class_accuracy is off by default: the column is there, empty.
+        assert [r["local_vacant_class_accuracy"] for r in read_rows(run_dir / "classes.csv")] == ["", "", ""]
     # SCALA's server trains the deep layers: it computes server FLOPs; FedAvg never does.
     assert float(read_rows(out / "fedavg" / "metrics.csv")[-1]["server_flops"]) == 0
     assert float(read_rows(out / "scala" / "metrics.csv")[-1]["server_flops"]) > 0
@@ -89,7 +92,8 @@ def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys) -> Non
         capsys.readouterr().err)
     resumed = read_rows(tmp_path / "cut" / "scala" / "metrics.csv", host_time=False)
     assert resumed == full
-    assert read_rows(tmp_path / "cut" / "scala" / "rounds.csv") == read_rows(tmp_path / "full" / "scala" / "rounds.csv")
+    assert (read_rows(tmp_path / "cut" / "scala" / "rounds.csv", host_time=False)
+            == read_rows(tmp_path / "full" / "scala" / "rounds.csv", host_time=False))
 
 
 def test_cli_summary_flags_runs_not_scored_on_the_global_model(tmp_path: Path, capsys) -> None:

@@ -3,6 +3,7 @@ overrides recorded in scenario.yaml, classes.csv and the best-accuracy definitio
 refused when a training field changed, exact (optimizer state included) when nothing did."""
 from __future__ import annotations
 
+import csv
 import json
 import textwrap
 from pathlib import Path
@@ -20,8 +21,9 @@ from tests.sfl_sim.helpers import finished_run, read_rows, run_cli, small_scenar
 
 SMALL = small_scenario(partition={"name": "dirichlet", "beta": 0.1})
 
-#: FedVLS with the paper's optimizer and local epochs beside SCALA with Adam and a schedule.
-MIXED = {**SMALL, "algorithms": [
+#: FedVLS with the paper's optimizer and local epochs beside SCALA with Adam and a schedule, with
+#: FedVLS's vacant-class metric.
+MIXED = {**SMALL, "metrics": {"local_vacant_class_accuracy": True}, "algorithms": [
     {"name": "fedvls", "training": {"optimizer": {"name": "sgd", "momentum": 0.9, "weight_decay": 1.0e-5},
                                     "local_epochs": 1, "batch_size": 32, "client_optimizer_state": "persist",
                                     "max_grad_norm": 5.0}},
@@ -221,6 +223,8 @@ def test_resume_reproduces_the_rows_exactly(mixed, capsys, tmp_path) -> None:
 
 
 def test_a_run_made_before_the_training_fields_existed_resumes(tmp_path, capsys) -> None:
+    """... and before ``metrics:`` and ``rounds.csv``'s ``round_host_time_s``: the old rows are
+    kept (that cell empty), the new ones have it."""
     path = write_yaml(tmp_path, SMALL)
     out = tmp_path / "out"
     assert run_cli(capsys, str(path), "-o", str(out))[0] == 0
@@ -228,8 +232,40 @@ def test_a_run_made_before_the_training_fields_existed_resumes(tmp_path, capsys)
     old = yaml.safe_load(scenario_file.read_text())
     for key in ("local_epochs", "optimizer", "lr_schedule", "max_grad_norm", "client_optimizer_state"):
         del old["training"][key]
+    del old["metrics"]
     scenario_file.write_text(yaml.safe_dump(old, sort_keys=False))
     (out / "fedavg" / "classes.csv").unlink()
+    rounds_file = out / "fedavg" / "rounds.csv"
+    made = read_rows(rounds_file)
+    with rounds_file.open("w", newline="") as fh:  # the header before round_host_time_s existed
+        writer = csv.DictWriter(fh, [c for c in made[0] if c != "round_host_time_s"], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(made)
     code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "3")
     assert code == 0, err
     assert load_classes(out / "fedavg")["round"].tolist() == [3]  # started afresh at the resumed rows
+    resumed = read_rows(rounds_file)
+    assert [r["round"] for r in resumed] == ["1", "2", "3"]
+    assert [r["round_host_time_s"] == "" for r in resumed] == [True, True, False]
+    assert ([{k: v for k, v in r.items() if k != "round_host_time_s"} for r in resumed[:2]]
+            == [{k: v for k, v in r.items() if k != "round_host_time_s"} for r in made])
+
+
+def test_the_vacant_class_metric_is_opt_in_and_changes_no_training_number(mixed, capsys, tmp_path) -> None:
+    """The same runs without ``metrics.local_vacant_class_accuracy``: every number of metrics.csv,
+    rounds.csv and classes.csv but the host times and the (now empty) vacant-class cells is equal."""
+    _, out = mixed
+    (tmp_path / "off").mkdir()
+    off = finished_run(tmp_path / "off", capsys, {k: v for k, v in MIXED.items() if k != "metrics"})[1]
+    for label in ("fedvls", "scala"):
+        for name in ("metrics.csv", "rounds.csv"):
+            assert read_rows(out / label / name, host_time=False) == read_rows(off / label / name, host_time=False)
+        with_probe, without = read_rows(out / label / "classes.csv"), read_rows(off / label / "classes.csv")
+        assert all(r["local_vacant_class_accuracy"] == "" for r in without)
+        assert ([{**r, "local_vacant_class_accuracy": ""} for r in with_probe] == without)
+    # A resume may switch it on: it records what is measured, not what is trained.
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, {**MIXED, "rounds": 3}, "on.yaml")), "-o", str(off),
+                        "--resume")
+    assert code == 0, err
+    assert [r["local_vacant_class_accuracy"] != "" for r in read_rows(off / "fedvls" / "classes.csv")] == \
+        [False, False, False, True]
