@@ -77,4 +77,3 @@ def test_the_probe_leaves_the_model_as_it_was() -> None:
     probe.observe({0: model})
     assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert torch.equal(rng, torch.get_rng_state())  # no random draw: training streams are untouched
-
