@@ -3,7 +3,8 @@
 ``classes.csv`` has one row per evaluated round (the rows of ``metrics.csv``) with the columns
 :data:`~analysis.schema.CLASSES_LEADING_COLUMNS` — ``round`` and
 ``local_vacant_class_accuracy`` — then ``class_<n>_accuracy`` for every class n.  Empty cells
-(no measurement: an algorithm without local models, a class without test samples) load as NaN.
+(no measurement: ``metrics.local_vacant_class_accuracy`` off, an algorithm without local models,
+a class without test samples) load as NaN.
 
 This module imports neither torch nor ``sfl_sim``.
 """

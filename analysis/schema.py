@@ -103,7 +103,9 @@ CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client
 #: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant
 #: classes (FedVLS): per aggregated client, the mean over the classes absent from its local data of
 #: its model's accuracy on that class's test images (before aggregation); averaged over those clients
-#: with a vacant class. Empty where the algorithm has no local models or no client has one.
+#: with a vacant class. Measured only when the scenario sets ``metrics.local_vacant_class_accuracy``
+#: (the column is always there); empty otherwise, and where the algorithm has no local models or no
+#: client has a vacant class.
 VACANT_ACCURACY_COLUMN = "local_vacant_class_accuracy"
 
 #: The columns of ``classes.csv`` before the per-class ones.

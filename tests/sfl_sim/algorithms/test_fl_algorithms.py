@@ -133,3 +133,27 @@ def test_invalid_parameters_are_named(name: str, params: dict, match: str) -> No
     with pytest.raises(ValueError, match=match) as err:
         ALGORITHMS.get(name)(tiny_setup(), **params)
     assert "allowed" in str(err.value)
+
+
+class _Seen:
+    """A LocalModelObserver that records which clients' models it was shown."""
+
+    def __init__(self) -> None:
+        self.clients: list[list[int]] = []
+
+    def observe(self, models) -> None:
+        self.clients.append(sorted(models))
+
+
+def test_the_local_model_observer_is_an_argument_of_run_round_for_that_round_only() -> None:
+    """The runner hands its vacant-class probe to ``Algorithm.run_round`` (it sets no attribute of
+    the algorithm); FedAvg shows it the round's local models, and a round without one shows nobody."""
+    from sfl_sim.protocols import LocalModelObserver
+
+    algo = ALGORITHMS.get("fedavg")(tiny_setup(n_clients=2))
+    sim, seen = two_client_simulator(), _Seen()
+    assert isinstance(seen, LocalModelObserver)
+    cohort = np.array([0, 1], dtype=np.int64)
+    sim.run_round(lambda ctx: algo.run_round(ctx, cohort, seen), cohort)
+    sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
+    assert seen.clients == [[0, 1]]

@@ -169,3 +169,42 @@ def test_an_optimizer_is_built_over_whatever_model_the_client_has() -> None:
     assert set(kept) == set(range(len(list(first.parameters()))))
     # the second round's optimizer stepped `second`, starting from the buffers `first` left
     assert all(torch.is_tensor(s["momentum_buffer"]) for s in kept.values())
+
+
+def test_an_optimizer_maker_checks_once_and_builds_what_make_optimizer_builds() -> None:
+    """The bank's maker resolves and checks the class on its first build (one-line errors, as
+    ``make_optimizer``), then builds the same class with the same hyper-parameters directly."""
+    from simkit.registry import ComponentParameterError
+    from sfl_sim.optim import OptimizerMaker, make_optimizer
+
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    settings = TrainingSettings(optimizer="adam", optimizer_params={"betas": [0.8, 0.9], "eps": 1e-6})
+    make = OptimizerMaker(settings)
+    built = [make(params, 0.1), make(params, 0.2)]
+    want = make_optimizer(settings, params, 0.2)
+    assert all(type(b) is torch.optim.Adam for b in built)
+    assert built[1].param_groups[0] == {**want.param_groups[0], "params": built[1].param_groups[0]["params"]}
+    assert built[0].param_groups[0]["lr"] == 0.1
+    with pytest.raises(ComponentParameterError, match="momentun"):
+        OptimizerMaker(TrainingSettings(optimizer_params={"momentun": 0.9}))(params, 0.1)
+
+
+class _OwnZeroGrad(torch.optim.SGD):
+    """An optimizer that clears gradients its own way (to zeros, keeping the tensors)."""
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad.zero_()
+
+
+def test_the_step_clears_gradients_and_keeps_a_classs_own_zero_grad() -> None:
+    from sfl_sim.optim import OptimizerBank
+
+    bank = OptimizerBank(TrainingSettings(), 0.1)
+    for optimizer, cleared in ((torch.optim.SGD, lambda g: g is None), (_OwnZeroGrad, lambda g: torch.equal(
+            g, torch.zeros(2)))):
+        p = torch.nn.Parameter(torch.ones(2))
+        p.grad = torch.ones(2)
+        bank.step(optimizer([p], lr=0.1))
+        assert torch.equal(p.detach(), torch.full((2,), 0.9)) and cleared(p.grad)
