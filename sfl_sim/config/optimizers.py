@@ -17,7 +17,8 @@ from pydantic import Field, model_validator
 from sfl_sim.config.errors import CrossFieldError
 from sfl_sim.config.fields import Allowed, Number, PositiveInt, Section
 
-__all__ = ["BuiltinOptimizer", "BuiltinSchedule", "BUILTIN_OPTIMIZERS", "BUILTIN_SCHEDULES", "ScheduleParams"]
+__all__ = ["BuiltinOptimizer", "BuiltinSchedule", "BUILTIN_OPTIMIZERS", "BUILTIN_SCHEDULES", "SGDParams", "AdamParams",
+           "AdamWParams", "ScheduleParams", "ConstantParams", "StepParams", "ExponentialParams", "CosineParams"]
 
 _BelowOne = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), Allowed("a number in [0, 1)")]
 _Decay = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), Allowed("a number in (0, 1]")]
