@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +20,8 @@ from sfl_sim.config.optimizers import BUILTIN_OPTIMIZERS, BUILTIN_SCHEDULES
 from sfl_sim.optim import OPTIMIZERS, RoundSchedule, TrainingSettings
 from sfl_sim.run_dir import RESUMABLE_FIELDS, scenario_differences
 from sfl_sim.runner import resolved_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", BUILTIN_OPTIMIZERS)
@@ -78,3 +84,12 @@ def test_host_only_fields_are_fields_of_a_runs_scenario_yaml_and_feed_resume_and
     asked = {**made_with, "metrics": {"local_vacant_class_accuracy": True}, "device": "cpu", "rounds": 80,
              "seed": 3}
     assert scenario_differences(made_with, asked) == ["seed: 0 -> 3"]
+
+
+def test_validating_a_scenario_and_its_schema_load_no_torch():
+    code = ("import sys; from sfl_sim.config import json_schema, validate; "
+            "validate({'training': {'optimizer': 'adam', 'lr_schedule': {'name': 'cosine', 'rounds': 4}}}); "
+            "json_schema(); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
