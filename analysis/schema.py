@@ -18,6 +18,7 @@ __all__ = [
     "CELL_FILE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
+    "HOST_ONLY_FIELDS",
     "CLASSES_FILE",
     "CLASSES_LEADING_COLUMNS",
     "CLASS_ACCURACY_COLUMN",
@@ -54,6 +55,21 @@ CELL_FILE = "cell.csv"
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
 STUDY_FILE = "study.yaml"
+
+#: Fields of a run's ``scenario.yaml`` that decide only how the host works or what the run
+#: records, never what it computes: where its files go, the device and execution path asked for,
+#: evaluation batching, host threads (asked for and used) and the optional measurements
+#: (``metrics``).  A resume may change them (:mod:`sfl_sim.run_dir`) and a study never counts
+#: them as part of a setting (:mod:`analysis.study_data`).  A field covers every field below it.
+HOST_ONLY_FIELDS: tuple[str, ...] = (
+    "output_dir",
+    "eval_batch_size",
+    "training.torch_threads",
+    "torch_threads_used",
+    "device",
+    "execution",
+    "metrics",
+)
 
 #: Exact header of ``metrics.csv``, in order. Bytes and FLOPs are cumulative since the start of
 #: the run; ``sim_time_s`` is the simulated clock, ``host_time_s`` cumulative host seconds.

@@ -45,6 +45,7 @@ import yaml
 
 from .runs import RunFormatError, _check_schema_version, _read_metrics
 from .schema import (
+    HOST_ONLY_FIELDS,
     METRICS_COLUMNS,
     METRICS_FILE,
     ROUNDS_COLUMNS,
@@ -68,24 +69,18 @@ __all__ = [
 ]
 
 #: Scenario fields never part of a setting: the seed and the algorithm (coordinates of their own),
-#: names and paths, the device, host-only knobs, the analysis-only target list and the optional
-#: measurements (``metrics``: what is recorded, not what is trained). A field is
-#: left out with everything below it (``algorithm`` covers ``algorithm.lr``).
+#: names, the device a run used, the analysis-only target list, the data set's location, and the
+#: host-only fields of :data:`analysis.schema.HOST_ONLY_FIELDS`. A field is left out with
+#: everything below it (``algorithm`` covers ``algorithm.lr``).
 NON_SETTING_FIELDS: tuple[str, ...] = (
     "seed",
     "algorithm",
     "algorithms",
     "name",
-    "output_dir",
-    "device",
     "device_used",
-    "eval_batch_size",
-    "execution",
-    "training.torch_threads",
-    "torch_threads_used",
     "target_accuracies",
     "data.dataset.data_root",
-    "metrics",
+    *HOST_ONLY_FIELDS,
 )
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built in: ~10x faster

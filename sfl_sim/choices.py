@@ -3,6 +3,8 @@
 Each is a :data:`typing.Literal`, so a type checker sees the allowed values at every call, the
 pydantic scenario models validate them, and the engine checks them with :func:`allowed`.  This
 module imports nothing heavy (no torch, no simpy), so the configuration can use it cheaply.
+Choices that carry parameters of their own (the built-in optimizers and learning-rate schedules)
+are tables in :mod:`sfl_sim.config.optimizers` instead.
 """
 from __future__ import annotations
 
@@ -26,13 +28,6 @@ OutOfRange = Literal["warn", "error"]
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""
-
-OptimizerName = Literal["sgd", "adam", "adamw"]
-"""Built-in optimizers of ``training.optimizer`` (``torch.optim.SGD``, ``Adam``, ``AdamW``); a
-``package.module:Class`` names any other ``torch.optim.Optimizer``."""
-
-LrScheduleName = Literal["constant", "step", "exponential", "cosine"]
-"""Per-round learning-rate schedules of ``training.lr_schedule``."""
 
 ClientOptimizerState = Literal["fresh", "persist"]
 """Whether a client's optimizer state starts afresh each round it takes part or is kept per client."""

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import yaml
 
-from analysis.schema import RESOLVED_FILE
+from analysis.schema import HOST_ONLY_FIELDS, RESOLVED_FILE
 from sfl_sim import checkpoint as ckpt
 from sfl_sim import resolved as resolution_record
 from sfl_sim.config import flatten, validate
@@ -36,11 +36,15 @@ from sfl_sim.errors import CheckpointError, RunDirError
 RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", RESOLVED_FILE, "cell.csv", "checkpoint.pt",
              "classes.csv")
 
-#: Scenario fields a resume may change: none of them changes what the run computes (more rounds
-#: continue the same run; the rest only decide where files go, how fast the host works and which
-#: optional measurements the rows from then on record).
-RESUMABLE_FIELDS = ("rounds", "output_dir", "eval_batch_size", "training.torch_threads", "torch_threads_used",
-                    "device", "execution", "metrics.local_vacant_class_accuracy")
+#: Scenario fields a resume may change (a field covers every field below it): none of them
+#: changes what the run computes (more rounds continue the same run; the host-only fields only
+#: decide where files go, how fast the host works and which optional measurements the rows from
+#: then on record).
+RESUMABLE_FIELDS = ("rounds", *HOST_ONLY_FIELDS)
+
+
+def _resumable(key: str) -> bool:
+    return any(key == f or key.startswith(f + ".") for f in RESUMABLE_FIELDS)
 
 
 @dataclass
@@ -103,7 +107,7 @@ def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
     defaults = default_fields() if defaults is None else defaults
     out = []
     for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE_FIELDS:
+        if _resumable(key):
             continue
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if key not in old and key in defaults and b == defaults[key]:

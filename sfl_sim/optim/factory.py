@@ -1,9 +1,11 @@
 """Optimizers by name: ``sgd``, ``adam``, ``adamw`` or any ``torch.optim.Optimizer`` as ``module:Class``.
 
 :data:`OPTIMIZERS` is a registry like the simulator's others (short names, ``package.module:Class``,
-entry points ``sfl_sim.optimizer``); :func:`make_optimizer` builds one over a parameter list with
-the round's learning rate, and :func:`check_optimizer` builds one over a dummy parameter so a bad
-class or hyper-parameter is refused before any work.
+entry points ``sfl_sim.optimizer``); its short names are the built-ins of
+:data:`sfl_sim.config.optimizers.BUILTIN_OPTIMIZERS`, which also holds their hyper-parameter
+models (the scenario validates them before torch is imported).  :func:`make_optimizer` builds one
+over a parameter list with the round's learning rate, and :func:`check_optimizer` builds one over
+a dummy parameter so a bad class or hyper-parameter is refused before any work.
 """
 from __future__ import annotations
 
@@ -12,15 +14,15 @@ from typing import Any, Dict, Iterable, Optional
 import torch
 
 from simkit.registry import Registry
+from sfl_sim.config.optimizers import BUILTIN_OPTIMIZERS
 from sfl_sim.optim.settings import TrainingSettings
 
 __all__ = ["OPTIMIZERS", "OptimizerMaker", "check_optimizer", "make_optimizer", "optimizer_class",
            "optimizer_kwargs"]
 
 OPTIMIZERS = Registry("optimizer")
-OPTIMIZERS.register("sgd")(torch.optim.SGD)
-OPTIMIZERS.register("adam")(torch.optim.Adam)
-OPTIMIZERS.register("adamw")(torch.optim.AdamW)
+for _name, _builtin in BUILTIN_OPTIMIZERS.items():
+    OPTIMIZERS.register(_name)(getattr(torch.optim, _builtin.torch_class))
 
 
 def optimizer_class(name: str) -> type:

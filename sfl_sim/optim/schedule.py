@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional
 
 import torch
+from pydantic import ValidationError
+
+from sfl_sim.config.errors import format_validation_error
+from sfl_sim.config.optimizers import BUILTIN_SCHEDULES
 
 __all__ = ["RoundSchedule"]
 
@@ -22,31 +26,32 @@ class RoundSchedule:
     ----------
     base_lr : float
         ``training.learning_rate``.
-    name : {"constant", "step", "exponential", "cosine"}
-        ``step``: ``StepLR(step_size=step_size_rounds, gamma)``; ``exponential``:
-        ``ExponentialLR(gamma)``; ``cosine``: ``CosineAnnealingLR(T_max=rounds, eta_min)`` (past
-        ``rounds`` it rises again, as torch's does).
+    name : str
+        A schedule of :data:`sfl_sim.config.optimizers.BUILTIN_SCHEDULES`: ``constant``, or
+        ``step`` (``StepLR``), ``exponential`` (``ExponentialLR``), ``cosine``
+        (``CosineAnnealingLR``; past ``rounds`` it rises again, as torch's does).
     params : mapping, optional
-        The schedule's parameters (see :class:`sfl_sim.config.LrScheduleSpec`).
+        The schedule's parameters (its model fills the defaults left out).
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or parameters its model refuses (one line).
     """
 
     def __init__(self, base_lr: float, name: str = "constant", params: Optional[Mapping[str, Any]] = None) -> None:
-        p = dict(params or {})
+        builtin = BUILTIN_SCHEDULES.get(name)
+        if builtin is None:
+            raise ValueError(f"lr_schedule={name!r}; allowed: {', '.join(BUILTIN_SCHEDULES)}")
+        try:
+            kwargs = builtin.params.model_validate(dict(params or {})).torch_kwargs()
+        except ValidationError as exc:
+            raise ValueError(f"lr_schedule {name!r}: {format_validation_error(exc, builtin.params)}") from None
         self.name = name
         self._holder = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base_lr)
-        sched = torch.optim.lr_scheduler
-        if name == "constant":
-            self._scheduler = None
-        elif name == "step":
-            self._scheduler = sched.StepLR(self._holder, step_size=int(p["step_size_rounds"]),
-                                           gamma=float(p.get("gamma", 0.1)))
-        elif name == "exponential":
-            self._scheduler = sched.ExponentialLR(self._holder, gamma=float(p["gamma"]))
-        elif name == "cosine":
-            self._scheduler = sched.CosineAnnealingLR(self._holder, T_max=int(p["rounds"]),
-                                                      eta_min=float(p.get("eta_min", 0.0)))
-        else:
-            raise ValueError(f"lr_schedule={name!r}; allowed: constant, step, exponential, cosine")
+        self._scheduler: Optional[torch.optim.lr_scheduler.LRScheduler] = None
+        if builtin.torch_class is not None:
+            self._scheduler = getattr(torch.optim.lr_scheduler, builtin.torch_class)(self._holder, **kwargs)
 
     @property
     def lr(self) -> float:

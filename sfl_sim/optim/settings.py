@@ -1,31 +1,55 @@
-"""The training settings an algorithm runs with, as plain data (no pydantic, no torch).
+"""The training settings an algorithm runs with, as plain data (no torch): a view of ``training:``.
 
 :class:`TrainingSettings` is what :class:`~sfl_sim.algorithms.TrainingSetup` carries about the
-optimizer, the learning-rate schedule, local epochs, clipping and client optimizer state; its
-defaults are the papers' setting (plain SGD at a constant rate, ``local_iterations`` of eq. 3
-batches, no clipping), so a scenario without a ``training:`` section trains as SCALA does.
-:func:`settings_from_config` builds it from a scenario's (merged) ``training:`` section.
+optimizer, the learning-rate schedule, local epochs, clipping and client optimizer state.  It is
+derived from the scenario's :class:`~sfl_sim.config.Training` section, which defines these
+fields once: every attribute is the section's field of the same name (an optimizer or schedule
+as its ``name``, with its parameters in ``*_params``), its defaults are the section's defaults
+(the papers' setting: plain SGD at a constant rate, ``local_iterations`` of eq. 3 batches, no
+clipping), and :meth:`TrainingSettings.from_training` reads a (merged) section.  The view leaves
+out what the setup carries elsewhere (batch size, T, the learning rate) and host settings.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
+
+from sfl_sim.choices import ClientOptimizerState
+from sfl_sim.config.training import Training
 
 __all__ = ["TrainingSettings", "settings_from_config"]
+
+_PARAMS = "_params"
+
+
+def _view(training: Training, name: str) -> Any:
+    """The value of ``TrainingSettings.<name>`` in ``training``: the field itself, a named spec's
+    ``name``, or (``<field>_params``) its parameters."""
+    if name.endswith(_PARAMS):
+        return dict(getattr(training, name[: -len(_PARAMS)]).params)
+    value = getattr(training, name)
+    return value.name if hasattr(value, "params") else value
+
+
+_DEFAULTS = Training()
 
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """How an algorithm's optimizers are made and stepped.
+    """How an algorithm's optimizers are made and stepped (defaults: ``training:``'s).
 
     Attributes
     ----------
     optimizer : str
-        ``"sgd"``, ``"adam"``, ``"adamw"`` or ``"package.module:Class"`` (a ``torch.optim.Optimizer``).
+        ``training.optimizer``'s name: ``"sgd"``, ``"adam"``, ``"adamw"`` or
+        ``"package.module:Class"`` (a ``torch.optim.Optimizer``).
     optimizer_params : mapping
-        Its hyper-parameters besides the learning rate (e.g. ``{"momentum": 0.9}``).
+        Its hyper-parameters besides the learning rate (e.g. ``{"momentum": 0.9}``; left out:
+        torch's defaults).
     lr_schedule : str
-        ``"constant"``, ``"step"``, ``"exponential"`` or ``"cosine"`` (one step per round).
+        ``training.lr_schedule``'s name: ``"constant"``, ``"step"``, ``"exponential"`` or
+        ``"cosine"`` (one step per round).
     lr_schedule_params : mapping
         ``step_size_rounds``/``gamma``, ``gamma``, or ``rounds``/``eta_min``.
     local_epochs : int or None
@@ -38,27 +62,22 @@ class TrainingSettings:
         per client from one participation to the next (``persist``).
     """
 
-    optimizer: str = "sgd"
+    optimizer: str = _view(_DEFAULTS, "optimizer")
     optimizer_params: Mapping[str, Any] = field(default_factory=dict)
-    lr_schedule: str = "constant"
+    lr_schedule: str = _view(_DEFAULTS, "lr_schedule")
     lr_schedule_params: Mapping[str, Any] = field(default_factory=dict)
-    local_epochs: Optional[int] = None
-    max_grad_norm: Optional[float] = None
-    client_optimizer_state: str = "fresh"
+    local_epochs: Optional[int] = _view(_DEFAULTS, "local_epochs")
+    max_grad_norm: Optional[float] = _view(_DEFAULTS, "max_grad_norm")
+    client_optimizer_state: ClientOptimizerState = _view(_DEFAULTS, "client_optimizer_state")
 
-    @property
-    def is_plain_sgd(self) -> bool:
-        """SGD without momentum or weight decay, at a constant rate, unclipped: the hand-written
-        step every algorithm took before optimizers came from ``torch.optim``."""
-        p = self.optimizer_params
-        return (self.optimizer == "sgd" and not p.get("momentum") and not p.get("weight_decay")
-                and self.lr_schedule == "constant" and self.max_grad_norm is None)
+    @classmethod
+    def from_training(cls, training: Training) -> "TrainingSettings":
+        """The settings of a validated (and merged) ``training:`` section."""
+        values: Dict[str, Any] = {f.name: _view(training, f.name) for f in dataclasses.fields(cls)}
+        return cls(**values)
 
 
-def settings_from_config(training: Any) -> TrainingSettings:
-    """The :class:`TrainingSettings` of a validated :class:`sfl_sim.config.Training` section."""
-    return TrainingSettings(
-        optimizer=training.optimizer.name, optimizer_params=dict(training.optimizer.params),
-        lr_schedule=training.lr_schedule.name, lr_schedule_params=dict(training.lr_schedule.params),
-        local_epochs=training.local_epochs, max_grad_norm=training.max_grad_norm,
-        client_optimizer_state=training.client_optimizer_state)
+def settings_from_config(training: Training) -> TrainingSettings:
+    """The :class:`TrainingSettings` of a validated :class:`sfl_sim.config.Training` section
+    (:meth:`TrainingSettings.from_training`)."""
+    return TrainingSettings.from_training(training)

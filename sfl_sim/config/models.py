@@ -1,0 +1,287 @@
+"""The scenario's models: every section, the component specs and the whole :class:`Scenario`.
+
+A scenario validates into a frozen :class:`Scenario` (pydantic v2 models, strict types, unknown
+keys forbidden) *before any work starts*; code reads it by attribute: ``cfg.cell.downlink.mode``.
+
+Swappable parts (dataset, partitioner, model, algorithm, channel components) are open
+:class:`ComponentSpec` s: a ``name`` (a registered short name or ``package.module:Class``) and the
+component's own parameters beside it.  Their parameters are checked when the component is built,
+which also happens before training (see :mod:`sfl_sim.runner`).
+
+``sfl-sim schema`` prints :func:`json_schema`, so editors complete and check scenario YAML.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, model_serializer, \
+    model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
+
+from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, ExecutionMode, OnOutage, OutOfRange, StragglerPolicy
+from sfl_sim.config.errors import CrossFieldError, format_validation_error
+from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
+    NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
+from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
+
+__all__ = ["ComponentSpec", "AlgorithmSpec", "Data", "ModelSection", "Clients", "Stragglers", "Server", "Metrics",
+           "Outage", "Downlink", "CellSection", "Scenario", "json_schema"]
+
+
+class ComponentSpec(BaseModel):
+    """A swappable component: ``name`` plus the component's own parameters (any keys).
+
+    A bare string is read as ``{"name": string}``.  The parameters are checked by the component
+    itself when the runner builds it (before any work).
+
+    Attributes
+    ----------
+    name : str
+        A registered short name or ``package.module:Class``.
+    params : dict
+        Everything beside ``name`` (and an algorithm's ``label``).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: Annotated[str, Field(min_length=1), Allowed("a non-empty string")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            raise PydanticCustomError("component", "{allowed}",
+                                      {"allowed": "a mapping with a string 'name' and parameters (or a bare name)"})
+        return value
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        """The component's parameters: every key but ``name`` and ``label``."""
+        return {k: v for k, v in (self.model_extra or {}).items() if k != "label"}
+
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` (with ``label`` when set), as written in YAML."""
+        return {"name": self.name, **(self.model_extra or {})}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # Editors must accept the bare-name shorthand too.
+        mapping = handler(schema)
+        return {"anyOf": [{"type": "string", "minLength": 1, "description": "a registered name or module:Class"},
+                          mapping]}
+
+
+_LABEL_RULE = "a non-empty name without '/', '\\\\', NUL, and not '.' or '..' (it names the run directory)"
+
+class AlgorithmSpec(ComponentSpec):
+    """An algorithm: a component spec with an optional ``label`` naming its run directory and an
+    optional ``training:`` block overriding the shared training settings for this run (neither
+    is passed to the algorithm's constructor)."""
+
+    training: Optional[TrainingOverride] = None
+
+    @model_validator(mode="after")
+    def _check_label(self) -> "AlgorithmSpec":
+        label = (self.model_extra or {}).get("label")
+        if label is None:
+            return self
+        if not isinstance(label, str) or not label.strip() or label in (".", "..") or \
+                any(c in label for c in "/\\\x00"):
+            raise PydanticCustomError("label", "{allowed}", {"allowed": _LABEL_RULE, "label": label})
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Dict[str, Any]:
+        # Only what the scenario wrote: no 'training: null' for runs without an override (their
+        # resolved scenario.yaml stays as it was), and only the overridden training fields.
+        data = handler(self)
+        data.pop("training", None)
+        if self.training is not None:
+            data["training"] = override_dict(self.training)
+        return data
+
+    @property
+    def label(self) -> str:
+        """The run-directory name: ``label``, else ``name`` with ``:`` and ``/`` made safe."""
+        label = (self.model_extra or {}).get("label")
+        if label is not None:
+            return label
+        return self.name.replace(":", "_").replace("/", "_").replace("\\", "_")
+
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` with ``label`` and the ``training`` override when set."""
+        data = super().as_dict()
+        if self.training is not None:
+            data["training"] = override_dict(self.training)
+        return data
+
+
+def _default(name: str, **params: Any) -> Any:
+    return Field(default_factory=lambda: ComponentSpec(name=name, **params))
+
+
+class Data(Section):
+    """``data:``: the data set and how it is split among the clients."""
+
+    dataset: ComponentSpec = _default("fashion_mnist")
+    partition: ComponentSpec = _default("quantity", alpha=2)
+
+
+class ModelSection(Section):
+    """``model:``: the network and where it is cut."""
+
+    name: str = "alexnet"
+    split_point: str = "S2"
+    params: Dict[str, Any] = Field(default_factory=dict)
+
+
+class Clients(Section):
+    """``clients:``: how many, how many per round, how fast."""
+
+    count: Annotated[int, Integer(1, 10_000_000)] = 100
+    participation: Fraction = 0.1
+    selection: Optional[ComponentSpec] = None
+    compute_flops_per_s_min: ComputeFlopsPerS = 1.0e9
+    compute_flops_per_s_max: ComputeFlopsPerS = 1.0e10
+
+
+class Stragglers(Section):
+    """``stragglers:``: how the server waits for clients."""
+
+    policy: Annotated[StragglerPolicy, OneOf(StragglerPolicy)] = "wait_all"
+    deadline_s: Optional[PositiveFloat] = None
+    over_selection_fraction: PositiveFloat = 0.25
+
+
+class Server(Section):
+    """``server:``: the edge server's compute."""
+
+    compute_flops_per_s: ComputeFlopsPerS = 1.0e12
+
+
+class Metrics(Section):
+    """``metrics:``: optional measurements beyond the run's own evaluation, off by default.
+
+    They change what ``classes.csv`` records, never what the run trains; each costs host time at
+    every evaluated round, so a run asks only for those it reports.
+    """
+
+    local_vacant_class_accuracy: Annotated[bool, Allowed(
+        "true or false (FedVLS's accuracy of the round's local models on their vacant classes, in classes.csv; "
+        "it scores every aggregated local model at each evaluated round)")] = False
+
+
+class Outage(Section):
+    """``cell.outage:``: when an upload fails and what happens then."""
+
+    min_rate_bps: Annotated[float, Number(0), Allowed("a number >= 0 (0 and no min_snr_db: no outage)")] = 0.0
+    min_snr_db: Optional[Annotated[float, Number(-100.0, 100.0, unit="dB")]] = None
+    max_attempts: Annotated[int, Integer(1, 1000),
+                            Allowed("an integer in [1, 1000] (attempts in all, 1 = no retransmission)")] = 1
+    on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
+
+
+class Downlink(Section):
+    """``cell.downlink:``: whether and how server-to-client transfers take time."""
+
+    mode: Annotated[DownlinkMode, OneOf(DownlinkMode)] = "ideal"
+    server_tx_power_w: ServerPowerW = 10.0
+    bandwidth_hz: BandwidthHz = 20.0e6
+
+
+class CellSection(Section):
+    """``cell:``: the radio components and the link budget."""
+
+    placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
+    pathloss: ComponentSpec = _default("tr36814_macro")
+    shadowing: ComponentSpec = _default("none")
+    rate: ComponentSpec = _default("shannon")
+    allocation: ComponentSpec = _default("equal")
+    fading: ComponentSpec = _default("none")
+    coherence: Annotated[Coherence, OneOf(Coherence)] = "per_round"
+    out_of_range: Annotated[OutOfRange, Allowed("one of warn, error (clients outside the path-loss model's "
+                                                "distance range)")] = "warn"
+    mobility: ComponentSpec = _default("static")
+    outage: Outage = Field(default_factory=Outage)
+    client_tx_power_w: ClientPowerW = 0.2
+    uplink_bandwidth_hz: BandwidthHz = 20.0e6
+    noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
+    downlink: Downlink = Field(default_factory=Downlink)
+
+
+class Scenario(Section):
+    """A whole scenario (see ``scenarios/cellular_100clients.yaml`` for every field with a comment)."""
+
+    name: str = "scenario"
+    seed: Annotated[int, Field(ge=0, lt=2**63), Allowed("an integer >= 0 (below 2**63)")] = 0
+    rounds: PositiveInt = 40
+    eval_every_rounds: PositiveInt = 1
+    eval_samples: Optional[PositiveInt] = None
+    eval_batch_size: Annotated[Union[PositiveInt, Literal["auto"]],
+                               Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
+    target_accuracies: List[Annotated[Fraction, Allowed("a fraction in (0, 1]")]] = \
+        Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8])
+    device: Annotated[DeviceName, OneOf(DeviceName)] = "auto"
+    execution: Annotated[ExecutionMode, OneOf(ExecutionMode)] = "auto"
+    output_dir: Annotated[str, Field(min_length=1), Allowed("a non-empty path")] = "runs/scenario"
+    algorithms: Annotated[List[AlgorithmSpec], Field(min_length=1), Allowed("a non-empty list of component specs")] = \
+        Field(default_factory=lambda: [AlgorithmSpec(name="scala")])
+    training: Training = Field(default_factory=Training)
+    data: Data = Field(default_factory=Data)
+    model: ModelSection = Field(default_factory=ModelSection)
+    clients: Clients = Field(default_factory=Clients)
+    stragglers: Stragglers = Field(default_factory=Stragglers)
+    server: Server = Field(default_factory=Server)
+    cell: CellSection = Field(default_factory=CellSection)
+    metrics: Metrics = Field(default_factory=Metrics)
+
+    @model_validator(mode="after")
+    def _cross_fields(self) -> "Scenario":
+        c = self.clients
+        if c.compute_flops_per_s_max < c.compute_flops_per_s_min:
+            raise CrossFieldError("clients.compute_flops_per_s_max", c.compute_flops_per_s_max,
+                                   f"a number >= clients.compute_flops_per_s_min ({c.compute_flops_per_s_min!r})")
+        if self.stragglers.policy == "deadline" and self.stragglers.deadline_s is None:
+            raise CrossFieldError("stragglers.deadline_s", None, "a number > 0 (simulated seconds per local "
+                                   "iteration) when stragglers.policy is deadline")
+        labels = [a.label for a in self.algorithms]
+        if len(set(labels)) != len(labels):
+            raise CrossFieldError("algorithms", labels, "distinct labels (set 'label' to tell runs apart)",
+                                   what="labels")
+        for i, spec in enumerate(self.algorithms):
+            try:
+                merge_training(self.training, spec.training)
+            except ValidationError as exc:  # e.g. eta_min above the rate this algorithm overrides
+                raise CrossFieldError(f"algorithms[{i}].training", "", "").with_message(
+                    f"algorithms[{i}].training.{format_validation_error(exc, Training)} (merged with training:)") \
+                    from None
+        return self
+
+    def algorithm(self, label: str) -> AlgorithmSpec:
+        """The algorithm spec whose run label is ``label``."""
+        for spec in self.algorithms:
+            if spec.label == label:
+                return spec
+        raise KeyError(label)
+
+    def training_for(self, label: str) -> Training:
+        """The training settings of the run of ``label``: ``training:`` with that algorithm's
+        ``training:`` block applied (:func:`merge_training`)."""
+        return merge_training(self.training, self.algorithm(label).training)
+
+    def to_yaml_dict(self) -> Dict[str, Any]:
+        """The scenario as plain YAML-able data (components flattened back to ``{name, **params}``)."""
+        return self.model_dump(mode="json")
+
+
+def json_schema() -> Dict[str, Any]:
+    """The JSON Schema of a scenario file (for editors: completion and checking of YAML)."""
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "sfl-sim scenario"
+    return schema
+
