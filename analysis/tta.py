@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .runs import Run
+from .schema import best_trained_accuracy
 
 __all__ = [
     "DEFAULT_TARGETS",
@@ -20,6 +21,7 @@ __all__ = [
     "first_reaching",
     "tta_column_name",
     "summary_table",
+    "best_test_accuracy",
 ]
 
 #: Default accuracy targets (fractions 0..1) for :func:`summary_table`.
@@ -154,11 +156,21 @@ def _rounds(run: Run) -> int:
     return int(rounds.iloc[-1]) if len(rounds) else 0
 
 
-def _best_trained(metrics: pd.DataFrame) -> float:
-    """Best test accuracy over the trained rounds (round >= 1), ``nan`` without any: the
-    papers' "maximum accuracy during training" (:data:`analysis.schema.BEST_ACCURACY_DEFINITION`)."""
-    trained = metrics.loc[metrics["round"] >= 1, "test_accuracy"]
-    return float(trained.max()) if len(trained) else float("nan")
+def best_test_accuracy(metrics: pd.DataFrame) -> float:
+    """Best test accuracy over the trained rounds of one run's metrics, ``nan`` without a trained row.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        One run's ``metrics.csv`` rows (``round``, ``test_accuracy``), in file order.
+
+    Returns
+    -------
+    float
+        :func:`analysis.schema.best_trained_accuracy` (:data:`analysis.schema.BEST_ACCURACY_DEFINITION`).
+    """
+    best = best_trained_accuracy(metrics["round"], metrics["test_accuracy"])
+    return float("nan") if best is None else best[0]
 
 
 def summary_table(
@@ -216,7 +228,7 @@ def summary_table(
             "status": str(run.summary.get("status", "")),
             "rounds": _rounds(run),
             "final_test_accuracy": _last(m, "test_accuracy"),
-            "best_test_accuracy": _best_trained(m),
+            "best_test_accuracy": best_test_accuracy(m),
             "final_sim_time_s": _last(m, "sim_time_s"),
             "host_time_s": _last(m, "host_time_s"),
             "uplink_bytes": _last(m, "uplink_bytes"),

@@ -23,7 +23,7 @@ import yaml
 import sfl_sim
 from analysis.schema import METRICS_COLUMNS
 from sfl_sim import runner
-from sfl_sim.cell_report import REPORT_COLUMNS
+from analysis.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
 from sfl_sim.cli import main
 from sfl_sim.config import load_scenario
 from sfl_sim.scenario_files import resolve_scenario
