@@ -426,7 +426,7 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
         return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
     from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
-    from sfl_sim.summary_table import write_summary_files
+    from analysis.comparison import write_summary_files
 
     summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions)
     out = Path(cfg.output_dir)

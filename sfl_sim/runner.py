@@ -2,11 +2,13 @@
 
 :func:`run_scenario` decides for every run directory whether it starts, restarts or resumes
 (:mod:`sfl_sim.run_dir`), builds every run (:mod:`sfl_sim.build`) — all before any training —
-and then trains them one after the other.  :func:`run_one` loops over rounds: select the cohort,
-let the engine run the algorithm's round on the simulated clock, evaluate at the cadence (and at
-round 0, so curves start at t = 0), append the rows (``metrics.csv``, ``rounds.csv``, and the
-per-class accuracies of ``classes.csv``), rewrite the summary and the checkpoint.  An interrupted
-run resumes from its last checkpoint with the same numbers it would have produced.
+and then trains them one after the other.  :func:`run_one` is a loop over named steps: *restore*
+(continue from the checkpoint, or start the files), then per round *train* (select the cohort,
+let the engine run the algorithm's round on the simulated clock), *evaluate* at the cadence (and
+at round 0, so curves start at t = 0: the ``metrics.csv`` and ``classes.csv`` rows), *record*
+(the summary, :mod:`sfl_sim.run_summary`, and the ``rounds.csv`` row) and *checkpoint*
+(:class:`~sfl_sim.checkpoint.RunState`).  Every file goes through :class:`~sfl_sim.run_dir.RunDir`.
+An interrupted run resumes from its last checkpoint with the same numbers it would have produced.
 
 A run ends with ``status`` ``complete``, ``diverged`` (a non-finite weight or test loss: the rows
 so far are kept and the summary says at which round and what to try) or ``failed`` (an error
