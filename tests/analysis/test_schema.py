@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -46,3 +47,17 @@ def test_schema_import_is_light():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_best_trained_accuracy_is_defined_once_and_used_by_every_reader(tmp_path):
+    import pandas as pd
+
+    from analysis.schema import best_trained_accuracy
+    from analysis.tta import best_test_accuracy
+
+    # round 0 (the initial model) is left out, a NaN is skipped, the first round reaching the max wins
+    rounds, acc = [0, 1, 2, 3, 4], [0.9, 0.5, float("nan"), 0.7, 0.7]
+    assert best_trained_accuracy(rounds, acc) == (0.7, 3)
+    assert best_trained_accuracy([0], [0.9]) is None
+    assert best_test_accuracy(pd.DataFrame({"round": rounds, "test_accuracy": acc})) == 0.7
+    assert math.isnan(best_test_accuracy(pd.DataFrame({"round": [0], "test_accuracy": [0.9]})))
