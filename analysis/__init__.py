@@ -27,7 +27,7 @@ _EXPORTS = {
     "class_columns": "classes",
     "time_to_accuracy_s": "tta",
     "tta_column_name": "tta",
-    "summary_table": "tta",
+    "summary_table": "comparison",
     "plot_accuracy_vs_time": "plots",
     "plot_uplink_vs_time": "plots",
     "plot_runs": "plots",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .runs import RunFormatError
-from .schema import CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS
+from .schema import CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS, classes_columns
 
 __all__ = ["class_columns", "load_classes", "classes_long"]
 
@@ -72,7 +72,7 @@ def load_classes(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise RunFormatError(f"{file}: cannot parse CSV: {exc}") from exc
     columns = [str(c) for c in df.columns]
     n = len(columns) - len(CLASSES_LEADING_COLUMNS)
-    expected = [*CLASSES_LEADING_COLUMNS, *(CLASS_ACCURACY_COLUMN.format(i) for i in range(max(n, 0)))]
+    expected = list(classes_columns(n))
     if columns != expected or n < 1:
         raise RunFormatError(f"{file}: header {columns}; expected {','.join(CLASSES_LEADING_COLUMNS)},"
                              f"{CLASS_ACCURACY_COLUMN.format(0)},... one column per class in order")

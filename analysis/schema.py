@@ -1,12 +1,15 @@
 """The run-directory schema: file names, CSV headers and the schema version, defined once.
 
-The simulator (:mod:`sfl_sim.results`) writes run directories with these names and headers and
-:mod:`analysis` reads them; both import this module. It holds constants only and imports nothing,
-so ``import analysis.schema`` is cheap and pulls in neither pandas, matplotlib, torch nor the
-engine (``sfl_sim`` may import ``analysis``, never the reverse).
+The simulator (:mod:`sfl_sim.run_dir`) writes run directories with these names and headers and
+:mod:`analysis` reads them; both import this module. It holds constants and the one definition of
+the best accuracy (:func:`best_trained_accuracy`), and imports nothing but :mod:`typing`, so
+``import analysis.schema`` is cheap and pulls in neither pandas, matplotlib, torch nor the engine
+(``sfl_sim`` may import ``analysis``, never the reverse).
 """
 
 from __future__ import annotations
+
+from typing import Iterable, Optional
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -30,6 +33,11 @@ __all__ = [
     "ROUNDS_NUMERIC_COLUMNS",
     "HOST_TIME_COLUMNS",
     "CUMULATIVE_COLUMNS",
+    "CELL_COLUMNS",
+    "CELL_REPORT_COLUMNS",
+    "FIRST_TRAINED_ROUND",
+    "best_trained_accuracy",
+    "classes_columns",
 ]
 
 #: Version of the run-directory layout, written to ``summary.json`` as ``schema_version``.
@@ -49,7 +57,8 @@ ROUNDS_FILE = "rounds.csv"
 CLASSES_FILE = "classes.csv"
 #: Run-level summary (JSON object carrying ``schema_version``).
 SUMMARY_FILE = "summary.json"
-#: One row per client: position, path loss, SNR, rate, compute budget, data held.
+#: One row per client, columns :data:`CELL_COLUMNS` in a run directory and
+#: :data:`CELL_REPORT_COLUMNS` in the folder of ``sfl-sim channel``.
 CELL_FILE = "cell.csv"
 #: State to resume from the last evaluated round (torch; never read by :mod:`analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -116,6 +125,41 @@ HOST_TIME_COLUMNS: tuple[str, ...] = ("host_time_s", "round_host_time_s")
 #: The traffic and compute counters, cumulative in ``metrics.csv``, per round in ``rounds.csv``.
 CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")
 
+#: Exact header of a run's ``cell.csv``: per client its position, distance, path loss, shadowing,
+#: SNR and uplink rate on an equal share of the band among the cohort
+#: (``round(clients.count * clients.participation)`` clients, no fading), compute budget, local
+#: data size and number of classes held.
+CELL_COLUMNS: tuple[str, ...] = (
+    "client",
+    "x_m",
+    "y_m",
+    "distance_m",
+    "pathloss_db",
+    "shadowing_db",
+    "snr_db",
+    "uplink_rate_bps",
+    "compute_flops_per_s",
+    "data_samples",
+    "classes_held",
+)
+
+#: Exact header of the ``cell.csv`` of ``sfl-sim channel`` (the cell alone, without training):
+#: the radio columns of :data:`CELL_COLUMNS` plus ``los`` (1 LOS, 0 NLOS, -1 when the path-loss
+#: model has no LOS state) and the uplink rate on the cohort's share (``uplink_rate_bps`` of a
+#: run's ``cell.csv``) next to the rate on the whole band.
+CELL_REPORT_COLUMNS: tuple[str, ...] = (
+    "client",
+    "x_m",
+    "y_m",
+    "distance_m",
+    "los",
+    "pathloss_db",
+    "shadowing_db",
+    "snr_db",
+    "uplink_rate_cohort_share_bps",
+    "uplink_rate_full_band_bps",
+)
+
 #: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant
 #: classes (FedVLS): per aggregated client, the mean over the classes absent from its local data of
 #: its model's accuracy on that class's test images (before aggregation); averaged over those clients
@@ -136,8 +180,40 @@ CLASS_ACCURACY_COLUMN = "class_{}_accuracy"
 #: ``evaluation_description``); any other value names what was scored instead.
 GLOBAL_MODEL_EVALUATION = "global model on the test set"
 
+#: The first round that trained; the row of round 0 scores the initial model.
+FIRST_TRAINED_ROUND = 1
+
 #: What ``best_test_accuracy`` in ``summary.json`` (and the report's best accuracy) is.
 BEST_ACCURACY_DEFINITION = (
     "max of test_accuracy over the evaluated trained rounds (round >= 1) of metrics.csv; the round-0 "
     "evaluation of the initial model is left out (the papers' 'maximum accuracy achieved during training')"
 )
+
+
+def best_trained_accuracy(rounds: Iterable[float], accuracies: Iterable[float]) -> Optional[tuple[float, int]]:
+    """The best test accuracy over the trained rounds and the first round reaching it.
+
+    :data:`BEST_ACCURACY_DEFINITION`: the maximum of ``test_accuracy`` over the rows whose round
+    is at least :data:`FIRST_TRAINED_ROUND`; a NaN accuracy (not measured) is skipped.
+
+    Parameters
+    ----------
+    rounds, accuracies : iterables of float
+        The ``round`` and ``test_accuracy`` columns of ``metrics.csv``, row by row in file order.
+
+    Returns
+    -------
+    (float, int) or None
+        The best accuracy and the round of the first row that reached it; None without any
+        trained row.
+    """
+    best: Optional[tuple[float, int]] = None
+    for rnd, acc in zip(rounds, accuracies):
+        if rnd >= FIRST_TRAINED_ROUND and acc == acc and (best is None or acc > best[0]):
+            best = (float(acc), int(rnd))
+    return best
+
+
+def classes_columns(num_classes: int) -> tuple[str, ...]:
+    """Exact header of ``classes.csv`` for ``num_classes`` classes (none for a negative count)."""
+    return (*CLASSES_LEADING_COLUMNS, *(CLASS_ACCURACY_COLUMN.format(n) for n in range(max(num_classes, 0))))

@@ -29,7 +29,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .schema import CUMULATIVE_COLUMNS
+from .schema import CUMULATIVE_COLUMNS, FIRST_TRAINED_ROUND
 from .stats import (
     BOOTSTRAP_SEED,
     CASE_ALG_AT_START,
@@ -44,7 +44,7 @@ from .stats import (
     paired_speedup,
 )
 from .study_data import StudyData, short_field_names
-from .tta import first_reaching
+from .tta import best_test_accuracy, first_reaching
 
 __all__ = [
     "Layout",
@@ -103,9 +103,10 @@ def per_run_accuracy(study: StudyData) -> pd.DataFrame:
         evaluation).
     """
     m = study.metrics
-    trained = m.loc[m["round"] >= 1]
+    trained = m.loc[m["round"] >= FIRST_TRAINED_ROUND]
     last = trained.drop_duplicates("run_id", keep="last").set_index("run_id")  # sorted by round
-    best = trained.groupby("run_id")["test_accuracy"].max()
+    best = pd.Series({run_id: best_test_accuracy(rows) for run_id, rows in trained.groupby("run_id", sort=False)},
+                     dtype=float)
     out = study.runs[["run_id", *_KEYS, "seed"]].copy()
     out["final_round"] = out["run_id"].map(last["round"])
     out["final_test_accuracy"] = out["run_id"].map(last["test_accuracy"]).astype(float)
@@ -230,7 +231,7 @@ def tta_table(
 def _per_round_per_run(study: StudyData) -> pd.DataFrame:
     per = study.rounds.groupby("run_id")[list(CUMULATIVE_COLUMNS)].mean()
     m = study.metrics
-    last = m.loc[m["round"] >= 1].drop_duplicates("run_id", keep="last").set_index("run_id")
+    last = m.loc[m["round"] >= FIRST_TRAINED_ROUND].drop_duplicates("run_id", keep="last").set_index("run_id")
     fallback = last[list(CUMULATIVE_COLUMNS)].div(last["round"], axis=0)
     out = study.runs[["run_id", *_KEYS, "seed"]].copy()
     for c in CUMULATIVE_COLUMNS:

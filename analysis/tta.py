@@ -1,4 +1,4 @@
-"""Time-to-accuracy and per-run summary tables.
+"""Time to accuracy and best accuracy of runs' metrics.
 
 All times here are *simulated* seconds (``sim_time_s``) unless a column name
 says ``host_time_s``; the two clocks are never combined.
@@ -7,22 +7,22 @@ says ``host_time_s``; the two clocks are never combined.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from .runs import Run
+from .schema import best_trained_accuracy
 
 __all__ = [
     "DEFAULT_TARGETS",
     "time_to_accuracy_s",
     "first_reaching",
     "tta_column_name",
-    "summary_table",
+    "best_test_accuracy",
 ]
 
-#: Default accuracy targets (fractions 0..1) for :func:`summary_table`.
+#: Default accuracy targets (fractions 0..1) of :func:`analysis.comparison.summary_table` and the report.
 DEFAULT_TARGETS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 _REQUIRED = ("sim_time_s", "test_accuracy")
@@ -138,93 +138,18 @@ def tta_column_name(target_accuracy: float) -> str:
     return f"tta_{text}_s"
 
 
-def _last(metrics: pd.DataFrame, column: str) -> float:
-    values = metrics[column].dropna()
-    return float(values.iloc[-1]) if len(values) else float("nan")
-
-
-def _rounds(run: Run) -> int:
-    """Rounds completed: ``summary["rounds_completed"]`` else the last metrics round."""
-    value = run.summary.get("rounds_completed")
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return int(value)
-    if "round" not in run.metrics.columns:
-        return 0
-    rounds = run.metrics["round"].dropna()
-    return int(rounds.iloc[-1]) if len(rounds) else 0
-
-
-def _best_trained(metrics: pd.DataFrame) -> float:
-    """Best test accuracy over the trained rounds (round >= 1), ``nan`` without any: the
-    papers' "maximum accuracy during training" (:data:`analysis.schema.BEST_ACCURACY_DEFINITION`)."""
-    trained = metrics.loc[metrics["round"] >= 1, "test_accuracy"]
-    return float(trained.max()) if len(trained) else float("nan")
-
-
-def summary_table(
-    runs: Sequence[Run], targets: Sequence[float] = DEFAULT_TARGETS
-) -> pd.DataFrame:
-    """One-row-per-run comparison table.
-
-    Values come from ``metrics.csv`` (the last evaluated row for cumulative
-    quantities), so they reflect what has been written even while a run's
-    ``status`` is still ``"running"``.
+def best_test_accuracy(metrics: pd.DataFrame) -> float:
+    """Best test accuracy over the trained rounds of one run's metrics, ``nan`` without a trained row.
 
     Parameters
     ----------
-    runs : sequence of Run
-        Runs loaded with :func:`analysis.load_run` / :func:`analysis.load_runs`.
-    targets : sequence of float, optional
-        Accuracy targets (fractions 0..1) for time-to-accuracy columns.
+    metrics : pandas.DataFrame
+        One run's ``metrics.csv`` rows (``round``, ``test_accuracy``), in file order.
 
     Returns
     -------
-    pandas.DataFrame
-        Columns, in order: ``label``, ``algorithm``, ``status``, ``rounds``
-        (``summary["rounds_completed"]``, else the last evaluated round), ``final_test_accuracy``,
-        ``best_test_accuracy`` (over trained rounds, round >= 1), ``final_sim_time_s``, ``host_time_s``,
-        ``uplink_bytes``, ``downlink_bytes``, ``client_flops``,
-        ``server_flops`` (totals at the last evaluated row), then one
-        ``tta_<target>_s`` column per target (simulated seconds, ``nan``
-        when not reached). Empty metrics give ``nan`` values.
+    float
+        :func:`analysis.schema.best_trained_accuracy` (:data:`analysis.schema.BEST_ACCURACY_DEFINITION`).
     """
-    targets = tuple(float(t) for t in targets)
-    tta_cols = [tta_column_name(t) for t in targets]
-    if len(set(tta_cols)) != len(tta_cols):
-        raise ValueError(f"duplicate targets in {targets}")
-    base_cols = [
-        "label",
-        "algorithm",
-        "status",
-        "rounds",
-        "final_test_accuracy",
-        "best_test_accuracy",
-        "final_sim_time_s",
-        "host_time_s",
-        "uplink_bytes",
-        "downlink_bytes",
-        "client_flops",
-        "server_flops",
-    ]
-    rows = []
-    for run in runs:
-        m = run.metrics
-        _check_columns(m, _REQUIRED, f"run {run.label!r} ({run.path})")
-        row = {
-            "label": run.label,
-            "algorithm": run.algorithm,
-            "status": str(run.summary.get("status", "")),
-            "rounds": _rounds(run),
-            "final_test_accuracy": _last(m, "test_accuracy"),
-            "best_test_accuracy": _best_trained(m),
-            "final_sim_time_s": _last(m, "sim_time_s"),
-            "host_time_s": _last(m, "host_time_s"),
-            "uplink_bytes": _last(m, "uplink_bytes"),
-            "downlink_bytes": _last(m, "downlink_bytes"),
-            "client_flops": _last(m, "client_flops"),
-            "server_flops": _last(m, "server_flops"),
-        }
-        for t, col in zip(targets, tta_cols):
-            row[col] = time_to_accuracy_s(m, t)
-        rows.append(row)
-    return pd.DataFrame(rows, columns=base_cols + tta_cols)
+    best = best_trained_accuracy(metrics["round"], metrics["test_accuracy"])
+    return float("nan") if best is None else best[0]

@@ -24,12 +24,12 @@ Every heavy import (torch, pandas, matplotlib) happens inside the function that 
 from __future__ import annotations
 
 import io
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
 
+from analysis.schema import CELL_FILE, CELL_REPORT_COLUMNS, STUDY_FILE
 from sfl_sim.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ class ChannelReport:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per client, the columns of :data:`sfl_sim.cell_report.REPORT_COLUMNS` (position
+        One row per client, the columns of :data:`analysis.schema.CELL_REPORT_COLUMNS` (position
         in m, LOS, path loss and shadowing in dB, SNR in dB, uplink rates in bit/s).
     path : pathlib.Path
         The folder holding ``cell.csv`` and ``cell.png``.
@@ -315,17 +315,17 @@ def _study_file(study: PathLike, output_dir: Optional[PathLike]) -> _Study:
 def _metrics(run_dir: Path) -> "pd.DataFrame":
     import pandas as pd
 
-    from sfl_sim.results import METRICS_COLUMNS
+    from analysis.schema import METRICS_COLUMNS
+    from sfl_sim.run_dir import RunDir
 
-    path = run_dir / "metrics.csv"
+    path = RunDir(run_dir).metrics_path
     return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(METRICS_COLUMNS))
 
 
 def _summary(run_dir: Path) -> Dict[str, Any]:
-    try:
-        return json.loads((run_dir / "summary.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return {}
+    from sfl_sim.run_dir import RunDir
+
+    return RunDir(run_dir).read_summary() or {}
 
 
 def _result(label: str, run_dir: Path, status: Optional[str] = None, error: Optional[str] = None,
@@ -375,7 +375,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
 
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
-                            done=bool(plan.resume and plan.checkpoint and plan.checkpoint["round"] >= cfg.rounds))
+                            done=plan.resume and plan.rounds_done >= cfg.rounds)
                  for run, plan in prepared)
     return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs)
 
@@ -426,7 +426,7 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
         return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
     from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
-    from sfl_sim.summary_table import write_summary_files
+    from analysis.comparison import write_summary_files
 
     summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions)
     out = Path(cfg.output_dir)
@@ -463,7 +463,7 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
     out = study.out
     check_writable(out, "study output_dir")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "study.yaml").write_text(yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)},
+    (out / STUDY_FILE).write_text(yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)},
                                                    sort_keys=False))
     results = study_exec.run_study(runs, out, workers=workers, executor=executor, address=address,
                                    threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run,
@@ -660,5 +660,5 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
     cfg = _load(scenario, overrides, {"seed": seed})
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
     table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream)
-    return ChannelReport(table=pd.DataFrame({c: table[c] for c in cell_report.REPORT_COLUMNS}), path=out,
-                         files=[out / "cell.csv", out / "cell.png"])
+    return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
+                         files=[out / CELL_FILE, out / "cell.png"])

@@ -343,8 +343,9 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Coun
 
 
 def cell_table(run: Run) -> Dict[str, Any]:
-    """``cell.csv``: per client position, distance, path loss, shadowing, SNR and rate at an equal
-    share of the cohort, compute budget, data size and classes held.
+    """``cell.csv``: the columns of :data:`analysis.schema.CELL_COLUMNS` (per client position,
+    distance, path loss, shadowing, SNR and rate at an equal share of the cohort, compute budget,
+    data size and classes held).
 
     Raises
     ------

@@ -11,27 +11,13 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, TextIO
 
 import numpy as np
 
+from analysis.schema import CELL_FILE, CELL_REPORT_COLUMNS
 from sfl_sim.selection import cohort_size
 
 if TYPE_CHECKING:
     from sfl_sim.config import Scenario
 
-__all__ = ["channel_report", "REPORT_COLUMNS"]
-
-#: Columns of the table, in order (units in the names).
-REPORT_COLUMNS = (
-    "client",
-    "x_m",
-    "y_m",
-    "distance_m",
-    "los",
-    "pathloss_db",
-    "shadowing_db",
-    "snr_db",
-    "uplink_rate_cohort_share_bps",
-    "uplink_rate_full_band_bps",
-)
-
+__all__ = ["channel_report"]
 
 def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = None) -> Dict[str, np.ndarray]:
     """Build the cell of a validated scenario, print its per-client table, write cell.csv and cell.png.
@@ -48,7 +34,7 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
     Returns
     -------
     dict of str to numpy.ndarray, each shape (n_clients,)
-        The columns of :data:`REPORT_COLUMNS`: ``client``; position ``x_m``, ``y_m`` and
+        The columns of :data:`analysis.schema.CELL_REPORT_COLUMNS`: ``client``; position ``x_m``, ``y_m`` and
         ``distance_m`` (m); ``los`` (1 LOS, 0 NLOS, -1 when the path-loss model has no LOS
         state); ``pathloss_db`` and ``shadowing_db`` (dB); ``snr_db`` on an equal share of the
         uplink among a cohort of ``round(clients.count * clients.participation)`` clients;
@@ -85,7 +71,7 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_csv(table, out / "cell.csv")
+    _write_csv(table, out / CELL_FILE)
     _plot(cell, table, out / "cell.png", k)
     _print_table(table, stream or sys.stdout, cell, k)
     return table
@@ -94,9 +80,9 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
 def _write_csv(table: Mapping[str, np.ndarray], path: Path) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(REPORT_COLUMNS)
+        writer.writerow(CELL_REPORT_COLUMNS)
         for i in range(len(table["client"])):
-            writer.writerow([_cell_text(table[c][i]) for c in REPORT_COLUMNS])
+            writer.writerow([_cell_text(table[c][i]) for c in CELL_REPORT_COLUMNS])
 
 
 def _cell_text(value: Any) -> str:

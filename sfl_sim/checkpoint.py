@@ -5,7 +5,7 @@ is read with ``torch.load(weights_only=True)``, so a crafted file cannot run cod
 (the cell's state, selector histories) are stored as tensors behind a ``{"__ndarray__": ...}``
 marker and come back as the same numpy arrays, bit for bit.
 
-Layout (``format`` 2)::
+Layout (``format`` 2): ``{"format": 2}`` and the fields of :class:`RunState`::
 
     {"format": 2, "round": int, "sim_time_s": float, "host_time_s": float,
      "counters": {...}, "algorithm": {...}, "rng": {...}, "cell": {...},
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import zipfile
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict
 
@@ -25,9 +26,58 @@ import torch
 from sfl_sim.errors import CheckpointError
 
 FORMAT = 2
-KEYS = ("format", "round", "sim_time_s", "host_time_s", "counters", "algorithm", "rng", "cell",
-        "flops_per_sample", "selector")
 _ARRAY = "__ndarray__"
+
+
+@dataclass
+class RunState:
+    """Where a run stands after an evaluated round: everything it needs to continue, as data.
+
+    Attributes
+    ----------
+    round : int
+        The last round trained (and evaluated).
+    sim_time_s : float
+        The simulated clock at its end.
+    host_time_s : float
+        Host seconds the run had spent by then (``host_time_s`` of its ``metrics.csv`` row).
+    counters : dict
+        The engine's cumulative counters (:meth:`sfl_sim.engine.Counters.as_dict`).
+    algorithm : dict
+        The algorithm's ``state_dict()``.
+    rng : dict
+        The states of the random streams the run draws from (selection, fading, mobility,
+        minibatch, torch).
+    cell : dict
+        The cell's ``state_dict()`` (positions, LOS, shadowing as they are now).
+    flops_per_sample : dict
+        The algorithm's measured FLOPs per sample by step kind (its meter's ``state_dict()``).
+    selector : dict
+        The client selector's ``state_dict()``.
+    """
+
+    round: int
+    sim_time_s: float
+    host_time_s: float
+    counters: Dict[str, Any]
+    algorithm: Dict[str, Any]
+    rng: Dict[str, Any]
+    cell: Dict[str, Any]
+    flops_per_sample: Dict[str, float]
+    selector: Dict[str, Any]
+
+    def to_checkpoint(self) -> Dict[str, Any]:
+        """The checkpoint's mapping (every field under its name, ``format`` added by :func:`save`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_checkpoint(cls, data: Dict[str, Any]) -> "RunState":
+        """The state in a checkpoint's mapping (as :func:`load` checked it)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+#: The keys of a checkpoint file.
+KEYS = ("format", *(f.name for f in fields(RunState)))
 
 
 def to_plain(obj: Any) -> Any:
@@ -73,19 +123,19 @@ def from_plain(obj: Any) -> Any:
     return obj
 
 
-def save(path: Path, state: Dict[str, Any]) -> None:
-    """Write ``state`` (the :data:`KEYS` but ``format``) atomically to ``path``.
+def save(path: Path, state: RunState) -> None:
+    """Write ``state`` atomically to ``path``.
 
     The file is written beside ``path`` and renamed over it, so a kill while saving leaves the
     previous checkpoint intact.
     """
-    payload = to_plain({"format": FORMAT, **state})
+    payload = to_plain({"format": FORMAT, **state.to_checkpoint()})
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)
 
 
-def load(path: Path) -> Dict[str, Any]:
+def load(path: Path) -> RunState:
     """Read a checkpoint with ``weights_only=True`` onto the CPU and check its layout.
 
     Tensors stay on the CPU (``load_state_dict`` copies them to the run's device; numpy arrays
@@ -112,4 +162,4 @@ def load(path: Path) -> Dict[str, Any]:
         raise CheckpointError(f"{path}: not an sfl-sim checkpoint of format {FORMAT} (got {got!r}); {recover}")
     if not isinstance(data["round"], int) or data["round"] < 0:
         raise CheckpointError(f"{path}: round {data['round']!r} is not a round number; {recover}")
-    return from_plain(data)
+    return RunState.from_checkpoint(from_plain(data))

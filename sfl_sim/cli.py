@@ -162,7 +162,7 @@ def _study_outcome(results: List[api.RunResult]) -> int:
 
 
 def _print_summaries(summaries: List[dict], out: Path) -> None:
-    from sfl_sim.summary_table import format_tables, summary_paths  # late: pandas
+    from analysis.comparison import format_tables, summary_paths  # late: pandas
 
     csv_path, md_path = summary_paths(out)
     print(f"\nresults in {out}/")

@@ -39,13 +39,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-import yaml
 
 from analysis.schema import RESOLVED_FILE
 from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
-           "resolve_run", "read_record", "parameter_differences", "version_differences", "recorded_fields",
+           "resolve_run", "parameter_differences", "version_differences", "recorded_fields",
            "check_resolution", "COMPONENT_FIELDS", "VERSION_KEYS"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
@@ -279,27 +278,7 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
     return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")
 
 
-# -- reading and comparing ---------------------------------------------------------------------------
-def read_record(run_dir: Path) -> Optional[Dict[str, Any]]:
-    """The ``resolved.yaml`` of ``run_dir``; None when the run was made before it was recorded.
-
-    Raises
-    ------
-    RunDirError
-        If the file is unreadable or not a record (names the file and how to recover).
-    """
-    path = Path(run_dir) / RESOLVED_FILE
-    if not path.exists():
-        return None
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); rerun into a new directory (-o)") from None
-    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
-        raise RunDirError(f"{path}: not a record of resolved parameters; rerun into a new directory (-o)")
-    return data
-
-
+# -- comparing -----------------------------------------------------------------------------------
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
@@ -382,7 +361,8 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
     ----------
     run_dir : Path
     record : mapping or None
-        The run's ``resolved.yaml`` (:func:`read_record`); None for a run made before it existed.
+        The run's ``resolved.yaml`` (:meth:`sfl_sim.run_dir.RunDir.read_resolved`); None for a run
+        made before it existed.
     today : Resolution
         :func:`resolve_run` of the scenario asked for now.
     strict_versions : bool

@@ -1,6 +1,41 @@
-"""What to do with a run directory, decided before any work: start, restart, resume — or refuse.
+"""One run directory: its files, read and written here only, and what to do with it before any work.
 
-A run directory is a researcher's evidence, so it must never describe a run that did not happen:
+:class:`RunDir` owns every path of a run directory (names from :mod:`analysis.schema`, which
+:mod:`analysis` reads them by) and is the only code that reads or writes its files:
+
+``scenario.yaml``
+    The resolved scenario of this run (defaults filled, overrides applied, one algorithm).
+``resolved.yaml``
+    What the run resolved to: every component's full parameters after defaults, its training
+    settings and the versions of the code (:mod:`sfl_sim.resolved`); written at the start, a
+    ``resumes`` entry added by each resume that trains more rounds.
+``cell.csv``
+    One row per client (:data:`analysis.schema.CELL_COLUMNS`): position, distance, path loss,
+    shadowing, SNR and rate at an equal share of the uplink, compute budget, local data size and
+    number of classes held.
+``metrics.csv``
+    One row per evaluated round (:data:`analysis.schema.METRICS_COLUMNS`); byte and FLOP columns
+    are cumulative; ``sim_time_s`` is the simulated clock and ``host_time_s`` the host seconds
+    spent by this run; the two are never mixed.  Appended and flushed at each evaluation.
+``classes.csv``
+    The per-class test accuracies of each evaluated round (:data:`analysis.schema.CLASSES_FILE`).
+``rounds.csv``
+    One row per round (:data:`analysis.schema.ROUNDS_COLUMNS`): the simulated clock at the round's
+    end, the round's simulated duration, the host seconds the round took (``round_host_time_s``:
+    its training and, when evaluated, its evaluation and rows), and the bytes and FLOPs *of that
+    round* (not cumulative) — the per-round protocol table (bytes up, bytes down, client FLOPs,
+    server FLOPs) — the uplink retransmissions and dropped transmissions after outage, the number
+    of clients the straggler policy or an outage left out, the cohort as space-separated client
+    ids, and who was dropped and why (``client:reason`` with reason ``deadline``,
+    ``over_selection`` or ``outage``).
+``summary.json``
+    Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
+``checkpoint.pt``
+    Everything needed to resume after the last evaluated round (:class:`~sfl_sim.checkpoint.RunState`,
+    atomically replaced).
+
+A run directory is a researcher's evidence, so it must never describe a run that did not happen.
+:meth:`RunDir.plan` decides, before any work, whether it starts, restarts, resumes — or is refused:
 
 * a directory without run files, or whose run died before its first checkpoint (no
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
@@ -19,22 +54,29 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import yaml
 
-from analysis.schema import HOST_ONLY_FIELDS, RESOLVED_FILE
+from analysis.schema import (CELL_COLUMNS, CELL_FILE, CHECKPOINT_FILE, CLASSES_FILE, HOST_ONLY_FIELDS, METRICS_COLUMNS,
+                             METRICS_FILE, RESOLVED_FILE, ROUNDS_COLUMNS, ROUNDS_FILE, SCENARIO_FILE, SCHEMA_VERSION,
+                             SUMMARY_FILE, classes_columns)
 from sfl_sim import checkpoint as ckpt
 from sfl_sim import resolved as resolution_record
 from sfl_sim.config import flatten, validate
 from sfl_sim.errors import CheckpointError, RunDirError
 
+__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writable", "scenario_differences",
+           "made_with_differences", "default_fields"]
+
 #: Files a run writes into its directory.
-RUN_FILES = ("metrics.csv", "rounds.csv", "summary.json", "scenario.yaml", RESOLVED_FILE, "cell.csv", "checkpoint.pt",
-             "classes.csv")
+RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
+             CLASSES_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -46,23 +88,354 @@ RESUMABLE_FIELDS = ("rounds", *HOST_ONLY_FIELDS)
 def _resumable(key: str) -> bool:
     return any(key == f or key.startswith(f + ".") for f in RESUMABLE_FIELDS)
 
+_RERUN = "rerun into a new directory (-o)"
+
 
 @dataclass
 class RunDirPlan:
-    """What :func:`plan_run_dir` decided for one run directory.
+    """What :meth:`RunDir.plan` decided for one run directory.
 
     Attributes
     ----------
     run_dir : Path
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
-    checkpoint : dict or None
+    checkpoint : RunState or None
         The loaded checkpoint when resuming.
     """
 
     run_dir: Path
     resume: bool
-    checkpoint: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    checkpoint: Optional[ckpt.RunState] = field(default=None, repr=False)
+
+    @property
+    def rounds_done(self) -> int:
+        """Rounds the checkpoint to continue from has run (0 when starting)."""
+        return self.checkpoint.round if self.checkpoint is not None else 0
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """The files of one run directory (every read and write of them goes through here).
+
+    Parameters
+    ----------
+    path : Path or str
+        The run directory (created by the first write).
+    summary_extra : mapping, optional
+        Fields added to every ``summary.json`` written (a study run's ``coordinates``).
+    """
+
+    def __init__(self, path: Path | str, summary_extra: Optional[Mapping[str, Any]] = None) -> None:
+        self.path = Path(path)
+        self.summary_extra = dict(summary_extra or {})
+        self._class_columns: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def scenario_path(self) -> Path:
+        return self.path / SCENARIO_FILE
+
+    @property
+    def resolved_path(self) -> Path:
+        return self.path / RESOLVED_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / METRICS_FILE
+
+    @property
+    def rounds_path(self) -> Path:
+        return self.path / ROUNDS_FILE
+
+    @property
+    def classes_path(self) -> Path:
+        return self.path / CLASSES_FILE
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / SUMMARY_FILE
+
+    @property
+    def cell_path(self) -> Path:
+        return self.path / CELL_FILE
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.path / CHECKPOINT_FILE
+
+    def present(self) -> set[str]:
+        """The names of :data:`RUN_FILES` that exist in the directory."""
+        return {name for name in RUN_FILES if (self.path / name).exists()}
+
+    # -- reading -------------------------------------------------------------------------------
+    def read_scenario(self) -> Dict[str, Any]:
+        """The recorded ``scenario.yaml``.
+
+        Raises
+        ------
+        RunDirError
+            If it is missing, unreadable or not a mapping (names the file and how to recover).
+        """
+        path = self.scenario_path
+        try:
+            made_with = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc}); {_RERUN}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); {_RERUN}") from None
+        if not isinstance(made_with, dict):
+            raise RunDirError(f"{path}: not a scenario mapping; {_RERUN}")
+        return made_with
+
+    def torch_threads_used(self) -> Optional[int]:
+        """``torch_threads_used`` of the recorded scenario; None when absent or unreadable."""
+        try:
+            used = int(self.read_scenario().get("torch_threads_used") or 0)
+        except (RunDirError, TypeError, ValueError):
+            return None
+        return used if used >= 1 else None
+
+    def read_summary(self) -> Optional[Dict[str, Any]]:
+        """The ``summary.json`` mapping; None when there is none or it is unreadable."""
+        try:
+            data = json.loads(self.summary_path.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def read_resolved(self) -> Optional[Dict[str, Any]]:
+        """The ``resolved.yaml`` record; None when the run was made before it was recorded.
+
+        Raises
+        ------
+        RunDirError
+            If the file is unreadable or not a record (names the file and how to recover).
+        """
+        path = self.resolved_path
+        if not path.exists():
+            return None
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); {_RERUN}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+            raise RunDirError(f"{path}: not a record of resolved parameters; {_RERUN}")
+        return data
+
+    def read_metrics_rows(self) -> List[Dict[str, float]]:
+        """The rows of ``metrics.csv`` as dicts of floats (to rebuild summaries on resume)."""
+        with self.metrics_path.open(newline="") as fh:
+            return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+    def load_checkpoint(self) -> ckpt.RunState:
+        """The state in ``checkpoint.pt`` (:func:`sfl_sim.checkpoint.load`).
+
+        Raises
+        ------
+        CheckpointError
+        """
+        return ckpt.load(self.checkpoint_path)
+
+    # -- writing -------------------------------------------------------------------------------
+    def _write_yaml(self, path: Path, data: Mapping[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write_text(path, yaml.safe_dump(dict(data), sort_keys=False))
+
+    def write_scenario(self, scenario: Mapping[str, Any]) -> None:
+        """Write ``scenario.yaml`` (atomically, keys in order)."""
+        self._write_yaml(self.scenario_path, scenario)
+
+    def write_resolved(self, record: Mapping[str, Any]) -> None:
+        """Write ``resolved.yaml`` (atomically, keys in order)."""
+        self._write_yaml(self.resolved_path, record)
+
+    def record_resume(self, after_round: int, versions: Mapping[str, Any]) -> None:
+        """Add to ``resolved.yaml`` which code trained the rounds after ``after_round`` (none
+        when the run was made before the record existed)."""
+        record = self.read_resolved()
+        if record is not None:
+            record.setdefault("resumes", []).append({"after_round": after_round, "versions": dict(versions)})
+            self.write_resolved(record)
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """Write ``summary.json`` (atomically) with ``schema_version`` and :attr:`summary_extra`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary, **self.summary_extra}
+        _atomic_write_text(self.summary_path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+    def save_checkpoint(self, state: ckpt.RunState) -> None:
+        """Replace ``checkpoint.pt`` by ``state`` (atomically: a kill while saving keeps the old one)."""
+        ckpt.save(self.checkpoint_path, state)
+
+    def write_cell(self, table: Mapping[str, Sequence[Any]]) -> None:
+        """Write ``cell.csv``: the columns :data:`~analysis.schema.CELL_COLUMNS` of ``table``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.cell_path.with_name(CELL_FILE + ".tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CELL_COLUMNS)
+            writer.writerows(zip(*(table[c] for c in CELL_COLUMNS)))
+        os.replace(tmp, self.cell_path)
+
+    def start_logs(self, num_classes: int, keep_through_round: Optional[int] = None) -> None:
+        """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
+        classes) with their headers, or, when resuming, keep their rows of rounds up to
+        ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
+        recomputed identically).
+
+        Kept rows are matched to the columns by the file's own header, so a log written before a
+        column existed keeps its rows, with that column empty (and a ``classes.csv`` the run did
+        not write yet starts empty)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._class_columns = classes_columns(num_classes)
+        for path, columns in ((self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
+                              (self.classes_path, self._class_columns)):
+            _start_log(path, columns, keep_through_round)
+
+    def append_metrics(self, row: Mapping[str, Any]) -> None:
+        """Append one row to ``metrics.csv`` and flush it to disk."""
+        _append_log(self.metrics_path, METRICS_COLUMNS, row)
+
+    def append_rounds(self, row: Mapping[str, Any]) -> None:
+        """Append one row to ``rounds.csv`` and flush it to disk."""
+        _append_log(self.rounds_path, ROUNDS_COLUMNS, row)
+
+    def append_classes(self, rnd: int, vacant_accuracy: float, class_accuracy: Sequence[float]) -> None:
+        """Append the row of round ``rnd`` to ``classes.csv`` (NaN: not measured, an empty cell)."""
+        cells = [rnd, _cell(vacant_accuracy), *(_cell(a) for a in class_accuracy)]
+        _append_log(self.classes_path, self._class_columns, dict(zip(self._class_columns, cells)))
+
+    # -- the decision ---------------------------------------------------------------------------
+    def plan(self, resolved: Mapping[str, Any], resume: bool,
+             resolution: Optional[Callable[[], "resolution_record.Resolution"]] = None,
+             strict_versions: bool = False) -> RunDirPlan:
+        """Decide whether the directory starts, restarts or resumes, and check everything it needs.
+
+        Parameters
+        ----------
+        resolved : mapping
+            The resolved scenario this run would write to ``scenario.yaml``.
+        resume : bool
+            ``--resume`` was given.
+        resolution : callable, optional
+            Returns today's :class:`~sfl_sim.resolved.Resolution` of the run; called only when a
+            checkpoint is to be continued, and checked against the run's ``resolved.yaml``
+            (:func:`~sfl_sim.resolved.check_resolution`).  None skips that check.
+        strict_versions : bool
+            Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
+
+        Raises
+        ------
+        RunDirError, CheckpointError
+            With one line naming the file or the differing fields and how to recover
+            (:class:`~sfl_sim.resolved.ResolutionMismatchError`: one line per differing parameter).
+        ConfigError
+            When ``resolution`` finds a component name that resolves to no class.
+
+        Warns
+        -----
+        sfl_sim.resolved.ResolutionWarning
+            Other versions of the code, or a run without ``resolved.yaml``.
+        """
+        run_dir = self.path
+        if run_dir.exists() and not run_dir.is_dir():
+            raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
+        present = self.present()
+        if CHECKPOINT_FILE not in present:
+            # A run killed between its first evaluation row and its first checkpoint has one trained
+            # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
+            # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
+            evaluated = [r for r in _read_rounds(self.metrics_path) if r > 0] if METRICS_FILE in present else []
+            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == "complete"):
+                raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no {CHECKPOINT_FILE}, "
+                                  f"so it can be neither continued nor overwritten; {_RERUN}")
+            return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
+        if not resume:
+            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
+                              f"choose another --output-dir")
+        for name in (METRICS_FILE, ROUNDS_FILE, SCENARIO_FILE):
+            if name not in present:
+                raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
+                                  f"{_RERUN} to start over")
+        made_with = self.read_scenario()
+        record = self.read_resolved()
+        diff = made_with_differences(made_with, resolved, record)
+        if diff:
+            raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
+                              f"{', '.join(RESUMABLE_FIELDS)} may change on resume — {_RERUN} for the new settings")
+        state = self.load_checkpoint()
+        done = state.round
+        if resolved.get("rounds", done) < done:
+            raise RunDirError(f"rounds: got {resolved['rounds']}; allowed: at least the {done} rounds {run_dir} has "
+                              f"already run")
+        evaluated = _read_rounds(self.metrics_path)
+        if done not in evaluated:
+            raise CheckpointError(f"{self.metrics_path} has no row for round {done}, the round of {CHECKPOINT_FILE} "
+                                  f"(rows: {evaluated[-3:] if evaluated else 'none'}); the files do not belong "
+                                  f"together — {_RERUN}")
+        logged = [r for r in _read_rounds(self.rounds_path) if r <= done]
+        if logged != list(range(1, done + 1)):
+            raise CheckpointError(f"{self.rounds_path} does not hold rounds 1..{done} of {CHECKPOINT_FILE}; {_RERUN}")
+        if CLASSES_FILE in present:  # absent in runs made before it existed: the resume starts it
+            _read_rounds(self.classes_path)
+        seed = (self.read_summary() or {}).get("seed")  # unreadable: rewritten at the next evaluation
+        if seed is not None and seed != resolved.get("seed"):
+            raise RunDirError(f"{self.summary_path} records seed {seed}, the scenario seed {resolved.get('seed')}; "
+                              f"{_RERUN}")
+        if resolution is not None:  # last: a damaged directory is refused without a warning before it
+            resolution_record.check_resolution(run_dir, record, resolution(), strict_versions)
+        return RunDirPlan(run_dir, resume=True, checkpoint=state)
+
+
+def _cell(value: float) -> Any:
+    """A CSV cell: the number, or empty for NaN (not measured)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _start_log(path: Path, columns: Sequence[str], keep_through_round: Optional[int]) -> None:
+    kept: List[List[str]] = []
+    if keep_through_round is not None and path.exists():
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None) or []
+            where = {c: i for i, c in enumerate(header)}
+            kept = [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns]
+                    for row in reader if row and int(row[0]) <= keep_through_round]
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        writer.writerows(kept)
+    os.replace(tmp, path)
+
+
+def _append_log(path: Path, columns: Sequence[str], row: Mapping[str, Any]) -> None:
+    with path.open("a", newline="") as fh:
+        csv.writer(fh).writerow([row[c] for c in columns])
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _read_rounds(path: Path) -> List[int]:
+    """Round numbers of a per-round log; refuses a file that is not one."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or header[0] != "round":
+                raise ValueError("no 'round' header")
+            return [int(row[0]) for row in reader if row]
+    except (ValueError, IndexError, UnicodeDecodeError, csv.Error) as exc:
+        raise RunDirError(f"{path}: unreadable ({exc}); {_RERUN} to start over") from None
 
 
 def check_writable(out: Path, what: str = "output_dir") -> None:
@@ -124,27 +497,6 @@ def default_fields() -> Dict[str, Any]:
     return flatten(validate({}).to_yaml_dict())
 
 
-def _read_rounds(path: Path) -> List[int]:
-    """Round numbers of a per-round log; refuses a file that is not one."""
-    try:
-        with path.open(newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or header[0] != "round":
-                raise ValueError("no 'round' header")
-            return [int(row[0]) for row in reader if row]
-    except (ValueError, IndexError, UnicodeDecodeError, csv.Error) as exc:
-        raise RunDirError(f"{path}: unreadable ({exc}); rerun into a new directory (-o) to start over") from None
-
-
-def _status(run_dir: Path) -> Optional[str]:
-    """``status`` of the run's ``summary.json``, or None when there is none or it is unreadable."""
-    try:
-        return json.loads((run_dir / "summary.json").read_text()).get("status")
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return None
-
-
 def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
                           record: Optional[Mapping[str, Any]]) -> List[str]:
     """:func:`scenario_differences` of a run whose ``resolved.yaml`` is ``record`` (None: none):
@@ -154,102 +506,3 @@ def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any]
     if record is not None:
         defaults = {**defaults, **resolution_record.recorded_fields(record)}
     return scenario_differences(made_with, asked, defaults)
-
-
-def plan_run_dir(run_dir: Path, resolved: Mapping[str, Any], resume: bool,
-                 resolution: Optional[Callable[[], "resolution_record.Resolution"]] = None,
-                 strict_versions: bool = False) -> RunDirPlan:
-    """Decide whether ``run_dir`` starts, restarts or resumes, and check everything it needs.
-
-    Parameters
-    ----------
-    run_dir : Path
-    resolved : mapping
-        The resolved scenario this run would write to ``scenario.yaml``.
-    resume : bool
-        ``--resume`` was given.
-    resolution : callable, optional
-        Returns today's :class:`~sfl_sim.resolved.Resolution` of the run; called only when a
-        checkpoint is to be continued, and checked against the run's ``resolved.yaml``
-        (:func:`~sfl_sim.resolved.check_resolution`).  None skips that check.
-    strict_versions : bool
-        Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
-
-    Raises
-    ------
-    RunDirError, CheckpointError
-        With one line naming the file or the differing fields and how to recover
-        (:class:`~sfl_sim.resolved.ResolutionMismatchError`: one line per differing parameter).
-    ConfigError
-        When ``resolution`` finds a component name that resolves to no class.
-
-    Warns
-    -----
-    sfl_sim.resolved.ResolutionWarning
-        Other versions of the code, or a run without ``resolved.yaml``.
-    """
-    run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
-    present = {name for name in RUN_FILES if (run_dir / name).exists()}
-    metrics, rounds_log, ckpt_path = run_dir / "metrics.csv", run_dir / "rounds.csv", run_dir / "checkpoint.pt"
-    if "checkpoint.pt" not in present:
-        # A run killed between its first evaluation row and its first checkpoint has one trained
-        # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
-        # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
-        evaluated = [r for r in _read_rounds(metrics) if r > 0] if "metrics.csv" in present else []
-        if len(evaluated) > 1 or (evaluated and _status(run_dir) == "complete"):
-            raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no checkpoint.pt, so it "
-                              f"can be neither continued nor overwritten; rerun into a new directory (-o)")
-        return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
-    if not resume:
-        raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
-                          f"choose another --output-dir")
-    for name in ("metrics.csv", "rounds.csv", "scenario.yaml"):
-        if name not in present:
-            raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
-                              f"rerun into a new directory (-o) to start over")
-    try:
-        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{run_dir / 'scenario.yaml'}: unreadable ({type(exc).__name__}); rerun into a new "
-                          f"directory (-o)") from None
-    if not isinstance(made_with, dict):
-        raise RunDirError(f"{run_dir / 'scenario.yaml'}: not a scenario mapping; rerun into a new directory (-o)")
-    record = resolution_record.read_record(run_dir)
-    diff = made_with_differences(made_with, resolved, record)
-    if diff:
-        raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
-                          f"{', '.join(RESUMABLE_FIELDS)} may change on resume — rerun into a new directory (-o) "
-                          f"for the new settings")
-    state = ckpt.load(ckpt_path)
-    done = state["round"]
-    if resolved.get("rounds", done) < done:
-        raise RunDirError(f"rounds: got {resolved['rounds']}; allowed: at least the {done} rounds {run_dir} has "
-                          f"already run")
-    evaluated = _read_rounds(metrics)
-    if done not in evaluated:
-        raise CheckpointError(f"{metrics} has no row for round {done}, the round of checkpoint.pt (rows: "
-                              f"{evaluated[-3:] if evaluated else 'none'}); the files do not belong together — "
-                              f"rerun into a new directory (-o)")
-    logged = [r for r in _read_rounds(rounds_log) if r <= done]
-    if logged != list(range(1, done + 1)):
-        raise CheckpointError(f"{rounds_log} does not hold rounds 1..{done} of checkpoint.pt; rerun into a new "
-                              f"directory (-o)")
-    if "classes.csv" in present:  # absent in runs made before it existed: the resume starts it
-        _read_rounds(run_dir / "classes.csv")
-    if (run_dir / "summary.json").exists():
-        try:
-            seed = json.loads((run_dir / "summary.json").read_text()).get("seed")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            seed = None  # rewritten at the next evaluation; the scenario check above already matched
-        if seed is not None and seed != resolved.get("seed"):
-            raise RunDirError(f"{run_dir / 'summary.json'} records seed {seed}, the scenario seed "
-                              f"{resolved.get('seed')}; rerun into a new directory (-o)")
-    if resolution is not None:  # last: a damaged directory is refused without a warning before it
-        resolution_record.check_resolution(run_dir, record, resolution(), strict_versions)
-    return RunDirPlan(run_dir, resume=True, checkpoint=state)
-
-
-__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDirPlan", "check_writable", "plan_run_dir", "scenario_differences",
-           "made_with_differences"]

@@ -2,11 +2,13 @@
 
 :func:`run_scenario` decides for every run directory whether it starts, restarts or resumes
 (:mod:`sfl_sim.run_dir`), builds every run (:mod:`sfl_sim.build`) — all before any training —
-and then trains them one after the other.  :func:`run_one` loops over rounds: select the cohort,
-let the engine run the algorithm's round on the simulated clock, evaluate at the cadence (and at
-round 0, so curves start at t = 0), append the rows (``metrics.csv``, ``rounds.csv``, and the
-per-class accuracies of ``classes.csv``), rewrite the summary and the checkpoint.  An interrupted
-run resumes from its last checkpoint with the same numbers it would have produced.
+and then trains them one after the other.  :func:`run_one` is a loop over named steps: *restore*
+(continue from the checkpoint, or start the files), then per round *train* (select the cohort,
+let the engine run the algorithm's round on the simulated clock), *evaluate* at the cadence (and
+at round 0, so curves start at t = 0: the ``metrics.csv`` and ``classes.csv`` rows), *record*
+(the summary, :mod:`sfl_sim.run_summary`, and the ``rounds.csv`` row) and *checkpoint*
+(:class:`~sfl_sim.checkpoint.RunState`).  Every file goes through :class:`~sfl_sim.run_dir.RunDir`.
+An interrupted run resumes from its last checkpoint with the same numbers it would have produced.
 
 A run ends with ``status`` ``complete``, ``diverged`` (a non-finite weight or test loss: the rows
 so far are kept and the summary says at which round and what to try) or ``failed`` (an error
@@ -18,38 +20,29 @@ from __future__ import annotations
 import functools
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
-import pandas as pd
 import torch
-import yaml
 
-from analysis.schema import (BEST_ACCURACY_DEFINITION, CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS,
-                             RESOLVED_FILE, VACANT_ACCURACY_COLUMN)
-from analysis.tta import time_to_accuracy_s
-from sfl_sim import checkpoint, host
+from sfl_sim import host, run_summary
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
                            load_dataset, resolve_device, selected_per_round)
+from sfl_sim.checkpoint import RunState
 from sfl_sim.config import Scenario
-from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine import Counters
 from sfl_sim.errors import RunFailed
 from sfl_sim.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.progress import RunProgress
-from sfl_sim.resolved import code_versions, read_record, resolve_run
-from sfl_sim.results import METRICS_COLUMNS, ROUNDS_COLUMNS, RunWriter, read_metrics_rows
-from sfl_sim.run_dir import RunDirPlan, check_writable, plan_run_dir
+from sfl_sim.resolved import code_versions, resolve_run
+from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "component", "evaluate",
            "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario", "prepare_scenario",
            "selected_per_round"]
-
-
-def classes_columns(num_classes: int) -> List[str]:
-    """Header of ``classes.csv`` for ``num_classes`` classes (:mod:`analysis.schema`)."""
-    return [*CLASSES_LEADING_COLUMNS, *(CLASS_ACCURACY_COLUMN.format(n) for n in range(num_classes))]
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[str, Any]:
@@ -60,32 +53,6 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[s
     scenario["device_used"] = str(device)
     scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
-
-
-def _threads_made_with(run_dir: Path) -> None:
-    """Use the torch threads a run was made with (``torch_threads_used`` of its scenario.yaml).
-
-    A scenario that leaves ``training.torch_threads`` null gets the cores free when it starts
-    (:func:`sfl_sim.host.default_torch_threads`); a reduction split among another number of
-    threads rounds differently, so a resume takes the count the run started with, and reproduces
-    its numbers under any load."""
-    try:
-        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-        used = int(made_with.get("torch_threads_used") or 0)
-    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError):
-        return
-    if used >= 1:
-        torch.set_num_threads(used)
-
-
-def _time_to_accuracy(rows: List[Dict[str, float]], targets: List[float]) -> Dict[str, Optional[float]]:
-    """Simulated time to each target accuracy (None when not reached), via :mod:`analysis.tta`."""
-    metrics = pd.DataFrame(rows)
-    out: Dict[str, Optional[float]] = {}
-    for target in targets:
-        t = time_to_accuracy_s(metrics, target)
-        out[f"{target:g}"] = None if math.isnan(t) else t
-    return out
 
 
 def _all_finite(module: torch.nn.Module) -> bool:
@@ -131,6 +98,143 @@ def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -
     return arr.astype(np.int64)
 
 
+#: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
+_ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
+                   "dropped_transmissions", "dropped_clients")
+
+
+@dataclass
+class _Trained:
+    """One trained round, before its row is logged."""
+
+    round: int
+    cohort: np.ndarray
+    row: Dict[str, Any]  # its rounds.csv row but the host time
+    evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
+    weights_finite: bool
+    host_start_s: float
+
+
+class _Session:
+    """One run being trained: its parts, its files, its clock, and its evaluated rows so far.
+
+    The steps :func:`run_one` calls, in order: :meth:`restore` (or start the files), then per
+    round :meth:`train_round`, :meth:`evaluate` when due, :meth:`record` (summary and
+    ``rounds.csv``), :meth:`checkpoint` after an evaluation.
+    """
+
+    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan) -> None:
+        self.run, self.cfg, self.files, self.plan = run, run.cfg, files, plan
+        self.streams = _Streams(self.cfg.seed)
+        torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
+        self.round = 0
+        self.summary: Dict[str, Any] = {}
+        self.eval_batch = host.eval_batch_size(self.cfg.eval_batch_size, run.device)
+        # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
+        self.probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(),
+                                      self.eval_batch) if self.cfg.metrics.local_vacant_class_accuracy else None
+
+    def restore(self) -> None:
+        """Continue from the plan's checkpoint (algorithm, streams, cell, selector, meter, files),
+        or start the run directory's files; then build the engine at the restored clock."""
+        run, cfg, files = self.run, self.cfg, self.files
+        scenario = resolved_scenario(cfg, run.label, run.device)
+        sim_time_s, host_offset_s, counters = 0.0, 0.0, Counters()
+        state = self.plan.checkpoint
+        if self.plan.resume and state is not None:
+            run.algorithm.load_state_dict(state.algorithm)
+            self.round, sim_time_s, host_offset_s = state.round, state.sim_time_s, state.host_time_s
+            counters = Counters.from_dict(state.counters)
+            self.streams.load(run, state.rng)
+            run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
+            run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
+            run.algorithm.meter.load_state_dict(state.flops_per_sample)
+            files.start_logs(run.setup.num_classes, keep_through_round=self.round)
+            if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
+                files.write_scenario(scenario)
+                files.record_resume(self.round, code_versions())  # which code trained the rounds after it
+            self.summary = files.read_summary() or {}
+        else:
+            files.start_logs(run.setup.num_classes)
+            files.write_scenario(scenario)
+            files.write_resolved(resolve_run(cfg, run.label).record)
+            files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
+        self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading)
+        self.rows = files.read_metrics_rows()
+        self.host_start_s = time.perf_counter() - host_offset_s
+
+    def train_round(self, rnd: int) -> _Trained:
+        """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
+        run, cfg, sim = self.run, self.cfg, self.sim
+        self.round = rnd
+        host_start_s = time.perf_counter()
+        n_cohort = selected_per_round(cfg)
+        cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, self.streams.selection),
+                               cfg.clients.count, n_cohort, run.selector)
+        before = sim.counters.as_dict()
+        due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
+        observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
+        duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
+        after = sim.counters.as_dict()
+        row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
+               **{k: after[k] - before[k] for k in _ROUND_COUNTERS},
+               "cohort": " ".join(map(str, cohort.tolist())),
+               "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
+        finite = _all_finite(run.algorithm.global_model())
+        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s)
+
+    def evaluate(self, rnd: int) -> Dict[str, Any]:
+        """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
+        scores = self.run.algorithm.evaluate(evaluate, self.run.test_x, self.run.test_y, self.eval_batch)
+        acc, loss = scores
+        per_class = class_accuracy_of(scores, self.run.setup.num_classes)
+        self.files.append_classes(rnd, self.probe.take() if self.probe is not None else math.nan, per_class.tolist())
+        c = self.sim.counters
+        row = {"round": rnd, "sim_time_s": self.sim.now_s, "test_accuracy": acc, "test_loss": loss,
+               "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
+               "client_flops": c.client_flops, "server_flops": c.server_flops,
+               "host_time_s": time.perf_counter() - self.host_start_s}
+        self.files.append_metrics(row)
+        self.rows.append({k: float(v) for k, v in row.items()})
+        return row
+
+    def summarize(self, status: str) -> None:
+        """Rewrite ``summary.json`` with ``status`` after the rows so far."""
+        self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status)
+        self.files.write_summary(self.summary)
+
+    def record(self, trained: _Trained, evaluation: Optional[Dict[str, Any]]) -> None:
+        """After an evaluation, the summary (``diverged`` on a non-finite weight or test loss);
+        then the round's ``rounds.csv`` row."""
+        if evaluation is not None:
+            if not trained.weights_finite or not math.isfinite(evaluation["test_loss"]):
+                self.summary = run_summary.diverged(self.run, self.rows, self.sim.counters, trained.round,
+                                                    trained.weights_finite)
+                self.files.write_summary(self.summary)
+            else:
+                self.summarize("complete" if trained.round == self.cfg.rounds else "running")
+        # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
+        # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
+        self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
+
+    def checkpoint(self, evaluation: Dict[str, Any]) -> None:
+        """Replace ``checkpoint.pt`` by where the run stands now."""
+        run, sim = self.run, self.sim
+        self.files.save_checkpoint(RunState(
+            round=self.round, sim_time_s=sim.now_s, host_time_s=evaluation["host_time_s"],
+            counters=sim.counters.as_dict(), algorithm=run.algorithm.state_dict(), rng=self.streams.state(run),
+            cell=run.cell.state_dict(), flops_per_sample=run.algorithm.meter.state_dict(),
+            selector=run.selector.state_dict()))
+
+    def failed(self, exc: Exception) -> RunFailed:
+        """Record the error in ``summary.json``; the exception that carries it to the user."""
+        message = f"{self.run.label}: round {self.round} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        summary = run_summary.failed(self.run, self.rows, self.sim.counters, message)
+        self.files.write_summary(summary)
+        return RunFailed(message, summary)
+
+
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
             on_round: Optional[Callable[[int, Dict[str, Any]], None]] = None,
             plan: Optional[RunDirPlan] = None, coordinates: Optional[Dict[str, Any]] = None,
@@ -143,7 +247,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     run_dir : Path
     resume : bool
         Continue from ``run_dir/checkpoint.pt`` when there is one (after the checks of
-        :func:`sfl_sim.run_dir.plan_run_dir`).
+        :meth:`sfl_sim.run_dir.RunDir.plan`).
     progress : bool
         Show a header line and the progress on stderr (:class:`sfl_sim.progress.RunProgress`).
     on_round : callable, optional
@@ -168,193 +272,54 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         If training raised; the summary is written with ``status: failed`` first.
     """
     cfg = run.cfg
-    n_classes = run.setup.num_classes
-    class_header = classes_columns(n_classes)
+    files = RunDir(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
     if plan is None:
-        plan = plan_run_dir(run_dir, resolved_scenario(cfg, run.label, run.device), resume,
-                            resolution=lambda: resolve_run(cfg, run.label))
+        plan = files.plan(resolved_scenario(cfg, run.label, run.device), resume,
+                          resolution=lambda: resolve_run(cfg, run.label))
     if plan.resume and not cfg.training.torch_threads:
-        _threads_made_with(run_dir)  # the same reductions split the same way: the same numbers
-    scenario = resolved_scenario(cfg, run.label, run.device)
-    writer = RunWriter(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
-    streams = _Streams(cfg.seed)
-    torch.manual_seed(torch_seed(cfg.seed, "dropout"))
-    start_round, sim_time_s, host_offset_s, counters = 0, 0.0, 0.0, Counters()
-    if plan.resume:
-        state = plan.checkpoint
-        run.algorithm.load_state_dict(state["algorithm"])
-        start_round, sim_time_s, host_offset_s = state["round"], state["sim_time_s"], state["host_time_s"]
-        counters = Counters.from_dict(state["counters"])
-        streams.load(run, state["rng"])
-        run.cell.load_state_dict(state["cell"])  # positions, LOS and shadowing as they were at the checkpoint
-        run.selector.load_state_dict(state["selector"])  # stateful selectors (class_balanced)
-        run.algorithm.meter.flops_per_sample.update(state["flops_per_sample"])
-        writer.start_log("metrics.csv", METRICS_COLUMNS, keep_through_round=start_round)
-        writer.start_log("rounds.csv", ROUNDS_COLUMNS, keep_through_round=start_round)
-        writer.start_log(CLASSES_FILE, class_header, keep_through_round=start_round)
-        if start_round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
-            writer.write_scenario(scenario)
-            record = read_record(run_dir)
-            if record is not None:  # which code trained the rounds after the checkpoint
-                record.setdefault("resumes", []).append({"after_round": start_round, "versions": code_versions()})
-                writer.write_yaml(RESOLVED_FILE, record)
-    else:
-        writer.start_log("metrics.csv", METRICS_COLUMNS)
-        writer.start_log("rounds.csv", ROUNDS_COLUMNS)
-        writer.start_log(CLASSES_FILE, class_header)
-        writer.write_scenario(scenario)
-        writer.write_yaml(RESOLVED_FILE, resolve_run(cfg, run.label).record)
-        writer.write_table("cell.csv", cell_table(run))  # once, at the start: where the clients were dropped
-
-    sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=streams.fading)
-    n_cohort = selected_per_round(cfg)
-    rows = read_metrics_rows(writer.metrics_path)
-    host_start = time.perf_counter() - host_offset_s
+        _threads_made_with(files)
+    session = _Session(run, files, plan)
+    session.restore()
     bar = RunProgress(progress)
-    bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, start_round)
-    summary: Dict[str, Any] = (writer.read_summary() or {}) if plan.resume else {}
-
-    eval_batch = host.eval_batch_size(cfg.eval_batch_size, run.device)
-    # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
-    probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(), eval_batch) \
-        if cfg.metrics.local_vacant_class_accuracy else None
-
-    def record_evaluation(rnd: int) -> Dict[str, float]:
-        scores = run.algorithm.evaluate(evaluate, run.test_x, run.test_y, eval_batch)
-        acc, loss = scores
-        per_class = class_accuracy_of(scores, n_classes)
-        vacant = probe.take() if probe is not None else math.nan
-        writer.append_log(CLASSES_FILE, class_header, {
-            "round": rnd, VACANT_ACCURACY_COLUMN: _cell(vacant),
-            **{CLASS_ACCURACY_COLUMN.format(n): _cell(a) for n, a in enumerate(per_class.tolist())}})
-        c = sim.counters
-        row = {"round": rnd, "sim_time_s": sim.now_s, "test_accuracy": acc, "test_loss": loss,
-               "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
-               "client_flops": c.client_flops, "server_flops": c.server_flops,
-               "host_time_s": time.perf_counter() - host_start}
-        writer.append_log("metrics.csv", METRICS_COLUMNS, row)
-        rows.append({k: float(v) for k, v in row.items()})
-        return row
-
-    rnd = start_round
+    bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, session.round)
     gc_pause = host.LongLivedObjects()
     try:
         if not plan.resume:
-            record_evaluation(0)  # the initial model: curves start at t = 0
-            summary = _summary(run, rows, sim, "running" if cfg.rounds else "complete")
-            writer.write_summary(summary)
-        for rnd in range(start_round + 1, cfg.rounds + 1):
-            round_start_s = time.perf_counter()
-            cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, streams.selection),
-                                   cfg.clients.count, n_cohort, run.selector)
-            before = sim.counters.as_dict()
-            last = rnd == cfg.rounds
-            will_evaluate = rnd % cfg.eval_every_rounds == 0 or last
-            # The probe sees the round's local models only when the round will be evaluated.
-            observer = probe if will_evaluate else None
-            duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
-            run.cell.move(duration_s, streams.mobility)  # clients move while the round runs (static: no-op)
+            session.evaluate(0)  # the initial model: curves start at t = 0
+            session.summarize("running" if cfg.rounds else "complete")
+        for rnd in range(session.round + 1, cfg.rounds + 1):
+            trained = session.train_round(rnd)
             gc_pause.after_round()
-            after = sim.counters.as_dict()
-            round_row = {
-                "round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
-                **{k: after[k] - before[k] for k in ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops",
-                                                     "retransmissions", "dropped_transmissions", "dropped_clients")},
-                "cohort": " ".join(map(str, cohort.tolist())),
-                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
-            finite = _all_finite(run.algorithm.global_model())
-            evaluated = will_evaluate or not finite
-            if evaluated:
-                row = record_evaluation(rnd)
-                if not finite or not math.isfinite(row["test_loss"]):
-                    summary = _diverged(run, rows, sim, rnd, finite)
-                else:
-                    summary = _summary(run, rows, sim, "complete" if last else "running")
-                writer.write_summary(summary)
-            # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
-            # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
-            writer.append_log("rounds.csv", ROUNDS_COLUMNS,
-                              {**round_row, "round_host_time_s": time.perf_counter() - round_start_s})
-            if evaluated:
-                if summary["status"] == "diverged":
-                    bar.close()
-                    return summary
-                checkpoint.save(writer.checkpoint_path, {
-                    "round": rnd, "sim_time_s": sim.now_s, "host_time_s": row["host_time_s"],
-                    "counters": sim.counters.as_dict(), "algorithm": run.algorithm.state_dict(),
-                    "rng": streams.state(run), "cell": run.cell.state_dict(),
-                    "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
-                    "selector": run.selector.state_dict()})
-                bar.evaluated(rnd, sim.now_s, row["test_accuracy"], row["host_time_s"])
+            evaluation = session.evaluate(rnd) if trained.evaluate else None
+            session.record(trained, evaluation)
+            if evaluation is not None:
+                if session.summary["status"] == "diverged":
+                    return session.summary
+                session.checkpoint(evaluation)
+                bar.evaluated(rnd, session.sim.now_s, evaluation["test_accuracy"], evaluation["host_time_s"])
             if on_round is not None:
-                on_round(rnd, {"sim_time_s": sim.now_s, "cohort": cohort})
+                on_round(rnd, {"sim_time_s": session.sim.now_s, "cohort": trained.cohort})
             bar.advance()
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:
-        message = f"{run.label}: round {rnd} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-        summary = {**(_summary(run, rows, sim, "failed") if rows else {"label": run.label, "status": "failed"}),
-                   "error": message}
-        writer.write_summary(summary)
-        raise RunFailed(message, summary) from exc
+        raise session.failed(exc) from exc
     finally:
         gc_pause.end()
         bar.close()
-    return summary
+    return session.summary
 
 
-def _cell(value: float) -> Any:
-    """A CSV cell: the number, or empty for NaN (not measured)."""
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+def _threads_made_with(files: RunDir) -> None:
+    """Use the torch threads a run was made with (``torch_threads_used`` of its scenario.yaml).
 
-
-def _diverged(run: Run, rows: List[Dict[str, float]], sim: Simulator, rnd: int, weights_finite: bool) -> Dict[str, Any]:
-    what = "the model's weights" if not weights_finite else "the test loss"
-    t = run.cfg.training_for(run.label)
-    lr = t.learning_rate
-    clip = "" if t.max_grad_norm is not None else " or clip gradients (training.max_grad_norm)"
-    message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
-               f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g}){clip}")
-    return {**_summary(run, rows, sim, "diverged"), "error": message}
-
-
-def _summary(run: Run, rows: List[Dict[str, float]], sim: Simulator, status: str) -> Dict[str, Any]:
-    last = rows[-1]
-    c = sim.counters
-    return {
-        "label": run.label,
-        "algorithm": run.cfg.algorithm(run.label).name,
-        "status": status,
-        "evaluated": run.algorithm.evaluation_description(),
-        "seed": run.cfg.seed,
-        "device": str(run.device),
-        "rounds_completed": int(last["round"]),
-        "rounds_planned": run.cfg.rounds,
-        "final_test_accuracy": last["test_accuracy"],
-        "final_test_loss": last["test_loss"],
-        **_best(rows),
-        "final_sim_time_s": last["sim_time_s"],
-        "host_time_s": last["host_time_s"],
-        "uplink_bytes": c.uplink_bytes,
-        "downlink_bytes": c.downlink_bytes,
-        "client_flops": c.client_flops,
-        "server_flops": c.server_flops,
-        "retransmissions": c.retransmissions,
-        "dropped_transmissions": c.dropped_transmissions,
-        "dropped_clients": c.dropped_clients,
-        "traffic_and_compute_by_kind": c.by_kind,
-        "flops_per_sample": dict(run.algorithm.meter.flops_per_sample),
-        "time_to_accuracy_s": _time_to_accuracy(rows, run.cfg.target_accuracies),
-    }
-
-
-def _best(rows: List[Dict[str, float]]) -> Dict[str, Any]:
-    """``best_test_accuracy`` over the trained rounds (round >= 1), its round and its definition."""
-    trained = [r for r in rows if r["round"] >= 1]
-    best = max(trained, key=lambda r: r["test_accuracy"]) if trained else None  # first round reaching the max
-    return {"best_test_accuracy": None if best is None else best["test_accuracy"],
-            "best_test_accuracy_round": None if best is None else int(best["round"]),
-            "best_test_accuracy_definition": BEST_ACCURACY_DEFINITION}
+    A scenario that leaves ``training.torch_threads`` null gets the cores free when it starts
+    (:func:`sfl_sim.host.default_torch_threads`); a reduction split among another number of
+    threads rounds differently, so a resume takes the count the run started with, and reproduces
+    its numbers under any load."""
+    used = files.torch_threads_used()
+    if used is not None:
+        torch.set_num_threads(used)
 
 
 def prepare_scenario(cfg: Scenario, resume: bool = False,
@@ -373,8 +338,9 @@ def prepare_scenario(cfg: Scenario, resume: bool = False,
     out = Path(cfg.output_dir)
     check_writable(out)
     device = resolve_device(cfg.device)
-    plans = [plan_run_dir(out / spec.label, resolved_scenario(cfg, spec.label, device), resume,
-                          resolution=functools.partial(resolve_run, cfg, spec.label), strict_versions=strict_versions)
+    plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
+                                           resolution=functools.partial(resolve_run, cfg, spec.label),
+                                           strict_versions=strict_versions)
              for spec in cfg.algorithms]
     dataset = load_dataset(cfg)
     runs = []

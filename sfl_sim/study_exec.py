@@ -86,14 +86,14 @@ def execute_run(task: RunTask) -> Dict[str, Any]:
         from sfl_sim.build import build_run, resolve_device
         from sfl_sim.config import validate
         from sfl_sim.resolved import resolve_run
-        from sfl_sim.run_dir import plan_run_dir
+        from sfl_sim.run_dir import RunDir
         from sfl_sim.runner import resolved_scenario, run_one
 
         cfg = validate(task.scenario)
         spec = cfg.algorithms[0]
-        plan = plan_run_dir(Path(task.run_dir), resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
-                            resume=True, resolution=functools.partial(resolve_run, cfg, spec.label),
-                            strict_versions=task.strict_versions)
+        plan = RunDir(task.run_dir).plan(resolved_scenario(cfg, spec.label, resolve_device(cfg.device)),
+                                         resume=True, resolution=functools.partial(resolve_run, cfg, spec.label),
+                                         strict_versions=task.strict_versions)
         run = build_run(cfg, spec, _dataset(_dataset_key(task.scenario)), threads=task.threads)
         if run.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(run.device)
@@ -138,33 +138,27 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
         of the code are a warning, refused with ``strict_versions``); False otherwise (also for
         missing or unreadable files).
     """
-    summary_path = run_dir / "summary.json"
-    if not summary_path.is_file():
-        return False
-    try:
-        summary = json.loads(summary_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return False
-    if summary.get("status") != "complete" or summary.get("rounds_completed") != run.scenario.get("rounds"):
-        return False
-    import yaml
+    from sfl_sim.run_dir import RunDir, made_with_differences
 
+    files = RunDir(run_dir)
+    summary = files.read_summary()
+    if summary is None or summary.get("status") != "complete" or \
+            summary.get("rounds_completed") != run.scenario.get("rounds"):
+        return False
     from sfl_sim.build import resolve_device
     from sfl_sim.config import validate
-    from sfl_sim.resolved import check_resolution, read_record, resolve_run
-    from sfl_sim.run_dir import made_with_differences
+    from sfl_sim.resolved import check_resolution, resolve_run
     from sfl_sim.runner import resolved_scenario
 
     cfg = validate(run.scenario)
     label = cfg.algorithms[0].label
     try:
-        made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
-        record = read_record(run_dir)
-        if not isinstance(made_with, dict) or made_with_differences(
-                made_with, resolved_scenario(cfg, label, resolve_device(cfg.device)), record):
+        record = files.read_resolved()
+        if made_with_differences(files.read_scenario(), resolved_scenario(cfg, label, resolve_device(cfg.device)),
+                                 record):
             return False
         check_resolution(run_dir, record, resolve_run(cfg, label), strict_versions)
-    except (OSError, yaml.YAMLError, UserError):
+    except UserError:
         return False
     return True
 
@@ -314,7 +308,7 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     dict
         Run name → result (``status`` ``complete``, ``diverged``, ``failed`` or ``skipped``).
     """
-    from sfl_sim.run_dir import check_writable
+    from sfl_sim.run_dir import RunDir, check_writable
 
     study_dir = Path(study_dir)
     check_writable(study_dir, "study output_dir")
@@ -322,9 +316,9 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     results: Dict[str, Dict[str, Any]] = {}
     for run in runs:
         if is_complete(run, study_dir / run.name, strict_versions):
+            summary = RunDir(study_dir / run.name).read_summary() or {}
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
-                                 "final_test_accuracy": json.loads(
-                                     (study_dir / run.name / "summary.json").read_text()).get("final_test_accuracy")}
+                                 "final_test_accuracy": summary.get("final_test_accuracy")}
     todo = [r for r in runs if r.name not in results]
     threads = threads_per_worker or max(1, free_cores() // max(1, workers))
     tasks = [RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads, strict_versions)

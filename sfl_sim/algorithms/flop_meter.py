@@ -69,3 +69,12 @@ class FlopMeter:
             self.flops_per_sample[kind] = per_sample
             return result, per_sample * n_samples
         return fn(), per_sample * n_samples
+
+    def state_dict(self) -> Dict[str, float]:
+        """The FLOPs per sample measured so far, by step kind (a copy)."""
+        return dict(self.flops_per_sample)
+
+    def load_state_dict(self, state: Dict[str, float]) -> None:
+        """Take the measurements of :meth:`state_dict`: a resumed run counts every step kind with
+        the per-sample FLOPs it measured before, not a fresh (possibly different) measurement."""
+        self.flops_per_sample.update(state)

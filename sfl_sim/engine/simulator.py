@@ -161,14 +161,14 @@ class Simulator:
         """Current simulated time in seconds."""
         return float(self.env.now)
 
-    def run_round(self, round_process: Any, cohort: Sequence[int]) -> float:
+    def run_round(self, round_process: Any, cohort: "Sequence[int] | np.ndarray") -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
         ----------
         round_process : callable
             ``round_process(ctx) -> generator``, the algorithm's round.
-        cohort : sequence of int
+        cohort : sequence of int or numpy.ndarray
             Clients taking part in the round.
 
         Returns

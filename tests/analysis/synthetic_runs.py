@@ -1,6 +1,6 @@
 """Synthetic run directories in the simulator's real format (for the analysis tests).
 
-Files are written the way :mod:`sfl_sim.results` writes them: ``csv.writer`` rows (CRLF line
+Files are written the way :class:`sfl_sim.run_dir.RunDir` writes them: ``csv.writer`` rows (CRLF line
 ends), ``yaml.safe_dump`` of a resolved scenario, ``json.dumps`` of a summary with
 ``schema_version``. Values are deterministic functions of (algorithm, setting, seed).
 """

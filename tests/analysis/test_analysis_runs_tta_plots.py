@@ -124,7 +124,7 @@ def test_header_only_metrics_loads(tmp_path):
     assert len(run.metrics) == 0
     assert list(run.metrics.columns) == list(METRICS_COLUMNS)
     row = summary_table([run], targets=(0.5,)).iloc[0]
-    assert row["rounds"] == 0
+    assert row["rounds_completed"] == 0
     assert math.isnan(row["final_test_accuracy"]) and math.isnan(row["tta_0.50_s"])
 
 
@@ -220,8 +220,11 @@ def test_summary_table_columns_and_values(two_runs):
     assert list(table.columns) == [
         "label",
         "algorithm",
+        "seed",
         "status",
-        "rounds",
+        "evaluated",
+        "rounds_completed",
+        "rounds_planned",
         "final_test_accuracy",
         "best_test_accuracy",
         "final_sim_time_s",
@@ -236,7 +239,7 @@ def test_summary_table_columns_and_values(two_runs):
     assert len(table) == 2
     a, b = table.iloc[0], table.iloc[1]
     assert a["label"] == "SCALA cut=2" and a["algorithm"] == "scala" and a["status"] == "complete"
-    assert a["rounds"] == 4
+    assert a["rounds_completed"] == 4 and a["seed"] == 7
     assert a["final_test_accuracy"] == pytest.approx(0.68)
     assert a["best_test_accuracy"] == pytest.approx(0.70)
     assert a["final_sim_time_s"] == 42.0
@@ -246,7 +249,7 @@ def test_summary_table_columns_and_values(two_runs):
     assert a["tta_0.50_s"] == 20.5 and a["tta_0.70_s"] == 31.0
 
     assert b["label"] == "run_b" and b["algorithm"] == "sfl_v1" and b["status"] == "running"
-    assert b["rounds"] == 6
+    assert b["rounds_completed"] == 6
     assert b["best_test_accuracy"] == pytest.approx(0.62)
     assert b["final_sim_time_s"] == 14.0 and b["host_time_s"] == 1.25
     assert b["uplink_bytes"] == 1_500_000 and b["server_flops"] == 1.8e9

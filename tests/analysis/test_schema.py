@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
 
 def test_writer_and_reader_share_one_schema():
     from analysis import runs, schema
-    from sfl_sim import results
+    from sfl_sim import run_dir
 
-    for name in ("SCHEMA_VERSION", "METRICS_COLUMNS", "ROUNDS_COLUMNS"):
-        assert getattr(results, name) is getattr(schema, name)
+    for name in ("SCHEMA_VERSION", "METRICS_COLUMNS", "ROUNDS_COLUMNS", "CELL_COLUMNS"):
+        assert getattr(run_dir, name) is getattr(schema, name)
     assert runs.METRICS_COLUMNS is schema.METRICS_COLUMNS
     assert runs.SCHEMA_VERSION is schema.SCHEMA_VERSION
     assert schema.ROUNDS_NUMERIC_COLUMNS == schema.ROUNDS_COLUMNS[:11]
@@ -20,16 +21,22 @@ def test_writer_and_reader_share_one_schema():
 
 def test_writer_uses_the_schema_file_names(tmp_path):
     from analysis import schema
-    from sfl_sim.results import RunWriter
+    from sfl_sim.run_dir import RUN_FILES, RunDir
 
-    w = RunWriter(tmp_path)
+    w = RunDir(tmp_path / "run")
     w.write_scenario({"seed": 0})
     w.write_summary({"status": "running"})
-    assert (tmp_path / schema.SCENARIO_FILE).is_file()
-    assert (tmp_path / schema.SUMMARY_FILE).is_file()
+    w.start_logs(num_classes=2)
+    assert (tmp_path / "run" / schema.SCENARIO_FILE).is_file()
+    assert (tmp_path / "run" / schema.SUMMARY_FILE).is_file()
     assert w.metrics_path.name == schema.METRICS_FILE
     assert w.checkpoint_path.name == schema.CHECKPOINT_FILE
     assert w.read_summary()["schema_version"] == schema.SCHEMA_VERSION
+    assert w.read_scenario() == {"seed": 0}
+    assert w.present() == {schema.SCENARIO_FILE, schema.SUMMARY_FILE, schema.METRICS_FILE, schema.ROUNDS_FILE,
+                           schema.CLASSES_FILE}
+    assert set(RUN_FILES) == {getattr(schema, n) for n in dir(schema) if n.endswith("_FILE")} - {schema.STUDY_FILE}
+    assert w.classes_path.read_text().splitlines()[0] == ",".join(schema.classes_columns(2))
 
 
 def test_schema_import_is_light():
@@ -40,3 +47,17 @@ def test_schema_import_is_light():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_best_trained_accuracy_is_defined_once_and_used_by_every_reader(tmp_path):
+    import pandas as pd
+
+    from analysis.schema import best_trained_accuracy
+    from analysis.tta import best_test_accuracy
+
+    # round 0 (the initial model) is left out, a NaN is skipped, the first round reaching the max wins
+    rounds, acc = [0, 1, 2, 3, 4], [0.9, 0.5, float("nan"), 0.7, 0.7]
+    assert best_trained_accuracy(rounds, acc) == (0.7, 3)
+    assert best_trained_accuracy([0], [0.9]) is None
+    assert best_test_accuracy(pd.DataFrame({"round": rounds, "test_accuracy": acc})) == 0.7
+    assert math.isnan(best_test_accuracy(pd.DataFrame({"round": [0], "test_accuracy": [0.9]})))

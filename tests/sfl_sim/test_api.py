@@ -23,11 +23,11 @@ import yaml
 import sfl_sim
 from analysis.schema import METRICS_COLUMNS
 from sfl_sim import runner
-from sfl_sim.cell_report import REPORT_COLUMNS
+from analysis.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
 from sfl_sim.cli import main
 from sfl_sim.config import load_scenario
 from sfl_sim.scenario_files import resolve_scenario
-from sfl_sim.summary_table import write_summary_files
+from analysis.comparison import write_summary_files
 
 from tests.sfl_sim.helpers import ROOT, read_rows, small_scenario, write_yaml
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from channel import ShannonRate, TR36814Macro, dbm_to_w
-from sfl_sim.cell_report import REPORT_COLUMNS, channel_report
+from analysis.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
+from sfl_sim.cell_report import channel_report
 from sfl_sim.config import validate
 
 

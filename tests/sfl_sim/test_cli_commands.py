@@ -20,7 +20,7 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.cli import _print_summaries, main
 from sfl_sim.progress import header_line
 from sfl_sim.scenario_files import SCENARIO_DIR, describe
-from sfl_sim.summary_table import CSV_COLUMNS, write_summary_files
+from analysis.comparison import CSV_COLUMNS, write_summary_files
 
 from tests.sfl_sim.helpers import small_scenario, write_yaml
 

@@ -1,10 +1,10 @@
-"""sfl_sim.summary_table: the comparison printed in 80 columns and written as summary.csv / summary.md."""
+"""analysis.comparison: the comparison printed in 80 columns and written as summary.csv / summary.md."""
 from __future__ import annotations
 
 import csv
 
 from analysis.tta import tta_column_name
-from sfl_sim.summary_table import CSV_COLUMNS, csv_rows, format_tables, markdown, write_summary_files
+from analysis.comparison import CSV_COLUMNS, csv_rows, format_tables, markdown, write_summary_files
 
 
 def summary(label: str, **changes) -> dict:

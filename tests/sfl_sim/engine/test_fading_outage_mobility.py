@@ -112,7 +112,7 @@ def test_clients_move_between_rounds(tmp_path: Path) -> None:
         start = np.array([[float(r["x_m"]), float(r["y_m"])] for r in csv.DictReader(fh)])
     from sfl_sim import checkpoint
 
-    moved = checkpoint.load(run_dir / "checkpoint.pt")["cell"]["positions_m"]
+    moved = checkpoint.load(run_dir / "checkpoint.pt").cell["positions_m"]
     step = np.linalg.norm(moved - start, axis=1)
     assert np.all(step > 0)
     with (run_dir / "rounds.csv").open() as fh:

@@ -1,7 +1,11 @@
-"""The comparison table of a scenario's runs: printed, and written as ``summary.csv`` and ``summary.md``.
+"""The comparison table of runs, one row per run, defined once.
 
-Everything comes from the runs' summaries (the dicts written to each ``<label>/summary.json``),
-so the files say exactly what the run directories say:
+A row is a run's summary (the keys of its ``summary.json``) under :data:`CSV_COLUMNS`, then one
+``tta_<target>_s`` column per target accuracy.  ``sfl-sim scenario`` prints it and writes it
+from the summaries its runs return; :func:`summary_table` gives it as a DataFrame for loaded run
+directories, with the numbers taken from ``metrics.csv`` (:func:`run_summary`).
+
+Files (:func:`write_summary_files`), so they say exactly what the run directories say:
 
 ``summary.csv``
     One row per run, the numbers of its ``summary.json`` under the same names
@@ -16,14 +20,19 @@ table of its own (one row per run, one column per target).
 from __future__ import annotations
 
 import csv
+import math
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from analysis.schema import GLOBAL_MODEL_EVALUATION
-from analysis.tta import tta_column_name
+import pandas as pd
 
-__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "summary_paths", "write_summary_files"]
+from .runs import Run
+from .schema import GLOBAL_MODEL_EVALUATION
+from .tta import DEFAULT_TARGETS, best_test_accuracy, time_to_accuracy_s, tta_column_name
+
+__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "run_summary", "summary_paths",
+           "summary_table", "write_summary_files"]
 
 #: Columns of ``summary.csv`` before the time-to-accuracy columns: keys of ``summary.json``.
 CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
@@ -45,8 +54,17 @@ def _targets(summaries: Sequence[Summary]) -> List[str]:
     return list(keys)
 
 
-def csv_rows(summaries: Sequence[Summary]) -> Tuple[List[str], List[Dict[str, Any]]]:
+def csv_rows(summaries: Sequence[Summary],
+             targets: Optional[Sequence[str]] = None) -> Tuple[List[str], List[Dict[str, Any]]]:
     """Columns and rows of ``summary.csv``.
+
+    Parameters
+    ----------
+    summaries : sequence of dict
+        The runs' summaries (empty ones are skipped).
+    targets : sequence of str, optional
+        The ``time_to_accuracy_s`` keys to give a column (default: every key of the summaries,
+        in order of first appearance).
 
     Returns
     -------
@@ -56,7 +74,7 @@ def csv_rows(summaries: Sequence[Summary]) -> Tuple[List[str], List[Dict[str, An
         One per non-empty summary; a missing value or an unreached target is ``None``.
     """
     present = _present(summaries)
-    targets = _targets(present)
+    targets = _targets(present) if targets is None else list(targets)
     columns = list(CSV_COLUMNS) + [tta_column_name(float(t)) for t in targets]
     rows = []
     for s in present:
@@ -204,3 +222,91 @@ def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> Tu
         writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
     md_path.write_text(markdown(summaries))
     return csv_path, md_path
+
+
+def _last(metrics: pd.DataFrame, column: str) -> Optional[float]:
+    if column not in metrics.columns:
+        return None
+    values = metrics[column].dropna()
+    return float(values.iloc[-1]) if len(values) else None
+
+
+def run_summary(run: Run, targets: Sequence[float] = DEFAULT_TARGETS) -> Dict[str, Any]:
+    """The summary of a loaded run as its ``metrics.csv`` says it now (a running run included).
+
+    Parameters
+    ----------
+    run : Run
+        A run loaded with :func:`analysis.load_run`.
+    targets : sequence of float
+        Accuracy targets (fractions 0..1) of ``time_to_accuracy_s``.
+
+    Returns
+    -------
+    dict
+        The keys of :data:`CSV_COLUMNS` and ``time_to_accuracy_s`` (keyed ``f"{target:g}"``, None
+        when not reached): the final, best (:func:`analysis.tta.best_test_accuracy`) and
+        cumulative numbers of the last evaluated row, ``rounds_completed`` of ``summary.json``
+        (else the last evaluated round), ``seed`` and ``rounds_planned`` of ``summary.json``
+        (else of ``scenario.yaml``), ``status`` and ``evaluated`` of ``summary.json``; None where
+        there is nothing to take it from.
+    """
+    m, s = run.metrics, run.summary
+    missing = [c for c in ("round", "sim_time_s", "test_accuracy") if c not in m.columns]
+    if missing:
+        raise KeyError(f"run {run.label!r} ({run.path}): metrics is missing column(s) {missing}")
+    rounds = s.get("rounds_completed")
+    if not isinstance(rounds, (int, float)) or isinstance(rounds, bool) or not math.isfinite(rounds):
+        last_round = _last(m, "round")
+        rounds = 0 if last_round is None else last_round
+    best = best_test_accuracy(m)
+    tta = {f"{t:g}": time_to_accuracy_s(m, t) for t in targets}
+    return {
+        "label": run.label,
+        "algorithm": run.algorithm,
+        "seed": s.get("seed", run.scenario.get("seed")),
+        "status": str(s.get("status", "")),
+        "evaluated": s.get("evaluated"),
+        "rounds_completed": int(rounds),
+        "rounds_planned": s.get("rounds_planned", run.scenario.get("rounds")),
+        "final_test_accuracy": _last(m, "test_accuracy"),
+        "best_test_accuracy": None if math.isnan(best) else best,
+        "final_sim_time_s": _last(m, "sim_time_s"),
+        **{c: _last(m, c) for c in ("host_time_s", "uplink_bytes", "downlink_bytes", "client_flops", "server_flops")},
+        "time_to_accuracy_s": {k: None if math.isnan(v) else v for k, v in tta.items()},
+    }
+
+
+def summary_table(runs: Sequence[Run], targets: Sequence[float] = DEFAULT_TARGETS) -> pd.DataFrame:
+    """The comparison table of loaded runs: one row per run, numbers from ``metrics.csv``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+        Runs loaded with :func:`analysis.load_run` / :func:`analysis.load_runs`.
+    targets : sequence of float, optional
+        Accuracy targets (fractions 0..1) for the time-to-accuracy columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``summary.csv`` (:data:`CSV_COLUMNS`, then one ``tta_<target>_s`` per
+        target: simulated seconds, ``nan`` when not reached), the values of :func:`run_summary`;
+        a measured number (accuracy, times, counters) there is nothing to take from is ``nan``.
+
+    Raises
+    ------
+    ValueError
+        If a target is not a fraction in [0, 1], or two targets share a column name.
+    KeyError
+        If a run's metrics lack ``sim_time_s`` or ``test_accuracy``.
+    """
+    targets = tuple(float(t) for t in targets)
+    tta_cols = [tta_column_name(t) for t in targets]
+    if len(set(tta_cols)) != len(tta_cols):
+        raise ValueError(f"duplicate targets in {targets}")
+    columns, rows = csv_rows([run_summary(run, targets) for run in runs], targets=[f"{t:g}" for t in targets])
+    table = pd.DataFrame(rows, columns=columns)
+    measured = columns[columns.index("final_test_accuracy"):]
+    table[measured] = table[measured].astype(float)
+    return table

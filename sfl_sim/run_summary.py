@@ -1,0 +1,84 @@
+"""A run's ``summary.json``: built from its ``metrics.csv`` rows and its engine counters.
+
+The status is ``running`` until the last round, then ``complete``; ``diverged`` (a non-finite
+weight or test loss) and ``failed`` (an error during training) carry an ``error`` line.  The
+best accuracy is :func:`analysis.schema.best_trained_accuracy`, time to accuracy
+:func:`analysis.tta.time_to_accuracy_s` — the definitions the report uses.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+import pandas as pd
+
+from analysis.schema import BEST_ACCURACY_DEFINITION, best_trained_accuracy
+from analysis.tta import time_to_accuracy_s
+from sfl_sim.build import Run
+from sfl_sim.engine import Counters
+
+__all__ = ["summary", "diverged", "failed", "time_to_accuracy"]
+
+Rows = List[Dict[str, float]]
+
+
+def time_to_accuracy(rows: Rows, targets: Sequence[float]) -> Dict[str, Optional[float]]:
+    """Simulated time to each target accuracy (None when not reached), keyed ``f"{target:g}"``."""
+    metrics = pd.DataFrame(rows)
+    out: Dict[str, Optional[float]] = {}
+    for target in targets:
+        t = time_to_accuracy_s(metrics, target)
+        out[f"{target:g}"] = None if math.isnan(t) else t
+    return out
+
+
+def summary(run: Run, rows: Rows, counters: Counters, status: str) -> Dict[str, Any]:
+    """The summary of ``run`` after the evaluated ``rows`` (at least one), with ``status``."""
+    last = rows[-1]
+    c = counters
+    best = best_trained_accuracy((r["round"] for r in rows), (r["test_accuracy"] for r in rows))
+    return {
+        "label": run.label,
+        "algorithm": run.cfg.algorithm(run.label).name,
+        "status": status,
+        "evaluated": run.algorithm.evaluation_description(),
+        "seed": run.cfg.seed,
+        "device": str(run.device),
+        "rounds_completed": int(last["round"]),
+        "rounds_planned": run.cfg.rounds,
+        "final_test_accuracy": last["test_accuracy"],
+        "final_test_loss": last["test_loss"],
+        "best_test_accuracy": None if best is None else best[0],
+        "best_test_accuracy_round": None if best is None else best[1],
+        "best_test_accuracy_definition": BEST_ACCURACY_DEFINITION,
+        "final_sim_time_s": last["sim_time_s"],
+        "host_time_s": last["host_time_s"],
+        "uplink_bytes": c.uplink_bytes,
+        "downlink_bytes": c.downlink_bytes,
+        "client_flops": c.client_flops,
+        "server_flops": c.server_flops,
+        "retransmissions": c.retransmissions,
+        "dropped_transmissions": c.dropped_transmissions,
+        "dropped_clients": c.dropped_clients,
+        "traffic_and_compute_by_kind": c.by_kind,
+        "flops_per_sample": run.algorithm.meter.state_dict(),
+        "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
+    }
+
+
+def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool) -> Dict[str, Any]:
+    """The summary of a run whose weights (or else test loss) became non-finite at round ``rnd``,
+    with what to try."""
+    what = "the model's weights" if not weights_finite else "the test loss"
+    t = run.cfg.training_for(run.label)
+    lr = t.learning_rate
+    clip = "" if t.max_grad_norm is not None else " or clip gradients (training.max_grad_norm)"
+    message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
+               f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g}){clip}")
+    return {**summary(run, rows, counters, "diverged"), "error": message}
+
+
+def failed(run: Run, rows: Rows, counters: Counters, message: str) -> Dict[str, Any]:
+    """The summary of a run that raised: what it had evaluated (if anything) and the one-line ``message``."""
+    return {**(summary(run, rows, counters, "failed") if rows else {"label": run.label, "status": "failed"}),
+            "error": message}
