@@ -3,6 +3,7 @@ scenario (Fashion-MNIST slice, narrow AlexNet) and the YAML, CLI and CSV plumbin
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,29 @@ from sfl_sim.cli import main
 from sfl_sim.models import SplittableModel
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: ``SFL_SIM_TEST_TORCH_THREADS=n python -m pytest ...`` runs the tests with n torch threads
+#: (unset: torch's default, one per core; the golden runs then use 2).  Runs built from a scenario
+#: still take the scenario's ``torch_threads``.
+TORCH_THREADS_ENV = "SFL_SIM_TEST_TORCH_THREADS"
+
+
+def torch_threads_from_env() -> int | None:
+    """The thread count ``SFL_SIM_TEST_TORCH_THREADS`` asks for, or None when it is unset."""
+    value = os.environ.get(TORCH_THREADS_ENV, "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise pytest.UsageError(f"{TORCH_THREADS_ENV}: {value!r} is not allowed; use a whole number >= 1")
+    return int(value)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _torch_threads_from_env():
+    threads = torch_threads_from_env()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    yield
 
 
 def tiny_model(num_classes: int = 3) -> SplittableModel:
