@@ -35,6 +35,10 @@ def torch_threads_from_env() -> int | None:
     return int(value)
 
 
+def pytest_configure(config) -> None:
+    torch_threads_from_env()  # a bad value stops the run with one line, before any test
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _torch_threads_from_env():
     threads = torch_threads_from_env()
