@@ -4,10 +4,12 @@ YAML, CLI and CSV plumbing around it.  Fixtures are in ``conftest.py``."""
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 import yaml
 from torch import nn
@@ -20,6 +22,22 @@ from sfl_sim.engine import Simulator
 from sfl_sim.models import SplittableModel
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+#: ``SFL_SIM_TEST_TORCH_THREADS=n python -m pytest ...`` runs the tests with n torch threads
+#: (unset: torch's default, one per core; the golden runs then use 2).  Runs built from a scenario
+#: still take the scenario's ``torch_threads``.
+TORCH_THREADS_ENV = "SFL_SIM_TEST_TORCH_THREADS"
+
+
+def torch_threads_from_env() -> int | None:
+    """The thread count ``SFL_SIM_TEST_TORCH_THREADS`` asks for, or None when it is unset."""
+    value = os.environ.get(TORCH_THREADS_ENV, "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise pytest.UsageError(f"{TORCH_THREADS_ENV}: {value!r} is not allowed; use a whole number >= 1")
+    return int(value)
 
 
 def tiny_model(num_classes: int = 3) -> SplittableModel:
