@@ -46,7 +46,7 @@ reason, and :meth:`RoundContext.gather` records that reason (or the straggler po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Sequence, TypeVar, cast
+from typing import Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Sequence, TypeVar, Union, cast
 
 import numpy as np
 import simpy
@@ -168,7 +168,8 @@ class Simulator:
         """Current simulated time in seconds."""
         return float(self.env.now)
 
-    def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]], cohort: Sequence[int]) -> float:
+    def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
+                  cohort: Union[Sequence[int], np.ndarray]) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
