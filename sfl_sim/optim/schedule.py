@@ -35,6 +35,7 @@ class RoundSchedule:
         self.name = name
         self._holder = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base_lr)
         sched = torch.optim.lr_scheduler
+        self._scheduler: Optional[sched.LRScheduler]
         if name == "constant":
             self._scheduler = None
         elif name == "step":
