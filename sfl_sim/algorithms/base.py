@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Union, final
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Union, cast, final
 
 import numpy as np
 import torch
@@ -79,7 +79,7 @@ class TrainingSetup:
     client_indices: List[torch.Tensor]
     num_classes: int
     batch_size: int
-    local_iterations: int
+    local_iterations: Optional[int]
     learning_rate: float
     device: torch.device
     minibatch_rng: np.random.Generator
@@ -383,7 +383,8 @@ class Algorithm(abc.ABC):
         epochs = self.setup.training.local_epochs
         if epochs is None:
             sizes = self.cohort_batch_sizes(cohort)
-            return {k: IterationWork(self.setup, k, self.setup.local_iterations, sizes[k]) for k in cohort.tolist()}
+            iterations = cast(int, self.setup.local_iterations)  # T is set when local_epochs is not
+            return {k: IterationWork(self.setup, k, iterations, sizes[k]) for k in cohort.tolist()}
         return {k: EpochWork(self.setup, k, epochs, self.setup.batch_size) for k in cohort.tolist()}
 
     # -- local models (evaluation) ---------------------------------------------------------------
