@@ -119,6 +119,7 @@ def _host_array(value: Union[torch.Tensor, np.ndarray]) -> np.ndarray:
     """A record field as a host float64 array (checkpoints hold tensors; older ones arrays)."""
     return torch.as_tensor(value).detach().cpu().double().numpy()
 
+
 def _record_of(stored: Mapping[str, Any]) -> bt.StateRecord:
     """A client state record from its checkpoint form (:meth:`BESplit.extra_state`)."""
     evidence, counts, u_ale, u_epi = (_host_array(stored[f]) for f in ("evidence", "counts", "u_ale", "u_epi"))
