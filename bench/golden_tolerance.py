@@ -88,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
 
     from state_fingerprint import state_distance
-    from test_golden_runs import GOLDEN_RTOL, PERTURBATIONS, case_rtol
+    from tests.sfl_sim.algorithms.test_golden_runs import GOLDEN_RTOL, PERTURBATIONS, case_rtol
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

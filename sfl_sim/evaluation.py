@@ -15,7 +15,7 @@ vacant classes.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, cast
 
 import numpy as np
 import torch
@@ -37,6 +37,8 @@ class Scores(tuple):
         Accuracy on each class's test samples (NaN where unknown).
     """
 
+    _class_accuracy: Optional[np.ndarray]
+
     def __new__(cls, accuracy: float, loss: float, class_accuracy: Optional[np.ndarray] = None) -> "Scores":
         obj = super().__new__(cls, (accuracy, loss))
         obj._class_accuracy = None if class_accuracy is None else np.asarray(class_accuracy, dtype=float)
@@ -56,12 +58,15 @@ class Evaluation(Scores):
         Correct predictions and test samples of each class.
     """
 
+    class_correct: np.ndarray
+    class_total: np.ndarray
+
     def __new__(cls, accuracy: float, loss: float, class_correct: np.ndarray, class_total: np.ndarray) -> "Evaluation":
         correct = np.asarray(class_correct, dtype=np.int64)
         total = np.asarray(class_total, dtype=np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             per_class = np.where(total > 0, correct / np.maximum(total, 1), np.nan)
-        obj = super().__new__(cls, accuracy, loss, per_class)
+        obj = cast(Evaluation, super().__new__(cls, accuracy, loss, per_class))
         obj.class_correct, obj.class_total = correct, total
         return obj
 
@@ -99,11 +104,12 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_siz
         if class_correct is None:
             class_correct = torch.zeros(logits.shape[1], dtype=torch.int64, device=y.device)
             class_total = torch.zeros(logits.shape[1], dtype=torch.int64, device=y.device)
+        assert class_total is not None  # made with class_correct
         class_correct.index_add_(0, target, hit)
         class_total.index_add_(0, target, torch.ones_like(target))
     model.train(was_training)
     n = 0 if class_correct is None else len(class_correct)
-    counts = [] if class_correct is None else [class_correct.double(), class_total.double()]
+    counts = [] if class_correct is None else [class_correct.double(), cast(torch.Tensor, class_total).double()]
     # The one sync: every number comes back in one copy (counts below 2**53 are exact in float64).
     back = torch.cat([loss_sum.view(1), correct.double().view(1), *counts]).cpu().numpy()
     return Evaluation(int(back[1]) / len(y), float(back[0]) / len(y),
@@ -154,7 +160,9 @@ class VacantClassProbe:
                 continue
             mask = torch.isin(self.y, torch.as_tensor(vacant, device=self.y.device))
             scores = evaluate(model, self.x[mask], self.y[mask], self.batch_size)
-            self._scores[int(k)] = float(np.nanmean(scores.class_accuracy[vacant]))
+            class_accuracy = scores.class_accuracy
+            assert class_accuracy is not None  # an Evaluation always has it
+            self._scores[int(k)] = float(np.nanmean(class_accuracy[vacant]))
 
     def take(self) -> float:
         """The round's value — the mean over the observed clients with vacant classes, NaN if

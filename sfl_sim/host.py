@@ -15,7 +15,10 @@ import functools
 import gc
 import os
 import time
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
+
+if TYPE_CHECKING:  # annotations only: this module stays torch-free at import
+    import torch
 
 __all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE",
            "LongLivedObjects", "VECTORISED_BY_DEFAULT", "auto_execution"]
@@ -105,7 +108,7 @@ def default_torch_threads() -> int:
 EVAL_BATCH_SIZE = {"cpu": 250, "cuda": 1000}
 
 
-def eval_batch_size(value: "int | str", device: Any) -> int:
+def eval_batch_size(value: "int | str", device: "torch.device | str") -> int:
     """The test batch a run uses: ``value`` itself, or for ``"auto"`` the table's entry for the
     device's type (:data:`EVAL_BATCH_SIZE`; 1000 for a type it does not list).
 
@@ -156,7 +159,7 @@ class LongLivedObjects:
 VECTORISED_BY_DEFAULT = {"cpu": False, "cuda": False}
 
 
-def auto_execution(device: Any) -> str:
+def auto_execution(device: "torch.device | str") -> str:
     """What ``execution: auto`` means on ``device``: ``"vectorised"`` or ``"loop"``."""
     kind = getattr(device, "type", None) or str(device).split(":")[0]
     return "vectorised" if VECTORISED_BY_DEFAULT.get(kind, False) else "loop"

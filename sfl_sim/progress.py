@@ -17,7 +17,10 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, TextIO, Tuple
+from typing import TYPE_CHECKING, Any, Optional, TextIO, Tuple
+
+if TYPE_CHECKING:  # annotations only: this module stays torch-free at import
+    import torch
 
 __all__ = ["RunProgress", "header_line", "evaluation_line", "interactive", "progress_bar"]
 
@@ -47,7 +50,7 @@ def progress_bar(**kwargs: Any) -> Any:
     return tqdm(**kwargs)
 
 
-def header_line(scenario: str, label: str, position: Tuple[int, int], device: Any, run_dir: Path | str,
+def header_line(scenario: str, label: str, position: Tuple[int, int], device: "torch.device | str", run_dir: Path | str,
                 rounds: int, start_round: int = 0) -> str:
     """The line printed before a run trains.
 
@@ -97,8 +100,8 @@ class RunProgress:
         self._bar: Any = None
         self._label, self._rounds, self._host_start = "", 0, time.perf_counter()
 
-    def start(self, scenario: str, label: str, position: Tuple[int, int], device: Any, run_dir: Path | str,
-              rounds: int, start_round: int = 0) -> None:
+    def start(self, scenario: str, label: str, position: Tuple[int, int], device: "torch.device | str",
+              run_dir: Path | str, rounds: int, start_round: int = 0) -> None:
         """Print the header line (see :func:`header_line`) and, on a terminal, open the bar."""
         self._label, self._rounds, self._host_start = label, rounds, time.perf_counter()
         if not self.enabled:

@@ -8,9 +8,12 @@ abstract methods are the contract, checked at construction).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: the data and selection modules import this one without torch
+    from torch import nn
 
 __all__ = ["DatasetLoader", "LocalModelObserver", "PartitionerProtocol", "SelectorProtocol"]
 
@@ -55,5 +58,5 @@ class LocalModelObserver(Protocol):
     :class:`sfl_sim.evaluation.VacantClassProbe`); passed to
     :meth:`sfl_sim.algorithms.Algorithm.run_round` for a round the runner will evaluate."""
 
-    def observe(self, models: Mapping[int, Any]) -> None:
+    def observe(self, models: Mapping[int, nn.Module]) -> None:
         """Read the client -> ``nn.Module`` models (eval mode, no gradients, no random draws)."""

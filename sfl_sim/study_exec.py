@@ -24,18 +24,22 @@ import functools
 import json
 import multiprocessing
 import os
+import queue
 import sys
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Sequence
 
 from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.host import free_cores
 from sfl_sim.progress import interactive, progress_bar
 from sfl_sim.study import StudyRun
+
+if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
+    from sfl_sim.data.datasets import ArrayDataset
 
 __all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "STATUS_FILE"]
 
@@ -56,7 +60,7 @@ class RunTask:
 
 
 @functools.lru_cache(maxsize=2)
-def _dataset(spec_json: str) -> Any:
+def _dataset(spec_json: str) -> ArrayDataset:
     """One loaded data set per process and spec (forked workers inherit the parent's)."""
     from sfl_sim.build import load_dataset
     from sfl_sim.config import validate
@@ -163,7 +167,7 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
     return True
 
 
-def _bind_gpu(slots: Any) -> None:
+def _bind_gpu(slots: queue.Queue[int]) -> None:
     """Pool initializer: this worker takes the next GPU slot (``--workers`` per GPU)."""
     import torch
 
@@ -185,7 +189,9 @@ def _local(tasks: Sequence[RunTask], workers: int) -> Iterator[Dict[str, Any]]:
         for task in tasks:
             yield execute_run(task)
         return
-    initializer, initargs = None, ()
+    initializer: Optional[Callable[..., None]] = None
+    initargs: tuple[Any, ...] = ()
+    context: multiprocessing.context.BaseContext
     if gpus:
         # CUDA cannot be forked: spawned workers, `workers` of them sharing each GPU.
         context = multiprocessing.get_context("spawn")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, final
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Union, cast, final
 
 import numpy as np
 import torch
@@ -30,8 +30,8 @@ from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.algorithms.execution import (ExecutionMode, ExecutionRequest, StackedSteps, resolve_execution,
                                           vectorised_refusal)
 from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, to_device
-from sfl_sim.algorithms.working_copies import WorkingCopyPools
-from sfl_sim.engine import RoundContext
+from sfl_sim.algorithms.working_copies import Key, WorkingCopyPools
+from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
 from sfl_sim.protocols import LocalModelObserver
@@ -79,7 +79,7 @@ class TrainingSetup:
     client_indices: List[torch.Tensor]
     num_classes: int
     batch_size: int
-    local_iterations: int
+    local_iterations: Optional[int]
     learning_rate: float
     device: torch.device
     minibatch_rng: np.random.Generator
@@ -147,7 +147,8 @@ def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.
 STACK_CHUNK = 256
 
 
-def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequence[float]) -> Dict[str, torch.Tensor]:
+def weighted_average(states: Sequence[Mapping[str, torch.Tensor]],
+                     weights: Union[Sequence[float], np.ndarray]) -> Dict[str, torch.Tensor]:
     """Weighted average of state dicts (SCALA eq. 10, FedAvg): sum_k w_k s_k / sum_k w_k.
 
     Summed in float64.  On CPU the states are added one after another in the order given (the
@@ -180,7 +181,7 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]], weights: Sequ
 
 
 def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
-                             weights: Sequence[float]) -> Dict[str, torch.Tensor]:
+                             weights: Union[Sequence[float], np.ndarray]) -> Dict[str, torch.Tensor]:
     """:func:`weighted_average` over stacked states: per tensor, ``stack`` the clients' copies and
     reduce them with one float64 matrix-vector product per :data:`STACK_CHUNK` clients.
 
@@ -242,7 +243,7 @@ class Algorithm(abc.ABC):
         self.optimizers = OptimizerBank(setup.training, setup.learning_rate)
 
     def run_round(self, ctx: RoundContext, cohort: np.ndarray,
-                  local_model_observer: Optional[LocalModelObserver] = None) -> Generator:
+                  local_model_observer: Optional[LocalModelObserver] = None) -> SimSteps[None]:
         """The engine's entry to one round: :meth:`round_process` between the optimizers' round
         bookkeeping (client optimizers start fresh or from their kept state; afterwards the
         learning-rate schedule moves to the next round).  Use it as the simulator's round
@@ -260,15 +261,14 @@ class Algorithm(abc.ABC):
         self.optimizers.begin_round()
         self.__dict__["_local_model_observer"] = local_model_observer  # this round's only
         try:
-            result = yield from self.round_process(ctx, cohort)
+            yield from self.round_process(ctx, cohort)
         finally:
             self.__dict__["_local_model_observer"] = None
         self.optimizers.end_round()
-        return result
 
     # -- what subclasses implement -------------------------------------------------------------
     @abc.abstractmethod
-    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         """One round as a SimPy generator (see :mod:`sfl_sim.engine.simulator`).
 
         Parameters
@@ -383,7 +383,8 @@ class Algorithm(abc.ABC):
         epochs = self.setup.training.local_epochs
         if epochs is None:
             sizes = self.cohort_batch_sizes(cohort)
-            return {k: IterationWork(self.setup, k, self.setup.local_iterations, sizes[k]) for k in cohort.tolist()}
+            iterations = cast(int, self.setup.local_iterations)  # T is set when local_epochs is not
+            return {k: IterationWork(self.setup, k, iterations, sizes[k]) for k in cohort.tolist()}
         return {k: EpochWork(self.setup, k, epochs, self.setup.batch_size) for k in cohort.tolist()}
 
     # -- local models (evaluation) ---------------------------------------------------------------
@@ -428,7 +429,7 @@ class Algorithm(abc.ABC):
         return vectorised_refusal(self)
 
     # -- shared helpers ------------------------------------------------------------------------
-    def metered_flops(self, kind: str, n_samples: int, dry_run: Callable[[], Any]) -> float:
+    def metered_flops(self, kind: str, n_samples: int, dry_run: Callable[[], object]) -> float:
         """FLOPs of a step of ``kind`` on ``n_samples`` samples without running it: from the
         meter's cache, or — the first time — by metering ``dry_run()``, the same step done on a
         throwaway copy (the vectorised path runs the real step later, stacked)."""
@@ -438,7 +439,7 @@ class Algorithm(abc.ABC):
             return flops
         return per_sample * n_samples
 
-    def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
+    def working_copies(self, source: nn.Module, keys: Sequence[Key]) -> Dict[Key, nn.Module]:
         """One working copy of ``source`` per key (e.g. per cohort client) for this round.
 
         What ``{k: copy.deepcopy(source) for k in keys}`` gives, bit for bit, but the copies are

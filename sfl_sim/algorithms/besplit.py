@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import simpy
@@ -105,19 +105,26 @@ from torch import nn
 
 from sfl_sim.algorithms import besplit_terms as bt
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, weighted_average
-from sfl_sim.algorithms.server_modes import PerClientServer
+from sfl_sim.algorithms.server_modes import PerClientServer, ServerSide
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Reply, SplitRound
-from sfl_sim.engine import Lost, RoundContext
+from sfl_sim.engine import Lost, RoundContext, SimSteps
 from sfl_sim.evaluation import Scores, class_accuracy_of
 
 #: BCC plan of a round: per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j.
 Share = Dict[Tuple[int, int], Dict[int, float]]
 
 
-def _host_array(value: Any) -> np.ndarray:
+def _host_array(value: Union[torch.Tensor, np.ndarray]) -> np.ndarray:
     """A record field as a host float64 array (checkpoints hold tensors; older ones arrays)."""
     return torch.as_tensor(value).detach().cpu().double().numpy()
+
+
+def _record_of(stored: Mapping[str, Any]) -> bt.StateRecord:
+    """A client state record from its checkpoint form (:meth:`BESplit.extra_state`)."""
+    evidence, counts, u_ale, u_epi = (_host_array(stored[f]) for f in ("evidence", "counts", "u_ale", "u_epi"))
+    return bt.StateRecord(evidence, counts, u_ale, u_epi, int(stored["last_round"]))
+
 
 _EVAL_CLIENTS = ("cohort", "all")
 _EVAL_ON = ("local", "global")
@@ -202,7 +209,8 @@ class BESplit(SplitFedBase):
         return head.to(self.setup.device)
 
     def _new_aux(self) -> nn.Module:
-        return nn.Sequential(copy.deepcopy(self.client_model), copy.deepcopy(self._aux_head_init))
+        # only BESplit-A (dtd) makes auxiliary models, and it has the head
+        return nn.Sequential(copy.deepcopy(self.client_model), cast(nn.Module, copy.deepcopy(self._aux_head_init)))
 
     # -- evaluation and state --------------------------------------------------------------------
     def evaluate(self, evaluate_fn: Callable[..., Tuple[float, float]], x: torch.Tensor, y: torch.Tensor,
@@ -211,12 +219,13 @@ class BESplit(SplitFedBase):
             return super().evaluate(evaluate_fn, x, y, batch_size)
         pairs = self.evaluation_pairs()
         n = self.setup.num_classes
+        rows: Sequence[Tuple[float, ...]]
         if self.eval_on == "global":
             results = [evaluate_fn(m, x, y, batch_size) for _, m in pairs]
-            scores, per_class = [tuple(r) for r in results], [class_accuracy_of(r, n) for r in results]
+            rows, per_class = [tuple(r) for r in results], [class_accuracy_of(r, n) for r in results]
         else:
-            scores, per_class = self._local_scores(evaluate_fn, pairs, x, y, batch_size)
-        scores = np.asarray(scores, dtype=float)
+            rows, per_class = self._local_scores(evaluate_fn, pairs, x, y, batch_size)
+        scores = np.asarray(rows, dtype=float)
         with warnings.catch_warnings():  # a class no model could be scored on stays NaN
             warnings.simplefilter("ignore", RuntimeWarning)
             class_accuracy = np.nanmean(np.asarray(per_class, dtype=float), axis=0)
@@ -232,7 +241,7 @@ class BESplit(SplitFedBase):
 
     def _local_scores(self, evaluate_fn: Callable[..., Tuple[float, float]],
                       pairs: List[Tuple[Optional[int], nn.Module]], x: torch.Tensor, y: torch.Tensor,
-                      batch_size: int) -> Tuple[List[Tuple[float, float]], List[np.ndarray]]:
+                      batch_size: int) -> Tuple[List[Tuple[float, ...]], List[np.ndarray]]:
         """(accuracy, loss) of each model on its client's label distribution (``eval_on="local"``),
         and each model's accuracy per class.
 
@@ -248,7 +257,8 @@ class BESplit(SplitFedBase):
             mask = y == n
             if bool(mask.any()):
                 by_class[n] = (x[mask], y[mask])
-        out, per_class = [], []
+        out: List[Tuple[float, ...]] = []
+        per_class: List[np.ndarray] = []
         for k, model in pairs:
             p = counts[k] if k is not None else counts.sum(axis=0)
             class_scores = {n: tuple(evaluate_fn(model, *by_class[n], batch_size)) for n in by_class}
@@ -287,9 +297,7 @@ class BESplit(SplitFedBase):
     def load_extra_state(self, state: Mapping[str, Any]) -> None:
         self._round = int(state["round"])
         self.last_finished = [int(k) for k in state["last_finished"]]
-        self.records = {int(k): bt.StateRecord(*(_host_array(r[f]) for f in ("evidence", "counts", "u_ale", "u_epi")),
-                                               int(r["last_round"]))
-                        for k, r in state["records"].items()}
+        self.records = {int(k): _record_of(r) for k, r in state["records"].items()}
         if self._aux_head_init is not None and state["aux_head_init"] is not None:
             self._aux_head_init.load_state_dict(state["aux_head_init"])
         self.aux_models = {}
@@ -299,18 +307,19 @@ class BESplit(SplitFedBase):
             self.aux_models[int(k)] = model
 
     # -- round -------------------------------------------------------------------------------------
-    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         self._round += 1
         self._fresh = {}
         yield from super().round_process(ctx, cohort)
         self._commit_records()  # records of clients that took part but were not aggregated
 
-    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> SimSteps[Dict[int, nn.Module]]:
         local = yield from super().distribute(ctx, clients)
         if self.dtd:
             for k in clients:  # first participation: W_Ae from the received w_c (on the device)
                 if k not in self.aux_models:
-                    self.aux_models[k] = nn.Sequential(copy.deepcopy(local[k]), copy.deepcopy(self._aux_head_init))
+                    self.aux_models[k] = nn.Sequential(copy.deepcopy(local[k]),
+                                                       cast(nn.Module, copy.deepcopy(self._aux_head_init)))
         return local
 
     def _commit_records(self) -> None:
@@ -334,6 +343,7 @@ class BESplit(SplitFedBase):
         self.last_finished = clients
         w = self._weights(clients)
         self.client_model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], w))
+        assert servers is not None  # BCCServer is per-client: it made the copies
         self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in clients], w))
 
     # -- BCC plan ------------------------------------------------------------------------------------
@@ -342,7 +352,7 @@ class BESplit(SplitFedBase):
         known = [k for k in clients if k in self.records and self.records[k].counts.sum() > 0]
         if not self.bcc or len(known) < 2:
             return [], {}
-        total = sum(r.counts for r in self.records.values())
+        total = cast(np.ndarray, sum(r.counts for r in self.records.values()))  # known: records exist
         p_g = total / total.sum()
         dists = {k: self.records[k].counts / self.records[k].counts.sum() for k in known}
         biased = bt.biased_clients({k: bt.js_divergence(dists[k], p_g) for k in known})
@@ -384,7 +394,7 @@ class BESplit(SplitFedBase):
         logits = server(a_k)
         self.per_client_loss(upload.client, logits, upload.labels).backward()
         self.optimizer_step(self.server_side_optimizer(server, upload.client))
-        return self._reply(a_k.grad, logits)
+        return self._reply(cast(torch.Tensor, a_k.grad), logits)  # backward filled it
 
     def server_on_pair(self, servers: Dict[int, nn.Module], a: ClientActivations, b: ClientActivations,
                        a_to_b: torch.Tensor, b_to_a: torch.Tensor) -> Tuple[Reply, Reply]:
@@ -401,14 +411,16 @@ class BESplit(SplitFedBase):
         loss.backward()
         self.optimizer_step(self.server_side_optimizer(servers[i], i))  # each copy its own optimizer
         self.optimizer_step(self.server_side_optimizer(servers[j], j))
-        return self._reply(a_i.grad, logits_i[:len(y_i)]), self._reply(a_j.grad, logits_j[:len(y_j)])
+        # backward filled both gradients
+        return (self._reply(cast(torch.Tensor, a_i.grad), logits_i[:len(y_i)]),
+                self._reply(cast(torch.Tensor, a_j.grad), logits_j[:len(y_j)]))
 
     def _reply(self, grad: torch.Tensor, logits: torch.Tensor) -> Reply:
         """G_k, with the server's logits for the batch as KD-G teacher when the clients distil."""
         return Reply(grad, {"teacher_logits": logits.detach()} if self.dtd else {})
 
     # -- client --------------------------------------------------------------------------------------
-    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """Backward of G_k, then (BESplit-A) one auxiliary DTD step on the same batch."""
         yield from super().client_on_reply(ctx, step, reply)
         if self.dtd:
@@ -417,7 +429,9 @@ class BESplit(SplitFedBase):
 
     def _aux_step(self, step: ClientStep, teacher: torch.Tensor) -> None:
         """Eq. (18): KD-C from this batch's client-side activations, KD-G from the teacher logits."""
-        aux, z_c = self.aux_models[step.client], step.activations.detach()
+        assert step.activations is not None  # client_forward set it before the upload
+        aux = cast(nn.Sequential, self.aux_models[step.client])  # (client side, head), made by distribute
+        z_c = step.activations.detach()
         z_ae = aux[0](step.x)
         loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
                            bt.annealing(self._round, self.anneal_rounds), self.evidence_fn, self.normalise_relations)
@@ -431,34 +445,39 @@ class BCCServer(PerClientServer):
     At the round start the plan comes from :meth:`BESplit.plan_bcc`; every iteration each pair
     (i, j) is one server job that waits for both uploads, and each unpaired client one job."""
 
-    def start_server(self, algo: "BESplit", rnd: SplitRound) -> List[simpy.Process]:
-        pairs, share = algo.plan_bcc(rnd.clients)
+    def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
+        besplit = cast(BESplit, algo)  # this mode is BESplit's own
+        servers = rnd.servers
+        assert servers is not None  # server_copies made them
+        pairs, share = besplit.plan_bcc(rnd.clients)
         pair_of = {k: pair for pair in pairs for k in pair}
         jobs = []
         for t in range(rnd.exchange.iterations):
             iterating = set(rnd.exchange.iterating(t, rnd.clients))
             for i, j in pairs:
                 if i in iterating and j in iterating:
-                    jobs.append(rnd.ctx.process(self._serve_pair(algo, rnd, t, i, j, share)))
+                    jobs.append(rnd.ctx.process(self._serve_pair(besplit, rnd, t, i, j, share)))
             for k in rnd.clients:  # unpaired, or its partner has no iteration t (local epochs)
                 if k in iterating and not (k in pair_of and set(pair_of[k]) <= iterating):
-                    jobs.append(rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k)))
+                    jobs.append(rnd.ctx.process(self.serve(algo, rnd, servers[k], t, k)))
         return jobs
 
-    def _serve_pair(self, algo: "BESplit", rnd: SplitRound, t: int, i: int, j: int, share: Share) -> Generator:
+    def _serve_pair(self, algo: "BESplit", rnd: SplitRound, t: int, i: int, j: int, share: Share) -> SimSteps[None]:
         """One BCC job of a pair at iteration t; if one upload is lost the other is stepped alone."""
+        servers = rnd.servers
+        assert servers is not None  # server_copies made them
         got = {i: (yield rnd.exchange.upload(t, i)), j: (yield rnd.exchange.upload(t, j))}
         if isinstance(got[i], Lost) or isinstance(got[j], Lost):
             for k in (i, j):
                 if not isinstance(got[k], Lost):
-                    yield from self.step_and_answer(algo, rnd, rnd.servers[k], t, got[k])
+                    yield from self.step_and_answer(algo, rnd, servers[k], t, got[k])
             return
         rnd.activations_ready()
         to_j = algo.shared_rows(got[i].labels, share.get((i, j), {}))  # rows of i's batch for W_S,j
         to_i = algo.shared_rows(got[j].labels, share.get((j, i), {}))
         n_samples = len(got[i].labels) + len(got[j].labels) + len(to_i) + len(to_j)
         reply_i, reply_j = yield from algo.server_compute(
-            rnd.ctx, "server_step", n_samples, lambda: algo.server_on_pair(rnd.servers, got[i], got[j], to_j, to_i))
+            rnd.ctx, "server_step", n_samples, lambda: algo.server_on_pair(servers, got[i], got[j], to_j, to_i))
         rnd.exchange.answer(t, i, reply_i)
         rnd.exchange.answer(t, j, reply_j)
 
@@ -468,7 +487,7 @@ class BESplitG(BESplit):
     """BESplit-G: EA + BCC, reports the global model."""
 
     #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.resolved.constructor_params`).
-    fixed_params = {"dtd": False}
+    fixed_params: ClassVar[Dict[str, Any]] = {"dtd": False}
 
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         if "dtd" in params:
@@ -481,7 +500,7 @@ class BESplitA(BESplit):
     """BESplit-A: EA + BCC + DTD, reports the clients' auxiliary models."""
 
     #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.resolved.constructor_params`).
-    fixed_params = {"dtd": True}
+    fixed_params: ClassVar[Dict[str, Any]] = {"dtd": True}
 
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         if "dtd" in params:

@@ -17,7 +17,7 @@ Every function works on a batch and returns batch means unless its docstring say
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import torch
@@ -159,7 +159,8 @@ def ema_update(stored: Optional[StateRecord], fresh: StateRecord, beta: float, r
     else:
         decay = beta ** max(1, round_index - stored.last_round)
         parts = tuple(decay * old + (1 - decay) * new for old, new in zip(stored.as_tuple(), fresh.as_tuple()))
-    return StateRecord(*(p.copy() for p in parts), last_round=round_index)
+    evidence, counts, u_ale, u_epi = (p.copy() for p in parts)
+    return StateRecord(evidence, counts, u_ale, u_epi, last_round=round_index)
 
 
 def normalised_record(record: StateRecord) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -191,14 +192,16 @@ def ea_weights(records: Sequence[StateRecord], eps: float = 1e-8, uncertainty_re
     If every score is 0 the weights are uniform."""
     if uncertainty_reduce not in ("sum", "mean"):
         raise ValueError(f"uncertainty_reduce={uncertainty_reduce!r}; allowed: sum, mean")
-    q, ale, epi = [], [], []
+    q_k: List[float] = []
+    ale_k: List[float] = []
+    epi_k: List[float] = []
     for r in records:
         e_bar, m, u_ale, u_epi = normalised_record(r)
-        q.append(evidence_concentration(e_bar, m, eps))
+        q_k.append(evidence_concentration(e_bar, m, eps))
         div = max(1, int((m > 0).sum())) if uncertainty_reduce == "mean" else 1
-        ale.append(u_ale.sum() / div)
-        epi.append(u_epi.sum() / div)
-    q, ale, epi = np.asarray(q), np.asarray(ale), np.asarray(epi)
+        ale_k.append(u_ale.sum() / div)
+        epi_k.append(u_epi.sum() / div)
+    q, ale, epi = np.asarray(q_k), np.asarray(ale_k), np.asarray(epi_k)
     s = np.ones(len(records))
     if use_evidence:
         s = s * q
@@ -257,7 +260,8 @@ def greedy_matching(clients: Sequence[int], dists: Dict[int, np.ndarray], p_g: n
             i, j = clients[a], clients[b]
             edges.append((edge_weight(dists[i], dists[j], p_g), i, j))
     edges.sort(key=lambda e: -e[0])
-    used, pairs = set(), []
+    used: Set[int] = set()
+    pairs: List[Tuple[int, int]] = []
     for w, i, j in edges:
         if w <= min_weight:
             break

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 import torch
@@ -50,6 +50,8 @@ from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
 
 __all__ = ["RETIRED_HOOKS", "ConformanceError", "check_algorithm", "conformance_setup"]
+
+_T = TypeVar("_T")
 
 N_CLASSES = 4
 DATA_SIZES = (10, 14, 8, 16)
@@ -74,15 +76,16 @@ class ConformanceError(AssertionError):
 
 class _Report:
     def __init__(self, name: str) -> None:
-        self.name, self.passed = name, []  # type: ignore[var-annotated]
+        self.name = name
+        self.passed: List[str] = []
 
-    def check(self, ok: Any, check: str, detail: str = "") -> None:
+    def check(self, ok: object, check: str, detail: str = "") -> None:
         if not bool(ok):
             raise ConformanceError(f"algorithm {self.name} fails check '{check}'" + (f": {detail}" if detail else ""))
         if check not in self.passed:
             self.passed.append(check)
 
-    def attempt(self, check: str, fn: Callable[[], Any]) -> Any:
+    def attempt(self, check: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn``; an exception fails ``check`` with its type and first line."""
         try:
             result = fn()
@@ -151,7 +154,7 @@ def _resolve(spec: Union[str, type, Mapping[str, Any]], params: Dict[str, Any]) 
     return getattr(spec, "__qualname__", repr(spec)), spec, params
 
 
-def _build(report: _Report, cls: Any, params: Dict[str, Any], seed: int,
+def _build(report: _Report, cls: type, params: Dict[str, Any], seed: int,
            training: TrainingSettings = TrainingSettings()) -> Algorithm:
     setup = conformance_setup(seed, training)
     torch.manual_seed(seed + 3)  # layers an algorithm adds at construction
@@ -164,12 +167,13 @@ def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> 
     durations = []
     for cohort in COHORTS:
         cohort_ids = np.array(cohort, dtype=np.int64)
-        durations.append(report.attempt("lost payloads" if lossy else "rounds run", lambda c=cohort_ids: sim.run_round(
-            lambda ctx: algo.run_round(ctx, c), c)))
+        # attempt calls its function at once: the loop's cohort is the one it sees
+        durations.append(report.attempt("lost payloads" if lossy else "rounds run", lambda: sim.run_round(
+            lambda ctx: algo.run_round(ctx, cohort_ids), cohort_ids)))
     return sim, durations
 
 
-def _run(report: _Report, cls: Any, params: Dict[str, Any],
+def _run(report: _Report, cls: type, params: Dict[str, Any],
          seed: int) -> Tuple[Algorithm, Simulator, List[float], Tuple[float, float]]:
     """Build, train two rounds, evaluate (evaluation may touch the state, as SplitFedV3's does)."""
     algo = _build(report, cls, params, seed)
@@ -179,7 +183,7 @@ def _run(report: _Report, cls: Any, params: Dict[str, Any],
     return algo, sim, durations, scores
 
 
-def _non_plain(obj: Any, path: str = "state_dict()") -> List[str]:
+def _non_plain(obj: object, path: str = "state_dict()") -> List[str]:
     """Paths of the leaves of ``obj`` that are not plain (tensor, number, string, None)."""
     if isinstance(obj, Mapping):
         return [p for key, value in obj.items() for p in _non_plain(value, f"{path}[{key!r}]")]
@@ -188,7 +192,7 @@ def _non_plain(obj: Any, path: str = "state_dict()") -> List[str]:
     return [] if isinstance(obj, _PLAIN) else [f"{path} is a {type(obj).__module__}.{type(obj).__qualname__}"]
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     """Two states are equal: same structure, tensors bit for bit (dtype and shape included)."""
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
@@ -209,7 +213,7 @@ def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_si
     return float((logits.argmax(dim=1) == y).float().mean()), float(F.cross_entropy(logits, y))
 
 
-def _check_optimizer_state(report: _Report, cls: Any, params: Dict[str, Any], seed: int) -> None:
+def _check_optimizer_state(report: _Report, cls: type, params: Dict[str, Any], seed: int) -> None:
     """Two rounds with stateful optimizers, then a third round from the original and from a fresh
     instance loaded with its state dict (and the same random streams): the same weights."""
     algo = _build(report, cls, params, seed, STATEFUL_TRAINING)
@@ -225,7 +229,7 @@ def _check_optimizer_state(report: _Report, cls: Any, params: Dict[str, Any], se
     for model in (algo, twin):
         sim = _simulator(False)
         torch.manual_seed(seed + 5)  # dropout
-        report.attempt("optimizer state", lambda m=model: sim.run_round(lambda ctx: m.run_round(ctx, cohort), cohort))
+        report.attempt("optimizer state", lambda: sim.run_round(lambda ctx: model.run_round(ctx, cohort), cohort))
         after.append(model.global_model().state_dict())
     report.check(_same(after[0], after[1]), "optimizer state",
                  "a fresh instance loaded from state_dict() trains the next round to other weights than the "

@@ -20,16 +20,16 @@ the mode.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional, Sequence, Tuple, get_args
+from typing import Any, Callable, Literal, Optional, Protocol, Sequence, Tuple, get_args
 
 from torch import nn
 
 from sfl_sim.algorithms.vectorised import stacking_refusal
 from sfl_sim.optim import TrainingSettings
 
-__all__ = ["EXECUTION_REQUESTS", "ExecutionMode", "ExecutionRefused", "ExecutionRequest", "OPTIMIZER_HOOKS",
-           "StackedSteps", "overridden", "resolve_execution", "stacked_steps_of", "training_refusal",
-           "vectorised_refusal"]
+__all__ = ["EXECUTION_REQUESTS", "Executable", "ExecutionMode", "ExecutionRefused", "ExecutionRequest",
+           "OPTIMIZER_HOOKS", "StackedSteps", "overridden", "resolve_execution", "stacked_steps_of",
+           "training_refusal", "vectorised_refusal"]
 
 #: How a round's client steps run.
 ExecutionMode = Literal["loop", "vectorised"]
@@ -42,6 +42,21 @@ EXECUTION_REQUESTS: Tuple[str, ...] = get_args(ExecutionRequest)
 
 #: The optimizer hooks the stacked steps never call (they apply ``w <- w - eta grad`` themselves).
 OPTIMIZER_HOOKS = ("client_optimizer", "optimizer_step")
+
+
+class _HasTraining(Protocol):
+    @property
+    def training(self) -> TrainingSettings:
+        """The run's training settings (:func:`training_refusal` reads them)."""
+
+
+class Executable(Protocol):
+    """What the execution seam reads of an algorithm: its setup's training settings (the rest
+    through its class); :class:`sfl_sim.algorithms.Algorithm`, which imports this module, has it."""
+
+    @property
+    def setup(self) -> _HasTraining:
+        """The algorithm's :class:`~sfl_sim.algorithms.TrainingSetup`."""
 
 
 class ExecutionRefused(ValueError):
@@ -119,7 +134,7 @@ def training_refusal(settings: TrainingSettings) -> Optional[str]:
     return None
 
 
-def vectorised_refusal(algorithm: Any) -> Optional[str]:
+def vectorised_refusal(algorithm: Executable) -> Optional[str]:
     """Why ``algorithm`` cannot run ``execution: vectorised`` (None when it can).
 
     In order: its family declares no :class:`StackedSteps`; it overrides one of the declared
@@ -147,7 +162,7 @@ def vectorised_refusal(algorithm: Any) -> Optional[str]:
     return None if why is None else f"its {steps.what} cannot be stacked: {why}"
 
 
-def resolve_execution(request: ExecutionRequest, algorithm: Any) -> ExecutionMode:
+def resolve_execution(request: ExecutionRequest, algorithm: Executable) -> ExecutionMode:
     """The mode ``algorithm`` runs for a run's ``request`` (see :data:`ExecutionRequest`).
 
     Raises

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, Callable, ClassVar, Dict, Generator, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 import numpy as np
 import torch
@@ -44,7 +44,7 @@ from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_
 from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.vectorised import CohortSteps
-from sfl_sim.engine import Outcome, RoundContext
+from sfl_sim.engine import Outcome, RoundContext, SimSteps
 from sfl_sim.optim import make_optimizer
 
 
@@ -105,7 +105,7 @@ class FedAvg(Algorithm):
         self.model.load_state_dict(weighted_average([local[k].state_dict() for k in cohort.tolist()], weights))
 
     # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
@@ -128,7 +128,7 @@ class FedAvg(Algorithm):
         return StackedLocalSteps(self) if self.execution == "vectorised" else LocalSteps(self)
 
     def _client(self, ctx: RoundContext, work: ClientWork, model: nn.Module,
-                steps: "LocalSteps") -> Generator[Any, Any, Outcome]:
+                steps: "LocalSteps") -> SimSteps[Outcome]:
         """Client k's local work on ``model`` (every iteration timed on its device), then its upload."""
         k = work.client
         step = steps.start(k, model)
@@ -231,6 +231,7 @@ class GlobalTeacherFedAvg(FedAvg):
 
     def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         logits = model(x)
+        assert self._teacher is not None  # begin_round set it
         with torch.no_grad():
             global_logits = self._teacher(x)
         return self.distilled_loss(client, logits, global_logits, y)

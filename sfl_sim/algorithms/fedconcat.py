@@ -33,7 +33,7 @@ Choices (each a parameter):
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generator, Optional, Set
+from typing import Any, Dict, Optional, Set
 
 import numpy as np
 import torch
@@ -45,7 +45,7 @@ from sfl_sim.algorithms.fedavg import FedAvg
 from simkit.checks import check_choice, check_int
 from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head,
                                          classifier_layer, kmeans_label_clusters)
-from sfl_sim.engine import RoundContext
+from sfl_sim.engine import Outcome, RoundContext, SimSteps
 
 
 @ALGORITHMS.register("fedconcat")
@@ -115,7 +115,7 @@ class FedConcat(FedAvg):
         self.load_optimizer_state(state)
 
     # -- one round -------------------------------------------------------------------------------
-    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         if self.stage == 1:
             yield from self._encoder_round(ctx, cohort)
         else:
@@ -124,7 +124,7 @@ class FedConcat(FedAvg):
             yield from self._classifier_round(ctx, cohort)
         self.rounds_done += 1
 
-    def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
         local: Dict[int, nn.Module] = {}
@@ -134,7 +134,7 @@ class FedConcat(FedAvg):
 
         steps = self.local_steps()
 
-        def client(k: int) -> Generator:
+        def client(k: int) -> SimSteps[Outcome]:
             yield ctx.download(k, state_bytes(local[k]), "model")
             return (yield from self._client(ctx, work[k], local[k], steps))
 
@@ -150,7 +150,7 @@ class FedConcat(FedAvg):
                 self.cluster_models[j].load_state_dict(
                     weighted_average([local[k].state_dict() for k in members], weights))
 
-    def _classifier_round(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def _classifier_round(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         concat = self.concat
         assert concat is not None
         clients = cohort.tolist()
@@ -159,7 +159,7 @@ class FedConcat(FedAvg):
         yield ctx.broadcast(state_bytes(concat.head), "classifier")
         heads = self.working_copies(concat.head, clients)
 
-        def client(k: int) -> Generator:
+        def client(k: int) -> SimSteps[Outcome]:
             if k not in self.has_encoders:
                 yield ctx.download(k, encoder_bytes, "encoders")
                 self.has_encoders.add(k)

@@ -20,7 +20,7 @@ References
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple, cast
 
 import numpy as np
 import torch
@@ -156,6 +156,11 @@ def not_true_distillation_loss(local_logits: torch.Tensor, global_logits: torch.
 
 
 # -- features / classifier of a SplittableModel ---------------------------------------------------
+def _blocks(model: nn.Module) -> nn.ModuleList:
+    """``model.blocks`` of a :class:`~sfl_sim.models.split.SplittableModel` (typed as such)."""
+    return cast(nn.ModuleList, model.blocks)
+
+
 def classifier_layer(model: nn.Module) -> nn.Linear:
     """The last ``nn.Linear`` of ``model``'s last block: the classifier (its input is the representation).
 
@@ -164,7 +169,7 @@ def classifier_layer(model: nn.Module) -> nn.Linear:
     ValueError
         If the last block is neither an ``nn.Linear`` nor an ``nn.Sequential`` ending with one.
     """
-    last = model.blocks[-1]
+    last = _blocks(model)[-1]
     if isinstance(last, nn.Linear):
         return last
     if isinstance(last, nn.Sequential) and len(last) > 0 and isinstance(last[-1], nn.Linear):
@@ -181,11 +186,12 @@ def features_and_logits(model: nn.Module, x: torch.Tensor) -> Tuple[torch.Tensor
     output of the second hidden FC layer's ReLU), flattened to (n, d).
     """
     head = classifier_layer(model)
-    for block in model.blocks[:-1]:
+    blocks = _blocks(model)
+    for block in blocks[:-1]:
         x = block(x)
-    last = model.blocks[-1]
+    last = blocks[-1]
     if last is not head:
-        for layer in list(last)[:-1]:
+        for layer in list(cast(nn.Sequential, last))[:-1]:  # classifier_layer: a Sequential ending with head
             x = layer(x)
     feats = x.reshape(x.shape[0], -1)
     return feats, head(feats)
@@ -197,10 +203,11 @@ class FeatureExtractor(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         head = classifier_layer(model)
-        last = model.blocks[-1]
-        layers: List[nn.Module] = list(model.blocks[:-1])
+        blocks = _blocks(model)
+        last = blocks[-1]
+        layers: List[nn.Module] = list(blocks[:-1])
         if last is not head:
-            layers += list(last)[:-1]
+            layers += list(cast(nn.Sequential, last))[:-1]  # classifier_layer: a Sequential ending with head
         self.body = nn.Sequential(*layers)
         self.out_features = head.in_features
 

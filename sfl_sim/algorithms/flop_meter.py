@@ -9,7 +9,7 @@ linear in the batch size.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Callable, Dict, Tuple, TypeVar
 
 # Why not the public ``torch.utils.flop_counter.FlopCounterMode``: it always runs a
 # ``ModuleTracker`` whose multi-grad hooks raise "A leaf node was passed to
@@ -21,6 +21,8 @@ from typing import Any, Callable, Dict, Tuple
 # where FlopCounterMode works, and fails (strict xfail) once torch lifts the limitation.
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
+
+Result = TypeVar("Result")
 
 
 class _CountFlops(TorchDispatchMode):
@@ -49,7 +51,7 @@ class FlopMeter:
     def __init__(self) -> None:
         self.flops_per_sample: Dict[str, float] = {}
 
-    def run(self, kind: str, n_samples: int, fn: Callable[[], Any]) -> Tuple[Any, float]:
+    def run(self, kind: str, n_samples: int, fn: Callable[[], Result]) -> Tuple[Result, float]:
         """Run ``fn()`` and return ``(its result, FLOPs of the step)``.
 
         Parameters

@@ -29,7 +29,7 @@ Differences from ``ca_sfl`` (CA-SFL = SCALA without adjustments):
 """
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Sequence, cast
 
 import numpy as np
 import torch
@@ -77,4 +77,5 @@ class MinibatchSFL(SplitFedBase):
         losses = torch.stack([F.cross_entropy(lk, yk) for lk, yk in zip(logits.split(sizes), labels.split(sizes))])
         (losses * to_device(weights, losses.device)).sum().backward()
         self.optimizer_step(self.server_optimizer(self.server_model.parameters()))
-        return [Reply(g / w) for g, w in zip(acts.grad.split(sizes), weights.tolist())]
+        grads = cast(torch.Tensor, acts.grad)  # backward filled it
+        return [Reply(g / w) for g, w in zip(grads.split(sizes), weights.tolist())]

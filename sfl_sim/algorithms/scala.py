@@ -36,7 +36,7 @@ this module adds the priors, the concatenated server step and LLA-SFL's per-clie
 """
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Sequence, cast
 
 import numpy as np
 import torch
@@ -136,16 +136,16 @@ class SCALA(SplitFedBase):
             # loss's, read off the one backward that also gives w_s's gradients.
             server_loss.backward()
             total = float(sum(sizes))
-            act_grads = [g * (total / n) for g, n in zip(acts.grad.split(sizes), sizes)]
+            act_grads = [g * (total / n) for g, n in zip(cast(torch.Tensor, acts.grad).split(sizes), sizes)]
             self.optimizer_step(self.server_optimizer(params))
             return [Reply(g) for g in act_grads]
         # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
         # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
         # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
         # the logits, i.e. plain cross-entropy.
-        client_loss = sum(
+        client_loss = cast(torch.Tensor, sum(  # a sum of tensors (one per client of the concatenation)
             logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
-            for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes)))
+            for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes))))
         param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
         act_grad = torch.autograd.grad(client_loss, acts)[0]
         for p, g in zip(params, param_grads):

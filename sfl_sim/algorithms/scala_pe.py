@@ -45,7 +45,7 @@ Choices where the journal is silent (its numbers were lost; each is a parameter)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Generator, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, cast
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +55,7 @@ from simkit.checks import check_int
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.split_messages import ClientStep, Reply
-from sfl_sim.engine import RoundContext
+from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.models import output_shape
 from sfl_sim.privacy.inversion import InversionModel
 
@@ -134,9 +134,9 @@ class SCALAPE(SCALA):
 
     def client_forward(self, step: ClientStep) -> torch.Tensor:
         """A_k from the feature extractor (client-side model + encoder) of the bundle."""
-        return step.model["extractor"](step.x)
+        return cast(nn.ModuleDict, step.model)["extractor"](step.x)  # a working copy of the bundle
 
-    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """The privacy step (metered as ``client_privacy``), then SCALA's backward of G_k.
 
         The base backward steps every parameter of the bundle; the inverter's gradients were
@@ -146,10 +146,11 @@ class SCALAPE(SCALA):
 
     def _privacy_step(self, step: ClientStep) -> None:
         """Inverter step on +R, and -α·∇R into the extractor's gradient (G_k's is added to it)."""
-        ext_params = list(step.model["extractor"].parameters())
-        inv_params = list(step.model["inverter"].parameters())
+        bundle = cast(nn.ModuleDict, step.model)  # a working copy of _bundle
+        ext_params = list(bundle["extractor"].parameters())
+        inv_params = list(bundle["inverter"].parameters())
         # Reconstruction error R of the simulated inverter on this batch's activations.
-        err = F.mse_loss(step.model["inverter"](step.activations), step.x)
+        err = F.mse_loss(bundle["inverter"](step.activations), step.x)
         inv_grads = torch.autograd.grad(err, inv_params, retain_graph=True)
         if self.alpha > 0:
             ext_grads = torch.autograd.grad(-self.alpha * err, ext_params, retain_graph=True)

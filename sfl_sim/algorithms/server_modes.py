@@ -18,15 +18,16 @@ of one of these (BESplit's paired server) changes which jobs run, and nothing el
 from __future__ import annotations
 
 import abc
-from typing import (Any, Callable, ClassVar, Dict, Generator, List, Literal, Optional, Protocol, Sequence, Tuple,
-                    TypeVar, Union)
+from typing import (Callable, ClassVar, Dict, List, Literal, Optional, Protocol, Sequence, Tuple,
+                    TypeVar, Union, cast)
 
 import simpy
 from torch import nn
 
 from sfl_sim.algorithms.split_messages import ClientActivations, Reply, SplitRound
+from sfl_sim.algorithms.working_copies import Key
 from sfl_sim.choices import check_choice
-from sfl_sim.engine import Lost, RoundContext
+from sfl_sim.engine import Lost, RoundContext, SimSteps
 
 Result = TypeVar("Result")
 
@@ -48,14 +49,14 @@ class ServerSide(Protocol):
         """Torch work on the concatenation of an iteration; one reply per upload."""
 
     def server_on_client(self, ctx: RoundContext, server: nn.Module, upload: ClientActivations,
-                         want_reply: bool) -> Generator[Any, Any, Optional[Reply]]:
+                         want_reply: bool) -> SimSteps[Optional[Reply]]:
         """One timed server job on one client's activations; ``yield from`` it."""
 
     def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
-                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+                       fn: Callable[[], Result]) -> SimSteps[Result]:
         """Run ``fn()`` as metered server work; ``yield from`` it."""
 
-    def working_copies(self, source: nn.Module, keys: Sequence[Any]) -> Dict[Any, nn.Module]:
+    def working_copies(self, source: nn.Module, keys: Sequence[Key]) -> Dict[Key, nn.Module]:
         """One copy of ``source`` per key, valid until the next call."""
 
 ServerModeName = Literal["concatenated", "per_client", "sequential"]
@@ -111,7 +112,7 @@ class ServerMode(abc.ABC):
         """
 
     def finish(self, algo: ServerSide, rnd: SplitRound, clients: Dict[int, simpy.Process],
-               server: List[simpy.Process]) -> Generator[Any, Any, List[int]]:
+               server: List[simpy.Process]) -> SimSteps[List[int]]:
         """Wait for the round's end under the straggler policy; ``yield from`` it.
 
         Default: the policy applies to the clients' whole rounds (their end-of-round uploads),
@@ -125,7 +126,7 @@ class ServerMode(abc.ABC):
         """
         return (yield from rnd.ctx.gather(clients, local_iterations=rnd.exchange.iterations))
 
-    def serve(self, algo: ServerSide, rnd: SplitRound, server: nn.Module, t: int, k: int) -> Generator:
+    def serve(self, algo: ServerSide, rnd: SplitRound, server: nn.Module, t: int, k: int) -> SimSteps[None]:
         """One server job: wait for client k's upload of iteration t, step ``server`` on it and
         answer (when the algorithm replies).  A lost upload ends the job.
 
@@ -146,10 +147,11 @@ class ServerMode(abc.ABC):
 
     @staticmethod
     def step_and_answer(algo: ServerSide, rnd: SplitRound, server: nn.Module, t: int,
-                        upload: ClientActivations) -> Generator:
+                        upload: ClientActivations) -> SimSteps[None]:
         """Step ``server`` on one client's activations (timed on the server), then answer it."""
         reply = yield from algo.server_on_client(rnd.ctx, server, upload, algo.server_replies)
         if algo.server_replies:
+            assert reply is not None  # a job asked for a reply returns one
             rnd.exchange.answer(t, upload.client, reply)
 
 
@@ -161,7 +163,7 @@ class ConcatenatedServer(ServerMode):
     def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         return [rnd.ctx.process(self._iterations(algo, rnd))]
 
-    def _iterations(self, algo: ServerSide, rnd: SplitRound) -> Generator:
+    def _iterations(self, algo: ServerSide, rnd: SplitRound) -> SimSteps[List[int]]:
         """The server's iterations; returns the clients still in after the last one.
 
         Iteration t concatenates the clients still iterating: with ``local_epochs`` a client
@@ -180,7 +182,7 @@ class ConcatenatedServer(ServerMode):
             if not kept:
                 continue
             rnd.activations_ready()
-            uploads = [exchange.upload(t, k).value for k in kept]
+            uploads = [cast(ClientActivations, exchange.upload(t, k).value) for k in kept]  # kept: arrived
             n_samples = int(sum(u.activations.shape[0] for u in uploads))
             replies = yield from algo.server_compute(ctx, "server_step", n_samples,
                                                      lambda: algo.server_on_concatenation(uploads))
@@ -189,7 +191,7 @@ class ConcatenatedServer(ServerMode):
         return active
 
     def finish(self, algo: ServerSide, rnd: SplitRound, clients: Dict[int, simpy.Process],
-               server: List[simpy.Process]) -> Generator:
+               server: List[simpy.Process]) -> SimSteps[List[int]]:
         """The policy acted at every iteration; wait for the clients still in to finish."""
         ctx = rnd.ctx
         still_in = yield server[0]
@@ -214,7 +216,9 @@ class PerClientServer(ServerMode):
 
     def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         # One job per (iteration, client), started now; they queue on the one server.
-        return [rnd.ctx.process(self.serve(algo, rnd, rnd.servers[k], t, k))
+        servers = rnd.servers
+        assert servers is not None  # server_copies made them
+        return [rnd.ctx.process(self.serve(algo, rnd, servers[k], t, k))
                 for t in range(rnd.exchange.iterations) for k in rnd.exchange.iterating(t, rnd.clients)]
 
 
@@ -238,7 +242,8 @@ class SequentialServer(ServerMode):
     def start_clients(self, rnd: SplitRound, spawn: Spawn) -> Dict[int, simpy.Process]:
         if not self.clients_take_turns:
             return super().start_clients(rnd, spawn)
-        jobs, previous = {}, None
+        jobs: Dict[int, simpy.Process] = {}
+        previous: Optional[simpy.Event] = None
         for k in rnd.clients:
             done = rnd.ctx.event()
             jobs[k] = spawn(k, previous, done)
@@ -255,7 +260,7 @@ class SequentialServer(ServerMode):
     def start_server(self, algo: ServerSide, rnd: SplitRound) -> List[simpy.Process]:
         return [rnd.ctx.process(self._in_order(algo, rnd))]
 
-    def _in_order(self, algo: ServerSide, rnd: SplitRound) -> Generator:
+    def _in_order(self, algo: ServerSide, rnd: SplitRound) -> SimSteps[None]:
         for t, k in self.order(rnd):
             yield from self.serve(algo, rnd, algo.server_model, t, k)
 

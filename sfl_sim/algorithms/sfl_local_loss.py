@@ -35,16 +35,17 @@ Choices where the paper is silent (each a parameter):
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Generator, List, Mapping
+from typing import Any, Dict, List, Mapping, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes
+from sfl_sim.algorithms.server_modes import ServerModeName
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientStep
-from sfl_sim.engine import Lost, Outcome, RoundContext
+from sfl_sim.engine import Lost, Outcome, RoundContext, SimSteps
 
 _SERVER_MODES = ("per_client", "sequential")
 
@@ -69,7 +70,7 @@ class SFLLocalLoss(SplitFedBase):
             raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(_SERVER_MODES)}")
         if isinstance(aux_hidden, bool) or not isinstance(aux_hidden, int) or aux_hidden < 0:
             raise ValueError(f"aux_hidden={aux_hidden!r}; allowed: an int >= 0")
-        super().__init__(setup, server_mode=server_mode)
+        super().__init__(setup, server_mode=cast(ServerModeName, server_mode))  # checked just above
         n_features = math.prod(self.activation_shape)
         layers: list[nn.Module] = [nn.Flatten()]
         if aux_hidden:
@@ -90,20 +91,22 @@ class SFLLocalLoss(SplitFedBase):
     def client_side(self) -> nn.Module:
         return self._client_side
 
-    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> SimSteps[Dict[int, nn.Module]]:
         yield ctx.broadcast(state_bytes(self.client_model), "client_model")
         yield ctx.broadcast(state_bytes(self.aux_head), "aux_head")
         return self.working_copies(self._client_side, clients)
 
-    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
-        sent = yield ctx.upload(k, state_bytes(model["body"]), "client_model")
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
+        parts = cast(nn.ModuleDict, model)  # a working copy of _client_side
+        sent = yield ctx.upload(k, state_bytes(parts["body"]), "client_model")
         if isinstance(sent, Lost):
             return sent
-        return (yield ctx.upload(k, state_bytes(model["aux"]), "aux_head"))
+        return (yield ctx.upload(k, state_bytes(parts["aux"]), "aux_head"))
 
     def client_forward(self, step: ClientStep) -> torch.Tensor:
         """The local step on the auxiliary loss; returns the activations computed before it."""
-        body, aux = step.model["body"], step.model["aux"]
+        parts = cast(nn.ModuleDict, step.model)  # a working copy of _client_side
+        body, aux = parts["body"], parts["aux"]
         acts = body(step.x)
         F.cross_entropy(aux(acts), step.y).backward()
         self.optimizer_step(self.client_optimizer(step.client, step.model.parameters()))

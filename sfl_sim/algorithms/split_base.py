@@ -72,7 +72,7 @@ server" are taken to be wired together).
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, ClassVar, Dict, Generator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
 import simpy
@@ -86,7 +86,7 @@ from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
 from sfl_sim.algorithms.vectorised import StackedClientSide
-from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext
+from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext, SimSteps
 from sfl_sim.models import probe_output
 from sfl_sim.optim import make_optimizer
 
@@ -182,7 +182,7 @@ class SplitFedBase(Algorithm):
             Its deep copies are the clients' working copies (``ClientStep.model``)."""
         return self.client_model
 
-    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> SimSteps[Dict[int, nn.Module]]:
         """Start of the round (Algorithm 2, line 7): broadcast the client side; ``yield from`` it.
 
         Parameters
@@ -200,7 +200,7 @@ class SplitFedBase(Algorithm):
         yield ctx.broadcast(state_bytes(side), "client_model")
         return self.working_copies(side, clients)
 
-    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
         """Client k after its last iteration (line 22): upload of w_c,k^T; ``yield from`` it.
 
         Parameters
@@ -257,7 +257,7 @@ class SplitFedBase(Algorithm):
         """
         return step.model(step.x)
 
-    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+    def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """Everything client k does once the server's reply is downloaded; ``yield from`` it.
 
         Default: one job of kind ``client_backward`` running :meth:`client_backward`.  Override
@@ -282,6 +282,7 @@ class SplitFedBase(Algorithm):
         reply : Reply
             ``reply.activation_grad`` is G_k, shaped like ``step.activations``.
         """
+        assert step.activations is not None  # client_forward set it before the upload
         step.activations.backward(reply.activation_grad)
         self.optimizer_step(self.client_optimizer(step.client, step.model.parameters()))
 
@@ -326,7 +327,7 @@ class SplitFedBase(Algorithm):
         loss = self.per_client_loss(upload.client, server(a_k), upload.labels)
         loss.backward()
         self.optimizer_step(self.server_side_optimizer(server, upload.client))
-        return Reply(a_k.grad) if want_reply else None
+        return Reply(cast(torch.Tensor, a_k.grad)) if want_reply else None  # backward filled it
 
     def server_side_optimizer(self, server: nn.Module, client: int) -> torch.optim.Optimizer:
         """The optimizer of a server-side model a server hook steps: the server's, persisting across
@@ -355,7 +356,7 @@ class SplitFedBase(Algorithm):
                                   f"without a server_on_concatenation")
 
     def server_on_client(self, ctx: RoundContext, server: nn.Module, upload: ClientActivations,
-                         want_reply: bool) -> Generator[Any, Any, Optional[Reply]]:
+                         want_reply: bool) -> SimSteps[Optional[Reply]]:
         """One server job on one client's activations: :meth:`server_on_activations`, timed on
         the server as ``server_step``; ``yield from`` it.
 
@@ -368,7 +369,7 @@ class SplitFedBase(Algorithm):
 
     # -- metered compute and messages (helpers for hooks) -----------------------------------------
     def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str,
-                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+                       fn: Callable[[], Result]) -> SimSteps[Result]:
         """Run ``fn()`` as client work of ``kind`` on B_k samples: its FLOPs are metered (once per
         kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, step.batch_size, fn)
@@ -376,7 +377,7 @@ class SplitFedBase(Algorithm):
         return result
 
     def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
-                       fn: Callable[[], Result]) -> Generator[Any, Any, Result]:
+                       fn: Callable[[], Result]) -> SimSteps[Result]:
         """Run ``fn()`` as server work of ``kind`` on ``n_samples`` samples (metered, queued on
         the one server); ``yield from`` it.  Returns ``fn()``'s result."""
         result, flops = self.meter.run(kind, n_samples, fn)
@@ -384,7 +385,7 @@ class SplitFedBase(Algorithm):
         return result
 
     def upload_activations(self, ctx: RoundContext, k: int, acts: torch.Tensor,
-                           labels: torch.Tensor, iteration: Optional[int] = None) -> Generator[Any, Any, Outcome]:
+                           labels: torch.Tensor, iteration: Optional[int] = None) -> SimSteps[Outcome]:
         """A_k then Y_k over client k's uplink (labels as int64, as torch holds them).
 
         ``iteration`` is the coherence block of both transfers: with ``coherence: per_iteration``
@@ -394,14 +395,14 @@ class SplitFedBase(Algorithm):
             return sent
         return (yield ctx.upload(k, tensor_bytes(labels), "labels", block=iteration))
 
-    def download_reply(self, ctx: RoundContext, k: int, reply: Reply) -> Generator:
+    def download_reply(self, ctx: RoundContext, k: int, reply: Reply) -> SimSteps[None]:
         """G_k (kind ``activation_gradients``), then each extra under its own kind."""
         yield ctx.download(k, tensor_bytes(reply.activation_grad), "activation_gradients")
         for kind, tensor in reply.extras.items():
             yield ctx.download(k, tensor_bytes(tensor), kind)
 
     # -- one round ---------------------------------------------------------------------------------
-    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> Generator:
+    def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
         batch = {k: work[k].batch_size for k in clients}
@@ -422,7 +423,7 @@ class SplitFedBase(Algorithm):
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
 
     def _client_round(self, rnd: SplitRound, k: int, start: Optional[simpy.Event],
-                      done: Optional[simpy.Event]) -> Generator[Any, Any, Outcome]:
+                      done: Optional[simpy.Event]) -> SimSteps[Outcome]:
         """Client k's round: wait for its turn (if any), its local iterations, then :meth:`finish_client`."""
         if start is not None:
             yield start
@@ -438,12 +439,14 @@ class SplitFedBase(Algorithm):
             return outcome
         return (yield from self.finish_client(rnd.ctx, k, rnd.local[k]))
 
-    def _iteration(self, rnd: SplitRound, k: int, t: int) -> Generator[Any, Any, Outcome]:
+    def _iteration(self, rnd: SplitRound, k: int, t: int) -> SimSteps[Outcome]:
         """One local iteration of client k (lines 9-13, 17-19): forward, upload, reply, backward."""
         ctx = rnd.ctx
         x, y = rnd.work[k].batch(t)
         step = ClientStep(k, t, rnd.local[k], x, y)
-        step.activations = yield from rnd.steps.forward(ctx, step)
+        steps = rnd.steps
+        assert steps is not None  # round_process sets them
+        step.activations = yield from steps.forward(ctx, step)
         sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
         if isinstance(sent, Lost):
             rnd.exchange.send(t, k, sent)
@@ -455,7 +458,7 @@ class SplitFedBase(Algorithm):
         if isinstance(answer, Lost):  # left out by the server (straggler policy)
             return answer
         yield from self.download_reply(ctx, k, answer)
-        yield from rnd.steps.on_reply(ctx, step, answer)
+        yield from steps.on_reply(ctx, step, answer)
         return DELIVERED
 
 
@@ -471,12 +474,12 @@ class ClientSteps:
     def __init__(self, algo: SplitFedBase) -> None:
         self.algo = algo
 
-    def forward(self, ctx: RoundContext, step: ClientStep) -> Generator[Any, Any, torch.Tensor]:
+    def forward(self, ctx: RoundContext, step: ClientStep) -> SimSteps[torch.Tensor]:
         """:meth:`SplitFedBase.client_forward`, timed on the client; ``yield from`` it.  Returns A_k."""
         algo = self.algo
         return (yield from algo.client_compute(ctx, step, algo.client_forward_kind, lambda: algo.client_forward(step)))
 
-    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """:meth:`SplitFedBase.client_on_reply`; ``yield from`` it."""
         yield from self.algo.client_on_reply(ctx, step, reply)
 
@@ -505,7 +508,7 @@ class StackedClientSteps(ClientSteps):
         self.stacked = StackedClientSide(algo.client_side(), local, algo.learning_rate,
                                          lambda b_k: probe.new_empty((b_k, *probe.shape[1:])))
 
-    def forward(self, ctx: RoundContext, step: ClientStep) -> Generator[Any, Any, torch.Tensor]:
+    def forward(self, ctx: RoundContext, step: ClientStep) -> SimSteps[torch.Tensor]:
         """Queue the forward; the returned A_k is filled when the server first reads activations."""
         algo, kind = self.algo, self.algo.client_forward_kind
         acts = self.stacked.forward_later(step.client, step.iteration, step.x)
@@ -513,7 +516,7 @@ class StackedClientSteps(ClientSteps):
         yield from ctx.compute(step.client, flops, kind)
         return acts
 
-    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> Generator:
+    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """Queue the backward of G_k (run before the client's weights are next needed), timed as
         the loop's ``client_backward``."""
         self.stacked.backward_later(step.client, step.iteration, reply.activation_grad)
@@ -540,7 +543,7 @@ class StackedClientSteps(ClientSteps):
         dry.activations = algo.client_forward(dry)
 
         def dry_backward() -> None:  # the default client_backward, with a throwaway optimizer (none of the run's)
-            dry.activations.backward(reply.activation_grad)
+            cast(torch.Tensor, dry.activations).backward(reply.activation_grad)  # set just above
             algo.optimizers.step(make_optimizer(algo.setup.training, dry.model.parameters(), algo.learning_rate))
 
         return algo.metered_flops("client_backward", step.batch_size, dry_backward)

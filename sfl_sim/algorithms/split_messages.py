@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional, Protocol, Union
 
 import simpy
 import torch
 from torch import nn
 
 from sfl_sim.algorithms.local_work import ClientWork
-from sfl_sim.engine import Lost, RoundContext
+from sfl_sim.engine import Lost, RoundContext, SimSteps
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,23 @@ class Exchange:
                 self._uploads[t][k].succeed(lost)
 
 
+class StepRunner(Protocol):
+    """How a round's client steps run (:class:`sfl_sim.algorithms.split_base.ClientSteps` and
+    its vectorised subclass; named here because split_base imports this module)."""
+
+    def forward(self, ctx: RoundContext, step: ClientStep) -> SimSteps[torch.Tensor]:
+        """Client k's forward of ``step``, timed; ``yield from`` it.  Returns A_k."""
+
+    def on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
+        """Client k's work on the server's reply, timed; ``yield from`` it."""
+
+    def activations_ready(self) -> None:
+        """The server is about to read uploaded activations."""
+
+    def finish(self) -> None:
+        """The round's clients are done."""
+
+
 @dataclass
 class SplitRound:
     """What one split-learning round's client and server processes share.
@@ -187,7 +204,7 @@ class SplitRound:
     servers: Optional[Dict[int, nn.Module]]
     exchange: Exchange
     work: Dict[int, ClientWork] = field(default_factory=dict)
-    steps: Optional[Any] = None
+    steps: Optional[StepRunner] = None
 
     def activations_ready(self) -> None:
         """Call before the server reads uploaded activations: with vectorised execution the

@@ -41,7 +41,7 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Generator, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 from torch import nn
@@ -50,7 +50,7 @@ from simkit.checks import check_bool
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import SequentialServer
 from sfl_sim.algorithms.split_base import SplitFedBase
-from sfl_sim.engine import DELIVERED, Outcome, RoundContext
+from sfl_sim.engine import DELIVERED, Outcome, RoundContext, SimSteps
 
 
 @ALGORITHMS.register("splitfed_v1")
@@ -124,7 +124,7 @@ class SplitFedV3(SplitFedBase):
             self.client_models[int(k)] = model
 
     # -- the delta ---------------------------------------------------------------------------------
-    def distribute(self, ctx: RoundContext, clients: List[int]) -> Generator[Any, Any, Dict[int, nn.Module]]:
+    def distribute(self, ctx: RoundContext, clients: List[int]) -> SimSteps[Dict[int, nn.Module]]:
         """No broadcast: a client brings its own model; a newcomer downloads the initial w_c once."""
         newcomers = [k for k in clients if k not in self.client_models]
         for k in newcomers:
@@ -135,10 +135,10 @@ class SplitFedV3(SplitFedBase):
         return {k: self.client_models[k] for k in clients}
 
     @staticmethod
-    def _download(ctx: RoundContext, k: int, nbytes: int) -> Generator:
+    def _download(ctx: RoundContext, k: int, nbytes: int) -> SimSteps[None]:
         yield ctx.download(k, nbytes, "client_model")
 
-    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> Generator[Any, Any, Outcome]:
+    def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
         """The client keeps its model: nothing to upload."""
         return DELIVERED
         yield  # pragma: no cover  (makes this a generator)
@@ -146,5 +146,6 @@ class SplitFedV3(SplitFedBase):
     def aggregate(self, cohort: np.ndarray, local: Dict[int, nn.Module],
                   servers: Optional[Dict[int, nn.Module]]) -> None:
         """Only the server-side copies are averaged by |D_k|; client models stay as they are."""
+        assert servers is not None  # per_client mode made the copies
         weights = self.setup.client_data_sizes[cohort].astype(float)
         self.server_model.load_state_dict(weighted_average([servers[k].state_dict() for k in cohort.tolist()], weights))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from simkit.registry import Registry
 from sfl_sim.protocols import DatasetLoader
 
 from .idx import read_idx
+
+if TYPE_CHECKING:  # annotations only: the data layer needs torch only in tensors()
+    import torch
 
 __all__ = [
     "ArrayDataset",
@@ -129,7 +132,7 @@ class ArrayDataset:
             raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
         return getattr(self, f"{split}_x"), getattr(self, f"{split}_y")
 
-    def tensors(self, split: str, device: Any = "cpu") -> Tuple[Any, Any]:
+    def tensors(self, split: str, device: "torch.device | str" = "cpu") -> Tuple[torch.Tensor, torch.Tensor]:
         """The normalised torch tensors of one split.
 
         Parameters

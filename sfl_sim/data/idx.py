@@ -144,5 +144,5 @@ def write_idx(path: PathLike, array: np.ndarray) -> None:
     payload = struct.pack(">BBBB", 0, 0, code, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape)
     payload += np.ascontiguousarray(arr, dtype=IDX_DTYPES[code]).tobytes()
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "wb") as fh:  # type: ignore[operator]
+    with opener(path, "wb") as fh:
         fh.write(payload)

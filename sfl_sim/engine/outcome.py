@@ -8,7 +8,7 @@ reason travels with the event to whoever waits on it (the straggler policy recor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Literal, Union
 
 LossReason = Literal["outage", "deadline", "over_selection", "round_over"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), the
@@ -47,6 +47,6 @@ Outcome = Union[Delivered, Lost]
 """What an upload, or a client's whole round, comes to."""
 
 
-def is_lost(value: Any) -> bool:
+def is_lost(value: object) -> bool:
     """True when ``value`` (an event's value) says the payload or client is out of the round."""
     return isinstance(value, Lost)

@@ -46,13 +46,20 @@ reason, and :meth:`RoundContext.gather` records that reason (or the straggler po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generator, Iterable, Sequence
+from typing import Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Sequence, TypeVar, Union, cast
 
 import numpy as np
 import simpy
 
+from channel.cell import Cell
+from channel.outage import OutagePolicy
 from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
-from sfl_sim.engine.outcome import DELIVERED, Lost
+from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost, Outcome
+
+_T = TypeVar("_T")
+SimSteps = Generator[simpy.Event, Any, _T]
+"""A generator run on the simulated clock: it yields SimPy events and returns a ``_T``
+(``yield from`` it inside a round, or start it with :meth:`RoundContext.process`)."""
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
@@ -129,10 +136,10 @@ class Simulator:
         With ``over_selection``: how many of the (over-)selected clients are kept.
     """
 
-    def __init__(self, cell: Any, client_flops_per_s: np.ndarray, server_flops_per_s: float,
+    def __init__(self, cell: Cell, client_flops_per_s: np.ndarray, server_flops_per_s: float,
                  downlink_mode: DownlinkMode = "ideal", start_time_s: float = 0.0,
                  counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
-                 coherence: Coherence = "per_round", outage: Any = None,
+                 coherence: Coherence = "per_round", outage: OutagePolicy | None = None,
                  straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
                  keep_clients: int | None = None) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
@@ -161,7 +168,8 @@ class Simulator:
         """Current simulated time in seconds."""
         return float(self.env.now)
 
-    def run_round(self, round_process: Any, cohort: "Sequence[int] | np.ndarray") -> float:
+    def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
+                  cohort: Union[Sequence[int], np.ndarray]) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
@@ -194,9 +202,9 @@ class RoundContext:
         ids = cohort.tolist()
         self._round_fading = cell.sample_fading(cohort, rng)
         self.allocate_uplink(None)
-        self._block: Dict[int, Any] = {}  # per_iteration: the block each client's rate belongs to
-        self.dropped: Dict[int, str] = {}  # client -> why it left the round (a LossReason)
-        self._processes: list = []
+        self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
+        self.dropped: Dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
+        self._processes: list[simpy.Process] = []
         if sim.downlink_mode == "broadcast":
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
@@ -236,7 +244,7 @@ class RoundContext:
         """Uplink rate of ``client`` in this round, bit/s."""
         return self._uplink_bps[client]
 
-    def compute(self, who: int, flops: float, what: str = "compute") -> Generator:
+    def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
         counters = self._sim.counters
         if who == SERVER:
@@ -250,7 +258,7 @@ class RoundContext:
             counters.add(f"client/{what}", flops)
             yield self.env.timeout(flops / self._sim.client_flops_per_s[who])
 
-    def upload(self, client: int, nbytes: int, what: str, block: Any = None) -> simpy.Event:
+    def upload(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Event:
         """Client → server transfer of ``nbytes``; ``yield`` it.
 
         Parameters
@@ -289,7 +297,7 @@ class RoundContext:
         self._uplink_bps[client] = float(link.rate_bps[0])
         self._uplink_snr_db[client] = float(link.snr_db[0])
 
-    def _upload_with_fading(self, client: int, nbytes: int, what: str, block: Any) -> Generator:
+    def _upload_with_fading(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
         coherence = self._sim.coherence
         if coherence == "per_transmission" or (
                 coherence == "per_iteration" and block is not None and self._block.get(client, block) != block):
@@ -307,6 +315,7 @@ class RoundContext:
             if not failed:
                 yield self.env.timeout(8.0 * nbytes / rate)
                 return DELIVERED
+            assert policy is not None  # only a policy fails a transmission
             yield self.env.timeout(8.0 * nbytes / max(rate, policy.min_rate_bps, 1e-300))
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
@@ -337,7 +346,7 @@ class RoundContext:
             return self.env.timeout(0.0)
         return self.env.timeout(8.0 * nbytes / self._broadcast_bps)
 
-    def gather(self, arrivals: Dict[int, simpy.Event], local_iterations: int = 1) -> Generator:
+    def gather(self, arrivals: Mapping[int, simpy.Event], local_iterations: int = 1) -> SimSteps[list[int]]:
         """Wait for clients' deliveries under the straggler policy; ``yield from`` it.
 
         Parameters
@@ -369,9 +378,11 @@ class RoundContext:
         if sim.straggler_policy == "wait_all":
             yield self.all_of(pending.values())
         elif sim.straggler_policy == "deadline":
+            assert sim.deadline_s is not None  # the Simulator requires it with this policy
             yield simpy.AnyOf(self.env, [self.all_of(pending.values()),
                                          self.env.timeout(sim.deadline_s * local_iterations)])
         else:
+            assert sim.keep_clients is not None  # the Simulator requires it with this policy
             want = min(sim.keep_clients, len(pending))
             while sum(1 for e in pending.values() if _arrived(e)) < want and \
                     not all(e.triggered for e in pending.values()):
@@ -382,11 +393,15 @@ class RoundContext:
             if _arrived(event):
                 kept.append(client)
             else:
-                self.note_dropped(client, event.value if event.triggered else late)
-        if sim.straggler_policy == "over_selection" and len(kept) > sim.keep_clients:
-            for client in kept[sim.keep_clients:]:
-                self.dropped[client] = "over_selection"
-            kept = kept[:sim.keep_clients]
+                # not arrived but fired: its value is the Lost saying why
+                self.note_dropped(client, cast(Lost, event.value) if event.triggered else late)
+        if sim.straggler_policy == "over_selection":
+            keep = sim.keep_clients
+            assert keep is not None  # the Simulator requires it with this policy
+            if len(kept) > keep:
+                for client in kept[keep:]:
+                    self.dropped[client] = "over_selection"
+                kept = kept[:keep]
         self._sim.counters.dropped_clients += len(pending) - len(kept)  # kept: distinct clients of pending
         return kept
 
@@ -394,7 +409,7 @@ class RoundContext:
         """Record why ``client`` left the round (the first reason recorded stands)."""
         self.dropped.setdefault(client, lost.reason)
 
-    def process(self, generator: Generator) -> simpy.Process:
+    def process(self, generator: SimSteps[Any]) -> simpy.Process:
         """Start a concurrent process (e.g. one per client).
 
         Processes still running when the round ends (a client dropped by the straggler policy
@@ -406,7 +421,7 @@ class RoundContext:
         return proc
 
     @staticmethod
-    def _stoppable(generator: Generator) -> Generator:
+    def _stoppable(generator: SimSteps[_T]) -> SimSteps[_T | Lost]:
         try:
             return (yield from generator)
         except simpy.Interrupt:

@@ -12,8 +12,9 @@ such a scenario is a scaled-down model, not the paper's, and results should say 
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Any, Sequence, Tuple, cast
 
+import torch
 from torch import nn
 
 from sfl_sim.models.registry import MODELS
@@ -32,7 +33,7 @@ def _is_int(value: object) -> bool:
 
 def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str) -> Tuple[int, ...]:
     try:
-        items = tuple(value)  # type: ignore[arg-type]
+        items: Tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         items = ()
     if len(items) != length or not all(_is_int(v) and v >= minimum for v in items):
@@ -147,4 +148,4 @@ class AlexNet(SplittableModel):
             layers = [m for m in self.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
             for layer in layers[:-1]:  # the output layer keeps the default: small initial logits
                 nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-                nn.init.zeros_(layer.bias)
+                nn.init.zeros_(cast(torch.Tensor, layer.bias))  # built with biases

@@ -41,7 +41,7 @@ leaf tensor that requires grad (the server's copy of the activations).
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 from torch import Tensor, nn
 
@@ -159,7 +159,7 @@ class ResNet18(SplittableModel):
             raise ValueError(f"zero_init_residual = {zero_init_residual!r} is invalid; allowed: true or false")
 
         widths = (width, 2 * width, 4 * width, 8 * width)
-        blocks = [
+        blocks: List[nn.Module] = [
             nn.Sequential(
                 nn.Conv2d(in_ch, width, 3, stride=1, padding=1, bias=False),
                 nn.BatchNorm2d(width),

@@ -34,7 +34,7 @@ S8    conv1-8 (+pool)         (512, 1, 1)       (512, 1, 1)
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from torch import nn
 
@@ -56,7 +56,7 @@ def _is_int(value: object) -> bool:
 
 def _int_tuple(name: str, value: object, length: int, allowed: str) -> Tuple[int, ...]:
     try:
-        items = tuple(value)  # type: ignore[arg-type]
+        items: Tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         items = ()
     if len(items) != length or not all(_is_int(v) and v >= 1 for v in items):
@@ -124,7 +124,7 @@ class VGG11(SplittableModel):
         blocks = []
         cin, h, w = in_ch, height, width
         for cout, pool in zip(channels, VGG11_POOL_AFTER):
-            layers = [nn.Conv2d(cin, cout, kernel_size=3, padding=1, bias=not batch_norm)]
+            layers: List[nn.Module] = [nn.Conv2d(cin, cout, kernel_size=3, padding=1, bias=not batch_norm)]
             if batch_norm:
                 layers.append(nn.BatchNorm2d(cout))
             layers.append(nn.ReLU())

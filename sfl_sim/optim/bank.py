@@ -124,6 +124,7 @@ class OptimizerBank:
         key = (client, name)
         slot = self._clients.get(key)
         if slot is None or not slot.holds(params):
+            state: Optional[Dict[str, Any]]
             if slot is not None:  # other tensors under the same name within a round: carry the state over
                 state = slot.optimizer.state_dict()
             else:

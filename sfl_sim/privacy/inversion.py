@@ -24,7 +24,7 @@ i.e. the attacker inverts the deployed feature extractor.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -78,7 +78,8 @@ class InversionModel(nn.Module):
                 fan_in = m.weight.shape[1] * m.weight[0, 0].numel()  # torch's fan_in for both layer kinds
                 bound = 1.0 / math.sqrt(fan_in)  # kaiming_uniform(a=sqrt(5)) gives the same bound
                 m.weight.copy_((torch.rand(m.weight.shape, generator=generator) * 2 - 1) * bound)
-                m.bias.copy_((torch.rand(m.bias.shape, generator=generator) * 2 - 1) * bound)
+                bias = cast(torch.Tensor, m.bias)  # the layers are built with biases
+                bias.copy_((torch.rand(bias.shape, generator=generator) * 2 - 1) * bound)
 
     def forward(self, acts: torch.Tensor) -> torch.Tensor:
         out = self.net(acts)
