@@ -33,14 +33,7 @@ from analysis.schema import ROUNDS_FILE  # noqa: E402
 from sfl_sim import runner  # noqa: E402
 from sfl_sim.config import load_scenario  # noqa: E402
 from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
-
-
-def loadavg() -> str:
-    """The first three fields of ``/proc/loadavg`` (1-, 5-, 15-minute load)."""
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
+from sfl_sim.host import load_average  # noqa: E402
 
 
 def measure(algorithm: str, rounds: int = 4, scenario: str = "cellular_100clients", threads: int = 1,
@@ -79,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     runs = [(a, False) for a in args.algorithms] + ([("fedavg", True)] if args.vacant else [])
     print(f"{args.scenario}, {args.rounds} rounds per run (evaluated: the last), {args.threads} torch thread(s), "
-          f"device {args.device}; load average before: {loadavg()}", flush=True)
+          f"device {args.device}; load average before: {load_average()}", flush=True)
     print(f"{'run':>22}  {'training round s':>16}  {'evaluated round s':>17}  {'ratio':>6}")
     flagged: List[str] = []
     for algorithm, vacant in runs:
@@ -90,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             flagged.append(name)
             mark = f"  above {args.max_ratio:g}"
         print(f"{name:>22}  {r['training_s']:>16.3f}  {r['evaluated_s']:>17.3f}  {r['ratio']:>6.2f}{mark}", flush=True)
-    print(f"load average after: {loadavg()}")
+    print(f"load average after: {load_average()}")
     if flagged:
         print(f"an evaluated round costs more than {args.max_ratio:g} training rounds for: {', '.join(flagged)} "
               f"(see round_host_time_s in rounds.csv)")

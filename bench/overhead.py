@@ -49,14 +49,7 @@ from sfl_sim.engine import Simulator  # noqa: E402
 from sfl_sim.host import LongLivedObjects  # noqa: E402
 from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.selection import cohort_size  # noqa: E402
-
-
-def loadavg() -> str:
-    """The first three fields of ``/proc/loadavg`` (1-, 5-, 15-minute load)."""
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
+from sfl_sim.host import load_average  # noqa: E402
 
 
 def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
@@ -161,14 +154,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("--device cuda: torch sees no CUDA device here")
     print(f"SCALA, {args.scenario} model and data, device {args.device}, B_k = {args.samples_per_client}, "
           f"T = {args.local_iterations}, medians of {args.rounds} rounds per side")
-    print(f"load average before: {loadavg()}")
+    print(f"load average before: {load_average()}")
     print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  {'CPU-time ratio':>14}"
           f"  (target <= 1.05)")
     for size in args.sizes:
         r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations)
         print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}  "
               f"{r['cpu_ratio']:>14.3f}", flush=True)
-    print(f"torch threads {torch.get_num_threads()}; load average after: {loadavg()}")
+    print(f"torch threads {torch.get_num_threads()}; load average after: {load_average()}")
 
 
 if __name__ == "__main__":

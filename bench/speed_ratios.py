@@ -34,6 +34,7 @@ import eval_round  # noqa: E402
 import overhead  # noqa: E402
 import threads  # noqa: E402
 import vectorised  # noqa: E402
+from sfl_sim.host import load_average  # noqa: E402
 
 
 def main() -> None:
@@ -43,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device here")
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; cores {os.cpu_count()}", flush=True)
+    print(f"load average before: {load_average()}; cores {os.cpu_count()}", flush=True)
     rows = []
     for size in args.sizes:
         r = overhead.measure(size, device=args.device, rounds=3)
@@ -73,7 +74,7 @@ def main() -> None:
         rows.append((f"evaluated / training-only round, default {algorithm}",
                      f"{r['evaluated_s']:.3f} s / {r['training_s']:.3f} s", r["ratio"], "<= 2"))
         print(rows[-1], flush=True)
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average after: {load_average()}")
     print()
     width = max(len(r[0]) for r in rows)
     print(f"{'comparison':<{width}}  {'medians':>22}  {'ratio':>6}  want")

@@ -29,14 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from sfl_sim.study import StudySpec, expand  # noqa: E402
 from sfl_sim.study_exec import run_study  # noqa: E402
-
-
-def loadavg() -> str:
-    """The first three fields of ``/proc/loadavg`` (1-, 5-, 15-minute load)."""
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
+from sfl_sim.host import load_average  # noqa: E402
 
 
 def parse_config(text: str) -> Tuple[int, int]:
@@ -69,7 +62,7 @@ def main() -> None:
     runs = expand(spec, Path(args.scenario))
     configs: List[Tuple[int, int]] = list(dict.fromkeys(args.configs))
     cores = os.cpu_count() or 1
-    load_before = loadavg()
+    load_before = load_average()
     seconds: Dict[Tuple[int, int], List[float]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeats):
@@ -86,7 +79,7 @@ def main() -> None:
                     print(f"{workers}x{threads}: peak GPU memory per run {max(peaks) / 2**20:.0f} MiB")
     print(f"{len(runs)} runs of {args.rounds} rounds ({args.algorithm}, {args.device}); {cores} cores; "
           f"medians of {args.repeats}")
-    print(f"load average before: {load_before}; after: {loadavg()}")
+    print(f"load average before: {load_before}; after: {load_average()}")
     base_w, base_t = configs[0]
     base = len(runs) / statistics.median(seconds[configs[0]])
     for workers, threads in configs:

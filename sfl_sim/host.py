@@ -20,8 +20,23 @@ from typing import TYPE_CHECKING, Optional, Tuple
 if TYPE_CHECKING:  # annotations only: this module stays torch-free at import
     import torch
 
-__all__ = ["free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size", "EVAL_BATCH_SIZE",
-           "LongLivedObjects", "VECTORISED_BY_DEFAULT", "auto_execution"]
+__all__ = ["load_average", "free_cores", "default_torch_threads", "affinity_cores", "eval_batch_size",
+           "EVAL_BATCH_SIZE", "LongLivedObjects", "VECTORISED_BY_DEFAULT", "auto_execution"]
+
+
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages (``os.getloadavg``), for benches to print beside a
+    measurement: on a shared machine a ratio means little without the load it was taken under.
+
+    Returns
+    -------
+    str
+        ``"0.52 0.61 0.70"``, or ``"n/a"`` where the platform has no load average.
+    """
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return "n/a"
 
 
 def affinity_cores() -> int:
