@@ -139,3 +139,16 @@ def test_long_lived_objects_are_frozen_after_the_first_round_and_thawed_at_the_e
     assert gc.get_freeze_count() == count
     keep.end()
     assert gc.get_freeze_count() == 0
+
+
+def test_load_average_is_the_three_load_figures_or_says_it_has_none(monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.5, 1.25, 2.0))
+    assert host.load_average() == "0.50 1.25 2.00"
+
+    def no_load_average():
+        raise OSError("not on this platform")
+
+    monkeypatch.setattr(os, "getloadavg", no_load_average)
+    assert host.load_average() == "n/a"
