@@ -17,7 +17,7 @@ from sfl_sim.optim.settings import TrainingSettings
 __all__ = ["OPTIMIZERS", "OptimizerMaker", "check_optimizer", "make_optimizer", "optimizer_class",
            "optimizer_kwargs"]
 
-OPTIMIZERS = Registry("optimizer")
+OPTIMIZERS = Registry("optimizer", supplied=("params", "lr"))
 OPTIMIZERS.register("sgd")(torch.optim.SGD)
 OPTIMIZERS.register("adam")(torch.optim.Adam)
 OPTIMIZERS.register("adamw")(torch.optim.AdamW)

@@ -1,0 +1,290 @@
+"""Typed component parameters: one pydantic model per component class.
+
+A component's parameters are the keys a scenario puts beside its ``name``.  Their model is
+
+- **declared** when a class defines ``Params`` in its own body, a subclass of :class:`Params`
+  whose fields (types, defaults, bounds, ``Literal`` choices) mirror the constructor's keyword
+  parameters; the constructor may call ``Params.check(...)`` so that a direct Python call is
+  checked by the same model;
+- **derived** otherwise, by :func:`params_model`, from the constructor's typed signature: each
+  keyword parameter becomes a field of its annotation and default.  An annotation
+  ``Annotated[float, RANGE]`` with a :class:`simkit.ranges.Range` (the channel components' form,
+  which needs no pydantic) becomes a finite number bounded by that range.
+
+A constructor taking ``**kwargs`` that forwards them to its base class gets the base's parameters
+too (up the MRO while each takes ``**kwargs``; ``fixed_params`` names the base parameters the
+subclass sets itself); one that keeps ``**kwargs`` open accepts any further key unchecked.  A
+class whose signature cannot be read has no model and is not checked.
+
+:class:`~simkit.registry.Registry` validates the parameters of every component it builds with this
+model (the values themselves are passed on unchanged), and :func:`params_schema` gives the JSON
+Schema of a component's parameters for ``sfl-sim schema``.  Every failure is one line in the
+project's ``NAME: got VALUE; allowed: WHAT`` format (:mod:`simkit.checks`).
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from functools import lru_cache
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from .ranges import Range
+
+__all__ = ["Params", "params_model", "declared_params", "validate_params", "params_schema", "describe_error",
+           "allowed_text", "NonNegative", "Positive", "PositiveInt", "NonNegativeInt"]
+
+P = TypeVar("P", bound="Params")
+
+#: A finite number >= 0 (a weight, a coefficient).
+NonNegative = typing.Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: A finite number > 0.
+Positive = typing.Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: An integer >= 1 (a count of things that must exist).
+PositiveInt = typing.Annotated[int, Field(ge=1)]
+#: An integer >= 0.
+NonNegativeInt = typing.Annotated[int, Field(ge=0)]
+
+
+class Params(BaseModel):
+    """Base of a declared parameter model: strict types (no ``"1"`` for 1, no ``true`` for 1),
+    unknown keys refused, frozen.
+
+    Examples
+    --------
+    >>> class FedProx(Algorithm):
+    ...     class Params(Params):
+    ...         mu: NonNegative = 0.01
+    ...     def __init__(self, setup, mu: float = 0.01):
+    ...         self.mu = FedProx.Params.check(mu=mu).mu
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @classmethod
+    def check(cls: Type[P], **values: Any) -> P:
+        """The validated parameters, else ``ValueError`` with one line (``mu: got -1; allowed: ...``)."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ValueError(describe_error(exc, cls)) from None
+
+
+def declared_params(cls: Any) -> Optional[Type[BaseModel]]:
+    """The ``Params`` model ``cls`` declares in its own body (not one inherited), or None."""
+    model = vars(cls).get("Params") if isinstance(cls, type) else None
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+# ------------------------------------------------------------------------------------ derivation
+def _range_field(rng: Range) -> FieldInfo:
+    bounds: Dict[str, Any] = {"gt" if rng.low_open else "ge": rng.low}
+    if rng.high != float("inf"):
+        bounds["le"] = rng.high
+    unit = f"{rng.unit}: " if rng.unit else ""
+    return Field(allow_inf_nan=False, description=f"{unit}{rng.reason}", **bounds)
+
+
+def _with_ranges(annotation: Any) -> Any:
+    """``annotation`` with every ``Annotated[float, Range]`` inside it made a bounded float."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *meta = typing.get_args(annotation)
+        ranges = [m for m in meta if isinstance(m, Range)]
+        rest = [m for m in meta if not isinstance(m, Range)]
+        if ranges:
+            bounded: Any = typing.Annotated[float, _range_field(ranges[-1])]
+            for meta in rest:
+                bounded = typing.Annotated[bounded, meta]
+            return bounded
+        return annotation
+    if typing.get_origin(annotation) is typing.Union:
+        return typing.Union[tuple(_with_ranges(a) for a in typing.get_args(annotation))]
+    return annotation
+
+
+def _annotation(parameter: inspect.Parameter, namespace: Mapping[str, Any]) -> Any:
+    """The parameter's annotation as a type (a string one evaluated in its module); ``Any`` when it
+    has none or names something only a type checker sees."""
+    ann = parameter.annotation
+    if ann is inspect.Parameter.empty:
+        return Any
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, dict(namespace))  # noqa: S307 - the class's own annotation, in its own module
+        except Exception:
+            return Any
+    return _with_ranges(ann)
+
+
+def _owners(cls: type) -> List[type]:
+    """The classes of ``cls``'s MRO that define ``__init__`` (the constructors ``**kwargs`` reach)."""
+    return [k for k in cls.__mro__ if "__init__" in vars(k) and k is not object]
+
+
+def _fields(cls: type, supplied: Tuple[str, ...]) -> Optional[Tuple[Dict[str, Any], bool, bool]]:
+    """(fields, open, declared) of ``cls``'s parameters, or None without a readable signature."""
+    fixed = set(getattr(cls, "fixed_params", None) or {})
+    owners = _owners(cls)
+    if not owners:
+        return {}, False, False
+    fields: Dict[str, Any] = {}
+    declared = False
+    for owner in owners:
+        init = vars(owner)["__init__"]
+        try:
+            signature = inspect.signature(init)
+        except (TypeError, ValueError):
+            return None
+        model = declared_params(owner)
+        declared = declared or model is not None
+        forwards = False
+        for p in signature.parameters.values():
+            if p.kind is p.VAR_KEYWORD:
+                forwards = True
+                continue
+            if p.kind is p.VAR_POSITIONAL or p.name == "self" or p.name in supplied or p.name in fixed \
+                    or p.name in fields:
+                continue
+            if model is not None and p.name in model.model_fields:
+                info = model.model_fields[p.name]
+                fields[p.name] = (info.annotation, info)  # the declared type, bounds and default
+            else:
+                default = ... if p.default is p.empty else p.default
+                fields[p.name] = (_annotation(p, getattr(init, "__globals__", {})), default)
+        if not forwards:
+            return fields, False, declared
+    return fields, True, declared
+
+
+@lru_cache(maxsize=None)
+def _model(cls: type, supplied: Tuple[str, ...]) -> Optional[Type[BaseModel]]:
+    own = declared_params(cls)
+    found = _fields(cls, supplied)
+    if found is None:
+        return own
+    fields, open_, _ = found
+    if own is not None and not open_ and set(own.model_fields) == set(fields):
+        return own  # the declaration is the whole model (its validators included)
+    config = ConfigDict(extra="allow" if open_ else "forbid", strict=True, frozen=True,
+                        arbitrary_types_allowed=True)
+    try:
+        return create_model(f"{cls.__name__}Params", __config__=config, **fields)
+    except Exception:  # an annotation pydantic cannot model (a plug-in's own type): leave it unchecked
+        return None
+
+
+def params_model(cls: Any, supplied: Tuple[str, ...] = ()) -> Optional[Type[BaseModel]]:
+    """The parameter model of a component class (declared or derived), or None when its
+    constructor's signature cannot be read.
+
+    Parameters
+    ----------
+    cls : type
+        The component class.
+    supplied : tuple of str
+        Constructor parameters the simulator passes itself (an algorithm's ``setup``), left out.
+    """
+    if not isinstance(cls, type):
+        return None
+    return _model(cls, tuple(supplied))
+
+
+def is_declared(cls: Any, supplied: Tuple[str, ...] = ()) -> bool:
+    """True when ``cls`` or a base its ``**kwargs`` reach declares ``Params``."""
+    found = _fields(cls, tuple(supplied)) if isinstance(cls, type) else None
+    return bool(found and found[2])
+
+
+# ---------------------------------------------------------------------------------------- errors
+_TYPE_WORDS: Dict[Any, str] = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _g(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def allowed_text(info: FieldInfo) -> str:
+    """What a field accepts, in words: ``a finite number >= 0``, ``one of batch, local_data``."""
+    ann, metadata = info.annotation, list(info.metadata)
+    optional = False
+    args = typing.get_args(ann)
+    if typing.get_origin(ann) is typing.Union and type(None) in args:
+        optional = True
+        rest = [a for a in args if a is not type(None)]
+        ann = rest[0] if len(rest) == 1 else ann
+    if typing.get_origin(ann) is typing.Annotated:
+        ann, *more = typing.get_args(ann)
+        for m in more:
+            metadata.extend(getattr(m, "metadata", [m]))
+    if typing.get_origin(ann) is typing.Literal:
+        text = "one of " + ", ".join(str(a) for a in typing.get_args(ann))
+    else:
+        text = _TYPE_WORDS.get(ann) or getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+        if ann is float and any(getattr(m, "allow_inf_nan", True) is False for m in metadata):
+            text = "a finite number"
+        bounds = [f"{sign} {_g(getattr(m, attr))}" for m in metadata for attr, sign in _BOUNDS
+                  if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
+        if bounds:
+            text += " " + " and ".join(bounds)
+    if info.description:
+        text += f" ({info.description})"
+    return ("null or " if optional else "") + text
+
+
+def describe_error(exc: ValidationError, model: Type[BaseModel]) -> str:
+    """One line for the first error of ``exc``: ``NAME: got VALUE; allowed: WHAT``."""
+    err = exc.errors(include_url=False)[0]
+    loc = err["loc"]
+    name = str(loc[0]) if loc else "parameters"
+    where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    value = err.get("input")
+    info = model.model_fields.get(name)
+    if err["type"] == "extra_forbidden":
+        return f"{where}: unknown parameter (value {value!r}); allowed: {', '.join(model.model_fields) or 'none'}"
+    if err["type"] == "missing":
+        return f"{where}: missing; allowed: {allowed_text(info) if info is not None else 'a value'}"
+    if err["type"] in ("value_error", "assertion_error"):
+        return f"{where}: got {value!r}; allowed: {str(err['msg']).split(', ', 1)[-1]}"
+    if info is None or len(loc) > 1:
+        return f"{where}: got {value!r}; allowed: {err['msg'][0].lower()}{err['msg'][1:]}"
+    return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
+
+
+def validate_params(cls: Any, params: Mapping[str, Any], supplied: Tuple[str, ...] = ()) -> Optional[str]:
+    """Check ``params`` (the scenario's keys beside ``name``) against ``cls``'s parameter model.
+
+    Returns
+    -------
+    str or None
+        None when they pass (or ``cls`` has no model), else the one-line reason.
+    """
+    model = params_model(cls, supplied)
+    if model is None:
+        return None
+    given = {k: v for k, v in params.items() if k not in supplied}
+    try:
+        model.model_validate(given)
+    except ValidationError as exc:
+        return describe_error(exc, model)
+    return None
+
+
+def params_schema(cls: Any, supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """JSON Schema of ``cls``'s parameters: ``{"properties": ..., "required": [...], "$defs": ...,
+    "additionalProperties": bool}``; an unreadable or unmodelable class gives an open object."""
+    model = params_model(cls, supplied)
+    if model is None:
+        return {"properties": {}, "additionalProperties": True}
+    try:
+        schema = model.model_json_schema()
+    except Exception:  # a field type without a JSON form (e.g. a tensor): its name only
+        return {"properties": {name: {} for name in model.model_fields},
+                "additionalProperties": model.model_config.get("extra") == "allow"}
+    schema.pop("title", None)
+    schema.pop("type", None)
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = model.model_config.get("extra") == "allow"
+    return schema
