@@ -2,10 +2,11 @@
 
 A component's parameters are the keys a scenario puts beside its ``name``.  Their model is
 
-- **declared** when a class defines ``Params`` in its own body, a subclass of :class:`Params`
+- **declared** when a class defines ``Params`` in its own body, a subclass of :class:`ParamsModel`
   whose fields (types, defaults, bounds, ``Literal`` choices) mirror the constructor's keyword
-  parameters; the constructor may call ``Params.check(...)`` so that a direct Python call is
-  checked by the same model;
+  parameters; the constructor calls ``Params.check(...)`` so that a direct Python call is
+  checked by the same model.  A subclass's parameter of the same name as one its base declares
+  takes the base's declaration;
 - **derived** otherwise, by :func:`params_model`, from the constructor's typed signature: each
   keyword parameter becomes a field of its annotation and default.  An annotation
   ``Annotated[float, RANGE]`` with a :class:`simkit.ranges.Range` (the channel components' form,
@@ -23,6 +24,8 @@ project's ``NAME: got VALUE; allowed: WHAT`` format (:mod:`simkit.checks`).
 """
 from __future__ import annotations
 
+import collections.abc
+import copy
 import inspect
 import typing
 from functools import lru_cache
@@ -33,10 +36,10 @@ from pydantic.fields import FieldInfo
 
 from .ranges import Range
 
-__all__ = ["Params", "params_model", "declared_params", "validate_params", "params_schema", "describe_error",
-           "allowed_text", "NonNegative", "Positive", "PositiveInt", "NonNegativeInt"]
+__all__ = ["ParamsModel", "params_model", "declared_params", "validate_params", "params_schema", "describe_error",
+           "allowed_text", "NonNegative", "Positive", "PositiveInt", "NonNegativeInt", "UnitInterval", "positive_ints"]
 
-P = TypeVar("P", bound="Params")
+P = TypeVar("P", bound="ParamsModel")
 
 #: A finite number >= 0 (a weight, a coefficient).
 NonNegative = typing.Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -46,16 +49,23 @@ Positive = typing.Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveInt = typing.Annotated[int, Field(ge=1)]
 #: An integer >= 0.
 NonNegativeInt = typing.Annotated[int, Field(ge=0)]
+#: A probability that excludes 1 (a dropout rate, a momentum).
+UnitInterval = typing.Annotated[float, Field(ge=0, lt=1)]
 
 
-class Params(BaseModel):
+def positive_ints(length: int) -> Any:
+    """The type of a list (or tuple) of exactly ``length`` integers >= 1 (layer widths)."""
+    return typing.Annotated[typing.Sequence[PositiveInt], Field(min_length=length, max_length=length)]
+
+
+class ParamsModel(BaseModel):
     """Base of a declared parameter model: strict types (no ``"1"`` for 1, no ``true`` for 1),
     unknown keys refused, frozen.
 
     Examples
     --------
     >>> class FedProx(Algorithm):
-    ...     class Params(Params):
+    ...     class Params(ParamsModel):
     ...         mu: NonNegative = 0.01
     ...     def __init__(self, setup, mu: float = 0.01):
     ...         self.mu = FedProx.Params.check(mu=mu).mu
@@ -79,6 +89,9 @@ def declared_params(cls: Any) -> Optional[Type[BaseModel]]:
 
 
 # ------------------------------------------------------------------------------------ derivation
+_SEQUENCES = (list, tuple, collections.abc.Sequence)
+
+
 def _range_field(rng: Range) -> FieldInfo:
     bounds: Dict[str, Any] = {"gt" if rng.low_open else "ge": rng.low}
     if rng.high != float("inf"):
@@ -101,6 +114,8 @@ def _with_ranges(annotation: Any) -> Any:
         return annotation
     if typing.get_origin(annotation) is typing.Union:
         return typing.Union[tuple(_with_ranges(a) for a in typing.get_args(annotation))]
+    if typing.get_origin(annotation) in _SEQUENCES and len(typing.get_args(annotation)) == 1:
+        return typing.Sequence[_with_ranges(typing.get_args(annotation)[0])]  # type: ignore[misc]
     return annotation
 
 
@@ -116,6 +131,16 @@ def _annotation(parameter: inspect.Parameter, namespace: Mapping[str, Any]) -> A
         except Exception:
             return Any
     return _with_ranges(ann)
+
+
+def _declared_field(owner: type, name: str) -> Optional[FieldInfo]:
+    """The field ``name`` of the nearest ``Params`` declared by ``owner`` or a class it derives
+    from: a subclass that passes a parameter on to its base keeps the base's declaration."""
+    for k in owner.__mro__:
+        model = declared_params(k)
+        if model is not None and name in model.model_fields:
+            return model.model_fields[name]
+    return None
 
 
 def _owners(cls: type) -> List[type]:
@@ -137,8 +162,6 @@ def _fields(cls: type, supplied: Tuple[str, ...]) -> Optional[Tuple[Dict[str, An
             signature = inspect.signature(init)
         except (TypeError, ValueError):
             return None
-        model = declared_params(owner)
-        declared = declared or model is not None
         forwards = False
         for p in signature.parameters.values():
             if p.kind is p.VAR_KEYWORD:
@@ -147,9 +170,13 @@ def _fields(cls: type, supplied: Tuple[str, ...]) -> Optional[Tuple[Dict[str, An
             if p.kind is p.VAR_POSITIONAL or p.name == "self" or p.name in supplied or p.name in fixed \
                     or p.name in fields:
                 continue
-            if model is not None and p.name in model.model_fields:
-                info = model.model_fields[p.name]
-                fields[p.name] = (info.annotation, info)  # the declared type, bounds and default
+            info = _declared_field(owner, p.name)
+            if info is not None:
+                declared = True
+                if p.default is not p.empty and p.default != info.default:
+                    info = copy.copy(info)  # the signature's default is what a build without it uses
+                    info.default = p.default
+                fields[p.name] = (info.annotation, info)  # the declared type and bounds
             else:
                 default = ... if p.default is p.empty else p.default
                 fields[p.name] = (_annotation(p, getattr(init, "__globals__", {})), default)
@@ -192,7 +219,8 @@ def params_model(cls: Any, supplied: Tuple[str, ...] = ()) -> Optional[Type[Base
 
 
 def is_declared(cls: Any, supplied: Tuple[str, ...] = ()) -> bool:
-    """True when ``cls`` or a base its ``**kwargs`` reach declares ``Params``."""
+    """True when a parameter of ``cls`` has a declared field (in a ``Params`` of ``cls`` or of a
+    base class), False when every one is derived from the signature alone."""
     found = _fields(cls, tuple(supplied)) if isinstance(cls, type) else None
     return bool(found and found[2])
 
@@ -206,9 +234,12 @@ def _g(x: Any) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def allowed_text(info: FieldInfo) -> str:
-    """What a field accepts, in words: ``a finite number >= 0``, ``one of batch, local_data``."""
-    ann, metadata = info.annotation, list(info.metadata)
+_PLURALS = {"an integer": "integers", "a number": "numbers", "a finite number": "finite numbers",
+            "true or false": "booleans", "a string": "strings"}
+
+
+def _words(ann: Any, metadata: List[Any]) -> str:
+    """``ann`` with its constraints ``metadata``, in words."""
     optional = False
     args = typing.get_args(ann)
     if typing.get_origin(ann) is typing.Union and type(None) in args:
@@ -217,21 +248,34 @@ def allowed_text(info: FieldInfo) -> str:
         ann = rest[0] if len(rest) == 1 else ann
     if typing.get_origin(ann) is typing.Annotated:
         ann, *more = typing.get_args(ann)
-        for m in more:
-            metadata.extend(getattr(m, "metadata", [m]))
-    if typing.get_origin(ann) is typing.Literal:
+        metadata = [*metadata, *(x for m in more for x in getattr(m, "metadata", [m]))]
+    origin = typing.get_origin(ann)
+    if origin is typing.Literal:
         text = "one of " + ", ".join(str(a) for a in typing.get_args(ann))
+    elif origin in _SEQUENCES:
+        item = _words((typing.get_args(ann) or (Any,))[0], [])
+        lengths = {attr: getattr(m, attr) for m in metadata for attr in ("min_length", "max_length")
+                   if getattr(m, attr, None) is not None}
+        count = (f"{lengths['min_length']} " if lengths.get("min_length") == lengths.get("max_length")
+                 and lengths else "")
+        word, _, bounds = item.partition(" >") if " >" in item else (item, "", "")
+        text = f"a list of {count}{_PLURALS.get(word, word)}" + (f" >{bounds}" if bounds else "")
     else:
         text = _TYPE_WORDS.get(ann) or getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
         if ann is float and any(getattr(m, "allow_inf_nan", True) is False for m in metadata):
             text = "a finite number"
-        bounds = [f"{sign} {_g(getattr(m, attr))}" for m in metadata for attr, sign in _BOUNDS
+        limits = [f"{sign} {_g(getattr(m, attr))}" for m in metadata for attr, sign in _BOUNDS
                   if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
-        if bounds:
-            text += " " + " and ".join(bounds)
-    if info.description:
-        text += f" ({info.description})"
+        if limits:
+            text += " " + " and ".join(limits)
     return ("null or " if optional else "") + text
+
+
+def allowed_text(info: FieldInfo) -> str:
+    """What a field accepts, in words: ``a finite number >= 0``, ``one of batch, local_data``,
+    ``a list of 5 integers >= 1``."""
+    text = _words(info.annotation, list(info.metadata))
+    return text + (f" ({info.description})" if info.description else "")
 
 
 def describe_error(exc: ValidationError, model: Type[BaseModel]) -> str:
@@ -246,10 +290,14 @@ def describe_error(exc: ValidationError, model: Type[BaseModel]) -> str:
         return f"{where}: unknown parameter (value {value!r}); allowed: {', '.join(model.model_fields) or 'none'}"
     if err["type"] == "missing":
         return f"{where}: missing; allowed: {allowed_text(info) if info is not None else 'a value'}"
+    if err["type"] in ("value_error", "assertion_error") and not loc:  # a check between parameters
+        return str(err["msg"]).split(", ", 1)[-1]
     if err["type"] in ("value_error", "assertion_error"):
         return f"{where}: got {value!r}; allowed: {str(err['msg']).split(', ', 1)[-1]}"
-    if info is None or len(loc) > 1:
+    if info is None:
         return f"{where}: got {value!r}; allowed: {err['msg'][0].lower()}{err['msg'][1:]}"
+    if len(loc) > 1:  # one item of a list: the whole field's rule
+        return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
     return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
 
 
