@@ -58,7 +58,7 @@ def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extr
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from None
     except ComponentValueError as exc:  # the parameter model's line, under the scenario field
-        raise ConfigError(f"{field}.{exc.detail} ({spec.name})") from None
+        raise ConfigError(f"{field}.{exc.detail}, for {spec.name}") from None
     except (ComponentParameterError, ComponentProtocolError) as exc:
         raise ConfigError(f"{field}: {_one_line(exc)}") from None
     except ConfigError:
@@ -268,7 +268,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     except UnknownComponentError as exc:
         raise ConfigError(f"model.name: {exc}") from None
     except ComponentValueError as exc:
-        raise ConfigError(f"model.params.{exc.detail} ({m.name})") from None
+        raise ConfigError(f"model.params.{exc.detail}, for {m.name}") from None
     except ValueError as exc:
         raise ConfigError(f"model.params: {m.params!r} rejected: {_one_line(exc)}") from None
     if m.split_point not in model.split_points:
