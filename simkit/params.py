@@ -8,7 +8,9 @@ A component's parameters are the keys a scenario puts beside its ``name``.  Thei
   checked by the same model.  A subclass's parameter of the same name as one its base declares
   takes the base's declaration;
 - **derived** otherwise, by :func:`params_model`, from the constructor's typed signature: each
-  keyword parameter becomes a field of its annotation and default.  An annotation
+  keyword parameter becomes a field of its annotation and default (a parameter without an
+  annotation, or with one pydantic cannot check from YAML data, e.g. ``np.ndarray``, takes
+  anything).  An annotation
   ``Annotated[float, RANGE]`` with a :class:`simkit.ranges.Range` (the channel components' form,
   which needs no pydantic) becomes a finite number bounded by that range.
 
@@ -27,17 +29,19 @@ from __future__ import annotations
 import collections.abc
 import copy
 import inspect
+import re
 import typing
 from functools import lru_cache
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from .ranges import Range
 
-__all__ = ["ParamsModel", "params_model", "declared_params", "validate_params", "params_schema", "describe_error",
-           "allowed_text", "NonNegative", "Positive", "PositiveInt", "NonNegativeInt", "UnitInterval", "positive_ints"]
+__all__ = ["ParamsModel", "params_model", "declared_params", "is_declared", "validate_params", "params_schema",
+           "doc_descriptions", "describe_error", "allowed_text", "NonNegative", "Positive", "PositiveInt",
+           "NonNegativeInt", "UnitInterval", "positive_ints"]
 
 P = TypeVar("P", bound="ParamsModel")
 
@@ -130,7 +134,12 @@ def _annotation(parameter: inspect.Parameter, namespace: Mapping[str, Any]) -> A
             ann = eval(ann, dict(namespace))  # noqa: S307 - the class's own annotation, in its own module
         except Exception:
             return Any
-    return _with_ranges(ann)
+    ann = _with_ranges(ann)
+    try:  # a type pydantic checks by isinstance only (an ndarray, a tensor) would refuse YAML's lists
+        TypeAdapter(ann, config=ConfigDict(strict=True))
+    except Exception:
+        return Any
+    return ann
 
 
 def _declared_field(owner: type, name: str) -> Optional[FieldInfo]:
@@ -194,8 +203,7 @@ def _model(cls: type, supplied: Tuple[str, ...]) -> Optional[Type[BaseModel]]:
     fields, open_, _ = found
     if own is not None and not open_ and set(own.model_fields) == set(fields):
         return own  # the declaration is the whole model (its validators included)
-    config = ConfigDict(extra="allow" if open_ else "forbid", strict=True, frozen=True,
-                        arbitrary_types_allowed=True)
+    config = ConfigDict(extra="allow" if open_ else "forbid", strict=True, frozen=True)
     try:
         return create_model(f"{cls.__name__}Params", __config__=config, **fields)
     except Exception:  # an annotation pydantic cannot model (a plug-in's own type): leave it unchecked
@@ -320,6 +328,39 @@ def validate_params(cls: Any, params: Mapping[str, Any], supplied: Tuple[str, ..
     return None
 
 
+_SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
+
+
+def doc_descriptions(cls: Any) -> Dict[str, str]:
+    """Parameter name -> its description in the numpy-style ``Parameters`` section of the class's
+    docstring or, for a parameter it does not describe, of the nearest base's; one line each."""
+    out: Dict[str, str] = {}
+    for k in getattr(cls, "__mro__", (cls,)):
+        doc = k.__doc__ if isinstance(k.__doc__, str) else ""
+        for name, text in _doc_section(inspect.cleandoc(doc)).items():
+            out.setdefault(name, text)
+    return out
+
+
+def _doc_section(doc: str) -> Dict[str, str]:
+    sections = list(_SECTION.finditer(doc))
+    out: Dict[str, str] = {}
+    for i, section in enumerate(sections):
+        if section.group(1).strip() != "Parameters":
+            continue
+        end = sections[i + 1].start() if i + 1 < len(sections) else len(doc)
+        names: List[str] = []
+        for line in doc[section.end():end].splitlines():
+            if line and not line[0].isspace():  # "name : type" or "a, b : type"
+                names = [n.strip() for n in line.split(":", 1)[0].split(",")]
+                for n in names:
+                    out.setdefault(n, "")
+            elif line.strip() and names:
+                for n in names:
+                    out[n] = f"{out[n]} {line.strip()}".strip()
+    return {k: v for k, v in out.items() if v}
+
+
 def params_schema(cls: Any, supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """JSON Schema of ``cls``'s parameters: ``{"properties": ..., "required": [...], "$defs": ...,
     "additionalProperties": bool}``; an unreadable or unmodelable class gives an open object."""
@@ -334,5 +375,9 @@ def params_schema(cls: Any, supplied: Tuple[str, ...] = ()) -> Dict[str, Any]:
     schema.pop("title", None)
     schema.pop("type", None)
     schema.setdefault("properties", {})
+    described = doc_descriptions(cls)
+    for name, prop in schema["properties"].items():
+        if name in described:  # the docstring's words first, a range's reason after them
+            prop["description"] = described[name] + (f" ({prop['description']})" if "description" in prop else "")
     schema["additionalProperties"] = model.model_config.get("extra") == "allow"
     return schema

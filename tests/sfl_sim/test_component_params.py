@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 import jsonschema
+import numpy as np
 import pytest
 import yaml
 
@@ -159,8 +160,9 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
     assert uma["carrier_frequency_hz"]["minimum"] == 0.5e9 and uma["carrier_frequency_hz"]["default"] == 3.5e9
     assert uma["los"]["enum"] == ["stochastic", "los", "nlos"]
     algorithms = {s["title"]: s for s in schema["$defs"]["AlgorithmSpec"]["oneOf"] if "title" in s}
-    assert algorithms["fedprox"]["properties"]["mu"] == {"default": 0.01, "minimum": 0, "title": "Mu",
-                                                         "type": "number"}
+    mu = algorithms["fedprox"]["properties"]["mu"]
+    assert (mu["type"], mu["default"], mu["minimum"]) == ("number", 0.01, 0)
+    assert mu["description"].startswith("Proximal coefficient")  # from the class's docstring
     assert {"label", "training"} <= set(algorithms["fedprox"]["properties"])
 
 
@@ -186,6 +188,11 @@ class _Open:
         self.gain, self.extra = gain, extra
 
 
+class _Array:
+    def __init__(self, weights: "np.ndarray", scale: int = 1) -> None:
+        self.weights, self.scale = np.asarray(weights), scale
+
+
 class _Declared:
     class Params(ParamsModel):
         gain: float = 1.0
@@ -199,6 +206,9 @@ def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
     assert validate_params(_Typed, {"gain": "2"}) == "gain: got '2'; allowed: a number"
     assert validate_params(_Open, {"gain": 2.0, "anything": [1]}) is None  # **kwargs: open
     assert validate_params(_Declared, {"gain": True}) == "gain: got True; allowed: a number"
+    # A type pydantic could only check by isinstance takes anything (the constructor converts it).
+    assert validate_params(_Array, {"weights": [1, 2]}) is None
+    assert validate_params(_Array, {"weights": [1], "scale": 1.5}) == "scale: got 1.5; allowed: an integer"
     reg = Registry("plugin_test")
     reg.register("typed")(_Typed)
     with pytest.raises(ComponentValueError, match="plugin_test 'typed': mode: got 3; allowed: a string"):
