@@ -142,10 +142,17 @@ def _annotation(parameter: inspect.Parameter, namespace: Mapping[str, Any]) -> A
     return ann
 
 
-def _declared_field(owner: type, name: str) -> Optional[FieldInfo]:
-    """The field ``name`` of the nearest ``Params`` declared by ``owner`` or a class it derives
-    from: a subclass that passes a parameter on to its base keeps the base's declaration."""
-    for k in owner.__mro__:
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # an array default: no single truth value
+        return a is b
+
+
+def _declared_field(cls: type, name: str) -> Optional[FieldInfo]:
+    """The field ``name`` of the nearest ``Params`` declared in ``cls``'s MRO: a subclass that
+    passes a parameter on to its base keeps the base's declaration."""
+    for k in cls.__mro__:
         model = declared_params(k)
         if model is not None and name in model.model_fields:
             return model.model_fields[name]
@@ -179,10 +186,10 @@ def _fields(cls: type, supplied: Tuple[str, ...]) -> Optional[Tuple[Dict[str, An
             if p.kind is p.VAR_POSITIONAL or p.name == "self" or p.name in supplied or p.name in fixed \
                     or p.name in fields:
                 continue
-            info = _declared_field(owner, p.name)
+            info = _declared_field(cls, p.name)
             if info is not None:
                 declared = True
-                if p.default is not p.empty and p.default != info.default:
+                if p.default is not p.empty and not _same(p.default, info.default):
                     info = copy.copy(info)  # the signature's default is what a build without it uses
                     info.default = p.default
                 fields[p.name] = (info.annotation, info)  # the declared type and bounds
