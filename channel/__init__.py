@@ -1,7 +1,9 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
 mobility, outage.
 
-Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``).  Each
+Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``; pydantic
+only through :mod:`simkit.params`: a component declares its parameters' bounds with
+``Annotated[float, RANGE]``).  Each
 swappable component kind is a row of :data:`CHANNEL_KINDS` (:mod:`channel.kinds`): a
 :class:`simkit.registry.Registry` (:data:`REGISTRIES`) with its :class:`typing.Protocol`
 (:data:`PROTOCOLS`, :mod:`channel.protocols`) and the scenario field; components are created by

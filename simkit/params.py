@@ -129,11 +129,15 @@ def _annotation(parameter: inspect.Parameter, namespace: Mapping[str, Any]) -> A
     ann = parameter.annotation
     if ann is inspect.Parameter.empty:
         return Any
-    if isinstance(ann, str):
+    for _ in range(2):  # a quoted annotation under ``from __future__ import annotations`` is a str twice
+        if not isinstance(ann, str):
+            break
         try:
             ann = eval(ann, dict(namespace))  # noqa: S307 - the class's own annotation, in its own module
         except Exception:
             return Any
+    if isinstance(ann, str):
+        return Any
     ann = _with_ranges(ann)
     try:  # a type pydantic checks by isinstance only (an ndarray, a tensor) would refuse YAML's lists
         TypeAdapter(ann, config=ConfigDict(strict=True))
@@ -212,9 +216,11 @@ def _model(cls: type, supplied: Tuple[str, ...]) -> Optional[Type[BaseModel]]:
         return own  # the declaration is the whole model (its validators included)
     config = ConfigDict(extra="allow" if open_ else "forbid", strict=True, frozen=True)
     try:
-        return create_model(f"{cls.__name__}Params", __config__=config, **fields)
+        model = create_model(f"{cls.__name__}Params", __config__=config, **fields)
     except Exception:  # an annotation pydantic cannot model (a plug-in's own type): leave it unchecked
         return None
+    # A forward reference that names nothing would fail at validation time: leave it unchecked too.
+    return model if model.__pydantic_complete__ else None
 
 
 def params_model(cls: Any, supplied: Tuple[str, ...] = ()) -> Optional[Type[BaseModel]]:
