@@ -1,9 +1,12 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
 mobility, outage.
 
-Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``).  Each
-swappable component kind has a :class:`simkit.registry.Registry` (:data:`REGISTRIES`) and a
-:class:`typing.Protocol` (:data:`PROTOCOLS`, :mod:`channel.protocols`); components are created by
+Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``; pydantic
+only through :mod:`simkit.params`: a component declares its parameters' bounds with
+``Annotated[float, RANGE]``).  Each
+swappable component kind is a row of :data:`CHANNEL_KINDS` (:mod:`channel.kinds`): a
+:class:`simkit.registry.Registry` (:data:`REGISTRIES`) with its :class:`typing.Protocol`
+(:data:`PROTOCOLS`, :mod:`channel.protocols`) and the scenario field; components are created by
 short name or ``"package.module:Class"`` and assembled into a :class:`Cell`.
 :func:`check_component` checks that a (new) component behaves like one of its kind;
 :mod:`channel.limits` holds the physical ranges of every parameter.
@@ -14,15 +17,18 @@ from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFadi
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
-from .protocols import PROTOCOLS, ShadowingSite
+from .protocols import ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
 from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing
 from .tr38901 import TR38901UMa, TR38901UMi
 from .units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
-from .conformance import REGISTRIES, check_component  # noqa: E402  (needs the registries above)
+from .kinds import CHANNEL_KINDS, PROTOCOLS, REGISTRIES, ChannelKind
+from .conformance import check_component
 
 __all__ = [
+    "CHANNEL_KINDS",
+    "ChannelKind",
     "REGISTRIES",
     "PROTOCOLS",
     "PLACEMENTS",

@@ -16,13 +16,14 @@ and the noise PSD).  Allocators without that parameter get the three positional 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import numpy as np
 import scipy.optimize
 
 from simkit.checks import check_array, check_scalar
 from .protocols import Allocator
+from simkit.ranges import Range
 from simkit.registry import Registry
 
 __all__ = [
@@ -55,6 +56,8 @@ def _payload(payload_bits: Any, n: int) -> Optional[np.ndarray]:
     return arr
 
 ALLOCATORS = Registry("allocation", protocol=Allocator)
+#: The bisection's relative tolerance on finish times and bandwidths.
+RELATIVE_TOLERANCE = Range(0.0, float("inf"), "> 0 (the bisection stops within it)", low_open=True)
 
 
 @ALLOCATORS.register("equal")
@@ -153,8 +156,8 @@ class EqualFinishTimeAllocation:
         Relative tolerance on the finish time and the bandwidths, > 0.
     """
 
-    def __init__(self, rtol: float = 1e-9) -> None:
-        self.rtol = check_scalar("rtol", rtol, strict=True)
+    def __init__(self, rtol: Annotated[float, RELATIVE_TOLERANCE] = 1e-9) -> None:
+        self.rtol = RELATIVE_TOLERANCE.check("rtol", rtol)
 
     def __repr__(self) -> str:
         return f"EqualFinishTimeAllocation(rtol={self.rtol!r})"

@@ -68,9 +68,9 @@ from .limits import (
     SERVER_TX_POWER_W,
     UPLINK_BANDWIDTH_HZ,
 )
+from .kinds import CHANNEL_KINDS
 from .mobility import StaticMobility
 from .protocols import (
-    PROTOCOLS,
     BoundedSpeedMobility,
     DiscPlacement,
     LosAwarePathLoss,
@@ -223,7 +223,7 @@ class Cell:
         returns arrays of the wrong shape or non-finite values, or (``out_of_range="error"``)
         clients outside the path-loss model's validity range.
     ComponentProtocolError
-        If a component lacks a method of its kind (:data:`channel.protocols.PROTOCOLS`).
+        If a component lacks a method of its kind (:data:`channel.kinds.PROTOCOLS`).
     TypeError
         If an rng is not a ``numpy.random.Generator``.
     """
@@ -262,10 +262,10 @@ class Cell:
 
         fading = NoFading() if fading is None else fading
         mobility = StaticMobility() if mobility is None else mobility
-        components = {"placement": placement, "pathloss": pathloss, "shadowing": shadowing, "rate": rate,
-                      "allocation": allocator, "fading": fading, "mobility": mobility}
-        for kind, component in components.items():
-            check_protocol(component, PROTOCOLS[kind], f"Cell {kind}")
+        arguments = locals()  # the components by their argument names, fading and mobility filled in
+        components = {kind.name: arguments[kind.cell_argument] for kind in CHANNEL_KINDS}
+        for kind in CHANNEL_KINDS:
+            check_protocol(components[kind.name], kind.protocol, f"Cell {kind.name}")
         if out_of_range not in OUT_OF_RANGE_CHOICES:
             raise ValueError(f"out_of_range must be one of {', '.join(OUT_OF_RANGE_CHOICES)}, got {out_of_range!r}")
 

@@ -1,7 +1,7 @@
 """Conformance check: does a component behave like one of its kind?
 
 :func:`check_component` first checks that the component offers the methods of its kind's protocol
-(:data:`channel.protocols.PROTOCOLS`; the message names the missing ones), then runs it on its
+(:data:`channel.kinds.PROTOCOLS`; the message names the missing ones), then runs it on its
 own — several client counts, a fixed seed twice, physical-range sweeps — and raises
 ``AssertionError`` with a message naming the component, the check and the offending values, or
 returns a report of the checks that passed.  Use it on a new
@@ -39,13 +39,8 @@ from typing import Any, Dict, List, Sequence
 
 import numpy as np
 
-from .allocation import ALLOCATORS, accepts_rate_of
-from .fading import FADING
-from .geometry import PLACEMENTS
-from .mobility import MOBILITY
-from .pathloss import PATHLOSS
+from .allocation import accepts_rate_of
 from .protocols import (
-    PROTOCOLS,
     BoundedSpeedMobility,
     LosAwarePathLoss,
     LosSampler,
@@ -58,23 +53,13 @@ from .protocols import (
     Stateful,
 )
 from simkit.protocols import describe_members, missing_members
-from .rate import RATES, ShannonRate
-from .shadowing import SHADOWING
+from .rate import ShannonRate
 from .protocols import ShadowingSite
 from .units import dbm_to_w
+from .kinds import PROTOCOLS, REGISTRIES
 
 __all__ = ["REGISTRIES", "check_component"]
 
-#: Every channel registry by kind.
-REGISTRIES = {
-    "placement": PLACEMENTS,
-    "pathloss": PATHLOSS,
-    "shadowing": SHADOWING,
-    "fading": FADING,
-    "rate": RATES,
-    "allocation": ALLOCATORS,
-    "mobility": MOBILITY,
-}
 
 _RADIUS_M = 500.0
 _MIN_DISTANCE_M = 10.0

@@ -8,6 +8,8 @@ large-scale gain by it.
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
 from simkit.checks import check_count
@@ -75,7 +77,7 @@ class RicianFading:
         If ``k_factor_db`` is not a finite number.
     """
 
-    def __init__(self, k_factor_db: float = 9.0) -> None:
+    def __init__(self, k_factor_db: Annotated[float, RICIAN_K_FACTOR_DB] = 9.0) -> None:
         self.k_factor_db = RICIAN_K_FACTOR_DB.check("k_factor_db", k_factor_db)
         self.k_factor_linear = 10.0 ** (self.k_factor_db / 10.0)
 
@@ -121,7 +123,7 @@ class NakagamiFading:
         If ``m`` is below 0.5 or non-finite.
     """
 
-    def __init__(self, m: float = 1.0) -> None:
+    def __init__(self, m: Annotated[float, NAKAGAMI_M] = 1.0) -> None:
         self.m = NAKAGAMI_M.check("m", m)
 
     def __repr__(self) -> str:

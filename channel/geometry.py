@@ -5,7 +5,7 @@ register new ones in :data:`PLACEMENTS`.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
 import numpy as np
 
@@ -38,7 +38,8 @@ class UniformDiscPlacement:
         If either radius is out of its range or ``radius_m <= min_distance_m``.
     """
 
-    def __init__(self, radius_m: float = 500.0, min_distance_m: float = 35.0) -> None:
+    def __init__(self, radius_m: Annotated[float, CELL_RADIUS_M] = 500.0,
+                 min_distance_m: Annotated[float, MIN_DISTANCE_M] = 35.0) -> None:
         self.min_distance_m = MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
         self.radius_m = CELL_RADIUS_M.check("radius_m", radius_m)
         if self.radius_m <= self.min_distance_m:
@@ -89,7 +90,7 @@ class FixedDistancePlacement:
         If ``distances_m`` is empty, not 1-D, or has an entry <= 0 or non-finite.
     """
 
-    def __init__(self, distances_m: Sequence[float]) -> None:
+    def __init__(self, distances_m: Sequence[Annotated[float, CLIENT_DISTANCE_M]]) -> None:
         arr = check_array("distances_m", distances_m, minimum=0.0, strict=True)
         CLIENT_DISTANCE_M.check_array("distances_m", arr)
         if arr.ndim != 1 or arr.size == 0:

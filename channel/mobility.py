@@ -12,18 +12,21 @@ Optional attribute ``max_speed_m_per_s`` bounds the displacement per step (check
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Annotated, Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from simkit.checks import check_scalar, check_state_keys, state_array
 from .limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
 from .protocols import Mobility
+from simkit.ranges import Range
 from simkit.registry import Registry
 
 __all__ = ["MOBILITY", "StaticMobility", "RandomWaypointMobility", "RandomDirectionMobility"]
 
 MOBILITY = Registry("mobility", protocol=Mobility)
+#: A random-waypoint pause at each waypoint, s.
+PAUSE_S = Range(0.0, float("inf"), ">= 0 (simulated seconds a client rests at a waypoint)", "s")
 
 _MAX_LEGS = 100_000
 
@@ -120,11 +123,11 @@ class RandomWaypointMobility:
 
     def __init__(
         self,
-        speed_min_m_per_s: float = 0.5,
-        speed_max_m_per_s: float = 1.5,
-        pause_s: float = 0.0,
-        radius_m: Optional[float] = None,
-        min_distance_m: Optional[float] = None,
+        speed_min_m_per_s: Annotated[float, SPEED_M_PER_S] = 0.5,
+        speed_max_m_per_s: Annotated[float, SPEED_M_PER_S] = 1.5,
+        pause_s: Annotated[float, PAUSE_S] = 0.0,
+        radius_m: Optional[Annotated[float, CELL_RADIUS_M]] = None,
+        min_distance_m: Optional[Annotated[float, MIN_DISTANCE_M]] = None,
     ) -> None:
         # > 0: a zero leg speed would let a client stall forever.
         check_scalar("speed_min_m_per_s", speed_min_m_per_s, strict=True)
@@ -135,9 +138,9 @@ class RandomWaypointMobility:
                 f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), "
                 f"got {speed_max_m_per_s!r}"
             )
-        self.pause_s = check_scalar("pause_s", pause_s)
-        self.radius_m = None if radius_m is None else check_scalar("radius_m", radius_m, strict=True)
-        self.min_distance_m = None if min_distance_m is None else check_scalar("min_distance_m", min_distance_m)
+        self.pause_s = PAUSE_S.check("pause_s", pause_s)
+        self.radius_m = None if radius_m is None else CELL_RADIUS_M.check("radius_m", radius_m)
+        self.min_distance_m = None if min_distance_m is None else MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
         self.max_speed_m_per_s = self.speed_max_m_per_s
         self.reset()
 
@@ -273,11 +276,13 @@ class RandomDirectionMobility:
     """
 
     def __init__(
-        self, speed_m_per_s: float = 1.0, radius_m: Optional[float] = None, min_distance_m: Optional[float] = None
+        self, speed_m_per_s: Annotated[float, SPEED_M_PER_S] = 1.0,
+        radius_m: Optional[Annotated[float, CELL_RADIUS_M]] = None,
+        min_distance_m: Optional[Annotated[float, MIN_DISTANCE_M]] = None,
     ) -> None:
         self.speed_m_per_s = SPEED_M_PER_S.check("speed_m_per_s", speed_m_per_s)
-        self.radius_m = None if radius_m is None else check_scalar("radius_m", radius_m, strict=True)
-        self.min_distance_m = None if min_distance_m is None else check_scalar("min_distance_m", min_distance_m)
+        self.radius_m = None if radius_m is None else CELL_RADIUS_M.check("radius_m", radius_m)
+        self.min_distance_m = None if min_distance_m is None else MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
         self.max_speed_m_per_s = self.speed_m_per_s
         self.reset()
 

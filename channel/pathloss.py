@@ -25,7 +25,7 @@ protocols are in :mod:`channel.protocols`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Optional
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class FreeSpace:
     2 GHz).  No shadowing of its own: ``shadowing_sigma_db`` is 0 dB.
     """
 
-    def __init__(self, carrier_frequency_hz: float = 2.0e9) -> None:
+    def __init__(self, carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9) -> None:
         self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
 
     @property
@@ -189,12 +189,12 @@ class LogDistance:
 
     def __init__(
         self,
-        exponent: float = 3.0,
-        reference_distance_m: float = 1.0,
-        reference_loss_db: Any = None,
-        carrier_frequency_hz: float = 2.0e9,
-        shadowing_sigma_db: float = 0.0,
-        shadowing_decorrelation_m: float = 50.0,
+        exponent: Annotated[float, PATHLOSS_EXPONENT] = 3.0,
+        reference_distance_m: Annotated[float, CLIENT_DISTANCE_M] = 1.0,
+        reference_loss_db: Optional[float] = None,
+        carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9,
+        shadowing_sigma_db: Annotated[float, SHADOWING_SIGMA_DB] = 0.0,
+        shadowing_decorrelation_m: Annotated[float, DECORRELATION_M] = 50.0,
     ) -> None:
         self.exponent = PATHLOSS_EXPONENT.check("exponent", exponent)
         self.reference_distance_m = CLIENT_DISTANCE_M.check("reference_distance_m", reference_distance_m)

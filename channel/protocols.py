@@ -1,7 +1,7 @@
 """What a channel component must offer: one :class:`typing.Protocol` per kind, plus the optional
 capabilities the :class:`~channel.Cell` uses when a component has them.
 
-Required (one per kind, see :data:`PROTOCOLS`)
+Required (one per kind, see :data:`channel.kinds.CHANNEL_KINDS`)
 ----------------------------------------------
 =============  ===================  ===========================================================
 kind           protocol             method
@@ -65,7 +65,6 @@ __all__ = [
     "BoundedSpeedMobility",
     "Resettable",
     "Stateful",
-    "PROTOCOLS",
 ]
 
 
@@ -304,15 +303,3 @@ class Stateful(Protocol):
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore a state from :meth:`state_dict`."""
-
-
-#: The required protocol of every channel component kind.
-PROTOCOLS: Dict[str, type] = {
-    "placement": Placement,
-    "pathloss": PathLoss,
-    "shadowing": Shadowing,
-    "fading": Fading,
-    "rate": Rate,
-    "allocation": Allocator,
-    "mobility": Mobility,
-}

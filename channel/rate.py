@@ -6,7 +6,7 @@ broadcasts its arguments elementwise; register new ones in :data:`RATES`.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Annotated, Any, Optional, Tuple
 
 import numpy as np
 
@@ -54,7 +54,8 @@ class ShannonRate:
     """
 
     def __init__(
-        self, noise_figure_db: float = 0.0, max_spectral_efficiency_bps_per_hz: Optional[float] = None
+        self, noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
+        max_spectral_efficiency_bps_per_hz: Optional[Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ]] = None
     ) -> None:
         self.noise_figure_db = NOISE_FIGURE_DB.check("noise_figure_db", noise_figure_db)
         self.max_spectral_efficiency_bps_per_hz = (

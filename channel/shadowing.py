@@ -21,7 +21,7 @@ client and per LOS state: TR 38.901 UMa 4/6 dB, TR 36.814 macro 8 dB...).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Annotated, Any, Literal, Optional, Tuple, Union
 
 import numpy as np
 import scipy.linalg
@@ -35,7 +35,11 @@ from simkit.registry import Registry
 
 __all__ = ["SHADOWING", "NoShadowing", "LogNormalShadowing", "CorrelatedShadowing"]
 
-MODEL = "model"
+MODEL: Literal["model"] = "model"
+#: A shadowing standard deviation: dB, or "model" (the path-loss model's own value).
+SigmaDb = Union[Annotated[float, SHADOWING_SIGMA_DB], Literal["model"]]
+#: A decorrelation distance: metres, or "model" (the path-loss model's own value).
+DecorrelationM = Union[Annotated[float, DECORRELATION_M], Literal["model"]]
 
 
 def _value_or_model(name: str, value: Any, limit: Range) -> Any:
@@ -116,7 +120,7 @@ class LogNormalShadowing:
         If ``sigma_db`` is negative, non-finite, or a string other than ``"model"``.
     """
 
-    def __init__(self, sigma_db: Any = 8.0) -> None:
+    def __init__(self, sigma_db: SigmaDb = 8.0) -> None:
         self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
 
     def __repr__(self) -> str:
@@ -212,7 +216,7 @@ class CorrelatedShadowing:
         For a negative or non-finite number, or a string other than ``"model"``.
     """
 
-    def __init__(self, sigma_db: Any = MODEL, decorrelation_m: Any = MODEL) -> None:
+    def __init__(self, sigma_db: SigmaDb = MODEL, decorrelation_m: DecorrelationM = MODEL) -> None:
         self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
         self.decorrelation_m = _value_or_model("decorrelation_m", decorrelation_m, DECORRELATION_M)
 

@@ -41,11 +41,12 @@ the LOS mode never moves the clients or the shadowing.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import numpy as np
 
-from simkit.checks import check_array, check_scalar
+from simkit.checks import check_array
+from simkit.ranges import Range
 from .pathloss import PATHLOSS
 
 __all__ = ["TR38901UMa", "TR38901UMi", "C_3GPP_M_PER_S", "ENVIRONMENT_HEIGHT_M"]
@@ -54,6 +55,11 @@ __all__ = ["TR38901UMa", "TR38901UMi", "C_3GPP_M_PER_S", "ENVIRONMENT_HEIGHT_M"]
 C_3GPP_M_PER_S = 3.0e8
 #: Effective environment height h_E in metres.
 ENVIRONMENT_HEIGHT_M = 1.0
+#: The carrier frequencies TR 38.901's models are defined for.
+TR38901_CARRIER_FREQUENCY_HZ = Range(0.5e9, 100e9, "the TR 38.901 range", "Hz")
+#: A base-station or user antenna height (above h_E; the UT's upper bound depends on the scenario).
+ANTENNA_HEIGHT_M = Range(ENVIRONMENT_HEIGHT_M, float("inf"), "> h_E = 1 m (the effective environment height)", "m",
+                         low_open=True)
 
 _LOS_MODES = ("stochastic", "los", "nlos")
 
@@ -75,20 +81,16 @@ class _TR38901Base:
 
     def __init__(
         self,
-        carrier_frequency_hz: float = 3.5e9,
-        bs_height_m: Optional[float] = None,
-        ut_height_m: float = 1.5,
-        los: str = "stochastic",
+        carrier_frequency_hz: Annotated[float, TR38901_CARRIER_FREQUENCY_HZ] = 3.5e9,
+        bs_height_m: Optional[Annotated[float, ANTENNA_HEIGHT_M]] = None,
+        ut_height_m: Annotated[float, ANTENNA_HEIGHT_M] = 1.5,
+        los: Literal["stochastic", "los", "nlos"] = "stochastic",
     ) -> None:
-        f = check_scalar("carrier_frequency_hz", carrier_frequency_hz, strict=True)
-        if not 0.5e9 <= f <= 100e9:
-            raise ValueError(
-                f"carrier_frequency_hz must lie in [0.5e9, 100e9] Hz (TR 38.901 range), got {carrier_frequency_hz!r}"
-            )
+        f = TR38901_CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
         if bs_height_m is None:
             bs_height_m = self.default_bs_height_m
-        h_bs = check_scalar("bs_height_m", bs_height_m, minimum=ENVIRONMENT_HEIGHT_M, strict=True)
-        h_ut = check_scalar("ut_height_m", ut_height_m, minimum=ENVIRONMENT_HEIGHT_M, strict=True)
+        h_bs = ANTENNA_HEIGHT_M.check("bs_height_m", bs_height_m)
+        h_ut = ANTENNA_HEIGHT_M.check("ut_height_m", ut_height_m)
         if h_ut > self.max_ut_height_m:
             raise ValueError(
                 f"ut_height_m must be > {ENVIRONMENT_HEIGHT_M:g} m and <= {self.max_ut_height_m:g} m "

@@ -14,9 +14,9 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from channel import ALLOCATORS, FADING, MOBILITY, PATHLOSS, PLACEMENTS, RATES, SHADOWING, Cell, OutagePolicy
+from channel import CHANNEL_KINDS, Cell, OutagePolicy
 from simkit.protocols import ComponentProtocolError
-from simkit.registry import ComponentParameterError, UnknownComponentError
+from simkit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
@@ -57,6 +57,8 @@ def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extr
         return registry.build(spec.name, *args, **spec.params, **extra)
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from None
+    except ComponentValueError as exc:  # the parameter model's line, under the scenario field
+        raise ConfigError(f"{field}.{exc.detail}, for {spec.name}") from None
     except (ComponentParameterError, ComponentProtocolError) as exc:
         raise ConfigError(f"{field}: {_one_line(exc)}") from None
     except ConfigError:
@@ -103,13 +105,11 @@ def build_cell(cfg: Scenario) -> Cell:
     c = cfg.cell
     seed = cfg.seed
     down = c.downlink
-    parts = {field: component(registry, getattr(c, field), f"cell.{field}")
-             for field, registry in (("placement", PLACEMENTS), ("pathloss", PATHLOSS), ("shadowing", SHADOWING),
-                                     ("rate", RATES), ("allocation", ALLOCATORS), ("fading", FADING),
-                                     ("mobility", MOBILITY))}
+    parts = {kind.cell_argument: component(kind.registry, getattr(c, kind.name), kind.field)
+             for kind in CHANNEL_KINDS}
     try:
         return Cell(
-            parts["placement"], parts["pathloss"], parts["shadowing"], parts["rate"], parts["allocation"],
+            **parts,
             n_clients=cfg.clients.count,
             tx_power_w=c.client_tx_power_w,
             noise_psd_dbm_per_hz=c.noise_psd_dbm_per_hz,
@@ -119,8 +119,6 @@ def build_cell(cfg: Scenario) -> Cell:
             placement_rng=stream(seed, "placement"),
             shadowing_rng=stream(seed, "shadowing"),
             los_rng=stream(seed, "los"),
-            fading=parts["fading"],
-            mobility=parts["mobility"],
             out_of_range=c.out_of_range,
         )
     except ConfigError:
@@ -269,6 +267,8 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         model = build_model(m.name, dataset.input_shape, dataset.num_classes, **m.params)
     except UnknownComponentError as exc:
         raise ConfigError(f"model.name: {exc}") from None
+    except ComponentValueError as exc:
+        raise ConfigError(f"model.params.{exc.detail}, for {m.name}") from None
     except ValueError as exc:
         raise ConfigError(f"model.params: {m.params!r} rejected: {_one_line(exc)}") from None
     if m.split_point not in model.split_points:

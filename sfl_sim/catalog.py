@@ -13,33 +13,26 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["KINDS", "SUPPLIED", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds",
+from channel.kinds import CHANNEL_KINDS
+
+__all__ = ["KINDS", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds",
            "entries",
            "parameters", "listing"]
 
-#: Every kind of component, in listing order, with the scenario field that names one.
+#: Every kind of component, in listing order, with the scenario field that names one (the channel
+#: kinds from :data:`channel.CHANNEL_KINDS`).
 KINDS: Dict[str, str] = {
     "algorithm": "algorithms[].name",
     "model": "model.name, parameters in model.params",
     "dataset": "data.dataset.name",
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
-    "placement": "cell.placement.name",
-    "pathloss": "cell.pathloss.name",
-    "shadowing": "cell.shadowing.name",
-    "fading": "cell.fading.name",
-    "rate": "cell.rate.name",
-    "allocation": "cell.allocation.name",
-    "mobility": "cell.mobility.name",
+    **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 
 #: A group name accepted by :func:`resolve_kinds`: every channel kind.
 CHANNEL_GROUP = "channel"
 
-#: Constructor arguments the simulator supplies itself, by kind; a scenario cannot set them (an
-#: optimizer's parameters and learning rate come from the model and ``training.learning_rate``).
-SUPPLIED: Dict[str, Tuple[str, ...]] = {"algorithm": ("setup",), "model": ("input_shape", "num_classes"),
-                                        "optimizer": ("params", "lr")}
 
 
 class UnknownKindError(ValueError):
@@ -168,7 +161,7 @@ def _summary(obj: Any) -> str:
 def entries(kind: str) -> List[Entry]:
     """Every registered component of ``kind`` (a key of :data:`KINDS`), sorted by name."""
     registry = registries()[kind]
-    skip = SUPPLIED.get(kind, ())
+    skip = registry.supplied  # what the simulator passes itself, not a scenario key
     return [Entry(name, _summary(obj), parameters(obj, skip))
             for name in registry.names() for obj in (registry.get(name),)]
 

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 
 from analysis.schema import RESOLVED_FILE
+from channel.kinds import CHANNEL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
@@ -52,8 +53,7 @@ __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constr
 #: are resolved separately (their spec is not a plain field).
 COMPONENT_FIELDS: Dict[str, str] = {
     "data.dataset": "dataset", "data.partition": "partitioner",
-    "cell.placement": "placement", "cell.pathloss": "pathloss", "cell.shadowing": "shadowing",
-    "cell.fading": "fading", "cell.rate": "rate", "cell.allocation": "allocation", "cell.mobility": "mobility",
+    **{kind.field: kind.name for kind in CHANNEL_KINDS},
 }
 
 #: The versions a record holds and a resume compares (``git_dirty`` is recorded, not compared).
@@ -250,7 +250,6 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
     from channel import REGISTRIES
     from sfl_sim.algorithms import ALGORITHMS
     from sfl_sim.build import selection_spec
-    from sfl_sim.catalog import SUPPLIED
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
     from sfl_sim.optim import OPTIMIZERS
@@ -258,9 +257,9 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
 
     spec = cfg.algorithm(label)
     components: Dict[str, Any] = {}
-    algorithm = _resolve(ALGORITHMS, spec.name, spec.params, "algorithms", SUPPLIED["algorithm"])
+    algorithm = _resolve(ALGORITHMS, spec.name, spec.params, "algorithms", ALGORITHMS.supplied)
     components["algorithm"] = algorithm
-    components["model"] = _resolve(MODELS, cfg.model.name, cfg.model.params, "model", SUPPLIED["model"])
+    components["model"] = _resolve(MODELS, cfg.model.name, cfg.model.params, "model", MODELS.supplied)
     registries = {"dataset": DATASETS, "partitioner": PARTITIONERS, **REGISTRIES}
     for field, kind in COMPONENT_FIELDS.items():
         section, name = field.split(".")
@@ -272,7 +271,7 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
     optimizer_field = ("algorithm.training.optimizer" if spec.training is not None
                        and "optimizer" in spec.training.model_fields_set else "training.optimizer")
     components[optimizer_field] = _resolve(OPTIMIZERS, training.optimizer.name, training.optimizer.params,
-                                           optimizer_field, SUPPLIED["optimizer"])
+                                           optimizer_field, OPTIMIZERS.supplied)
     settings = {k: v for k, v in training.model_dump(mode="json").items() if k not in _UNRECORDED_TRAINING_FIELDS}
     record = {"versions": code_versions(), "components": components, "training": settings}
     return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")

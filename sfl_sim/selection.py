@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simkit.checks import check_nonnegative, check_positive
+from simkit.params import NonNegative, ParamsModel, Positive
 from simkit.registry import Registry
 from sfl_sim.protocols import SelectorProtocol
 
@@ -103,12 +103,20 @@ class ClassBalancedSelection(Selector):
         Lower bound of QCID in the weights (> 0).
     """
 
+    class Params(ParamsModel):
+        """ClassBalancedSelection's parameters (what a scenario sets beside ``name``)."""
+
+        beta_first: Positive = 1.0
+        beta_last: Positive = 10.0
+        exploration: NonNegative = 10.0
+        qcid_floor: Positive = 1e-6
+
     def __init__(self, beta_first: float = 1.0, beta_last: float = 10.0, exploration: float = 10.0,
                  qcid_floor: float = 1e-6) -> None:
-        self.beta_first = check_positive("beta_first", beta_first)
-        self.beta_last = check_positive("beta_last", beta_last)
-        self.exploration = check_nonnegative("exploration", exploration)
-        self.qcid_floor = check_positive("qcid_floor", qcid_floor)
+        params = ClassBalancedSelection.Params.check(beta_first=beta_first, beta_last=beta_last,
+                                                     exploration=exploration, qcid_floor=qcid_floor)
+        self.beta_first, self.beta_last = params.beta_first, params.beta_last
+        self.exploration, self.qcid_floor = params.exploration, params.qcid_floor
         self.counts: np.ndarray | None = None
         self.times_selected: np.ndarray | None = None
         self.round = 0

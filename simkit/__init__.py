@@ -7,7 +7,10 @@ Each module has one job and is imported by its own path (this package re-exports
   points and constructor-parameter checks;
 - :mod:`simkit.checks`: the ``NAME: got VALUE; allowed: WHAT`` value checks;
 - :mod:`simkit.protocols`: does an object offer every member of a :class:`typing.Protocol`;
-- :mod:`simkit.ranges`: an interval of meaningful values with the reason for its bounds.
+- :mod:`simkit.ranges`: an interval of meaningful values with the reason for its bounds;
+- :mod:`simkit.params`: each component's parameter model (declared or derived from its
+  constructor's signature), which the registries validate with and the scenario schema shows.
 
-Imports only the standard library and numpy; never ``channel``, ``sfl_sim`` or ``analysis``.
+Imports only the standard library, numpy and pydantic (:mod:`simkit.params`); never ``channel``,
+``sfl_sim`` or ``analysis``.
 """

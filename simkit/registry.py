@@ -16,6 +16,7 @@ import inspect
 from importlib import metadata
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
+from .params import params_model, validate_params
 from .protocols import check_protocol, describe_members, missing_members
 
 T = TypeVar("T")
@@ -24,6 +25,7 @@ __all__ = [
     "Registry",
     "UnknownComponentError",
     "ComponentParameterError",
+    "ComponentValueError",
     "check_params",
     "accepted_params",
     "import_submodules",
@@ -46,10 +48,23 @@ class ComponentParameterError(ValueError):
         Parameter names it takes (empty when it takes ``**kwargs``).
     """
 
-    def __init__(self, message: str, unknown: Sequence[str] = (), accepted: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, unknown: Sequence[str] = (), accepted: Sequence[str] = (),
+                 detail: Optional[str] = None) -> None:
         super().__init__(message)
         self.unknown = list(unknown)
         self.accepted = list(accepted)
+        self.detail = detail
+
+
+class ComponentValueError(ComponentParameterError):
+    """A parameter the constructor takes has a value its parameter model refuses (wrong type, out
+    of bounds, not one of the choices); see :mod:`simkit.params`.
+
+    Attributes
+    ----------
+    detail : str
+        ``NAME: got VALUE; allowed: WHAT`` (the parameter, without the component's label).
+    """
 
 
 def _what_is(obj: Any) -> str:
@@ -147,6 +162,9 @@ class Registry:
         The :class:`typing.Protocol` every component of this kind satisfies (see
         :mod:`channel.protocols` for the channel kinds).  When given, :meth:`get` refuses a class
         that lacks one of its methods and :meth:`build` checks the built instance.
+    supplied : tuple of str, optional
+        Constructor parameters the project passes itself (an algorithm's ``setup``, a model's
+        ``input_shape``): never a scenario's, so left out of the parameter model.
 
     Notes
     -----
@@ -155,9 +173,10 @@ class Registry:
     naming ``os:system`` must not run it).
     """
 
-    def __init__(self, kind: str, protocol: Optional[type] = None) -> None:
+    def __init__(self, kind: str, protocol: Optional[type] = None, supplied: Sequence[str] = ()) -> None:
         self.kind = kind
         self.protocol = protocol
+        self.supplied = tuple(supplied)
         self._entries: Dict[str, Any] = {}
         self._entry_points_loaded = False
 
@@ -242,6 +261,9 @@ class Registry:
             If ``spec`` cannot be resolved to a class.
         ComponentParameterError
             If the constructor does not take ``params`` (names the accepted ones).
+        ComponentValueError
+            If a parameter's value is refused by the class's parameter model
+            (:func:`simkit.params.params_model`); the values a constructor gets are the ones given.
         ComponentProtocolError
             If the built object lacks a member of the registry's protocol.
         ValueError
@@ -249,6 +271,7 @@ class Registry:
         """
         cls = self.get(spec)
         check_params(cls, params, self.kind, spec, args=args)
+        self.check_values(spec, cls, params)
         try:
             obj = cls(*args, **params)
         except TypeError as exc:
@@ -259,6 +282,34 @@ class Registry:
         if self.protocol is not None:
             check_protocol(obj, self.protocol, f"{self.kind} {spec!r}")
         return obj
+
+    def check_values(self, spec: str, cls: type, params: Mapping[str, Any]) -> None:
+        """Refuse ``params`` that ``cls``'s parameter model refuses (:mod:`simkit.params`).
+
+        Raises
+        ------
+        ComponentParameterError
+            For a name the model does not have (with a "did you mean").
+        ComponentValueError
+            For a value of the wrong type, out of bounds or not one of the choices.
+        """
+        label = f"{self.kind} {spec!r}"
+        model = params_model(cls, self.supplied)
+        if model is None:
+            return
+        given = {k: v for k, v in params.items() if k not in self.supplied}
+        if model.model_config.get("extra") != "allow":  # a **kwargs constructor reaching a closed base
+            accepted = list(model.model_fields)
+            unknown = [k for k in given if k not in accepted]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], accepted, n=1)
+                raise ComponentParameterError(
+                    f"{label} rejected parameters: unknown {unknown[0]!r}"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                    + f"; accepted: {', '.join(accepted) or 'none'}", unknown, accepted)
+        reason = validate_params(cls, given, self.supplied)
+        if reason is not None:
+            raise ComponentValueError(f"{label}: {reason}", [], list(model.model_fields), detail=reason)
 
     def create(self, spec: str, **params: Any) -> Any:
         """:meth:`build` with keyword parameters only: the form for a component whose every

@@ -34,7 +34,9 @@ MAY_IMPORT: Dict[str, Set[str]] = {
 
 #: Third-party libraries each package may import (None: any); the standard library is always allowed.
 LIBRARIES: Dict[str, Optional[Set[str]]] = {
-    "simkit": {"numpy"},
+    # pydantic: the components' typed parameters (simkit.params), which the registry of every
+    # kind validates and the scenario schema shows, channel's kinds included.
+    "simkit": {"numpy", "pydantic"},
     "channel": {"numpy", "scipy"},
     "analysis": {"numpy", "scipy", "pandas", "matplotlib", "yaml"},
     "sfl_sim": None,

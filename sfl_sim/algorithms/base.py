@@ -36,7 +36,7 @@ from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
 from sfl_sim.protocols import LocalModelObserver
 
-ALGORITHMS = Registry("algorithm")
+ALGORITHMS = Registry("algorithm", supplied=("setup",))
 
 @dataclass
 class TrainingSetup:

@@ -96,14 +96,17 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import (Annotated, Any, Callable, ClassVar, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union,
+                    cast)
 
 import numpy as np
 import simpy
 import torch
+from pydantic import Field
 from torch import nn
 
 from sfl_sim.algorithms import besplit_terms as bt
+from simkit.params import ParamsModel, Positive, PositiveInt
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, weighted_average
 from sfl_sim.algorithms.server_modes import PerClientServer, ServerSide
 from sfl_sim.algorithms.split_base import SplitFedBase
@@ -125,10 +128,6 @@ def _record_of(stored: Mapping[str, Any]) -> bt.StateRecord:
     evidence, counts, u_ale, u_epi = (_host_array(stored[f]) for f in ("evidence", "counts", "u_ale", "u_epi"))
     return bt.StateRecord(evidence, counts, u_ale, u_epi, int(stored["last_round"]))
 
-
-_EVAL_CLIENTS = ("cohort", "all")
-_EVAL_ON = ("local", "global")
-_AUX_HEADS = ("pool", "flatten")
 
 
 class BESplit(SplitFedBase):
@@ -160,30 +159,38 @@ class BESplit(SplitFedBase):
         Scale-free relational matrices in KD-C (module docstring).
     """
 
+    class Params(ParamsModel):
+        """BESplit's parameters (what a scenario sets beside ``name``)."""
+
+        dtd: bool = False
+        ea: bool = True
+        bcc: bool = True
+        evidence: Literal[bt.EVIDENCE_FUNCTIONS] = "softplus"  # type: ignore[valid-type]
+        anneal_rounds: PositiveInt = 10
+        ema_beta: Annotated[float, Field(gt=0, lt=1)] = 0.5
+        eps: float = 1e-8
+        uncertainty_reduce: Literal["sum", "mean"] = "mean"
+        epistemic: Literal[bt.EPISTEMIC_MEASURES] = "relative_entropy"  # type: ignore[valid-type]
+        rho_max: Annotated[float, Field(ge=0, le=1)] = 1.0
+        tau: Positive = 5.0
+        lambda_c: float = 0.2
+        lambda_g: float = 0.3
+        eval_clients: Literal["cohort", "all"] = "cohort"
+        eval_on: Literal["local", "global"] = "local"
+        aux_head: Literal["pool", "flatten"] = "pool"
+        normalise_relations: bool = True
+
     def __init__(self, setup: TrainingSetup, dtd: bool = False, ea: bool = True, bcc: bool = True,
                  evidence: str = "softplus", anneal_rounds: int = 10, ema_beta: float = 0.5, eps: float = 1e-8,
                  uncertainty_reduce: str = "mean", epistemic: str = "relative_entropy", rho_max: float = 1.0,
                  tau: float = 5.0, lambda_c: float = 0.2, lambda_g: float = 0.3, eval_clients: str = "cohort",
                  eval_on: str = "local", aux_head: str = "pool", normalise_relations: bool = True) -> None:
         super().__init__(setup, server_mode=BCCServer())
-        if evidence not in bt.EVIDENCE_FUNCTIONS:
-            raise ValueError(f"evidence={evidence!r}; allowed: {', '.join(bt.EVIDENCE_FUNCTIONS)}")
-        if uncertainty_reduce not in ("sum", "mean"):
-            raise ValueError(f"uncertainty_reduce={uncertainty_reduce!r}; allowed: sum, mean")
-        if epistemic not in bt.EPISTEMIC_MEASURES:
-            raise ValueError(f"epistemic={epistemic!r}; allowed: {', '.join(bt.EPISTEMIC_MEASURES)}")
-        if eval_clients not in _EVAL_CLIENTS:
-            raise ValueError(f"eval_clients={eval_clients!r}; allowed: {', '.join(_EVAL_CLIENTS)}")
-        if eval_on not in _EVAL_ON:
-            raise ValueError(f"eval_on={eval_on!r}; allowed: {', '.join(_EVAL_ON)}")
-        if aux_head not in _AUX_HEADS:
-            raise ValueError(f"aux_head={aux_head!r}; allowed: {', '.join(_AUX_HEADS)}")
-        if not 0 < ema_beta < 1:
-            raise ValueError(f"ema_beta={ema_beta!r}; allowed: 0 < ema_beta < 1")
-        if not 0 <= rho_max <= 1:
-            raise ValueError(f"rho_max={rho_max!r}; allowed: 0 <= rho_max <= 1")
-        if tau <= 0 or int(anneal_rounds) < 1:
-            raise ValueError("tau must be > 0 and anneal_rounds >= 1")
+        BESplit.Params.check(
+            dtd=dtd, ea=ea, bcc=bcc, evidence=evidence, anneal_rounds=anneal_rounds, ema_beta=ema_beta, eps=eps,
+            uncertainty_reduce=uncertainty_reduce, epistemic=epistemic, rho_max=rho_max, tau=tau, lambda_c=lambda_c,
+            lambda_g=lambda_g, eval_clients=eval_clients, eval_on=eval_on, aux_head=aux_head,
+            normalise_relations=normalise_relations)
         self.dtd, self.ea, self.bcc = bool(dtd), bool(ea), bool(bcc)
         self.evidence_fn, self.anneal_rounds, self.ema_beta, self.eps = evidence, int(anneal_rounds), ema_beta, eps
         self.uncertainty_reduce, self.epistemic, self.rho_max = uncertainty_reduce, epistemic, rho_max

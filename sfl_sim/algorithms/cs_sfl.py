@@ -29,15 +29,15 @@ that report is not counted as traffic.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 import numpy as np
 
 from sfl_sim.algorithms.base import ALGORITHMS
 from sfl_sim.algorithms.splitfed import SplitFedV1
 from sfl_sim.selection import SELECTORS, Selector
+from simkit.params import NonNegative, ParamsModel
 
-_TARGETS = ("global", "uniform")
 
 
 @SELECTORS.register("label_aware")
@@ -52,11 +52,14 @@ class LabelAwareSelection(Selector):
         Label distribution the cohort's combined distribution should approach.
     """
 
+    class Params(ParamsModel):
+        """LabelAwareSelection's parameters (what a scenario sets beside ``name``)."""
+
+        temperature: NonNegative = 0.02
+        target: Literal["global", "uniform"] = "global"
+
     def __init__(self, temperature: float = 0.02, target: str = "global") -> None:
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
-            raise ValueError(f"temperature={temperature!r}; allowed: a number >= 0")
-        if target not in _TARGETS:
-            raise ValueError(f"target={target!r}; allowed: {', '.join(_TARGETS)}")
+        LabelAwareSelection.Params.check(temperature=temperature, target=target)
         self.temperature = float(temperature)
         self.target = target
         self._counts: Optional[np.ndarray] = None

@@ -33,7 +33,7 @@ Choices (each a parameter):
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Literal, Optional, Set
 
 import numpy as np
 import torch
@@ -42,7 +42,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_choice, check_int
+from simkit.params import NonNegativeInt, ParamsModel, PositiveInt
 from sfl_sim.algorithms.fl_terms import (ConcatenatedModel, FeatureExtractor, averaged_concat_head,
                                          classifier_layer, kmeans_label_clusters)
 from sfl_sim.engine import Outcome, RoundContext, SimSteps
@@ -62,14 +62,23 @@ class FedConcat(FedAvg):
     classifier_init : {"average", "random"}, default "average"
     """
 
+    class Params(ParamsModel):
+        """FedConcat's parameters (what a scenario sets beside ``name``)."""
+
+        n_clusters: PositiveInt = 4
+        encoder_rounds: NonNegativeInt = 120
+        classifier_init: Literal["average", "random"] = "average"
+
     def __init__(self, setup: TrainingSetup, n_clusters: int = 4, encoder_rounds: int = 120,
                  classifier_init: str = "average") -> None:
         super().__init__(setup)
         n = len(setup.client_indices)
         # At most one cluster per client: a federation smaller than n_clusters gets one per client.
-        self.n_clusters = min(check_int("n_clusters", n_clusters, minimum=1), n)
-        self.encoder_rounds = check_int("encoder_rounds", encoder_rounds, minimum=0)
-        self.classifier_init = check_choice("classifier_init", classifier_init, ("average", "random"))
+        params = FedConcat.Params.check(n_clusters=n_clusters, encoder_rounds=encoder_rounds,
+                                        classifier_init=classifier_init)
+        self.n_clusters = min(params.n_clusters, n)
+        self.encoder_rounds = params.encoder_rounds
+        self.classifier_init = params.classifier_init
         classifier_layer(self.model)  # the model must end with a Linear classifier
         counts = setup.client_label_counts.cpu().numpy().astype(float)
         self.clusters = kmeans_label_clusters(counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0),

@@ -20,7 +20,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_nonnegative
+from simkit.params import NonNegative, ParamsModel
 from sfl_sim.algorithms.fl_terms import classifier_layer, decorrelation_loss, features_and_logits
 
 
@@ -40,9 +40,14 @@ class FedDecorr(FedAvg):
         If ``beta`` is negative, or the model's last block does not end with an ``nn.Linear``.
     """
 
+    class Params(ParamsModel):
+        """FedDecorr's parameters (what a scenario sets beside ``name``)."""
+
+        beta: NonNegative = 0.1
+
     def __init__(self, setup: TrainingSetup, beta: float = 0.1) -> None:
         super().__init__(setup)
-        self.beta = check_nonnegative("beta", beta)
+        self.beta = FedDecorr.Params.check(beta=beta).beta
         classifier_layer(self.model)  # fail at build time when the model has no final Linear
 
     def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

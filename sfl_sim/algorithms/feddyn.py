@@ -24,7 +24,7 @@ from torch.nn.utils import vector_to_parameters
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, weighted_average
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_positive
+from simkit.params import ParamsModel, Positive
 from sfl_sim.algorithms.fl_terms import (feddyn_client_state, feddyn_regularizer, feddyn_server_model,
                                          feddyn_server_state, flat)
 
@@ -41,9 +41,14 @@ class FedDyn(FedAvg):
         paper's grid {0.1, 0.01, 0.001} most used in its experiments.
     """
 
+    class Params(ParamsModel):
+        """FedDyn's parameters (what a scenario sets beside ``name``)."""
+
+        alpha: Positive = 0.01
+
     def __init__(self, setup: TrainingSetup, alpha: float = 0.01) -> None:
         super().__init__(setup)
-        self.alpha = check_positive("alpha", alpha)
+        self.alpha = FedDyn.Params.check(alpha=alpha).alpha
         self.h = torch.zeros_like(flat(p.detach() for p in self.model.parameters()))
         self.client_grads: Dict[int, torch.Tensor] = {}
         self._global: List[torch.Tensor] = []

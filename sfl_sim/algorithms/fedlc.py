@@ -15,7 +15,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_nonnegative
+from simkit.params import NonNegative, ParamsModel
 from sfl_sim.algorithms.fl_terms import logit_calibrated_cross_entropy
 
 
@@ -32,9 +32,14 @@ class FedLC(FedAvg):
         lists for FedLC from the original paper.
     """
 
+    class Params(ParamsModel):
+        """FedLC's parameters (what a scenario sets beside ``name``)."""
+
+        tau: NonNegative = 0.5
+
     def __init__(self, setup: TrainingSetup, tau: float = 0.5) -> None:
         super().__init__(setup)
-        self.tau = check_nonnegative("tau", tau)
+        self.tau = FedLC.Params.check(tau=tau).tau
         self._counts = setup.client_label_counts
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -8,12 +8,14 @@ distribution.  Same traffic as FedAvg.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_choice
+from simkit.params import ParamsModel
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 
 
@@ -28,9 +30,14 @@ class FedLogit(FedAvg):
         Where P_k comes from (see module docstring).
     """
 
+    class Params(ParamsModel):
+        """FedLogit's parameters (what a scenario sets beside ``name``)."""
+
+        label_prior: Literal["batch", "local_data"] = "batch"
+
     def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
         super().__init__(setup)
-        self.label_prior = check_choice("label_prior", label_prior, ("batch", "local_data"))
+        self.label_prior = FedLogit.Params.check(label_prior=label_prior).label_prior
         counts = setup.client_label_counts
         self._local_prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
-from simkit.checks import check_nonnegative, check_positive
+from simkit.params import NonNegative, ParamsModel, Positive
 from sfl_sim.algorithms.fl_terms import not_true_distillation_loss
 
 
@@ -34,10 +34,16 @@ class FedNTD(GlobalTeacherFedAvg):
         Softmax temperature (> 0).  beta = tau = 1 are the authors' released settings.
     """
 
+    class Params(ParamsModel):
+        """FedNTD's parameters (what a scenario sets beside ``name``)."""
+
+        beta: NonNegative = 1.0
+        tau: Positive = 1.0
+
     def __init__(self, setup: TrainingSetup, beta: float = 1.0, tau: float = 1.0) -> None:
         super().__init__(setup)
-        self.beta = check_nonnegative("beta", beta)
-        self.tau = check_positive("tau", tau)
+        params = FedNTD.Params.check(beta=beta, tau=tau)
+        self.beta, self.tau = params.beta, params.tau
 
     def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:

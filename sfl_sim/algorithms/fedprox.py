@@ -18,7 +18,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import FedAvg
-from simkit.checks import check_nonnegative
+from simkit.params import NonNegative, ParamsModel
 from sfl_sim.algorithms.fl_terms import proximal_term
 
 
@@ -34,9 +34,14 @@ class FedProx(FedAvg):
         FedProx from its original grid {0.001, 0.01, 0.1, 1}.
     """
 
+    class Params(ParamsModel):
+        """FedProx's parameters (what a scenario sets beside ``name``)."""
+
+        mu: NonNegative = 0.01
+
     def __init__(self, setup: TrainingSetup, mu: float = 0.01) -> None:
         super().__init__(setup)
-        self.mu = check_nonnegative("mu", mu)
+        self.mu = FedProx.Params.check(mu=mu).mu
         self._global: List[torch.Tensor] = []
 
     def begin_round(self, cohort: np.ndarray) -> None:

@@ -48,11 +48,13 @@ Choices
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fedavg import GlobalTeacherFedAvg
-from simkit.checks import check_choice, check_nonnegative
+from simkit.params import NonNegative, ParamsModel
 from sfl_sim.algorithms.fl_terms import SUPPRESSION_FORMS, fedvls_objective
 
 
@@ -72,12 +74,20 @@ class FedVLS(GlobalTeacherFedAvg):
         L_logit as the authors' released code computes it (bounded below) or as eqs. 4-5 print it.
     """
 
+    class Params(ParamsModel):
+        """FedVLS's parameters (what a scenario sets beside ``name``)."""
+
+        lam: NonNegative = 0.1
+        suppression_weight: NonNegative = 0.005
+        suppression_form: Literal[SUPPRESSION_FORMS] = "released"  # type: ignore[valid-type]
+
     def __init__(self, setup: TrainingSetup, lam: float = 0.1, suppression_weight: float = 0.005,
                  suppression_form: str = "released") -> None:
         super().__init__(setup)
-        self.lam = check_nonnegative("lam", lam)
-        self.suppression_weight = check_nonnegative("suppression_weight", suppression_weight)
-        self.suppression_form = check_choice("suppression_form", suppression_form, SUPPRESSION_FORMS)
+        params = FedVLS.Params.check(lam=lam, suppression_weight=suppression_weight,
+                                     suppression_form=suppression_form)
+        self.lam, self.suppression_weight = params.lam, params.suppression_weight
+        self.suppression_form = params.suppression_form
         counts = setup.client_label_counts
         self._prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
 

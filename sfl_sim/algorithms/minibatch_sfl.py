@@ -29,7 +29,7 @@ Differences from ``ca_sfl`` (CA-SFL = SCALA without adjustments):
 """
 from __future__ import annotations
 
-from typing import List, Sequence, cast
+from typing import List, Literal, Sequence, cast
 
 import numpy as np
 import torch
@@ -38,8 +38,8 @@ import torch.nn.functional as F
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, Reply
+from simkit.params import ParamsModel
 
-_WEIGHTINGS = ("data_size", "samples")
 
 
 @ALGORITHMS.register("minibatch_sfl")
@@ -53,9 +53,13 @@ class MinibatchSFL(SplitFedBase):
         a_k = |D_k| / sum |D_j| (the paper) or B_k / B (mean over the concatenated samples).
     """
 
+    class Params(ParamsModel):
+        """MinibatchSFL's parameters (what a scenario sets beside ``name``)."""
+
+        server_weighting: Literal["data_size", "samples"] = "data_size"
+
     def __init__(self, setup: TrainingSetup, server_weighting: str = "data_size") -> None:
-        if server_weighting not in _WEIGHTINGS:
-            raise ValueError(f"server_weighting={server_weighting!r}; allowed: {', '.join(_WEIGHTINGS)}")
+        MinibatchSFL.Params.check(server_weighting=server_weighting)
         super().__init__(setup, server_mode="concatenated")
         self.server_weighting = server_weighting
 

@@ -36,18 +36,19 @@ this module adds the priors, the concatenated server step and LLA-SFL's per-clie
 """
 from __future__ import annotations
 
-from typing import List, Sequence, cast
+from typing import List, Literal, Sequence, cast
 
 import numpy as np
 import torch
 
-from simkit.checks import check_bool, check_choice
+from simkit.params import ParamsModel
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientActivations, Reply
 
-_PRIORS = ("batch", "local_data")
+#: Where the label priors P_s and P_k come from.
+LabelPrior = Literal["batch", "local_data"]
 
 
 @ALGORITHMS.register("scala")
@@ -68,13 +69,19 @@ class SCALA(SplitFedBase):
         Where P_s and P_k come from.
     """
 
+    class Params(ParamsModel):
+        """SCALA's parameters (what a scenario sets beside ``name``)."""
+
+        concatenate: bool = True
+        server_adjustment: bool = True
+        client_adjustment: bool = True
+        label_prior: LabelPrior = "batch"
+
     def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
                  client_adjustment: bool = True, label_prior: str = "batch") -> None:
         super().__init__(setup, server_mode="concatenated" if concatenate else "per_client")
-        check_choice("label_prior", label_prior, _PRIORS)
-        for name, value in (("concatenate", concatenate), ("server_adjustment", server_adjustment),
-                            ("client_adjustment", client_adjustment)):
-            check_bool(name, value)
+        SCALA.Params.check(concatenate=concatenate, server_adjustment=server_adjustment,
+                           client_adjustment=client_adjustment, label_prior=label_prior)
         if server_adjustment and not concatenate:
             raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
                              "distribution); allowed: server_adjustment=false with concatenate=false")

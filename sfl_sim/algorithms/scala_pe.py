@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from simkit.checks import check_int
+from simkit.params import NonNegative, ParamsModel, Positive, PositiveInt
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.scala import SCALA
 from sfl_sim.algorithms.split_messages import ClientStep, Reply
@@ -82,20 +82,28 @@ class SCALAPE(SCALA):
     **scala : the :class:`~sfl_sim.algorithms.scala.SCALA` flags (``label_prior``...).
     """
 
+    class Params(ParamsModel):
+        """SCALAPE's parameters (what a scenario sets beside ``name``)."""
+
+        alpha: NonNegative = 0.5
+        bottleneck_channels: PositiveInt = 8
+        bottleneck_stride: PositiveInt = 2
+        inverter_channels: PositiveInt = 32
+        inverter_lr: Optional[Positive] = None
+        seed: int = 0
+
     def __init__(self, setup: TrainingSetup, alpha: float = 0.5, bottleneck_channels: int = 8,
                  bottleneck_stride: int = 2, inverter_channels: int = 32, inverter_lr: Optional[float] = None,
                  seed: int = 0, **scala: Any) -> None:
         super().__init__(setup, **scala)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
-            raise ValueError(f"alpha={alpha!r}; allowed: a number >= 0")
-        if inverter_lr is not None and (isinstance(inverter_lr, bool) or not isinstance(inverter_lr, (int, float))
-                                        or not inverter_lr > 0):
-            raise ValueError(f"inverter_lr={inverter_lr!r}; allowed: a number > 0 or null")
-        self.alpha = float(alpha)
-        self.bottleneck_channels = check_int("bottleneck_channels", bottleneck_channels, minimum=1)
-        self.bottleneck_stride = check_int("bottleneck_stride", bottleneck_stride, minimum=1)
-        self.inverter_channels = check_int("inverter_channels", inverter_channels, minimum=1)
-        self.inverter_lr = float(inverter_lr) if inverter_lr is not None else None
+        params = SCALAPE.Params.check(alpha=alpha, bottleneck_channels=bottleneck_channels,
+                                      bottleneck_stride=bottleneck_stride, inverter_channels=inverter_channels,
+                                      inverter_lr=inverter_lr, seed=seed)
+        self.alpha = params.alpha
+        self.bottleneck_channels = params.bottleneck_channels
+        self.bottleneck_stride = params.bottleneck_stride
+        self.inverter_channels = params.inverter_channels
+        self.inverter_lr = params.inverter_lr
 
         image_shape = tuple(setup.train_x.shape[1:])
         base_client, base_server = self.client_model, self.server_model

@@ -35,7 +35,7 @@ Choices where the paper is silent (each a parameter):
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Mapping, cast
+from typing import Any, Dict, List, Literal, Mapping, cast
 
 import torch
 import torch.nn.functional as F
@@ -46,8 +46,8 @@ from sfl_sim.algorithms.server_modes import ServerModeName
 from sfl_sim.algorithms.split_base import SplitFedBase
 from sfl_sim.algorithms.split_messages import ClientStep
 from sfl_sim.engine import Lost, Outcome, RoundContext, SimSteps
+from simkit.params import NonNegativeInt, ParamsModel
 
-_SERVER_MODES = ("per_client", "sequential")
 
 
 @ALGORITHMS.register("sfl_local_loss")
@@ -65,11 +65,14 @@ class SFLLocalLoss(SplitFedBase):
     server_replies = False  # nothing goes back: the server computes no activation gradient
     client_forward_kind = "client_step"  # the client's whole local step happens before its upload
 
+    class Params(ParamsModel):
+        """SFLLocalLoss's parameters (what a scenario sets beside ``name``)."""
+
+        aux_hidden: NonNegativeInt = 0
+        server_mode: Literal["per_client", "sequential"] = "per_client"
+
     def __init__(self, setup: TrainingSetup, aux_hidden: int = 0, server_mode: str = "per_client") -> None:
-        if server_mode not in _SERVER_MODES:
-            raise ValueError(f"server_mode={server_mode!r}; allowed: {', '.join(_SERVER_MODES)}")
-        if isinstance(aux_hidden, bool) or not isinstance(aux_hidden, int) or aux_hidden < 0:
-            raise ValueError(f"aux_hidden={aux_hidden!r}; allowed: an int >= 0")
+        SFLLocalLoss.Params.check(aux_hidden=aux_hidden, server_mode=server_mode)
         super().__init__(setup, server_mode=cast(ServerModeName, server_mode))  # checked just above
         n_features = math.prod(self.activation_shape)
         layers: list[nn.Module] = [nn.Flatten()]

@@ -41,12 +41,12 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Literal, Mapping, Optional
 
 import numpy as np
 from torch import nn
 
-from simkit.checks import check_bool
+from simkit.params import ParamsModel
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.server_modes import SequentialServer
 from sfl_sim.algorithms.split_base import SplitFedBase
@@ -73,13 +73,15 @@ class SplitFedV2(SplitFedBase):
         them in order (False).
     """
 
+    class Params(ParamsModel):
+        """SplitFedV2's parameters (what a scenario sets beside ``name``)."""
+
+        sequential_clients: bool = True
+
     def __init__(self, setup: TrainingSetup, sequential_clients: bool = True) -> None:
-        check_bool("sequential_clients", sequential_clients)
+        SplitFedV2.Params.check(sequential_clients=sequential_clients)
         super().__init__(setup, server_mode=SequentialServer(clients_take_turns=sequential_clients))
         self.sequential_clients = sequential_clients
-
-
-_EVAL_CLIENT = ("average_trained", "average_all")
 
 
 @ALGORITHMS.register("splitfed_v3")
@@ -93,11 +95,14 @@ class SplitFedV3(SplitFedBase):
         Client-side part of the evaluated global model (see module docstring).
     """
 
+    class Params(ParamsModel):
+        """SplitFedV3's parameters (what a scenario sets beside ``name``)."""
+
+        eval_client_model: Literal["average_trained", "average_all"] = "average_trained"
+
     def __init__(self, setup: TrainingSetup, eval_client_model: str = "average_trained") -> None:
         super().__init__(setup, server_mode="per_client")
-        if eval_client_model not in _EVAL_CLIENT:
-            raise ValueError(f"eval_client_model={eval_client_model!r}; allowed: {', '.join(_EVAL_CLIENT)}")
-        self.eval_client_model = eval_client_model
+        self.eval_client_model = SplitFedV3.Params.check(eval_client_model=eval_client_model).eval_client_model
         self._initial_client = copy.deepcopy(self.client_model)
         self.client_models: Dict[int, nn.Module] = {}
 

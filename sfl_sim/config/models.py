@@ -279,8 +279,13 @@ class Scenario(Section):
 
 
 def json_schema() -> Dict[str, Any]:
-    """The JSON Schema of a scenario file (for editors: completion and checking of YAML)."""
-    schema = Scenario.model_json_schema()
+    """The JSON Schema of a scenario file (for editors: completion and checking of YAML), each
+    component field with its components' parameters (:mod:`sfl_sim.component_schema`)."""
+    from sfl_sim.component_schema import add_components  # reads the registries (imports torch)
+
+    sections = {name: f.annotation.__name__ for name, f in Scenario.model_fields.items()
+                if isinstance(f.annotation, type)}
+    schema = add_components(Scenario.model_json_schema(), sections)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "sfl-sim scenario"
     return schema

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Literal, Optional, Tuple
 
 import numpy as np
+
+from simkit.params import ParamsModel
 
 from .datasets import DATASETS
 from .images import DatasetFormatError, LocalImageDataset, check_labels
@@ -207,6 +209,11 @@ class CIFAR100(_CifarPickles):
     how_to_get = ("download cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html "
                   f"and unpack it (it creates {CIFAR100_DIR}/)")
 
+    class Params(ParamsModel):
+        """CIFAR-100's own parameter (the others are :class:`~sfl_sim.data.datasets.LoaderParams`)."""
+
+        label_type: Literal["fine", "coarse"] = "fine"
+
     def __init__(
         self,
         data_root: Optional[str] = None,
@@ -215,9 +222,7 @@ class CIFAR100(_CifarPickles):
         label_type: str = "fine",
     ) -> None:
         super().__init__(data_root, max_train_samples, max_test_samples)
-        if label_type not in ("fine", "coarse"):
-            raise ValueError(f"label_type must be 'fine' or 'coarse', got {label_type!r}")
-        self.label_type = label_type
+        self.label_type = CIFAR100.Params.check(label_type=label_type).label_type
         self.num_classes = 100 if label_type == "fine" else 20
 
     @property

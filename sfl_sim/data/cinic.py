@@ -29,6 +29,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from simkit.params import ParamsModel, PositiveInt
+
 from .datasets import DATASETS
 from .images import DatasetFormatError, LocalImageDataset
 
@@ -148,6 +150,12 @@ class CINIC10(LocalImageDataset):
     how_to_get = ("download CINIC-10.tar.gz (https://github.com/BayesWatch/cinic-10, "
                   "https://datashare.ed.ac.uk/handle/10283/3192) and unpack it into a folder")
 
+    class Params(ParamsModel):
+        """CINIC-10's own parameters (the others are :class:`~sfl_sim.data.datasets.LoaderParams`)."""
+
+        include_valid_in_train: bool = False
+        num_workers: Optional[PositiveInt] = None
+
     def __init__(
         self,
         data_root: Optional[str] = None,
@@ -157,11 +165,7 @@ class CINIC10(LocalImageDataset):
         num_workers: Optional[int] = None,
     ) -> None:
         super().__init__(data_root, max_train_samples, max_test_samples)
-        if not isinstance(include_valid_in_train, bool):
-            raise ValueError(f"include_valid_in_train must be true or false, got {include_valid_in_train!r}")
-        if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int)
-                                        or num_workers < 1):
-            raise ValueError(f"num_workers must be None or an integer >= 1, got {num_workers!r}")
+        CINIC10.Params.check(include_valid_in_train=include_valid_in_train, num_workers=num_workers)
         self.include_valid_in_train = include_valid_in_train
         self.num_workers = num_workers
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import Any, List, Optional, TYPE_CHECKING, Tuple, Union
+from pathlib import Path
 
 import numpy as np
 
-from simkit.checks import check_int
+from simkit.params import ParamsModel, PositiveInt
 from simkit.registry import Registry
 from sfl_sim.protocols import DatasetLoader
 
@@ -167,9 +168,13 @@ class ArrayDataset:
         return x, y
 
 
-def _check_limit(name: str, value: Any) -> Optional[int]:
-    """A sample limit: None (everything) or an integer >= 1."""
-    return None if value is None else check_int(name, value, minimum=1)
+class LoaderParams(ParamsModel):
+    """The parameters every image data set loader takes (the ``Params`` of
+    :class:`IdxImageDataset` and :class:`~sfl_sim.data.images.LocalImageDataset`)."""
+
+    data_root: Optional[Union[str, Path]] = None
+    max_train_samples: Optional[PositiveInt] = None
+    max_test_samples: Optional[PositiveInt] = None
 
 
 def resolve_data_root(data_root: Any, env_var: str, default_dir: Optional[str]) -> Tuple[Optional[str], str]:
@@ -221,14 +226,16 @@ class IdxImageDataset:
     num_classes: int = 10
     how_to_get: str = ""
 
+    Params = LoaderParams
+
     def __init__(
         self,
         data_root: Optional[str] = None,
         max_train_samples: Optional[int] = None,
         max_test_samples: Optional[int] = None,
     ) -> None:
-        self.max_train_samples = _check_limit("max_train_samples", max_train_samples)
-        self.max_test_samples = _check_limit("max_test_samples", max_test_samples)
+        limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
+        self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
         self.data_root, self._source = resolve_data_root(data_root, self.env_var, self.default_dir)
 
     def _not_found(self, missing: List[str]) -> DatasetNotFoundError:

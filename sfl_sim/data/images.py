@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .datasets import ArrayDataset, DatasetNotFoundError, _check_limit, resolve_data_root
+from .datasets import ArrayDataset, DatasetNotFoundError, LoaderParams, resolve_data_root
 
 __all__ = ["DatasetFormatError", "LocalImageDataset"]
 
@@ -53,14 +53,16 @@ class LocalImageDataset:
     expected: str = ""
     how_to_get: str = ""
 
+    Params = LoaderParams
+
     def __init__(
         self,
         data_root: Optional[str] = None,
         max_train_samples: Optional[int] = None,
         max_test_samples: Optional[int] = None,
     ) -> None:
-        self.max_train_samples = _check_limit("max_train_samples", max_train_samples)
-        self.max_test_samples = _check_limit("max_test_samples", max_test_samples)
+        limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
+        self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
         self.data_root, self._source = resolve_data_root(data_root, self.env_var, None)
 
     def _not_found(self, problem: str) -> DatasetNotFoundError:

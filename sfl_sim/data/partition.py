@@ -16,7 +16,8 @@ from typing import Any, List
 
 import numpy as np
 
-from simkit.checks import check_bool, check_int, check_positive
+from simkit.checks import check_int
+from simkit.params import ParamsModel, Positive, PositiveInt
 from simkit.registry import Registry
 from sfl_sim.protocols import PartitionerProtocol
 
@@ -135,8 +136,13 @@ class QuantityLabelSkew(Partitioner):
         If ``alpha`` is not an integer >= 1.
     """
 
+    class Params(ParamsModel):
+        """QuantityLabelSkew's parameters (what a scenario sets beside ``name``)."""
+
+        alpha: PositiveInt
+
     def __init__(self, alpha: int) -> None:
-        self.alpha = check_int("alpha", alpha, minimum=1)
+        self.alpha = QuantityLabelSkew.Params.check(alpha=alpha).alpha
 
     def assign_classes(self, n_clients: int, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """Decide which ``alpha`` distinct classes each client holds.
@@ -294,10 +300,18 @@ class DirichletLabelSkew(_RedrawnDirichlet):
         If ``beta`` is not a finite number > 0, or the integers are < 1.
     """
 
+    class Params(ParamsModel):
+        """DirichletLabelSkew's parameters (what a scenario sets beside ``name``)."""
+
+        beta: Positive
+        min_samples_per_client: PositiveInt = 10
+        max_attempts: PositiveInt = 1000
+
     def __init__(self, beta: float, min_samples_per_client: int = 10, max_attempts: int = 1000) -> None:
-        self.beta = check_positive("beta", beta)
-        self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
-        self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
+        params = DirichletLabelSkew.Params.check(beta=beta, min_samples_per_client=min_samples_per_client,
+                                                 max_attempts=max_attempts)
+        self.beta, self.min_samples_per_client = params.beta, params.min_samples_per_client
+        self.max_attempts = params.max_attempts
 
     def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> List[np.ndarray]:
@@ -352,12 +366,20 @@ class DirichletOverClients(_RedrawnDirichlet):
         If ``beta`` is not a finite number > 0, an integer is < 1 or ``cap_at_mean`` is not a bool.
     """
 
+    class Params(ParamsModel):
+        """DirichletOverClients's parameters (what a scenario sets beside ``name``)."""
+
+        beta: Positive
+        min_samples_per_client: PositiveInt = 10
+        cap_at_mean: bool = True
+        max_attempts: PositiveInt = 1000
+
     def __init__(self, beta: float, min_samples_per_client: int = 10, cap_at_mean: bool = True,
                  max_attempts: int = 1000) -> None:
-        self.beta = check_positive("beta", beta)
-        self.cap_at_mean = check_bool("cap_at_mean", cap_at_mean)
-        self.min_samples_per_client = check_int("min_samples_per_client", min_samples_per_client, minimum=1)
-        self.max_attempts = check_int("max_attempts", max_attempts, minimum=1)
+        params = DirichletOverClients.Params.check(beta=beta, min_samples_per_client=min_samples_per_client,
+                                                   cap_at_mean=cap_at_mean, max_attempts=max_attempts)
+        self.beta, self.cap_at_mean = params.beta, params.cap_at_mean
+        self.min_samples_per_client, self.max_attempts = params.min_samples_per_client, params.max_attempts
 
     def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> List[np.ndarray]:

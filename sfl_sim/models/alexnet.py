@@ -12,13 +12,14 @@ such a scenario is a scaled-down model, not the paper's, and results should say 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence, Tuple, cast
+from typing import Any, Literal, Sequence, Tuple, cast
 
 import torch
 from torch import nn
 
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
+from simkit.params import ParamsModel, UnitInterval, positive_ints
 
 #: Split points of the SCALA paper (Table 8 / Fig. 8): S<k> keeps conv blocks 1..k on the client.
 ALEXNET_SPLIT_POINTS = {"S1": 1, "S2": 2, "S3": 3, "S4": 4, "S5": 5}
@@ -41,7 +42,6 @@ def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str
     return items
 
 
-_INITS = ("kaiming_normal", "pytorch_default")
 
 
 @MODELS.register("alexnet")
@@ -87,6 +87,14 @@ class AlexNet(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    class Params(ParamsModel):
+        """AlexNet's parameters (``model.params``; the input shape and class count come from the data set)."""
+
+        conv_channels: positive_ints(5) = (64, 192, 384, 256, 256)  # type: ignore[valid-type]
+        fc_features: positive_ints(2) = (1024, 1024)  # type: ignore[valid-type]
+        dropout: UnitInterval = 0.5
+        init: Literal["kaiming_normal", "pytorch_default"] = "kaiming_normal"
+
     def __init__(
         self,
         input_shape: Sequence[int],
@@ -105,12 +113,10 @@ class AlexNet(SplittableModel):
             )
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        c1, c2, c3, c4, c5 = _int_tuple("conv_channels", conv_channels, 5, 1, "5 positive ints")
-        f1, f2 = _int_tuple("fc_features", fc_features, 2, 1, "2 positive ints")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout = {dropout!r} is invalid; allowed: a float in [0, 1)")
-        if init not in _INITS:
-            raise ValueError(f"init = {init!r} is invalid; allowed: {', '.join(_INITS)}")
+        params = AlexNet.Params.check(conv_channels=conv_channels, fc_features=fc_features, dropout=dropout,
+                                      init=init)
+        c1, c2, c3, c4, c5 = params.conv_channels
+        f1, f2 = params.fc_features
 
         def conv(cin: int, cout: int) -> nn.Conv2d:
             return nn.Conv2d(cin, cout, kernel_size=3, padding=1)

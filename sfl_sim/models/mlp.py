@@ -14,6 +14,7 @@ from torch import nn
 
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
+from simkit.params import ParamsModel, positive_ints
 
 
 @MODELS.register("mlp")
@@ -43,6 +44,11 @@ class MLP(SplittableModel):
         If an argument is outside these ranges.
     """
 
+    class Params(ParamsModel):
+        """MLP's parameters (``model.params``; the input shape and class count come from the data set)."""
+
+        hidden_features: positive_ints(2) = (200, 200)  # type: ignore[valid-type]
+
     def __init__(self, input_shape: Sequence[int], num_classes: int,
                  hidden_features: Sequence[int] = (200, 200)) -> None:
         shape = tuple(input_shape)
@@ -50,10 +56,7 @@ class MLP(SplittableModel):
             raise ValueError(f"input_shape = {input_shape!r} is invalid; allowed: 3 positive ints (C, H, W)")
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        widths = tuple(hidden_features) if isinstance(hidden_features, (list, tuple)) else ()
-        if len(widths) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in widths):
-            raise ValueError(f"hidden_features = {hidden_features!r} is invalid; allowed: 2 positive ints")
-        h1, h2 = widths
+        h1, h2 = MLP.Params.check(hidden_features=hidden_features).hidden_features
         blocks = [nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), h1), nn.ReLU()),
                   nn.Sequential(nn.Linear(h1, h2), nn.ReLU()),
                   nn.Linear(h2, num_classes)]

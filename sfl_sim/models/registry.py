@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from simkit.registry import Registry
 
-MODELS = Registry("model")
+MODELS = Registry("model", supplied=("input_shape", "num_classes"))
 
 __all__ = ["MODELS"]

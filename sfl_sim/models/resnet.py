@@ -47,6 +47,7 @@ from torch import Tensor, nn
 
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
+from simkit.params import ParamsModel, PositiveInt
 
 #: Client blocks at each named split point (stem = block 1, BasicBlocks = blocks 2..9, head = 10).
 RESNET18_SPLIT_POINTS: Dict[str, int] = {
@@ -132,6 +133,12 @@ class ResNet18(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    class Params(ParamsModel):
+        """ResNet18's parameters (``model.params``; the input shape and class count come from the data set)."""
+
+        width: PositiveInt = 64
+        zero_init_residual: bool = False
+
     def __init__(
         self,
         input_shape: Sequence[int],
@@ -153,10 +160,7 @@ class ResNet18(SplittableModel):
             )
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        if not _is_int(width) or width < 1:
-            raise ValueError(f"width = {width!r} is invalid; allowed: an int >= 1")
-        if not isinstance(zero_init_residual, bool):
-            raise ValueError(f"zero_init_residual = {zero_init_residual!r} is invalid; allowed: true or false")
+        ResNet18.Params.check(width=width, zero_init_residual=zero_init_residual)
 
         widths = (width, 2 * width, 4 * width, 8 * width)
         blocks: List[nn.Module] = [

@@ -40,6 +40,7 @@ from torch import nn
 
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
+from simkit.params import ParamsModel, UnitInterval, positive_ints
 
 #: S<k>: conv layers 1..k (with BN, ReLU and their max-pool) on the client.
 VGG11_SPLIT_POINTS: Dict[str, int] = {f"S{k}": k for k in range(1, 9)}
@@ -99,6 +100,14 @@ class VGG11(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    class Params(ParamsModel):
+        """VGG11's parameters (``model.params``; the input shape and class count come from the data set)."""
+
+        batch_norm: bool = True
+        conv_channels: positive_ints(8) = _DEFAULT_CHANNELS  # type: ignore[valid-type]
+        fc_features: positive_ints(2) = (512, 512)  # type: ignore[valid-type]
+        dropout: UnitInterval = 0.5
+
     def __init__(
         self,
         input_shape: Sequence[int],
@@ -114,12 +123,10 @@ class VGG11(SplittableModel):
             raise ValueError(f"input_shape = {tuple(input_shape)!r} is invalid; allowed: spatial size H, W >= 8")
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        if not isinstance(batch_norm, bool):
-            raise ValueError(f"batch_norm = {batch_norm!r} is invalid; allowed: true or false")
-        channels = _int_tuple("conv_channels", conv_channels, 8, "8 positive ints")
-        f1, f2 = _int_tuple("fc_features", fc_features, 2, "2 positive ints")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout = {dropout!r} is invalid; allowed: a float in [0, 1)")
+        params = VGG11.Params.check(batch_norm=batch_norm, conv_channels=conv_channels, fc_features=fc_features,
+                                    dropout=dropout)
+        channels = tuple(params.conv_channels)
+        f1, f2 = params.fc_features
 
         blocks = []
         cin, h, w = in_ch, height, width

@@ -20,7 +20,7 @@ from sfl_sim.optim.settings import TrainingSettings
 __all__ = ["OPTIMIZERS", "OptimizerMaker", "check_optimizer", "make_optimizer", "optimizer_class",
            "optimizer_kwargs"]
 
-OPTIMIZERS = Registry("optimizer")
+OPTIMIZERS = Registry("optimizer", supplied=("params", "lr"))
 for _name, _builtin in BUILTIN_OPTIMIZERS.items():
     OPTIMIZERS.register(_name)(getattr(torch.optim, _builtin.torch_class))
 

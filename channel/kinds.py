@@ -1,0 +1,71 @@
+"""The channel component kinds: the one table the cell, the conformance checks, the scenario
+schema, the builder and the catalog read.
+
+Each kind has a registry of named classes (which carries the kind's name and its protocol from
+:mod:`channel.protocols`), the scenario field that names one (``cell.<kind>``) and the
+:class:`~channel.Cell` argument it is passed as.  A new kind is one row here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+from simkit.registry import Registry
+
+from .allocation import ALLOCATORS
+from .fading import FADING
+from .geometry import PLACEMENTS
+from .mobility import MOBILITY
+from .pathloss import PATHLOSS
+from .rate import RATES
+from .shadowing import SHADOWING
+
+__all__ = ["ChannelKind", "CHANNEL_KINDS", "PROTOCOLS", "REGISTRIES"]
+
+
+@dataclass(frozen=True)
+class ChannelKind:
+    """One kind of channel component.
+
+    Attributes
+    ----------
+    registry : simkit.registry.Registry
+        Short name -> class, made with the kind's name and protocol.
+    field : str
+        The scenario field that names one (``"cell.pathloss"``).
+    cell_argument : str
+        The :class:`~channel.Cell` constructor argument that takes one.
+    """
+
+    registry: Registry
+    field: str
+    cell_argument: str
+
+    @property
+    def name(self) -> str:
+        """The kind (``"pathloss"``): its registry's kind and its entry-point group's suffix."""
+        return self.registry.kind
+
+    @property
+    def protocol(self) -> type:
+        """The :class:`typing.Protocol` every component of the kind satisfies."""
+        assert self.registry.protocol is not None  # every channel registry is made with one
+        return self.registry.protocol
+
+
+#: Every channel kind, in listing order.
+CHANNEL_KINDS: Tuple[ChannelKind, ...] = (
+    ChannelKind(PLACEMENTS, "cell.placement", "placement"),
+    ChannelKind(PATHLOSS, "cell.pathloss", "pathloss"),
+    ChannelKind(SHADOWING, "cell.shadowing", "shadowing"),
+    ChannelKind(FADING, "cell.fading", "fading"),
+    ChannelKind(RATES, "cell.rate", "rate"),
+    ChannelKind(ALLOCATORS, "cell.allocation", "allocator"),
+    ChannelKind(MOBILITY, "cell.mobility", "mobility"),
+)
+
+#: The required protocol of every channel kind.
+PROTOCOLS: Dict[str, type] = {k.name: k.protocol for k in CHANNEL_KINDS}
+
+#: Every channel registry by kind.
+REGISTRIES: Dict[str, Registry] = {k.name: k.registry for k in CHANNEL_KINDS}
