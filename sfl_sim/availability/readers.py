@@ -45,7 +45,7 @@ import numpy as np
 from sfl_sim.errors import UserError
 
 __all__ = ["DeviceTrace", "TraceError", "TraceEndedError", "PlainUnpickler", "read_trace", "read_csv",
-           "read_flash", "read_fedscale", "FORMATS"]
+           "read_flash", "read_fedscale", "FORMATS", "RefusedGlobal"]
 
 
 class TraceError(UserError, ValueError):
@@ -227,12 +227,16 @@ def read_flash(path: Path) -> List[DeviceTrace]:
 _PLAIN = "plain data: dicts, lists, tuples, numbers, strings"
 
 
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle names a global (a class or a function), which :class:`PlainUnpickler` never loads."""
+
+
 class PlainUnpickler(pickle.Unpickler):
     """An unpickler that refuses every global, so only plain data (dicts, lists, tuples, sets,
     numbers, strings, bytes, None) can load: no class is ever looked up, so no code runs."""
 
     def find_class(self, module: str, name: str) -> Any:  # noqa: D102 - see the class
-        raise pickle.UnpicklingError(f"refuses global {module}.{name}")
+        raise RefusedGlobal(f"refuses global {module}.{name}")
 
 
 def read_fedscale(path: Path) -> List[DeviceTrace]:
@@ -241,15 +245,16 @@ def read_fedscale(path: Path) -> List[DeviceTrace]:
         raw = f.read()
     try:
         data = PlainUnpickler(io.BytesIO(raw)).load()
-    except pickle.UnpicklingError as exc:
-        raise TraceError(f"{path}: pickle {exc}; allowed: {_PLAIN}") from None
+    except RefusedGlobal as exc:
+        raise TraceError(f"{path}: {exc}; allowed: {_PLAIN}") from None
     except Exception as exc:  # truncated or not a pickle at all
         raise TraceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc}); allowed: {_PLAIN}") from None
     if not isinstance(data, dict) or not data:
         raise TraceError(f"{path}: got {'an empty dict' if data == {} else type(data).__name__}; "
                          f"allowed: a non-empty dict of client id -> {{'active', 'inactive', 'finish_time'}}")
     out = []
-    for key in sorted(data, key=lambda k: (not isinstance(k, int), str(k))):
+    # FedScale's ids are integers: numeric order, then any string ids
+    for key in sorted(data, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0, str(k))):
         entry = data[key]
         at = f"key {key!r}"
         if isinstance(key, bool) or not isinstance(key, (int, str)):
