@@ -14,33 +14,10 @@ not consult these models yet.
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-
-from simkit.registry import Registry
+from sfl_sim.availability.base import AVAILABILITY, Availability
+from sfl_sim.availability.conformance import check_availability
+from sfl_sim.availability.models import AlwaysAvailable, MarkovAvailability, TraceAvailability
+from sfl_sim.availability.readers import TraceEndedError, TraceError
 
 __all__ = ["AVAILABILITY", "Availability", "AlwaysAvailable", "TraceAvailability", "MarkovAvailability",
            "TraceError", "TraceEndedError", "check_availability"]
-
-
-@runtime_checkable
-class Availability(Protocol):
-    """What every availability model offers."""
-
-    def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
-        """Fix the model for ``n_clients`` simulated clients; every random draw comes from ``rng``."""
-
-    def online(self, clients: np.ndarray, t_s: float) -> np.ndarray:
-        """A bool per entry of ``clients`` (client indices): online at simulated time ``t_s``."""
-
-    def next_change_s(self, client: int, t_s: float) -> float:
-        """The first simulated time > ``t_s`` at which ``client``'s state differs from its state at
-        ``t_s``; ``inf`` when it never changes."""
-
-
-AVAILABILITY = Registry("availability", protocol=Availability)
-
-from .readers import TraceEndedError, TraceError  # noqa: E402  (the registry exists before the models register)
-from .models import AlwaysAvailable, MarkovAvailability, TraceAvailability  # noqa: E402
-from .conformance import check_availability  # noqa: E402

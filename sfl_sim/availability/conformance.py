@@ -15,6 +15,8 @@ from typing import Any, List, Sequence
 
 import numpy as np
 
+from sfl_sim.availability.base import Availability
+from sfl_sim.availability.readers import TraceEndedError
 from simkit.protocols import missing_members
 
 __all__ = ["check_availability"]
@@ -44,7 +46,6 @@ def check_availability(component: Any, counts: Sequence[int] = (1, 4, 13), seed:
     list of str
         The checks that passed.
     """
-    from . import Availability, TraceEndedError
 
     missing = missing_members(component, Availability)
     if missing:

@@ -12,8 +12,8 @@ from pydantic import Field
 from simkit.checks import check_int
 from simkit.params import ParamsModel, Positive
 
-from . import AVAILABILITY
-from .readers import DeviceTrace, TraceEndedError, TraceError, read_trace
+from sfl_sim.availability.base import AVAILABILITY
+from sfl_sim.availability.readers import DeviceTrace, TraceEndedError, TraceError, read_trace
 
 __all__ = ["AlwaysAvailable", "TraceAvailability", "MarkovAvailability", "DAY_S"]
 
@@ -106,6 +106,11 @@ class TraceAvailability(_Prepared):
             self.device_of = rng.choice(count, size=n, replace=n > count).astype(np.int64)
         self._n = n
 
+    def _device_of(self, client: int) -> DeviceTrace:
+        """The trace device ``client`` replays (after :meth:`prepare`, which ``_clients`` checks)."""
+        assert self.device_of is not None, "prepare() sets device_of before any client is looked up"
+        return self.devices[int(self.device_of[client])]
+
     def _local(self, device: DeviceTrace, t_s: float) -> float:
         """``t_s`` in the device's trace span (wrapped), or the error for ``stop``."""
         span = device.end_s - device.origin_s
@@ -127,12 +132,12 @@ class TraceAvailability(_Prepared):
         """Whether each client's device is inside one of its intervals at ``t_s``."""
         idx = self._clients(clients)
         return np.array([self._inside(d, self._local(d, float(t_s)))
-                         for d in (self.devices[self.device_of[c]] for c in idx)], dtype=bool)
+                         for d in (self._device_of(c) for c in idx)], dtype=bool)
 
     def next_change_s(self, client: int, t_s: float) -> float:
         """The next interval end (online) or start (offline) after ``t_s``, across wraps; with
         ``stop``, at most the trace's end (past which :meth:`online` raises)."""
-        device = self.devices[self.device_of[self._clients([client])[0]]]
+        device = self._device_of(int(self._clients([client])[0]))
         t_s = float(t_s)
         u = self._local(device, t_s)
         base = t_s - u  # a multiple of the span when wrapped, 0 otherwise

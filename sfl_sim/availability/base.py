@@ -1,0 +1,29 @@
+"""The availability kind itself: its protocol and its registry (imported by the models and the
+conformance check, so that neither needs the package's ``__init__``)."""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from simkit.registry import Registry
+
+__all__ = ["AVAILABILITY", "Availability"]
+
+
+@runtime_checkable
+class Availability(Protocol):
+    """What every availability model offers."""
+
+    def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
+        """Fix the model for ``n_clients`` simulated clients; every random draw comes from ``rng``."""
+
+    def online(self, clients: np.ndarray, t_s: float) -> np.ndarray:
+        """A bool per entry of ``clients`` (client indices): online at simulated time ``t_s``."""
+
+    def next_change_s(self, client: int, t_s: float) -> float:
+        """The first simulated time > ``t_s`` at which ``client``'s state differs from its state at
+        ``t_s``; ``inf`` when it never changes."""
+
+
+AVAILABILITY = Registry("availability", protocol=Availability)
