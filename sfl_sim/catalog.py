@@ -1,7 +1,7 @@
 """What this installation offers: every registered component, and the package version.
 
 ``sfl-sim list [KIND]`` prints, for every registry (algorithms, models, datasets, partitioners,
-client selectors and each channel kind of :data:`channel.REGISTRIES`), each short name with the
+client selectors, compressors and each channel kind of :data:`channel.REGISTRIES`), each short name with the
 first line of its docstring and its constructor parameters with their defaults — the names a
 scenario may use, and the keys it may put beside ``name``.  Components registered by installed
 packages through entry points (``sfl_sim.<kind>``) are listed too.
@@ -27,6 +27,7 @@ KINDS: Dict[str, str] = {
     "dataset": "data.dataset.name",
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
+    "compressor": "not yet read from scenarios (planned: compression.activations/gradients/updates)",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 
@@ -75,12 +76,13 @@ def registries() -> Dict[str, Any]:
     """Every registry by kind (the keys of :data:`KINDS`), importing the packages that fill them."""
     from channel import REGISTRIES
     from sfl_sim.algorithms import ALGORITHMS  # imports torch: only when a listing is asked for
+    from sfl_sim.compression import COMPRESSORS
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
     from sfl_sim.selection import SELECTORS
 
     found = {"algorithm": ALGORITHMS, "model": MODELS, "dataset": DATASETS, "partitioner": PARTITIONERS,
-             "selector": SELECTORS, **REGISTRIES}
+             "selector": SELECTORS, "compressor": COMPRESSORS, **REGISTRIES}
     return {kind: found[kind] for kind in KINDS}
 
 
