@@ -320,9 +320,11 @@ class RandTopK:
 
     The ``k = ceil(fraction * n)`` kept entries are drawn without replacement with weight
     ``(1 - alpha) / k`` for each of the k largest-magnitude entries and ``alpha / (n - k)`` for
-    every other one (Zheng et al. 2023, Sec. 4), so about ``1 - alpha`` of the kept entries are
-    top-k ones; ``alpha = 0`` is :class:`TopK`.  The paper sparsifies during training and uses
-    plain top-k at inference; this class sparsifies whatever it is given (the caller decides).
+    every other one (Zheng et al. 2023; the weights of their ``torch.multinomial`` form), so
+    ``alpha`` is the chance that the first draw is a non-top-k entry; ``alpha = 0`` is
+    :class:`TopK`.  The paper draws per sample (each row of a batch of cut-layer activations) and
+    uses plain top-k at inference; this class draws over the whole tensor it is given (the caller
+    decides what to give it and when).
 
     Parameters
     ----------
