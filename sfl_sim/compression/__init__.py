@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Mapping, Optional, Protocol, Tuple, runtime_checkable
+from typing import Any, Dict, Literal, Mapping, Optional, Protocol, Tuple, cast, runtime_checkable
 
 import torch
 from pydantic import Field
@@ -162,7 +162,8 @@ def build_compressor(spec: Any) -> Compressor:
     """A compressor from ``"name"`` or ``{name: ..., **params}`` (the scenario form)."""
     if isinstance(spec, Mapping):
         params = {k: v for k, v in spec.items() if k != "name"}
-        return COMPRESSORS.build(spec.get("name"), **params)
+        # A missing or non-string name reaches Registry.get, which refuses it in one line.
+        return COMPRESSORS.build(cast(str, spec.get("name")), **params)
     return COMPRESSORS.build(spec)
 
 

@@ -17,6 +17,8 @@ from sfl_sim.compression import (COMPRESSORS, ErrorFeedback, Identity, Payload, 
                                  index_dtype, pack_bits, unpack_bits)
 from sfl_sim.compression.conformance import ConformanceError, check_compressor
 
+from tests.sfl_sim.helpers import readme_blocks
+
 BUILT_INS = [("identity", {}), ("quantize", {}), ("quantize", {"bits": 1, "rounding": "stochastic"}),
              ("quantize", {"bits": 16, "scale": "per_channel"}), ("topk", {}), ("topk", {"fraction": 1.0}),
              ("rand_topk", {}), ("rand_topk", {"fraction": 0.5, "alpha": 0.0})]
@@ -353,3 +355,23 @@ def test_a_compressor_of_ones_own_is_found_by_import_path() -> None:
     comp = COMPRESSORS.build("sfl_sim.compression:TopK", fraction=0.5)
     assert isinstance(comp, TopK) and comp.fraction == 0.5
     assert np.isclose(COMPRESSORS.build("quantize", bits=4).encode(torch.ones(8)).size_bytes, 4 + 4 + 4)
+
+
+def test_readme_compressor_example_runs_and_its_hand_count_holds() -> None:
+    (code,) = readme_blocks("Compressors", "python")
+    x = torch.randn(10, generator=_gen(0))
+    scope = {"x": x, "generator": _gen(1)}
+    exec(code, scope)  # noqa: S102 - the README's own example
+    assert scope["y"].shape == x.shape
+    assert scope["payload"].size_bytes == math.ceil(10 * 4 / 8) + 4 + 4  # 4-bit codes, scale, header
+    twelve = COMPRESSORS.build("quantize", bits=3).encode(x)
+    assert twelve.size_bytes == 12  # "10 values at 3 bits cost ... 12 bytes"
+
+
+def test_build_compressor_takes_the_scenario_form() -> None:
+    from sfl_sim.compression import build_compressor
+
+    assert isinstance(build_compressor({"name": "quantize", "bits": 4}), Quantize)
+    assert isinstance(build_compressor("identity"), Identity)
+    with pytest.raises(ComponentParameterError, match="fraction: got 2"):
+        build_compressor({"name": "topk", "fraction": 2.0})
