@@ -117,20 +117,21 @@ def pack_bits(codes: torch.Tensor, bits: int) -> torch.Tensor:
         ``uint8``, the codes' bits one after another (code i's bit j is stream bit ``i*bits + j``).
     """
     codes = codes.reshape(-1).to(torch.int64)
-    shifts = torch.arange(bits, dtype=torch.int64)
+    shifts = torch.arange(bits, dtype=torch.int64, device=codes.device)
     stream = ((codes.unsqueeze(1) >> shifts) & 1).reshape(-1).to(torch.uint8)
     pad = (-stream.numel()) % 8
     if pad:
-        stream = torch.cat([stream, torch.zeros(pad, dtype=torch.uint8)])
-    weights = (1 << torch.arange(8, dtype=torch.int64))
+        stream = torch.cat([stream, torch.zeros(pad, dtype=torch.uint8, device=codes.device)])
+    weights = (1 << torch.arange(8, dtype=torch.int64, device=codes.device))
     return (stream.reshape(-1, 8).to(torch.int64) * weights).sum(dim=1).to(torch.uint8)
 
 
 def unpack_bits(packed: torch.Tensor, bits: int, count: int) -> torch.Tensor:
     """The ``count`` codes of width ``bits`` that :func:`pack_bits` packed, as int64."""
-    stream = ((packed.to(torch.int64).unsqueeze(1) >> torch.arange(8, dtype=torch.int64)) & 1).reshape(-1)
-    stream = stream[: count * bits].reshape(count, bits)
-    return (stream << torch.arange(bits, dtype=torch.int64)).sum(dim=1)
+    device = packed.device
+    stream = ((packed.to(torch.int64).unsqueeze(1) >> torch.arange(8, dtype=torch.int64, device=device)) & 1)
+    stream = stream.reshape(-1)[: count * bits].reshape(count, bits)
+    return (stream << torch.arange(bits, dtype=torch.int64, device=device)).sum(dim=1)
 
 
 def index_dtype(numel: int) -> torch.dtype:
@@ -218,15 +219,20 @@ class Quantize:
         self.bits, self.rounding, self.scale = p.bits, p.rounding, p.scale
 
     def _scales(self, x: torch.Tensor) -> torch.Tensor:
-        """``s`` as float32: shape (1,) per tensor, (C,) per channel."""
+        """``s`` as float32, rounded up so that ``|x| <= s`` holds for a float64 ``x`` too: shape
+        (1,) per tensor, (C,) per channel."""
         if self.scale == "per_channel" and x.dim() >= 2:
-            return x.abs().transpose(0, 1).reshape(x.shape[1], -1).amax(dim=1).to(torch.float32) \
-                if x.numel() else torch.zeros(x.shape[1], dtype=torch.float32)
-        return (x.abs().amax().reshape(1) if x.numel() else torch.zeros(1)).to(torch.float32)
+            s = x.abs().transpose(0, 1).reshape(x.shape[1], -1).amax(dim=1) if x.numel() \
+                else torch.zeros(x.shape[1], dtype=x.dtype, device=x.device)
+        else:
+            s = x.abs().amax().reshape(1) if x.numel() else torch.zeros(1, dtype=x.dtype, device=x.device)
+        s32 = s.to(torch.float32)
+        return torch.where(s32.to(s.dtype) < s, torch.nextafter(s32, torch.full_like(s32, math.inf)), s32)
 
-    def _broadcast(self, s: torch.Tensor, x_shape: Tuple[int, ...]) -> torch.Tensor:
-        if s.numel() > 1 or (self.scale == "per_channel" and len(x_shape) >= 2):
-            return s.reshape([1, -1] + [1] * (len(x_shape) - 2))
+    @staticmethod
+    def _broadcast(s: torch.Tensor, x_shape: Tuple[int, ...], per_channel: bool) -> torch.Tensor:
+        if per_channel and len(x_shape) >= 2:
+            return s.reshape([1, s.numel()] + [1] * (len(x_shape) - 2))
         return s.reshape([1] * len(x_shape)) if x_shape else s.reshape(())
 
     def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
@@ -234,19 +240,19 @@ class Quantize:
         top = 2 ** self.bits - 1
         s = self._scales(x)
         # float64 arithmetic: the code of a value is not perturbed by float32 rounding of x/step.
-        sb = self._broadcast(s, tuple(x.shape)).to(torch.float64)
+        sb = self._broadcast(s, tuple(x.shape), self.scale == "per_channel").to(torch.float64)
         step = 2.0 * sb / top
         t = (x.to(torch.float64) + sb) / torch.where(step > 0, step, torch.ones_like(step))
         if self.rounding == "stochastic":
             gen = _needs_generator("quantize", generator)
             low = torch.floor(t)
-            u = torch.rand(t.shape, generator=gen, dtype=torch.float64)
+            u = torch.rand(t.shape, generator=gen, dtype=torch.float64, device=gen.device).to(t.device)
             q = low + (u < (t - low)).to(torch.float64)
         else:
             q = torch.floor(t + 0.5)
         q = q.clamp(0, top).to(torch.int64)
         return Payload({"codes": pack_bits(q, self.bits), "scales": s, "shape": _header(x)}, x.dtype,
-                       {"bits": self.bits})
+                       {"bits": self.bits, "scale": self.scale})
 
     def decode(self, payload: Payload) -> torch.Tensor:
         shape = payload.shape
@@ -254,7 +260,8 @@ class Quantize:
         bits = int(payload.agreed["bits"])
         top = 2 ** bits - 1
         q = unpack_bits(payload.buffers["codes"], bits, count).reshape(shape).to(torch.float64)
-        sb = self._broadcast(payload.buffers["scales"], shape).to(torch.float64)
+        sb = self._broadcast(payload.buffers["scales"], shape, payload.agreed["scale"] == "per_channel")
+        sb = sb.to(torch.float64)
         return (-sb + q * (2.0 * sb / top)).to(payload.dtype)
 
     def __repr__(self) -> str:
@@ -276,7 +283,8 @@ def _sparse_payload(x: torch.Tensor, idx: torch.Tensor, agreed: Mapping[str, Any
 
 def _sparse_decode(payload: Payload) -> torch.Tensor:
     shape = payload.shape
-    out = torch.zeros(math.prod(shape), dtype=payload.dtype)
+    values = payload.buffers["values"]
+    out = torch.zeros(math.prod(shape), dtype=payload.dtype, device=values.device)
     out[payload.buffers["indices"].to(torch.int64)] = payload.buffers["values"].to(payload.dtype)
     return out.reshape(shape)
 
@@ -352,10 +360,11 @@ class RandTopK:
         order = torch.sort(-x.reshape(-1).abs(), stable=True).indices
         if k == n or k == 0:
             return _sparse_payload(x, order[:k], {})
-        weights = torch.empty(n, dtype=torch.float64)
-        weights[order[:k]] = (1.0 - self.alpha) / k
-        weights[order[k:]] = self.alpha / (n - k)
-        chosen = torch.multinomial(weights, k, replacement=False, generator=gen)
+        weights = torch.empty(n, dtype=torch.float64, device=gen.device)
+        order_at_gen = order.to(gen.device)
+        weights[order_at_gen[:k]] = (1.0 - self.alpha) / k
+        weights[order_at_gen[k:]] = self.alpha / (n - k)
+        chosen = torch.multinomial(weights, k, replacement=False, generator=gen).to(x.device)
         return _sparse_payload(x, chosen, {})
 
     def decode(self, payload: Payload) -> torch.Tensor:

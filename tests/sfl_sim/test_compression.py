@@ -143,6 +143,27 @@ def test_quantize_keeps_zero_and_the_extremes_exact() -> None:
     assert torch.equal(y, torch.zeros(5))
 
 
+def test_quantize_bound_holds_for_float64_whose_max_is_not_a_float32() -> None:
+    """The float32 scale is rounded up, so the largest float64 entry is not clamped past the bound."""
+    x = torch.tensor([1.0 + 2.0 ** -40, -0.3, 0.123456789], dtype=torch.float64)
+    comp = Quantize(bits=16)
+    payload = comp.encode(x)
+    s = float(payload.buffers["scales"][0])
+    assert s >= float(x.abs().max())
+    y = comp.decode(payload)
+    assert y.dtype == torch.float64
+    assert float((y - x).abs().max()) <= s / (2 ** 16 - 1) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 2, 2), (4, 1, 3), (5, 2)])
+def test_per_channel_quantize_handles_empty_and_single_channels(shape) -> None:
+    x = torch.randn(shape, generator=_gen(0))
+    comp = Quantize(bits=6, scale="per_channel")
+    payload = comp.encode(x)
+    assert payload.buffers["scales"].numel() == shape[1]
+    assert comp.decode(payload).shape == x.shape
+
+
 def test_stochastic_rounding_is_unbiased() -> None:
     """2 bits on [-1, 1] (step 2/3); each value is drawn N = 20 000 times.  One draw is one of two
     levels a step apart, so its standard deviation is at most step / 2 and the mean's at most
