@@ -274,23 +274,45 @@ def _kept(numel: int, fraction: float) -> int:
     return min(numel, math.ceil(round(fraction * numel, 9)))
 
 
-def _sparse_payload(x: torch.Tensor, idx: torch.Tensor, agreed: Mapping[str, Any]) -> Payload:
-    flat = x.reshape(-1)
-    idx = torch.sort(idx).values  # sorted indices: the payload does not reveal the ranking
-    return Payload({"values": flat[idx].contiguous().clone(), "indices": idx.to(index_dtype(flat.numel())),
-                    "shape": _header(x)}, x.dtype, agreed)
+def _rows(shape: Tuple[int, ...], per_sample: bool) -> int:
+    """How many rows a sparsifier selects in: the batch (dimension 0) per sample, else one."""
+    return shape[0] if per_sample and len(shape) >= 2 else 1
+
+
+def _magnitude_order(rows: torch.Tensor) -> torch.Tensor:
+    """Each row's flat indices by decreasing magnitude; a stable sort ranks ties by index, so the
+    choice is the same on every host."""
+    return torch.sort(-rows.abs(), dim=1, stable=True).indices
+
+
+def _sparse_payload(x: torch.Tensor, rows: torch.Tensor, idx: torch.Tensor, per_sample: bool) -> Payload:
+    idx = torch.sort(idx, dim=1).values  # sorted indices: the payload does not reveal the ranking
+    return Payload({"values": rows.gather(1, idx).reshape(-1).contiguous().clone(),
+                    "indices": idx.reshape(-1).to(index_dtype(rows.shape[1])), "shape": _header(x)},
+                   x.dtype, {"per_sample": per_sample})
 
 
 def _sparse_decode(payload: Payload) -> torch.Tensor:
     shape = payload.shape
-    values = payload.buffers["values"]
-    out = torch.zeros(math.prod(shape), dtype=payload.dtype, device=values.device)
-    out[payload.buffers["indices"].to(torch.int64)] = payload.buffers["values"].to(payload.dtype)
+    n_rows = _rows(shape, bool(payload.agreed["per_sample"]))
+    values = payload.buffers["values"].to(payload.dtype)
+    out = torch.zeros(n_rows, math.prod(shape) // n_rows if n_rows else 0, dtype=payload.dtype,
+                      device=values.device)
+    idx = payload.buffers["indices"].to(torch.int64).reshape(n_rows, -1) if n_rows else \
+        torch.zeros(0, 0, dtype=torch.int64)
+    out.scatter_(1, idx.to(values.device), values.reshape(idx.shape))
     return out.reshape(shape)
+
+
+def _as_rows(x: torch.Tensor, per_sample: bool) -> torch.Tensor:
+    n_rows = _rows(tuple(x.shape), per_sample)
+    return x.reshape(n_rows, x.numel() // n_rows if n_rows else 0)
 
 
 _FRACTION = Field(0.1, gt=0, le=1, allow_inf_nan=False,
                   description="Share of the entries kept, in (0, 1]; ceil(fraction * n) entries.")
+_PER_SAMPLE = Field(False, description="Select in each sample (row of dimension 0) rather than over the "
+                                       "whole tensor.")
 
 
 @COMPRESSORS.register("topk")
@@ -301,26 +323,31 @@ class TopK:
     ----------
     fraction : float
         Share of the entries kept, in (0, 1].  Ties in magnitude go to the lower flat index.
+    per_sample : bool
+        Keep ``ceil(fraction * m)`` entries of each sample (each index of dimension 0, ``m``
+        entries each; indices are within the sample) instead of over the whole tensor.  A tensor
+        of fewer than two dimensions is one sample either way.
     """
 
     class Params(ParamsModel):
         fraction: float = _FRACTION
+        per_sample: bool = _PER_SAMPLE
 
-    def __init__(self, fraction: float = 0.1) -> None:
-        self.fraction = TopK.Params.check(fraction=fraction).fraction
+    def __init__(self, fraction: float = 0.1, per_sample: bool = False) -> None:
+        p = TopK.Params.check(fraction=fraction, per_sample=per_sample)
+        self.fraction, self.per_sample = p.fraction, p.per_sample
 
     def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
         x = _checked_input(tensor)
-        k = _kept(x.numel(), self.fraction)
-        # A stable sort on -|x| ranks ties by index, so the choice is the same on every host.
-        order = torch.sort(-x.reshape(-1).abs(), stable=True).indices
-        return _sparse_payload(x, order[:k], {})
+        rows = _as_rows(x, self.per_sample)
+        k = _kept(rows.shape[1], self.fraction)
+        return _sparse_payload(x, rows, _magnitude_order(rows)[:, :k], self.per_sample)
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
 
     def __repr__(self) -> str:
-        return f"TopK(fraction={self.fraction})"
+        return f"TopK(fraction={self.fraction}, per_sample={self.per_sample})"
 
 
 @COMPRESSORS.register("rand_topk")
@@ -331,9 +358,9 @@ class RandTopK:
     ``(1 - alpha) / k`` for each of the k largest-magnitude entries and ``alpha / (n - k)`` for
     every other one (Zheng et al. 2023; the weights of their ``torch.multinomial`` form), so
     ``alpha`` is the chance that the first draw is a non-top-k entry; ``alpha = 0`` is
-    :class:`TopK`.  The paper draws per sample (each row of a batch of cut-layer activations) and
-    uses plain top-k at inference; this class draws over the whole tensor it is given (the caller
-    decides what to give it and when).
+    :class:`TopK`.  The paper draws per sample (``per_sample: true``, each row of a batch of
+    cut-layer activations) and uses plain top-k at inference; this class sparsifies whatever it
+    is given (the caller decides what and when).
 
     Parameters
     ----------
@@ -341,37 +368,41 @@ class RandTopK:
         Share of the entries kept, in (0, 1].
     alpha : float
         Total weight of the non-top-k entries, in [0, 1).
+    per_sample : bool
+        Draw ``ceil(fraction * m)`` entries in each sample (index of dimension 0) instead of over
+        the whole tensor.
     """
 
     class Params(ParamsModel):
         fraction: float = _FRACTION
         alpha: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False,
                              description="Total selection weight of the non-top-k entries, in [0, 1).")
+        per_sample: bool = _PER_SAMPLE
 
-    def __init__(self, fraction: float = 0.1, alpha: float = 0.1) -> None:
-        p = RandTopK.Params.check(fraction=fraction, alpha=alpha)
-        self.fraction, self.alpha = p.fraction, p.alpha
+    def __init__(self, fraction: float = 0.1, alpha: float = 0.1, per_sample: bool = False) -> None:
+        p = RandTopK.Params.check(fraction=fraction, alpha=alpha, per_sample=per_sample)
+        self.fraction, self.alpha, self.per_sample = p.fraction, p.alpha, p.per_sample
 
     def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
         gen = _needs_generator("rand_topk", generator)
         x = _checked_input(tensor)
-        n = x.numel()
-        k = _kept(n, self.fraction)
-        order = torch.sort(-x.reshape(-1).abs(), stable=True).indices
-        if k == n or k == 0:
-            return _sparse_payload(x, order[:k], {})
-        weights = torch.empty(n, dtype=torch.float64, device=gen.device)
+        rows = _as_rows(x, self.per_sample)
+        n_rows, m = rows.shape
+        k = _kept(m, self.fraction)
+        order = _magnitude_order(rows)
+        if k in (0, m) or n_rows == 0:
+            return _sparse_payload(x, rows, order[:, :k], self.per_sample)
         order_at_gen = order.to(gen.device)
-        weights[order_at_gen[:k]] = (1.0 - self.alpha) / k
-        weights[order_at_gen[k:]] = self.alpha / (n - k)
+        weights = torch.full((n_rows, m), self.alpha / (m - k), dtype=torch.float64, device=gen.device)
+        weights.scatter_(1, order_at_gen[:, :k], (1.0 - self.alpha) / k)
         chosen = torch.multinomial(weights, k, replacement=False, generator=gen).to(x.device)
-        return _sparse_payload(x, chosen, {})
+        return _sparse_payload(x, rows, chosen, self.per_sample)
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
 
     def __repr__(self) -> str:
-        return f"RandTopK(fraction={self.fraction}, alpha={self.alpha})"
+        return f"RandTopK(fraction={self.fraction}, alpha={self.alpha}, per_sample={self.per_sample})"
 
 
 # ------------------------------------------------------------------------------ error feedback

@@ -21,7 +21,8 @@ from tests.sfl_sim.helpers import readme_blocks
 
 BUILT_INS = [("identity", {}), ("quantize", {}), ("quantize", {"bits": 1, "rounding": "stochastic"}),
              ("quantize", {"bits": 16, "scale": "per_channel"}), ("topk", {}), ("topk", {"fraction": 1.0}),
-             ("rand_topk", {}), ("rand_topk", {"fraction": 0.5, "alpha": 0.0})]
+             ("topk", {"fraction": 0.3, "per_sample": True}), ("rand_topk", {}),
+             ("rand_topk", {"fraction": 0.5, "alpha": 0.0}), ("rand_topk", {"per_sample": True})]
 
 
 def _gen(seed: int = 0) -> torch.Generator:
@@ -74,6 +75,13 @@ def test_identity_keeps_float64_and_shapes() -> None:
     # ceil(0.25 * 7) = 2 kept
     ({"name": "topk", "fraction": 0.25}, (7,), 2 * 4 + 2 * 1 + 4),
     ({"name": "identity"}, (10,), 40 + 4),
+    # per sample: 3 rows of 200, 20 kept in each, indices within a row fit uint8
+    ({"name": "topk", "fraction": 0.1, "per_sample": True}, (3, 200), 60 * 4 + 60 * 1 + 8),
+    ({"name": "rand_topk", "fraction": 0.1, "per_sample": True}, (3, 10, 20), 60 * 4 + 60 * 1 + 12),
+    # over the whole tensor the same 60 entries need uint16 indices
+    ({"name": "topk", "fraction": 0.1}, (3, 200), 60 * 4 + 60 * 2 + 8),
+    # per sample with ceil: ceil(0.25 * 7) = 2 in each of 2 rows
+    ({"name": "topk", "fraction": 0.25, "per_sample": True}, (2, 7), 4 * 4 + 4 * 1 + 8),
 ])
 def test_payload_size_equals_a_hand_count(spec, shape, expected) -> None:
     comp = COMPRESSORS.build(spec["name"], **{k: v for k, v in spec.items() if k != "name"})
@@ -216,6 +224,21 @@ def test_topk_keeps_exactly_the_k_largest_magnitudes(values, fraction) -> None:
         assert x[idx].abs().min() >= x[dropped].abs().max()
     y = comp.decode(payload)
     assert torch.equal(y[idx], x[idx]) and bool((y[dropped] == 0).all())
+
+
+@given(st.integers(1, 5), st.integers(1, 30), st.floats(0.01, 1.0), st.integers(0, 2 ** 31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_per_sample_sparsifiers_keep_k_entries_of_every_sample(n_rows, m, fraction, seed) -> None:
+    x = torch.randn(n_rows, m, generator=_gen(seed))
+    k = min(m, math.ceil(round(fraction * m, 9)))
+    for comp in (TopK(fraction, per_sample=True), RandTopK(fraction, alpha=0.3, per_sample=True)):
+        y = comp.decode(comp.encode(x, _gen(seed + 1)))
+        kept = y != 0
+        assert kept.sum(dim=1).tolist() == [k] * n_rows  # randn has no exact zeros
+        assert torch.equal(y[kept], x[kept])
+        if isinstance(comp, TopK) and k < m:
+            assert bool((x.abs()[kept].reshape(n_rows, k).amin(dim=1)
+                         >= x.abs().masked_fill(kept, -1).amax(dim=1)).all())
 
 
 def _top_hits_distribution(n: int, k: int, alpha: float) -> np.ndarray:
