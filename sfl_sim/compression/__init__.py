@@ -21,7 +21,8 @@ Built-ins
 ``identity``   the tensor itself (lossless).
 ``quantize``   ``bits``-bit uniform codes over ``[-s, s]``, ``s = max |x|`` per tensor or per
                channel (dimension 1), deterministic or stochastic (unbiased) rounding.
-``topk``       the ``ceil(fraction * n)`` entries of largest magnitude, values and flat indices.
+``topk``       the ``ceil(fraction * n)`` entries of largest magnitude, values and flat indices
+               (``per_sample``: that share of each index of dimension 0).
 ``rand_topk``  randomized top-k (Zheng et al., "Reducing Communication for Split Learning by
                Randomized Top-k Sparsification", IJCAI 2023, arXiv:2305.18469): as many entries
                as ``topk``, drawn without replacement, each top-k entry with weight
