@@ -1,7 +1,8 @@
 """What this installation offers: every registered component, and the package version.
 
 ``sfl-sim list [KIND]`` prints, for every registry (algorithms, models, datasets, partitioners,
-client selectors, availability models and each channel kind of :data:`channel.REGISTRIES`), each short name with the
+client selectors, availability models, compressors and each channel kind of
+:data:`channel.REGISTRIES`), each short name with the
 first line of its docstring and its constructor parameters with their defaults — the names a
 scenario may use, and the keys it may put beside ``name``.  Components registered by installed
 packages through entry points (``sfl_sim.<kind>``) are listed too.
@@ -16,8 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from channel.kinds import CHANNEL_KINDS
 
 __all__ = ["KINDS", "UnknownKindError", "Entry", "package_version", "registries", "resolve_kinds",
-           "entries",
-           "parameters", "listing"]
+           "entries", "parameters", "listing"]
 
 #: Every kind of component, in listing order, with the scenario field that names one (the channel
 #: kinds from :data:`channel.CHANNEL_KINDS`).
@@ -28,6 +28,7 @@ KINDS: Dict[str, str] = {
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
     "availability": "none yet (selection does not use it)",
+    "compressor": "not yet read from scenarios (planned: compression.activations/gradients/updates)",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 
@@ -77,13 +78,14 @@ def registries() -> Dict[str, Any]:
     from channel import REGISTRIES
     from sfl_sim.algorithms import ALGORITHMS  # imports torch: only when a listing is asked for
     from sfl_sim.availability import AVAILABILITY
+    from sfl_sim.compression import COMPRESSORS
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
     from sfl_sim.selection import SELECTORS
 
     found = {"algorithm": ALGORITHMS, "model": MODELS, "dataset": DATASETS, "partitioner": PARTITIONERS,
-             "selector": SELECTORS,
-             "availability": AVAILABILITY, **REGISTRIES}
+             "selector": SELECTORS, "availability": AVAILABILITY, "compressor": COMPRESSORS,
+             **REGISTRIES}
     return {kind: found[kind] for kind in KINDS}
 
 
