@@ -129,7 +129,7 @@ SHANNON_ATTENUATION = Range(0.0, 1.0, "> 0 and <= 1: a fraction of Shannon capac
 SINR_MIN_DB = Range(-50.0, 50.0, "-50 dB is below any coded link (QPSK 1/8 needs about -10 dB); 50 dB above any", "dB")
 #: Fraction of the resource elements spent on control and reference signals.
 OVERHEAD_FRACTION = Range(
-    0.0, 0.9, ">= 0 and < 1; TS 38.306 uses 0.08-0.18, above 0.9 hardly any data would flow"
+    0.0, 0.9, "TS 38.306 uses 0.08-0.18; at 1 no data would flow, and above 0.9 hardly any"
 )
 
 #: Every range by name (for documentation and for validators that walk them).
