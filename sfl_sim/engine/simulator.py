@@ -341,7 +341,8 @@ class RoundContext:
         counters.add(f"downlink/{what}", nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._downlink_bps[client])
+        return self.env.timeout(8.0 * nbytes / self._downlink_rate("download to client", client,
+                                                                    self._downlink_bps[client]))
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it."""
@@ -351,7 +352,19 @@ class RoundContext:
         counters.add(f"downlink/{what}", total)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._broadcast_bps)
+        return self.env.timeout(8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
+                                                                    self._broadcast_bps))
+
+    def _downlink_rate(self, what: str, who: int, rate_bps: float) -> float:
+        """``rate_bps``, or a clear error where a link abstraction gives the downlink no usable MCS
+        (there is no downlink outage rule to apply)."""
+        if rate_bps <= 0.0:
+            raise ValueError(
+                f"cell.downlink: the {what} {who} has rate 0 (rate model {self._sim.cell.rate!r} finds no usable "
+                f"MCS at its SINR) and a downlink outage is not modelled; use cell.downlink.mode: ideal, a larger "
+                f"cell.downlink.server_tx_power_w, or a rate model without an SINR floor"
+            )
+        return rate_bps
 
     def gather(self, arrivals: Mapping[int, simpy.Event], local_iterations: int = 1) -> SimSteps[list[int]]:
         """Wait for clients' deliveries under the straggler policy; ``yield from`` it.
