@@ -52,6 +52,7 @@ class _SinrRate:
     def __init__(self, noise_figure_db: float) -> None:
         self._snr = ShannonRate(noise_figure_db=noise_figure_db)
         self.noise_figure_db = self._snr.noise_figure_db
+        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
 
     def snr_linear(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
         """Received SINR (linear), as :meth:`channel.rate.ShannonRate.snr_linear`."""
@@ -77,7 +78,7 @@ class _SinrRate:
         b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
         positive = b > 0
         safe_b = np.where(positive, b, 1.0)
-        se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._snr._noise_factor))
+        se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._noise_factor))
         return np.where(positive, safe_b * se, 0.0)
 
 
@@ -266,16 +267,18 @@ class McsTableRate(_SinrRate):
         return (f"McsTableRate(table={self.table!r}, mapping={self.mapping!r}, ber_target={self.ber_target!r}, "
                 f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={self.noise_figure_db!r})")
 
+    def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
+        """How many table rows have an efficiency <= the gap SE at each SINR (0: below CQI 1)."""
+        se = np.log2(1.0 + np.asarray(sinr_linear, dtype=float) / self.gap_linear)
+        return np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
+
     def cqi(self, sinr_linear: Any) -> np.ndarray:
         """CQI index chosen at linear SINR(s) >= 0 (0 = out of range); same shape, int."""
-        se = np.log2(1.0 + np.asarray(sinr_linear, dtype=float) / self.gap_linear)
-        # Number of table rows with efficiency <= se: 0 means below CQI 1.
-        k = np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
+        k = self._rows_allowed(sinr_linear)
         return np.where(k > 0, self.cqi_index[np.maximum(k - 1, 0)], 0)
 
     def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
         """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1)."""
-        se = np.log2(1.0 + np.asarray(sinr_linear, dtype=float) / self.gap_linear)
-        k = np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
+        k = self._rows_allowed(sinr_linear)
         eff = np.where(k > 0, self.efficiency_bps_per_hz[np.maximum(k - 1, 0)], 0.0)
         return eff * (1.0 - self.overhead_fraction)
