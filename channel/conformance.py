@@ -265,8 +265,10 @@ def _check_rate(report: _Report, comp: Any, seed: int, counts: List[int]) -> Non
         # same power (the SINR drops below a step); what must hold is monotonicity in SINR and
         # rate = b x SE(SINR).
         sinr = 10.0 ** np.linspace(-4.0, 5.0, 181)
-        se = _float_array(report, comp.spectral_efficiency_bps_per_hz(sinr), sinr.shape, "spectral_efficiency_bps_per_hz")
-        report.check(np.all(se >= 0) and np.all(np.diff(se) >= -1e-12), "spectral efficiency >= 0, non-decreasing in SINR")
+        se = _float_array(report, comp.spectral_efficiency_bps_per_hz(sinr), sinr.shape,
+                          "spectral_efficiency_bps_per_hz")
+        report.check(np.all(se >= 0) and np.all(np.diff(se) >= -1e-12),
+                     "spectral efficiency >= 0, non-decreasing in SINR")
         snr = np.asarray(comp.snr_linear(bands[1:, None], 0.2, gains[None, :], _N0_W_PER_HZ), dtype=float)
         expect = bands[1:, None] * np.asarray(comp.spectral_efficiency_bps_per_hz(snr), dtype=float)
         report.check(np.allclose(grid[1:], expect, rtol=1e-12, atol=0.0), "rate = bandwidth x SE(SINR)")
