@@ -20,6 +20,7 @@ from .outage import OutagePolicy
 from .protocols import ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
+from .link_rate import AttenuatedShannonRate, McsTableRate, ShannonGapRate
 from .shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing
 from .tr38901 import TR38901UMa, TR38901UMi
 from .units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
@@ -55,6 +56,9 @@ __all__ = [
     "RicianFading",
     "NakagamiFading",
     "ShannonRate",
+    "ShannonGapRate",
+    "AttenuatedShannonRate",
+    "McsTableRate",
     "EqualAllocation",
     "ProportionalPayloadAllocation",
     "EqualFinishTimeAllocation",

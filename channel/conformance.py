@@ -22,7 +22,9 @@ Kinds and what is checked
 ``shadowing``   shape (n,), finite; seeded; site methods (when present) give shape (n,) and
                 keep unmoved clients' values.
 ``fading``      shape (n,), float, >= 0, finite; seeded; mean 1 over 200 000 draws.
-``rate``        >= 0, finite, 0 at 0 Hz, non-decreasing in bandwidth and in gain, broadcasts.
+``rate``        >= 0, finite, 0 at 0 Hz, non-decreasing in gain, broadcasts; non-decreasing in bandwidth,
+                or (a link abstraction with ``spectral_efficiency_bps_per_hz`` and ``snr_linear``) SE
+                non-decreasing in SINR and rate = b x SE(SINR).
 ``allocation``  shape (n,), >= 0, sum <= band; deterministic; works without payloads; gets
                 ``rate_of`` when it declares it.
 ``mobility``    shape (n, 2), finite, inside the disc and outside the exclusion circle, moves at
@@ -258,7 +260,20 @@ def _check_rate(report: _Report, comp: Any, seed: int, counts: List[int]) -> Non
     grid = _float_array(report, grid, (bands.size, gains.size), "rate_bps (broadcast)")
     report.check(np.all(grid >= 0), "rates >= 0", f"min {grid.min():g}")
     report.check(np.all(grid[0] == 0), "rate 0 on 0 Hz", f"got {grid[0]!r}")
-    report.check(np.all(np.diff(grid, axis=0) >= -1e-9 * grid[1:]), "rate non-decreasing in bandwidth")
+    if hasattr(comp, "spectral_efficiency_bps_per_hz") and hasattr(comp, "snr_linear"):
+        # A link abstraction with an SINR floor or CQI steps can lose rate on a wider share at the
+        # same power (the SINR drops below a step); what must hold is monotonicity in SINR and
+        # rate = b x SE(SINR).
+        sinr = 10.0 ** np.linspace(-4.0, 5.0, 181)
+        se = _float_array(report, comp.spectral_efficiency_bps_per_hz(sinr), sinr.shape,
+                          "spectral_efficiency_bps_per_hz")
+        report.check(np.all(se >= 0) and np.all(np.diff(se) >= -1e-12),
+                     "spectral efficiency >= 0, non-decreasing in SINR")
+        snr = np.asarray(comp.snr_linear(bands[1:, None], 0.2, gains[None, :], _N0_W_PER_HZ), dtype=float)
+        expect = bands[1:, None] * np.asarray(comp.spectral_efficiency_bps_per_hz(snr), dtype=float)
+        report.check(np.allclose(grid[1:], expect, rtol=1e-12, atol=0.0), "rate = bandwidth x SE(SINR)")
+    else:
+        report.check(np.all(np.diff(grid, axis=0) >= -1e-9 * grid[1:]), "rate non-decreasing in bandwidth")
     report.check(np.all(np.diff(grid, axis=1) >= -1e-9 * grid[:, 1:]), "rate non-decreasing in gain")
     rng = _rng(seed)
     for n in counts:

@@ -18,6 +18,7 @@ from .geometry import PLACEMENTS
 from .mobility import MOBILITY
 from .pathloss import PATHLOSS
 from .rate import RATES
+from . import link_rate  # noqa: F401  (registers shannon_gap, attenuated_shannon, mcs_table)
 from .shadowing import SHADOWING
 
 __all__ = ["ChannelKind", "CHANNEL_KINDS", "PROTOCOLS", "REGISTRIES"]

@@ -35,6 +35,11 @@ __all__ = [
     "RICIAN_K_FACTOR_DB",
     "NAKAGAMI_M",
     "SPECTRAL_EFFICIENCY_BPS_PER_HZ",
+    "SNR_GAP_DB",
+    "BER_TARGET",
+    "SHANNON_ATTENUATION",
+    "SINR_MIN_DB",
+    "OVERHEAD_FRACTION",
     "ALL_RANGES",
 ]
 
@@ -106,6 +111,25 @@ NAKAGAMI_M = Range(0.5, 1e6, "m >= 0.5 by definition; beyond 1e6 the gain is 1 w
 SPECTRAL_EFFICIENCY_BPS_PER_HZ = Range(
     0.0, 100.0, "> 0; 100 bit/s/Hz exceeds any modulation and MIMO layering (NR peak ~ 60)", "bit/s/Hz",
     low_open=True,
+)
+
+#: SNR gap of a link abstraction to Shannon capacity, dB.
+SNR_GAP_DB = Range(
+    0.0, 30.0, "a gap below 0 dB would beat Shannon capacity; at 30 dB no coded link is worth modelling", "dB"
+)
+#: Bit-error-rate target of the SNR-gap model Gamma = -ln(5 BER) / 1.5.
+BER_TARGET = Range(
+    0.0, 0.0446,
+    "> 0; above exp(-1.5)/5 = 0.0446 the gap -ln(5 BER)/1.5 falls below 0 dB and the model beats Shannon "
+    "capacity (and turns negative from 0.2)", low_open=True,
+)
+#: Attenuation factor alpha of an attenuated Shannon bound.
+SHANNON_ATTENUATION = Range(0.0, 1.0, "> 0 and <= 1: a fraction of Shannon capacity", low_open=True)
+#: Lowest SINR at which a link abstraction still carries data, dB.
+SINR_MIN_DB = Range(-50.0, 50.0, "-50 dB is below any coded link (QPSK 1/8 needs about -10 dB); 50 dB above any", "dB")
+#: Fraction of the resource elements spent on control and reference signals.
+OVERHEAD_FRACTION = Range(
+    0.0, 0.9, "TS 38.306 uses 0.08-0.18; at 1 no data would flow, and above 0.9 hardly any"
 )
 
 #: Every range by name (for documentation and for validators that walk them).

@@ -279,7 +279,8 @@ class RoundContext:
             or dropped after outage (value ``Lost("outage")``).
         """
         policy = self._sim.outage
-        if self._sim.coherence == "per_round" and (policy is None or not policy.active):
+        if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
+                and self._uplink_bps[client] > 0:
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
             return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
@@ -310,13 +311,19 @@ class RoundContext:
         while True:
             self._count_upload(nbytes, what)
             rate = self._uplink_bps[client]
-            failed = policy is not None and policy.active and bool(
-                policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0])
+            # A zero rate (a link abstraction found no usable MCS: out of range) delivers nothing,
+            # whatever the policy's thresholds; the policy still decides what follows.
+            failed = rate <= 0.0 or (policy is not None and policy.active and bool(
+                policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0]))
             if not failed:
                 yield self.env.timeout(8.0 * nbytes / rate)
                 return DELIVERED
-            assert policy is not None  # only a policy fails a transmission
-            yield self.env.timeout(8.0 * nbytes / max(rate, policy.min_rate_bps, 1e-300))
+            if policy is None:
+                policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
+            # A failed attempt occupies the air for the payload at its rate (or the threshold
+            # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
+            attempt_rate = max(rate, policy.min_rate_bps)
+            yield self.env.timeout(8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0)
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.dropped_transmissions += 1
@@ -334,7 +341,8 @@ class RoundContext:
         counters.add(f"downlink/{what}", nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._downlink_bps[client])
+        return self.env.timeout(8.0 * nbytes / self._downlink_rate("download to client", client,
+                                                                    self._downlink_bps[client]))
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it."""
@@ -344,7 +352,19 @@ class RoundContext:
         counters.add(f"downlink/{what}", total)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._broadcast_bps)
+        return self.env.timeout(8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
+                                                                    self._broadcast_bps))
+
+    def _downlink_rate(self, what: str, who: int, rate_bps: float) -> float:
+        """``rate_bps``, or a clear error where a link abstraction gives the downlink no usable MCS
+        (there is no downlink outage rule to apply)."""
+        if rate_bps <= 0.0:
+            raise ValueError(
+                f"cell.downlink: the {what} {who} has rate 0 (rate model {self._sim.cell.rate!r} finds no usable "
+                f"MCS at its SINR) and a downlink outage is not modelled; use cell.downlink.mode: ideal, a larger "
+                f"cell.downlink.server_tx_power_w, or a rate model without an SINR floor"
+            )
+        return rate_bps
 
     def gather(self, arrivals: Mapping[int, simpy.Event], local_iterations: int = 1) -> SimSteps[list[int]]:
         """Wait for clients' deliveries under the straggler policy; ``yield from`` it.

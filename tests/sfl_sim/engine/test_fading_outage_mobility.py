@@ -156,3 +156,40 @@ def test_split_uploads_see_a_new_fading_draw_per_local_iteration(tmp_path: Path)
         with (tmp_path / coherence / "scala" / "rounds.csv").open() as fh:
             durations[coherence] = float(next(csv.DictReader(fh))["round_sim_time_s"])
     assert durations["per_round"] != durations["per_iteration"]
+
+
+@pytest.mark.parametrize("policy", [None, OutagePolicy(), OutagePolicy(max_attempts=3)])
+def test_zero_rate_out_of_range_is_an_outage_not_a_division_by_zero(policy) -> None:
+    from channel import McsTableRate
+
+    # At 10 uW the SNRs are +6.5 dB (100 m) and -18 dB (450 m, below CQI 1: rate 0).
+    rng = np.random.default_rng(0)
+    cell = Cell(FixedDistancePlacement([100.0, 450.0]), TR36814Macro(), NoShadowing(), McsTableRate(),
+                EqualAllocation(), n_clients=2, tx_power_w=1e-5, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, placement_rng=rng, shadowing_rng=rng)
+    rates = cell.uplink_rates_bps([0, 1])
+    assert rates[0] > 0 and rates[1] == 0.0
+    sim = Simulator(cell, np.ones(2), 1.0, outage=policy)
+    durations, results = _uploads(sim, 1, 1)
+    attempts = 1 if policy is None else policy.max_attempts
+    assert results == [Lost("outage")] and durations == [0.0]  # nothing granted, no air time
+    assert sim.counters.dropped_transmissions == 1 and sim.counters.retransmissions == attempts - 1
+    durations, results = _uploads(Simulator(cell, np.ones(2), 1.0, outage=policy), 0, 1)
+    assert results == [DELIVERED] and durations[0] == pytest.approx(8 * NBYTES / rates[0])
+
+
+def test_zero_downlink_rate_is_a_clear_error_not_a_division_by_zero() -> None:
+    from channel import McsTableRate
+
+    rng = np.random.default_rng(0)
+    cell = Cell(FixedDistancePlacement([100.0, 450.0]), TR36814Macro(), NoShadowing(), McsTableRate(),
+                EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, downlink_bandwidth_hz=20e6, server_tx_power_w=1e-6,
+                placement_rng=rng, shadowing_rng=rng)
+    sim = Simulator(cell, np.ones(2), 1.0, downlink_mode="broadcast")
+
+    def round_process(ctx):
+        yield ctx.broadcast(NBYTES, "model")
+
+    with pytest.raises(ValueError, match=r"cell.downlink: the broadcast to the cohort of 2 has rate 0"):
+        sim.run_round(round_process, np.array([0, 1]))
