@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 import numpy as np
 import torch
@@ -48,10 +48,10 @@ from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.engine import Simulator
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
+from simkit.conformance import ConformanceReport
 
 __all__ = ["RETIRED_HOOKS", "ConformanceError", "check_algorithm", "conformance_setup"]
 
-_T = TypeVar("_T")
 
 N_CLASSES = 4
 DATA_SIZES = (10, 14, 8, 16)
@@ -74,29 +74,9 @@ class ConformanceError(AssertionError):
     """An algorithm failed a conformance check (the message is one line: algorithm, check, why)."""
 
 
-class _Report:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.passed: List[str] = []
-
-    def check(self, ok: object, check: str, detail: str = "") -> None:
-        if not bool(ok):
-            raise ConformanceError(f"algorithm {self.name} fails check '{check}'" + (f": {detail}" if detail else ""))
-        if check not in self.passed:
-            self.passed.append(check)
-
-    def attempt(self, check: str, fn: Callable[[], _T]) -> _T:
-        """Run ``fn``; an exception fails ``check`` with its type and first line."""
-        try:
-            result = fn()
-        except ConformanceError:
-            raise
-        except Exception as exc:  # noqa: BLE001  (any failure of user code is the finding)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise ConformanceError(f"algorithm {self.name} fails check '{check}': "
-                                   f"{type(exc).__name__}: {first}") from exc
-        self.check(True, check)
-        return result
+class _Report(ConformanceReport):
+    kind = "algorithm"
+    error = ConformanceError
 
 
 #: Training settings of the ``optimizer state`` check: every kind of state an optimizer bank keeps.

@@ -25,16 +25,16 @@ Checks, in order
 from __future__ import annotations
 
 import io
-from typing import Any, Callable, Dict, List, TypeVar
+from typing import Any, Dict
 
 import torch
 
+from simkit.conformance import ConformanceReport
 from simkit.protocols import missing_members
 from sfl_sim.compression import COMPRESSORS, Compressor, Payload
 
 __all__ = ["ConformanceError", "check_compressor"]
 
-_T = TypeVar("_T")
 
 #: The shapes every compressor is run on: a scalar, a vector, a matrix, an activation, empty.
 SHAPES = ((), (37,), (6, 9), (2, 3, 4, 5), (0, 3))
@@ -44,29 +44,9 @@ class ConformanceError(AssertionError):
     """A compressor failed a conformance check (the message is one line: compressor, check, why)."""
 
 
-class _Report:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.passed: List[str] = []
-
-    def check(self, ok: object, check: str, detail: str = "") -> None:
-        if not bool(ok):
-            raise ConformanceError(f"compressor {self.name} fails check '{check}'" + (f": {detail}" if detail else ""))
-        if check not in self.passed:
-            self.passed.append(check)
-
-    def attempt(self, check: str, fn: Callable[[], _T]) -> _T:
-        """Run ``fn``; an exception fails ``check`` with its type and first line."""
-        try:
-            result = fn()
-        except ConformanceError:
-            raise
-        except Exception as exc:  # noqa: BLE001  (any failure of user code is the finding)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise ConformanceError(f"compressor {self.name} fails check '{check}': {type(exc).__name__}: {first}") \
-                from exc
-        self.check(True, check)
-        return result
+class _Report(ConformanceReport):
+    kind = "compressor"
+    error = ConformanceError
 
 
 def _roundtrip(buffers: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
