@@ -98,6 +98,8 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
 #: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
 #: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
+#: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
+#: expected value, a real number, in mode ``expected``; 0 without HARQ);
 #: ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
@@ -111,6 +113,7 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "retransmissions",
     "dropped_transmissions",
     "dropped_clients",
+    "harq_retransmissions",
     "cohort",
     "dropped",
 )
@@ -146,7 +149,9 @@ CELL_COLUMNS: tuple[str, ...] = (
 #: Exact header of the ``cell.csv`` of ``sfl-sim channel`` (the cell alone, without training):
 #: the radio columns of :data:`CELL_COLUMNS` plus ``los`` (1 LOS, 0 NLOS, -1 when the path-loss
 #: model has no LOS state) and the uplink rate on the cohort's share (``uplink_rate_bps`` of a
-#: run's ``cell.csv``) next to the rate on the whole band.
+#: run's ``cell.csv``) next to the rate on the whole band; with an MCS rate model (``mcs_table``) the
+#: error rate of a first transmission of one slot's transport block at the client's CQI (``bler``)
+#: and its expected HARQ transmissions (``expected_transmissions``), ``nan`` otherwise.
 CELL_REPORT_COLUMNS: tuple[str, ...] = (
     "client",
     "x_m",
@@ -158,6 +163,8 @@ CELL_REPORT_COLUMNS: tuple[str, ...] = (
     "snr_db",
     "uplink_rate_cohort_share_bps",
     "uplink_rate_full_band_bps",
+    "bler",
+    "expected_transmissions",
 )
 
 #: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant

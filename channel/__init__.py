@@ -17,6 +17,7 @@ from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFadi
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
+from .harq import Harq, HarqSend
 from .protocols import ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
@@ -66,6 +67,8 @@ __all__ = [
     "RandomWaypointMobility",
     "RandomDirectionMobility",
     "OutagePolicy",
+    "Harq",
+    "HarqSend",
     "Cell",
     "LinkBudget",
     "check_component",

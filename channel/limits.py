@@ -40,6 +40,10 @@ __all__ = [
     "SHANNON_ATTENUATION",
     "SINR_MIN_DB",
     "OVERHEAD_FRACTION",
+    "BLER_TARGET",
+    "CODE_BLOCK_BITS",
+    "HARQ_RTT_S",
+    "SLOT_S",
     "ALL_RANGES",
 ]
 
@@ -130,6 +134,22 @@ SINR_MIN_DB = Range(-50.0, 50.0, "-50 dB is below any coded link (QPSK 1/8 needs
 #: Fraction of the resource elements spent on control and reference signals.
 OVERHEAD_FRACTION = Range(
     0.0, 0.9, "TS 38.306 uses 0.08-0.18; at 1 no data would flow, and above 0.9 hardly any"
+)
+
+#: Block-error-rate target of a BLER-based CQI choice.
+BLER_TARGET = Range(
+    0.0, 0.99, "> 0 (no CQI has BLER 0 everywhere) and at most 0.99 (a target near 1 lets every CQI pass)",
+    low_open=True,
+)
+#: Size of an LDPC code block, bits.
+CODE_BLOCK_BITS = Range(
+    24.0, 8448.0, "NR code blocks carry 24 bits (the smallest transport block) to 8448 (LDPC base graph 1)", "bit"
+)
+#: HARQ round-trip time, s.
+HARQ_RTT_S = Range(0.0, 1.0, ">= 0; LTE and NR round trips are a few ms, 1 s is no HARQ", "s")
+#: Slot (transmission time interval) duration, s.
+SLOT_S = Range(
+    1e-3 / 32, 1e-2, "NR slots last 1 ms / 2^mu (mu = 0..5, 1/32 ms at 480 kHz); 10 ms is a whole radio frame", "s"
 )
 
 #: Every range by name (for documentation and for validators that walk them).

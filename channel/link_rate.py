@@ -8,7 +8,7 @@ always in bandwidth (a wider share at the same power can drop the SINR below the
 
 - ``shannon_gap``: :class:`ShannonGapRate`, ``log2(1 + SINR / Gamma)`` (ns-3 LTE AMC).
 - ``attenuated_shannon``: :class:`AttenuatedShannonRate`, 3GPP TR 36.942 Annex A.
-- ``mcs_table``: :class:`McsTableRate`, the TS 38.214 CQI tables with an SNR-gap mapping.
+- ``mcs_table``: :class:`McsTableRate`, the TS 38.214 CQI tables with an SNR-gap or a BLER mapping.
 """
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ from typing import Annotated, Any, Literal, Optional
 
 import numpy as np
 
+from .bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
 from .cqi_tables import CQI_TABLES
 from .limits import (
     BER_TARGET,
+    BLER_TARGET,
+    CODE_BLOCK_BITS,
     NOISE_FIGURE_DB,
     OVERHEAD_FRACTION,
     SHANNON_ATTENUATION,
@@ -213,23 +216,34 @@ class AttenuatedShannonRate(_SinrRate):
 class McsTableRate(_SinrRate):
     """Rate of the highest 5G NR CQI the SINR supports: ``b x efficiency(CQI) x (1 - overhead)``.
 
-    The CQI tables are TS 38.214 Tables 5.2.2.1-2, -3 and -4 (:mod:`channel.cqi_tables`).  With
-    ``mapping: gap`` the CQI is the highest one whose efficiency is <= the SNR-gap spectral
-    efficiency ``log2(1 + SINR / Gamma)``, ``Gamma = -ln(5 BER) / 1.5`` at ``ber_target``
-    (:class:`ShannonGapRate`; ns-3's ``LteAmc::GetCqiFromSpectralEfficiency`` does the same on
-    the LTE table).  Below CQI 1 the link is out of range and the rate is 0 (the cell's outage
-    policy makes that an outage).  ``mapping: bler`` (the highest CQI whose block-error rate at
-    the SINR is <= a target, from per-MCS BLER curves) is not available yet: it needs BLER
-    curves this package does not have.
+    The CQI tables are TS 38.214 Tables 5.2.2.1-2, -3 and -4 (:mod:`channel.cqi_tables`).  The
+    SINR picks the CQI by ``mapping``:
+
+    - ``gap``: the highest CQI whose efficiency is <= the SNR-gap spectral efficiency
+      ``log2(1 + SINR / Gamma)``, ``Gamma = -ln(5 BER) / 1.5`` at ``ber_target``
+      (:class:`ShannonGapRate`; ns-3's ``LteAmc::GetCqiFromSpectralEfficiency`` does the same on
+      the LTE table).
+    - ``bler``: the highest CQI whose code-block error rate at the SINR is <= ``bler_target``, from
+      Sionna's 5G NR BLER tables (:mod:`channel.bler`: each CQI's modulation and code rate matched
+      to an MCS entry), for a code block of ``code_block_bits`` (default 2000, the largest size the
+      tables hold; every larger block uses that curve, and a transport block above 3824 bits is
+      segmented into blocks larger than it).
+
+    Below CQI 1 the link is out of range and the rate is 0 (the cell's outage policy makes that an
+    outage).
 
     Parameters
     ----------
     table : {"cqi_table1", "cqi_table2", "cqi_table3"}, default "cqi_table1"
         TS 38.214 Table 5.2.2.1-2 (up to 64QAM), 5.2.2.1-3 (up to 256QAM) or 5.2.2.1-4 (low SE).
-    mapping : {"gap"}, default "gap"
+    mapping : {"gap", "bler"}, default "gap"
         How the SINR picks the CQI (see above).
     ber_target : float, default 5e-5
         Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).
+    bler_target : float, default 0.1
+        Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).
+    code_block_bits : float, default 2000
+        Code-block size of the bler mapping, bits, in [24, 8448].
     overhead_fraction : float, default 0.0
         Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306
         clause 4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.
@@ -239,24 +253,28 @@ class McsTableRate(_SinrRate):
     Raises
     ------
     ValueError
-        For a parameter out of range or an unknown table.
+        For a parameter out of range or an unknown table or mapping.
     """
 
     def __init__(
         self,
         table: Literal["cqi_table1", "cqi_table2", "cqi_table3"] = "cqi_table1",
-        mapping: Literal["gap"] = "gap",
+        mapping: Literal["gap", "bler"] = "gap",
         ber_target: Annotated[float, BER_TARGET] = DEFAULT_BER_TARGET,
+        bler_target: Annotated[float, BLER_TARGET] = 0.1,
+        code_block_bits: Annotated[float, CODE_BLOCK_BITS] = float(TABLE_CODE_BLOCK_BITS_MAX),
         overhead_fraction: Annotated[float, OVERHEAD_FRACTION] = 0.0,
         noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
     ) -> None:
         if table not in CQI_TABLES:
             raise ValueError(f"table must be one of {', '.join(CQI_TABLES)}, got {table!r}")
-        if mapping != "gap":
-            raise ValueError(f"mapping must be gap (bler needs BLER curves, not available yet), got {mapping!r}")
+        if mapping not in ("gap", "bler"):
+            raise ValueError(f"mapping must be one of gap, bler, got {mapping!r}")
         super().__init__(noise_figure_db)
         self.table, self.mapping = table, mapping
         self.ber_target = BER_TARGET.check("ber_target", ber_target)
+        self.bler_target = BLER_TARGET.check("bler_target", bler_target)
+        self.code_block_bits = CODE_BLOCK_BITS.check("code_block_bits", code_block_bits)
         self.overhead_fraction = OVERHEAD_FRACTION.check("overhead_fraction", overhead_fraction)
         self.gap_linear = gap_from_ber(self.ber_target)
         rows = CQI_TABLES[table]
@@ -264,12 +282,21 @@ class McsTableRate(_SinrRate):
         self.cqi_index = np.array([r[0] for r in rows])
 
     def __repr__(self) -> str:
-        return (f"McsTableRate(table={self.table!r}, mapping={self.mapping!r}, ber_target={self.ber_target!r}, "
+        target = f"ber_target={self.ber_target!r}" if self.mapping == "gap" else \
+            f"bler_target={self.bler_target!r}, code_block_bits={self.code_block_bits!r}"
+        return (f"McsTableRate(table={self.table!r}, mapping={self.mapping!r}, {target}, "
                 f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={self.noise_figure_db!r})")
 
     def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
-        """How many table rows have an efficiency <= the gap SE at each SINR (0: below CQI 1)."""
-        se = np.log2(1.0 + np.asarray(sinr_linear, dtype=float) / self.gap_linear)
+        """1 + the index of the row the mapping picks at each SINR (0: below CQI 1)."""
+        sinr = np.asarray(sinr_linear, dtype=float)
+        if self.mapping == "bler":
+            with np.errstate(divide="ignore"):
+                sinr_db = 10.0 * np.log10(sinr)
+            ok = np.stack([c.bler(sinr_db, self.code_block_bits) <= self.bler_target for c in cqi_curves(self.table)])
+            # the highest row meeting the target (rows are in increasing efficiency)
+            return np.where(ok.any(axis=0), len(ok) - np.argmax(ok[::-1], axis=0), 0)
+        se = np.log2(1.0 + sinr / self.gap_linear)
         return np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
 
     def cqi(self, sinr_linear: Any) -> np.ndarray:

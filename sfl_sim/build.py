@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from channel import CHANNEL_KINDS, Cell, OutagePolicy
+from channel import CHANNEL_KINDS, Cell, Harq, OutagePolicy
 from simkit.protocols import ComponentProtocolError
 from simkit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim import host
@@ -143,6 +143,16 @@ def build_outage(cfg: Scenario) -> OutagePolicy:
         return OutagePolicy(**cfg.cell.outage.model_dump())
     except ValueError as exc:
         raise ConfigError(f"cell.outage: {exc}") from None
+
+
+def build_harq(cfg: Scenario, cell: Cell) -> Optional[Harq]:
+    """The HARQ of a scenario's ``cell.harq`` section over the cell's rate model (None: no HARQ)."""
+    if cfg.cell.harq is None:
+        return None
+    try:
+        return Harq(cell.rate, **cfg.cell.harq.model_dump())
+    except ValueError as exc:
+        raise ConfigError(f"cell.harq: {_one_line(exc)}") from None
 
 
 def load_dataset(cfg: Scenario) -> ArrayDataset:
@@ -278,6 +288,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
 
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
+    build_harq(cfg, cell)  # likewise
     clients = cfg.clients
     client_flops_per_s = stream(seed, "compute").uniform(
         clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
@@ -332,14 +343,16 @@ def _execution_request(cfg: Scenario, device: torch.device) -> ExecutionRequest:
 
 
 def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Counters] = None,
-                    fading_rng: Optional[np.random.Generator] = None) -> Simulator:
-    """The engine of a run (its clock, cell, compute budgets, outage and straggler rules)."""
+                    fading_rng: Optional[np.random.Generator] = None,
+                    harq_rng: Optional[np.random.Generator] = None) -> Simulator:
+    """The engine of a run (its clock, cell, compute budgets, outage, HARQ and straggler rules)."""
     cfg = run.cfg
     return Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s,
                      cfg.cell.downlink.mode, start_time_s=start_time_s, counters=counters,
                      fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
                      straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
-                     keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation))
+                     keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation),
+                     harq=build_harq(cfg, run.cell), harq_rng=harq_rng)
 
 
 def cell_table(run: Run) -> Dict[str, Any]:

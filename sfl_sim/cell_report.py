@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, TextIO
 import numpy as np
 
 from analysis.schema import CELL_FILE, CELL_REPORT_COLUMNS
+from channel import Harq, McsTableRate
 from sfl_sim.selection import cohort_size
 
 if TYPE_CHECKING:
@@ -39,7 +40,10 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
         state); ``pathloss_db`` and ``shadowing_db`` (dB); ``snr_db`` on an equal share of the
         uplink among a cohort of ``round(clients.count * clients.participation)`` clients;
         ``uplink_rate_cohort_share_bps`` on that share and ``uplink_rate_full_band_bps`` on the
-        whole uplink band (bit/s, no fading).
+        whole uplink band (bit/s, no fading); with ``cell.rate: mcs_table``, ``bler`` (the error
+        rate of a first transmission of one slot's transport block at the client's CQI on that share)
+        and ``expected_transmissions`` (its HARQ copies on average, under ``cell.harq`` or HARQ's
+        defaults; :class:`channel.Harq`), NaN for another rate model or a client out of range.
 
     Raises
     ------
@@ -48,7 +52,7 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
     """
     import sys
 
-    from sfl_sim.build import build_cell  # build imports torch; keep it out of module import
+    from sfl_sim.build import build_cell, build_harq  # build imports torch; keep it out of module import
 
     cell = build_cell(cfg)
     n = cell.n_clients
@@ -69,6 +73,11 @@ def channel_report(cfg: "Scenario", out_dir: Path, stream: Optional[TextIO] = No
         "uplink_rate_cohort_share_bps": share.rate_bps,
         "uplink_rate_full_band_bps": full.rate_bps,
     }
+    harq = build_harq(cfg, cell) or (Harq(cell.rate) if isinstance(cell.rate, McsTableRate) else None)
+    if harq is None:
+        table["bler"] = table["expected_transmissions"] = np.full(n, np.nan)
+    else:
+        table["bler"], table["expected_transmissions"] = harq.slot_block(share.rate_bps, share.snr_db)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(table, out / CELL_FILE)
@@ -98,7 +107,7 @@ def _print_table(table: Mapping[str, np.ndarray], stream: TextIO, cell: Any, k: 
         file=stream,
     )
     header = f"{'client':>6} {'x_m':>8} {'y_m':>8} {'dist_m':>8} {'los':>4} {'PL_dB':>7} {'SF_dB':>7} " \
-             f"{'SNR_dB':>7} {'r_share':>9} {'r_band':>9}"
+             f"{'SNR_dB':>7} {'r_share':>9} {'r_band':>9} {'BLER':>8} {'E[tx]':>6}"
     print(header, file=stream)
     for i in range(len(table["client"])):
         los = {1: "LOS", 0: "NLOS", -1: "-"}[int(table["los"][i])]
@@ -107,7 +116,8 @@ def _print_table(table: Mapping[str, np.ndarray], stream: TextIO, cell: Any, k: 
             f"{table['distance_m'][i]:>8.1f} {los:>4} {table['pathloss_db'][i]:>7.2f} "
             f"{table['shadowing_db'][i]:>7.2f} {table['snr_db'][i]:>7.2f} "
             f"{table['uplink_rate_cohort_share_bps'][i] / 1e6:>9.3f} "
-            f"{table['uplink_rate_full_band_bps'][i] / 1e6:>9.3f}",
+            f"{table['uplink_rate_full_band_bps'][i] / 1e6:>9.3f} "
+            f"{table['bler'][i]:>8.2e} {table['expected_transmissions'][i]:>6.3f}",
             file=stream,
         )
 

@@ -69,10 +69,11 @@ class _Streams:
         self.selection = stream(seed, "selection")
         self.fading = stream(seed, "fading")
         self.mobility = stream(seed, "mobility")
+        self.harq = stream(seed, "harq")
 
     def state(self, run: Run) -> Dict[str, Any]:
         state: Dict[str, Any] = {name: getattr(self, name).bit_generator.state
-                                 for name in ("selection", "fading", "mobility")}
+                                 for name in ("selection", "fading", "mobility", "harq")}
         state["minibatch"] = run.setup.minibatch_rng.bit_generator.state
         state["torch"] = torch.get_rng_state()
         if torch.cuda.is_available():
@@ -82,6 +83,8 @@ class _Streams:
     def load(self, run: Run, state: Dict[str, Any]) -> None:
         for name in ("selection", "fading", "mobility"):
             getattr(self, name).bit_generator.state = state[name]
+        if "harq" in state:  # a checkpoint from before the harq stream: it was never drawn from
+            self.harq.bit_generator.state = state["harq"]
         run.setup.minibatch_rng.bit_generator.state = state["minibatch"]
         torch.set_rng_state(state["torch"])
         if "torch_cuda" in state and torch.cuda.is_available():
@@ -100,7 +103,7 @@ def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -
 
 #: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
 _ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
-                   "dropped_transmissions", "dropped_clients")
+                   "dropped_transmissions", "dropped_clients", "harq_retransmissions")
 
 
 @dataclass
@@ -159,7 +162,8 @@ class _Session:
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
-        self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading)
+        self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading,
+                                   harq_rng=self.streams.harq)
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
 
@@ -178,7 +182,7 @@ class _Session:
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
         after = sim.counters.as_dict()
         row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
-               **{k: after[k] - before[k] for k in _ROUND_COUNTERS},
+               **{k: after.get(k, 0) - before.get(k, 0) for k in _ROUND_COUNTERS},
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
         finite = _all_finite(run.algorithm.global_model())

@@ -19,14 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, Validat
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, ExecutionMode, OnOutage, OutOfRange, StragglerPolicy
+from channel import limits
+from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, ExecutionMode, HarqMode, OnOutage, OutOfRange, \
+    StragglerPolicy
 from sfl_sim.config.errors import CrossFieldError, format_validation_error
 from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
     NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
 
 __all__ = ["ComponentSpec", "AlgorithmSpec", "Data", "ModelSection", "Clients", "Stragglers", "Server", "Metrics",
-           "Outage", "Downlink", "CellSection", "Scenario", "json_schema"]
+           "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
 
 
 class ComponentSpec(BaseModel):
@@ -185,6 +187,20 @@ class Outage(Section):
     on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
 
 
+class Harq(Section):
+    """``cell.harq:``: HARQ of uplink transport blocks (:class:`channel.harq.Harq`); absent: none.
+
+    Needs ``cell.rate: mcs_table`` (the BLER is per CQI).
+    """
+
+    mode: Annotated[HarqMode, OneOf(HarqMode)] = "expected"
+    max_transmissions: Annotated[int, Integer(1, 64), Allowed("an integer in [1, 64] (copies per transport block in "
+                                                              "all, 1 = no retransmission)")] = 4
+    harq_rtt_s: Annotated[float, Number.of_range(limits.HARQ_RTT_S)] = 8e-3
+    chase_combining: bool = False
+    slot_s: Annotated[float, Number.of_range(limits.SLOT_S)] = 1e-3
+
+
 class Downlink(Section):
     """``cell.downlink:``: whether and how server-to-client transfers take time."""
 
@@ -207,6 +223,7 @@ class CellSection(Section):
                                                 "distance range)")] = "warn"
     mobility: ComponentSpec = _default("static")
     outage: Outage = Field(default_factory=Outage)
+    harq: Optional[Harq] = None
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0

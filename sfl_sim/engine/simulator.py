@@ -36,6 +36,15 @@ resolve to :data:`~sfl_sim.engine.outcome.DELIVERED` or to ``Lost("outage")``
 (:mod:`sfl_sim.engine.outcome`); the counters record retransmissions and drops, and bytes of every
 attempt are counted (they were on the air).
 
+HARQ
+----
+With a :class:`channel.Harq` (``cell.harq``), an upload that is not in outage asks it for the time
+its transport blocks take, copies resent included, at the link's rate and SINR (sampled mode draws
+from the run's ``harq`` stream); the copies beyond the first go to
+``Counters.harq_retransmissions`` (the payload's bytes are counted once per attempt, as above).  A
+payload with a block still failing after the last copy is an outage, and the outage policy decides
+what follows, as for a rate below the threshold.
+
 Lost payloads and stragglers
 ----------------------------
 Failure is the value of an event, not a separate flag: a client's process returns
@@ -52,6 +61,7 @@ import numpy as np
 import simpy
 
 from channel.cell import Cell
+from channel.harq import Harq
 from channel.outage import OutagePolicy
 from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost, Outcome
@@ -88,22 +98,29 @@ class Counters:
     retransmissions: int = 0
     dropped_transmissions: int = 0
     dropped_clients: int = 0
+    #: HARQ copies of transport blocks beyond the first (expected, a real number, in ``expected`` mode).
+    harq_retransmissions: float = 0.0
 
     def add(self, key: str, amount: float) -> None:
         self.by_kind[key] = self.by_kind.get(key, 0) + amount
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"uplink_bytes": self.uplink_bytes, "downlink_bytes": self.downlink_bytes,
+        """The counters as plain data; ``harq_retransmissions`` only once HARQ has counted one, so the
+        record of a run without HARQ is what it was before HARQ existed."""
+        data = {"uplink_bytes": self.uplink_bytes, "downlink_bytes": self.downlink_bytes,
                 "client_flops": self.client_flops, "server_flops": self.server_flops,
                 "by_kind": dict(self.by_kind), "retransmissions": self.retransmissions,
                 "dropped_transmissions": self.dropped_transmissions, "dropped_clients": self.dropped_clients}
+        if self.harq_retransmissions:
+            data["harq_retransmissions"] = self.harq_retransmissions
+        return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "Counters":
         return cls(int(data["uplink_bytes"]), int(data["downlink_bytes"]), float(data["client_flops"]),
                    float(data["server_flops"]), dict(data.get("by_kind", {})),
                    int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)),
-                   int(data.get("dropped_clients", 0)))
+                   int(data.get("dropped_clients", 0)), float(data.get("harq_retransmissions", 0.0)))
 
 
 class Simulator:
@@ -134,6 +151,10 @@ class Simulator:
         With ``deadline``: how long the server waits per local iteration, in simulated seconds.
     keep_clients : int, optional
         With ``over_selection``: how many of the (over-)selected clients are kept.
+    harq : channel.Harq, optional
+        HARQ of uplink transport blocks (default: none, a payload takes ``bits / rate``).
+    harq_rng : numpy.random.Generator, optional
+        The ``harq`` stream, drawn from in HARQ's ``sampled`` mode (default: a fixed-seed stream).
     """
 
     def __init__(self, cell: Cell, client_flops_per_s: np.ndarray, server_flops_per_s: float,
@@ -141,7 +162,8 @@ class Simulator:
                  counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
                  coherence: Coherence = "per_round", outage: OutagePolicy | None = None,
                  straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
-                 keep_clients: int | None = None) -> None:
+                 keep_clients: int | None = None, harq: Harq | None = None,
+                 harq_rng: np.random.Generator | None = None) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         check_choice("straggler_policy", straggler_policy, StragglerPolicy)
@@ -155,6 +177,8 @@ class Simulator:
         self.fading_rng = fading_rng if fading_rng is not None else np.random.default_rng(0)
         self.coherence = coherence
         self.outage = outage
+        self.harq = harq
+        self.harq_rng = harq_rng if harq_rng is not None else np.random.default_rng(0)
         self.cell = cell
         self.client_flops_per_s = np.asarray(client_flops_per_s, dtype=float)
         self.server_flops_per_s = float(server_flops_per_s)
@@ -280,7 +304,7 @@ class RoundContext:
         """
         policy = self._sim.outage
         if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
-                and self._uplink_bps[client] > 0:
+                and self._uplink_bps[client] > 0 and self._sim.harq is None:
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
             return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
@@ -306,6 +330,7 @@ class RoundContext:
         if block is not None:
             self._block[client] = block
         policy = self._sim.outage
+        harq = self._sim.harq
         counters = self._sim.counters
         attempt = 1
         while True:
@@ -315,15 +340,25 @@ class RoundContext:
             # whatever the policy's thresholds; the policy still decides what follows.
             failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0]))
-            if not failed:
+            if not failed and harq is None:
                 yield self.env.timeout(8.0 * nbytes / rate)
                 return DELIVERED
             if policy is None:
                 policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
-            # A failed attempt occupies the air for the payload at its rate (or the threshold
-            # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
-            attempt_rate = max(rate, policy.min_rate_bps)
-            yield self.env.timeout(8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0)
+            if not failed:
+                # HARQ: transport blocks resent while they fail; one still failing is an outage.
+                assert harq is not None
+                sent = harq.send(8.0 * nbytes, rate, self._uplink_snr_db[client], self._sim.harq_rng)
+                counters.harq_retransmissions += sent.retransmissions
+                counters.add(f"harq_retransmissions/{what}", sent.retransmissions)
+                yield self.env.timeout(sent.time_s)
+                if sent.delivered:
+                    return DELIVERED
+            else:
+                # A failed attempt occupies the air for the payload at its rate (or the threshold
+                # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
+                attempt_rate = max(rate, policy.min_rate_bps)
+                yield self.env.timeout(8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0)
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.dropped_transmissions += 1

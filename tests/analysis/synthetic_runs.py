@@ -121,7 +121,7 @@ def write_run(
         per = np.array([up * (1 + 0.1 * rng.random()), up / 2, cf, sf])
         per[:2] = np.round(per[:2])
         cum += per
-        rounds_rows.append([r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0,
+        rounds_rows.append([r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0, 0.0,
                             " ".join(map(str, range(10))), ""])
         if r in evals:
             k = evals.index(r)

@@ -126,6 +126,7 @@ def test_zero_rate_below_cqi1_is_an_outage_not_a_division_by_zero():
 @pytest.mark.parametrize("name, params", [
     ("shannon_gap", {}), ("shannon_gap", {"gap_db": 6.0}), ("attenuated_shannon", {"link": "downlink"}),
     ("mcs_table", {"table": "cqi_table2", "overhead_fraction": 0.08}), ("mcs_table", {"table": "cqi_table3"}),
+    ("mcs_table", {"mapping": "bler"}), ("mcs_table", {"table": "cqi_table2", "mapping": "bler", "bler_target": 0.01}),
 ])
 def test_conformance(name, params):
     report = check_component("rate", RATES.create(name, **params))
@@ -140,7 +141,10 @@ def test_conformance(name, params):
     (McsTableRate, {"overhead_fraction": 1.0}, "overhead_fraction"),
     (McsTableRate, {"overhead_fraction": -0.1}, "overhead_fraction"),
     (McsTableRate, {"table": "cqi_table4"}, "table"),
-    (McsTableRate, {"mapping": "bler"}, "mapping"),
+    (McsTableRate, {"mapping": "snr"}, "mapping"),
+    (McsTableRate, {"mapping": "bler", "bler_target": 0.0}, "bler_target"),
+    (McsTableRate, {"mapping": "bler", "bler_target": 1.0}, "bler_target"),
+    (McsTableRate, {"mapping": "bler", "code_block_bits": 10}, "code_block_bits"),
     (McsTableRate, {"ber_target": 0.6}, "ber_target"),
     (AttenuatedShannonRate, {"link": "sidelink"}, "link"),
     (AttenuatedShannonRate, {"alpha": 1.5}, "alpha"),

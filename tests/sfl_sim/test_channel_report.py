@@ -51,3 +51,23 @@ def test_report_is_seeded_and_shows_los(tmp_path):
         np.testing.assert_array_equal(a[column], b[column])
     assert set(np.unique(a["los"])) <= {0, 1}
     assert (tmp_path / "a" / "cell.csv").read_text() == (tmp_path / "b" / "cell.csv").read_text()
+
+
+def test_report_bler_and_expected_transmissions(tmp_path):
+    from channel import Harq, McsTableRate
+
+    table = channel_report(small_cfg(), tmp_path / "shannon", stream=io.StringIO())
+    assert np.all(np.isnan(table["bler"])) and np.all(np.isnan(table["expected_transmissions"]))
+    cfg = small_cfg(rate={"name": "mcs_table", "mapping": "bler"}, client_tx_power_w=0.002,
+                    harq={"max_transmissions": 3, "chase_combining": True})
+    table = channel_report(cfg, tmp_path / "mcs", stream=io.StringIO())
+    harq = Harq(McsTableRate(mapping="bler"), max_transmissions=3, chase_combining=True)
+    first, mean = harq.slot_block(table["uplink_rate_cohort_share_bps"], table["snr_db"])
+    np.testing.assert_array_equal(table["bler"], first)
+    np.testing.assert_array_equal(table["expected_transmissions"], mean)
+    served = table["uplink_rate_cohort_share_bps"] > 0
+    assert served.any() and np.all((mean[served] >= 1) & (mean[served] <= 3))
+    assert np.all(np.isnan(first[~served]))
+    with open(tmp_path / "mcs" / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert float(rows[0]["expected_transmissions"]) == pytest.approx(mean[0], nan_ok=True)

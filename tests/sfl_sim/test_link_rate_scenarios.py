@@ -15,12 +15,14 @@ MCS = ("cell.rate={name: mcs_table, table: cqi_table1, mapping: gap, ber_target:
        "overhead_fraction: 0.0}")
 RIGHT = [MCS, "cell.rate={name: shannon_gap, ber_target: 5.0e-5}", "cell.rate={name: shannon_gap, gap_db: 3}",
          "cell.rate={name: attenuated_shannon, link: uplink}",
-         "cell.rate={name: mcs_table, table: cqi_table2, overhead_fraction: 0.08}"]
+         "cell.rate={name: mcs_table, table: cqi_table2, overhead_fraction: 0.08}",
+         "cell.rate={name: mcs_table, table: cqi_table2, mapping: bler, bler_target: 0.1}"]
 WRONG = [
     ("cell.rate={name: shannon_gap, ber_target: 0.6}", ["cell.rate.ber_target", "0.6"]),
     ("cell.rate={name: mcs_table, overhead_fraction: 1.0}", ["cell.rate.overhead_fraction", "1.0"]),
     ("cell.rate={name: mcs_table, table: cqi_table9}", ["cell.rate.table", "cqi_table9", "cqi_table1"]),
-    ("cell.rate={name: mcs_table, mapping: bler}", ["cell.rate.mapping", "bler", "gap"]),
+    ("cell.rate={name: mcs_table, mapping: snr}", ["cell.rate.mapping", "snr", "gap", "bler"]),
+    ("cell.rate={name: mcs_table, mapping: bler, bler_target: 1.0}", ["cell.rate.bler_target", "1.0"]),
     ("cell.rate={name: shannon_gap, gap_db: 3, ber_target: 1.0e-5}", ["cell.rate", "gap_db", "ber_target"]),
     ("cell.rate={name: attenuated_shannon, link: sidelink}", ["cell.rate.link", "sidelink"]),
 ]
