@@ -98,7 +98,11 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
 #: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
 #: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
-#: ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
+#: ``online_clients`` how many clients were online when the cohort was selected (all without
+#: ``clients.availability``), ``unavailable_clients`` how many of the cohort went offline during
+#: the round (also among ``dropped_clients``), ``availability_wait_s`` how long the round waited,
+#: within ``round_sim_time_s``, for anyone to come online (empty in rows written before the columns
+#: existed); ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
     "sim_time_s",
@@ -111,6 +115,9 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "retransmissions",
     "dropped_transmissions",
     "dropped_clients",
+    "online_clients",
+    "unavailable_clients",
+    "availability_wait_s",
     "cohort",
     "dropped",
 )
