@@ -63,9 +63,12 @@ def _run(tmp_path: Path, data: dict, name: str = "out") -> Path:
     return tmp_path / name
 
 
-def test_markov_run_selects_only_online_clients_and_counts_departures(tmp_path) -> None:
+@pytest.mark.parametrize("policy", ["wait_all", "over_selection"])
+def test_markov_run_selects_only_online_clients_and_counts_departures(tmp_path, policy) -> None:
     data = small_scenario(algorithms=["fedavg"], rounds=6, clients=6, participation=0.5, eval_every_rounds=3)
     data["clients"]["availability"] = MARKOV
+    data["stragglers"] = {"policy": policy, "over_selection_fraction": 0.5}
+    selected = 3 if policy == "wait_all" else 5  # ceil(3 * 1.5) = 5 over-selected, 3 kept
     out = _run(tmp_path, data)
     rows = read_rows(out / "fedavg" / "rounds.csv")
     model = build_availability(validate(data))  # the same seeded paths the run replayed
@@ -75,7 +78,7 @@ def test_markov_run_selects_only_online_clients_and_counts_departures(tmp_path) 
         cohort = [int(c) for c in row["cohort"].split()]
         online = model.online(np.arange(6), start)
         assert online[cohort].all() and int(row["online_clients"]) == int(online.sum())
-        assert len(cohort) == min(3, int(online.sum()))
+        assert len(cohort) == min(selected, int(online.sum()))
         gone = [int(d.split(":")[0]) for d in row["dropped"].split() if d.endswith(":unavailable")]
         assert int(row["unavailable_clients"]) == len(gone)
         for k in gone:  # it left during the round: offline at the round's end

@@ -75,3 +75,17 @@ def test_wait_until_moves_the_clock(tmp_path) -> None:
     sim = _sim(tmp_path, 6.0)
     assert sim.wait_until(3.5) == 3.5 and sim.now_s == 3.5
     assert sim.wait_until(1.0) == 0.0 and sim.now_s == 3.5
+
+
+@pytest.mark.parametrize("policy, extra, dropped, end_s", [
+    # client 0 leaves at 6 s, before the 7 s deadline; client 1 would deliver at 10 s: late
+    ("deadline", {"deadline_s": 7.0}, {0: "unavailable", 1: "deadline"}, 7.0),
+    # keep one of two: client 0 leaves, client 1 is the first (and only) to deliver
+    ("over_selection", {"keep_clients": 1}, {0: "unavailable"}, 10.0),
+])
+def test_departures_combine_with_the_straggler_policies(tmp_path, policy, extra, dropped, end_s) -> None:
+    sim = _sim(tmp_path, 6.0, straggler_policy=policy, **extra)
+    seen: dict = {}
+    duration = sim.run_round(_round(2.0, 1000, seen), [0, 1])
+    assert sim.last_round.dropped == dropped and duration == end_s
+    assert sim.counters.dropped_clients == len(dropped)
