@@ -100,7 +100,11 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
 #: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
 #: expected value, a real number, in mode ``expected``; 0 without HARQ);
-#: ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
+#: ``online_clients`` how many clients were online when the cohort was selected (all without
+#: ``clients.availability``), ``unavailable_clients`` how many of the cohort went offline during
+#: the round (also among ``dropped_clients``), ``availability_wait_s`` how long the round waited,
+#: within ``round_sim_time_s``, for anyone to come online (empty in rows written before the columns
+#: existed); ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
     "sim_time_s",
@@ -114,6 +118,9 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "dropped_transmissions",
     "dropped_clients",
     "harq_retransmissions",
+    "online_clients",
+    "unavailable_clients",
+    "availability_wait_s",
     "cohort",
     "dropped",
 )

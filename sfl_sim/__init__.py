@@ -25,6 +25,7 @@ _EXPORTS = {
     "report": "api",
     "plot": "api",
     "channel_report": "api",
+    "trace_report": "api",
     "RunResult": "api",
     "PlannedRun": "api",
     "Plan": "api",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from sfl_sim.study import StudyRun, StudySpec
 
 __all__ = ["RunResult", "PlannedRun", "Plan", "Report", "ChannelReport", "Overrides", "load_scenario", "check",
-           "run", "plan_study", "run_study", "report", "plot", "channel_report"]
+           "run", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
 
 #: ``--set`` overrides: ``"FIELD=VALUE"`` strings (VALUE in YAML syntax), applied in order, or a
 #: mapping of dotted field names to Python values (``{"clients.participation": 0.2}``).
@@ -662,3 +662,34 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
     table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream)
     return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
                          files=[out / CELL_FILE, out / "cell.png"])
+
+
+def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availability",
+                 output_dir: Optional[PathLike] = None, stream: Optional[TextIO] = None) -> Any:
+    """A device trace summarised, without training (``sfl-sim traces``); writes traces.csv and traces.png.
+
+    Parameters
+    ----------
+    path : path
+        The trace file.
+    format : str
+        ``csv``, ``flash`` or ``fedscale`` (availability); ``csv`` or ``fedscale`` (capability).
+    kind : {'availability', 'capability'}
+    output_dir : path, optional
+        Folder for the files (default: ``<file name>_report`` beside the file).
+    stream : text stream, optional
+        Where to print the summary as the CLI does; None prints nothing.
+
+    Returns
+    -------
+    sfl_sim.trace_report.TraceReport
+
+    Raises
+    ------
+    sfl_sim.availability.TraceError
+        One line when the file cannot be read in that format.
+    """
+    from sfl_sim import trace_report as reports
+
+    return reports.trace_report(path, format, kind, out_dir=None if output_dir is None else Path(output_dir),
+                                stream=io.StringIO() if stream is None else stream)

@@ -20,6 +20,9 @@ from simkit.registry import ComponentParameterError, ComponentValueError, Unknow
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
+from sfl_sim.algorithms.flop_meter import FlopMeter
+from sfl_sim.availability import AVAILABILITY, AlwaysAvailable, Availability
+from sfl_sim.availability.capability import ClientCapability, client_capability, read_capability
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
@@ -27,7 +30,7 @@ from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
 from sfl_sim.optim import check_optimizer, settings_from_config
 from sfl_sim.seeding import stream, torch_seed
-from sfl_sim.selection import SELECTORS, cohort_size
+from sfl_sim.selection import SELECTORS, cohort_size, takes_available
 
 
 def _describe_call(spec: ComponentSpec) -> str:
@@ -98,6 +101,8 @@ class Run:
     selector: Any
     test_x: torch.Tensor
     test_y: torch.Tensor
+    availability: Optional[Availability] = None  # prepared; None: every client always online
+    capability: Optional[ClientCapability] = None  # the device trace's speeds, when one is named
 
 
 def build_cell(cfg: Scenario) -> Cell:
@@ -290,10 +295,14 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
     clients = cfg.clients
-    client_flops_per_s = stream(seed, "compute").uniform(
-        clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
-
     train_x, train_y = dataset.tensors("train", device)
+    capability = build_capability(cfg, model, train_x[:1])
+    if capability is None:
+        client_flops_per_s = stream(seed, "compute").uniform(
+            clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
+    else:
+        client_flops_per_s = capability.compute_flops_per_s
+    availability = build_availability(cfg)
     test_x, test_y = dataset.tensors("test", device)
     if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
         pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
@@ -321,8 +330,58 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     except Exception as exc:
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.prepare raised {type(exc).__name__}: "
                           f"{_one_line(exc)}") from exc
+    if availability is not None and not takes_available(selector):
+        raise ConfigError(f"clients.selection: {_describe_call(selection)}.select takes no 'available' argument; "
+                          f"allowed with clients.availability {cfg.clients.availability.name}: a selector whose "
+                          f"select(n_clients, n_selected, rng, available=None) picks among the online clients")
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
-               setup, algorithm, selector, test_x, test_y)
+               setup, algorithm, selector, test_x, test_y, availability, capability)
+
+
+def build_availability(cfg: Scenario) -> Optional[Availability]:
+    """The scenario's ``clients.availability``, prepared from the ``availability`` stream; None for
+    ``always`` (the engine and selection then skip availability altogether)."""
+    spec = cfg.clients.availability
+    model = component(AVAILABILITY, spec, "clients.availability")
+    try:
+        model.prepare(cfg.clients.count, stream(cfg.seed, "availability"))
+    except ValueError as exc:  # TraceError: the line names the file
+        raise ConfigError(f"clients.availability: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise ConfigError(f"clients.availability: {_describe_call(spec)}.prepare raised {type(exc).__name__}: "
+                          f"{_one_line(exc)}") from exc
+    return None if isinstance(model, AlwaysAvailable) else model
+
+
+def forward_flops_per_sample(model: torch.nn.Module, x: torch.Tensor) -> float:
+    """FLOPs of one forward pass of ``model`` on the one sample ``x`` (eval mode, no gradients, so
+    no random draw: dropout is off)."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            _, flops = FlopMeter().run("forward", 1, lambda: model(x))
+    finally:
+        model.train(was_training)
+    return float(flops)
+
+
+def build_capability(cfg: Scenario, model: torch.nn.Module, sample_x: torch.Tensor) -> Optional[ClientCapability]:
+    """The clients' speeds from ``clients.capability`` (None when unset: the uniform draw).  A trace
+    in ms per sample (FedScale) becomes FLOP/s with the model's forward FLOPs per sample."""
+    spec = cfg.clients.capability
+    if spec is None:
+        return None
+    try:
+        trace = read_capability(spec.path, spec.format)
+        per_sample = forward_flops_per_sample(model, sample_x) if np.isfinite(trace.ms_per_sample).any() else None
+        got = client_capability(trace, cfg.clients.count, spec.mapping, stream(cfg.seed, "capability"), per_sample)
+    except ValueError as exc:  # TraceError: the line names the file
+        raise ConfigError(f"clients.capability: {_one_line(exc)}") from None
+    if not spec.links:
+        nan = np.full(cfg.clients.count, np.nan)
+        got = ClientCapability(got.device_of, got.compute_flops_per_s, nan, nan.copy())
+    return got
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:
@@ -352,7 +411,10 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Optional[Coun
                      fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
                      straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
                      keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation),
-                     harq=build_harq(cfg, run.cell), harq_rng=harq_rng)
+                     harq=build_harq(cfg, run.cell), harq_rng=harq_rng,
+                     availability=run.availability,
+                     uplink_bps=None if run.capability is None else run.capability.uplink_bps,
+                     downlink_bps=None if run.capability is None else run.capability.downlink_bps)
 
 
 def cell_table(run: Run) -> Dict[str, Any]:

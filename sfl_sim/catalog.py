@@ -27,7 +27,7 @@ KINDS: Dict[str, str] = {
     "dataset": "data.dataset.name",
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
-    "availability": "none yet (selection does not use it)",
+    "availability": "clients.availability.name",
     "compressor": "not yet read from scenarios (planned: compression.activations/gradients/updates)",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }

@@ -1,4 +1,4 @@
-"""Command line: ``sfl-sim scenario|study|channel|plot|report|scenarios|list|schema``.
+"""Command line: ``sfl-sim scenario|study|channel|traces|plot|report|scenarios|list|schema``.
 
 Every command reports bad input as one line on stderr (exit code 2, nothing run), a run that
 failed or diverged as one line per run (exit code 1), and keeps tracebacks behind ``--debug``.
@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
     _debug_flag(ch)
+
+    tr = sub.add_parser("traces", help="summarise and plot a device trace (availability or capability)")
+    tr.add_argument("path", metavar="FILE", help="the trace file")
+    tr.add_argument("--format", default="csv", choices=["csv", "flash", "fedscale"],
+                    help="file format (default csv; capability traces: csv or fedscale)")
+    tr.add_argument("--kind", default="availability", choices=["availability", "capability"],
+                    help="what the file holds: online intervals (default) or device speeds")
+    tr.add_argument("--output-dir", "-o", help="folder for traces.csv and traces.png (default: FILE_report beside it)")
+    _debug_flag(tr)
 
     pl = sub.add_parser("plot", help="accuracy and uplink bytes versus simulated time, one PNG each")
     pl.add_argument("run_dirs", nargs="+", metavar="DIR",
@@ -177,6 +186,13 @@ def _channel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _traces(args: argparse.Namespace) -> int:
+    report = api.trace_report(args.path, format=args.format, kind=args.kind, output_dir=args.output_dir,
+                              stream=sys.stdout)
+    print(f"wrote {report.files[0]} and {report.files[1]}")
+    return 0
+
+
 def _plot(args: argparse.Namespace) -> int:
     from analysis.runs import RunFormatError
 
@@ -246,7 +262,8 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "plot": _plot, "report": _report,
+COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "traces": _traces, "plot": _plot,
+            "report": _report,
             "scenarios": _scenarios, "list": _list, "schema": _schema}
 
 

@@ -43,7 +43,9 @@ class SelectorProtocol(Protocol):
         """Receive the (K, N) label counts once before the first round."""
 
     def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
-        """``n_selected`` distinct, sorted client indices (int64)."""
+        """``n_selected`` distinct, sorted client indices (int64).  With an availability model
+        other than ``always`` it is also called with ``available=`` a bool mask of the online
+        clients (:func:`sfl_sim.selection.select_online`), and picks only among them."""
 
     def state_dict(self) -> Dict[str, Any]:
         """State to checkpoint (plain data)."""

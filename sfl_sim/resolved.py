@@ -249,6 +249,7 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
     """
     from channel import REGISTRIES
     from sfl_sim.algorithms import ALGORITHMS
+    from sfl_sim.availability import AVAILABILITY
     from sfl_sim.build import selection_spec
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
@@ -267,6 +268,10 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
         components[field] = _resolve(registries[kind], component.name, component.params, field)
     selection = selection_spec(cfg, ALGORITHMS.get(spec.name))
     components["clients.selection"] = _resolve(SELECTORS, selection.name, selection.params, "clients.selection")
+    availability = cfg.clients.availability
+    if availability.name != "always":  # recorded only when named, so older records compare equal
+        components["clients.availability"] = _resolve(AVAILABILITY, availability.name, availability.params,
+                                                       "clients.availability")
     training = cfg.training_for(label)
     optimizer_field = ("algorithm.training.optimizer" if spec.training is not None
                        and "optimizer" in spec.training.model_fields_set else "training.optimizer")

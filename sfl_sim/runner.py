@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from sfl_sim import host, run_summary
+from sfl_sim.availability import round_start
 from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simulator, cell_table, component,
                            load_dataset, resolve_device, selected_per_round)
 from sfl_sim.checkpoint import RunState
@@ -39,6 +40,7 @@ from sfl_sim.progress import RunProgress
 from sfl_sim.resolved import code_versions, resolve_run
 from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
+from sfl_sim.selection import select_online
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "component", "evaluate",
            "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario", "prepare_scenario",
@@ -89,6 +91,21 @@ class _Streams:
         torch.set_rng_state(state["torch"])
         if "torch_cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["torch_cuda"])
+
+
+def _select(run: Run, sim: Any, rng: np.random.Generator) -> tuple[np.ndarray, int, float]:
+    """The round's cohort among the clients online at its start, how many were online, and how
+    long the clock waited for anyone to come online (0 without availability)."""
+    cfg = run.cfg
+    n_clients, n_cohort = cfg.clients.count, selected_per_round(cfg)
+    if run.availability is None:
+        online, waited_s = np.ones(n_clients, dtype=bool), 0.0
+    else:
+        start_s, online = round_start(run.availability, n_clients, sim.now_s)
+        waited_s = sim.wait_until(start_s)
+    picked = select_online(run.selector, n_clients, n_cohort, rng, online)
+    cohort = _check_cohort(picked, n_clients, min(n_cohort, int(online.sum())), run.selector)
+    return cohort, int(online.sum()), waited_s
 
 
 def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -> np.ndarray:
@@ -172,17 +189,19 @@ class _Session:
         run, cfg, sim = self.run, self.cfg, self.sim
         self.round = rnd
         host_start_s = time.perf_counter()
-        n_cohort = selected_per_round(cfg)
-        cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, self.streams.selection),
-                               cfg.clients.count, n_cohort, run.selector)
         before = sim.counters.as_dict()
+        cohort, n_online, waited_s = _select(run, sim, self.streams.selection)
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
-        duration_s = sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        # a wait for anyone to come online belongs to the round (the clock's rows add up)
+        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
         after = sim.counters.as_dict()
         row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
                **{k: after.get(k, 0) - before.get(k, 0) for k in _ROUND_COUNTERS},
+               "online_clients": n_online,
+               "unavailable_clients": sum(1 for why in sim.last_round.dropped.values() if why == "unavailable"),
+               "availability_wait_s": waited_s,
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
         finite = _all_finite(run.algorithm.global_model())

@@ -4,8 +4,17 @@ A selector is a component of its own (registry :data:`SELECTORS`), so any algori
 selector from the scenario (``clients.selection``).  When the scenario leaves it unset, the
 algorithm's own choice (:attr:`sfl_sim.algorithms.Algorithm.default_selection`) is used, and
 uniform selection when the algorithm has none.
+
+Availability (``clients.availability``) reaches selectors in one place, :func:`select_online`:
+when every client is online it calls ``select(n_clients, n_selected, rng)`` as always; otherwise
+it asks for ``min(n_selected, online)`` clients with ``available=`` the online mask, and checks
+that none of them is offline.  Every shipped selector takes ``available``; a selector of your own
+needs it only with an availability model other than ``always``.
 """
 from __future__ import annotations
+
+import inspect
+from typing import Any, Optional
 
 import numpy as np
 
@@ -33,19 +42,73 @@ class Selector:
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` (no-op by default)."""
 
-    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
-        """Pick ``n_selected`` distinct client indices, sorted, int64, shape (n_selected,)."""
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
+               available: Optional[np.ndarray] = None) -> np.ndarray:
+        """Pick ``n_selected`` distinct client indices, sorted, int64, shape (n_selected,), only
+        among the clients whose entry of ``available`` (a bool mask of length ``n_clients``;
+        None: all) is True."""
         raise NotImplementedError
+
+
+def candidates(n_clients: int, n_selected: int, available: Optional[np.ndarray]) -> np.ndarray:
+    """The bool mask of selectable clients (all when ``available`` is None), checked against
+    ``n_selected`` (every selector's first line)."""
+    mask = np.ones(n_clients, dtype=bool) if available is None else np.asarray(available)
+    if mask.shape != (n_clients,) or mask.dtype != bool:
+        raise ValueError(f"available: got {mask.dtype} {mask.shape}; allowed: a bool mask of {n_clients} clients")
+    if not 1 <= n_selected <= int(mask.sum()):
+        raise ValueError(f"n_selected={n_selected} must be in [1, {int(mask.sum())}] "
+                         f"(the available clients of n_clients={n_clients})")
+    return mask.copy()
+
+
+def takes_available(selector: Any) -> bool:
+    """Whether ``selector.select`` accepts the ``available`` keyword (every shipped selector does)."""
+    try:
+        params = inspect.signature(selector.select).parameters
+    except (TypeError, ValueError):
+        return False
+    return "available" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def select_online(selector: Any, n_clients: int, n_selected: int, rng: np.random.Generator,
+                  online: np.ndarray) -> np.ndarray:
+    """The round's pick of ``selector`` among the ``online`` clients (a bool mask).
+
+    Everyone online: the selector's plain call, so runs without availability draw exactly as
+    before.  Otherwise it picks ``min(n_selected, online.sum())`` clients with ``available=online``
+    (at least one client must be online).
+
+    Raises
+    ------
+    ValueError
+        One line when the selector picks an offline client.
+    """
+    online = np.asarray(online, dtype=bool)
+    if online.all():
+        return np.asarray(selector.select(n_clients, n_selected, rng))
+    n = min(n_selected, int(online.sum()))
+    picked = np.asarray(selector.select(n_clients, n, rng, available=online))
+    inside = picked.astype(np.int64, copy=False) if np.issubdtype(picked.dtype, np.integer) else None
+    if inside is not None and inside.size and inside.min() >= 0 and inside.max() < n_clients \
+            and not online[inside].all():
+        raise ValueError(f"clients.selection: {type(selector).__name__}.select picked offline client(s) "
+                         f"{inside[~online[inside]].tolist()}; allowed: clients whose available entry is True")
+    return picked
 
 
 @SELECTORS.register("uniform")
 class UniformSelection(Selector):
     """Uniform random selection without replacement, as in SCALA (Algorithm 1, line 5)."""
 
-    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
-        if not 1 <= n_selected <= n_clients:
-            raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
-        return np.sort(rng.choice(n_clients, size=n_selected, replace=False)).astype(np.int64)
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
+               available: Optional[np.ndarray] = None) -> np.ndarray:
+        if available is None:
+            if not 1 <= n_selected <= n_clients:
+                raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
+            return np.sort(rng.choice(n_clients, size=n_selected, replace=False)).astype(np.int64)
+        pool = np.flatnonzero(candidates(n_clients, n_selected, available))
+        return np.sort(rng.choice(pool, size=n_selected, replace=False)).astype(np.int64)
 
 
 def cohort_size(n_clients: int, participation: float) -> int:
@@ -145,21 +208,20 @@ class ClassBalancedSelection(Selector):
         q = ((p - 1.0 / group_counts.shape[1]) ** 2).sum(axis=1)
         return -beta * np.log(np.maximum(q, self.qcid_floor))
 
-    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
+               available: Optional[np.ndarray] = None) -> np.ndarray:
         if self.counts is None or self.times_selected is None:
             raise RuntimeError("ClassBalancedSelection.select called before prepare(client_label_counts)")
         if n_clients != len(self.counts):
             raise ValueError(f"n_clients={n_clients} does not match the {len(self.counts)} clients given to prepare")
-        if not 1 <= n_selected <= n_clients:
-            raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
+        left = candidates(n_clients, n_selected, available)
         self.round += 1
         betas = (np.linspace(self.beta_first, self.beta_last, n_selected) if n_selected > 1
                  else np.array([self.beta_first]))
-        available = np.ones(n_clients, dtype=bool)
         chosen: list[int] = []
         group = np.zeros(self.counts.shape[1])
         for j in range(n_selected):
-            cand = np.flatnonzero(available)
+            cand = np.flatnonzero(left)
             logw = self._log_inverse_qcid(group[None, :] + self.counts[cand], betas[j])
             if j == 0 and self.exploration > 0:
                 bonus = self.exploration * np.sqrt(3.0 * np.log(self.round) / (2.0 * self.times_selected[cand]))
@@ -168,7 +230,7 @@ class ClassBalancedSelection(Selector):
                 w = np.exp(logw - logw.max())
             pick = int(cand[rng.choice(len(cand), p=w / w.sum())])
             chosen.append(pick)
-            available[pick] = False
+            left[pick] = False
             group += self.counts[pick]
         self.times_selected[chosen] += 1
         return np.sort(np.asarray(chosen, dtype=np.int64))

@@ -35,7 +35,7 @@ import numpy as np
 
 from sfl_sim.algorithms.base import ALGORITHMS
 from sfl_sim.algorithms.splitfed import SplitFedV1
-from sfl_sim.selection import SELECTORS, Selector
+from sfl_sim.selection import SELECTORS, Selector, candidates as selectable
 from simkit.params import NonNegative, ParamsModel
 
 
@@ -83,15 +83,16 @@ class LabelAwareSelection(Selector):
         p = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1e-12)
         return 0.5 * np.abs(p - self._target).sum(axis=1)
 
-    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
+               available: Optional[np.ndarray] = None) -> np.ndarray:
         if self._counts is None:
             raise ValueError("label_aware selection needs the clients' label counts: call prepare() first")
         if n_clients != len(self._counts):
             raise ValueError(f"n_clients={n_clients} but label counts were prepared for {len(self._counts)} clients")
-        if not 1 <= n_selected <= n_clients:
-            raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
-        remaining = np.ones(n_clients, dtype=bool)
-        first = int(rng.integers(n_clients))
+        remaining = selectable(n_clients, n_selected, available)
+        pool = np.flatnonzero(remaining)
+        # all available: the draw the selector always made (the same numbers as before availability)
+        first = int(rng.integers(n_clients)) if len(pool) == n_clients else int(pool[rng.integers(len(pool))])
         chosen = [first]
         remaining[first] = False
         acc = self._counts[first].copy()

@@ -9,8 +9,12 @@ leaves).  Intervals are half-open: a client online over ``[start_s, end_s)`` is 
 
 Built-ins: ``always`` (every client online at every time), ``trace`` (replays a CSV, FLASH or
 FedScale availability trace, see :mod:`sfl_sim.availability.readers`) and ``markov`` (a seeded
-two-state on/off chain per client, optionally with a 24 h cycle).  Selection and the engine do
-not consult these models yet.
+two-state on/off chain per client, optionally with a 24 h cycle).  A scenario names one in
+``clients.availability``: a client is selectable only while online
+(:func:`sfl_sim.selection.select_online`), a round with nobody online waits for the first client
+to come online (:func:`round_start`), and a client that leaves mid-round is dropped with cause
+``unavailable`` by the engine.  Device capability traces (compute speed, link throughput) are
+read by :mod:`sfl_sim.availability.capability`.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from sfl_sim.availability.base import AVAILABILITY, Availability
 from sfl_sim.availability.conformance import check_availability
 from sfl_sim.availability.models import AlwaysAvailable, MarkovAvailability, TraceAvailability
 from sfl_sim.availability.readers import TraceEndedError, TraceError
+from sfl_sim.availability.schedule import NobodyOnlineError, round_start
 
 __all__ = ["AVAILABILITY", "Availability", "AlwaysAvailable", "TraceAvailability", "MarkovAvailability",
-           "TraceError", "TraceEndedError", "check_availability"]
+           "TraceError", "TraceEndedError", "check_availability", "NobodyOnlineError", "round_start"]

@@ -13,7 +13,13 @@ __all__ = ["AVAILABILITY", "Availability"]
 
 @runtime_checkable
 class Availability(Protocol):
-    """What every availability model offers."""
+    """What every availability model offers.
+
+    A model's answers must depend only on the ``rng`` given to :meth:`prepare` and on the client
+    and time asked, never on which questions came before: a resumed run prepares the model afresh
+    from the same seed and asks only about times after the checkpoint, and must get the answers
+    the uninterrupted run got (nothing of the model is checkpointed).
+    """
 
     def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
         """Fix the model for ``n_clients`` simulated clients; every random draw comes from ``rng``."""

@@ -4,8 +4,9 @@
 :class:`~sfl_sim.availability.Availability`, then, for several client counts and a fixed seed
 twice: ``online`` gives one bool per client asked; the same seed gives the same answers;
 ``next_change_s`` is later than the time asked, the state holds until just before it and differs
-at it.  It raises ``AssertionError`` naming the component, the check and the values, or returns
-the names of the checks that passed.
+at it; a fresh copy asked about the times in reverse order answers the same (what a resumed run,
+which prepares the model afresh, relies on).  It raises ``AssertionError`` naming the component,
+the check and the values, or returns the names of the checks that passed.
 """
 from __future__ import annotations
 
@@ -78,5 +79,16 @@ def check_availability(component: Any, counts: Sequence[int] = (1, 4, 13), seed:
                     continue
                 if after == bool(state[c]):
                     raise _fail(component, "state flips at the change", f"client {c}: t={t_s}, change={change}")
+        fresh = copy.deepcopy(component)
+        fresh.prepare(n, np.random.default_rng(seed))
+        for t_s in reversed(times_s):
+            try:
+                late, early = np.asarray(fresh.online(clients, t_s)), np.asarray(first.online(clients, t_s))
+            except TraceEndedError:
+                continue
+            if not np.array_equal(late, early):
+                raise _fail(component, "answers independent of earlier questions",
+                            f"n={n}, t={t_s}: {late} asked first, {early} after earlier times")
         passed += [f"n={n}"]
-    return passed + ["online shape", "same seed, same states", "next change later", "state flips at the change"]
+    return passed + ["online shape", "same seed, same states", "next change later", "state flips at the change",
+                     "answers independent of earlier questions"]

@@ -27,8 +27,8 @@ from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlo
     NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
 
-__all__ = ["ComponentSpec", "AlgorithmSpec", "Data", "ModelSection", "Clients", "Stragglers", "Server", "Metrics",
-           "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
+__all__ = ["ComponentSpec", "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server",
+           "Metrics", "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
 
 
 class ComponentSpec(BaseModel):
@@ -141,14 +141,37 @@ class ModelSection(Section):
     params: Dict[str, Any] = Field(default_factory=dict)
 
 
+class Capability(Section):
+    """``clients.capability:``: per-client compute speed (and link throughput) from a device trace
+    (:mod:`sfl_sim.availability.capability`) instead of the uniform draw."""
+
+    path: Annotated[str, Field(min_length=1), Allowed("the path of a device capability file")]
+    format: Annotated[Literal["csv", "fedscale"], OneOf(Literal["csv", "fedscale"])] = "csv"
+    mapping: Annotated[Literal["seeded", "order"], OneOf(Literal["seeded", "order"])] = "seeded"
+    links: Annotated[bool, Allowed("true or false (the trace's bit/s replace the channel's rates)")] = True
+
+
 class Clients(Section):
-    """``clients:``: how many, how many per round, how fast."""
+    """``clients:``: how many, how many per round, how fast, when online."""
 
     count: Annotated[int, Integer(1, 10_000_000)] = 100
     participation: Fraction = 0.1
     selection: Optional[ComponentSpec] = None
     compute_flops_per_s_min: ComputeFlopsPerS = 1.0e9
     compute_flops_per_s_max: ComputeFlopsPerS = 1.0e10
+    availability: ComponentSpec = _default("always")
+    capability: Optional[Capability] = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Dict[str, Any]:
+        # The defaults are left out, so the scenario.yaml of a run without traces stays as it was
+        # (a missing field reads as its default everywhere a scenario is compared).
+        data = handler(self)
+        if self.availability.name == "always" and not self.availability.params:
+            data.pop("availability", None)
+        if self.capability is None:
+            data.pop("capability", None)
+        return data
 
 
 class Stragglers(Section):

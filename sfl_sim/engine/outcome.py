@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Union
 
-LossReason = Literal["outage", "deadline", "over_selection", "round_over"]
+LossReason = Literal["outage", "deadline", "over_selection", "round_over", "unavailable"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), the
-straggler policy stopped waiting for it (``deadline``, ``over_selection``), or the round ended
+straggler policy stopped waiting for it (``deadline``, ``over_selection``), the client went
+offline during the round (``unavailable``, :mod:`sfl_sim.availability`), or the round ended
 while it was still running (``round_over``, never recorded as a drop)."""
 
 

@@ -51,11 +51,30 @@ Failure is the value of an event, not a separate flag: a client's process return
 :data:`~sfl_sim.engine.outcome.DELIVERED` or a :class:`~sfl_sim.engine.outcome.Lost` carrying its
 reason, and :meth:`RoundContext.gather` records that reason (or the straggler policy's own) in
 :attr:`RoundContext.dropped`, which becomes the ``dropped`` column of ``rounds.csv``.
+
+Clients leaving mid-round
+-------------------------
+With an availability model (``availability``), each cohort client's offline time in the round is
+asked once at the round's start (``next_change_s``; the runner selects only clients online
+then).  A client that leaves stops where it is: a computation running at its offline time ends
+then (only the FLOPs done count); an upload in flight resolves to ``Lost("unavailable")`` at that
+moment (its bytes count, as a failed attempt's do); a later upload is ``Lost("unavailable")`` at
+once and a download to it takes no time and counts nothing.  So a client that leaves while it
+waits for the server is lost when it next has to send.  Without a model (``always``) nothing
+changes.
+
+Device traces
+-------------
+``uplink_bps`` / ``downlink_bps`` (per client, NaN where none) replace the cell's uplink rate and
+the downlink unicast rate of those clients (a broadcast goes at the slowest of the channel's
+rate and the cohort's traced rates); a traced uplink rate has no fading redraw.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Sequence, TypeVar, Union, cast
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Optional, Sequence,
+                    TypeVar, Union, cast)
 
 import numpy as np
 import simpy
@@ -65,6 +84,9 @@ from channel.harq import Harq
 from channel.outage import OutagePolicy
 from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost, Outcome
+
+if TYPE_CHECKING:  # the engine needs only the protocol's methods
+    from sfl_sim.availability.base import Availability
 
 _T = TypeVar("_T")
 SimSteps = Generator[simpy.Event, Any, _T]
@@ -155,6 +177,11 @@ class Simulator:
         HARQ of uplink transport blocks (default: none, a payload takes ``bits / rate``).
     harq_rng : numpy.random.Generator, optional
         The ``harq`` stream, drawn from in HARQ's ``sampled`` mode (default: a fixed-seed stream).
+    availability : sfl_sim.availability.Availability, optional
+        Who is online when (prepared); a cohort client leaves the round at its next change
+        (see "Clients leaving mid-round").  None: every client stays.
+    uplink_bps, downlink_bps : ndarray, shape (n_clients,), optional
+        Traced link throughputs, bit/s, NaN where the channel's rate stands (see "Device traces").
     """
 
     def __init__(self, cell: Cell, client_flops_per_s: np.ndarray, server_flops_per_s: float,
@@ -163,7 +190,9 @@ class Simulator:
                  coherence: Coherence = "per_round", outage: OutagePolicy | None = None,
                  straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
                  keep_clients: int | None = None, harq: Harq | None = None,
-                 harq_rng: np.random.Generator | None = None) -> None:
+                 harq_rng: np.random.Generator | None = None,
+                 availability: Optional["Availability"] = None,
+                 uplink_bps: Optional[np.ndarray] = None, downlink_bps: Optional[np.ndarray] = None) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         check_choice("straggler_policy", straggler_policy, StragglerPolicy)
@@ -186,11 +215,35 @@ class Simulator:
         self.env = simpy.Environment(initial_time=start_time_s)
         self.server = simpy.Resource(self.env, capacity=1)
         self.counters = counters if counters is not None else Counters()
+        self.availability = availability
+        self.traced_uplink_bps = _traced(uplink_bps)
+        self.traced_downlink_bps = _traced(downlink_bps)
 
     @property
     def now_s(self) -> float:
         """Current simulated time in seconds."""
         return float(self.env.now)
+
+    def wait_until(self, t_s: float) -> float:
+        """Advance the clock to ``t_s`` with nothing happening (nobody online); the seconds waited."""
+        start = self.now_s
+        if t_s > start:
+            self.env.run(until=t_s)
+        return self.now_s - start
+
+    def offline_times(self, cohort: np.ndarray) -> Dict[int, float]:
+        """Each cohort client's offline time in the round starting now (finite ones only): now for
+        one already offline, else its next change."""
+        if self.availability is None:
+            return {}
+        now = self.now_s
+        online = self.availability.online(cohort, now)
+        out = {}
+        for k, up in zip(cohort.tolist(), online.tolist()):
+            t = float(self.availability.next_change_s(k, now)) if up else now
+            if math.isfinite(t):
+                out[k] = t
+        return out
 
     def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
                   cohort: Union[Sequence[int], np.ndarray]) -> float:
@@ -213,6 +266,9 @@ class Simulator:
         self.last_round = ctx
         self.env.run(until=self.env.process(round_process(ctx)))
         ctx.stop_stragglers()
+        gone = sum(1 for why in ctx.dropped.values() if why == "unavailable")
+        if gone:  # by_kind only: the counters of runs without departures stay as they were
+            self.counters.add("dropped_clients/unavailable", gone)
         return self.now_s - start
 
 
@@ -224,6 +280,7 @@ class RoundContext:
         self.cohort = cohort
         cell, rng = sim.cell, sim.fading_rng
         ids = cohort.tolist()
+        self._offline_at = sim.offline_times(cohort)  # client -> when it leaves (finite only)
         self._round_fading = cell.sample_fading(cohort, rng)
         self.allocate_uplink(None)
         self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
@@ -233,6 +290,10 @@ class RoundContext:
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
             self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
+            if sim.traced_downlink_bps:
+                traced = {k: sim.traced_downlink_bps[k] for k in ids if k in sim.traced_downlink_bps}
+                self._downlink_bps.update(traced)
+                self._broadcast_bps = min([self._broadcast_bps, *traced.values()])
 
     def allocate_uplink(self, payload_bits: Dict[int, float] | None) -> None:
         """(Re)allocate the uplink band of the round among the cohort.
@@ -251,6 +312,9 @@ class RoundContext:
         self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
         self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
         self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+        for k in ids:
+            if k in self._sim.traced_uplink_bps:
+                self._uplink_bps[k] = self._sim.traced_uplink_bps[k]
 
     @property
     def env(self) -> simpy.Environment:
@@ -278,9 +342,15 @@ class RoundContext:
                 yield slot
                 yield self.env.timeout(flops / self._sim.server_flops_per_s)
         else:
+            duration_s = flops / self._sim.client_flops_per_s[who]
+            left_s = self._offline_at.get(who, math.inf) - self.now_s
+            if left_s < duration_s:  # it leaves before the step ends: the part done, then nothing
+                done = max(0.0, left_s)
+                flops = float(round(flops * done / duration_s))  # whole FLOPs: the counters stay integral
+                duration_s = done
             counters.client_flops += flops
             counters.add(f"client/{what}", flops)
-            yield self.env.timeout(flops / self._sim.client_flops_per_s[who])
+            yield self.env.timeout(duration_s)
 
     def upload(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Event:
         """Client → server transfer of ``nbytes``; ``yield`` it.
@@ -300,8 +370,30 @@ class RoundContext:
         -------
         simpy.Event
             Fires when the payload is delivered (value :data:`~sfl_sim.engine.outcome.DELIVERED`)
-            or dropped after outage (value ``Lost("outage")``).
+            or dropped after outage (value ``Lost("outage")``) or departure (``Lost("unavailable")``).
         """
+        if client in self._offline_at:
+            return self.env.process(self._upload_or_leave(client, nbytes, what, block))
+        return self._upload(client, nbytes, what, block)
+
+    def _upload_or_leave(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
+        """The upload raced against the client's departure (see "Clients leaving mid-round")."""
+        left_s = self._offline_at[client] - self.now_s
+        if left_s <= 0:
+            return Lost("unavailable")
+        sending = self._upload(client, nbytes, what, block)
+        leaving = self.env.timeout(left_s)
+        yield sending | leaving
+        # delivered by its offline time (ties included: online until then): a timeout that has
+        # fired, or a process that has returned (its event may still wait in the queue)
+        if sending.processed or (isinstance(sending, simpy.Process) and sending.triggered):
+            return cast(Outcome, sending.value)
+        if isinstance(sending, simpy.Process) and sending.is_alive:
+            sending.defused = True  # stopped here on purpose: its Interrupt is not an error
+            sending.interrupt("unavailable")
+        return Lost("unavailable")
+
+    def _upload(self, client: int, nbytes: int, what: str, block: Hashable) -> simpy.Event:
         policy = self._sim.outage
         if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
                 and self._uplink_bps[client] > 0 and self._sim.harq is None:
@@ -315,7 +407,9 @@ class RoundContext:
         counters.add(f"uplink/{what}", nbytes)
 
     def _redraw(self, client: int) -> None:
-        """New fading draw for ``client`` on the share it holds this round."""
+        """New fading draw for ``client`` on the share it holds this round (none for a traced rate)."""
+        if client in self._sim.traced_uplink_bps:
+            return
         cell = self._sim.cell
         fading = cell.sample_fading([client], self._sim.fading_rng)
         link = cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
@@ -371,6 +465,8 @@ class RoundContext:
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
         """Server → client unicast of ``nbytes``; ``yield`` it."""
+        if self._offline_at.get(client, math.inf) <= self.now_s:
+            return self.env.timeout(0.0)  # it has left: nothing is sent
         counters = self._sim.counters
         counters.downlink_bytes += nbytes
         counters.add(f"downlink/{what}", nbytes)
@@ -497,6 +593,14 @@ class RoundContext:
     def event(self) -> simpy.Event:
         """A fresh event an algorithm triggers itself (e.g. 'gradient ready for client k')."""
         return self.env.event()
+
+
+def _traced(rates_bps: Optional[np.ndarray]) -> Dict[int, float]:
+    """client -> traced rate, for the finite entries of ``rates_bps`` (NaN: the channel's)."""
+    if rates_bps is None:
+        return {}
+    rates = np.asarray(rates_bps, dtype=float)
+    return {int(k): float(rates[k]) for k in np.flatnonzero(np.isfinite(rates))}
 
 
 def _arrived(event: simpy.Event) -> bool:

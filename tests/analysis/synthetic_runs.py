@@ -121,8 +121,9 @@ def write_run(
         per = np.array([up * (1 + 0.1 * rng.random()), up / 2, cf, sf])
         per[:2] = np.round(per[:2])
         cum += per
-        rounds_rows.append([r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0, 0.0,
-                            " ".join(map(str, range(10))), ""])
+        given = dict(zip(ROUNDS_COLUMNS[:11], [r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0]))
+        given.update(cohort=" ".join(map(str, range(10))), dropped="")
+        rounds_rows.append([given.get(c, 0) for c in ROUNDS_COLUMNS])  # columns added later: 0
         if r in evals:
             k = evals.index(r)
             acc = (accuracies[k] if accuracies is not None

@@ -171,7 +171,7 @@ def test_loading_without_round0_and_without_rounds_csv(tmp_path):
     write_run(tmp_path / "a", "scala", 0, round0=False, with_rounds_csv=False)
     st = load_study(tmp_path)
     assert st.metrics["round"].min() == 2
-    assert st.rounds.empty and list(st.rounds.columns)[-1] == "harq_retransmissions"
+    assert st.rounds.empty and list(st.rounds.columns)[-1] == ROUNDS_NUMERIC_COLUMNS[-1]
 
 
 def test_rounds_csv_written_before_round_host_time_s_existed_loads_with_it_empty(tmp_path):

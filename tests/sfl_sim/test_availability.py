@@ -364,3 +364,18 @@ def test_the_conformance_check_catches_a_wrong_next_change():
     with pytest.raises(AssertionError) as info:
         check_availability(Liar())
     assert "state flips at the change" in str(info.value)
+
+
+def test_the_conformance_check_catches_answers_that_depend_on_earlier_questions():
+    class Drifting(AlwaysAvailable):
+        """Online until it has been asked three times: a resumed run would see other states."""
+
+        asked = 0
+
+        def online(self, clients, t_s):
+            self.asked += 1
+            return np.full(len(np.atleast_1d(clients)), self.asked < 3, dtype=bool)
+
+    with pytest.raises(AssertionError) as info:
+        check_availability(Drifting(), counts=(1,), times_s=(0.0, 1.0))
+    assert "answers independent of earlier questions" in str(info.value)
