@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -19,8 +19,11 @@ from simkit.protocols import ComponentProtocolError
 from simkit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
+from sfl_sim.algorithms.compressed import CompressionPlan
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
+from sfl_sim.compression import COMPRESSORS
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
+from sfl_sim.config.models import CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
@@ -288,16 +291,22 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
         rows = torch.from_numpy(pick).to(device)
         test_x, test_y = test_x[rows], test_y[rows]
+    compression = cfg.compression_for(algorithm_spec.label)
     setup = TrainingSetup(
         model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
         num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
         learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings,
-        execution=_execution_request(cfg, device))
+        execution=_execution_request(cfg, device), compression=build_compression(compression, seed))
     algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    for path, given in compression.items():
+        why = None if given is None else algorithm.compression_refusal(path)
+        if given is not None and why is not None:
+            raise ConfigError(f"{given[0]}: got {given[1].name!r}, which {algorithm_spec.label} cannot apply: {why}; "
+                              f"allowed: no {path} compressor for this algorithm (null in its compression: block)")
     try:
         algorithm.execution  # resolved now, so that a refusal comes before any work
     except ExecutionRefused as exc:
@@ -312,6 +321,14 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
                           f"{_one_line(exc)}") from exc
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y)
+
+
+def build_compression(given: Dict[str, Optional[Tuple[str, CompressorSpec]]], seed: int) -> CompressionPlan:
+    """The codecs of a run from :meth:`Scenario.compression_for`, their draws seeded from the run's
+    seed; a bad compressor name or parameter is one line naming the scenario field."""
+    compressors = {path: (component(COMPRESSORS, spec, field), spec.error_feedback)
+                   for path, entry in given.items() if entry is not None for field, spec in (entry,)}
+    return CompressionPlan.of(compressors, torch_seed(seed, "compression"))
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:
