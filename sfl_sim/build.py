@@ -297,16 +297,15 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
         num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
         learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings,
-        execution=_execution_request(cfg, device), compression=build_compression(compression, seed))
+        execution=_execution_request(cfg, device))
+    compressors = build_compressors(compression)
     algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
-    for path, given in compression.items():
-        why = None if given is None else algorithm.compression_refusal(path)
-        if given is not None and why is not None:
-            raise ConfigError(f"{given[0]}: got {given[1].name!r}, which {algorithm_spec.label} cannot apply: {why}; "
-                              f"allowed: no {path} compressor for this algorithm (null in its compression: block)")
+    applied = applied_compression(algorithm, algorithm_spec.label, compression)
+    setup.compression = CompressionPlan.of({path: compressors[path] for path in applied},
+                                           torch_seed(seed, "compression"))
     try:
         algorithm.execution  # resolved now, so that a refusal comes before any work
     except ExecutionRefused as exc:
@@ -323,12 +322,47 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
                setup, algorithm, selector, test_x, test_y)
 
 
-def build_compression(given: Dict[str, Optional[Tuple[str, CompressorSpec]]], seed: int) -> CompressionPlan:
-    """The codecs of a run from :meth:`Scenario.compression_for`, their draws seeded from the run's
-    seed; a bad compressor name or parameter is one line naming the scenario field."""
-    compressors = {path: (component(COMPRESSORS, spec, field), spec.error_feedback)
-                   for path, entry in given.items() if entry is not None for field, spec in (entry,)}
-    return CompressionPlan.of(compressors, torch_seed(seed, "compression"))
+def build_compressors(given: Dict[str, Optional[Tuple[str, CompressorSpec]]]) -> Dict[str, Tuple[Any, bool]]:
+    """``{path: (compressor, error_feedback)}`` of a run from :meth:`Scenario.compression_for`; a bad
+    compressor name or parameter is one line naming the scenario field."""
+    return {path: (component(COMPRESSORS, spec, field), spec.error_feedback)
+            for path, entry in given.items() if entry is not None for field, spec in (entry,)}
+
+
+def applied_compression(algorithm: Algorithm, label: str,
+                        given: Dict[str, Optional[Tuple[str, CompressorSpec]]]) -> List[str]:
+    """The paths of ``given`` (:meth:`Scenario.compression_for`) that ``algorithm`` compresses.
+
+    A path of the algorithm's own ``compression:`` block that it lacks is refused; a path of the
+    top-level block applies to the algorithms that have it (``activations`` to the split ones,
+    ``updates`` to FedAvg's family), but an algorithm that has none of the top-level block's
+    paths refuses the block, which would do nothing for it.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the field, the compressor and why the algorithm cannot apply it.
+    """
+    applied: List[str] = []
+    shared: List[Tuple[str, CompressorSpec, str]] = []
+    for path, entry in given.items():
+        if entry is None:
+            continue
+        field, spec = entry
+        why = algorithm.compression_refusal(path)
+        if why is None:
+            applied.append(path)
+            continue
+        if field.startswith("algorithms["):
+            raise ConfigError(f"{field}: got {spec.name!r}, which {label} cannot apply: {why}; allowed: no {path} "
+                              f"compressor for this algorithm (null)")
+        shared.append((field, spec, why))
+    from_top = [p for p, e in given.items() if e is not None and not e[0].startswith("algorithms[")]
+    if from_top and len(shared) == len(from_top):
+        field, spec, why = shared[0]
+        raise ConfigError(f"{field}: got {spec.name!r}, which {label} cannot apply: {why}; allowed: a path "
+                          f"{label} has, or null for it in its own compression: block")
+    return applied
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:

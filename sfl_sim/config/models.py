@@ -106,8 +106,10 @@ class Compression(Section):
     ``activations`` are split learning's uplink activations (labels stay exact), ``gradients``
     its downlink activation gradients, ``updates`` an FL client's model update (the delta from
     the global model).  Allowed at the top level (every algorithm) and in an algorithm's entry,
-    whose paths win (``null`` there turns a shared path off for that algorithm).  An algorithm
-    without a path given refuses it when the run is built.
+    whose paths win (``null`` there turns a shared path off for that algorithm).  When the run is
+    built (:func:`sfl_sim.build.applied_compression`) a top-level path applies to the algorithms
+    that have it; an algorithm refuses a path of its own block that it lacks, and a top-level
+    block none of whose paths it has.
     """
 
     activations: Optional[CompressorSpec] = None

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from sfl_sim import runner
 from sfl_sim.algorithms import ALGORITHMS
@@ -17,7 +18,7 @@ from sfl_sim.config import json_schema, load_scenario, validate
 from sfl_sim.data import DATASETS
 from sfl_sim.errors import ConfigError
 
-from tests.sfl_sim.helpers import read_rows, small_scenario, tiny_setup, two_client_simulator, write_yaml
+from tests.sfl_sim.helpers import read_rows, readme_blocks, small_scenario, tiny_setup, two_client_simulator, write_yaml
 
 Q8 = {"name": "quantize", "bits": 8}
 
@@ -78,7 +79,9 @@ def test_bad_blocks_are_one_line(block: dict, message: str) -> None:
     (["fedavg"], {"updates": {"name": "topk", "fraction": 0}}, "compression.updates.fraction: got 0; allowed:"),
     (["fedavg"], {"updates": {"name": "rand_topk", "fraction": 1.5}}, "compression.updates.fraction: got 1.5;"),
     (["fedavg"], {"activations": Q8}, "compression.activations: got 'quantize', which fedavg cannot apply: "
-                                      "FedAvg has no activations path to compress"),
+                                      "FedAvg has no activations path to compress; allowed: a path fedavg has"),
+    (["fedavg"], {"activations": Q8, "gradients": Q8}, "compression.activations: got 'quantize', which fedavg "
+                                                       "cannot apply"),
     (["scala"], {"updates": Q8}, "compression.updates: got 'quantize', which scala cannot apply: SCALA has no "
                                  "updates path"),
     (["sfl_local_loss"], {"gradients": Q8}, "compression.gradients: got 'quantize', which sfl_local_loss cannot "
@@ -94,6 +97,25 @@ def test_refusals_name_the_field_before_any_work(tmp_path: Path, capsys, algorit
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_top_level_path_applies_where_the_algorithm_has_it(tmp_path: Path) -> None:
+    data = {**small_scenario(algorithms=["scala", "fedavg", "sfl_local_loss"], train=300, test=100),
+            "compression": {"activations": Q8, "gradients": {"name": "topk"}, "updates": {"name": "quantize"}}}
+    cfg = load_scenario(write_yaml(tmp_path, data))
+    dataset = DATASETS.create("fashion_mnist", max_train_samples=300, max_test_samples=100).load()
+    paths = {spec.label: sorted(runner.build_run(cfg, spec, dataset).setup.compression.codecs)
+             for spec in cfg.algorithms}
+    assert paths == {"scala": ["activations", "gradients"], "fedavg": ["updates"],
+                     "sfl_local_loss": ["activations"]}
+
+
+def test_the_readme_block_is_a_valid_scenario() -> None:
+    (text,) = readme_blocks("Compressors", "yaml")
+    cfg = validate(yaml.safe_load(text))
+    assert cfg.compression_for("scala")["activations"][1].params == {"bits": 8}
+    assert cfg.compression_for("fedavg")["updates"][1].error_feedback is True
+    assert cfg.compression_for("fedavg")["activations"] is None
 
 
 def test_an_entry_refusal_names_the_entry(tmp_path: Path, capsys) -> None:
