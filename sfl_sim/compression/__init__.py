@@ -187,7 +187,10 @@ def codec_flops(compressor: Compressor, shape: Tuple[int, ...]) -> Tuple[float, 
 # ----------------------------------------------------------------------------------- built-ins
 @COMPRESSORS.register("identity")
 class Identity:
-    """No compression: the tensor as it is (values in their dtype plus the shape header)."""
+    """No compression: the tensor as it is (values in their dtype plus the shape header).
+
+    In a scenario's ``compression:`` block it means no codec at all: the path is sent exactly as
+    without compression (no header; :mod:`sfl_sim.algorithms.compressed`)."""
 
     class Params(ParamsModel):
         pass
