@@ -82,6 +82,14 @@ class PathCodec:
             decoded = self.compressor.decode(payload)
         return Encoded(_size(payload), decoded, encode, decode)
 
+    def payload_bytes(self, like: torch.Tensor) -> int:
+        """Bytes of the payload of a tensor shaped like ``like``, declared before it exists (the
+        round's uplink allocation): those of encoding zeros of its shape, dtype and device with a
+        throwaway generator and no residual — the built-ins' payload sizes depend on the shape
+        alone (packed codes, k = ceil(fraction n) entries)."""
+        probe = torch.zeros_like(like)
+        return _size(self.compressor.encode(probe, torch.Generator().manual_seed(0)))
+
     def state_dict(self) -> Dict[str, Any]:
         """The residuals (``{}`` without error feedback)."""
         return {} if self.feedback is None else self.feedback.state_dict()

@@ -122,7 +122,7 @@ class FedAvg(Algorithm):
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
-        ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
+        ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = self.working_copies(self.model, clients)
         steps = self.local_steps()
@@ -152,6 +152,19 @@ class FedAvg(Algorithm):
         if self.setup.compression.codec("updates") is None:
             return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
         return (yield from self._upload_update(ctx, k, model))
+
+    def _upload_bytes(self) -> int:
+        """Bytes of a client's model upload, declared before training: the model's, or with
+        ``compression.updates`` the payload of its floating-point entries' delta plus the
+        integer buffers."""
+        codec = self.setup.compression.codec("updates")
+        if codec is None:
+            return state_bytes(self.model)
+        state = self.model.state_dict()
+        floats = [v for v in state.values() if torch.is_floating_point(v)]
+        n = sum(v.numel() for v in floats)
+        like = floats[0].new_zeros(n) if floats else torch.zeros(0)
+        return codec.payload_bytes(like) + tensor_bytes(*(v for v in state.values() if not torch.is_floating_point(v)))
 
     def _upload_update(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
         """Client k's upload with ``compression.updates``: the delta of its floating-point state

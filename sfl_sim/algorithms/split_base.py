@@ -435,8 +435,14 @@ class SplitFedBase(Algorithm):
         batch = {k: work[k].batch_size for k in clients}
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).
-        per_sample_bits = self.activation_bits_per_sample
-        ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
+        codec = self.setup.compression.codec("activations")
+        if codec is None:
+            per_sample_bits = self.activation_bits_per_sample
+            ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
+        else:  # the compressed payload of B_k samples, and the exact labels
+            probe, label_bytes = self.activation_probe, self.setup.train_y[:1].element_size()
+            ctx.allocate_uplink({k: 8.0 * (codec.payload_bytes(probe.expand(batch[k], *probe.shape[1:]))
+                                           + batch[k] * label_bytes) for k in clients})
         steps = StackedClientSteps(self, local) if self.execution == "vectorised" else ClientSteps(self)
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
                          Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work=work,

@@ -135,8 +135,25 @@ def _plan(**paths) -> CompressionPlan:
     return CompressionPlan.of({p: (c, False) for p, c in paths.items()}, seed=0)
 
 
-def test_split_round_charges_the_payload_and_trains_on_decoded_tensors() -> None:
+def _declared(monkeypatch) -> list:
+    """Every payload an algorithm declares to the uplink allocation (``ctx.allocate_uplink``)."""
+    from sfl_sim.engine import RoundContext
+
+    seen: list = []
+    real = RoundContext.allocate_uplink
+
+    def spy(self, payload_bits):
+        if payload_bits is not None:
+            seen.append(dict(payload_bits))
+        return real(self, payload_bits)
+
+    monkeypatch.setattr(RoundContext, "allocate_uplink", spy)
+    return seen
+
+
+def test_split_round_charges_the_payload_and_trains_on_decoded_tensors(monkeypatch) -> None:
     """SplitFedV1, two clients, B_k = 4, T = 1: A_k is (4, 2, 3, 3) = 72 entries."""
+    declared = _declared(monkeypatch)
     setup = tiny_setup()
     setup.compression = _plan(activations=Quantize(8), gradients=Quantize(4))
     algo = ALGORITHMS.get("splitfed_v1")(setup)
@@ -167,6 +184,7 @@ def test_split_round_charges_the_payload_and_trains_on_decoded_tensors() -> None
     # 72 codes of 8 bits = 72 bytes, one float32 scale, a 4-dimension int32 header: 92 bytes a client
     assert kinds["uplink/activations"] == 2 * (72 + 4 + 16)
     assert kinds["uplink/labels"] == 2 * 4 * 8  # exact, int64
+    assert declared == [{0: 8 * (92 + 32), 1: 8 * (92 + 32)}]  # what payload-aware allocators see
     # 72 codes of 4 bits = 36 bytes + scale + header
     assert kinds["downlink/activation_gradients"] == 2 * (36 + 4 + 16)
     q8, q4 = Quantize(8), Quantize(4)
@@ -200,8 +218,9 @@ def test_identity_is_no_compression_bit_for_bit(name: str, path: str) -> None:
 
 
 # --------------------------------------------------------------------------------------- updates
-def test_fedavg_update_is_charged_as_its_payload_and_rebuilt_from_it() -> None:
+def test_fedavg_update_is_charged_as_its_payload_and_rebuilt_from_it(monkeypatch) -> None:
     """The tiny model has 77 float parameters: the delta is one 77-entry vector."""
+    declared = _declared(monkeypatch)
     setup = tiny_setup()
     setup.compression = _plan(updates=Quantize(8))
     algo = ALGORITHMS.get("fedavg")(setup)
@@ -228,6 +247,7 @@ def test_fedavg_update_is_charged_as_its_payload_and_rebuilt_from_it() -> None:
     cohort = np.array([0, 1])
     sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
     assert sim.counters.by_kind["uplink/model"] == 2 * (77 + 4 + 4)  # 77 codes of 8 bits, a scale, a 1-d header
+    assert declared == [{0: 8 * 85, 1: 8 * 85}]
     q8 = Quantize(8)
     for k in (0, 1):
         assert deltas[k].numel() == 77
