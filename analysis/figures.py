@@ -1,6 +1,7 @@
 """Report figures: accuracy against simulated time and against cumulative uplink bytes.
 
-One figure per setting, one line per algorithm: the mean over seeds on a common grid with a
+One figure per setting, one line per algorithm (and, for a study over ``compression:``, one figure
+per algorithm with one line per compression level, :func:`levels_figure`): the mean over seeds on a common grid with a
 shaded band (± one std, ddof 1, or min–max), sized for a paper as it is.
 
 * **Every seed's data.** The curve spans from the earliest first to the latest last evaluation
@@ -52,6 +53,7 @@ __all__ = [
     "check_figure_options",
     "mean_curve",
     "setting_figure",
+    "levels_figure",
     "save_figure",
     "setting_slug",
 ]
@@ -217,21 +219,67 @@ def setting_figure(
         in a legend below the axes (a figure legend: ``fig.legends[0]``).
     """
     check_figure_options(band, width_in, smooth)
+    m = study.metrics.loc[study.metrics["setting"] == setting]
+    lines = [(algorithm, m.loc[m["algorithm"] == algorithm]) for algorithm in (algorithms or study.algorithms)]
+    return _curves_figure(lines, setting, kind, band=band, targets=targets, width_in=width_in,
+                          seed_lines=seed_lines, smooth=smooth)
+
+
+def levels_figure(
+    study: StudyData,
+    algorithm: str,
+    levels: Sequence[tuple[str, str]],
+    title: str,
+    kind: str = "accuracy_vs_uplink",
+    *,
+    band: str = "std",
+    targets: Sequence[float] = (),
+    width_in: float = DEFAULT_WIDTH_IN,
+    seed_lines: bool = False,
+    smooth: int = 0,
+) -> Figure:
+    """Accuracy (%) of one algorithm against uplink bytes or time, one line per setting given
+    (e.g. per compression level: the settings that differ only in ``compression.*``).
+
+    Parameters
+    ----------
+    study : StudyData
+    algorithm : str
+    levels : sequence of (setting, line label)
+        The settings drawn, in order, each with the label of its line.
+    title : str
+        The figure title.
+    kind, band, targets, width_in, seed_lines, smooth
+        As in :func:`setting_figure`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One mean line per setting with runs of ``algorithm``, labelled ``"<label> (n seeds)"``.
+    """
+    check_figure_options(band, width_in, smooth)
+    m = study.metrics.loc[study.metrics["algorithm"] == algorithm]
+    lines = [(label, m.loc[m["setting"] == setting]) for setting, label in levels]
+    return _curves_figure(lines, title, kind, band=band, targets=targets, width_in=width_in,
+                          seed_lines=seed_lines, smooth=smooth)
+
+
+def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, kind: str, *, band: str,
+                   targets: Sequence[float], width_in: float, seed_lines: bool, smooth: int) -> Figure:
+    """The figure of :func:`setting_figure`: one mean line per (label, metrics rows of its runs)."""
     x_col, x_scale, x_label = CURVES[kind]
     base, small = _fonts(width_in)
     full_lw = 1.8 if width_in >= 5.5 else 1.4
-    m = study.metrics.loc[study.metrics["setting"] == setting]
 
-    drawn = []  # (algorithm, colour, seeds, curve, per-seed arrays)
-    for i, algorithm in enumerate(algorithms or study.algorithms):
-        part = m.loc[m["algorithm"] == algorithm]
+    drawn = []  # (label, colour, seeds, curve, per-seed arrays)
+    for i, (name, part) in enumerate(lines):
         if part.empty:
             continue
         seeds = _prepare([(g[x_col].to_numpy(float) / x_scale, 100.0 * g["test_accuracy"].to_numpy(float))
                           for _, g in part.groupby("run_id", sort=True)], smooth)
         c = mean_curve(seeds, band)
         if not c.empty:
-            drawn.append((algorithm, f"C{i % 10}", seeds, c))
+            drawn.append((name, f"C{i % 10}", seeds, c))
 
     labels = [f"{a} ({len(sd)} seed{'s' if len(sd) != 1 else ''})" for a, _, sd, _ in drawn]
     band_text = ("band: ± 1 std" if band == "std" else "band: min–max") if not seed_lines else "thin lines: seeds"
@@ -241,7 +289,7 @@ def setting_figure(
     note_lines = textwrap.wrap(note, chars)
     ncol = _legend_columns(labels, width_in, small) if labels else 1
     legend_rows = math.ceil(len(labels) / ncol) + len(note_lines) if labels else 0
-    title = textwrap.wrap(setting, int(width_in * 72 / (0.55 * base))) or [""]
+    title = textwrap.wrap(title_text, int(width_in * 72 / (0.55 * base))) or [""]
     title = title[:2] if len(title) <= 2 else [title[0], title[1] + "..."]
     height_in = width_in * _ASPECT + (legend_rows * 1.5 * small + len(title) * 1.4 * base) / 72 + 0.1
 

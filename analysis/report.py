@@ -10,6 +10,9 @@ Layout of a report directory::
     overhead.{csv,md,tex}     bytes and FLOPs per round and to each target (Table V layout)
     figures/<setting>/accuracy_vs_time.{png,pdf}
     figures/<setting>/accuracy_vs_uplink.{png,pdf}
+    figures/compression_<algorithm>[_<rest>]/accuracy_vs_{time,uplink}.{png,pdf}
+                              a study over compression: one line per compression level
+                              (:func:`compression_levels`) of one algorithm
 
 CSV files are tidy and in raw units (accuracy as a fraction, seconds, bytes, FLOPs); Markdown and
 LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``).
@@ -23,9 +26,10 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from .figures import CURVES, DEFAULT_WIDTH_IN, check_figure_options, save_figure, setting_figure, setting_slug
+from .figures import (CURVES, DEFAULT_WIDTH_IN, check_figure_options, levels_figure, save_figure, setting_figure,
+                      setting_slug)
 from .stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
-from .study_data import StudyData, StudyError, load_study
+from .study_data import StudyData, StudyError, load_study, short_field_names
 from .tables import (
     Layout,
     accuracy_layouts,
@@ -223,12 +227,49 @@ def write_report(
                 files = save_figure(fig, out / "figures" / slug / kind)
                 written += files
                 figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
+        for rest, levels in compression_levels(study):
+            for algorithm in algorithms:
+                title = f"{algorithm}: compression levels" + (f" ({rest})" if rest else "")
+                slug = setting_slug(f"compression_{algorithm}" + (f"_{rest}" if rest else ""), taken)
+                for kind in CURVES:
+                    fig = levels_figure(study, algorithm, levels, title, kind, band=band,
+                                        targets=targets if target_lines else (), width_in=figure_width_in,
+                                        seed_lines=seed_lines, smooth=smooth)
+                    if not fig.legends:  # the algorithm has no runs at these levels
+                        continue
+                    files = save_figure(fig, out / "figures" / slug / kind)
+                    written += files
+                    figure_links.append(f"![{kind}: {title}]({files[0].relative_to(out).as_posix()})")
 
     readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
                      [md_acc, md_tta, md_ovh], figure_links, seed_lines=seed_lines, smooth=smooth,
                      target_lines=bool(target_lines))
     _write(out / "README.md", readme, written)
     return [written[-1], *written[:-1]]
+
+
+def compression_levels(study: StudyData) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The study's compression levels: settings that differ only in ``compression`` fields,
+    grouped by the rest of the setting.
+
+    Returns
+    -------
+    list of (rest, levels)
+        ``rest``: the other setting fields as ``name=value`` text ("" when there are none);
+        ``levels``: (setting, its compression fields as ``name=value`` text) of each setting of
+        the group, in study order.  Only groups of two or more levels; none without compression fields.
+    """
+    fields = [f for f in study.setting_fields if f == "compression" or f.startswith("compression.")]
+    if not fields:
+        return []
+    short = short_field_names(study.setting_fields)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for setting in study.settings:
+        values = study.setting_values(setting)
+        rest = ", ".join(f"{short[f]}={values[f]}" for f in study.setting_fields if f not in fields)
+        level = ", ".join(f"{short[f]}={values[f]}" for f in fields)
+        groups.setdefault(rest, []).append((setting, level))
+    return [(rest, levels) for rest, levels in groups.items() if len(levels) > 1]
 
 
 def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -19,11 +19,14 @@ from simkit.protocols import ComponentProtocolError
 from simkit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim import host
 from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
+from sfl_sim.algorithms.compressed import CompressionPlan
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.availability.capability import ClientCapability, client_capability, read_capability
+from sfl_sim.compression import COMPRESSORS
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
+from sfl_sim.config.models import CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
@@ -308,16 +311,21 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         pick = np.sort(stream(seed, "eval_subset").choice(len(test_y), cfg.eval_samples, replace=False))
         rows = torch.from_numpy(pick).to(device)
         test_x, test_y = test_x[rows], test_y[rows]
+    compression = cfg.compression_for(algorithm_spec.label)
     setup = TrainingSetup(
         model=model, split_point=m.split_point, train_x=train_x, train_y=train_y,
         client_indices=[torch.from_numpy(ix).to(device) for ix in partition],
         num_classes=dataset.num_classes, batch_size=t.batch_size, local_iterations=t.local_iterations,
         learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings,
         execution=_execution_request(cfg, device))
+    compressors = build_compressors(compression)
     algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    applied = applied_compression(algorithm, algorithm_spec.label, compression)
+    setup.compression = CompressionPlan.of({path: compressors[path] for path in applied},
+                                           torch_seed(seed, "compression"))
     try:
         algorithm.execution  # resolved now, so that a refusal comes before any work
     except ExecutionRefused as exc:
@@ -382,6 +390,49 @@ def build_capability(cfg: Scenario, model: torch.nn.Module, sample_x: torch.Tens
         nan = np.full(cfg.clients.count, np.nan)
         got = ClientCapability(got.device_of, got.compute_flops_per_s, nan, nan.copy())
     return got
+
+
+def build_compressors(given: Dict[str, Optional[Tuple[str, CompressorSpec]]]) -> Dict[str, Tuple[Any, bool]]:
+    """``{path: (compressor, error_feedback)}`` of a run from :meth:`Scenario.compression_for`; a bad
+    compressor name or parameter is one line naming the scenario field."""
+    return {path: (component(COMPRESSORS, spec, field), spec.error_feedback)
+            for path, entry in given.items() if entry is not None for field, spec in (entry,)}
+
+
+def applied_compression(algorithm: Algorithm, label: str,
+                        given: Dict[str, Optional[Tuple[str, CompressorSpec]]]) -> List[str]:
+    """The paths of ``given`` (:meth:`Scenario.compression_for`) that ``algorithm`` compresses.
+
+    A path of the algorithm's own ``compression:`` block that it lacks is refused; a path of the
+    top-level block applies to the algorithms that have it (``activations`` to the split ones,
+    ``updates`` to FedAvg's family), but an algorithm that has none of the top-level block's
+    paths refuses the block, which would do nothing for it.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the field, the compressor and why the algorithm cannot apply it.
+    """
+    applied: List[str] = []
+    shared: List[Tuple[str, CompressorSpec, str]] = []
+    for path, entry in given.items():
+        if entry is None:
+            continue
+        field, spec = entry
+        why = algorithm.compression_refusal(path)
+        if why is None:
+            applied.append(path)
+            continue
+        if field.startswith("algorithms["):
+            raise ConfigError(f"{field}: got {spec.name!r}, which {label} cannot apply: {why}; allowed: no {path} "
+                              f"compressor for this algorithm (null)")
+        shared.append((field, spec, why))
+    from_top = [p for p, e in given.items() if e is not None and not e[0].startswith("algorithms[")]
+    if from_top and len(shared) == len(from_top):
+        field, spec, why = shared[0]
+        raise ConfigError(f"{field}: got {spec.name!r}, which {label} cannot apply: {why}; allowed: a path "
+                          f"{label} has, or null for it in its own compression: block")
+    return applied
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:

@@ -28,7 +28,7 @@ KINDS: Dict[str, str] = {
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
     "availability": "clients.availability.name",
-    "compressor": "not yet read from scenarios (planned: compression.activations/gradients/updates)",
+    "compressor": "compression.activations/gradients/updates.name (top level or per algorithm)",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 

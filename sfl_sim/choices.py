@@ -36,6 +36,10 @@ DeviceName = Literal["auto", "cpu", "cuda"]
 ClientOptimizerState = Literal["fresh", "persist"]
 """Whether a client's optimizer state starts afresh each round it takes part or is kept per client."""
 
+CompressionPath = Literal["activations", "gradients", "updates"]
+"""What a ``compression:`` block compresses: split learning's uplink activations, its downlink
+activation gradients, an FL client's model update."""
+
 ExecutionMode = Literal["auto", "loop", "vectorised"]
 """How a cohort's client steps run: one client after another (``loop``, the reference), stacked
 and batched with ``torch.func.vmap`` (``vectorised``), or whichever was measured faster on the

@@ -26,6 +26,7 @@ from torch import nn
 
 from analysis.schema import GLOBAL_MODEL_EVALUATION
 from simkit.registry import Registry
+from sfl_sim.algorithms.compressed import COMPRESSION_PATHS, CompressionPlan
 from sfl_sim.algorithms.flop_meter import FlopMeter
 from sfl_sim.algorithms.execution import (ExecutionMode, ExecutionRequest, StackedSteps, resolve_execution,
                                           vectorised_refusal)
@@ -70,6 +71,9 @@ class TrainingSetup:
     execution : {"loop", "vectorised", "prefer_vectorised"}
         How the cohort's client steps are asked to run (:data:`sfl_sim.algorithms.execution.ExecutionRequest`;
         the algorithm resolves it: :attr:`Algorithm.execution`).  Default: the loop.
+    compression : CompressionPlan
+        The codecs of the paths the scenario's ``compression:`` compresses
+        (:mod:`sfl_sim.algorithms.compressed`).  Default: none.
     """
 
     model: SplittableModel
@@ -85,6 +89,7 @@ class TrainingSetup:
     minibatch_rng: np.random.Generator
     training: TrainingSettings = field(default_factory=TrainingSettings)
     execution: ExecutionRequest = "loop"
+    compression: CompressionPlan = field(default_factory=CompressionPlan)
 
     @functools.cached_property
     def client_label_counts(self) -> torch.Tensor:
@@ -325,6 +330,30 @@ class Algorithm(abc.ABC):
     def load_extra_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`extra_state` put into a state dict (``state`` is the whole state
         dict; called after the model weights are loaded, before the optimizers).  Default: nothing."""
+
+    # -- compression -----------------------------------------------------------------------------
+    def compression_refusal(self, path: str) -> Optional[str]:
+        """Why this algorithm cannot compress ``path`` (one of
+        :data:`~sfl_sim.algorithms.compressed.COMPRESSION_PATHS`), or None when it does.
+
+        The split-learning base compresses ``activations`` and ``gradients``, FedAvg's round
+        ``updates``; an algorithm outside those paths refuses all three."""
+        if path not in COMPRESSION_PATHS:
+            return f"unknown compression path {path!r}; allowed: {', '.join(COMPRESSION_PATHS)}"
+        return f"{type(self).__name__} has no {path} path to compress"
+
+    def compression_state(self) -> Dict[str, Any]:
+        """``{"compression": ...}`` when the run compresses a path (the random stream and the
+        error-feedback residuals, :meth:`CompressionPlan.state_dict`), else ``{}``: merge it into
+        :meth:`state_dict`."""
+        plan = self.setup.compression
+        return {"compression": plan.state_dict()} if plan else {}
+
+    def load_compression_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`compression_state` put into a state dict."""
+        plan = self.setup.compression
+        if plan:
+            plan.load_state_dict(state["compression"])
 
     # -- optimizers ----------------------------------------------------------------------------
     def client_optimizer(self, client: int, params: Iterable[nn.Parameter], name: str = "model",

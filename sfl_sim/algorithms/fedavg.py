@@ -40,11 +40,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, weighted_average
+from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, \
+    weighted_average
 from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.vectorised import CohortSteps
-from sfl_sim.engine import Outcome, RoundContext, SimSteps
+from sfl_sim.engine import SERVER, Lost, Outcome, RoundContext, SimSteps
 from sfl_sim.optim import make_optimizer
 
 
@@ -67,7 +68,10 @@ class FedAvg(Algorithm):
 
     stacked_steps: ClassVar[Optional[StackedSteps]] = StackedSteps(
         hooks=("round_process", "plan_local_work", "local_objective", "local_loss", "after_local_training"),
-        step="FedAvg step", module=lambda algo: algo.model, what="model")
+        step="FedAvg step", module=lambda algo: algo.model, what="model",
+        condition=lambda algo: None if algo.setup.compression.codec("updates") is None else
+        "compression.updates is set; the stacked step trains the models after they are uploaded, so the "
+        "update cannot be encoded at the upload")
 
     def __init__(self, setup: TrainingSetup) -> None:
         super().__init__(setup)
@@ -77,12 +81,21 @@ class FedAvg(Algorithm):
         return self.model
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self.model.state_dict(), **self.extra_state(), **self.optimizer_state()}
+        return {"model": self.model.state_dict(), **self.extra_state(), **self.optimizer_state(),
+                **self.compression_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.load_extra_state(state)
         self.load_optimizer_state(state)
+        self.load_compression_state(state)
+
+    def compression_refusal(self, path: str) -> Optional[str]:
+        """FedAvg's round compresses the ``updates`` its clients upload (while a subclass keeps
+        :meth:`round_process`); it has no activations or activation gradients."""
+        if path == "updates" and type(self).round_process is FedAvg.round_process:
+            return None
+        return super().compression_refusal(path)
 
     # -- hooks -----------------------------------------------------------------------------------
     def begin_round(self, cohort: np.ndarray) -> None:
@@ -109,7 +122,7 @@ class FedAvg(Algorithm):
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
         yield ctx.broadcast(state_bytes(self.model), "model")
-        ctx.allocate_uplink({k: 8 * state_bytes(self.model) for k in clients})  # the round's uplink payload
+        ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = self.working_copies(self.model, clients)
         steps = self.local_steps()
@@ -136,7 +149,49 @@ class FedAvg(Algorithm):
             x, y = work.batch(t)
             yield from ctx.compute(k, step(x, y), "local_step")
         steps.end(k, model)
-        return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
+        if self.setup.compression.codec("updates") is None:
+            return (yield ctx.upload(k, state_bytes(model), "model"))  # DELIVERED or Lost("outage")
+        return (yield from self._upload_update(ctx, k, model))
+
+    def _upload_bytes(self) -> int:
+        """Bytes of a client's model upload, declared before training: the model's, or with
+        ``compression.updates`` the payload of its floating-point entries' delta plus the
+        integer buffers."""
+        codec = self.setup.compression.codec("updates")
+        if codec is None:
+            return state_bytes(self.model)
+        state = self.model.state_dict()
+        floats = [v for v in state.values() if torch.is_floating_point(v)]
+        n = sum(v.numel() for v in floats)
+        like = floats[0].new_zeros(n) if floats else torch.zeros(0)
+        return codec.payload_bytes(like) + tensor_bytes(*(v for v in state.values() if not torch.is_floating_point(v)))
+
+    def _upload_update(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
+        """Client k's upload with ``compression.updates``: the delta of its floating-point state
+        entries from the global model w^t, flattened into one vector, is encoded (error feedback
+        per client when asked); integer buffers go as they are.  ``model`` becomes w^t plus the
+        decoded delta — what the server reconstructs and averages."""
+        glob = self.model.state_dict()
+        local = model.state_dict()
+        floats = [key for key, v in local.items() if torch.is_floating_point(v)]
+        delta = torch.cat([(local[key] - glob[key]).reshape(-1) for key in floats]) if floats else \
+            torch.zeros(0)
+        coded = self.setup.compression.encode("updates", k, delta)
+        if coded.encode_flops > 0:
+            yield from ctx.compute(k, coded.encode_flops, "compress_update")
+        exact = tensor_bytes(*(v for key, v in local.items() if key not in floats))
+        sent = yield ctx.upload(k, coded.nbytes + exact, "model")
+        if isinstance(sent, Lost):
+            return sent
+        if coded.decode_flops > 0:
+            yield from ctx.compute(SERVER, coded.decode_flops, "decompress_update")
+        rebuilt, start = {}, 0
+        for key in floats:
+            n = glob[key].numel()
+            rebuilt[key] = glob[key] + coded.decoded[start:start + n].reshape(glob[key].shape).to(glob[key].dtype)
+            start += n
+        model.load_state_dict({**local, **rebuilt})
+        return sent
 
 
 #: One local step of a client on a minibatch ``(x, y)``; returns its FLOPs.

@@ -72,6 +72,7 @@ server" are taken to be wired together).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 import numpy as np
@@ -126,8 +127,7 @@ class SplitFedBase(Algorithm):
     stacked_steps: ClassVar[Optional[StackedSteps]] = StackedSteps(
         hooks=("client_forward", "client_backward", "client_on_reply", "plan_local_work"),
         step="client step", module=lambda algo: algo.client_side(), what="client side",
-        condition=lambda algo: None if algo.server_replies else
-        f"{type(algo).__name__} sends no gradients back (server_replies is False)")
+        condition=lambda algo: algo._stacking_condition())
 
     def __init__(self, setup: TrainingSetup, server_mode: Union[ServerModeName, ServerMode] = "per_client") -> None:
         super().__init__(setup)
@@ -141,12 +141,34 @@ class SplitFedBase(Algorithm):
         return self.full_model
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"model": self.full_model.state_dict(), **self.extra_state(), **self.optimizer_state()}
+        return {"model": self.full_model.state_dict(), **self.extra_state(), **self.optimizer_state(),
+                **self.compression_state()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         self.full_model.load_state_dict(state["model"])
         self.load_extra_state(state)
         self.load_optimizer_state(state)
+        self.load_compression_state(state)
+
+    def _stacking_condition(self) -> Optional[str]:
+        """The family's further reasons to run the loop (:attr:`stacked_steps`)."""
+        if not self.server_replies:
+            return f"{type(self).__name__} sends no gradients back (server_replies is False)"
+        compressed = [p for p in ("activations", "gradients") if self.setup.compression.codec(p) is not None]
+        if compressed:
+            return (f"compression.{compressed[0]} is set; the stacked client step computes the activations "
+                    f"after they are uploaded, so they cannot be encoded at the upload")
+        return None
+
+    def compression_refusal(self, path: str) -> Optional[str]:
+        """Split learning compresses ``activations`` (A_k up; labels exact) and ``gradients``
+        (G_k down, when the server replies); the client-model upload is not compressed."""
+        if path == "activations":
+            return None
+        if path == "gradients":
+            return None if self.server_replies else \
+                f"{type(self).__name__} sends no activation gradients back (its clients learn from a local loss)"
+        return super().compression_refusal(path)
 
     @property
     def activation_probe(self) -> torch.Tensor:
@@ -385,19 +407,24 @@ class SplitFedBase(Algorithm):
         return result
 
     def upload_activations(self, ctx: RoundContext, k: int, acts: torch.Tensor,
-                           labels: torch.Tensor, iteration: Optional[int] = None) -> SimSteps[Outcome]:
+                           labels: torch.Tensor, iteration: Optional[int] = None,
+                           nbytes: Optional[int] = None) -> SimSteps[Outcome]:
         """A_k then Y_k over client k's uplink (labels as int64, as torch holds them).
 
         ``iteration`` is the coherence block of both transfers: with ``coherence: per_iteration``
-        each local iteration's uploads see a new fading draw."""
-        sent = yield ctx.upload(k, tensor_bytes(acts), "activations", block=iteration)
+        each local iteration's uploads see a new fading draw.  ``nbytes``: the bytes A_k takes
+        (its compressed payload's), else those of ``acts``."""
+        sent = yield ctx.upload(k, tensor_bytes(acts) if nbytes is None else nbytes, "activations", block=iteration)
         if isinstance(sent, Lost):
             return sent
         return (yield ctx.upload(k, tensor_bytes(labels), "labels", block=iteration))
 
-    def download_reply(self, ctx: RoundContext, k: int, reply: Reply) -> SimSteps[None]:
-        """G_k (kind ``activation_gradients``), then each extra under its own kind."""
-        yield ctx.download(k, tensor_bytes(reply.activation_grad), "activation_gradients")
+    def download_reply(self, ctx: RoundContext, k: int, reply: Reply,
+                       grad_bytes: Optional[int] = None) -> SimSteps[None]:
+        """G_k (kind ``activation_gradients``; ``grad_bytes``: its compressed payload's bytes, else
+        those of the tensor), then each extra under its own kind."""
+        nbytes = tensor_bytes(reply.activation_grad) if grad_bytes is None else grad_bytes
+        yield ctx.download(k, nbytes, "activation_gradients")
         for kind, tensor in reply.extras.items():
             yield ctx.download(k, tensor_bytes(tensor), kind)
 
@@ -408,8 +435,14 @@ class SplitFedBase(Algorithm):
         batch = {k: work[k].batch_size for k in clients}
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).
-        per_sample_bits = self.activation_bits_per_sample
-        ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
+        codec = self.setup.compression.codec("activations")
+        if codec is None:
+            per_sample_bits = self.activation_bits_per_sample
+            ctx.allocate_uplink({k: batch[k] * per_sample_bits for k in clients})
+        else:  # the compressed payload of B_k samples, and the exact labels
+            probe, label_bytes = self.activation_probe, self.setup.train_y[:1].element_size()
+            ctx.allocate_uplink({k: 8.0 * (codec.payload_bytes(probe.expand(batch[k], *probe.shape[1:]))
+                                           + batch[k] * label_bytes) for k in clients})
         steps = StackedClientSteps(self, local) if self.execution == "vectorised" else ClientSteps(self)
         rnd = SplitRound(ctx, clients, batch, local, self.server_mode.server_copies(self, clients),
                          Exchange(ctx, clients, {k: work[k].iterations for k in clients}), work=work,
@@ -447,19 +480,42 @@ class SplitFedBase(Algorithm):
         steps = rnd.steps
         assert steps is not None  # round_process sets them
         step.activations = yield from steps.forward(ctx, step)
-        sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
+        plan = self.setup.compression
+        if plan.codec("activations") is None:
+            sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
+            received = step.activations.detach()
+        else:  # the client encodes, the server decodes and trains on what it decoded
+            coded = plan.encode("activations", k, step.activations)
+            yield from _charge(ctx, k, coded.encode_flops, "compress_activations")
+            sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t, nbytes=coded.nbytes)
+            if not isinstance(sent, Lost):
+                yield from _charge(ctx, SERVER, coded.decode_flops, "decompress_activations")
+            received = coded.decoded
         if isinstance(sent, Lost):
             rnd.exchange.send(t, k, sent)
             return sent
-        rnd.exchange.send(t, k, ClientActivations(k, step.activations.detach(), y))
+        rnd.exchange.send(t, k, ClientActivations(k, received, y))
         if not self.server_replies:
             return sent
         answer = yield rnd.exchange.reply(t, k)
         if isinstance(answer, Lost):  # left out by the server (straggler policy)
             return answer
-        yield from self.download_reply(ctx, k, answer)
+        if plan.codec("gradients") is None:
+            yield from self.download_reply(ctx, k, answer)
+        else:  # the server encodes G_k, the client backpropagates what it decoded
+            coded = plan.encode("gradients", k, answer.activation_grad)
+            yield from _charge(ctx, SERVER, coded.encode_flops, "compress_gradients")
+            yield from self.download_reply(ctx, k, answer, grad_bytes=coded.nbytes)
+            yield from _charge(ctx, k, coded.decode_flops, "decompress_gradients")
+            answer = dataclasses.replace(answer, activation_grad=coded.decoded)
         yield from steps.on_reply(ctx, step, answer)
         return DELIVERED
+
+
+def _charge(ctx: RoundContext, who: int, flops: float, kind: str) -> SimSteps[None]:
+    """``flops`` of codec work of ``kind`` on ``who`` (nothing at all for none: no event)."""
+    if flops > 0:
+        yield from ctx.compute(who, flops, kind)
 
 
 class ClientSteps:

@@ -30,7 +30,12 @@ Built-ins
 
 :class:`ErrorFeedback` carries each client's compression residual into its next encode (error
 feedback, as used with top-k and QSGD for FL updates); its state is plain tensors so a checkpoint
-holds it.  Compressors are not yet applied by the algorithms or charged by the engine.
+holds it.
+
+:func:`codec_flops` gives the (encode, decode) FLOPs the simulator charges for a tensor shape:
+each built-in's ``codec_flops`` method states its count; a compressor of one's own without that
+method is charged none.  The algorithms apply compressors per scenario ``compression:``
+(:mod:`sfl_sim.algorithms.compressed`).
 """
 from __future__ import annotations
 
@@ -45,7 +50,7 @@ from simkit.params import ParamsModel
 from simkit.registry import Registry
 
 __all__ = ["Payload", "Compressor", "COMPRESSORS", "Identity", "Quantize", "TopK", "RandTopK", "ErrorFeedback",
-           "pack_bits", "unpack_bits", "index_dtype", "build_compressor"]
+           "pack_bits", "unpack_bits", "index_dtype", "build_compressor", "codec_flops"]
 
 
 # ------------------------------------------------------------------------------------- payload
@@ -169,10 +174,23 @@ def build_compressor(spec: Any) -> Compressor:
     return COMPRESSORS.build(spec)
 
 
+def codec_flops(compressor: Compressor, shape: Tuple[int, ...]) -> Tuple[float, float]:
+    """(encode, decode) FLOPs of ``compressor`` on a tensor of ``shape``: its ``codec_flops``
+    method's count, or (0, 0) for a compressor that has none."""
+    method = getattr(compressor, "codec_flops", None)
+    if method is None:
+        return 0.0, 0.0
+    encode, decode = method(tuple(int(d) for d in shape))
+    return float(encode), float(decode)
+
+
 # ----------------------------------------------------------------------------------- built-ins
 @COMPRESSORS.register("identity")
 class Identity:
-    """No compression: the tensor as it is (values in their dtype plus the shape header)."""
+    """No compression: the tensor as it is (values in their dtype plus the shape header).
+
+    In a scenario's ``compression:`` block it means no codec at all: the path is sent exactly as
+    without compression (no header; :mod:`sfl_sim.algorithms.compressed`)."""
 
     class Params(ParamsModel):
         pass
@@ -183,6 +201,10 @@ class Identity:
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return payload.buffers["values"].reshape(payload.shape).clone()
+
+    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+        """(encode, decode) FLOPs for a tensor of ``shape``: none, nothing is computed."""
+        return 0.0, 0.0
 
     def __repr__(self) -> str:
         return "Identity()"
@@ -265,6 +287,14 @@ class Quantize:
         sb = sb.to(torch.float64)
         return (-sb + q * (2.0 * sb / top)).to(payload.dtype)
 
+    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+        """(encode, decode) FLOPs for a tensor of ``shape`` of ``n`` entries: encode ``5 n`` (the
+        magnitude and the running maximum for the scale, shift, divide by the step, round) plus
+        ``n`` for stochastic rounding's comparison with the draw; decode ``2 n`` (multiply by the
+        step, shift back).  Bit packing is integer work and not counted."""
+        n = float(math.prod(shape))
+        return (6.0 if self.rounding == "stochastic" else 5.0) * n, 2.0 * n
+
     def __repr__(self) -> str:
         return f"Quantize(bits={self.bits}, rounding={self.rounding!r}, scale={self.scale!r})"
 
@@ -303,6 +333,16 @@ def _sparse_decode(payload: Payload) -> torch.Tensor:
         torch.zeros(0, 0, dtype=torch.int64)
     out.scatter_(1, idx.to(values.device), values.reshape(idx.shape))
     return out.reshape(shape)
+
+
+def _sparse_flops(shape: Tuple[int, ...], per_sample: bool, extra_per_entry: float) -> Tuple[float, float]:
+    """(encode, decode) FLOPs of a sparsifier on ``shape``: the magnitudes (``n``), a comparison
+    sort of each row of ``m`` entries (``n ceil(log2 m)`` comparisons) and ``extra_per_entry n``;
+    decode scatters the kept values (no arithmetic: 0)."""
+    n = math.prod(shape)
+    rows = _rows(shape, per_sample)
+    m = n // rows if rows else 0
+    return float(n) * (1.0 + math.ceil(math.log2(m)) if m > 1 else 1.0) + extra_per_entry * n, 0.0
 
 
 def _as_rows(x: torch.Tensor, per_sample: bool) -> torch.Tensor:
@@ -346,6 +386,11 @@ class TopK:
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
+
+    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+        """(encode, decode) FLOPs on ``shape`` (``n`` entries in rows of ``m``): encode
+        ``n (1 + ceil(log2 m))`` (magnitudes, comparison sort), decode 0 (a scatter)."""
+        return _sparse_flops(shape, self.per_sample, 0.0)
 
     def __repr__(self) -> str:
         return f"TopK(fraction={self.fraction}, per_sample={self.per_sample})"
@@ -401,6 +446,12 @@ class RandTopK:
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
+
+    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+        """(encode, decode) FLOPs on ``shape`` (``n`` entries in rows of ``m``): encode
+        ``n (1 + ceil(log2 m)) + 2 n`` (magnitudes, comparison sort, the selection weights and
+        their running sum for the draw), decode 0 (a scatter)."""
+        return _sparse_flops(shape, self.per_sample, 2.0)
 
     def __repr__(self) -> str:
         return f"RandTopK(fraction={self.fraction}, alpha={self.alpha}, per_sample={self.per_sample})"

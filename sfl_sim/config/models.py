@@ -12,23 +12,24 @@ which also happens before training (see :mod:`sfl_sim.runner`).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, ValidationError, model_serializer, \
-    model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, StrictBool, ValidationError, \
+    model_serializer, model_validator
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from channel import limits
-from sfl_sim.choices import Coherence, DeviceName, DownlinkMode, ExecutionMode, HarqMode, OnOutage, OutOfRange, \
-    StragglerPolicy
+from sfl_sim.choices import Coherence, CompressionPath, DeviceName, DownlinkMode, ExecutionMode, HarqMode, OnOutage, \
+    OutOfRange, StragglerPolicy
 from sfl_sim.config.errors import CrossFieldError, format_validation_error
 from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
     NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
 
-__all__ = ["ComponentSpec", "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server",
-           "Metrics", "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
+__all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
+           "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
+           "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
 
 
 class ComponentSpec(BaseModel):
@@ -77,6 +78,79 @@ class ComponentSpec(BaseModel):
                           mapping]}
 
 
+class CompressorSpec(ComponentSpec):
+    """A compressor of one ``compression:`` path: ``name`` (``identity``, ``quantize``, ``topk``,
+    ``rand_topk`` or ``package.module:Class``) and its parameters, checked when the run is built,
+    plus ``error_feedback`` (``updates`` only), which is not the compressor's."""
+
+    error_feedback: Annotated[StrictBool, Allowed(
+        "true or false (carry each client's compression residual into its next update; updates only)")] = False
+
+    def as_dict(self) -> Dict[str, Any]:
+        """``{"name": ..., **params}`` with ``error_feedback`` when true."""
+        data = super().as_dict()
+        if self.error_feedback:
+            data["error_feedback"] = True
+        return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Dict[str, Any]:
+        data = handler(self)
+        if not self.error_feedback:
+            data.pop("error_feedback", None)
+        return data
+
+
+class Compression(Section):
+    """``compression:``: a compressor per path, none by default (the tensors go as they are).
+
+    ``activations`` are split learning's uplink activations (labels stay exact), ``gradients``
+    its downlink activation gradients, ``updates`` an FL client's model update (the delta from
+    the global model).  Allowed at the top level (every algorithm) and in an algorithm's entry,
+    whose paths win (``null`` there turns a shared path off for that algorithm).  When the run is
+    built (:func:`sfl_sim.build.applied_compression`) a top-level path applies to the algorithms
+    that have it; an algorithm refuses a path of its own block that it lacks, and a top-level
+    block none of whose paths it has.
+    """
+
+    activations: Optional[CompressorSpec] = None
+    gradients: Optional[CompressorSpec] = None
+    updates: Optional[CompressorSpec] = None
+
+    @model_validator(mode="after")
+    def _feedback_on_updates(self) -> "Compression":
+        for path in ("activations", "gradients"):
+            spec = getattr(self, path)
+            if spec is not None and spec.error_feedback:
+                raise CrossFieldError(f"{path}.error_feedback", True, "false (a client's activations and their "
+                                      "gradients change samples and shape every iteration; error feedback "
+                                      "applies to updates)", relative=True)
+        return self
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The paths this block sets, as written in YAML."""
+        return {path: None if getattr(self, path) is None else getattr(self, path).as_dict()
+                for path in COMPRESSION_PATHS if path in self.model_fields_set}
+
+
+#: The paths of a ``compression:`` block, in order.
+COMPRESSION_PATHS: Tuple[str, ...] = get_args(CompressionPath)
+
+
+def merge_compression(shared: Optional[Compression], own: Optional[Compression]) -> Dict[str, Optional[str]]:
+    """Where each path's compressor of one run comes from: ``"own"`` (the algorithm's block sets
+    it), ``"shared"`` (the top-level block does) or None (no compression on that path)."""
+    out: Dict[str, Optional[str]] = {}
+    for path in COMPRESSION_PATHS:
+        if own is not None and path in own.model_fields_set:
+            out[path] = "own" if getattr(own, path) is not None else None
+        elif shared is not None and getattr(shared, path) is not None:
+            out[path] = "shared"
+        else:
+            out[path] = None
+    return out
+
+
 _LABEL_RULE = "a non-empty name without '/', '\\\\', NUL, and not '.' or '..' (it names the run directory)"
 
 class AlgorithmSpec(ComponentSpec):
@@ -85,6 +159,7 @@ class AlgorithmSpec(ComponentSpec):
     is passed to the algorithm's constructor)."""
 
     training: Optional[TrainingOverride] = None
+    compression: Optional[Compression] = None
 
     @model_validator(mode="after")
     def _check_label(self) -> "AlgorithmSpec":
@@ -104,6 +179,9 @@ class AlgorithmSpec(ComponentSpec):
         data.pop("training", None)
         if self.training is not None:
             data["training"] = override_dict(self.training)
+        data.pop("compression", None)
+        if self.compression is not None:
+            data["compression"] = self.compression.as_dict()
         return data
 
     @property
@@ -119,6 +197,8 @@ class AlgorithmSpec(ComponentSpec):
         data = super().as_dict()
         if self.training is not None:
             data["training"] = override_dict(self.training)
+        if self.compression is not None:
+            data["compression"] = self.compression.as_dict()
         return data
 
 
@@ -278,6 +358,17 @@ class Scenario(Section):
     server: Server = Field(default_factory=Server)
     cell: CellSection = Field(default_factory=CellSection)
     metrics: Metrics = Field(default_factory=Metrics)
+    compression: Optional[Compression] = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Dict[str, Any]:
+        # A scenario without compression writes no compression key (its scenario.yaml stays as it
+        # was); one with it writes the paths it sets.
+        data = handler(self)
+        data.pop("compression", None)
+        if self.compression is not None:
+            data["compression"] = self.compression.as_dict()
+        return data
 
     @model_validator(mode="after")
     def _cross_fields(self) -> "Scenario":
@@ -312,6 +403,22 @@ class Scenario(Section):
         """The training settings of the run of ``label``: ``training:`` with that algorithm's
         ``training:`` block applied (:func:`merge_training`)."""
         return merge_training(self.training, self.algorithm(label).training)
+
+    def compression_for(self, label: str) -> Dict[str, Optional[Tuple[str, CompressorSpec]]]:
+        """Each path's compressor of the run of ``label`` with the scenario field it comes from
+        (``algorithms[i].compression.activations`` or ``compression.activations``), or None:
+        the algorithm's ``compression:`` paths win over the top-level block's."""
+        spec = self.algorithm(label)
+        out: Dict[str, Optional[Tuple[str, CompressorSpec]]] = {}
+        for path, source in merge_compression(self.compression, spec.compression).items():
+            if source == "own":
+                out[path] = (f"algorithms[{self.algorithms.index(spec)}].compression.{path}",
+                             getattr(spec.compression, path))
+            elif source == "shared":
+                out[path] = (f"compression.{path}", getattr(self.compression, path))
+            else:
+                out[path] = None
+        return out
 
     def to_yaml_dict(self) -> Dict[str, Any]:
         """The scenario as plain YAML-able data (components flattened back to ``{name, **params}``)."""

@@ -1,0 +1,149 @@
+"""Compression applied by the algorithms: one codec per path, what crosses the air and what is trained on.
+
+A run's ``compression:`` (scenario block, see :mod:`sfl_sim.config.models`) names a compressor
+(:mod:`sfl_sim.compression`) per *path*:
+
+``activations``  split algorithms' uplink activations A_k (the labels Y_k stay exact);
+``gradients``    split algorithms' downlink activation gradients G_k (extras such as BESplit-A's
+                 teacher logits stay exact);
+``updates``      FL algorithms' model update, the delta w_k - w^t of the floating-point state
+                 entries (integer buffers such as BatchNorm's counters go as they are).
+
+The sender encodes, the engine is charged the payload's :attr:`~sfl_sim.compression.Payload.size_bytes`
+(plus, for an update, the integer buffers' bytes), and the receiver trains on the decoded tensor.
+Encode FLOPs go to the sender, decode FLOPs to the receiver (each compressor's ``codec_flops``;
+with error feedback the sender also decodes, to form the residual, and adds ``2 n`` for adding and
+forming it).  ``identity`` is no codec at all: the tensor goes as the uncompressed protocol sends
+it, so a run with ``identity`` is the run without compression, bit for bit.
+
+Random draws (stochastic rounding, ``rand_topk``) come from one :class:`torch.Generator` seeded
+from the run's seed; its state and the error-feedback residuals are the plan's
+:meth:`CompressionPlan.state_dict`, which the algorithm's checkpoint holds, so a resume is exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple, get_args
+
+import torch
+
+from sfl_sim.choices import CompressionPath
+from sfl_sim.compression import Compressor, ErrorFeedback, Identity, Payload, codec_flops
+
+__all__ = ["COMPRESSION_PATHS", "PathCodec", "CompressionPlan", "Encoded"]
+
+#: The paths a ``compression:`` block names, in order (:data:`sfl_sim.choices.CompressionPath`).
+COMPRESSION_PATHS: Tuple[str, ...] = get_args(CompressionPath)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One tensor sent compressed.
+
+    Attributes
+    ----------
+    nbytes : int
+        Bytes charged on the link: the payload's ``size_bytes``.
+    decoded : Tensor
+        What the receiver reconstructs and trains on.
+    encode_flops, decode_flops : float
+        FLOPs of the sender and of the receiver.
+    """
+
+    nbytes: int
+    decoded: torch.Tensor
+    encode_flops: float
+    decode_flops: float
+
+
+class PathCodec:
+    """The compressor of one path, with error feedback per client when asked.
+
+    Parameters
+    ----------
+    compressor : Compressor
+    error_feedback : bool
+        Carry each client's residual into its next encode (:class:`~sfl_sim.compression.ErrorFeedback`).
+    """
+
+    def __init__(self, compressor: Compressor, error_feedback: bool = False) -> None:
+        self.compressor = compressor
+        self.feedback: Optional[ErrorFeedback] = ErrorFeedback(compressor) if error_feedback else None
+
+    def encode(self, client: int, tensor: torch.Tensor, generator: torch.Generator) -> Encoded:
+        """Encode client ``client``'s ``tensor`` (detached); returns bytes, decoded tensor and FLOPs."""
+        x = tensor.detach()
+        encode, decode = codec_flops(self.compressor, tuple(x.shape))
+        if self.feedback is not None:
+            payload, decoded = self.feedback.encode(client, x, generator)
+            encode += decode + 2.0 * x.numel()
+        else:
+            payload = self.compressor.encode(x, generator)
+            decoded = self.compressor.decode(payload)
+        return Encoded(_size(payload), decoded, encode, decode)
+
+    def payload_bytes(self, like: torch.Tensor) -> int:
+        """Bytes of the payload of a tensor shaped like ``like``, declared before it exists (the
+        round's uplink allocation): those of encoding zeros of its shape, dtype and device with a
+        throwaway generator and no residual — the built-ins' payload sizes depend on the shape
+        alone (packed codes, k = ceil(fraction n) entries)."""
+        probe = torch.zeros_like(like)
+        return _size(self.compressor.encode(probe, torch.Generator().manual_seed(0)))
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The residuals (``{}`` without error feedback)."""
+        return {} if self.feedback is None else self.feedback.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        if self.feedback is not None:
+            self.feedback.load_state_dict(state)
+
+
+def _size(payload: Payload) -> int:
+    return int(payload.size_bytes)
+
+
+@dataclass
+class CompressionPlan:
+    """A run's codecs by path (None: that path goes uncompressed) and their random stream.
+
+    Attributes
+    ----------
+    codecs : dict of str to PathCodec
+        Only the compressed paths; ``identity`` never appears (see the module docstring).
+    generator : torch.Generator
+        The stream of every compressor draw (seeded by the build from the run's seed).
+    """
+
+    codecs: Dict[str, PathCodec] = field(default_factory=dict)
+    generator: torch.Generator = field(default_factory=torch.Generator)
+
+    @classmethod
+    def of(cls, compressors: Mapping[str, Tuple[Compressor, bool]], seed: int) -> "CompressionPlan":
+        """The plan of ``{path: (compressor, error_feedback)}`` with its stream seeded by ``seed``;
+        ``identity`` compressors are left out (the path is sent as it is)."""
+        codecs = {path: PathCodec(c, fb) for path, (c, fb) in compressors.items() if not isinstance(c, Identity)}
+        return cls(codecs, torch.Generator().manual_seed(int(seed)))
+
+    def codec(self, path: str) -> Optional[PathCodec]:
+        """The codec of ``path``, or None when it goes uncompressed."""
+        return self.codecs.get(path)
+
+    def encode(self, path: str, client: int, tensor: torch.Tensor) -> Encoded:
+        """Encode client ``client``'s ``tensor`` on ``path`` (which must have a codec)."""
+        return self.codecs[path].encode(client, tensor, self.generator)
+
+    def __bool__(self) -> bool:
+        return bool(self.codecs)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The stream's state and each path's residuals: plain tensors and dicts."""
+        return {"generator": self.generator.get_state(),
+                "paths": {path: codec.state_dict() for path, codec in self.codecs.items()}}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` exactly."""
+        self.generator.set_state(state["generator"])
+        for path, codec in self.codecs.items():
+            codec.load_state_dict(state["paths"][path])
