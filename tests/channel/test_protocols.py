@@ -24,7 +24,8 @@ from simkit.protocols import (
 
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
     assert set(PROTOCOLS) == set(REGISTRIES) == {
-        "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"}
+        "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
+        "power_control", "interference"}
     for kind, registry in REGISTRIES.items():
         assert registry.protocol is PROTOCOLS[kind]
 

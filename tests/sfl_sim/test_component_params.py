@@ -168,7 +168,8 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
 
 def test_channel_kinds_table_is_the_one_list() -> None:
     names = [k.name for k in CHANNEL_KINDS]
-    assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"]
+    assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility", "power_control",
+                     "interference"]
     for kind in CHANNEL_KINDS:
         section, field = kind.field.split(".")
         assert field in Scenario.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
