@@ -1,5 +1,5 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
-mobility, outage.
+mobility, uplink power control, interference, outage.
 
 Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``; pydantic
 only through :mod:`simkit.params`: a component declares its parameters' bounds with
@@ -17,6 +17,8 @@ from .fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFadi
 from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, distances_m
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
+from .power_control import POWER_CONTROL, FixedPower, OpenLoopPowerControl
+from .interference import INTERFERENCE, FirstTierInterference, NoInterference, NoiseRise
 from .protocols import ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
@@ -39,6 +41,13 @@ __all__ = [
     "RATES",
     "ALLOCATORS",
     "MOBILITY",
+    "POWER_CONTROL",
+    "INTERFERENCE",
+    "FixedPower",
+    "OpenLoopPowerControl",
+    "NoInterference",
+    "NoiseRise",
+    "FirstTierInterference",
     "UniformDiscPlacement",
     "FixedDistancePlacement",
     "distances_m",

@@ -871,10 +871,16 @@ class Cell:
         }
 
     def __repr__(self) -> str:
+        # The uplink extensions are named only when set, so the default cell reads as before.
+        extra = "".join(
+            f", {name}={component!r}" for name, component, default in (
+                ("power_control", self.power_control, FixedPower), ("interference", self.interference, NoInterference))
+            if type(component) is not default
+        )
         return (
             f"Cell(n_clients={self._n_clients}, placement={self.placement!r}, pathloss={self.pathloss!r}, "
             f"shadowing={self.shadowing!r}, rate={self.rate!r}, allocator={self.allocator!r}, "
-            f"fading={self.fading!r}, mobility={self.mobility!r})"
+            f"fading={self.fading!r}, mobility={self.mobility!r}{extra})"
         )
 
     # ------------------------------------------------------------------ helpers

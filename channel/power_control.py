@@ -14,7 +14,7 @@ estimates from the downlink reference signals; small-scale fading is not compens
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Tuple
+from typing import Annotated, Any, Literal, Tuple
 
 import numpy as np
 
@@ -121,7 +121,7 @@ class OpenLoopPowerControl:
     def __init__(
         self,
         p0_dbm: Annotated[float, NOMINAL_RX_POWER_DBM] = -90.0,
-        alpha: float = 1.0,
+        alpha: Literal[0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] = 1.0,
         p_max_dbm: Annotated[float, CLIENT_MAX_POWER_DBM] = 23.0,
         subcarrier_spacing_hz: Annotated[float, SUBCARRIER_SPACING_HZ] = 30000.0,
     ) -> None:
