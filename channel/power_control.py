@@ -121,7 +121,9 @@ class OpenLoopPowerControl:
     def __init__(
         self,
         p0_dbm: Annotated[float, NOMINAL_RX_POWER_DBM] = -90.0,
-        alpha: Literal[0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] = 1.0,
+        # Float literals are not PEP 586 types, but pydantic reads them: the scenario schema gets
+        # the enum and a wrong value is refused with the allowed set before any work.
+        alpha: Literal[0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] = 1.0,  # type: ignore[valid-type]
         p_max_dbm: Annotated[float, CLIENT_MAX_POWER_DBM] = 23.0,
         subcarrier_spacing_hz: Annotated[float, SUBCARRIER_SPACING_HZ] = 30000.0,
     ) -> None:
