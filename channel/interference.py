@@ -57,8 +57,9 @@ class NoiseRise:
 
     Parameters
     ----------
-    noise_rise_db : float, default 3.0
-        Interference over thermal in dB, in [0, 60] (0: no interference).
+    noise_rise_db : float
+        Interference over thermal in dB, in [0, 60] (0: no interference); no default: a value
+        says what is assumed of the neighbours.
 
     Raises
     ------
@@ -66,7 +67,7 @@ class NoiseRise:
         For a value out of range.
     """
 
-    def __init__(self, noise_rise_db: Annotated[float, NOISE_RISE_DB] = 3.0) -> None:
+    def __init__(self, noise_rise_db: Annotated[float, NOISE_RISE_DB]) -> None:
         self.noise_rise_db = NOISE_RISE_DB.check("noise_rise_db", noise_rise_db)
         self._rise = 10.0 ** (self.noise_rise_db / 10.0)
 
@@ -118,9 +119,12 @@ class FirstTierInterference:
 
     Parameters
     ----------
-    activity : float, default 1.0
-        Probability that a neighbouring client transmits in a round, in [0, 1] (1: fully loaded
-        neighbours, 0: no interference).
+    activity : float
+        Probability that a neighbouring client transmits in a round, in [0, 1] (0: no
+        interference).  With fixed power every active client adds its full power, so this sets
+        the neighbours' load: ``clients.participation`` (0.1 in the shipped scenario: 10 of 100
+        clients) loads each neighbour like the cell, whose cohort is what transmits at once; 1
+        would have all of a neighbour's clients on the air.  No default, for that reason.
     inter_site_distance_m : float or None, default None
         Distance to the neighbouring base stations in metres, > 0; None: ``sqrt(3) R``.
 
@@ -132,7 +136,7 @@ class FirstTierInterference:
 
     def __init__(
         self,
-        activity: Annotated[float, ACTIVITY] = 1.0,
+        activity: Annotated[float, ACTIVITY],
         inter_site_distance_m: Optional[Annotated[float, INTER_SITE_DISTANCE_M]] = None,
     ) -> None:
         self.activity = ACTIVITY.check("activity", activity)

@@ -78,7 +78,7 @@ def test_first_tier_matches_a_hand_computation_for_a_fixed_placement() -> None:
 def test_first_tier_interferers_use_the_cells_power_control() -> None:
     distances = [100.0, 300.0, 500.0]
     pc = OpenLoopPowerControl(p0_dbm=-100.0, alpha=0.8, p_max_dbm=23.0, subcarrier_spacing_hz=15e3)
-    cell = small_cell(power_control=pc, interference=FirstTierInterference(inter_site_distance_m=1000.0),
+    cell = small_cell(power_control=pc, interference=FirstTierInterference(1.0, inter_site_distance_m=1000.0),
                       interference_rng=np.random.default_rng(7))
 
     def power(d: float) -> float:  # all three active: 1 MHz each = 6 RBs at 15 kHz
@@ -125,15 +125,16 @@ def test_a_checkpointed_cell_continues_the_interference_draws() -> None:
     assert b.noise_rise_linear == a.noise_rise_linear
 
 
-@pytest.mark.parametrize("name", ["none", "noise_rise", "first_tier"])
-def test_builtin_interference_models_pass_conformance(name) -> None:
-    assert check_component("interference", INTERFERENCE.create(name))["checks"]
+@pytest.mark.parametrize("name, params", [("none", {}), ("noise_rise", {"noise_rise_db": 3.0}),
+                                          ("first_tier", {"activity": 1.0}), ("first_tier", {"activity": 0.2})])
+def test_builtin_interference_models_pass_conformance(name, params) -> None:
+    assert check_component("interference", INTERFERENCE.create(name, **params))["checks"]
 
 
 @pytest.mark.parametrize("make, words", [
     (lambda: FirstTierInterference(activity=1.5), ["activity", "1.5", "[0, 1]"]),
     (lambda: FirstTierInterference(activity=-0.1), ["activity", "-0.1"]),
-    (lambda: FirstTierInterference(inter_site_distance_m=0.0), ["inter_site_distance_m", "0"]),
+    (lambda: FirstTierInterference(0.5, inter_site_distance_m=0.0), ["inter_site_distance_m", "0"]),
     (lambda: NoiseRise(noise_rise_db=-3.0), ["noise_rise_db", "-3"]),
 ])
 def test_bad_parameter_is_one_line(make, words) -> None:
