@@ -158,3 +158,17 @@ def test_a_version_1_cell_state_loads_into_a_default_cell_only() -> None:
     assert b.noise_rise_linear == 1.0 and b.positions_m.tolist() == a.positions_m.tolist()
     with pytest.raises(ValueError, match="version must be 2, got 1"):
         small_cell(interference=NoiseRise(3.0)).load_state_dict(old)
+
+
+def test_first_tier_sites_equal_sionnas_hexagonal_grid() -> None:
+    sys_module = pytest.importorskip("sionna.sys", reason="sionna-no-rt is not installed (pip install sionna-no-rt)")
+    grid = sys_module.HexGrid(num_rings=1, isd=866.0, precision="double", device="cpu")
+    theirs = grid.cell_loc[1:, :2].numpy()  # the centre cell first, then the first ring
+    ours = first_tier_sites_m(866.0)
+
+    def by_angle(points):
+        return points[np.argsort(np.arctan2(points[:, 1], points[:, 0]))]
+
+    np.testing.assert_allclose(by_angle(ours), by_angle(theirs), rtol=0, atol=1e-9)
+    # Their cell radius is the hexagon's circumradius: ISD = sqrt(3) R.
+    assert float(grid.cell_radius) * math.sqrt(3) == pytest.approx(866.0)
