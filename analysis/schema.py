@@ -138,7 +138,8 @@ CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client
 #: Exact header of a run's ``cell.csv``: per client its position, distance, path loss, shadowing,
 #: SNR and uplink rate on an equal share of the band among the cohort
 #: (``round(clients.count * clients.participation)`` clients, no fading), compute budget, local
-#: data size and number of classes held.
+#: data size and number of classes held; then the SINR there (``snr_db`` is signal over thermal
+#: noise only, the same without interference) and the power control's transmit power (W).
 CELL_COLUMNS: tuple[str, ...] = (
     "client",
     "x_m",
@@ -151,14 +152,19 @@ CELL_COLUMNS: tuple[str, ...] = (
     "compute_flops_per_s",
     "data_samples",
     "classes_held",
+    "sinr_db",
+    "tx_power_w",
 )
 
 #: Exact header of the ``cell.csv`` of ``sfl-sim channel`` (the cell alone, without training):
 #: the radio columns of :data:`CELL_COLUMNS` plus ``los`` (1 LOS, 0 NLOS, -1 when the path-loss
 #: model has no LOS state) and the uplink rate on the cohort's share (``uplink_rate_bps`` of a
-#: run's ``cell.csv``) next to the rate on the whole band; with an MCS rate model (``mcs_table``) the
-#: error rate of a first transmission of one slot's transport block at the client's CQI (``bler``)
-#: and its expected HARQ transmissions (``expected_transmissions``), ``nan`` otherwise.
+#: run's ``cell.csv``) next to the rate on the whole band; then the SINR on the share (``snr_db``
+#: is signal over thermal noise only), the CQI and its TS 38.214 table efficiency there (empty
+#: unless ``cell.rate`` is ``mcs_table``) and the power control's transmit power (W);
+#: with an MCS rate model (``mcs_table``) the error rate of a first transmission of one slot's
+#: transport block at the client's CQI (``bler``) and its expected HARQ transmissions
+#: (``expected_transmissions``), ``nan`` otherwise.
 CELL_REPORT_COLUMNS: tuple[str, ...] = (
     "client",
     "x_m",
@@ -172,6 +178,10 @@ CELL_REPORT_COLUMNS: tuple[str, ...] = (
     "uplink_rate_full_band_bps",
     "bler",
     "expected_transmissions",
+    "sinr_db",
+    "cqi",
+    "mcs_efficiency_bps_per_hz",
+    "tx_power_w",
 )
 
 #: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant

@@ -1,5 +1,5 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
-mobility, outage.
+mobility, uplink power control, interference, outage.
 
 Imports only numpy, scipy, the standard library and :mod:`simkit` (never ``sfl_sim``; pydantic
 only through :mod:`simkit.params`: a component declares its parameters' bounds with
@@ -18,6 +18,8 @@ from .geometry import PLACEMENTS, FixedDistancePlacement, UniformDiscPlacement, 
 from .mobility import MOBILITY, RandomDirectionMobility, RandomWaypointMobility, StaticMobility
 from .outage import OutagePolicy
 from .harq import Harq, HarqSend
+from .power_control import POWER_CONTROL, FixedPower, OpenLoopPowerControl
+from .interference import INTERFERENCE, FirstTierInterference, NoInterference, NoiseRise
 from .protocols import ShadowingSite
 from .pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from .rate import RATES, ShannonRate
@@ -40,6 +42,13 @@ __all__ = [
     "RATES",
     "ALLOCATORS",
     "MOBILITY",
+    "POWER_CONTROL",
+    "INTERFERENCE",
+    "FixedPower",
+    "OpenLoopPowerControl",
+    "NoInterference",
+    "NoiseRise",
+    "FirstTierInterference",
     "UniformDiscPlacement",
     "FixedDistancePlacement",
     "distances_m",

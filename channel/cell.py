@@ -12,6 +12,18 @@ draws: ``placement_rng`` (positions), ``los_rng`` (LOS state of LOS-aware path-l
 drawn on construction and updated by :meth:`Cell.move`), ``shadowing_rng`` (shadowing, drawn on
 construction and updated by :meth:`Cell.move`).  Fading and mobility are drawn from the
 generators the caller passes to :meth:`Cell.sample_fading` and :meth:`Cell.move`.
+``interference_rng`` places the clients of neighbouring cells on construction and draws which of
+them transmit, then once more at every :meth:`Cell.move` (only the ``first_tier`` interference
+model draws).
+
+Power control and interference (uplink)
+---------------------------------------
+The uplink power of each client is what the power-control component gives on its share with its
+coupling loss (path loss plus shadowing); ``fixed`` keeps the configured ``tx_power_w``.  The
+interference component gives a noise rise ``IoT = (N0 F + I) / (N0 F)`` (:mod:`channel.interference`);
+the rate model gets the noise PSD ``N0 x IoT``, so every uplink SNR it computes is the SINR
+``p g / (b (N0 F + I))``.  :class:`LinkBudget` carries that power and SINR.  The downlink sees
+neither (the server's power is fixed, and no neighbouring base station interferes).
 
 LOS state
 ---------
@@ -48,7 +60,7 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import scipy.special
@@ -57,6 +69,7 @@ from simkit.checks import check_array, check_count, check_scalar, check_state_ke
 from .allocation import accepts_rate_of
 from .fading import NoFading
 from .geometry import distances_m as _distances_m
+from .interference import NoInterference
 from .limits import (
     CELL_RADIUS_M,
     CLIENT_DISTANCE_M,
@@ -70,6 +83,7 @@ from .limits import (
 )
 from .kinds import CHANNEL_KINDS
 from .mobility import StaticMobility
+from .power_control import FixedPower
 from .protocols import (
     BoundedSpeedMobility,
     DiscPlacement,
@@ -84,7 +98,7 @@ from .protocols import (
     Stateful,
 )
 from simkit.protocols import check_protocol
-from .protocols import ShadowingSite
+from .protocols import ShadowingSite, UplinkScene
 from .units import dbm_to_w, linear_to_db
 
 __all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
@@ -94,10 +108,10 @@ DEFAULT_LOS_DECORRELATION_M = 50.0
 #: What the cell does when clients lie outside the path-loss model's ``valid_distance_m``.
 OUT_OF_RANGE_CHOICES = ("warn", "error")
 #: Version of the :meth:`Cell.state_dict` layout.
-CELL_STATE_VERSION = 1
+CELL_STATE_VERSION = 2
 _STATE_KEYS = (
     "version", "n_clients", "component_types", "positions_m", "los_latent", "shadowing_db",
-    "shadowing_state", "los_rng", "shadowing_rng", "component_states",
+    "shadowing_state", "los_rng", "shadowing_rng", "component_states", "interference_rng", "noise_rise",
 )
 
 
@@ -152,7 +166,8 @@ class LinkBudget:
     gain_linear : numpy.ndarray
         Linear channel power gain (large-scale gain times fading).
     snr_db : numpy.ndarray
-        Received SNR in dB on the link's bandwidth.
+        Received SINR in dB on the link's bandwidth (the SNR when there is no interference:
+        the uplink with ``interference: none``, and every downlink).
     rate_bps : numpy.ndarray
         Rate in bit/s.
     """
@@ -226,6 +241,18 @@ class Cell:
         If a component lacks a method of its kind (:data:`channel.kinds.PROTOCOLS`).
     TypeError
         If an rng is not a ``numpy.random.Generator``.
+
+    Other Parameters
+    ----------------
+    power_control : object, optional
+        Has ``tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db)`` (see
+        ``POWER_CONTROL``); default ``fixed`` (every client at ``tx_power_w``).
+    interference : object, optional
+        Has ``deploy(scene, rng)`` and ``noise_rise_linear(scene, layout, rng)`` (see
+        ``INTERFERENCE``); default none.
+    interference_rng : numpy.random.Generator, optional
+        Stream of the interference model's draws; defaults to ``shadowing_rng`` (pass a separate
+        stream).
     """
 
     def __init__(
@@ -250,19 +277,27 @@ class Cell:
         radius_m: Optional[float] = None,
         min_distance_m: Optional[float] = None,
         out_of_range: str = "warn",
+        power_control: Any = None,
+        interference: Any = None,
+        interference_rng: Optional[np.random.Generator] = None,
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
             raise ValueError(f"n_clients must be an integer >= 1, got {n_clients!r}")
         if los_rng is None:
             los_rng = shadowing_rng
-        for name, rng in (("placement_rng", placement_rng), ("shadowing_rng", shadowing_rng), ("los_rng", los_rng)):
+        if interference_rng is None:
+            interference_rng = shadowing_rng
+        for name, rng in (("placement_rng", placement_rng), ("shadowing_rng", shadowing_rng), ("los_rng", los_rng),
+                          ("interference_rng", interference_rng)):
             if not isinstance(rng, np.random.Generator):
                 raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
 
         fading = NoFading() if fading is None else fading
         mobility = StaticMobility() if mobility is None else mobility
-        arguments = locals()  # the components by their argument names, fading and mobility filled in
+        power_control = FixedPower() if power_control is None else power_control
+        interference = NoInterference() if interference is None else interference
+        arguments = locals()  # the components by their argument names, the optional ones filled in
         components = {kind.name: arguments[kind.cell_argument] for kind in CHANNEL_KINDS}
         for kind in CHANNEL_KINDS:
             check_protocol(components[kind.name], kind.protocol, f"Cell {kind.name}")
@@ -290,6 +325,7 @@ class Cell:
         self.placement, self.pathloss, self.shadowing = placement, pathloss, shadowing
         self.rate, self.allocator = rate, allocator
         self.fading, self.mobility = fading, mobility
+        self.power_control, self.interference = power_control, interference
         self._components = components
         self._allocator_wants_link = accepts_rate_of(allocator)
         self._n_clients = n
@@ -297,6 +333,7 @@ class Cell:
         self._noise_psd_w_per_hz = float(dbm_to_w(noise_dbm))
         self._tx_power_w = readonly(power)
         self._los_rng, self._shadowing_rng = los_rng, shadowing_rng
+        self._interference_rng = interference_rng
         # Capabilities, looked up once (isinstance on a runtime protocol is not free).
         self._los_aware = isinstance(pathloss, LosAwarePathLoss)
         self._los_decorrelation_m = (
@@ -339,6 +376,16 @@ class Cell:
             raise ValueError(f"min_distance_m must be < radius_m ({self._radius_m:g} m), got {min_distance_m!r}")
         self._check_validity(distance, "are placed")
         self._check_mobility_validity()
+        # Interference last: its scene needs the radius, and its draws come from its own stream.
+        self._scene = UplinkScene(
+            placement=placement, pathloss=pathloss, shadowing=shadowing, power_control=power_control,
+            n_clients=n, tx_power_w=self._tx_power_w, uplink_bandwidth_hz=self._uplink_bandwidth_hz,
+            # The "thermal" of the noise rise is the receiver's noise, noise figure included.
+            noise_floor_w_per_hz=self._noise_psd_w_per_hz * 10.0 ** (float(getattr(rate, "noise_figure_db", 0.0)) / 10),
+            radius_m=self._radius_m,
+        )
+        self._interference_layout = interference.deploy(self._scene, interference_rng)
+        self._noise_rise = self._drawn_noise_rise()
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -390,6 +437,34 @@ class Cell:
     def tx_power_w(self) -> np.ndarray:
         """Client transmit power, shape (n,), W."""
         return self._tx_power_w
+
+    @property
+    def noise_rise_linear(self) -> float:
+        """Uplink interference over thermal ``(N0 F + I) / (N0 F)`` of the current draw (1: none)."""
+        return self._noise_rise
+
+    @property
+    def interference_layout(self) -> Any:
+        """What the interference model placed (neighbouring clients), or None."""
+        return self._interference_layout
+
+    def uplink_tx_power_w(self, client_ids: Any, bandwidth_hz: Any) -> np.ndarray:
+        """Uplink transmit power the power control gives these clients on these shares, W.
+
+        Parameters
+        ----------
+        client_ids : array_like of int, shape (k,)
+            Distinct client indices.
+        bandwidth_hz : float or array_like, shape (k,)
+            Each client's share in Hz, >= 0.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k,)
+        """
+        ids = self._check_ids(client_ids)
+        shares = np.broadcast_to(check_array("bandwidth_hz", bandwidth_hz, minimum=0.0), ids.shape).astype(float)
+        return self._uplink_power(ids, shares)
 
     @property
     def noise_psd_dbm_per_hz(self) -> float:
@@ -458,7 +533,8 @@ class Cell:
             Arrays of shape (k) in the order of ``client_ids``.
         """
         ids = self._check_ids(client_ids)
-        return self._shared_link(ids, payload_bits, self._uplink_bandwidth_hz, self._tx_power_w[ids], fading_gain)
+        return self._shared_link(ids, payload_bits, self._uplink_bandwidth_hz, lambda b: self._uplink_power(ids, b),
+                                 fading_gain, self._uplink_noise_psd_w_per_hz())
 
     def uplink_rates_bps(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> np.ndarray:
         """Uplink rate of each client in a group that transmits in the same phase.
@@ -505,13 +581,16 @@ class Cell:
         band = check_array("bandwidth_hz", bandwidth_hz, minimum=0.0)
         shares = np.broadcast_to(band, ids.shape).astype(float)
         gains = self._gain_linear[ids] * self._fading(fading_gain, ids)
-        return self._link(ids, shares, self._tx_power_w[ids], gains)
+        return self._link(ids, shares, self._uplink_power(ids, shares), gains, self._uplink_noise_psd_w_per_hz())
 
     def downlink_link(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> LinkBudget:
         """Downlink links of a group receiving separate data in one phase (see :meth:`downlink_rates_bps`)."""
         ids = self._check_ids(client_ids)
         band, power = self._downlink_config("downlink_rates_bps")
-        return self._shared_link(ids, payload_bits, band, power, fading_gain, power_per_hz=True)
+        power_w = np.broadcast_to(np.asarray(power, dtype=float), ids.shape)
+        # One transmitter's power spread flat over the band: a sub-band b_k carries P b_k / B.
+        return self._shared_link(ids, payload_bits, band, lambda b: power_w * b / band, fading_gain,
+                                 self._noise_psd_w_per_hz)
 
     def downlink_rates_bps(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> np.ndarray:
         """Downlink rate to each client when the server sends them separate data in one phase.
@@ -580,7 +659,8 @@ class Cell:
         the cell's LOS stream, see the module docstring), then path loss, then shadowing
         (``update_site_db`` from the cell's shadowing stream when the model has it; otherwise
         each client keeps its value).  With static mobility nothing changes and no stream is
-        consumed.
+        consumed.  Then, for ``dt_s > 0``, the interference model draws the next noise rise (which
+        neighbouring clients transmit) from the cell's interference stream.
 
         Parameters
         ----------
@@ -595,6 +675,8 @@ class Cell:
             Distance each client moved, metres.
         """
         dt = check_scalar("dt_s", dt_s, minimum=0.0)
+        if dt > 0:
+            self._noise_rise = self._drawn_noise_rise()
         n = self._n_clients
         new_pos = self._checked_positions(
             self.mobility.step(
@@ -634,7 +716,8 @@ class Cell:
             ``version``; ``n_clients``; ``component_types`` (kind -> ``module.Class``, to refuse a
             state from another scenario); ``positions_m`` (n, 2); ``los_latent`` (n,) or None;
             ``shadowing_db`` (n,); ``shadowing_state`` (what the shadowing model carries between
-            moves); ``los_rng`` / ``shadowing_rng`` (the streams' ``bit_generator.state``);
+            moves); ``los_rng`` / ``shadowing_rng`` / ``interference_rng`` (the streams'
+            ``bit_generator.state``); ``noise_rise`` (the uplink noise rise of the current draw);
             ``component_states`` (kind -> ``state_dict()`` of each :class:`~channel.protocols.Stateful`
             component, e.g. mobility).  Only numpy arrays (copies), Python numbers, strings,
             bools, None and dicts/lists: convert the arrays to tensors (``torch.from_numpy``) to
@@ -655,6 +738,8 @@ class Cell:
             "shadowing_state": _plain(self._shadowing_state, f"shadowing {self.shadowing!r} state"),
             "los_rng": _plain(self._los_rng.bit_generator.state, "los_rng state"),
             "shadowing_rng": _plain(self._shadowing_rng.bit_generator.state, "shadowing_rng state"),
+            "interference_rng": _plain(self._interference_rng.bit_generator.state, "interference_rng state"),
+            "noise_rise": self._noise_rise,
             "component_states": {
                 kind: _plain(c.state_dict(), f"{kind} {c!r} state_dict()")
                 for kind, c in self._components.items() if isinstance(c, Stateful)
@@ -680,6 +765,11 @@ class Cell:
             arrays of the wrong shape or with non-finite values, or an rng state that does not
             fit the cell's streams.
         """
+        state = self._upgraded_state(state)
+        if isinstance(state, dict) and state.get("version") == 1:
+            raise ValueError(
+                f"Cell state version must be {CELL_STATE_VERSION}, got 1 (saved before uplink power control and "
+                f"interference: it loads only into a cell with power_control fixed and interference none)")
         check_state_keys("Cell", state, _STATE_KEYS)
         if state["version"] != CELL_STATE_VERSION:
             raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
@@ -709,7 +799,12 @@ class Cell:
         shadowing_db = state_array("Cell", state, "shadowing_db", (n,))
         shadowing_state = _plain(state["shadowing_state"], "Cell state['shadowing_state']")
         rng_states = {}
-        for key, rng in (("los_rng", self._los_rng), ("shadowing_rng", self._shadowing_rng)):
+        noise_rise = state["noise_rise"]
+        if isinstance(noise_rise, bool) or not isinstance(noise_rise, (int, float)) or \
+                not (math.isfinite(noise_rise) and noise_rise >= 1.0):
+            raise ValueError(f"Cell state['noise_rise'] must be a finite number >= 1, got {noise_rise!r}")
+        for key, rng in (("los_rng", self._los_rng), ("shadowing_rng", self._shadowing_rng),
+                         ("interference_rng", self._interference_rng)):
             scratch = type(rng.bit_generator)()
             try:
                 scratch.state = copy.deepcopy(state[key])
@@ -730,6 +825,8 @@ class Cell:
             component.load_state_dict(_plain(saved[kind], f"Cell state['component_states'][{kind!r}]"))
         self._los_rng.bit_generator.state = rng_states["los_rng"]
         self._shadowing_rng.bit_generator.state = rng_states["shadowing_rng"]
+        self._interference_rng.bit_generator.state = rng_states["interference_rng"]
+        self._noise_rise = float(noise_rise)
         self._los_latent = latent
         self._shadowing_state = shadowing_state
         los = self._los_state(distance)
@@ -737,11 +834,28 @@ class Cell:
         site = self._site(positions, distance, los)
         self._set_state(positions, distance, los, pathloss_db, self._checked_shadowing(shadowing_db), site)
 
+    def _upgraded_state(self, state: Dict[str, Any]) -> Dict[str, Any]:
+        """A version-1 state (before power control and interference) as version 2, for a cell whose
+        power control and interference are the defaults, which is what a version-1 cell had: the
+        interference stream keeps its state (it never draws) and the noise rise is 1.  Anything
+        else is returned as it is (and checked by the caller)."""
+        if not isinstance(state, dict) or state.get("version") != 1 or "interference_rng" in state:
+            return state
+        if type(self.power_control) is not FixedPower or type(self.interference) is not NoInterference:
+            return state  # refused below: the state was saved without these components
+        types = state.get("component_types")
+        upgraded = dict(state, version=CELL_STATE_VERSION,
+                        interference_rng=self._interference_rng.bit_generator.state, noise_rise=1.0)
+        if isinstance(types, dict):
+            upgraded["component_types"] = {**types, "power_control": _type_name(self.power_control),
+                                           "interference": _type_name(self.interference)}
+        return upgraded
+
     # ------------------------------------------------------------------ summaries
     def describe(self, n_sharing: Optional[int] = None) -> Dict[str, np.ndarray]:
         """Per-client summary for printing and result files.
 
-        SNR and rate assume the client transmits on an equal share
+        SINR, SNR, power and rate assume the client transmits on an equal share
         ``uplink_bandwidth_hz / n_sharing`` (a reference point, not what a given phase uses).
 
         Parameters
@@ -752,27 +866,43 @@ class Cell:
         Returns
         -------
         dict of str to numpy.ndarray, each shape (n,)
-            ``client`` (int), ``distance_m``, ``pathloss_db``, ``shadowing_db``, ``snr_db``,
-            ``uplink_rate_bps``.
+            ``client`` (int), ``distance_m``, ``pathloss_db``, ``shadowing_db``, ``snr_db`` (signal
+            over thermal noise only), ``uplink_rate_bps`` (at the SINR), ``sinr_db`` (with the
+            current interference draw; equal to ``snr_db`` without interference), ``tx_power_w``
+            (the power control's power on the share).
         """
         k = self._n_clients if n_sharing is None else check_count("n_sharing", n_sharing)
         if k < 1:
             raise ValueError(f"n_sharing must be an integer >= 1, got {n_sharing!r}")
-        link = self.uplink_link_at_bandwidth(np.arange(self._n_clients), self._uplink_bandwidth_hz / k)
+        ids = np.arange(self._n_clients)
+        link = self.uplink_link_at_bandwidth(ids, self._uplink_bandwidth_hz / k)
+        if self._noise_rise == 1.0:
+            snr_db = link.snr_db
+        else:
+            thermal = self._link(ids, link.bandwidth_hz, link.tx_power_w, link.gain_linear, self._noise_psd_w_per_hz)
+            snr_db = thermal.snr_db
         return {
-            "client": np.arange(self._n_clients),
+            "client": ids,
             "distance_m": self._distance_m.copy(),
             "pathloss_db": self._pathloss_db.copy(),
             "shadowing_db": self._shadowing_db.copy(),
-            "snr_db": link.snr_db,
+            "snr_db": snr_db,
             "uplink_rate_bps": link.rate_bps,
+            "sinr_db": link.snr_db.copy(),
+            "tx_power_w": link.tx_power_w,
         }
 
     def __repr__(self) -> str:
+        # The uplink extensions are named only when set, so the default cell reads as before.
+        extra = "".join(
+            f", {name}={component!r}" for name, component, default in (
+                ("power_control", self.power_control, FixedPower), ("interference", self.interference, NoInterference))
+            if type(component) is not default
+        )
         return (
             f"Cell(n_clients={self._n_clients}, placement={self.placement!r}, pathloss={self.pathloss!r}, "
             f"shadowing={self.shadowing!r}, rate={self.rate!r}, allocator={self.allocator!r}, "
-            f"fading={self.fading!r}, mobility={self.mobility!r})"
+            f"fading={self.fading!r}, mobility={self.mobility!r}{extra})"
         )
 
     # ------------------------------------------------------------------ helpers
@@ -914,6 +1044,7 @@ class Cell:
             self._los.flags.writeable = False
         self._pathloss_db = readonly(pathloss_db)
         self._shadowing_db = readonly(shadowing_db)
+        self._coupling_loss_db = readonly(pathloss_db + shadowing_db)
         self._site_now = site
         # Shadowing is extra loss in dB, so it adds to the path loss before converting to linear.
         with np.errstate(over="ignore"):
@@ -963,15 +1094,37 @@ class Cell:
             )
         return self._downlink_bandwidth_hz, self._server_tx_power_w
 
-    def _link(self, ids: np.ndarray, shares: np.ndarray, power_w: Any, gains: np.ndarray) -> LinkBudget:
+    def _uplink_power(self, ids: np.ndarray, shares: np.ndarray) -> np.ndarray:
+        """The power control's uplink power of clients ``ids`` on ``shares``, checked."""
+        power = np.asarray(self.power_control.tx_power_w(self._tx_power_w[ids], shares, self._coupling_loss_db[ids]),
+                           dtype=float)
+        if power.shape != ids.shape:
+            raise ValueError(f"power_control {self.power_control!r} returned shape {power.shape}, expected {ids.shape}")
+        self._check_finite(power, f"power_control {self.power_control!r}", "tx_power_w", minimum=0.0)
+        return power
+
+    def _uplink_noise_psd_w_per_hz(self) -> float:
+        """The noise PSD the uplink rate sees: ``N0`` times the noise rise of the interference."""
+        return self._noise_psd_w_per_hz if self._noise_rise == 1.0 else self._noise_psd_w_per_hz * self._noise_rise
+
+    def _drawn_noise_rise(self) -> float:
+        rise = self.interference.noise_rise_linear(self._scene, self._interference_layout, self._interference_rng)
+        if not (isinstance(rise, (int, float, np.floating)) and math.isfinite(rise) and rise >= 1.0):
+            raise ValueError(f"interference {self.interference!r} gave a noise rise that is not a finite number >= 1: "
+                             f"{rise!r}")
+        return float(rise)
+
+    def _link(self, ids: np.ndarray, shares: np.ndarray, power_w: Any, gains: np.ndarray,
+              noise_psd_w_per_hz: Optional[float] = None) -> LinkBudget:
+        noise = self._noise_psd_w_per_hz if noise_psd_w_per_hz is None else noise_psd_w_per_hz
         power = np.broadcast_to(np.asarray(power_w, dtype=float), ids.shape)
-        rate = np.asarray(self.rate.rate_bps(shares, power, gains, self._noise_psd_w_per_hz), dtype=float)
+        rate = np.asarray(self.rate.rate_bps(shares, power, gains, noise), dtype=float)
         self._check_finite(rate, f"rate {self.rate!r}", "rate_bps", minimum=0.0)
         if self._rate_has_snr:
-            snr = np.asarray(self.rate.snr_linear(shares, power, gains, self._noise_psd_w_per_hz), dtype=float)
+            snr = np.asarray(self.rate.snr_linear(shares, power, gains, noise), dtype=float)
         else:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                snr = power * gains / (shares * self._noise_psd_w_per_hz)
+                snr = power * gains / (shares * noise)
             snr = np.where(np.isnan(snr), 0.0, snr)
         # An SNR is infinite only on a 0 Hz share (no noise); anywhere else it must be finite.
         self._check_finite(snr, f"rate {self.rate!r}" if self._rate_has_snr else "the link budget", "SNR (linear)",
@@ -986,8 +1139,8 @@ class Cell:
         )
 
     def _shared_link(
-        self, ids: np.ndarray, payload_bits: Any, band_hz: float, power_w: Any, fading_gain: Any,
-        power_per_hz: bool = False,
+        self, ids: np.ndarray, payload_bits: Any, band_hz: float, power_on: Callable[[np.ndarray], np.ndarray],
+        fading_gain: Any, noise_psd_w_per_hz: float,
     ) -> LinkBudget:
         if ids.size == 0:
             empty = np.zeros(0)
@@ -1003,16 +1156,11 @@ class Cell:
                     f"got shape {payload.shape}"
                 )
         gains = self._gain_linear[ids] * self._fading(fading_gain, ids)
-        power = np.broadcast_to(np.asarray(power_w, dtype=float), ids.shape)
-
-        def power_on(shares: np.ndarray) -> np.ndarray:
-            # One transmitter's power spread flat over the band, or each client's own power.
-            return power * shares / band_hz if power_per_hz else power
 
         if self._allocator_wants_link:
             def rate_of(bandwidth_hz: np.ndarray) -> np.ndarray:
                 b = np.asarray(bandwidth_hz, dtype=float)
-                return np.asarray(self.rate.rate_bps(b, power_on(b), gains, self._noise_psd_w_per_hz), dtype=float)
+                return np.asarray(self.rate.rate_bps(b, power_on(b), gains, noise_psd_w_per_hz), dtype=float)
 
             shares = self.allocator.allocate_hz(band_hz, payload, gains, rate_of=rate_of)
         else:
@@ -1027,4 +1175,4 @@ class Cell:
             raise ValueError(
                 f"allocator {self.allocator!r} allocated {shares.sum():g} Hz, more than the band {band_hz:g} Hz"
             )
-        return self._link(ids, shares, power_on(shares), gains)
+        return self._link(ids, shares, power_on(shares), gains, noise_psd_w_per_hz)

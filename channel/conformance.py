@@ -29,6 +29,11 @@ Kinds and what is checked
                 ``rate_of`` when it declares it.
 ``mobility``    shape (n, 2), finite, inside the disc and outside the exclusion circle, moves at
                 most ``max_speed_m_per_s * dt`` when given; seeded (on fresh copies).
+``power_control`` powers >= 0, finite, broadcast over (clients x shares x losses); non-decreasing
+                in coupling loss and in bandwidth (a weaker link or a wider share never gets less power).
+``interference`` on a reference scene (500 m disc, TR 36.814 macro path loss, 8 dB shadowing,
+                fixed 0.2 W, 20 MHz): ``deploy`` gives plain data and is seeded; the noise rise is a
+                finite float >= 1, seeded.
 any kind        when the component is :class:`~channel.protocols.Stateful`: ``state_dict()`` is
                 plain data (arrays, numbers, strings, None, dicts/lists) that
                 ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
@@ -56,7 +61,7 @@ from .protocols import (
 )
 from simkit.protocols import describe_members, missing_members
 from .rate import ShannonRate
-from .protocols import ShadowingSite
+from .protocols import ShadowingSite, UplinkScene
 from .units import dbm_to_w
 from .kinds import PROTOCOLS, REGISTRIES
 
@@ -92,7 +97,8 @@ def check_component(
     Parameters
     ----------
     kind : str
-        One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility``.
+        One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility, power_control,
+        interference``.
     component : object
         An instance (e.g. ``PATHLOSS.create("tr38901_uma")``).
     rng_seed : int, default 0
@@ -370,6 +376,48 @@ def _check_mobility(report: _Report, comp: Any, seed: int, counts: List[int]) ->
         report.check(np.array_equal(runs[0], runs[1]), "same seed, same trajectory")
 
 
+def _check_power_control(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    bands = np.array([0.0, 1.8e5, 1e6, 5e6, 2e7])
+    losses = np.linspace(60.0, 160.0, 21)
+    grid = comp.tx_power_w(0.2, bands[:, None], losses[None, :])
+    grid = _float_array(report, grid, (bands.size, losses.size), "tx_power_w (broadcast)")
+    report.check(np.all(grid >= 0), "powers >= 0", f"min {grid.min():g}")
+    report.check(np.all(np.diff(grid, axis=1) >= -1e-12 * grid[:, 1:]), "power non-decreasing in coupling loss")
+    report.check(np.all(np.diff(grid, axis=0) >= -1e-12 * grid[1:]), "power non-decreasing in bandwidth")
+    rng = _rng(seed)
+    for n in counts:
+        p = comp.tx_power_w(rng.uniform(0.1, 1.0, n), rng.uniform(1e5, 1e7, n), rng.uniform(60.0, 160.0, n))
+        _float_array(report, p, (n,), "tx_power_w")
+
+
+def _interference_scene(n: int) -> UplinkScene:
+    from .geometry import UniformDiscPlacement
+    from .pathloss import TR36814Macro
+    from .power_control import FixedPower
+    from .shadowing import LogNormalShadowing
+
+    return UplinkScene(placement=UniformDiscPlacement(_RADIUS_M, 35.0), pathloss=TR36814Macro(),
+                       shadowing=LogNormalShadowing(8.0), power_control=FixedPower(), n_clients=n,
+                       tx_power_w=np.full(n, 0.2), uplink_bandwidth_hz=20e6, noise_floor_w_per_hz=_N0_W_PER_HZ,
+                       radius_m=_RADIUS_M)
+
+
+def _check_interference(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    for n in counts:
+        scene = _interference_scene(n)
+        draws = []
+        for _ in range(2):
+            rng = _rng(seed)
+            layout = comp.deploy(scene, rng)
+            report.check(_is_plain(layout), "deploy gives plain data", f"got a {type(layout).__name__}")
+            draws.append((layout, [comp.noise_rise_linear(scene, layout, rng) for _ in range(3)]))
+        for rise in draws[0][1]:
+            report.check(isinstance(rise, (float, int, np.floating)) and not isinstance(rise, bool),
+                         "noise rise is a number", f"got {rise!r}")
+            report.check(np.isfinite(rise) and rise >= 1.0, "noise rise finite and >= 1", f"got {rise!r}")
+        report.check(draws[0][1] == draws[1][1], "same seed, same noise rise", f"{draws[0][1]} vs {draws[1][1]}")
+
+
 _CHECKS = {
     "placement": _check_placement,
     "pathloss": _check_pathloss,
@@ -378,4 +426,6 @@ _CHECKS = {
     "rate": _check_rate,
     "allocation": _check_allocation,
     "mobility": _check_mobility,
+    "power_control": _check_power_control,
+    "interference": _check_interference,
 }

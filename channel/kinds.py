@@ -15,8 +15,10 @@ from simkit.registry import Registry
 from .allocation import ALLOCATORS
 from .fading import FADING
 from .geometry import PLACEMENTS
+from .interference import INTERFERENCE
 from .mobility import MOBILITY
 from .pathloss import PATHLOSS
+from .power_control import POWER_CONTROL
 from .rate import RATES
 from . import link_rate  # noqa: F401  (registers shannon_gap, attenuated_shannon, mcs_table)
 from .shadowing import SHADOWING
@@ -63,6 +65,8 @@ CHANNEL_KINDS: Tuple[ChannelKind, ...] = (
     ChannelKind(RATES, "cell.rate", "rate"),
     ChannelKind(ALLOCATORS, "cell.allocation", "allocator"),
     ChannelKind(MOBILITY, "cell.mobility", "mobility"),
+    ChannelKind(POWER_CONTROL, "cell.power_control", "power_control"),
+    ChannelKind(INTERFERENCE, "cell.interference", "interference"),
 )
 
 #: The required protocol of every channel kind.

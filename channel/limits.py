@@ -44,6 +44,12 @@ __all__ = [
     "CODE_BLOCK_BITS",
     "HARQ_RTT_S",
     "SLOT_S",
+    "CLIENT_MAX_POWER_DBM",
+    "NOMINAL_RX_POWER_DBM",
+    "SUBCARRIER_SPACING_HZ",
+    "NOISE_RISE_DB",
+    "ACTIVITY",
+    "INTER_SITE_DISTANCE_M",
     "ALL_RANGES",
 ]
 
@@ -150,6 +156,24 @@ HARQ_RTT_S = Range(0.0, 1.0, ">= 0; LTE and NR round trips are a few ms, 1 s is 
 #: Slot (transmission time interval) duration, s.
 SLOT_S = Range(
     1e-3 / 32, 1e-2, "NR slots last 1 ms / 2^mu (mu = 0..5, 1/32 ms at 480 kHz); 10 ms is a whole radio frame", "s"
+)
+#: Maximum transmit power P_CMAX of a terminal, dBm.
+CLIENT_MAX_POWER_DBM = Range(
+    -40.0, 40.0, "TS 38.101-1 power classes span 23-31 dBm (class 3: 23 dBm); -40 dBm is below any terminal, "
+    "40 dBm (10 W) above any", "dBm",
+)
+#: Target received power per resource block P0 of uplink power control, dBm.
+NOMINAL_RX_POWER_DBM = Range(-202.0, 24.0, "the range of TS 38.331 p0-NominalWithGrant", "dBm")
+#: NR subcarrier spacing, Hz.
+SUBCARRIER_SPACING_HZ = Range(15e3, 240e3, "15 to 240 kHz: the NR numerologies of TS 38.211 Table 4.2-1", "Hz")
+#: Noise rise (interference over thermal) at a receiver, dB.
+NOISE_RISE_DB = Range(0.0, 60.0, ">= 0 (interference adds to noise); 60 dB leaves no usable link", "dB")
+#: Probability that an interfering client transmits.
+ACTIVITY = Range(0.0, 1.0, "a probability, in [0, 1]")
+#: Distance between neighbouring base stations, m.
+INTER_SITE_DISTANCE_M = Range(
+    0.0, 2e5, "> 0; TR 38.901 Table 7.2-1 uses 200 m (UMi) and 500 m (UMa), 200 km spans the largest cells",
+    "m", low_open=True,
 )
 
 #: Every range by name (for documentation and for validators that walk them).

@@ -3,17 +3,19 @@ capabilities the :class:`~channel.Cell` uses when a component has them.
 
 Required (one per kind, see :data:`channel.kinds.CHANNEL_KINDS`)
 ----------------------------------------------
-=============  ===================  ===========================================================
-kind           protocol             method
-=============  ===================  ===========================================================
-placement      :class:`Placement`   ``sample_positions_m(n_clients, rng) -> (n, 2)``
-pathloss       :class:`PathLoss`    ``loss_db(distance_m) -> same shape``
-shadowing      :class:`Shadowing`   ``sample_db(n_clients, rng) -> (n,)``
-fading         :class:`Fading`      ``sample_power_gain(n, rng) -> (n,)``
-rate           :class:`Rate`        ``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)``
-allocation     :class:`Allocator`   ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear) -> (n,)``
-mobility       :class:`Mobility`    ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
-=============  ===================  ===========================================================
+=============  =====================  =======================================================================
+kind           protocol               method
+=============  =====================  =======================================================================
+placement      :class:`Placement`     ``sample_positions_m(n_clients, rng) -> (n, 2)``
+pathloss       :class:`PathLoss`      ``loss_db(distance_m) -> same shape``
+shadowing      :class:`Shadowing`     ``sample_db(n_clients, rng) -> (n,)``
+fading         :class:`Fading`        ``sample_power_gain(n, rng) -> (n,)``
+rate           :class:`Rate`          ``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)``
+allocation     :class:`Allocator`     ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear) -> (n,)``
+mobility       :class:`Mobility`      ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
+power_control  :class:`PowerControl`  ``tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db)``
+interference   :class:`Interference`  ``deploy(scene, rng)``, ``noise_rise_linear(scene, layout, rng)``
+=============  =====================  =======================================================================
 
 Optional capabilities
 ---------------------
@@ -32,8 +34,9 @@ Optional capabilities
 capability that lives in a parameter (``rate_of``) is detected by
 :func:`channel.allocation.accepts_rate_of`.
 
-:class:`ShadowingSite`, the argument of the site-aware shadowing protocols, is defined here with
-them.  :mod:`simkit.protocols` checks a component against these protocols.
+:class:`ShadowingSite`, the argument of the site-aware shadowing protocols, and :class:`UplinkScene`,
+the argument of the interference protocol, are defined here with them.  :mod:`simkit.protocols`
+checks a component against these protocols.
 """
 from __future__ import annotations
 
@@ -65,6 +68,9 @@ __all__ = [
     "BoundedSpeedMobility",
     "Resettable",
     "Stateful",
+    "PowerControl",
+    "UplinkScene",
+    "Interference",
 ]
 
 
@@ -285,6 +291,60 @@ class Resettable(Protocol):
 
     def reset(self) -> None:
         """Forget the memory."""
+
+
+# ---------------------------------------------------------------------- power control
+@runtime_checkable
+class PowerControl(Protocol):
+    """Uplink transmit power of each client on its share; arguments broadcast elementwise."""
+
+    def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
+        """Transmit power in W, >= 0, finite, from the configured power (W), the share (Hz) and the
+        coupling loss (path loss plus shadowing, dB)."""
+
+
+# ---------------------------------------------------------------------- interference
+@dataclass(frozen=True)
+class UplinkScene:
+    """What an interference model sees of the cell whose uplink it disturbs.
+
+    Attributes
+    ----------
+    placement, pathloss, shadowing, power_control : object
+        The cell's components (neighbouring cells are drawn with the same models).
+    n_clients : int
+        Clients per cell.
+    tx_power_w : numpy.ndarray, shape (n_clients,)
+        The clients' configured transmit power in W (``power_control`` turns it into the power sent).
+    uplink_bandwidth_hz : float
+        The uplink band, Hz (every cell uses the same band: frequency reuse 1).
+    noise_floor_w_per_hz : float
+        Receiver noise PSD including the rate model's noise figure, ``N0 F``, in W/Hz: the
+        "thermal" of interference over thermal.
+    radius_m : float
+        Cell radius in metres.
+    """
+
+    placement: Any
+    pathloss: Any
+    shadowing: Any
+    power_control: Any
+    n_clients: int
+    tx_power_w: np.ndarray
+    uplink_bandwidth_hz: float
+    noise_floor_w_per_hz: float
+    radius_m: float
+
+
+@runtime_checkable
+class Interference(Protocol):
+    """Uplink interference at the cell's base station, as a noise rise ``(N + I) / N >= 1``."""
+
+    def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> Any:
+        """What the model places once (neighbouring clients), as plain data or None."""
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
+        """One draw of the noise rise (linear, >= 1) given :meth:`deploy`'s layout."""
 
 
 # ---------------------------------------------------------------------- any kind

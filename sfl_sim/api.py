@@ -631,7 +631,8 @@ def plot(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[Path
 
 
 def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
-                   seed: Optional[int] = None, stream: Optional[TextIO] = None) -> ChannelReport:
+                   seed: Optional[int] = None, stream: Optional[TextIO] = None,
+                   colour_by: str = "rate") -> ChannelReport:
     """A scenario's cell per client, without training (``sfl-sim channel``); writes cell.csv and cell.png.
 
     Parameters
@@ -644,6 +645,8 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
         Root seed (placement, shadowing, LOS streams), applied after ``overrides``.
     stream : text stream, optional
         Where to print the per-client table as the CLI does; None prints nothing.
+    colour_by : {"rate", "cqi"}, default "rate"
+        What colours the clients in ``cell.png`` (``cqi`` needs ``cell.rate: mcs_table``).
 
     Returns
     -------
@@ -659,7 +662,8 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
 
     cfg = _load(scenario, overrides, {"seed": seed})
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
-    table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream)
+    table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream,
+                                       colour_by=colour_by)
     return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
                          files=[out / CELL_FILE, out / "cell.png"])
 

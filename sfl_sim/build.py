@@ -109,7 +109,8 @@ class Run:
 
 
 def build_cell(cfg: Scenario) -> Cell:
-    """The cell of a scenario, from its named, seeded streams (``placement``, ``shadowing``, ``los``)."""
+    """The cell of a scenario, from its named, seeded streams (``placement``, ``shadowing``, ``los``,
+    ``interference``)."""
     c = cfg.cell
     seed = cfg.seed
     down = c.downlink
@@ -127,6 +128,7 @@ def build_cell(cfg: Scenario) -> Cell:
             placement_rng=stream(seed, "placement"),
             shadowing_rng=stream(seed, "shadowing"),
             los_rng=stream(seed, "los"),
+            interference_rng=stream(seed, "interference"),
             out_of_range=c.out_of_range,
         )
     except ConfigError:

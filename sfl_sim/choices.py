@@ -16,8 +16,9 @@ Coherence = Literal["per_round", "per_iteration", "per_transmission"]
 StragglerPolicy = Literal["wait_all", "deadline", "over_selection"]
 """How the server waits for clients."""
 
-DownlinkMode = Literal["ideal", "broadcast"]
-"""Whether downlink transfers take simulated time."""
+DownlinkMode = Literal["ideal", "broadcast", "unicast"]
+"""Whether downlink transfers take simulated time, and whether a model for the whole cohort goes
+out once (``broadcast``) or as one copy per client (``unicast``)."""
 
 OnOutage = Literal["retransmit", "drop"]
 """What happens to an upload that falls into outage."""

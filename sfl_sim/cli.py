@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
     ch.add_argument("--out", dest="output_dir", help=argparse.SUPPRESS)  # an undocumented alias of --output-dir
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
+    ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
+                    help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
     _debug_flag(ch)
@@ -181,7 +183,7 @@ def _print_summaries(summaries: List[dict], out: Path) -> None:
 
 def _channel(args: argparse.Namespace) -> int:
     cell = api.channel_report(args.path, overrides=args.overrides, output_dir=args.output_dir, seed=args.seed,
-                              stream=sys.stdout)
+                              stream=sys.stdout, colour_by=args.colour_by)
     print(f"wrote {cell.files[0]} and {cell.files[1]}")
     return 0
 

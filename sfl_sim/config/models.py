@@ -325,6 +325,8 @@ class CellSection(Section):
     out_of_range: Annotated[OutOfRange, Allowed("one of warn, error (clients outside the path-loss model's "
                                                 "distance range)")] = "warn"
     mobility: ComponentSpec = _default("static")
+    power_control: ComponentSpec = _default("fixed")
+    interference: ComponentSpec = _default("none")
     outage: Outage = Field(default_factory=Outage)
     harq: Optional[Harq] = None
     client_tx_power_w: ClientPowerW = 0.2

@@ -13,9 +13,15 @@ Time model
   server jobs queue (a SimPy resource of capacity 1) and run one after another at full speed.
 * upload by client k: ``8 * nbytes / r_k``, with ``r_k`` the uplink rate of client k when the
   uplink band is shared by the round's cohort (they transmit in the same phases).
-* downlink: ``ideal`` (zero time) or ``broadcast``: a model sent to the whole cohort goes out once
-  at the rate of the worst receiver on the whole band; a unicast payload (an activation gradient)
-  goes at client k's rate on its share of the downlink band.
+* downlink: ``ideal`` (zero time), ``broadcast`` or ``unicast``.  In both timed modes a payload for
+  one client (an activation gradient, a model for one client) goes at client k's own rate on its
+  share of the downlink band, the band split among the round's cohort by the allocator (like the
+  uplink: the cohort is who receives in the round's downlink phases, and a share fixed per round
+  keeps every client's reply time independent of when the others' replies happen to overlap).
+  A model sent to the whole cohort goes out, with ``broadcast``, once at the rate of the worst
+  receiver on the whole band; with ``unicast``, as one copy per client, each at that client's
+  rate on its share, all at once: the transfer ends when the slowest copy does,
+  ``max_k 8 N / r_k``.
 * bytes are counted per receiving client, whatever the downlink mode, so byte columns compare
   across modes: a broadcast of N bytes to 10 clients adds 10 N downlink bytes.
 
@@ -156,7 +162,7 @@ class Simulator:
         Compute budget of each client in FLOP/s.
     server_flops_per_s : float
         Compute budget of the server in FLOP/s.
-    downlink_mode : {"ideal", "broadcast"}
+    downlink_mode : {"ideal", "broadcast", "unicast"}
     start_time_s : float
         Initial simulated time (non-zero when a run resumes).
     counters : Counters, optional
@@ -286,14 +292,16 @@ class RoundContext:
         self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.dropped: Dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
         self._processes: list[simpy.Process] = []
-        if sim.downlink_mode == "broadcast":
+        if sim.downlink_mode != "ideal":
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
-            self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
+            if sim.downlink_mode == "broadcast":
+                self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
             if sim.traced_downlink_bps:
                 traced = {k: sim.traced_downlink_bps[k] for k in ids if k in sim.traced_downlink_bps}
                 self._downlink_bps.update(traced)
-                self._broadcast_bps = min([self._broadcast_bps, *traced.values()])
+                if sim.downlink_mode == "broadcast":
+                    self._broadcast_bps = min([self._broadcast_bps, *traced.values()])
 
     def allocate_uplink(self, payload_bits: Dict[int, float] | None) -> None:
         """(Re)allocate the uplink band of the round among the cohort.
@@ -312,6 +320,7 @@ class RoundContext:
         self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
         self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
         self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+        self._uplink_tx_power_w = dict(zip(ids, link.tx_power_w.tolist()))
         for k in ids:
             if k in self._sim.traced_uplink_bps:
                 self._uplink_bps[k] = self._sim.traced_uplink_bps[k]
@@ -331,6 +340,11 @@ class RoundContext:
     def uplink_rate_bps(self, client: int) -> float:
         """Uplink rate of ``client`` in this round, bit/s."""
         return self._uplink_bps[client]
+
+    def uplink_tx_power_w(self, client: int) -> float:
+        """Uplink transmit power of ``client`` on its share in this round, W (the cell's power
+        control: ``cell.client_tx_power_w`` with ``fixed``)."""
+        return self._uplink_tx_power_w[client]
 
     def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
@@ -476,13 +490,18 @@ class RoundContext:
                                                                     self._downlink_bps[client]))
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
-        """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it."""
+        """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
+        per client)."""
         counters = self._sim.counters
         total = nbytes * len(self.cohort)
         counters.downlink_bytes += total
         counters.add(f"downlink/{what}", total)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
+        if self._sim.downlink_mode == "unicast":
+            # One copy per client on its own share, sent at once: done when the slowest copy is.
+            return self.env.timeout(max(8.0 * nbytes / self._downlink_rate("copy to client", k, self._downlink_bps[k])
+                                        for k in self.cohort.tolist()))
         return self.env.timeout(8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
                                                                     self._broadcast_bps))
 

@@ -69,7 +69,8 @@ def test_state_arrays_are_read_only(make_cell):
 def test_describe_reports_equal_share_snr_and_rate(make_cell):
     cell = make_cell()
     info = cell.describe()
-    assert set(info) == {"client", "distance_m", "pathloss_db", "shadowing_db", "snr_db", "uplink_rate_bps"}
+    assert set(info) == {"client", "distance_m", "pathloss_db", "shadowing_db", "snr_db", "uplink_rate_bps",
+                         "sinr_db", "tx_power_w"}
     np.testing.assert_array_equal(info["client"], [0, 1, 2])
     np.testing.assert_allclose(info["uplink_rate_bps"], cell.uplink_rates_bps([0, 1, 2]))
     # 100 m, 1 MHz share: SNR = 23.0103 - 90.5 - (-174 + 60) = 46.5103 dB

@@ -144,7 +144,7 @@ def test_state_with_lists_for_arrays_loads_like_tensors_would():
 @pytest.mark.parametrize("mutate, match", [
     (lambda s: s.pop("positions_m"), r"missing \['positions_m'\]"),
     (lambda s: s.update(extra=1), r"unexpected \['extra'\]"),
-    (lambda s: s.update(version=99), "version must be 1"),
+    (lambda s: s.update(version=99), "version must be 2"),
     (lambda s: s.update(n_clients=3), "is for 3 clients, this cell has 15"),
     (lambda s: s.update(positions_m=np.zeros((14, 2))), r"positions_m.*shape \(15, 2\)"),
     (lambda s: s.update(positions_m=np.full((15, 2), np.nan)), "positions_m.*finite"),

@@ -8,7 +8,8 @@ import channel
 from channel import REGISTRIES, check_component
 
 # Built-ins that need parameters to exist, and the client counts they accept.
-PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]}}
+PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]},
+          ("interference", "noise_rise"): {"noise_rise_db": 3.0}, ("interference", "first_tier"): {"activity": 0.5}}
 COUNTS = {("placement", "fixed_distances"): (3,)}
 VARIANTS = [("pathloss", "tr38901_uma", {"los": "los"}), ("pathloss", "tr38901_umi", {"los": "nlos"}),
             ("pathloss", "tr38901_uma", {"ut_height_m": 20.0}), ("shadowing", "lognormal", {"sigma_db": "model"}),
@@ -31,7 +32,8 @@ def test_every_builtin_passes_conformance(kind, name, params):
 
 
 def test_registries_cover_every_kind():
-    assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"}
+    assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
+        "power_control", "interference"}
     assert channel.FADING.kind == "fading" and channel.MOBILITY.kind == "mobility"
 
 

@@ -24,7 +24,8 @@ from simkit.protocols import (
 
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
     assert set(PROTOCOLS) == set(REGISTRIES) == {
-        "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"}
+        "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
+        "power_control", "interference"}
     for kind, registry in REGISTRIES.items():
         assert registry.protocol is PROTOCOLS[kind]
 
@@ -34,7 +35,8 @@ def test_every_builtin_component_satisfies_its_protocol(kind):
     registry = REGISTRIES[kind]
     for name in registry.names():
         cls = registry.get(name)
-        obj = cls([10.0]) if name == "fixed_distances" else cls()
+        required = {"fixed_distances": ([10.0],), "first_tier": (0.5,), "noise_rise": (3.0,)}
+        obj = cls(*required.get(name, ()))
         assert isinstance(obj, PROTOCOLS[kind]), name
         assert missing_members(obj, PROTOCOLS[kind]) == []
 

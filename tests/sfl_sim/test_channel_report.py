@@ -71,3 +71,39 @@ def test_report_bler_and_expected_transmissions(tmp_path):
     with open(tmp_path / "mcs" / "cell.csv") as f:
         rows = list(csv.DictReader(f))
     assert float(rows[0]["expected_transmissions"]) == pytest.approx(mean[0], nan_ok=True)
+
+
+def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
+    from channel import McsTableRate
+    from channel.cqi_tables import CQI_TABLES
+
+    cfg = small_cfg(rate={"name": "mcs_table", "table": "cqi_table2"},
+                    power_control={"name": "open_loop", "p0_dbm": -85.0, "alpha": 0.8},
+                    interference={"name": "noise_rise", "noise_rise_db": 4.0})
+    table = channel_report(cfg, tmp_path, stream=io.StringIO(), colour_by="cqi")
+    assert (tmp_path / "cell.png").stat().st_size > 1000
+    np.testing.assert_allclose(table["sinr_db"], table["snr_db"] - 4.0, atol=1e-9)
+    cqi = McsTableRate(table="cqi_table2").cqi(10 ** (table["sinr_db"] / 10))
+    np.testing.assert_array_equal(table["cqi"], cqi)
+    efficiency = {row[0]: row[3] for row in CQI_TABLES["cqi_table2"]}
+    np.testing.assert_array_equal(table["mcs_efficiency_bps_per_hz"], [efficiency.get(c, 0.0) for c in cqi])
+    # Rate = table efficiency x share (no overhead) on the cohort's 2.5 MHz share.
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], table["mcs_efficiency_bps_per_hz"] * 2.5e6)
+    # Open loop: P0 + 10 log10(M_RB) + 0.8 PL, 2.5 MHz = 6.9 -> 7 RBs at 30 kHz, capped at 23 dBm.
+    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(7) + 0.8 * table["pathloss_db"])
+    np.testing.assert_allclose(table["tx_power_w"], 10 ** ((p_dbm - 30) / 10), rtol=1e-12)
+
+
+def test_report_leaves_cqi_empty_without_a_cqi_table(tmp_path):
+    from sfl_sim.errors import ConfigError
+
+    table = channel_report(small_cfg(), tmp_path, stream=io.StringIO())
+    assert np.all(np.isnan(table["cqi"])) and np.all(np.isnan(table["mcs_efficiency_bps_per_hz"]))
+    np.testing.assert_array_equal(table["sinr_db"], table["snr_db"])
+    np.testing.assert_array_equal(table["tx_power_w"], 0.2)
+    with open(tmp_path / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["cqi"] == "" and rows[0]["mcs_efficiency_bps_per_hz"] == ""
+    with pytest.raises(ConfigError) as err:
+        channel_report(small_cfg(), tmp_path / "x", stream=io.StringIO(), colour_by="cqi")
+    assert "\n" not in str(err.value) and "colour_by" in str(err.value) and "mcs_table" in str(err.value)

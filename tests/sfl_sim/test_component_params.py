@@ -73,6 +73,10 @@ WRONG = [
     ("cell.rate={name: shannon, noise_figure_db: true}", ["cell.rate.noise_figure_db", "True"]),
     ("cell.allocation={name: equal_finish_time, rtol: 0}", ["cell.allocation.rtol", "0", "> 0"]),
     ("cell.mobility={name: random_waypoint, pause_s: -1}", ["cell.mobility.pause_s", "-1"]),
+    ("cell.power_control={name: open_loop, alpha: 0.3}", ["cell.power_control.alpha", "0.3", "0.4"]),
+    ("cell.power_control={name: open_loop, p_max_dbm: 60}", ["cell.power_control.p_max_dbm", "60"]),
+    ("cell.interference={name: first_tier, activity: 1.5}", ["cell.interference.activity", "1.5", "<= 1"]),
+    ("cell.interference={name: noise_rise, noise_rise_db: -3}", ["cell.interference.noise_rise_db", "-3"]),
     ("cell.placement={name: uniform_disc, radius_m: 1.0e+6}", ["cell.placement.radius_m", "1000000.0", "uniform_disc"]),
 ]
 
@@ -168,7 +172,8 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
 
 def test_channel_kinds_table_is_the_one_list() -> None:
     names = [k.name for k in CHANNEL_KINDS]
-    assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility"]
+    assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility", "power_control",
+                     "interference"]
     for kind in CHANNEL_KINDS:
         section, field = kind.field.split(".")
         assert field in Scenario.model_fields[section].annotation.model_fields  # type: ignore[union-attr]

@@ -67,8 +67,15 @@ def test_same_seed_same_rows(tmp_path: Path) -> None:
     assert a == b
 
 
-def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("cell", [{}, {
+    "power_control": {"name": "open_loop", "p0_dbm": -80.0, "alpha": 0.8},
+    "interference": {"name": "first_tier", "activity": 0.5},
+    "downlink": {"mode": "unicast"},
+}], ids=["default", "power_control+first_tier+unicast"])
+def test_interrupted_run_resumes_to_the_same_rows(tmp_path: Path, capsys, cell) -> None:
     data = {**SMALL, "rounds": 3, "algorithms": [{"name": "scala"}], "output_dir": str(tmp_path / "full")}
+    if cell:  # the interference draws a new noise rise every round: the checkpoint must carry it
+        data["cell"] = {**data.get("cell", {}), **cell}
     path = write_yaml(tmp_path, data)
     assert main(["scenario", str(path), "--no-progress"]) == 0
     full = read_rows(tmp_path / "full" / "scala" / "metrics.csv", host_time=False)

@@ -62,7 +62,8 @@ def test_record_holds_every_component_the_training_settings_and_the_versions(tmp
     components = record["components"]
     assert list(components) == ["algorithm", "model", "data.dataset", "data.partition", "cell.placement",
                                 "cell.pathloss", "cell.shadowing", "cell.fading", "cell.rate", "cell.allocation",
-                                "cell.mobility", "clients.selection", "training.optimizer"]
+                                "cell.mobility", "cell.power_control", "cell.interference", "clients.selection",
+                                "training.optimizer"]
     assert components["algorithm"] == {"name": "fedvls", "class": "sfl_sim.algorithms.fedvls:FedVLS",
                                        "params": {"lam": 0.1, "suppression_weight": 0.005,
                                                   "suppression_form": "released"}}
