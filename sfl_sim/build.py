@@ -22,6 +22,7 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
+from sfl_sim.energy import ENERGY, EnergyLedger
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
@@ -98,6 +99,7 @@ class Run:
     selector: Any
     test_x: torch.Tensor
     test_y: torch.Tensor
+    ledger: Optional[EnergyLedger] = None  # None with energy.enabled false
 
 
 def build_cell(cfg: Scenario) -> Cell:
@@ -311,7 +313,22 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.prepare raised {type(exc).__name__}: "
                           f"{_one_line(exc)}") from exc
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
-               setup, algorithm, selector, test_x, test_y)
+               setup, algorithm, selector, test_x, test_y, build_ledger(cfg, client_flops_per_s))
+
+
+def build_ledger(cfg: Scenario, client_flops_per_s: np.ndarray) -> Optional[EnergyLedger]:
+    """The run's energy ledger (``energy:``), None when ``energy.enabled`` is false.
+
+    Raises
+    ------
+    ConfigError
+        On a device energy model that cannot be built (one line naming ``energy.device``'s field).
+    """
+    energy = cfg.energy
+    if not energy.enabled:
+        return None
+    model = component(ENERGY, energy.device, "energy.device")
+    return EnergyLedger(model, client_flops_per_s, energy.server_j_per_flop)
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:

@@ -113,6 +113,7 @@ class _Trained:
     evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
     weights_finite: bool
     host_start_s: float
+    energy_rows: List[Dict[str, Any]]  # its energy.csv rows (none without a ledger)
 
 
 class _Session:
@@ -149,19 +150,25 @@ class _Session:
             run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
             run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
             run.algorithm.meter.load_state_dict(state.flops_per_sample)
-            files.start_logs(run.setup.num_classes, keep_through_round=self.round)
+            if run.ledger is not None and state.energy:
+                run.ledger.load_state_dict(state.energy)
+            files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 files.record_resume(self.round, code_versions())  # which code trained the rounds after it
             self.summary = files.read_summary() or {}
         else:
-            files.start_logs(run.setup.num_classes)
+            files.start_logs(run.setup.num_classes, **self._energy_logs())
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
         self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading)
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
+
+    def _energy_logs(self) -> Dict[str, bool]:
+        """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
+        return {"energy": self.run.ledger is not None, "battery": False}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -181,8 +188,14 @@ class _Session:
                **{k: after[k] - before[k] for k in _ROUND_COUNTERS},
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
+        energy_rows: List[Dict[str, Any]] = []
+        row["client_energy_j"] = ""
+        if run.ledger is not None:
+            charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
+            energy_rows = [c.row() for c in charged]
+            row["client_energy_j"] = math.fsum(c.total_j for c in charged)
         finite = _all_finite(run.algorithm.global_model())
-        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s)
+        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)
 
     def evaluate(self, rnd: int) -> Dict[str, Any]:
         """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
@@ -216,6 +229,8 @@ class _Session:
                 self.summarize("complete" if trained.round == self.cfg.rounds else "running")
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
+        if self.run.ledger is not None:
+            self.files.append_energy(trained.energy_rows)
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: Dict[str, Any]) -> None:
@@ -225,7 +240,8 @@ class _Session:
             round=self.round, sim_time_s=sim.now_s, host_time_s=evaluation["host_time_s"],
             counters=sim.counters.as_dict(), algorithm=run.algorithm.state_dict(), rng=self.streams.state(run),
             cell=run.cell.state_dict(), flops_per_sample=run.algorithm.meter.state_dict(),
-            selector=run.selector.state_dict()))
+            selector=run.selector.state_dict(),
+            energy=run.ledger.state_dict() if run.ledger is not None else {}))
 
     def failed(self, exc: Exception) -> RunFailed:
         """Record the error in ``summary.json``; the exception that carries it to the user."""

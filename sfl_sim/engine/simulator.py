@@ -36,6 +36,15 @@ resolve to :data:`~sfl_sim.engine.outcome.DELIVERED` or to ``Lost("outage")``
 (:mod:`sfl_sim.engine.outcome`); the counters record retransmissions and drops, and bytes of every
 attempt are counted (they were on the air).
 
+Busy time (for the energy ledger)
+---------------------------------
+Every client-side primitive also notes, in :attr:`RoundContext.busy`, the interval it keeps a
+client busy, as a :class:`Busy` (kind ``compute``, ``uplink`` — each attempt, failed ones too, with
+the transmit power used — or ``downlink``; a broadcast notes one per cohort member), from when it
+starts to when it would end; :attr:`RoundContext.left_s` notes when a client's payload was lost
+after outage (its part of the round ends there).  These notes are read after the round
+(:mod:`sfl_sim.energy.ledger`) and change nothing the engine times or counts.
+
 Lost payloads and stragglers
 ----------------------------
 Failure is the value of an event, not a separate flag: a client's process returns
@@ -63,6 +72,28 @@ SimSteps = Generator[simpy.Event, Any, _T]
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
+
+
+@dataclass(frozen=True)
+class Busy:
+    """One interval a client is busy in a round (see "Busy time" in the module docstring).
+
+    Attributes
+    ----------
+    kind : {"compute", "uplink", "downlink"}
+    start_s, end_s : float
+        Simulated start and (scheduled) end; an interval cut short by the round's end runs past it.
+    flops : float
+        FLOPs of a ``compute`` interval (0 otherwise).
+    tx_power_w : float
+        Transmit power of an ``uplink`` interval, W (0 otherwise).
+    """
+
+    kind: str
+    start_s: float
+    end_s: float
+    flops: float = 0.0
+    tx_power_w: float = 0.0
 
 
 @dataclass
@@ -205,6 +236,9 @@ class RoundContext:
         self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.dropped: Dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
         self._processes: list[simpy.Process] = []
+        self.start_s = sim.now_s
+        self.busy: Dict[int, list[Busy]] = {}  # client -> its busy intervals this round
+        self.left_s: Dict[int, float] = {}  # client -> when its payload was lost after outage
         if sim.downlink_mode == "broadcast":
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
@@ -227,6 +261,7 @@ class RoundContext:
         self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
         self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
         self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
+        self._tx_power_w = dict(zip(ids, np.broadcast_to(link.tx_power_w, link.rate_bps.shape).tolist()))
 
     @property
     def env(self) -> simpy.Environment:
@@ -244,6 +279,15 @@ class RoundContext:
         """Uplink rate of ``client`` in this round, bit/s."""
         return self._uplink_bps[client]
 
+    def uplink_tx_power_w(self, client: int) -> float:
+        """Transmit power ``client`` uses on the uplink in this round, W (the cell's link budget)."""
+        return self._tx_power_w[client]
+
+    def _note_busy(self, client: int, kind: str, duration_s: float, flops: float = 0.0,
+                   tx_power_w: float = 0.0) -> None:
+        now = self.now_s
+        self.busy.setdefault(client, []).append(Busy(kind, now, now + duration_s, flops, tx_power_w))
+
     def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
         counters = self._sim.counters
@@ -256,7 +300,9 @@ class RoundContext:
         else:
             counters.client_flops += flops
             counters.add(f"client/{what}", flops)
-            yield self.env.timeout(flops / self._sim.client_flops_per_s[who])
+            duration_s = flops / self._sim.client_flops_per_s[who]
+            self._note_busy(who, "compute", float(duration_s), flops=flops)
+            yield self.env.timeout(duration_s)
 
     def upload(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Event:
         """Client → server transfer of ``nbytes``; ``yield`` it.
@@ -282,7 +328,9 @@ class RoundContext:
         if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
                 and self._uplink_bps[client] > 0:
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
-            return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=DELIVERED)
+            duration_s = 8.0 * nbytes / self._uplink_bps[client]
+            self._note_busy(client, "uplink", duration_s, tx_power_w=self._tx_power_w[client])
+            return self.env.timeout(duration_s, value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
 
     def _count_upload(self, nbytes: int, what: str) -> None:
@@ -316,6 +364,7 @@ class RoundContext:
             failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0]))
             if not failed:
+                self._note_busy(client, "uplink", 8.0 * nbytes / rate, tx_power_w=self._tx_power_w[client])
                 yield self.env.timeout(8.0 * nbytes / rate)
                 return DELIVERED
             if policy is None:
@@ -323,11 +372,14 @@ class RoundContext:
             # A failed attempt occupies the air for the payload at its rate (or the threshold
             # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
             attempt_rate = max(rate, policy.min_rate_bps)
-            yield self.env.timeout(8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0)
+            attempt_s = 8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0
+            self._note_busy(client, "uplink", attempt_s, tx_power_w=self._tx_power_w[client])
+            yield self.env.timeout(attempt_s)
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.dropped_transmissions += 1
                 counters.add(f"dropped/{what}", 1)
+                self.left_s.setdefault(client, self.now_s)
                 return Lost("outage")
             counters.retransmissions += 1
             counters.add(f"retransmissions/{what}", 1)
@@ -341,8 +393,9 @@ class RoundContext:
         counters.add(f"downlink/{what}", nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._downlink_rate("download to client", client,
-                                                                    self._downlink_bps[client]))
+        duration_s = 8.0 * nbytes / self._downlink_rate("download to client", client, self._downlink_bps[client])
+        self._note_busy(client, "downlink", duration_s)
+        return self.env.timeout(duration_s)
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it."""
@@ -352,8 +405,11 @@ class RoundContext:
         counters.add(f"downlink/{what}", total)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
-                                                                    self._broadcast_bps))
+        duration_s = 8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
+                                                        self._broadcast_bps)
+        for client in self.cohort.tolist():
+            self._note_busy(client, "downlink", duration_s)
+        return self.env.timeout(duration_s)
 
     def _downlink_rate(self, what: str, who: int, rate_bps: float) -> float:
         """``rate_bps``, or a clear error where a link abstraction gives the downlink no usable MCS
