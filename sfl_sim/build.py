@@ -328,7 +328,11 @@ def build_ledger(cfg: Scenario, client_flops_per_s: np.ndarray) -> Optional[Ener
     if not energy.enabled:
         return None
     model = component(ENERGY, energy.device, "energy.device")
-    return EnergyLedger(model, client_flops_per_s, energy.server_j_per_flop)
+    capacity_j = None
+    if energy.battery is not None:
+        capacity_j = stream(cfg.seed, "battery").uniform(energy.battery.capacity_min_j, energy.battery.capacity_max_j,
+                                                         size=cfg.clients.count)
+    return EnergyLedger(model, client_flops_per_s, energy.server_j_per_flop, capacity_j)
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:

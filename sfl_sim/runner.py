@@ -98,6 +98,23 @@ def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -
     return arr.astype(np.int64)
 
 
+def selectable_cohort(cohort: np.ndarray, eligible: np.ndarray, rnd: int) -> np.ndarray:
+    """The selector's pick without the clients whose battery cannot cover a round (they sit the
+    round out; a ``battery_aware`` selector picks none of them while there are enough others).
+
+    Raises
+    ------
+    RuntimeError
+        When no picked client can take part (one line; the run ends ``failed``).
+    """
+    kept = cohort[eligible[cohort]]
+    if kept.size == 0:
+        raise RuntimeError(f"energy.battery: none of the selected clients ({' '.join(map(str, cohort.tolist()))}) "
+                           f"has the charge for round {rnd} ({int(eligible.sum())} clients still have it); "
+                           f"use larger capacities, fewer rounds or clients.selection: battery_aware")
+    return kept
+
+
 #: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
 _ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
                    "dropped_transmissions", "dropped_clients")
@@ -163,12 +180,15 @@ class _Session:
             files.write_resolved(resolve_run(cfg, run.label).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
         self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading)
+        if run.ledger is not None and run.ledger.battery:
+            self.sim.upload_guard = run.ledger.upload_guard
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
 
     def _energy_logs(self) -> Dict[str, bool]:
         """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
-        return {"energy": self.run.ledger is not None, "battery": False}
+        ledger = self.run.ledger
+        return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -176,8 +196,14 @@ class _Session:
         self.round = rnd
         host_start_s = time.perf_counter()
         n_cohort = selected_per_round(cfg)
+        if run.ledger is not None and run.ledger.battery:
+            eligible = run.ledger.selectable()
+            if hasattr(run.selector, "set_eligible"):
+                run.selector.set_eligible(eligible)
         cohort = _check_cohort(run.selector.select(cfg.clients.count, n_cohort, self.streams.selection),
                                cfg.clients.count, n_cohort, run.selector)
+        if run.ledger is not None and run.ledger.battery:
+            cohort = selectable_cohort(cohort, eligible, rnd)
         before = sim.counters.as_dict()
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
@@ -193,6 +219,9 @@ class _Session:
         if run.ledger is not None:
             charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
             energy_rows = [c.row() for c in charged]
+            if run.ledger.battery:
+                for energy_row in energy_rows:
+                    energy_row["battery_j"] = run.ledger.battery_j(energy_row["client"])
             row["client_energy_j"] = math.fsum(c.total_j for c in charged)
         finite = _all_finite(run.algorithm.global_model())
         return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)

@@ -172,3 +172,34 @@ class ClassBalancedSelection(Selector):
             group += self.counts[pick]
         self.times_selected[chosen] += 1
         return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+@SELECTORS.register("battery_aware")
+class BatteryAwareSelection(Selector):
+    """Uniform selection among the clients whose battery covers a round (``energy.battery``).
+
+    Before each round the runner passes which clients can afford one (:meth:`set_eligible`,
+    :meth:`sfl_sim.energy.EnergyLedger.selectable`); the cohort is drawn uniformly without
+    replacement among them, and filled up uniformly from the others only when too few are left
+    (the runner then leaves those out of the round).  Without batteries every client is eligible
+    and it draws like ``uniform``.
+    """
+
+    def __init__(self) -> None:
+        self.eligible: np.ndarray | None = None
+
+    def set_eligible(self, eligible: np.ndarray) -> None:
+        """Which clients may be picked in the coming round (a bool per client)."""
+        self.eligible = np.asarray(eligible, dtype=bool)
+
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator) -> np.ndarray:
+        if not 1 <= n_selected <= n_clients:
+            raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
+        ok = np.ones(n_clients, dtype=bool) if self.eligible is None else self.eligible
+        if len(ok) != n_clients:
+            raise ValueError(f"set_eligible got {len(ok)} clients; select was asked for {n_clients}")
+        good, rest = np.flatnonzero(ok), np.flatnonzero(~ok)
+        pick = rng.choice(good, size=min(n_selected, good.size), replace=False)
+        if pick.size < n_selected:
+            pick = np.concatenate([pick, rng.choice(rest, size=n_selected - pick.size, replace=False)])
+        return np.sort(pick).astype(np.int64)

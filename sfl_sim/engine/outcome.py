@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Union
 
-LossReason = Literal["outage", "deadline", "over_selection", "round_over"]
+LossReason = Literal["outage", "deadline", "over_selection", "round_over", "battery"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), the
-straggler policy stopped waiting for it (``deadline``, ``over_selection``), or the round ended
-while it was still running (``round_over``, never recorded as a drop)."""
+straggler policy stopped waiting for it (``deadline``, ``over_selection``), the round ended
+while it was still running (``round_over``, never recorded as a drop), or its battery emptied
+before its upload was through (``battery``, with ``energy.battery``)."""
 
 
 @dataclass(frozen=True)

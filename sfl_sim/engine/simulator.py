@@ -193,6 +193,10 @@ class Simulator:
         self.env = simpy.Environment(initial_time=start_time_s)
         self.server = simpy.Resource(self.env, capacity=1)
         self.counters = counters if counters is not None else Counters()
+        #: With batteries (:mod:`sfl_sim.energy.battery`): ``guard(ctx, client, duration_s, tx_power_w)``
+        #: is asked before each upload; None lets it go, a time says when the client's battery empties
+        #: (at the latest the upload's end), and the upload resolves to ``Lost("battery")`` then.
+        self.upload_guard: Callable[[RoundContext, int, float, float], float | None] | None = None
 
     @property
     def now_s(self) -> float:
@@ -325,6 +329,11 @@ class RoundContext:
             or dropped after outage (value ``Lost("outage")``).
         """
         policy = self._sim.outage
+        if self._sim.upload_guard is not None and self._uplink_bps[client] > 0:
+            empty_s = self._sim.upload_guard(self, client, 8.0 * nbytes / self._uplink_bps[client],
+                                             self._tx_power_w[client])
+            if empty_s is not None:
+                return self._battery_empty(client, empty_s)
         if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
                 and self._uplink_bps[client] > 0:
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
@@ -332,6 +341,15 @@ class RoundContext:
             self._note_busy(client, "uplink", duration_s, tx_power_w=self._tx_power_w[client])
             return self.env.timeout(duration_s, value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
+
+    def _battery_empty(self, client: int, empty_s: float) -> simpy.Event:
+        """The upload of a client whose battery empties at ``empty_s``: on the air until then (no
+        byte counted as delivered or sent whole), then ``Lost("battery")``; the client leaves."""
+        now = self.now_s
+        if empty_s > now:
+            self._note_busy(client, "uplink", empty_s - now, tx_power_w=self._tx_power_w[client])
+        self.left_s.setdefault(client, max(empty_s, now))
+        return self.env.timeout(max(0.0, empty_s - now), value=Lost("battery"))
 
     def _count_upload(self, nbytes: int, what: str) -> None:
         counters = self._sim.counters

@@ -10,12 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sfl_sim.config import validate
 from sfl_sim.energy import ENERGY, DvfsEnergy, EnergyLedger, PerFlopEnergy, busy_seconds, check_energy
 from sfl_sim.energy import models
 from sfl_sim.energy.conformance import EnergyConformanceError
 from sfl_sim.engine import Busy
+from sfl_sim.runner import selectable_cohort
+from sfl_sim.selection import BatteryAwareSelection, UniformSelection
 
 from tests.sfl_sim.helpers import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
 
@@ -182,8 +186,10 @@ def test_the_ledger_closes_with_the_default_profile_and_a_timed_downlink(tmp_pat
         assert any(float(r["downlink_j"]) > 0 for r in _csv(out / label / "energy.csv"))
 
 
-def test_resume_reproduces_energy_csv(tmp_path, capsys) -> None:
-    data = {**small_scenario(algorithms=["scala"], rounds=2), "eval_every_rounds": 2}
+@pytest.mark.parametrize("battery", [None, {"capacity_min_j": 0.002, "capacity_max_j": 0.008}],
+                         ids=["plain", "battery"])
+def test_resume_reproduces_energy_csv(tmp_path, capsys, battery) -> None:
+    data = {**small_scenario(algorithms=["scala"], rounds=2), "eval_every_rounds": 2, "energy": {"battery": battery}}
     path, out = finished_run(tmp_path, capsys, data)
     code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "4")
     assert code == 0, err
@@ -222,3 +228,58 @@ def test_bad_energy_input_is_one_line_naming_the_field_before_any_work(tmp_path,
     for word in words:
         assert word in err, (word, err)
     assert not (tmp_path / "out").exists()
+
+
+# -- batteries ----------------------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), data=st.data())
+def test_a_client_with_too_little_energy_is_never_selected(seed, n, data) -> None:
+    rng = np.random.default_rng(seed)
+    ledger = EnergyLedger(PerFlopEnergy(), np.ones(n), 0.0, capacity_j=rng.uniform(0.0, 2.0, n))
+    ledger.expected_j = rng.uniform(0.0, 2.0, n)
+    ledger.remaining_j[rng.random(n) < 0.2] = 0.0
+    eligible = ledger.selectable()
+    assert not np.any(eligible & ((ledger.remaining_j < ledger.expected_j) | (ledger.remaining_j <= 0)))
+    k = data.draw(st.integers(1, n))
+    for selector in (UniformSelection(), BatteryAwareSelection()):
+        if isinstance(selector, BatteryAwareSelection):
+            selector.set_eligible(eligible)
+        cohort = selector.select(n, k, np.random.default_rng(seed))
+        if not eligible[cohort].any():
+            with pytest.raises(RuntimeError, match="energy.battery"):
+                selectable_cohort(cohort, eligible, 1)
+            continue
+        kept = selectable_cohort(cohort, eligible, 1)
+        assert eligible[kept].all() and set(kept.tolist()) == set(cohort[eligible[cohort]].tolist())
+        if isinstance(selector, BatteryAwareSelection):  # it takes eligible clients while there are enough
+            assert kept.size == min(k, int(eligible.sum()))
+
+
+def test_batteries_drain_deplete_and_drop_with_cause_battery(tmp_path, capsys) -> None:
+    data = {**small_scenario(algorithms=["scala", "fedavg"], rounds=4),
+            "energy": {"battery": {"capacity_min_j": 0.002, "capacity_max_j": 0.008}}}
+    data["clients"]["selection"] = {"name": "battery_aware"}
+    _, out = finished_run(tmp_path, capsys, data)
+    causes = []
+    for label in ("scala", "fedavg"):
+        run = out / label
+        _closes(run)
+        energy = _csv(run / "energy.csv")
+        left: dict[int, float] = {}
+        for row in energy:
+            client, battery = int(row["client"]), float(row["battery_j"])
+            assert client not in left or left[client] > 0.0  # an empty battery is never selected again
+            assert battery >= 0.0 and (client not in left or battery <= left[client])
+            if client in left:
+                assert battery == pytest.approx(left[client] - float(row["total_j"]), abs=1e-12) or battery == 0.0
+            left[client] = battery
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["depleted_clients"] == sum(1 for b in left.values() if b == 0.0) >= 1
+        causes += [d.split(":")[1] for r in _csv(run / "rounds.csv") for d in r["dropped"].split()]
+    assert "battery" in causes
+
+
+def test_no_batteries_means_no_battery_column_and_no_depleted_count(tmp_path, capsys) -> None:
+    _, out = finished_run(tmp_path, capsys, small_scenario(rounds=1))
+    assert "battery_j" not in _csv(out / "fedavg" / "energy.csv")[0]
+    assert "depleted_clients" not in json.loads((out / "fedavg" / "summary.json").read_text())
