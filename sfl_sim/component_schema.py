@@ -26,6 +26,7 @@ COMPONENT_FIELDS: Dict[Tuple[str, str], str] = {
     ("data", "dataset"): "dataset",
     ("data", "partition"): "partitioner",
     ("clients", "selection"): "selector",
+    ("energy", "device"): "energy",
     **{tuple(kind.field.split(".")): kind.name for kind in CHANNEL_KINDS},  # type: ignore[misc]
 }
 
