@@ -46,6 +46,7 @@ Each client starts with its drawn capacity and every round's charge is taken fro
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -136,8 +137,12 @@ class EnergyLedger:
             busy = ctx.busy.get(client, [])
             row = self.charge_client(rnd, client, busy, ctx.start_s, min(end_s, ctx.left_s.get(client, end_s)))
             if self.battery and row.total_j > self.remaining_j[client]:
-                empty_s = self._empties_at(client, busy, ctx.start_s, min(end_s, ctx.left_s.get(client, end_s)))
+                until_s = min(end_s, ctx.left_s.get(client, end_s))
+                empty_s = self._empties_at(client, busy, ctx.start_s, until_s)
                 row = self.charge_client(rnd, client, busy, ctx.start_s, empty_s, tail=False)
+                if empty_s >= until_s:  # it empties in the RRC tail, after the round: the tail takes the rest
+                    row = dataclasses.replace(row, idle_j=row.idle_j + max(0.0, self.remaining_j[client] - row.total_j))
+                self._emptied.add(client)
             self.spent_j[client] += row.total_j
             rows.append(row)
         if self.battery:
@@ -180,9 +185,12 @@ class EnergyLedger:
         return self._empties_at(client, busy, ctx.start_s, now + duration_s)
 
     def _empties_at(self, client: int, busy: Sequence[Any], start_s: float, end_s: float) -> float:
-        """The time in ``[start_s, end_s]`` at which ``client``'s energy since ``start_s`` reaches its
-        charge (energy grows with time, so bisection; 100 halvings reach float resolution)."""
+        """The time in ``[start_s, end_s]`` at which ``client``'s energy since ``start_s`` (without
+        the tail) reaches its charge, ``end_s`` when it never does (energy grows with time, so
+        bisection; 100 halvings reach float resolution)."""
         charge = self.remaining_j[client]
+        if self.charge_client(0, client, busy, start_s, end_s, tail=False).total_j <= charge:
+            return end_s  # the charge lasts the whole span (only a tail after it can empty it)
         lo, hi = start_s, end_s
         for _ in range(100):
             mid = 0.5 * (lo + hi)

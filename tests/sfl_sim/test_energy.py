@@ -17,11 +17,12 @@ from sfl_sim.config import validate
 from sfl_sim.energy import ENERGY, DvfsEnergy, EnergyLedger, PerFlopEnergy, busy_seconds, check_energy
 from sfl_sim.energy import models
 from sfl_sim.energy.conformance import EnergyConformanceError
-from sfl_sim.engine import Busy
+from sfl_sim.engine import DELIVERED, Busy, Lost
 from sfl_sim.runner import selectable_cohort
 from sfl_sim.selection import BatteryAwareSelection, UniformSelection
 
-from tests.sfl_sim.helpers import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.sfl_sim.helpers import (ROOT, finished_run, read_rows, run_cli, small_scenario, two_client_simulator,
+                                   write_yaml)
 
 SCENARIO = ROOT / "sfl_sim" / "scenarios" / "cellular_100clients.yaml"
 
@@ -283,3 +284,46 @@ def test_no_batteries_means_no_battery_column_and_no_depleted_count(tmp_path, ca
     _, out = finished_run(tmp_path, capsys, small_scenario(rounds=1))
     assert "battery_j" not in _csv(out / "fedavg" / "energy.csv")[0]
     assert "depleted_clients" not in json.loads((out / "fedavg" / "summary.json").read_text())
+
+
+def test_an_upload_that_would_empty_the_battery_ends_when_it_empties() -> None:
+    sim = two_client_simulator()  # 1e6 FLOP/s clients on a 1 MHz uplink
+    model = PerFlopEnergy(j_per_flop=1e-6, pa_efficiency=0.5, circuit_power_w=0.1, idle_power_w=0.01)
+    # client 0 can afford its 1 J of compute and a bit of its upload, client 1 everything
+    ledger = EnergyLedger(model, sim.client_flops_per_s, 0.0, capacity_j=np.array([1.02, 100.0]))
+    sim.upload_guard = ledger.upload_guard
+    outcomes = {}
+
+    def client(ctx, k):
+        yield from ctx.compute(k, 1e6)
+        outcomes[k] = yield ctx.upload(k, 200_000, "activations")
+
+    def round_process(ctx):
+        yield ctx.all_of([ctx.process(client(ctx, k)) for k in (0, 1)])
+
+    sim.run_round(round_process, [0, 1])
+    ctx = sim.last_round
+    assert outcomes[0] == Lost("battery") and outcomes[1] == DELIVERED
+    zero, one = ledger.charge_round(1, ctx, sim.now_s)
+    assert zero.total_j == pytest.approx(1.02, rel=1e-9) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+    assert ctx.left_s[0] < sim.now_s  # it left before the round ended
+    air_s = (ctx.left_s[0] - 1.0)  # compute took 1 s, then it transmitted until it emptied
+    assert zero.uplink_j == pytest.approx((0.2 / 0.5 + 0.1) * air_s, rel=1e-9) and zero.idle_j == 0.0
+    assert one.total_j < 100.0 and ledger.remaining_j[1] == pytest.approx(100.0 - one.total_j)
+    assert not ledger.selectable()[0]
+    assert ledger.summary(0.0)["depleted_clients"] == 1
+
+
+def test_a_battery_emptied_by_the_rrc_tail_after_the_round_is_charged_exactly_its_charge() -> None:
+    model = PerFlopEnergy(j_per_flop=0.0, pa_efficiency=1.0, circuit_power_w=0.0, idle_power_w=0.0, rrc_tail=True,
+                          tail_power_w=1.0, tail_s=10.0)
+    ledger = EnergyLedger(model, np.ones(1), 0.0, capacity_j=np.array([3.0]))
+
+    class Ctx:
+        cohort = np.array([0])
+        start_s = 0.0
+        busy = {0: [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]}  # 1 J, then a 10 s tail from t = 1 s
+        left_s: dict = {}
+
+    (row,) = ledger.charge_round(1, Ctx, 2.0)  # 1 s of the tail inside the round (idle at 0 W), 9 s after it
+    assert row.total_j == pytest.approx(3.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
