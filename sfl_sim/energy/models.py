@@ -46,11 +46,11 @@ SXM datasheet: 400 W board power over 19.5 TFLOP/s fp32 peak.
 from __future__ import annotations
 
 import math
-
-from simkit.params import NonNegative, ParamsModel, Positive
-from pydantic import Field
 from typing import Annotated
 
+from pydantic import Field
+
+from simkit.params import NonNegative, ParamsModel, Positive
 from sfl_sim.energy.base import ENERGY
 
 __all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
