@@ -327,3 +327,26 @@ def test_a_battery_emptied_by_the_rrc_tail_after_the_round_is_charged_exactly_it
 
     (row,) = ledger.charge_round(1, Ctx, 2.0)  # 1 s of the tail inside the round (idle at 0 W), 9 s after it
     assert row.total_j == pytest.approx(3.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+
+
+def test_a_run_killed_after_its_checkpoint_resumes_to_the_same_energy_csv(tmp_path, capsys) -> None:
+    from sfl_sim.config import validate as validate_scenario
+    from sfl_sim.runner import prepare_scenario, run_one
+
+    data = {**small_scenario(algorithms=["scala"], rounds=4), "eval_every_rounds": 2,
+            "energy": {"battery": {"capacity_min_j": 0.002, "capacity_max_j": 0.008}}}
+    cfg = validate_scenario({**data, "output_dir": str(tmp_path / "killed")})
+
+    def kill_after_round_3(rnd, info):
+        if rnd == 3:
+            raise KeyboardInterrupt
+
+    ((run, plan),) = prepare_scenario(cfg)
+    with pytest.raises(KeyboardInterrupt):
+        run_one(run, plan.run_dir, progress=False, plan=plan, on_round=kill_after_round_3)
+    assert {r["round"] for r in read_rows(plan.run_dir / "energy.csv")} == {"1", "2", "3"}  # 3: after the checkpoint
+    ((run, plan),) = prepare_scenario(cfg, resume=True)
+    run_one(run, plan.run_dir, progress=False, plan=plan)
+    straight = write_yaml(tmp_path, data, "straight.yaml")
+    assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
+    assert (plan.run_dir / "energy.csv").read_bytes() == (tmp_path / "straight" / "scala" / "energy.csv").read_bytes()
