@@ -37,7 +37,7 @@ __all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "run
 #: Columns of ``summary.csv`` before the time-to-accuracy columns: keys of ``summary.json``.
 CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
                "final_test_accuracy", "best_test_accuracy", "final_sim_time_s", "host_time_s", "uplink_bytes",
-               "downlink_bytes", "client_flops", "server_flops")
+               "downlink_bytes", "client_flops", "server_flops", "client_energy_j")
 
 Summary = Mapping[str, Any]
 
@@ -96,6 +96,11 @@ def _seconds(v: Any) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
 
 
+def _joules(v: Any) -> str:
+    """Three significant digits (a tiny test run spends millijoules, a study megajoules)."""
+    return "-" if v is None else f"{v:.3g}"
+
+
 def _mega(v: Any) -> str:
     return "-" if v is None else f"{v / 1e6:,.1f}"
 
@@ -118,6 +123,7 @@ _TOTALS: Tuple[Tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("down MB", "downlink_bytes", _mega, True),
     ("client GFLOP", "client_flops", _giga, False),
     ("server GFLOP", "server_flops", _giga, False),
+    ("client J", "client_energy_j", _joules, False),
 )
 
 _LEGEND = ("acc: test accuracy (a fraction); sim s: simulated seconds;",
@@ -129,6 +135,9 @@ def _totals(summaries: Sequence[Summary], short: bool) -> Tuple[List[str], List[
     header = ["run"] + [c[0] for c in columns]
     rows = [[str(s.get("label", "?"))] + [fmt(s.get(key)) for _, key, fmt, _ in columns] for s in summaries]
     return header, rows
+
+
+_ENERGY_LEGEND = "client J: joules all clients spent (the energy ledger)"
 
 
 def _tta(summaries: Sequence[Summary]) -> Tuple[List[str], List[List[str]]]:
@@ -180,7 +189,15 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
         No line is longer than this (labels are cut with ``~`` when needed; the files keep them whole).
     """
     present = _present(summaries)
-    parts = [_plain(*_totals(present, short=True), width=width), *_LEGEND]
+    totals, legend = _plain(*_totals(present, short=True), width=width), list(_LEGEND)
+    if any(s.get("client_energy_j") is not None for s in present):
+        # the client energy column when it fits the width (it always is in summary.csv and summary.md)
+        header, rows = _totals(present, short=True)
+        header, rows = header + ["client J"], [r + [_joules(s.get("client_energy_j"))] for r, s in zip(rows, present)]
+        with_energy = _plain(header, rows, width=10**6)
+        if max(len(line) for line in with_energy.splitlines()) <= width:  # no label cut for it
+            totals, legend = with_energy, [*legend[:-1], legend[-1] + ";", _ENERGY_LEGEND]
+    parts = [totals, *legend]
     if _targets(present):
         parts += ["", "simulated time to accuracy (s; - = not reached)", _plain(*_tta(present), width=width)]
     wrapped = [textwrap.fill(n, width=width, subsequent_indent="  ") for n in notes(present)]
@@ -273,6 +290,7 @@ def run_summary(run: Run, targets: Sequence[float] = DEFAULT_TARGETS) -> Dict[st
         "best_test_accuracy": None if math.isnan(best) else best,
         "final_sim_time_s": _last(m, "sim_time_s"),
         **{c: _last(m, c) for c in ("host_time_s", "uplink_bytes", "downlink_bytes", "client_flops", "server_flops")},
+        "client_energy_j": s.get("client_energy_j"),
         "time_to_accuracy_s": {k: None if math.isnan(v) else v for k, v in tta.items()},
     }
 

@@ -66,6 +66,11 @@ CURVES: dict[str, tuple[str, float, str]] = {
     "accuracy_vs_time": ("sim_time_s", 1.0, "simulated time (s)"),
     "accuracy_vs_uplink": ("uplink_bytes", 1e6, "cumulative uplink (MB)"),
 }
+#: Figure kinds drawn only when asked for, with a metrics column the study adds itself
+#: (``accuracy_vs_energy``: :func:`analysis.energy.metrics_with_energy`).
+EXTRA_CURVES: dict[str, tuple[str, float, str]] = {
+    "accuracy_vs_energy": ("client_energy_j", 1.0, "cumulative client energy (J)"),
+}
 
 #: Default figure width (in): matplotlib's default, a full text width.
 DEFAULT_WIDTH_IN = 6.4
@@ -267,7 +272,7 @@ def levels_figure(
 def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, kind: str, *, band: str,
                    targets: Sequence[float], width_in: float, seed_lines: bool, smooth: int) -> Figure:
     """The figure of :func:`setting_figure`: one mean line per (label, metrics rows of its runs)."""
-    x_col, x_scale, x_label = CURVES[kind]
+    x_col, x_scale, x_label = {**CURVES, **EXTRA_CURVES}[kind]
     base, small = _fonts(width_in)
     full_lw = 1.8 if width_in >= 5.5 else 1.4
 

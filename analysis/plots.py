@@ -4,7 +4,8 @@ Figures are drawn on matplotlib's non-interactive Agg canvas directly
 (``matplotlib.figure.Figure`` + ``FigureCanvasAgg``), so nothing is shown on
 screen, no global pyplot state is touched and the process-wide backend is
 left alone.
-The x axis is always the simulated clock (``sim_time_s``), never host time.
+The x axis is the simulated clock (``sim_time_s``), never host time; the accuracy-versus-energy
+panel (runs that recorded client energy) has the cumulative client energy on it instead.
 
 One line per run. Lines are labelled by the run's label; where several runs share
 one (two seeds of ``scala``), the coordinates that tell them apart are appended —
@@ -19,9 +20,11 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .energy import cumulative_energy_j
 from .runs import Run, load_runs
 from .study_data import short_field_names, find_run_dirs, run_coordinates
 
@@ -29,6 +32,8 @@ __all__ = [
     "BYTES_PER_MB",
     "ACCURACY_PLOT_FILE",
     "UPLINK_PLOT_FILE",
+    "ENERGY_PLOT_FILE",
+    "plot_accuracy_vs_energy",
     "run_labels",
     "line_figure",
     "plot_accuracy_vs_time",
@@ -41,6 +46,7 @@ BYTES_PER_MB = 1_000_000
 
 ACCURACY_PLOT_FILE = "accuracy_vs_time.png"
 UPLINK_PLOT_FILE = "uplink_vs_time.png"
+ENERGY_PLOT_FILE = "accuracy_vs_energy.png"
 
 _DPI = 120
 _FIGSIZE_IN = (6.4, 4.0)
@@ -227,6 +233,33 @@ def plot_uplink_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -
     )
 
 
+def plot_accuracy_vs_energy(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path | None:
+    """Plot test accuracy (%) against cumulative client energy (J), one line per run that recorded
+    energy (:func:`analysis.energy.cumulative_energy_j`); None (nothing written) when none did."""
+    runs = _check_runs(runs, ("round", "test_accuracy"))
+    lines = []
+    for run, label in zip(runs, run_labels(runs)):
+        m = run.metrics.sort_values("round", kind="stable")
+        x = cumulative_energy_j(run.path, m["round"].to_numpy())
+        if np.isfinite(x).any():
+            lines.append((x, 100.0 * m["test_accuracy"].to_numpy(dtype=float), label))
+    if not lines:
+        return None
+    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for x, y, label in lines:
+        ax.plot(x, y, marker="o" if len(x) <= 30 else None, markersize=3, label=label)
+    ax.set_xlabel("cumulative client energy (J)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("Test accuracy vs client energy")
+    ax.grid(True, alpha=0.3)
+    longest_label = max(len(label) for _, _, label in lines)
+    ncol = max(1, min(len(lines), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * longest_label))))
+    fig.legend(loc="outside lower center", ncol=ncol, fontsize="small", frameon=False)
+    return _save(fig, out_path)
+
+
 def plot_runs(
     run_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -244,7 +277,8 @@ def plot_runs(
     Returns
     -------
     list of pathlib.Path
-        ``[out_dir / "accuracy_vs_time.png", out_dir / "uplink_vs_time.png"]``.
+        ``[out_dir / "accuracy_vs_time.png", out_dir / "uplink_vs_time.png"]``, and
+        ``out_dir / "accuracy_vs_energy.png"`` when a run recorded client energy.
 
     Raises
     ------
@@ -260,7 +294,9 @@ def plot_runs(
     runs = load_runs(dirs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [
+    written = [
         plot_accuracy_vs_time(runs, out / ACCURACY_PLOT_FILE),
         plot_uplink_vs_time(runs, out / UPLINK_PLOT_FILE),
     ]
+    energy = plot_accuracy_vs_energy(runs, out / ENERGY_PLOT_FILE)
+    return written if energy is None else [*written, energy]

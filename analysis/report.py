@@ -8,11 +8,14 @@ Layout of a report directory::
     accuracy.{csv,md,tex}     best and final test accuracy, rows algorithms, columns settings
     tta.{csv,md,tex}          time to each target (and speed-up over --reference, with CI)
     overhead.{csv,md,tex}     bytes and FLOPs per round and to each target (Table V layout)
+    energy.{csv,md,tex}       client energy to each target, total and per-client maximum (and the
+                              ratio over --reference, with CI); only when the runs recorded energy
     figures/<setting>/accuracy_vs_time.{png,pdf}
     figures/<setting>/accuracy_vs_uplink.{png,pdf}
     figures/compression_<algorithm>[_<rest>]/accuracy_vs_{time,uplink}.{png,pdf}
                               a study over compression: one line per compression level
                               (:func:`compression_levels`) of one algorithm
+    figures/<setting>/accuracy_vs_energy.{png,pdf}   (only when the runs recorded energy)
 
 CSV files are tidy and in raw units (accuracy as a fraction, seconds, bytes, FLOPs); Markdown and
 LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``).
@@ -20,12 +23,14 @@ LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
 
+from .energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
 from .figures import (CURVES, DEFAULT_WIDTH_IN, check_figure_options, levels_figure, save_figure, setting_figure,
                       setting_slug)
 from .stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
@@ -207,6 +212,15 @@ def write_report(
     md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),
                           "Communication and computation overhead", written)
 
+    tables = [md_acc, md_tta, md_ovh]
+    energy = has_energy(study)
+    if energy:
+        en = energy_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot,
+                          bootstrap_seed=bootstrap_seed)
+        tables.append(_write_table(out, "energy", en, energy_layouts(en, study, algorithms, reference, notes,
+                                                                      n_boot=n_boot),
+                                   "Client energy to accuracy", written))
+
     runs = loaded.runs.drop(columns=["run_id"]).copy()
     per_run = per_run_accuracy(loaded).set_index("run_id")
     for c in ("final_round", "final_test_accuracy", "best_test_accuracy"):
@@ -218,10 +232,13 @@ def write_report(
     figure_links: list[str] = []
     if figures:
         taken: set[str] = set()
+        curves = {kind: study for kind in CURVES}
+        if energy:
+            curves[ENERGY_CURVE] = dataclasses.replace(study, metrics=metrics_with_energy(study))
         for setting in study.settings:
             slug = setting_slug(setting, taken)
-            for kind in CURVES:
-                fig = setting_figure(study, setting, kind, band=band, targets=targets if target_lines else (),
+            for kind, data in curves.items():
+                fig = setting_figure(data, setting, kind, band=band, targets=targets if target_lines else (),
                                      algorithms=algorithms, width_in=figure_width_in, seed_lines=seed_lines,
                                      smooth=smooth)
                 files = save_figure(fig, out / "figures" / slug / kind)
@@ -242,7 +259,7 @@ def write_report(
                     figure_links.append(f"![{kind}: {title}]({files[0].relative_to(out).as_posix()})")
 
     readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
-                     [md_acc, md_tta, md_ovh], figure_links, seed_lines=seed_lines, smooth=smooth,
+                     tables, figure_links, seed_lines=seed_lines, smooth=smooth,
                      target_lines=bool(target_lines))
     _write(out / "README.md", readme, written)
     return [written[-1], *written[:-1]]

@@ -19,6 +19,9 @@ __all__ = [
     "ROUNDS_FILE",
     "SUMMARY_FILE",
     "CELL_FILE",
+    "ENERGY_FILE",
+    "ENERGY_COLUMNS",
+    "ENERGY_BATTERY_COLUMN",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
     "HOST_ONLY_FIELDS",
@@ -60,6 +63,10 @@ SUMMARY_FILE = "summary.json"
 #: One row per client, columns :data:`CELL_COLUMNS` in a run directory and
 #: :data:`CELL_REPORT_COLUMNS` in the folder of ``sfl-sim channel``.
 CELL_FILE = "cell.csv"
+#: One row per (round, client of that round's cohort), columns :data:`ENERGY_COLUMNS` (with
+#: :data:`ENERGY_BATTERY_COLUMN` after them when batteries are on); written only when the scenario's
+#: ``energy.enabled`` is true.
+ENERGY_FILE = "energy.csv"
 #: State to resume from the last evaluated round (torch; never read by :mod:`analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
@@ -121,9 +128,20 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "online_clients",
     "unavailable_clients",
     "availability_wait_s",
+    "client_energy_j",
     "cohort",
     "dropped",
 )
+
+#: Exact header of ``energy.csv`` (without batteries), in order: per round and cohort client, the
+#: joules it spent computing, transmitting (every attempt), receiving and waiting (idle time in the
+#: round, plus the RRC tail past its end when the energy model has one), and their sum.
+#: ``client_energy_j`` of ``rounds.csv`` is the sum of ``total_j`` over the round's rows; empty
+#: when the run had no energy ledger.
+ENERGY_COLUMNS: tuple[str, ...] = ("round", "client", "compute_j", "uplink_j", "downlink_j", "idle_j", "total_j")
+#: The column after :data:`ENERGY_COLUMNS` when batteries are on: the client's charge left at the
+#: round's end, J.
+ENERGY_BATTERY_COLUMN = "battery_j"
 
 #: The numeric columns of ``rounds.csv`` (all but ``cohort`` and ``dropped``).
 ROUNDS_NUMERIC_COLUMNS: tuple[str, ...] = ROUNDS_COLUMNS[:-2]

@@ -28,6 +28,7 @@ from sfl_sim.compression import COMPRESSORS
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.config.models import CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
+from sfl_sim.energy import ENERGY, EnergyLedger
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.models import build_model
@@ -106,6 +107,7 @@ class Run:
     test_y: torch.Tensor
     availability: Optional[Availability] = None  # prepared; None: every client always online
     capability: Optional[ClientCapability] = None  # the device trace's speeds, when one is named
+    ledger: Optional[EnergyLedger] = None  # None with energy.enabled false
 
 
 def build_cell(cfg: Scenario) -> Cell:
@@ -340,12 +342,14 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
     except Exception as exc:
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.prepare raised {type(exc).__name__}: "
                           f"{_one_line(exc)}") from exc
-    if availability is not None and not takes_available(selector):
+    if (availability is not None or cfg.energy.battery is not None) and not takes_available(selector):
+        why = "energy.battery" if availability is None else f"clients.availability {cfg.clients.availability.name}"
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.select takes no 'available' argument; "
-                          f"allowed with clients.availability {cfg.clients.availability.name}: a selector whose "
-                          f"select(n_clients, n_selected, rng, available=None) picks among the online clients")
+                          f"allowed with {why}: a selector whose select(n_clients, n_selected, rng, "
+                          f"available=None) picks among the online (and charged) clients")
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
-               setup, algorithm, selector, test_x, test_y, availability, capability)
+               setup, algorithm, selector, test_x, test_y, availability, capability,
+               build_ledger(cfg, client_flops_per_s))
 
 
 def build_availability(cfg: Scenario) -> Optional[Availability]:
@@ -435,6 +439,25 @@ def applied_compression(algorithm: Algorithm, label: str,
         raise ConfigError(f"{field}: got {spec.name!r}, which {label} cannot apply: {why}; allowed: a path "
                           f"{label} has, or null for it in its own compression: block")
     return applied
+
+
+def build_ledger(cfg: Scenario, client_flops_per_s: np.ndarray) -> Optional[EnergyLedger]:
+    """The run's energy ledger (``energy:``), None when ``energy.enabled`` is false.
+
+    Raises
+    ------
+    ConfigError
+        On a device energy model that cannot be built (one line naming ``energy.device``'s field).
+    """
+    energy = cfg.energy
+    if not energy.enabled:
+        return None
+    model = component(ENERGY, energy.device, "energy.device")
+    capacity_j = None
+    if energy.battery is not None:
+        capacity_j = stream(cfg.seed, "battery").uniform(energy.battery.capacity_min_j, energy.battery.capacity_max_j,
+                                                         size=cfg.clients.count)
+    return EnergyLedger(model, client_flops_per_s, energy.server_j_per_flop, capacity_j)
 
 
 def selection_spec(cfg: Scenario, algorithm_class: type) -> ComponentSpec:

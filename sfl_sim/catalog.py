@@ -1,7 +1,7 @@
 """What this installation offers: every registered component, and the package version.
 
 ``sfl-sim list [KIND]`` prints, for every registry (algorithms, models, datasets, partitioners,
-client selectors, availability models, compressors and each channel kind of
+client selectors, availability models, compressors, device energy models and each channel kind of
 :data:`channel.REGISTRIES`), each short name with the
 first line of its docstring and its constructor parameters with their defaults — the names a
 scenario may use, and the keys it may put beside ``name``.  Components registered by installed
@@ -29,6 +29,7 @@ KINDS: Dict[str, str] = {
     "selector": "clients.selection.name",
     "availability": "clients.availability.name",
     "compressor": "compression.activations/gradients/updates.name (top level or per algorithm)",
+    "energy": "energy.device.name",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 
@@ -80,11 +81,13 @@ def registries() -> Dict[str, Any]:
     from sfl_sim.availability import AVAILABILITY
     from sfl_sim.compression import COMPRESSORS
     from sfl_sim.data import DATASETS, PARTITIONERS
+    from sfl_sim.energy import ENERGY
     from sfl_sim.models import MODELS
     from sfl_sim.selection import SELECTORS
 
     found = {"algorithm": ALGORITHMS, "model": MODELS, "dataset": DATASETS, "partitioner": PARTITIONERS,
              "selector": SELECTORS, "availability": AVAILABILITY, "compressor": COMPRESSORS,
+             "energy": ENERGY,
              **REGISTRIES}
     return {kind: found[kind] for kind in KINDS}
 

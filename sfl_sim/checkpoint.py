@@ -9,14 +9,17 @@ Layout (``format`` 2): ``{"format": 2}`` and the fields of :class:`RunState`::
 
     {"format": 2, "round": int, "sim_time_s": float, "host_time_s": float,
      "counters": {...}, "algorithm": {...}, "rng": {...}, "cell": {...},
-     "flops_per_sample": {...}, "selector": {...}}
+     "flops_per_sample": {...}, "selector": {...}, "energy": {...}}
+
+``energy`` (the energy ledger's state) may be absent: a checkpoint written before the ledger
+existed continues with a ledger that starts from zero.
 """
 from __future__ import annotations
 
 import os
 import pickle
 import zipfile
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict
 
@@ -54,6 +57,8 @@ class RunState:
         The algorithm's measured FLOPs per sample by step kind (its meter's ``state_dict()``).
     selector : dict
         The client selector's ``state_dict()``.
+    energy : dict
+        The energy ledger's ``state_dict()`` (empty without a ledger).
     """
 
     round: int
@@ -65,6 +70,7 @@ class RunState:
     cell: Dict[str, Any]
     flops_per_sample: Dict[str, float]
     selector: Dict[str, Any]
+    energy: Dict[str, Any] = field(default_factory=dict)
 
     def to_checkpoint(self) -> Dict[str, Any]:
         """The checkpoint's mapping (every field under its name, ``format`` added by :func:`save`)."""
@@ -73,11 +79,13 @@ class RunState:
     @classmethod
     def from_checkpoint(cls, data: Dict[str, Any]) -> "RunState":
         """The state in a checkpoint's mapping (as :func:`load` checked it)."""
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 #: The keys of a checkpoint file.
 KEYS = ("format", *(f.name for f in fields(RunState)))
+#: The keys a checkpoint must have to be read (a field with a default may be absent: older files).
+REQUIRED_KEYS = ("format", *(f.name for f in fields(RunState) if f.default is MISSING and f.default_factory is MISSING))
 
 
 def to_plain(obj: Any) -> Any:
@@ -157,7 +165,7 @@ def load(path: Path) -> RunState:
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
         raise CheckpointError(f"{path}: cannot be read ({type(exc).__name__}: truncated or not a checkpoint); "
                               f"{recover}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or any(k not in data for k in KEYS):
+    if not isinstance(data, dict) or data.get("format") != FORMAT or any(k not in data for k in REQUIRED_KEYS):
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path}: not an sfl-sim checkpoint of format {FORMAT} (got {got!r}); {recover}")
     if not isinstance(data["round"], int) or data["round"] < 0:

@@ -27,6 +27,7 @@ COMPONENT_FIELDS: Dict[Tuple[str, str], str] = {
     ("data", "partition"): "partitioner",
     ("clients", "selection"): "selector",
     ("clients", "availability"): "availability",
+    ("energy", "device"): "energy",
     **{tuple(kind.field.split(".")): kind.name for kind in CHANNEL_KINDS},  # type: ignore[misc]
 }
 

@@ -28,6 +28,11 @@
     of clients the straggler policy or an outage left out, the cohort as space-separated client
     ids, and who was dropped and why (``client:reason`` with reason ``deadline``,
     ``over_selection`` or ``outage``).
+``energy.csv``
+    With ``energy.enabled`` (the default): one row per round and cohort client
+    (:data:`analysis.schema.ENERGY_COLUMNS`, ``battery_j`` too with batteries), the joules the
+    energy ledger charged it (:mod:`sfl_sim.energy.ledger`); appended with the round's
+    ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -63,9 +68,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import yaml
 
-from analysis.schema import (CELL_COLUMNS, CELL_FILE, CHECKPOINT_FILE, CLASSES_FILE, HOST_ONLY_FIELDS, METRICS_COLUMNS,
-                             METRICS_FILE, RESOLVED_FILE, ROUNDS_COLUMNS, ROUNDS_FILE, SCENARIO_FILE, SCHEMA_VERSION,
-                             SUMMARY_FILE, classes_columns)
+from analysis.schema import (CELL_COLUMNS, CELL_FILE, CHECKPOINT_FILE, CLASSES_FILE, ENERGY_BATTERY_COLUMN,
+                             ENERGY_COLUMNS, ENERGY_FILE, HOST_ONLY_FIELDS, METRICS_COLUMNS, METRICS_FILE,
+                             RESOLVED_FILE, ROUNDS_COLUMNS, ROUNDS_FILE, SCENARIO_FILE, SCHEMA_VERSION, SUMMARY_FILE,
+                             classes_columns)
 from sfl_sim import checkpoint as ckpt
 from sfl_sim import resolved as resolution_record
 from sfl_sim.config import flatten, validate
@@ -76,7 +82,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE)
+             CLASSES_FILE, ENERGY_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -135,6 +141,7 @@ class RunDir:
         self.path = Path(path)
         self.summary_extra = dict(summary_extra or {})
         self._class_columns: tuple[str, ...] = ()
+        self._energy_columns: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -167,6 +174,10 @@ class RunDir:
     @property
     def cell_path(self) -> Path:
         return self.path / CELL_FILE
+
+    @property
+    def energy_path(self) -> Path:
+        return self.path / ENERGY_FILE
 
     @property
     def checkpoint_path(self) -> Path:
@@ -286,7 +297,8 @@ class RunDir:
             writer.writerows(zip(*(table[c] for c in CELL_COLUMNS)))
         os.replace(tmp, self.cell_path)
 
-    def start_logs(self, num_classes: int, keep_through_round: Optional[int] = None) -> None:
+    def start_logs(self, num_classes: int, keep_through_round: Optional[int] = None, energy: bool = False,
+                   battery: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -294,11 +306,16 @@ class RunDir:
 
         Kept rows are matched to the columns by the file's own header, so a log written before a
         column existed keeps its rows, with that column empty (and a ``classes.csv`` the run did
-        not write yet starts empty)."""
+        not write yet starts empty).  With ``energy``, ``energy.csv`` too (with ``battery_j`` when
+        ``battery``)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
-        for path, columns in ((self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
-                              (self.classes_path, self._class_columns)):
+        logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
+                (self.classes_path, self._class_columns)]
+        if energy:
+            self._energy_columns = (*ENERGY_COLUMNS, *((ENERGY_BATTERY_COLUMN,) if battery else ()))
+            logs.append((self.energy_path, self._energy_columns))
+        for path, columns in logs:
             _start_log(path, columns, keep_through_round)
 
     def append_metrics(self, row: Mapping[str, Any]) -> None:
@@ -308,6 +325,16 @@ class RunDir:
     def append_rounds(self, row: Mapping[str, Any]) -> None:
         """Append one row to ``rounds.csv`` and flush it to disk."""
         _append_log(self.rounds_path, ROUNDS_COLUMNS, row)
+
+    def append_energy(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a round's ``energy.csv`` rows and flush them to disk (after :meth:`start_logs` with ``energy``)."""
+        if not self._energy_columns:
+            raise RuntimeError("append_energy before start_logs(..., energy=True)")
+        with self.energy_path.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerows([row[c] for c in self._energy_columns] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def append_classes(self, rnd: int, vacant_accuracy: float, class_accuracy: Sequence[float]) -> None:
         """Append the row of round ``rnd`` to ``classes.csv`` (NaN: not measured, an empty cell)."""

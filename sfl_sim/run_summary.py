@@ -3,7 +3,9 @@
 The status is ``running`` until the last round, then ``complete``; ``diverged`` (a non-finite
 weight or test loss) and ``failed`` (an error during training) carry an ``error`` line.  The
 best accuracy is :func:`analysis.schema.best_trained_accuracy`, time to accuracy
-:func:`analysis.tta.time_to_accuracy_s` — the definitions the report uses.
+:func:`analysis.tta.time_to_accuracy_s` — the definitions the report uses.  With an energy ledger
+it carries ``client_energy_j`` (all clients, all rounds so far), ``client_energy_j_max`` (the
+most any one client spent) and ``server_energy_j`` (:meth:`sfl_sim.energy.EnergyLedger.summary`).
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ def summary(run: Run, rows: Rows, counters: Counters, status: str) -> Dict[str, 
         "traffic_and_compute_by_kind": c.by_kind,
         "flops_per_sample": run.algorithm.meter.state_dict(),
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
+        **(run.ledger.summary(c.server_flops) if run.ledger is not None else {}),
     }
 
 

@@ -40,7 +40,7 @@ from sfl_sim.progress import RunProgress
 from sfl_sim.resolved import code_versions, resolve_run
 from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
-from sfl_sim.selection import select_online
+from sfl_sim.selection import BatteryAwareSelection, select_online
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "component", "evaluate",
            "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario", "prepare_scenario",
@@ -93,9 +93,10 @@ class _Streams:
             torch.cuda.set_rng_state_all(state["torch_cuda"])
 
 
-def _select(run: Run, sim: Any, rng: np.random.Generator) -> tuple[np.ndarray, int, float]:
-    """The round's cohort among the clients online at its start, how many were online, and how
-    long the clock waited for anyone to come online (0 without availability)."""
+def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.ndarray, int, float]:
+    """The round's cohort among the clients online at its start whose battery covers a round, how
+    many were online, and how long the clock waited for anyone to come online (0 without
+    availability)."""
     cfg = run.cfg
     n_clients, n_cohort = cfg.clients.count, selected_per_round(cfg)
     if run.availability is None:
@@ -103,8 +104,17 @@ def _select(run: Run, sim: Any, rng: np.random.Generator) -> tuple[np.ndarray, i
     else:
         start_s, online = round_start(run.availability, n_clients, sim.now_s)
         waited_s = sim.wait_until(start_s)
-    picked = select_online(run.selector, n_clients, n_cohort, rng, online)
-    cohort = _check_cohort(picked, n_clients, min(n_cohort, int(online.sum())), run.selector)
+    selectable = online
+    if run.ledger is not None and run.ledger.battery:
+        if isinstance(run.selector, BatteryAwareSelection):
+            run.selector.observe_battery(run.ledger.remaining_j)
+        selectable = online & run.ledger.selectable()
+        if not selectable.any():
+            raise RuntimeError(f"energy.battery: no online client has the charge for round {rnd} "
+                               f"({int(online.sum())} online, {int(run.ledger.selectable().sum())} charged); use "
+                               f"larger capacities or fewer rounds")
+    picked = select_online(run.selector, n_clients, n_cohort, rng, selectable)
+    cohort = _check_cohort(picked, n_clients, min(n_cohort, int(selectable.sum())), run.selector)
     return cohort, int(online.sum()), waited_s
 
 
@@ -133,6 +143,7 @@ class _Trained:
     evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
     weights_finite: bool
     host_start_s: float
+    energy_rows: List[Dict[str, Any]]  # its energy.csv rows (none without a ledger)
 
 
 class _Session:
@@ -169,20 +180,29 @@ class _Session:
             run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
             run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
             run.algorithm.meter.load_state_dict(state.flops_per_sample)
-            files.start_logs(run.setup.num_classes, keep_through_round=self.round)
+            if run.ledger is not None and state.energy:
+                run.ledger.load_state_dict(state.energy)
+            files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 files.record_resume(self.round, code_versions())  # which code trained the rounds after it
             self.summary = files.read_summary() or {}
         else:
-            files.start_logs(run.setup.num_classes)
+            files.start_logs(run.setup.num_classes, **self._energy_logs())
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
         self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading,
                                    harq_rng=self.streams.harq)
+        if run.ledger is not None and run.ledger.battery:
+            self.sim.upload_guard = run.ledger.upload_guard
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
+
+    def _energy_logs(self) -> Dict[str, bool]:
+        """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
+        ledger = self.run.ledger
+        return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -190,7 +210,7 @@ class _Session:
         self.round = rnd
         host_start_s = time.perf_counter()
         before = sim.counters.as_dict()
-        cohort, n_online, waited_s = _select(run, sim, self.streams.selection)
+        cohort, n_online, waited_s = _select(run, sim, self.streams.selection, rnd)
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
         # a wait for anyone to come online belongs to the round (the clock's rows add up)
@@ -204,8 +224,17 @@ class _Session:
                "availability_wait_s": waited_s,
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
+        energy_rows: List[Dict[str, Any]] = []
+        row["client_energy_j"] = ""
+        if run.ledger is not None:
+            charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
+            energy_rows = [c.row() for c in charged]
+            if run.ledger.battery:
+                for energy_row in energy_rows:
+                    energy_row["battery_j"] = run.ledger.battery_j(energy_row["client"])
+            row["client_energy_j"] = math.fsum(c.total_j for c in charged)
         finite = _all_finite(run.algorithm.global_model())
-        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s)
+        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)
 
     def evaluate(self, rnd: int) -> Dict[str, Any]:
         """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
@@ -239,6 +268,8 @@ class _Session:
                 self.summarize("complete" if trained.round == self.cfg.rounds else "running")
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
+        if self.run.ledger is not None:
+            self.files.append_energy(trained.energy_rows)
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: Dict[str, Any]) -> None:
@@ -248,7 +279,8 @@ class _Session:
             round=self.round, sim_time_s=sim.now_s, host_time_s=evaluation["host_time_s"],
             counters=sim.counters.as_dict(), algorithm=run.algorithm.state_dict(), rng=self.streams.state(run),
             cell=run.cell.state_dict(), flops_per_sample=run.algorithm.meter.state_dict(),
-            selector=run.selector.state_dict()))
+            selector=run.selector.state_dict(),
+            energy=run.ledger.state_dict() if run.ledger is not None else {}))
 
     def failed(self, exc: Exception) -> RunFailed:
         """Record the error in ``summary.json``; the exception that carries it to the user."""

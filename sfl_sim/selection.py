@@ -234,3 +234,37 @@ class ClassBalancedSelection(Selector):
             group += self.counts[pick]
         self.times_selected[chosen] += 1
         return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+@SELECTORS.register("battery_aware")
+class BatteryAwareSelection(Selector):
+    """Selection weighted by the charge left in each client's battery (``energy.battery``).
+
+    Clients whose charge cannot cover a round are never offered to a selector (the runner leaves
+    them out of ``available``, as it does offline clients); among the others this one draws the
+    cohort without replacement with probability proportional to the charge left, so the clients
+    with the fullest batteries carry more rounds and fewer empty.  Before each round the runner
+    passes the charges (:meth:`observe_battery`); without batteries (no charges, or every charge
+    infinite) it draws like ``uniform``.
+    """
+
+    def __init__(self) -> None:
+        self.remaining_j: np.ndarray | None = None
+
+    def observe_battery(self, remaining_j: np.ndarray) -> None:
+        """The charge left in each client's battery, J, for the coming round's draw."""
+        self.remaining_j = np.asarray(remaining_j, dtype=float).copy()
+
+    def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
+               available: Optional[np.ndarray] = None) -> np.ndarray:
+        if available is None:
+            if not 1 <= n_selected <= n_clients:
+                raise ValueError(f"n_selected={n_selected} must be in [1, n_clients={n_clients}]")
+            pool = np.arange(n_clients)
+        else:
+            pool = np.flatnonzero(candidates(n_clients, n_selected, available))
+        charge = None if self.remaining_j is None else self.remaining_j[pool]
+        if charge is None or not np.isfinite(charge).all() or np.count_nonzero(charge > 0) < n_selected:
+            return np.sort(rng.choice(pool, size=n_selected, replace=False)).astype(np.int64)
+        weight = np.maximum(charge, 0.0)
+        return np.sort(rng.choice(pool, size=n_selected, replace=False, p=weight / weight.sum())).astype(np.int64)

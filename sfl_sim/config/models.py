@@ -26,10 +26,11 @@ from sfl_sim.config.errors import CrossFieldError, format_validation_error
 from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
     NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
+from sfl_sim.energy.models import SERVER_J_PER_FLOP
 
 __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
            "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
-           "Outage", "Harq", "Downlink", "CellSection", "Scenario", "json_schema"]
+           "Outage", "Harq", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario", "json_schema"]
 
 
 class ComponentSpec(BaseModel):
@@ -335,6 +336,29 @@ class CellSection(Section):
     downlink: Downlink = Field(default_factory=Downlink)
 
 
+JoulesPerFlop = Annotated[float, Number(0, 1.0, unit="J/FLOP")]
+Joules = Annotated[float, Number(0, 1e12, unit="J")]
+
+
+class Battery(Section):
+    """``energy.battery:``: each client's battery capacity, drawn once per run (stream ``battery``)
+    uniformly in ``[capacity_min_j, capacity_max_j]``; equal bounds give every client the same."""
+
+    capacity_min_j: Joules = 5_000.0
+    capacity_max_j: Joules = 20_000.0
+
+
+class EnergySection(Section):
+    """``energy:``: the clients' device energy model, the server's J/FLOP and optional batteries
+    (:mod:`sfl_sim.energy`).  The ledger only records (``energy.csv``, ``client_energy_j``);
+    batteries, when set, also decide who can be selected and who drops out."""
+
+    enabled: Annotated[bool, Allowed("true or false (write energy.csv and the energy columns)")] = True
+    device: ComponentSpec = _default("dvfs")
+    server_j_per_flop: JoulesPerFlop = SERVER_J_PER_FLOP
+    battery: Optional[Battery] = None
+
+
 class Scenario(Section):
     """A whole scenario (see ``scenarios/cellular_100clients.yaml`` for every field with a comment)."""
 
@@ -360,6 +384,7 @@ class Scenario(Section):
     server: Server = Field(default_factory=Server)
     cell: CellSection = Field(default_factory=CellSection)
     metrics: Metrics = Field(default_factory=Metrics)
+    energy: EnergySection = Field(default_factory=EnergySection)
     compression: Optional[Compression] = None
 
     @model_serializer(mode="wrap")
@@ -378,6 +403,10 @@ class Scenario(Section):
         if c.compute_flops_per_s_max < c.compute_flops_per_s_min:
             raise CrossFieldError("clients.compute_flops_per_s_max", c.compute_flops_per_s_max,
                                    f"a number >= clients.compute_flops_per_s_min ({c.compute_flops_per_s_min!r})")
+        battery = self.energy.battery
+        if battery is not None and battery.capacity_max_j < battery.capacity_min_j:
+            raise CrossFieldError("energy.battery.capacity_max_j", battery.capacity_max_j,
+                                   f"a number >= energy.battery.capacity_min_j ({battery.capacity_min_j!r})")
         if self.stragglers.policy == "deadline" and self.stragglers.deadline_s is None:
             raise CrossFieldError("stragglers.deadline_s", None, "a number > 0 (simulated seconds per local "
                                    "iteration) when stragglers.policy is deadline")

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Union
 
-LossReason = Literal["outage", "deadline", "over_selection", "round_over", "unavailable"]
+LossReason = Literal["outage", "deadline", "over_selection", "round_over", "unavailable", "battery"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), the
 straggler policy stopped waiting for it (``deadline``, ``over_selection``), the client went
-offline during the round (``unavailable``, :mod:`sfl_sim.availability`), or the round ended
-while it was still running (``round_over``, never recorded as a drop)."""
+offline during the round (``unavailable``, :mod:`sfl_sim.availability`), its battery emptied
+before its upload was through (``battery``, with ``energy.battery``), or the round ended while it
+was still running (``round_over``, never recorded as a drop)."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,16 @@ from the run's ``harq`` stream); the copies beyond the first go to
 payload with a block still failing after the last copy is an outage, and the outage policy decides
 what follows, as for a rate below the threshold.
 
+Busy time (for the energy ledger)
+---------------------------------
+Every client-side primitive also notes, in :attr:`RoundContext.busy`, the interval it keeps a
+client busy, as a :class:`Busy` (kind ``compute``, ``uplink`` — each attempt, failed ones too, with
+the transmit power used — or ``downlink``; a broadcast notes one per cohort member), from when it
+starts to when it would end; :attr:`RoundContext.left_s` notes when a client's part of the round
+ended: its payload lost after outage, its battery empty, or its departure (a HARQ upload notes its
+air time only: the round trips between copies are waiting).  These notes are read after the round
+(:mod:`sfl_sim.energy.ledger`) and change nothing the engine times or counts.
+
 Lost payloads and stragglers
 ----------------------------
 Failure is the value of an event, not a separate flag: a client's process returns
@@ -101,6 +111,28 @@ SimSteps = Generator[simpy.Event, Any, _T]
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
+
+
+@dataclass(frozen=True)
+class Busy:
+    """One interval a client is busy in a round (see "Busy time" in the module docstring).
+
+    Attributes
+    ----------
+    kind : {"compute", "uplink", "downlink"}
+    start_s, end_s : float
+        Simulated start and (scheduled) end; an interval cut short by the round's end runs past it.
+    flops : float
+        FLOPs of a ``compute`` interval (0 otherwise).
+    tx_power_w : float
+        Transmit power of an ``uplink`` interval, W (0 otherwise).
+    """
+
+    kind: str
+    start_s: float
+    end_s: float
+    flops: float = 0.0
+    tx_power_w: float = 0.0
 
 
 @dataclass
@@ -224,6 +256,10 @@ class Simulator:
         self.availability = availability
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
+        #: With batteries (:mod:`sfl_sim.energy.battery`): ``guard(ctx, client, duration_s, tx_power_w)``
+        #: is asked before each upload; None lets it go, a time says when the client's battery empties
+        #: (at the latest the upload's end), and the upload resolves to ``Lost("battery")`` then.
+        self.upload_guard: Callable[[RoundContext, int, float, float], float | None] | None = None
 
     @property
     def now_s(self) -> float:
@@ -292,6 +328,11 @@ class RoundContext:
         self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.dropped: Dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
         self._processes: list[simpy.Process] = []
+        self.start_s = sim.now_s
+        self.busy: Dict[int, list[Busy]] = {}  # client -> its busy intervals this round
+        # client -> when its part of the round ended: its payload lost after outage, its battery
+        # empty, or its departure (``unavailable``); the earliest counts
+        self.left_s: Dict[int, float] = dict(self._offline_at)
         if sim.downlink_mode != "ideal":
             down_fading = cell.sample_fading(cohort, rng)
             self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
@@ -346,6 +387,15 @@ class RoundContext:
         control: ``cell.client_tx_power_w`` with ``fixed``)."""
         return self._uplink_tx_power_w[client]
 
+    def note_left(self, client: int, when_s: float) -> None:
+        """Record that ``client``'s part of the round ended at ``when_s`` (the earliest such time stands)."""
+        self.left_s[client] = min(when_s, self.left_s.get(client, math.inf))
+
+    def _note_busy(self, client: int, kind: str, duration_s: float, flops: float = 0.0,
+                   tx_power_w: float = 0.0) -> None:
+        now = self.now_s
+        self.busy.setdefault(client, []).append(Busy(kind, now, now + duration_s, flops, tx_power_w))
+
     def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
         counters = self._sim.counters
@@ -364,6 +414,7 @@ class RoundContext:
                 duration_s = done
             counters.client_flops += flops
             counters.add(f"client/{what}", flops)
+            self._note_busy(who, "compute", float(duration_s), flops=flops)
             yield self.env.timeout(duration_s)
 
     def upload(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Event:
@@ -409,11 +460,27 @@ class RoundContext:
 
     def _upload(self, client: int, nbytes: int, what: str, block: Hashable) -> simpy.Event:
         policy = self._sim.outage
+        if self._sim.upload_guard is not None and self._uplink_bps[client] > 0:
+            empty_s = self._sim.upload_guard(self, client, 8.0 * nbytes / self._uplink_bps[client],
+                                             self._uplink_tx_power_w[client])
+            if empty_s is not None:
+                return self._battery_empty(client, empty_s)
         if self._sim.coherence == "per_round" and (policy is None or not policy.active) \
                 and self._uplink_bps[client] > 0 and self._sim.harq is None:
             self._count_upload(nbytes, what)  # the common case: one timeout, no process
-            return self.env.timeout(8.0 * nbytes / self._uplink_bps[client], value=DELIVERED)
+            duration_s = 8.0 * nbytes / self._uplink_bps[client]
+            self._note_busy(client, "uplink", duration_s, tx_power_w=self._uplink_tx_power_w[client])
+            return self.env.timeout(duration_s, value=DELIVERED)
         return self.env.process(self._upload_with_fading(client, nbytes, what, block))
+
+    def _battery_empty(self, client: int, empty_s: float) -> simpy.Event:
+        """The upload of a client whose battery empties at ``empty_s``: on the air until then (no
+        byte counted as delivered or sent whole), then ``Lost("battery")``; the client leaves."""
+        now = self.now_s
+        if empty_s > now:
+            self._note_busy(client, "uplink", empty_s - now, tx_power_w=self._uplink_tx_power_w[client])
+        self.note_left(client, max(empty_s, now))
+        return self.env.timeout(max(0.0, empty_s - now), value=Lost("battery"))
 
     def _count_upload(self, nbytes: int, what: str) -> None:
         counters = self._sim.counters
@@ -449,6 +516,7 @@ class RoundContext:
             failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([self._uplink_snr_db[client]]))[0]))
             if not failed and harq is None:
+                self._note_busy(client, "uplink", 8.0 * nbytes / rate, tx_power_w=self._uplink_tx_power_w[client])
                 yield self.env.timeout(8.0 * nbytes / rate)
                 return DELIVERED
             if policy is None:
@@ -459,6 +527,10 @@ class RoundContext:
                 sent = harq.send(8.0 * nbytes, rate, self._uplink_snr_db[client], self._sim.harq_rng)
                 counters.harq_retransmissions += sent.retransmissions
                 counters.add(f"harq_retransmissions/{what}", sent.retransmissions)
+                # on the air for its copies (sum of N_i blocks of B / n bits); the round trips between
+                # copies are waiting, which the energy ledger counts as idle
+                air_s = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / (sent.blocks * rate)
+                self._note_busy(client, "uplink", air_s, tx_power_w=self._uplink_tx_power_w[client])
                 yield self.env.timeout(sent.time_s)
                 if sent.delivered:
                     return DELIVERED
@@ -466,11 +538,14 @@ class RoundContext:
                 # A failed attempt occupies the air for the payload at its rate (or the threshold
                 # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
                 attempt_rate = max(rate, policy.min_rate_bps)
-                yield self.env.timeout(8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0)
+                attempt_s = 8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0
+                self._note_busy(client, "uplink", attempt_s, tx_power_w=self._uplink_tx_power_w[client])
+                yield self.env.timeout(attempt_s)
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.dropped_transmissions += 1
                 counters.add(f"dropped/{what}", 1)
+                self.note_left(client, self.now_s)
                 return Lost("outage")
             counters.retransmissions += 1
             counters.add(f"retransmissions/{what}", 1)
@@ -486,8 +561,9 @@ class RoundContext:
         counters.add(f"downlink/{what}", nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0)
-        return self.env.timeout(8.0 * nbytes / self._downlink_rate("download to client", client,
-                                                                    self._downlink_bps[client]))
+        duration_s = 8.0 * nbytes / self._downlink_rate("download to client", client, self._downlink_bps[client])
+        self._note_busy(client, "downlink", duration_s)
+        return self.env.timeout(duration_s)
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
@@ -500,10 +576,16 @@ class RoundContext:
             return self.env.timeout(0.0)
         if self._sim.downlink_mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
-            return self.env.timeout(max(8.0 * nbytes / self._downlink_rate("copy to client", k, self._downlink_bps[k])
-                                        for k in self.cohort.tolist()))
-        return self.env.timeout(8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
-                                                                    self._broadcast_bps))
+            copy_s = {k: 8.0 * nbytes / self._downlink_rate("copy to client", k, self._downlink_bps[k])
+                      for k in self.cohort.tolist()}
+            for client, duration_s in copy_s.items():
+                self._note_busy(client, "downlink", duration_s)
+            return self.env.timeout(max(copy_s.values()))
+        duration_s = 8.0 * nbytes / self._downlink_rate("broadcast to the cohort of", len(self.cohort),
+                                                        self._broadcast_bps)
+        for client in self.cohort.tolist():
+            self._note_busy(client, "downlink", duration_s)
+        return self.env.timeout(duration_s)
 
     def _downlink_rate(self, what: str, who: int, rate_bps: float) -> float:
         """``rate_bps``, or a clear error where a link abstraction gives the downlink no usable MCS

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
-from analysis.schema import METRICS_COLUMNS, ROUNDS_COLUMNS
+from analysis.schema import ENERGY_COLUMNS, METRICS_COLUMNS, ROUNDS_COLUMNS
 
 BASE_SCENARIO: dict[str, Any] = {
     "name": "synthetic",
@@ -108,7 +108,7 @@ def write_run(
     rng = np.random.default_rng([seed, setting_index, sum(map(ord, algorithm))])
     acc_inf = acc_inf - 0.03 * setting_index
 
-    rounds_rows, metrics_rows = [], []
+    rounds_rows, metrics_rows, energy_rows = [], [], []
     t = 0.0
     cum = np.zeros(4)
     if round0:
@@ -121,8 +121,12 @@ def write_run(
         per = np.array([up * (1 + 0.1 * rng.random()), up / 2, cf, sf])
         per[:2] = np.round(per[:2])
         cum += per
+        # client energy: 2 W for the round's duration, client c of the 10 taking a (c + 1) / 55 share
+        # (no random draw, so the other columns are as they were before energy existed)
+        shares = [2.0 * dur * (c + 1) / 55 for c in range(10)]
+        energy_rows += [[r, c, 0.0, 0.0, 0.0, e, e] for c, e in enumerate(shares)]
         given = dict(zip(ROUNDS_COLUMNS[:11], [r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0]))
-        given.update(cohort=" ".join(map(str, range(10))), dropped="")
+        given.update(client_energy_j=math.fsum(shares), cohort=" ".join(map(str, range(10))), dropped="")
         rounds_rows.append([given.get(c, 0) for c in ROUNDS_COLUMNS])  # columns added later: 0
         if r in evals:
             k = evals.index(r)
@@ -132,6 +136,7 @@ def write_run(
     _write_csv(run_dir / "metrics.csv", METRICS_COLUMNS, metrics_rows)
     if with_rounds_csv:
         _write_csv(run_dir / "rounds.csv", ROUNDS_COLUMNS, rounds_rows)
+        _write_csv(run_dir / "energy.csv", ENERGY_COLUMNS, energy_rows)
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(sc, sort_keys=False))
     trained = [row for row in metrics_rows if row[0] >= 1]
     summary: dict[str, Any] = {

@@ -233,6 +233,7 @@ def test_summary_table_columns_and_values(two_runs):
         "downlink_bytes",
         "client_flops",
         "server_flops",
+        "client_energy_j",
         "tta_0.50_s",
         "tta_0.70_s",
     ]

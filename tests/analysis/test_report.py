@@ -375,7 +375,7 @@ def test_report_on_1000_runs(tmp_path):
     assert st.setting_fields == ("data.partition.alpha", "clients.participation")
     acc = pd.read_csv(tmp_path / "report" / "accuracy.csv")
     assert len(acc) == 50 and (acc["n_runs"] == 20).all()
-    assert sum(p.suffix == ".png" for p in files) == 20
+    assert sum(p.suffix == ".png" for p in files) == 30  # per setting: accuracy vs time, uplink and energy
     summary = json.loads((tmp_path / "study" / "p0_q0.1" / "scala" / "seed0" / "summary.json").read_text())
     assert summary["schema_version"] == 1
 

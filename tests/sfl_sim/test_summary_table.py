@@ -13,6 +13,7 @@ def summary(label: str, **changes) -> dict:
             "rounds_planned": 150, "final_test_accuracy": 0.81234, "best_test_accuracy": 0.8255,
             "final_sim_time_s": 1234567.8, "host_time_s": 6123.4, "uplink_bytes": 123456789012,
             "downlink_bytes": 23456789012, "client_flops": 1.2e15, "server_flops": 3.4e15,
+            "client_energy_j": 54321.0,
             "time_to_accuracy_s": {"0.5": 12345.6, "0.6": 23456.7, "0.7": None, "0.8": None}}
     return {**base, **changes}
 
@@ -54,3 +55,14 @@ def test_written_files_round_trip_the_numbers(tmp_path):
     md = md_path.read_text()
     assert md == markdown([summary("scala"), summary("fedavg", seed=3)])
     assert "| scala | scala | 0 | complete | 150 | 0.8123 |" in md and "# Simulated time to accuracy (s)" in md
+
+
+def test_the_printout_has_the_client_energy_column_when_it_fits_and_the_files_always():
+    small = dict(final_sim_time_s=812.3, host_time_s=61.0, uplink_bytes=1.2e9, downlink_bytes=3.4e8)
+    text = format_tables([summary("scala", **small), summary("fedavg", client_energy_j=None, **small)])
+    assert text.splitlines()[0].split()[-2:] == ["client", "J"]
+    assert text.splitlines()[1].split()[-1] == "5.43e+04" and text.splitlines()[2].split()[-1] == "-"
+    assert "client J: joules all clients spent" in text
+    wide = format_tables([summary("a_label_far_longer_than_any_column_should_be_allowed")])
+    assert "client J" not in wide and max(len(line) for line in wide.splitlines()) <= 80
+    assert "client J" in markdown([summary("scala")]) and "client_energy_j" in CSV_COLUMNS

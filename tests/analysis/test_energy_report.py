@@ -1,0 +1,81 @@
+"""Client energy in the report and the plots (analysis.energy): energy to each target, the
+per-client maximum, paired ratios, the accuracy-versus-energy figure and plot panel."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
+from analysis.plots import ENERGY_PLOT_FILE, plot_runs
+from analysis.report import write_report
+from analysis.schema import ENERGY_FILE, ROUNDS_FILE
+from analysis.study_data import load_study
+from analysis.tables import tta_table, to_markdown
+
+from tests.analysis.synthetic_runs import write_study
+
+# the synthetic runs spend 2 W for each round's duration, client c of 10 a (c + 1) / 55 share of it
+WATTS, TOP_SHARE = 2.0, 10 / 55
+
+
+def _strip_energy(dirs) -> None:
+    for d in dirs:
+        (d / ENERGY_FILE).unlink()
+        with (d / ROUNDS_FILE).open() as fh:
+            rows = list(csv.DictReader(fh))
+        for r in rows:
+            r["client_energy_j"] = ""
+        with (d / ROUNDS_FILE).open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+def test_energy_to_target_total_max_and_ratio(tmp_path) -> None:
+    write_study(tmp_path / "study")
+    study = load_study(tmp_path / "study")
+    assert has_energy(study)
+    m = metrics_with_energy(study)
+    np.testing.assert_allclose(m["client_energy_j"], WATTS * m["sim_time_s"], rtol=1e-12)  # 2 W x the clock
+    targets = (0.5, 0.6)
+    en = energy_table(study, targets, "fedavg", n_boot=200)
+    tta = tta_table(study, targets, "fedavg", n_boot=200)
+    merged = en.merge(tta, on=["setting", "algorithm", "target"])
+    assert len(merged) == len(en) == len(tta) and (merged["reached_x"] == merged["reached_y"]).all()
+    np.testing.assert_allclose(merged["energy_j_mean"], WATTS * merged["tta_s_mean"], rtol=1e-12)
+    np.testing.assert_allclose(merged["energy_max_j_mean"], TOP_SHARE * WATTS * merged["tta_s_mean"], rtol=1e-12)
+    # energy proportional to time: the energy ratio is the speed-up, with the same pairs and interval
+    np.testing.assert_allclose(merged["energy_j_ratio"], merged["speedup"], rtol=1e-12)
+    assert (merged["energy_j_ratio_pairs"] == merged["speedup_pairs"]).all()
+    text = "\n".join(to_markdown(layout) for layout in energy_layouts(en, study, ("fedavg", "scala"), "fedavg"))
+    assert "Client energy to 50% test accuracy, total client energy (J)" in text
+    assert "most any one client spent" in text and "1 (reference)" in text
+
+
+def test_report_and_plot_gain_energy_only_when_runs_recorded_it(tmp_path) -> None:
+    dirs = write_study(tmp_path / "study", seeds=(0, 1))
+    files = write_report(tmp_path / "study", tmp_path / "report", reference="fedavg", targets=(0.5,), n_boot=100)
+    names = {p.name for p in files}
+    assert {"energy.csv", "energy.md", "energy.tex", "accuracy_vs_energy.png"} <= names
+    assert "Client energy to 50%" in (tmp_path / "report" / "README.md").read_text()
+    written = plot_runs(dirs[:2], tmp_path / "plots")
+    assert written[-1].name == ENERGY_PLOT_FILE and written[-1].is_file()
+
+    _strip_energy(dirs)
+    assert not has_energy(load_study(tmp_path / "study"))
+    files = write_report(tmp_path / "study", tmp_path / "report2", reference="fedavg", targets=(0.5,), n_boot=100)
+    assert not {p.name for p in files} & {"energy.csv", "accuracy_vs_energy.png"}
+    assert ENERGY_PLOT_FILE not in {p.name for p in plot_runs(dirs[:2], tmp_path / "plots2")}
+    assert np.isnan(cumulative_energy_j(dirs[0], [0, 2])).all()
+
+
+def test_cumulative_energy_reads_rounds_csv(tmp_path) -> None:
+    (d,) = write_study(tmp_path / "s", algorithms=("scala",), seeds=(0,), partitions=[{"name": "iid"}])
+    r = pd.read_csv(d / ROUNDS_FILE)
+    got = cumulative_energy_j(d, [0, 2, 10])
+    assert got[0] == 0.0
+    assert got[1] == pytest.approx(r["client_energy_j"][:2].sum())
+    assert got[2] == pytest.approx(r["client_energy_j"].sum())
