@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -171,13 +172,14 @@ class _Evil:
     ({"capability": {"path": "EVIL", "format": "fedscale"}}, ["clients.capability", "refuses global"]),
     ({"availability": {"name": "trace", "path": "NOBODY", "mapping": "order"}},
      ["clients.availability", "no client is online"]),
-    ({"availability": MARKOV, "selection": {"name": "bad_plugins:OldSelector"}}, ["clients.selection", "available"]),
+    ({"availability": MARKOV, "selection": {"name": "old_selector_plugin:OldSelector"}},
+     ["clients.selection", "available"]),
 ])
 def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch, clients, words) -> None:
     (tmp_path / "bad.csv").write_text("client,compute_flops_per_s\n0,fast\n")
     (tmp_path / "evil.pkl").write_bytes(pickle.dumps({0: {"computation": _Evil(), "communication": 1.0}}))
     (tmp_path / "nobody.csv").write_text("client,start_s,end_s\n7,0,10\n")  # clients 0..5 never online
-    (tmp_path / "bad_plugins.py").write_text(
+    (tmp_path / "old_selector_plugin.py").write_text(
         "import numpy as np\n"
         "class OldSelector:\n"
         "    def prepare(self, counts): pass\n"
@@ -185,6 +187,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch, clients, words) ->
         "    def state_dict(self): return {}\n"
         "    def load_state_dict(self, state): pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "old_selector_plugin", raising=False)  # imported afresh, dropped after
     files = {"BAD": "bad.csv", "EVIL": "evil.pkl", "NOBODY": "nobody.csv"}
     for spec in clients.values():
         if isinstance(spec, dict) and spec.get("path") in files:

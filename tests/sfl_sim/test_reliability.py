@@ -365,6 +365,7 @@ PLUGIN = textwrap.dedent('''
 def plugin_dir(tmp_path, monkeypatch) -> Path:
     (tmp_path / "bad_plugins.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("bad_plugins", None)  # a module of that name imported by another test file
     yield tmp_path
     sys.modules.pop("bad_plugins", None)
 
