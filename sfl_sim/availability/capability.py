@@ -24,7 +24,6 @@ file, the line or key, the value and what is allowed.
 from __future__ import annotations
 
 import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +31,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from sfl_sim.availability.readers import PlainUnpickler, RefusedGlobal, TraceError
+from sfl_sim.availability.readers import TraceError, load_plain_dict
 
 __all__ = ["CapabilityTrace", "ClientCapability", "read_capability", "client_capability", "CAPABILITY_FORMATS"]
 
 #: The formats :func:`read_capability` reads.
 CAPABILITY_FORMATS = ("csv", "fedscale")
-_PLAIN = "plain data: dicts, lists, tuples, numbers, strings"
 
 
 @dataclass(frozen=True)
@@ -132,17 +130,7 @@ def _read_csv(path: Path) -> CapabilityTrace:
 
 
 def _read_fedscale(path: Path) -> CapabilityTrace:
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        data = PlainUnpickler(io.BytesIO(raw)).load()
-    except RefusedGlobal as exc:
-        raise TraceError(f"{path}: {exc}; allowed: {_PLAIN}") from None
-    except Exception as exc:  # truncated or not a pickle at all
-        raise TraceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc}); allowed: {_PLAIN}") from None
-    if not isinstance(data, dict) or not data:
-        raise TraceError(f"{path}: got {'an empty dict' if data == {} else type(data).__name__}; allowed: a "
-                         f"non-empty dict of client id -> {{'computation': ms, 'communication': kbit/s}}")
+    data = load_plain_dict(path, "{'computation': ms, 'communication': kbit/s}")
     devices: List[str] = []
     values: List[Tuple[float, float]] = []
     for key in sorted(data, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0, str(k))):

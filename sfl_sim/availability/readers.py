@@ -239,8 +239,20 @@ class PlainUnpickler(pickle.Unpickler):
         raise RefusedGlobal(f"refuses global {module}.{name}")
 
 
-def read_fedscale(path: Path) -> List[DeviceTrace]:
-    """Clients of a FedScale ``client_behave_trace`` pickle (see the module's docstring)."""
+def load_plain_dict(path: Path, entries: str) -> Dict[Any, Any]:
+    """The non-empty dict a FedScale pickle holds, read with :class:`PlainUnpickler` (no code runs).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    entries : str
+        What each client's entry holds, for the error line (e.g. ``"{'active', 'inactive'}"``).
+
+    Raises
+    ------
+    TraceError
+        One line: a refused global, a file that is no pickle, or anything but a non-empty dict.
+    """
     with open(path, "rb") as f:
         raw = f.read()
     try:
@@ -251,7 +263,13 @@ def read_fedscale(path: Path) -> List[DeviceTrace]:
         raise TraceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc}); allowed: {_PLAIN}") from None
     if not isinstance(data, dict) or not data:
         raise TraceError(f"{path}: got {'an empty dict' if data == {} else type(data).__name__}; "
-                         f"allowed: a non-empty dict of client id -> {{'active', 'inactive', 'finish_time'}}")
+                         f"allowed: a non-empty dict of client id -> {entries}")
+    return data
+
+
+def read_fedscale(path: Path) -> List[DeviceTrace]:
+    """Clients of a FedScale ``client_behave_trace`` pickle (see the module's docstring)."""
+    data = load_plain_dict(path, "{'active', 'inactive', 'finish_time'}")
     out = []
     # FedScale's ids are integers: numeric order, then any string ids
     for key in sorted(data, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0, str(k))):
