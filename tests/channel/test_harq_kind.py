@@ -135,3 +135,14 @@ def test_expected_mode_draws_nothing():
     state = rng.bit_generator.state
     assert h.send(1e6, 1e7, 12.0, rng) == h.send(1e6, 1e7, 12.0, None)
     assert rng.bit_generator.state == state
+
+
+def test_the_parameter_schema_of_harq_is_typed():
+    from simkit.params import params_schema
+
+    props = params_schema(Harq, HARQ.supplied)["properties"]
+    assert "rate" not in props  # the engine's, not a scenario key
+    assert (props["max_transmissions"]["type"], props["max_transmissions"]["minimum"],
+            props["max_transmissions"]["maximum"]) == ("integer", 1, 64)
+    assert props["mode"]["enum"] == ["expected", "sampled"] and props["chase_combining"]["type"] == "boolean"
+    assert (props["harq_rtt_s"]["minimum"], props["harq_rtt_s"]["maximum"]) == (0.0, 1.0)
