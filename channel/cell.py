@@ -81,7 +81,7 @@ from .limits import (
     SERVER_TX_POWER_W,
     UPLINK_BANDWIDTH_HZ,
 )
-from .kinds import CHANNEL_KINDS
+from .kinds import CELL_KINDS
 from .mobility import StaticMobility
 from .power_control import FixedPower
 from .protocols import (
@@ -298,8 +298,8 @@ class Cell:
         power_control = FixedPower() if power_control is None else power_control
         interference = NoInterference() if interference is None else interference
         arguments = locals()  # the components by their argument names, the optional ones filled in
-        components = {kind.name: arguments[kind.cell_argument] for kind in CHANNEL_KINDS}
-        for kind in CHANNEL_KINDS:
+        components = {kind.name: arguments[str(kind.cell_argument)] for kind in CELL_KINDS}
+        for kind in CELL_KINDS:
             check_protocol(components[kind.name], kind.protocol, f"Cell {kind.name}")
         if out_of_range not in OUT_OF_RANGE_CHOICES:
             raise ValueError(f"out_of_range must be one of {', '.join(OUT_OF_RANGE_CHOICES)}, got {out_of_range!r}")

@@ -34,6 +34,15 @@ Kinds and what is checked
 ``interference`` on a reference scene (500 m disc, TR 36.814 macro path loss, 8 dB shadowing,
                 fixed 0.2 W, 20 MHz): ``deploy`` gives plain data and is seeded; the noise rise is a
                 finite float >= 1, seeded.
+``harq``        on payloads of 1 kbit to 2 Mbit at 0.1-20 Mbit/s and SINRs of -10 to 40 dB: ``send``
+                gives ``time_s``, ``retransmissions``, ``delivered``, ``blocks`` with time finite and
+                >= payload / rate and >= the copies' air time, retransmissions >= 0, blocks an
+                integer >= 1, transmissions per block <= ``max_transmissions`` (when the component
+                states it); same seed, same result, and in ``mode: expected`` no draw at all;
+                the probability that a one-slot block arrives is non-decreasing in SINR within
+                0.25 (link adaptation resets the error rate to its target at each CQI step) and
+                at least 1/2 at 40 dB; ``slot_block`` gives shape (k,), NaN where the rate is 0,
+                an error rate in [0, 1] and transmissions in [1, ``max_transmissions``].
 any kind        when the component is :class:`~channel.protocols.Stateful`: ``state_dict()`` is
                 plain data (arrays, numbers, strings, None, dicts/lists) that
                 ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
@@ -98,9 +107,10 @@ def check_component(
     ----------
     kind : str
         One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility, power_control,
-        interference``.
+        interference, harq``.
     component : object
-        An instance (e.g. ``PATHLOSS.create("tr38901_uma")``).
+        An instance (e.g. ``PATHLOSS.create("tr38901_uma")``; a HARQ model is built with its rate
+        model, ``HARQ.build("harq", McsTableRate(mapping="bler"))``).
     rng_seed : int, default 0
         Seed of the generators the checks use.
     client_counts : sequence of int, default (1, 4, 25)
@@ -418,6 +428,61 @@ def _check_interference(report: _Report, comp: Any, seed: int, counts: List[int]
         report.check(draws[0][1] == draws[1][1], "same seed, same noise rise", f"{draws[0][1]} vs {draws[1][1]}")
 
 
+def _check_harq(report: _Report, comp: Any, seed: int, counts: List[int]) -> None:
+    big_m = getattr(comp, "max_transmissions", None)
+    expected = getattr(comp, "mode", None) == "expected"
+    sinrs_db = np.arange(-10.0, 41.0, 2.0)
+    for bits in (1e3, 1e5, 2e6):
+        for rate in (1e5, 1e6, 2e7):
+            for sinr in sinrs_db[::5]:
+                rng = _rng(seed)
+                before = rng.bit_generator.state
+                sent = comp.send(bits, rate, float(sinr), rng)
+                where = f"{bits:g} bits at {rate:g} bit/s, {sinr:g} dB"
+                report.check(all(hasattr(sent, a) for a in ("time_s", "retransmissions", "delivered", "blocks")),
+                             "send gives time_s, retransmissions, delivered, blocks", f"got {sent!r}")
+                t, extra, blocks = float(sent.time_s), float(sent.retransmissions), sent.blocks
+                report.check(isinstance(blocks, (int, np.integer)) and not isinstance(blocks, bool) and blocks >= 1,
+                             "blocks an integer >= 1", f"got {blocks!r} ({where})")
+                report.check(np.isfinite(extra) and extra >= 0, "retransmissions finite and >= 0",
+                             f"got {extra!r} ({where})")
+                report.check(np.isfinite(t) and t >= bits / rate * (1 - 1e-9), "time >= payload / rate",
+                             f"got {t!r} s < {bits / rate:g} s ({where})")
+                air_s = (blocks + extra) * bits / (blocks * rate)
+                report.check(t >= air_s * (1 - 1e-9), "time >= the copies' air time",
+                             f"got {t!r} s < {air_s:g} s for {blocks + extra:g} copies ({where})")
+                if big_m is not None:
+                    report.check(1.0 + extra / blocks <= big_m * (1 + 1e-9), "transmissions per block <= "
+                                 "max_transmissions", f"{1.0 + extra / blocks:g} > {big_m} ({where})")
+                again = comp.send(bits, rate, float(sinr), _rng(seed))
+                report.check((again.time_s, again.retransmissions, again.delivered, again.blocks)
+                             == (sent.time_s, sent.retransmissions, sent.delivered, sent.blocks),
+                             "same seed, same result", f"{sent!r} vs {again!r} ({where})")
+                if expected:
+                    report.check(rng.bit_generator.state == before, "mode expected draws nothing", f"({where})")
+    draws = 1 if expected else 64
+    rng = _rng(seed)
+    arrives = np.array([np.mean([bool(comp.send(1e3, 1e6, float(s), rng).delivered) for _ in range(draws)])
+                        for s in sinrs_db])
+    dips = np.maximum.accumulate(arrives) - arrives
+    report.check(dips.max() <= 0.25, "delivery probability non-decreasing in SINR (within 0.25)",
+                 f"{dict(zip(sinrs_db.tolist(), arrives.tolist()))} (a one-slot block, 1 kbit at 1 Mbit/s)")
+    report.check(arrives[-1] >= 0.5, "a 40 dB link delivers", f"delivered {arrives[-1]:g} of the time")
+    rates = np.array([0.0, 1e5, 1e6, 2e7, 1e6])
+    sinrs = np.array([10.0, 0.0, 10.0, 25.0, 40.0])
+    first, mean = (np.asarray(a, dtype=float) for a in comp.slot_block(rates, sinrs))
+    report.check(first.shape == mean.shape == rates.shape, "slot_block shape (k,)",
+                 f"got {first.shape}, {mean.shape}")
+    report.check(np.isnan(first[0]) and np.isnan(mean[0]), "slot_block NaN where the rate is 0",
+                 f"got {first[0]!r}, {mean[0]!r}")
+    ok = ~np.isnan(first[1:]) & ~np.isnan(mean[1:])
+    hi = float(big_m) if big_m is not None else np.inf
+    report.check(np.all(ok) and np.all((first[1:] >= 0) & (first[1:] <= 1)), "slot_block error rate in [0, 1]",
+                 f"got {first!r}")
+    report.check(np.all(ok) and np.all((mean[1:] >= 1 - 1e-12) & (mean[1:] <= hi * (1 + 1e-9))),
+                 "slot_block transmissions in [1, max_transmissions]", f"got {mean!r}")
+
+
 _CHECKS = {
     "placement": _check_placement,
     "pathloss": _check_pathloss,
@@ -428,4 +493,5 @@ _CHECKS = {
     "mobility": _check_mobility,
     "power_control": _check_power_control,
     "interference": _check_interference,
+    "harq": _check_harq,
 }

@@ -37,57 +37,82 @@ retransmissions (a real number), and the payload lost when that is more likely t
 (``P_loss >= 1/2``).  A lost payload is an outage: the cell's outage policy decides what follows.
 The default ``harq_rtt_s`` is LTE's synchronous uplink HARQ round trip of 8 subframes (8 ms,
 TS 36.213 clause 8), a common value for NR FR1 at 15 kHz as well.
+
+Kind
+----
+HARQ is a component kind (``harq``, :data:`HARQ`, protocol :class:`channel.protocols.HarqModel`),
+named by ``cell.harq``; the engine builds it with the cell's rate model as its first argument.
+
+- ``none``: :class:`NoHarq`, each payload goes once at the link rate (the default: no HARQ; the
+  engine then takes its plain upload path, the outage policy alone decides a failure).
+- ``harq``: :class:`Harq`, the model above (needs ``cell.rate: mcs_table``).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Tuple
 
 import numpy as np
 
 from simkit.checks import check_bool, check_choice, check_int
+from simkit.registry import Registry
 
 from .bler import code_blocks, cqi_curves, transport_block_error_rate
 from .cqi_tables import CQI_TABLES
-from .limits import HARQ_RTT_S, SLOT_S
+from .limits import HARQ_RTT_S, MAX_TRANSMISSIONS, SLOT_S
+from .protocols import HarqModel, HarqSend
 
-__all__ = ["Harq", "HarqSend", "HARQ_MODES"]
+__all__ = ["HARQ", "Harq", "NoHarq", "HarqSend", "HARQ_MODES"]
+
+#: The HARQ models; ``rate`` (the cell's rate model) is passed by the engine, never by a scenario.
+HARQ = Registry("harq", protocol=HarqModel, supplied=("rate",))
 
 HARQ_MODES = ("expected", "sampled")
 _MIN_TB_BITS = 24.0
 
 
-@dataclass(frozen=True)
-class HarqSend:
-    """What one payload's HARQ transfer took.
+@HARQ.register("none")
+class NoHarq:
+    """No HARQ: each payload goes once at the link rate, and arrives (the default).
 
-    Attributes
+    A link abstraction without block errors (Shannon capacity): the outage policy alone decides
+    whether an upload fails.  The engine does not call it: with ``none`` it takes its plain upload
+    path, which times a payload the same way.
+
+    Parameters
     ----------
-    time_s : float
-        Simulated seconds on the air plus the HARQ round trips.
-    retransmissions : float
-        Copies sent beyond the first of each block (expected value in ``expected`` mode).
-    delivered : bool
-        False when a block still failed after ``max_transmissions`` copies (an outage).
-    blocks : int
-        Transport blocks of the payload.
+    rate : object, optional
+        The cell's rate model (not used).
     """
 
-    time_s: float
-    retransmissions: float
-    delivered: bool
-    blocks: int
+    def __init__(self, rate: Any = None) -> None:
+        self.rate = rate
+
+    def __repr__(self) -> str:
+        return "NoHarq()"
+
+    def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
+             rng: Optional[np.random.Generator] = None) -> HarqSend:
+        """``payload_bits / rate_bps`` seconds, no retransmission, delivered, one block."""
+        return HarqSend(payload_bits / rate_bps, 0.0, True, 1)
+
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """Error rate 0 and one transmission per link (NaN where the rate is 0)."""
+        rates = np.asarray(rate_bps, dtype=float).ravel()
+        on = rates > 0
+        return np.where(on, 0.0, np.nan), np.where(on, 1.0, np.nan)
 
 
+@HARQ.register("harq")
 class Harq:
-    """HARQ of uplink payloads over an ``mcs_table`` rate model (see the module docstring).
+    """Uplink HARQ over an ``mcs_table`` rate: transport blocks fail with their BLER and are resent.
 
     Parameters
     ----------
     rate : channel.McsTableRate
         The cell's rate model: it picks the CQI at each SINR (and so the BLER curve).
     mode : {"expected", "sampled"}, default "expected"
+        ``expected``: deterministic expected transmissions; ``sampled``: draws from the ``harq`` stream.
     max_transmissions : int, default 4
         Copies per transport block in all, in [1, 64] (1: no retransmission).
     harq_rtt_s : float, default 8e-3
@@ -104,14 +129,17 @@ class Harq:
         For a parameter out of range or a rate model without CQIs.
     """
 
-    def __init__(self, rate: Any, mode: Literal["expected", "sampled"] = "expected", max_transmissions: int = 4,
-                 harq_rtt_s: float = 8e-3, chase_combining: bool = False, slot_s: float = 1e-3) -> None:
+    def __init__(self, rate: Any, mode: Literal["expected", "sampled"] = "expected",
+                 max_transmissions: Annotated[int, MAX_TRANSMISSIONS] = 4,
+                 harq_rtt_s: Annotated[float, HARQ_RTT_S] = 8e-3, chase_combining: bool = False,
+                 slot_s: Annotated[float, SLOT_S] = 1e-3) -> None:
         if not (hasattr(rate, "cqi") and getattr(rate, "table", None) in CQI_TABLES):
             raise ValueError(f"rate: HARQ needs an MCS rate model (cell.rate: mcs_table), whose CQIs have BLER "
                              f"curves; got {rate!r}")
         self.rate = rate
         self.mode = check_choice("mode", mode, HARQ_MODES)
-        self.max_transmissions = check_int("max_transmissions", max_transmissions, 1, 64)
+        self.max_transmissions = check_int("max_transmissions", max_transmissions, int(MAX_TRANSMISSIONS.low),
+                                           int(MAX_TRANSMISSIONS.high))
         self.harq_rtt_s = HARQ_RTT_S.check("harq_rtt_s", harq_rtt_s)
         self.chase_combining = check_bool("chase_combining", chase_combining)
         self.slot_s = SLOT_S.check("slot_s", slot_s)
@@ -155,7 +183,7 @@ class Harq:
         p = transport_block_error_rate(self._curves[cqi - 1].bler(sinr_m_db, cb_bits), n_cb)
         return np.concatenate(([1.0], np.cumprod(p)))
 
-    def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> Tuple[np.ndarray, np.ndarray]:
         """Error rate of a first transmission and expected transmissions of one slot's transport block.
 
         Parameters

@@ -3,18 +3,20 @@ schema, the builder and the catalog read.
 
 Each kind has a registry of named classes (which carries the kind's name and its protocol from
 :mod:`channel.protocols`), the scenario field that names one (``cell.<kind>``) and the
-:class:`~channel.Cell` argument it is passed as.  A new kind is one row here.
+:class:`~channel.Cell` argument it is passed as (none for ``harq``, which the engine is given:
+:data:`CELL_KINDS` are the others).  A new kind is one row here.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from simkit.registry import Registry
 
 from .allocation import ALLOCATORS
 from .fading import FADING
 from .geometry import PLACEMENTS
+from .harq import HARQ
 from .interference import INTERFERENCE
 from .mobility import MOBILITY
 from .pathloss import PATHLOSS
@@ -23,7 +25,7 @@ from .rate import RATES
 from . import link_rate  # noqa: F401  (registers shannon_gap, attenuated_shannon, mcs_table)
 from .shadowing import SHADOWING
 
-__all__ = ["ChannelKind", "CHANNEL_KINDS", "PROTOCOLS", "REGISTRIES"]
+__all__ = ["ChannelKind", "CHANNEL_KINDS", "CELL_KINDS", "PROTOCOLS", "REGISTRIES"]
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,18 @@ class ChannelKind:
         Short name -> class, made with the kind's name and protocol.
     field : str
         The scenario field that names one (``"cell.pathloss"``).
-    cell_argument : str
-        The :class:`~channel.Cell` constructor argument that takes one.
+    cell_argument : str or None
+        The :class:`~channel.Cell` constructor argument that takes one; None for a kind the cell
+        does not hold (``harq``: the engine's).
+    implied_name : str or None
+        The component a scenario mapping without ``name`` means (``cell.harq: {mode: sampled}``
+        is ``harq``); None: ``name`` is required.
     """
 
     registry: Registry
     field: str
-    cell_argument: str
+    cell_argument: Optional[str]
+    implied_name: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -67,7 +74,11 @@ CHANNEL_KINDS: Tuple[ChannelKind, ...] = (
     ChannelKind(MOBILITY, "cell.mobility", "mobility"),
     ChannelKind(POWER_CONTROL, "cell.power_control", "power_control"),
     ChannelKind(INTERFERENCE, "cell.interference", "interference"),
+    ChannelKind(HARQ, "cell.harq", None, implied_name="harq"),
 )
+
+#: The kinds the :class:`~channel.Cell` is built from (those with a ``cell_argument``).
+CELL_KINDS: Tuple[ChannelKind, ...] = tuple(k for k in CHANNEL_KINDS if k.cell_argument is not None)
 
 #: The required protocol of every channel kind.
 PROTOCOLS: Dict[str, type] = {k.name: k.protocol for k in CHANNEL_KINDS}

@@ -43,6 +43,7 @@ __all__ = [
     "BLER_TARGET",
     "CODE_BLOCK_BITS",
     "HARQ_RTT_S",
+    "MAX_TRANSMISSIONS",
     "SLOT_S",
     "CLIENT_MAX_POWER_DBM",
     "NOMINAL_RX_POWER_DBM",
@@ -153,6 +154,10 @@ CODE_BLOCK_BITS = Range(
 )
 #: HARQ round-trip time, s.
 HARQ_RTT_S = Range(0.0, 1.0, ">= 0; LTE and NR round trips are a few ms, 1 s is no HARQ", "s")
+#: Transmissions of one HARQ transport block in all (1: no retransmission).
+MAX_TRANSMISSIONS = Range(
+    1.0, 64.0, "1 is no retransmission; NR and LTE configure a handful (4 is usual), 64 is far beyond any"
+)
 #: Slot (transmission time interval) duration, s.
 SLOT_S = Range(
     1e-3 / 32, 1e-2, "NR slots last 1 ms / 2^mu (mu = 0..5, 1/32 ms at 480 kHz); 10 ms is a whole radio frame", "s"

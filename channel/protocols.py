@@ -15,6 +15,8 @@ allocation     :class:`Allocator`     ``allocate_hz(total_bandwidth_hz, payload_
 mobility       :class:`Mobility`      ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
 power_control  :class:`PowerControl`  ``tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db)``
 interference   :class:`Interference`  ``deploy(scene, rng)``, ``noise_rise_linear(scene, layout, rng)``
+harq           :class:`HarqModel`     ``send(payload_bits, rate_bps, sinr_db, rng) -> HarqSend``,
+                                      ``slot_block(rate_bps, sinr_db)``
 =============  =====================  =======================================================================
 
 Optional capabilities
@@ -35,7 +37,8 @@ capability that lives in a parameter (``rate_of``) is detected by
 :func:`channel.allocation.accepts_rate_of`.
 
 :class:`ShadowingSite`, the argument of the site-aware shadowing protocols, and :class:`UplinkScene`,
-the argument of the interference protocol, are defined here with them.  :mod:`simkit.protocols`
+the argument of the interference protocol, and :class:`HarqSend`, what a HARQ model's ``send``
+returns, are defined here with them.  :mod:`simkit.protocols`
 checks a component against these protocols.
 """
 from __future__ import annotations
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Protocol, Tuple, runtime_checkable
 
 import numpy as np
+
 
 __all__ = [
     "ShadowingSite",
@@ -71,6 +75,8 @@ __all__ = [
     "PowerControl",
     "UplinkScene",
     "Interference",
+    "HarqSend",
+    "HarqModel",
 ]
 
 
@@ -345,6 +351,51 @@ class Interference(Protocol):
 
     def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
         """One draw of the noise rise (linear, >= 1) given :meth:`deploy`'s layout."""
+
+
+# ---------------------------------------------------------------------- HARQ
+@dataclass(frozen=True)
+class HarqSend:
+    """What one payload's HARQ transfer took.
+
+    Attributes
+    ----------
+    time_s : float
+        Simulated seconds on the air plus the HARQ round trips.
+    retransmissions : float
+        Copies sent beyond the first of each block (expected value in ``expected`` mode).
+    delivered : bool
+        False when a block still failed after ``max_transmissions`` copies (an outage).
+    blocks : int
+        Transport blocks of the payload.
+    """
+
+    time_s: float
+    retransmissions: float
+    delivered: bool
+    blocks: int
+
+
+@runtime_checkable
+class HarqModel(Protocol):
+    """Uplink HARQ: how long a payload takes on a link whose transport blocks may fail, and whether
+    it arrives.
+
+    The engine builds one per run with the cell's rate model as the first constructor argument
+    (``cls(rate, **params)``: an MCS model picks the CQI, and so the BLER curve, at each SINR) and
+    calls :meth:`send` for every uplink payload that is not in outage; the channel report calls
+    :meth:`slot_block`.
+    """
+
+    def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
+             rng: Optional[np.random.Generator] = None) -> HarqSend:
+        """Time (s, >= ``payload_bits / rate_bps``), retransmissions (>= 0), delivered (bool) and
+        transport blocks (>= 1) of one payload; random draws only from ``rng`` (the ``harq``
+        stream)."""
+
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """First-transmission error rate and expected transmissions of one slot's transport block
+        per link, each shape (k,); NaN where the rate is 0."""
 
 
 # ---------------------------------------------------------------------- any kind

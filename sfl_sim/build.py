@@ -14,7 +14,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from channel import CHANNEL_KINDS, Cell, Harq, OutagePolicy
+from channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
+from channel.protocols import HarqModel
 from simkit.protocols import ComponentProtocolError
 from simkit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim import host
@@ -116,8 +117,8 @@ def build_cell(cfg: Scenario) -> Cell:
     c = cfg.cell
     seed = cfg.seed
     down = c.downlink
-    parts = {kind.cell_argument: component(kind.registry, getattr(c, kind.name), kind.field)
-             for kind in CHANNEL_KINDS}
+    parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
+             for kind in CELL_KINDS}
     try:
         return Cell(
             **parts,
@@ -157,14 +158,13 @@ def build_outage(cfg: Scenario) -> OutagePolicy:
         raise ConfigError(f"cell.outage: {exc}") from None
 
 
-def build_harq(cfg: Scenario, cell: Cell) -> Optional[Harq]:
-    """The HARQ of a scenario's ``cell.harq`` section over the cell's rate model (None: no HARQ)."""
+def build_harq(cfg: Scenario, cell: Cell) -> Optional[HarqModel]:
+    """The HARQ model of a scenario's ``cell.harq``, built with the cell's rate model as its first
+    argument; None for no HARQ (the field absent, or ``none``: the engine's plain upload path)."""
     if cfg.cell.harq is None:
         return None
-    try:
-        return Harq(cell.rate, **cfg.cell.harq.model_dump())
-    except ValueError as exc:
-        raise ConfigError(f"cell.harq: {_one_line(exc)}") from None
+    harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
+    return None if isinstance(harq, NoHarq) else harq
 
 
 def load_dataset(cfg: Scenario) -> ArrayDataset:

@@ -23,10 +23,6 @@ out once (``broadcast``) or as one copy per client (``unicast``)."""
 OnOutage = Literal["retransmit", "drop"]
 """What happens to an upload that falls into outage."""
 
-HarqMode = Literal["expected", "sampled"]
-"""HARQ of uplink transport blocks: deterministic expected transmissions, or draws from the ``harq``
-stream (``channel.harq.HARQ_MODES``, which ``channel`` defines without importing us)."""
-
 OutOfRange = Literal["warn", "error"]
 """What the cell does when clients fall outside the path-loss model's distance range
 (``channel.cell.OUT_OF_RANGE_CHOICES``, which ``channel`` defines without importing us)."""

@@ -31,6 +31,10 @@ COMPONENT_FIELDS: Dict[Tuple[str, str], str] = {
     **{tuple(kind.field.split(".")): kind.name for kind in CHANNEL_KINDS},  # type: ignore[misc]
 }
 
+#: The schema definitions of the scenario's component specs (a spec class with its own definition
+#: in the scenario schema, ``cell.harq``'s, is one more).
+SPEC_REFS = ("#/$defs/ComponentSpec", "#/$defs/HarqSpec")
+
 #: A ``package.module:Class`` plug-in name.
 PLUGIN_PATTERN = "^[^:]+:[^:]+$"
 
@@ -76,7 +80,7 @@ def _kind_schema(kind: str, registry: Registry, defs: Dict[str, Any],
 def _replace_component_ref(node: Any, ref: str) -> Any:
     """``node`` with the generic component spec reference(s) in it pointing at ``ref``."""
     if isinstance(node, dict):
-        if node.get("$ref") == "#/$defs/ComponentSpec":
+        if node.get("$ref") in SPEC_REFS:
             return {**node, "$ref": ref}
         return {k: _replace_component_ref(v, ref) for k, v in node.items()}
     if isinstance(node, list):
@@ -104,9 +108,13 @@ def add_components(schema: Dict[str, Any], section_defs: Mapping[str, str]) -> D
     def section_def(section: str) -> Dict[str, Any]:
         return defs[section_defs[section]]
 
+    implied = {k.name: k.implied_name for k in CHANNEL_KINDS if k.implied_name is not None}
     for (section, field), kind in COMPONENT_FIELDS.items():
         def_name = f"{kind.capitalize()}Spec"
         new_defs[def_name] = _kind_schema(kind, found[kind], new_defs)
+        if kind in implied:  # a mapping without name names this one
+            shape = next(s for s in new_defs[def_name]["oneOf"] if s.get("title") == implied[kind])
+            shape["required"] = [r for r in shape["required"] if r != "name"]
         properties = section_def(section)["properties"]
         properties[field] = _replace_component_ref(properties[field], f"#/$defs/{def_name}")
 
@@ -137,6 +145,8 @@ def add_components(schema: Dict[str, Any], section_defs: Mapping[str, str]) -> D
     model_def["allOf"] = rules
 
     defs.update(new_defs)
-    if "#/$defs/ComponentSpec" not in json.dumps(schema):
-        defs.pop("ComponentSpec", None)
+    text = json.dumps(schema)
+    for ref in SPEC_REFS:
+        if ref not in text:
+            defs.pop(ref.rsplit("/", 1)[1], None)
     return schema

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 
 from analysis.schema import RESOLVED_FILE
-from channel.kinds import CHANNEL_KINDS
+from channel.kinds import CELL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
@@ -49,11 +49,12 @@ __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constr
            "check_resolution", "COMPONENT_FIELDS", "VERSION_KEYS"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
-#: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector and optimizer
-#: are resolved separately (their spec is not a plain field).
+#: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
+#: availability and HARQ are resolved separately (their spec is not a plain field, or is recorded
+#: only when named).
 COMPONENT_FIELDS: Dict[str, str] = {
     "data.dataset": "dataset", "data.partition": "partitioner",
-    **{kind.field: kind.name for kind in CHANNEL_KINDS},
+    **{kind.field: kind.name for kind in CELL_KINDS},
 }
 
 #: The versions a record holds and a resume compares (``git_dirty`` is recorded, not compared).
@@ -272,6 +273,10 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
     if availability.name != "always":  # recorded only when named, so older records compare equal
         components["clients.availability"] = _resolve(AVAILABILITY, availability.name, availability.params,
                                                        "clients.availability")
+    harq = cfg.cell.harq
+    if harq is not None:  # recorded only when named, so older records compare equal
+        components["cell.harq"] = _resolve(REGISTRIES["harq"], harq.name, harq.params, "cell.harq",
+                                           REGISTRIES["harq"].supplied)
     training = cfg.training_for(label)
     optimizer_field = ("algorithm.training.optimizer" if spec.training is not None
                        and "optimizer" in spec.training.model_fields_set else "training.optimizer")

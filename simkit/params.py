@@ -12,7 +12,8 @@ A component's parameters are the keys a scenario puts beside its ``name``.  Thei
   annotation, or with one pydantic cannot check from YAML data, e.g. ``np.ndarray``, takes
   anything).  An annotation
   ``Annotated[float, RANGE]`` with a :class:`simkit.ranges.Range` (the channel components' form,
-  which needs no pydantic) becomes a finite number bounded by that range.
+  which needs no pydantic) becomes a finite number bounded by that range (``Annotated[int, RANGE]``
+  an integer).
 
 A constructor taking ``**kwargs`` that forwards them to its base class gets the base's parameters
 too (up the MRO while each takes ``**kwargs``; ``fixed_params`` names the base parameters the
@@ -110,8 +111,8 @@ def _with_ranges(annotation: Any) -> Any:
         base, *meta = typing.get_args(annotation)
         ranges = [m for m in meta if isinstance(m, Range)]
         rest = [m for m in meta if not isinstance(m, Range)]
-        if ranges:
-            bounded: Any = typing.Annotated[float, _range_field(ranges[-1])]
+        if ranges:  # an int keeps its type (a count), anything else is a float
+            bounded: Any = typing.Annotated[int if base is int else float, _range_field(ranges[-1])]
             for meta in rest:
                 bounded = typing.Annotated[bounded, meta]
             return bounded

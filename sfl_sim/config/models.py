@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, StrictB
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from channel import limits
-from sfl_sim.choices import Coherence, CompressionPath, DeviceName, DownlinkMode, ExecutionMode, HarqMode, OnOutage, \
+from channel.kinds import CHANNEL_KINDS
+from sfl_sim.choices import Coherence, CompressionPath, DeviceName, DownlinkMode, ExecutionMode, OnOutage, \
     OutOfRange, StragglerPolicy
 from sfl_sim.config.errors import CrossFieldError, format_validation_error
 from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
@@ -30,7 +30,11 @@ from sfl_sim.energy.models import SERVER_J_PER_FLOP
 
 __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
            "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
-           "Outage", "Harq", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario", "json_schema"]
+           "Outage", "HarqSpec", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario", "json_schema"]
+
+
+#: The HARQ model a ``cell.harq`` mapping without ``name`` names (:data:`channel.CHANNEL_KINDS`).
+HARQ_IMPLIED_NAME = next(k.implied_name for k in CHANNEL_KINDS if k.name == "harq")
 
 
 class ComponentSpec(BaseModel):
@@ -54,6 +58,11 @@ class ComponentSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _bare_name(cls, value: Any) -> Any:
+        return cls._spec_mapping(value)
+
+    @staticmethod
+    def _spec_mapping(value: Any) -> Any:
+        """``value`` as ``{"name": ..., **params}``: a bare name becomes one; else the one-line refusal."""
         if isinstance(value, str):
             return {"name": value}
         if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
@@ -291,18 +300,21 @@ class Outage(Section):
     on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
 
 
-class Harq(Section):
-    """``cell.harq:``: HARQ of uplink transport blocks (:class:`channel.harq.Harq`); absent: none.
+class HarqSpec(ComponentSpec):
+    """``cell.harq:``: the HARQ model of uplink transport blocks, a component of kind ``harq``
+    (:mod:`channel.harq`); absent, null or ``none``: no HARQ.
 
-    Needs ``cell.rate: mcs_table`` (the BLER is per CQI).
+    A mapping without ``name`` names the built-in ``harq`` (``{mode: sampled, max_transmissions:
+    4}``: the form this section had before HARQ was a component kind).  The built-in needs
+    ``cell.rate: mcs_table`` (the BLER is per CQI); its parameters are checked when the run is built.
     """
 
-    mode: Annotated[HarqMode, OneOf(HarqMode)] = "expected"
-    max_transmissions: Annotated[int, Integer(1, 64), Allowed("an integer in [1, 64] (copies per transport block in "
-                                                              "all, 1 = no retransmission)")] = 4
-    harq_rtt_s: Annotated[float, Number.of_range(limits.HARQ_RTT_S)] = 8e-3
-    chase_combining: bool = False
-    slot_s: Annotated[float, Number.of_range(limits.SLOT_S)] = 1e-3
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "name" not in value:
+            value = {"name": HARQ_IMPLIED_NAME, **value}
+        return ComponentSpec._spec_mapping(value)
 
 
 class Downlink(Section):
@@ -329,7 +341,7 @@ class CellSection(Section):
     power_control: ComponentSpec = _default("fixed")
     interference: ComponentSpec = _default("none")
     outage: Outage = Field(default_factory=Outage)
-    harq: Optional[Harq] = None
+    harq: Optional[HarqSpec] = None
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0

@@ -44,7 +44,8 @@ attempt are counted (they were on the air).
 
 HARQ
 ----
-With a :class:`channel.Harq` (``cell.harq``), an upload that is not in outage asks it for the time
+With a HARQ model (``cell.harq``, any :class:`channel.protocols.HarqModel`, e.g. :class:`channel.Harq`),
+an upload that is not in outage asks it for the time
 its transport blocks take, copies resent included, at the link's rate and SINR (sampled mode draws
 from the run's ``harq`` stream); the copies beyond the first go to
 ``Counters.harq_retransmissions`` (the payload's bytes are counted once per attempt, as above).  A
@@ -96,7 +97,7 @@ import numpy as np
 import simpy
 
 from channel.cell import Cell
-from channel.harq import Harq
+from channel.protocols import HarqModel
 from channel.outage import OutagePolicy
 from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost, Outcome
@@ -211,7 +212,7 @@ class Simulator:
         With ``deadline``: how long the server waits per local iteration, in simulated seconds.
     keep_clients : int, optional
         With ``over_selection``: how many of the (over-)selected clients are kept.
-    harq : channel.Harq, optional
+    harq : channel.protocols.HarqModel, optional
         HARQ of uplink transport blocks (default: none, a payload takes ``bits / rate``).
     harq_rng : numpy.random.Generator, optional
         The ``harq`` stream, drawn from in HARQ's ``sampled`` mode (default: a fixed-seed stream).
@@ -227,7 +228,7 @@ class Simulator:
                  counters: Counters | None = None, fading_rng: np.random.Generator | None = None,
                  coherence: Coherence = "per_round", outage: OutagePolicy | None = None,
                  straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
-                 keep_clients: int | None = None, harq: Harq | None = None,
+                 keep_clients: int | None = None, harq: HarqModel | None = None,
                  harq_rng: np.random.Generator | None = None,
                  availability: Optional["Availability"] = None,
                  uplink_bps: Optional[np.ndarray] = None, downlink_bps: Optional[np.ndarray] = None) -> None:

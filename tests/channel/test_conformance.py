@@ -9,12 +9,19 @@ from channel import REGISTRIES, check_component
 
 # Built-ins that need parameters to exist, and the client counts they accept.
 PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]},
-          ("interference", "noise_rise"): {"noise_rise_db": 3.0}, ("interference", "first_tier"): {"activity": 0.5}}
+          ("interference", "noise_rise"): {"noise_rise_db": 3.0}, ("interference", "first_tier"): {"activity": 0.5},
+          ("harq", "harq"): {"rate": channel.McsTableRate(mapping="bler")},
+          ("harq", "none"): {"rate": channel.ShannonRate()}}
 COUNTS = {("placement", "fixed_distances"): (3,)}
 VARIANTS = [("pathloss", "tr38901_uma", {"los": "los"}), ("pathloss", "tr38901_umi", {"los": "nlos"}),
             ("pathloss", "tr38901_uma", {"ut_height_m": 20.0}), ("shadowing", "lognormal", {"sigma_db": "model"}),
             ("shadowing", "correlated", {"sigma_db": 5.0, "decorrelation_m": 20.0}),
-            ("rate", "shannon", {"noise_figure_db": 7.0, "max_spectral_efficiency_bps_per_hz": 6.0})]
+            ("rate", "shannon", {"noise_figure_db": 7.0, "max_spectral_efficiency_bps_per_hz": 6.0}),
+            ("harq", "harq", {"rate": channel.McsTableRate(mapping="gap"), "mode": "sampled", "max_transmissions": 1}),
+            ("harq", "harq", {"rate": channel.McsTableRate(mapping="bler"), "mode": "sampled",
+                              "chase_combining": True, "harq_rtt_s": 0.004, "slot_s": 5e-4}),
+            ("harq", "harq", {"rate": channel.McsTableRate(table="cqi_table2", mapping="bler"), "max_transmissions": 8,
+                              "chase_combining": True})]
 
 
 def builtins():
@@ -33,7 +40,7 @@ def test_every_builtin_passes_conformance(kind, name, params):
 
 def test_registries_cover_every_kind():
     assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
-        "power_control", "interference"}
+        "power_control", "interference", "harq"}
     assert channel.FADING.kind == "fading" and channel.MOBILITY.kind == "mobility"
 
 

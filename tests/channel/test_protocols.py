@@ -25,7 +25,7 @@ from simkit.protocols import (
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
     assert set(PROTOCOLS) == set(REGISTRIES) == {
         "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
-        "power_control", "interference"}
+        "power_control", "interference", "harq"}
     for kind, registry in REGISTRIES.items():
         assert registry.protocol is PROTOCOLS[kind]
 
@@ -35,7 +35,8 @@ def test_every_builtin_component_satisfies_its_protocol(kind):
     registry = REGISTRIES[kind]
     for name in registry.names():
         cls = registry.get(name)
-        required = {"fixed_distances": ([10.0],), "first_tier": (0.5,), "noise_rise": (3.0,)}
+        required = {"fixed_distances": ([10.0],), "first_tier": (0.5,), "noise_rise": (3.0,),
+                    "harq": (channel.McsTableRate(),)}
         obj = cls(*required.get(name, ()))
         assert isinstance(obj, PROTOCOLS[kind]), name
         assert missing_members(obj, PROTOCOLS[kind]) == []

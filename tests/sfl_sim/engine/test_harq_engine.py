@@ -1,5 +1,6 @@
 """HARQ in the engine: the upload path takes Harq's time and counts its copies; a payload HARQ cannot
-deliver is an outage the policy handles; the scenario's cell.harq; rounds.csv harq_retransmissions."""
+deliver is an outage the policy handles; the scenario's cell.harq (a component of kind harq: the old
+form without name, none, one's own module:Class); rounds.csv harq_retransmissions."""
 from __future__ import annotations
 
 import csv
@@ -126,3 +127,110 @@ def test_the_json_schema_knows_cell_harq() -> None:
     for bad in ("cell.harq={max_transmissions: 0}", "cell.harq={mode: average}", "cell.harq={slot: 1}"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(_raw_with(bad), schema)
+
+
+# -- cell.harq as a component kind ------------------------------------------------------------------
+def _cfg(*overrides):
+    from sfl_sim.config import apply_override, parse_override, validate
+    from tests.sfl_sim.test_component_params import _raw_with
+
+    raw = _raw_with(overrides[0]) if overrides else _raw_with("rounds=40")
+    for o in overrides[1:]:
+        keys, value = parse_override(o)
+        apply_override(raw, keys, value)
+    return validate(raw)
+
+
+MCS = "cell.rate={name: mcs_table, mapping: bler}"
+
+
+def test_the_old_cell_harq_form_names_the_builtin_and_builds_the_same() -> None:
+    from sfl_sim.build import build_cell, build_harq
+
+    old = _cfg(MCS, "cell.harq={mode: sampled, max_transmissions: 2, chase_combining: true}")
+    new = _cfg(MCS, "cell.harq={name: harq, mode: sampled, max_transmissions: 2, chase_combining: true}")
+    assert old.cell.harq == new.cell.harq and old.cell.harq is not None and old.cell.harq.name == "harq"
+    built = build_harq(old, build_cell(old))
+    assert isinstance(built, Harq) and repr(built) == repr(build_harq(new, build_cell(new)))
+    assert (built.mode, built.max_transmissions, built.chase_combining) == ("sampled", 2, True)
+    assert isinstance(build_harq(_cfg(MCS, "cell.harq=harq"), build_cell(old)), Harq)  # a bare name
+
+
+def test_no_harq_absent_null_or_none_is_the_engines_plain_path() -> None:
+    from sfl_sim.build import build_cell, build_harq
+    from sfl_sim.resolved import resolve_run
+
+    absent = _cfg()
+    assert absent.cell.harq is None
+    assert absent.to_yaml_dict()["cell"]["harq"] is None  # the scenario.yaml of a run without HARQ stays as it was
+    for cfg in (absent, _cfg("cell.harq=none"), _cfg("cell.harq={name: none}"), _cfg("cell.harq=null")):
+        assert build_harq(cfg, build_cell(cfg)) is None
+    assert "cell.harq" not in resolve_run(absent, "scala").record["components"]  # older records compare equal
+    named = resolve_run(_cfg(MCS, "cell.harq={max_transmissions: 2}"), "scala").record["components"]["cell.harq"]
+    assert named["name"] == "harq" and named["class"] == "channel.harq:Harq"
+    assert named["params"] == {"mode": "expected", "max_transmissions": 2, "harq_rtt_s": 0.008,
+                               "chase_combining": False, "slot_s": 0.001}  # the rate is the engine's, not recorded
+
+
+@pytest.mark.parametrize("override, words", [
+    ("cell.harq={name: harq, max_transmissions: 65}", ["cell.harq.max_transmissions", "65", "<= 64", "for harq"]),
+    ("cell.harq={name: hark}", ["cell.harq.name", "'hark'", "did you mean 'harq'"]),
+    ("cell.harq={name: none, mode: sampled}", ["cell.harq", "unknown 'mode'"]),
+    ("cell.harq={name: 'no_such_module:Harq'}", ["cell.harq.name", "cannot import module 'no_such_module'"]),
+    ("cell.harq=[1]", ["cell.harq", "a mapping with a string 'name'"]),
+])
+def test_bad_harq_component_is_one_line(tmp_path, capsys, override, words) -> None:
+    from tests.sfl_sim.test_component_params import BASE
+
+    code = main(["scenario", str(BASE), "--check", "--no-progress", "-o", str(tmp_path / "out"), "--set", MCS,
+                 "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+def test_list_harq(capsys) -> None:
+    assert main(["list", "harq"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("harq (2) -- scenario: cell.harq.name")
+    assert "  harq  Uplink HARQ over an ``mcs_table`` rate" in out and "  none  No HARQ" in out
+    assert "parameters: mode='expected', max_transmissions=4, harq_rtt_s=0.008, chase_combining=False, " \
+           "slot_s=0.001" in out  # the engine's rate argument is not a scenario key
+
+
+PLUGIN = '''
+import numpy as np
+from channel.protocols import HarqSend
+
+
+class OneExtraCopy:
+    """Every transport block is sent twice (a plug-in of the harq kind)."""
+
+    def __init__(self, rate, rtt_s: float = 0.01):
+        self.rate, self.rtt_s = rate, rtt_s
+
+    def send(self, payload_bits, rate_bps, sinr_db, rng=None):
+        return HarqSend(2 * payload_bits / rate_bps + self.rtt_s, 1.0, True, 1)
+
+    def slot_block(self, rate_bps, sinr_db):
+        r = np.asarray(rate_bps, float)
+        return np.where(r > 0, 1.0, np.nan), np.where(r > 0, 2.0, np.nan)
+'''
+
+
+def test_a_harq_of_ones_own_runs_in_the_engine(tmp_path, monkeypatch) -> None:
+    from channel import check_component
+    from sfl_sim.build import build_cell, build_harq
+
+    (tmp_path / "my_harq.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = _cfg("cell.harq={name: 'my_harq:OneExtraCopy', rtt_s: 0.02}")  # any rate model: the plug-in decides
+    harq = build_harq(cfg, build_cell(cfg))
+    assert type(harq).__name__ == "OneExtraCopy" and harq.rtt_s == 0.02
+    check_component("harq", harq)
+    sim = _sim(McsTableRate(mapping="bler"), harq)
+    out = _upload(sim, 0)
+    assert out["result"] is DELIVERED
+    assert out["duration"] == pytest.approx(2 * 8.0 * NBYTES / out["rate"] + 0.02, rel=1e-12)
+    assert sim.counters.harq_retransmissions == 1.0
