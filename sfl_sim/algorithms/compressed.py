@@ -7,7 +7,10 @@ A run's ``compression:`` (scenario block, see :mod:`sfl_sim.config.models`) name
 ``gradients``    split algorithms' downlink activation gradients G_k (extras such as BESplit-A's
                  teacher logits stay exact);
 ``updates``      FL algorithms' model update, the delta w_k - w^t of the floating-point state
-                 entries (integer buffers such as BatchNorm's counters go as they are).
+                 entries (integer buffers such as BatchNorm's counters go as they are);
+``model_download`` FL algorithms' broadcast of the global model w^t (its floating-point entries,
+                 encoded once by the server; every client decodes the one payload and trains
+                 from the decoded model, which is also the w^t its update is a delta from).
 
 The sender encodes, the engine is charged the payload's :attr:`~sfl_sim.compression.Payload.size_bytes`
 (plus, for an update, the integer buffers' bytes), and the receiver trains on the decoded tensor.

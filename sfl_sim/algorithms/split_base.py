@@ -162,12 +162,15 @@ class SplitFedBase(Algorithm):
 
     def compression_refusal(self, path: str) -> Optional[str]:
         """Split learning compresses ``activations`` (A_k up; labels exact) and ``gradients``
-        (G_k down, when the server replies); the client-model upload is not compressed."""
+        (G_k down, when the server replies); the client-model upload and download are not compressed."""
         if path == "activations":
             return None
         if path == "gradients":
             return None if self.server_replies else \
                 f"{type(self).__name__} sends no activation gradients back (its clients learn from a local loss)"
+        if path == "model_download":
+            return f"{type(self).__name__}'s client-model download is not compressed (model_download is the " \
+                   f"global model of FL algorithms)"
         return super().compression_refusal(path)
 
     @property
