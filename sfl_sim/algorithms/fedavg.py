@@ -42,6 +42,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, \
     weighted_average
+from sfl_sim.algorithms.compressed import SentModel, flat, float_keys, send_model, unflat
 from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.vectorised import CohortSteps
@@ -122,12 +123,12 @@ class FedAvg(Algorithm):
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
-        exact: Optional[Dict[str, torch.Tensor]] = None
-        decode_flops = 0.0
+        sent: Optional[SentModel] = None
         if self.setup.compression.codec("model_download") is None:
             yield ctx.broadcast(state_bytes(self.model), "model")
         else:
-            exact, decode_flops = yield from self._broadcast_compressed(ctx)
+            sent = yield from self._broadcast_compressed(ctx)
+        decode_flops = 0.0 if sent is None else sent.decode_flops
         ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = self.working_copies(self.model, clients)
@@ -140,8 +141,10 @@ class FedAvg(Algorithm):
         if kept:  # nobody delivered: the global model stays as it was
             self.observe_local_models({k: local[k] for k in kept})
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
-        elif exact is not None:  # ... the server's own, not the copy it sent
-            self.model.load_state_dict(exact)
+            if sent is not None:  # the server's exact w^t plus what the round moved
+                sent.keep_exact(self.model)
+        elif sent is not None:  # ... the server's own, not the copy it sent
+            self.model.load_state_dict(sent.exact)
 
     def local_steps(self) -> "LocalSteps":
         """This round's local steps for :attr:`execution` (make them after the round began: the
@@ -199,47 +202,17 @@ class FedAvg(Algorithm):
         model.load_state_dict({**local, **{key: glob[key] + rebuilt[key] for key in floats}})
         return sent
 
-    def _broadcast_compressed(self, ctx: RoundContext) -> SimSteps[tuple]:
-        """The broadcast with ``compression.model_download``: the server encodes the global model's
-        floating-point entries, flattened into one vector (integer buffers go as they are), once
-        for the cohort; every client receives that one payload and trains from the decoded model.
-
-        For the rest of the round :attr:`model` *is* that decoded model (the model the clients
-        start from, take deltas from and, in the subclasses' hooks, keep as w^t); returns the
-        server's exact state, restored when nobody delivers, and the decode FLOPs each client
-        spends.  The whole model is sent, not a delta from the client's last copy: a client
-        sampled now may not have taken part for many rounds."""
-        state = self.model.state_dict()
-        floats = float_keys(state)
-        coded = self.setup.compression.encode("model_download", SERVER, flat(state, floats))
-        if coded.encode_flops > 0:
-            yield from ctx.compute(SERVER, coded.encode_flops, "compress_model")
-        yield ctx.broadcast(coded.nbytes + tensor_bytes(*(v for key, v in state.items() if key not in floats)),
-                            "model")
-        exact = {key: v.clone() for key, v in state.items()}
-        self.model.load_state_dict({**state, **unflat(coded.decoded, state, floats)})
-        return exact, coded.decode_flops
-
-
-def float_keys(state: Dict[str, torch.Tensor]) -> List[str]:
-    """The keys of ``state``'s floating-point entries: what an update or a download compresses
-    (integer buffers, e.g. BatchNorm's counters, go as they are)."""
-    return [key for key, v in state.items() if torch.is_floating_point(v)]
-
-
-def flat(state: Dict[str, torch.Tensor], keys: List[str]) -> torch.Tensor:
-    """``state[key]`` for ``keys``, flattened and concatenated into one vector."""
-    return torch.cat([state[key].reshape(-1) for key in keys]) if keys else torch.zeros(0)
-
-
-def unflat(vector: torch.Tensor, like: Dict[str, torch.Tensor], keys: List[str]) -> Dict[str, torch.Tensor]:
-    """:func:`flat` undone: ``vector`` cut into ``like``'s entries of ``keys`` (shape and dtype)."""
-    out, start = {}, 0
-    for key in keys:
-        n = like[key].numel()
-        out[key] = vector[start:start + n].reshape(like[key].shape).to(like[key].dtype)
-        start += n
-    return out
+    def _broadcast_compressed(self, ctx: RoundContext) -> SimSteps[SentModel]:
+        """The broadcast with ``compression.model_download`` (:func:`send_model`): encoded once by
+        the server, one payload for the cohort.  Until the aggregation :attr:`model` *is* the
+        decoded model (the model the clients start from, take deltas from and, in the
+        subclasses' hooks, keep as w^t); after it the server adds back what the send lost
+        (:meth:`SentModel.keep_exact`)."""
+        sent = send_model(self.setup.compression, self.model, SERVER)
+        if sent.encode_flops > 0:
+            yield from ctx.compute(SERVER, sent.encode_flops, "compress_model")
+        yield ctx.broadcast(sent.nbytes, "model")
+        return sent
 
 
 #: One local step of a client on a minibatch ``(x, y)``; returns its FLOPs.

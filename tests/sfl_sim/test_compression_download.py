@@ -13,8 +13,7 @@ import yaml
 
 from sfl_sim import runner
 from sfl_sim.algorithms import ALGORITHMS
-from sfl_sim.algorithms.compressed import CompressionPlan
-from sfl_sim.algorithms.fedavg import flat, float_keys, unflat
+from sfl_sim.algorithms.compressed import CompressionPlan, flat, float_keys, unflat
 from sfl_sim.cli import main
 from sfl_sim.compression import Identity, Quantize
 from sfl_sim.config import load_scenario, validate
@@ -54,18 +53,20 @@ def test_download_is_charged_once_per_client_and_decoded_on_each() -> None:
 
 
 def test_clients_train_from_the_decoded_model() -> None:
-    """A round with the download quantized equals, bit for bit, an uncompressed round whose global
-    model was the decoded one: the clients start from it and the server averages what they made."""
+    """A round with the download quantized is, bit for bit, an uncompressed round whose global
+    model was the decoded one (the clients start from it), plus what the send lost: the server
+    keeps its exact w^t and adds the average of w_k - decoded w^t."""
     setup = tiny_setup()
     setup.compression = _plan(model_download=Quantize(8))
     compressed = ALGORITHMS.get("fedavg")(setup)
     start = {k: v.clone() for k, v in compressed.model.state_dict().items()}
+    decoded = _decoded(start, Quantize(8))
     reference = ALGORITHMS.get("fedavg")(tiny_setup())
-    reference.model.load_state_dict(_decoded(start, Quantize(8)))
-    assert not all(torch.equal(start[k], reference.model.state_dict()[k]) for k in start)  # 8 bits lose something
+    reference.model.load_state_dict(decoded)
+    assert not all(torch.equal(start[k], decoded[k]) for k in start)  # 8 bits lose something
     _, _, got = _round(compressed)
     _, _, want = _round(reference)
-    assert all(torch.equal(got[k], want[k]) for k in got)
+    assert all(torch.equal(got[k], want[k] + (start[k] - decoded[k])) for k in got)
 
 
 def test_an_update_is_the_delta_from_the_decoded_model(monkeypatch) -> None:
@@ -118,7 +119,7 @@ def test_nobody_delivering_keeps_the_servers_exact_model() -> None:
     assert all(torch.equal(before[k], v) for k, v in algo.model.state_dict().items())
 
 
-@pytest.mark.parametrize("name", ["fedavg", "fedprox"])
+@pytest.mark.parametrize("name", ["fedavg", "fedprox", "scala", "splitfed_v2"])
 def test_identity_download_is_no_compression_bit_for_bit(name: str) -> None:
     plain = _round(ALGORITHMS.get(name)(tiny_setup()))
     setup = tiny_setup()
@@ -129,12 +130,37 @@ def test_identity_download_is_no_compression_bit_for_bit(name: str) -> None:
     assert all(torch.equal(plain[2][k], identity[2][k]) for k in plain[2])
 
 
+# ------------------------------------------------------------------------------ split learning
+def test_split_client_side_download_is_charged_and_trained_from() -> None:
+    """SCALA's broadcast of w_c: one 8-bit payload per client, decoded on each; the round equals,
+    bit for bit, an uncompressed round whose w_c was the decoded one, plus what the send lost."""
+    setup = tiny_setup(local_iterations=2)
+    setup.compression = _plan(model_download=Quantize(8))
+    compressed = ALGORITHMS.get("scala")(setup)
+    side = {k: v.clone() for k, v in compressed.client_side().state_dict().items()}
+    n = sum(v.numel() for v in side.values())
+    reference = ALGORITHMS.get("scala")(tiny_setup(local_iterations=2))
+    reference.client_side().load_state_dict(_decoded(side, Quantize(8)))
+    _, counters, got = _round(compressed)
+    _, plain, want = _round(reference)
+    decoded = _decoded(side, Quantize(8))
+    got_side, want_side = compressed.client_side().state_dict(), reference.client_side().state_dict()
+    assert all(torch.equal(got_side[k], want_side[k] + (side[k] - decoded[k])) for k in side)
+    server = [k for k in got if not k.startswith("blocks.0.")]  # the tiny model's client side is blocks.0
+    assert len(server) == len(got) - len(side) and all(torch.equal(got[k], want[k]) for k in server)
+    assert counters.by_kind["downlink/client_model"] == 2 * (n + 4 + 4)
+    assert counters.by_kind["server/compress_model"] == 5 * n
+    assert counters.by_kind["client/decompress_model"] == 2 * 2 * n
+    assert counters.by_kind["uplink/client_model"] == plain.by_kind["uplink/client_model"]
+    assert compressed._sent_side is None  # nothing of the round is kept
+
+
 # -------------------------------------------------------------------------------------- refusals
 @pytest.mark.parametrize("algorithms, block, message", [
-    (["scala"], {"model_download": Q8}, "compression.model_download: got 'quantize', which scala cannot apply: "
-                                        "SCALA's client-model download is not compressed"),
-    (["splitfed_v1"], {"model_download": Q8}, "compression.model_download: got 'quantize', which splitfed_v1 "
-                                              "cannot apply"),
+    (["splitfed_v3"], {"model_download": Q8}, "compression.model_download: got 'quantize', which splitfed_v3 "
+                                              "cannot apply: SplitFedV3 sends its client side its own way"),
+    (["sfl_local_loss"], {"model_download": Q8}, "compression.model_download: got 'quantize', which "
+                                                 "sfl_local_loss cannot apply"),
     (["fedconcat"], {"model_download": Q8}, "compression.model_download: got 'quantize', which fedconcat cannot "
                                             "apply: FedConcat has no model_download path to compress"),
     (["fedavg"], {"model_download": {"name": "quantize", "bits": 0}},
@@ -172,7 +198,8 @@ def test_resolved_yaml_records_the_applied_paths_and_an_old_record_resumes(tmp_p
     assert main(["scenario", str(write_yaml(tmp_path, data)), "--no-progress"]) == 0
     runs = tmp_path / "runs"
     scala, fedavg, plain = (_record(runs / label)["compression"] for label in ("scala", "fedavg", "fedavg_plain"))
-    assert list(scala) == ["activations"] and scala["activations"]["field"] == "compression.activations"
+    assert list(scala) == ["activations", "model_download"]
+    assert scala["activations"]["field"] == "compression.activations"
     assert scala["activations"]["class"] == "sfl_sim.compression:Quantize"
     assert scala["activations"]["params"]["bits"] == 8 and scala["activations"]["error_feedback"] is False
     assert list(fedavg) == ["updates", "model_download"]
@@ -222,7 +249,8 @@ def test_a_record_with_other_paths_is_refused(tmp_path: Path) -> None:
     runner._check_compression(files, today)
 
 
-def test_the_stacked_steps_start_from_the_decoded_model_too() -> None:
+@pytest.mark.parametrize("name", ["fedavg", "scala"])
+def test_the_stacked_steps_start_from_the_decoded_model_too(name: str) -> None:
     """``execution: vectorised`` keeps the download (its steps run on the same decoded copies):
     the same bytes, FLOPs and clock as the loop, the weights within float rounding."""
     got = {}
@@ -230,7 +258,7 @@ def test_the_stacked_steps_start_from_the_decoded_model_too() -> None:
         setup = tiny_setup()
         setup.execution = execution
         setup.compression = _plan(model_download=Quantize(4))
-        algo = ALGORITHMS.get("fedavg")(setup)
+        algo = ALGORITHMS.get(name)(setup)
         assert algo.execution == execution
         duration, counters, state = _round(algo)
         got[execution] = (duration, counters.as_dict(), state)
