@@ -33,9 +33,9 @@ DeviceName = Literal["auto", "cpu", "cuda"]
 ClientOptimizerState = Literal["fresh", "persist"]
 """Whether a client's optimizer state starts afresh each round it takes part or is kept per client."""
 
-CompressionPath = Literal["activations", "gradients", "updates"]
+CompressionPath = Literal["activations", "gradients", "updates", "model_download"]
 """What a ``compression:`` block compresses: split learning's uplink activations, its downlink
-activation gradients, an FL client's model update."""
+activation gradients, an FL client's model update, the global model an FL server broadcasts."""
 
 ExecutionMode = Literal["auto", "loop", "vectorised"]
 """How a cohort's client steps run: one client after another (``loop``, the reference), stacked

@@ -24,6 +24,8 @@ Layout of ``resolved.yaml``::
       data.dataset: ... data.partition: ... clients.selection: ...
       cell.placement: ... (every channel kind) ... training.optimizer: ...
     training: {...}                   # the run's merged training settings (but torch_threads, optimizer)
+    compression:                      # the paths the run applies (decided when it is built); {} for none
+      updates: {field, name, class, params, error_feedback}   # field: where the scenario sets it
     resumes: [{after_round, versions}]   # one entry per resume that trained more rounds
 """
 from __future__ import annotations
@@ -46,7 +48,8 @@ from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
            "resolve_run", "parameter_differences", "version_differences", "recorded_fields",
-           "check_resolution", "COMPONENT_FIELDS", "VERSION_KEYS"]
+           "check_resolution", "compression_record", "compression_differences", "COMPONENT_FIELDS",
+           "VERSION_KEYS"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
 #: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
@@ -240,8 +243,14 @@ def code_versions() -> Dict[str, Any]:
             "numpy": str(numpy.__version__), "python": platform.python_version()}
 
 
-def resolve_run(cfg: Any, label: str) -> Resolution:
+def resolve_run(cfg: Any, label: str, applied: Optional[List[str]] = None) -> Resolution:
     """Today's resolution of the run of ``label`` in the validated scenario ``cfg``.
+
+    ``applied``: the compression paths the built run applies
+    (``run.algorithm.setup.compression.codecs``); given, the record holds their
+    :func:`compression_record`.  Which paths apply is decided by the built algorithm, so a
+    resolution made before the build (the checks of a resume) leaves the section out and
+    :func:`compression_differences` compares it once the run is built.
 
     Raises
     ------
@@ -284,7 +293,33 @@ def resolve_run(cfg: Any, label: str) -> Resolution:
                                            optimizer_field, OPTIMIZERS.supplied)
     settings = {k: v for k, v in training.model_dump(mode="json").items() if k not in _UNRECORDED_TRAINING_FIELDS}
     record = {"versions": code_versions(), "components": components, "training": settings}
+    if applied is not None:
+        record["compression"] = compression_record(cfg, label, applied)
     return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")
+
+
+def compression_record(cfg: Any, label: str, applied: List[str]) -> Dict[str, Any]:
+    """``{path: {field, name, class, params, error_feedback}}`` of the compression paths ``applied``
+    by the run of ``label`` (``identity`` is never applied: the path goes as it is); ``{}`` for none."""
+    from sfl_sim.compression import COMPRESSORS
+
+    given = cfg.compression_for(label)
+    out: Dict[str, Any] = {}
+    for path in applied:
+        field, spec = given[path]
+        out[path] = {"field": field, **_resolve(COMPRESSORS, spec.name, spec.params, field),
+                     "error_feedback": spec.error_feedback}
+    return out
+
+
+def compression_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> List[str]:
+    """``compression.PATH: made with OLD, now NEW`` for each compression path whose record differs
+    between a run's ``resolved.yaml`` and today's build.  A record without the section (made before
+    compression existed) applied none."""
+    old, new = made.get("compression") or {}, now.get("compression") or {}
+    return [f"compression.{path}: made with {_plain(old.get(path, '<none>'))!r}, now "
+            f"{_plain(new.get(path, '<none>'))!r}"
+            for path in dict.fromkeys([*old, *new]) if not _same(old.get(path), new.get(path))]
 
 
 # -- comparing -----------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ from sfl_sim.engine import Counters
 from sfl_sim.errors import RunFailed
 from sfl_sim.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.progress import RunProgress
-from sfl_sim.resolved import code_versions, resolve_run
+from sfl_sim.resolved import ResolutionMismatchError, code_versions, compression_differences, compression_record, \
+    resolve_run
 from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import BatteryAwareSelection, select_online
@@ -172,7 +173,9 @@ class _Session:
         scenario = resolved_scenario(cfg, run.label, run.device)
         sim_time_s, host_offset_s, counters = 0.0, 0.0, Counters()
         state = self.plan.checkpoint
+        applied = list(run.algorithm.setup.compression.codecs)
         if self.plan.resume and state is not None:
+            _check_compression(files, compression_record(cfg, run.label, applied))
             run.algorithm.load_state_dict(state.algorithm)
             self.round, sim_time_s, host_offset_s = state.round, state.sim_time_s, state.host_time_s
             counters = Counters.from_dict(state.counters)
@@ -190,7 +193,7 @@ class _Session:
         else:
             files.start_logs(run.setup.num_classes, **self._energy_logs())
             files.write_scenario(scenario)
-            files.write_resolved(resolve_run(cfg, run.label).record)
+            files.write_resolved(resolve_run(cfg, run.label, applied).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
         self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading,
                                    harq_rng=self.streams.harq)
@@ -363,6 +366,20 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         gc_pause.end()
         bar.close()
     return session.summary
+
+
+def _check_compression(files: RunDir, today: Dict[str, Any]) -> None:
+    """Refuse to continue a run whose recorded compression paths (``resolved.yaml``) differ from
+    those the built run applies (``today``, :func:`compression_record`): its scenario is the same,
+    so the code changed which paths an algorithm takes.  No record, or one made before compression
+    existed (no ``compression`` key: none applied), is compared as such."""
+    record = files.read_resolved()
+    if record is None:
+        return
+    fields = compression_differences(record, {"compression": today})
+    if fields:
+        raise ResolutionMismatchError(f"{files.path} was made with other compression paths than this code applies "
+                                      f"to its scenario ({files.resolved_path.name}):", fields)
 
 
 def _threads_made_with(files: RunDir) -> None:

@@ -158,6 +158,8 @@ def value_label(value: Any) -> str:
         text = _number(value)
     elif isinstance(value, str):
         text = value
+    elif _is_compression_block(value):
+        text = "_".join(f"{_PATH_LABELS[path]}-{_compressor_label(spec)}" for path, spec in value.items())
     elif isinstance(value, dict):
         head = [str(value["name"])] if isinstance(value.get("name"), str) else []
         rest = [f"{k}{value_label(v)}" for k, v in value.items() if k not in ("name", "label")]
@@ -167,6 +169,37 @@ def value_label(value: Any) -> str:
     else:
         text = str(value)
     return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("._") or "x"
+
+
+#: Short names of the ``compression:`` paths in run names (``act-q8_upd-q8``).
+_PATH_LABELS = {"activations": "act", "gradients": "grad", "updates": "upd", "model_download": "dl"}
+
+#: Short names of the built-in compressors in run names; the parameter written beside them.
+_COMPRESSOR_LABELS = {"identity": ("id", None), "quantize": ("q", "bits"), "topk": ("top", "fraction"),
+                      "rand_topk": ("rtop", "fraction")}
+
+
+def _is_compression_block(value: Any) -> bool:
+    """A whole ``compression:`` block (a grid over ``compression``): paths to compressors or null."""
+    return isinstance(value, dict) and bool(value) and set(value) <= set(_PATH_LABELS) and all(
+        spec is None or (isinstance(spec, dict) and isinstance(spec.get("name"), str)) for spec in value.values())
+
+
+def _compressor_label(spec: Optional[Dict[str, Any]]) -> str:
+    """``q8``, ``top0.1-ef``, ``q4-stochastic``, ``none``: one path of a compression block, short
+    (the block's field names would make ``activationsquantize-bits8-updatesquantize-bits8``)."""
+    if spec is None:
+        return "none"
+    if spec["name"] not in _COMPRESSOR_LABELS:
+        return value_label(spec)
+    short, main = _COMPRESSOR_LABELS[spec["name"]]
+    text = short + (value_label(spec[main]) if main in spec else "")
+    for key, v in spec.items():
+        if key in ("name", "label", main) or (key == "error_feedback" and v is False):
+            continue
+        text += "-ef" if key == "error_feedback" and v is True else \
+            f"-{v}" if isinstance(v, str) else f"-{key}{value_label(v)}"
+    return text
 
 
 def _key_labels(keys: Sequence[str]) -> Dict[str, str]:

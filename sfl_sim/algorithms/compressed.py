@@ -7,7 +7,11 @@ A run's ``compression:`` (scenario block, see :mod:`sfl_sim.config.models`) name
 ``gradients``    split algorithms' downlink activation gradients G_k (extras such as BESplit-A's
                  teacher logits stay exact);
 ``updates``      FL algorithms' model update, the delta w_k - w^t of the floating-point state
-                 entries (integer buffers such as BatchNorm's counters go as they are).
+                 entries (integer buffers such as BatchNorm's counters go as they are);
+``model_download`` the model the server broadcasts to the cohort: FL's global model w^t, split
+                 learning's client side w_c (its floating-point entries as one vector, encoded
+                 once by the server, :func:`send_model`; every client decodes the one payload
+                 and trains from the decoded model, which is also the w^t an update is a delta from).
 
 The sender encodes, the engine is charged the payload's :attr:`~sfl_sim.compression.Payload.size_bytes`
 (plus, for an update, the integer buffers' bytes), and the receiver trains on the decoded tensor.
@@ -23,14 +27,16 @@ from the run's seed; its state and the error-feedback residuals are the plan's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple, get_args
+from typing import Any, Dict, List, Mapping, Optional, Tuple, get_args
 
 import torch
+from torch import nn
 
 from sfl_sim.choices import CompressionPath
 from sfl_sim.compression import Compressor, ErrorFeedback, Identity, Payload, codec_flops
 
-__all__ = ["COMPRESSION_PATHS", "PathCodec", "CompressionPlan", "Encoded"]
+__all__ = ["COMPRESSION_PATHS", "PathCodec", "CompressionPlan", "Encoded", "SentModel", "send_model", "float_keys",
+           "flat", "unflat"]
 
 #: The paths a ``compression:`` block names, in order (:data:`sfl_sim.choices.CompressionPath`).
 COMPRESSION_PATHS: Tuple[str, ...] = get_args(CompressionPath)
@@ -147,3 +153,76 @@ class CompressionPlan:
         self.generator.set_state(state["generator"])
         for path, codec in self.codecs.items():
             codec.load_state_dict(state["paths"][path])
+
+
+def float_keys(state: Mapping[str, torch.Tensor]) -> List[str]:
+    """The keys of ``state``'s floating-point entries: what an update or a download compresses
+    (integer buffers, e.g. BatchNorm's counters, go as they are)."""
+    return [key for key, v in state.items() if torch.is_floating_point(v)]
+
+
+def flat(state: Mapping[str, torch.Tensor], keys: List[str]) -> torch.Tensor:
+    """``state[key]`` for ``keys``, flattened and concatenated into one vector."""
+    return torch.cat([state[key].reshape(-1) for key in keys]) if keys else torch.zeros(0)
+
+
+def unflat(vector: torch.Tensor, like: Mapping[str, torch.Tensor], keys: List[str]) -> Dict[str, torch.Tensor]:
+    """:func:`flat` undone: ``vector`` cut into ``like``'s entries of ``keys`` (shape and dtype)."""
+    out, start = {}, 0
+    for key in keys:
+        n = like[key].numel()
+        out[key] = vector[start:start + n].reshape(like[key].shape).to(like[key].dtype)
+        start += n
+    return out
+
+
+@dataclass(frozen=True)
+class SentModel:
+    """A model broadcast through ``model_download`` (:func:`send_model`).
+
+    Attributes
+    ----------
+    exact : dict of str to Tensor
+        The server's state before the send (a copy): restored when no client delivers.
+    lost : dict of str to Tensor
+        What the send lost, exact minus decoded, per floating-point entry: added back to the
+        aggregate (:meth:`keep_exact`).
+    nbytes : int
+        Bytes of the broadcast: the payload plus the integer entries as they are.
+    encode_flops, decode_flops : float
+        FLOPs of the server (once) and of each receiving client.
+    """
+
+    exact: Dict[str, torch.Tensor]
+    lost: Dict[str, torch.Tensor]
+    nbytes: int
+    encode_flops: float
+    decode_flops: float
+
+    def keep_exact(self, module: nn.Module) -> None:
+        """After the aggregation of models trained from the decoded copy: add :attr:`lost` to
+        ``module``'s floating-point entries, so the server's model is its exact w^t plus what the
+        round moved (w^t + avg(w_k - decoded w^t) for an average).  Without it the decoded copy
+        would become the server's model and every round would round away the updates smaller
+        than half a quantization step: the model could not move."""
+        state = module.state_dict()
+        module.load_state_dict({**state, **{key: state[key] + lost for key, lost in self.lost.items()}})
+
+
+def send_model(plan: CompressionPlan, module: nn.Module, sender: int) -> SentModel:
+    """Encode ``module``'s floating-point state entries (one vector) on ``model_download`` and
+    load the decoded values into ``module``: from now on it is the model the clients receive,
+    until the server's aggregate takes back its exact values (:meth:`SentModel.keep_exact`).
+
+    The whole model is sent, not a delta from a client's last copy: a client sampled now may
+    have missed many rounds.  ``sender`` is the encoder's id (the server's; no error feedback on
+    this path, so it keys nothing)."""
+    state = module.state_dict()
+    floats = float_keys(state)
+    coded = plan.encode("model_download", sender, flat(state, floats))
+    exact = {key: v.clone() for key, v in state.items()}
+    decoded = unflat(coded.decoded, state, floats)
+    lost = {key: exact[key] - decoded[key] for key in floats}
+    module.load_state_dict({**state, **decoded})
+    as_is = sum(v.numel() * v.element_size() for key, v in state.items() if key not in floats)
+    return SentModel(exact, lost, coded.nbytes + int(as_is), coded.encode_flops, coded.decode_flops)

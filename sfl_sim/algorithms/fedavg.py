@@ -42,6 +42,7 @@ from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, \
     weighted_average
+from sfl_sim.algorithms.compressed import SentModel, flat, float_keys, send_model, unflat
 from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.vectorised import CohortSteps
@@ -91,9 +92,10 @@ class FedAvg(Algorithm):
         self.load_compression_state(state)
 
     def compression_refusal(self, path: str) -> Optional[str]:
-        """FedAvg's round compresses the ``updates`` its clients upload (while a subclass keeps
-        :meth:`round_process`); it has no activations or activation gradients."""
-        if path == "updates" and type(self).round_process is FedAvg.round_process:
+        """FedAvg's round compresses the ``updates`` its clients upload and the ``model_download``
+        it broadcasts (while a subclass keeps :meth:`round_process`); it has no activations or
+        activation gradients."""
+        if path in ("updates", "model_download") and type(self).round_process is FedAvg.round_process:
             return None
         return super().compression_refusal(path)
 
@@ -121,12 +123,17 @@ class FedAvg(Algorithm):
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
         work = self.plan_local_work(cohort)
-        yield ctx.broadcast(state_bytes(self.model), "model")
+        sent: Optional[SentModel] = None
+        if self.setup.compression.codec("model_download") is None:
+            yield ctx.broadcast(state_bytes(self.model), "model")
+        else:
+            sent = yield from self._broadcast_compressed(ctx)
+        decode_flops = 0.0 if sent is None else sent.decode_flops
         ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients})  # the round's uplink payload
         self.begin_round(cohort)
         local = self.working_copies(self.model, clients)
         steps = self.local_steps()
-        jobs = {k: ctx.process(self._client(ctx, work[k], local[k], steps)) for k in clients}
+        jobs = {k: ctx.process(self._client(ctx, work[k], local[k], steps, decode_flops)) for k in clients}
         # The straggler policy decides whose models count (a whole upload took the local iterations;
         # with local epochs clients differ, and the deadline budget is the longest one's).
         kept = yield from ctx.gather(jobs, local_iterations=max(w.iterations for w in work.values()))
@@ -134,6 +141,10 @@ class FedAvg(Algorithm):
         if kept:  # nobody delivered: the global model stays as it was
             self.observe_local_models({k: local[k] for k in kept})
             self.aggregate(np.asarray(kept, dtype=np.int64), local)
+            if sent is not None:  # the server's exact w^t plus what the round moved
+                sent.keep_exact(self.model)
+        elif sent is not None:  # ... the server's own, not the copy it sent
+            self.model.load_state_dict(sent.exact)
 
     def local_steps(self) -> "LocalSteps":
         """This round's local steps for :attr:`execution` (make them after the round began: the
@@ -141,9 +152,12 @@ class FedAvg(Algorithm):
         return StackedLocalSteps(self) if self.execution == "vectorised" else LocalSteps(self)
 
     def _client(self, ctx: RoundContext, work: ClientWork, model: nn.Module,
-                steps: "LocalSteps") -> SimSteps[Outcome]:
-        """Client k's local work on ``model`` (every iteration timed on its device), then its upload."""
+                steps: "LocalSteps", decode_flops: float = 0.0) -> SimSteps[Outcome]:
+        """Client k's local work on ``model`` (every iteration timed on its device), then its upload;
+        first, with ``compression.model_download``, the decoding of the downloaded model."""
         k = work.client
+        if decode_flops > 0:
+            yield from ctx.compute(k, decode_flops, "decompress_model")
         step = steps.start(k, model)
         for t in range(work.iterations):
             x, y = work.batch(t)
@@ -173,9 +187,8 @@ class FedAvg(Algorithm):
         decoded delta — what the server reconstructs and averages."""
         glob = self.model.state_dict()
         local = model.state_dict()
-        floats = [key for key, v in local.items() if torch.is_floating_point(v)]
-        delta = torch.cat([(local[key] - glob[key]).reshape(-1) for key in floats]) if floats else \
-            torch.zeros(0)
+        floats = float_keys(local)
+        delta = flat(local, floats) - flat(glob, floats)
         coded = self.setup.compression.encode("updates", k, delta)
         if coded.encode_flops > 0:
             yield from ctx.compute(k, coded.encode_flops, "compress_update")
@@ -185,12 +198,20 @@ class FedAvg(Algorithm):
             return sent
         if coded.decode_flops > 0:
             yield from ctx.compute(SERVER, coded.decode_flops, "decompress_update")
-        rebuilt, start = {}, 0
-        for key in floats:
-            n = glob[key].numel()
-            rebuilt[key] = glob[key] + coded.decoded[start:start + n].reshape(glob[key].shape).to(glob[key].dtype)
-            start += n
-        model.load_state_dict({**local, **rebuilt})
+        rebuilt = unflat(coded.decoded, glob, floats)
+        model.load_state_dict({**local, **{key: glob[key] + rebuilt[key] for key in floats}})
+        return sent
+
+    def _broadcast_compressed(self, ctx: RoundContext) -> SimSteps[SentModel]:
+        """The broadcast with ``compression.model_download`` (:func:`send_model`): encoded once by
+        the server, one payload for the cohort.  Until the aggregation :attr:`model` *is* the
+        decoded model (the model the clients start from, take deltas from and, in the
+        subclasses' hooks, keep as w^t); after it the server adds back what the send lost
+        (:meth:`SentModel.keep_exact`)."""
+        sent = send_model(self.setup.compression, self.model, SERVER)
+        if sent.encode_flops > 0:
+            yield from ctx.compute(SERVER, sent.encode_flops, "compress_model")
+        yield ctx.broadcast(sent.nbytes, "model")
         return sent
 
 

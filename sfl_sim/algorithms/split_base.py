@@ -83,6 +83,7 @@ from torch import nn
 
 from sfl_sim.algorithms import server_modes
 from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
+from sfl_sim.algorithms.compressed import SentModel, send_model
 from sfl_sim.algorithms.execution import StackedSteps
 from sfl_sim.algorithms.server_modes import ServerMode, ServerModeName
 from sfl_sim.algorithms.split_messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
@@ -123,6 +124,8 @@ class SplitFedBase(Algorithm):
     """
 
     server_replies: ClassVar[bool] = True
+    #: This round's compressed client-side broadcast (``model_download``), None without one.
+    _sent_side: Optional[SentModel] = None
     client_forward_kind: ClassVar[str] = "client_forward"
     stacked_steps: ClassVar[Optional[StackedSteps]] = StackedSteps(
         hooks=("client_forward", "client_backward", "client_on_reply", "plan_local_work"),
@@ -162,12 +165,16 @@ class SplitFedBase(Algorithm):
 
     def compression_refusal(self, path: str) -> Optional[str]:
         """Split learning compresses ``activations`` (A_k up; labels exact) and ``gradients``
-        (G_k down, when the server replies); the client-model upload is not compressed."""
+        (G_k down, when the server replies) and, while a subclass keeps :meth:`distribute`, the
+        broadcast of the client side w_c (``model_download``); the client-model upload is not compressed."""
         if path == "activations":
             return None
         if path == "gradients":
             return None if self.server_replies else \
                 f"{type(self).__name__} sends no activation gradients back (its clients learn from a local loss)"
+        if path == "model_download":
+            return None if type(self).distribute is SplitFedBase.distribute else \
+                f"{type(self).__name__} sends its client side its own way, not as one broadcast of w_c"
         return super().compression_refusal(path)
 
     @property
@@ -219,7 +226,12 @@ class SplitFedBase(Algorithm):
             Each client's working copy of :meth:`client_side` (:meth:`working_copies`).
         """
         side = self.client_side()
-        yield ctx.broadcast(state_bytes(side), "client_model")
+        if self.setup.compression.codec("model_download") is None:
+            yield ctx.broadcast(state_bytes(side), "client_model")
+        else:  # side is the decoded w_c until the round ends (send_model)
+            self._sent_side = sent = send_model(self.setup.compression, side, SERVER)
+            yield from _charge(ctx, SERVER, sent.encode_flops, "compress_model")
+            yield ctx.broadcast(sent.nbytes, "client_model")
         return self.working_copies(side, clients)
 
     def finish_client(self, ctx: RoundContext, k: int, model: nn.Module) -> SimSteps[Outcome]:
@@ -454,10 +466,18 @@ class SplitFedBase(Algorithm):
         steps.finish()
         if kept:  # nobody finished: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
+            if self._sent_side is not None:  # the server's exact w_c plus what the round moved
+                self._sent_side.keep_exact(self.client_side())
+        elif self._sent_side is not None:  # ... the server's own w_c, not the copy it sent
+            self.client_side().load_state_dict(self._sent_side.exact)
+        self._sent_side = None
 
     def _client_round(self, rnd: SplitRound, k: int, start: Optional[simpy.Event],
                       done: Optional[simpy.Event]) -> SimSteps[Outcome]:
-        """Client k's round: wait for its turn (if any), its local iterations, then :meth:`finish_client`."""
+        """Client k's round: the decoding of a compressed w_c download, wait for its turn (if any),
+        its local iterations, then :meth:`finish_client`."""
+        if self._sent_side is not None:
+            yield from _charge(rnd.ctx, k, self._sent_side.decode_flops, "decompress_model")
         if start is not None:
             yield start
         outcome: Outcome = DELIVERED

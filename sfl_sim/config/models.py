@@ -116,7 +116,8 @@ class Compression(Section):
 
     ``activations`` are split learning's uplink activations (labels stay exact), ``gradients``
     its downlink activation gradients, ``updates`` an FL client's model update (the delta from
-    the global model).  Allowed at the top level (every algorithm) and in an algorithm's entry,
+    the global model), ``model_download`` the global model an FL server broadcasts to the cohort
+    (the clients train from the decoded model).  Allowed at the top level (every algorithm) and in an algorithm's entry,
     whose paths win (``null`` there turns a shared path off for that algorithm).  When the run is
     built (:func:`sfl_sim.build.applied_compression`) a top-level path applies to the algorithms
     that have it; an algorithm refuses a path of its own block that it lacks, and a top-level
@@ -126,6 +127,7 @@ class Compression(Section):
     activations: Optional[CompressorSpec] = None
     gradients: Optional[CompressorSpec] = None
     updates: Optional[CompressorSpec] = None
+    model_download: Optional[CompressorSpec] = None
 
     @model_validator(mode="after")
     def _feedback_on_updates(self) -> "Compression":
@@ -135,6 +137,10 @@ class Compression(Section):
                 raise CrossFieldError(f"{path}.error_feedback", True, "false (a client's activations and their "
                                       "gradients change samples and shape every iteration; error feedback "
                                       "applies to updates)", relative=True)
+        if self.model_download is not None and self.model_download.error_feedback:
+            raise CrossFieldError("model_download.error_feedback", True, "false (each round sends the global model "
+                                  "itself, not an increment whose error could be carried into the next; error "
+                                  "feedback applies to updates)", relative=True)
         return self
 
     def as_dict(self) -> Dict[str, Any]:

@@ -54,7 +54,8 @@ def test_set_override_and_schema(tmp_path: Path) -> None:
     assert cfg.compression.activations.params == {"bits": 4} and cfg.compression.updates.name == "quantize"
     schema = json_schema()
     assert "compression" in schema["properties"]
-    assert set(schema["$defs"]["Compression"]["properties"]) == {"activations", "gradients", "updates"}
+    assert set(schema["$defs"]["Compression"]["properties"]) == {"activations", "gradients", "updates",
+                                                                  "model_download"}
     scala = next(s for s in schema["$defs"]["AlgorithmSpec"]["oneOf"] if s.get("title") == "scala")
     assert "compression" in scala["properties"]
 

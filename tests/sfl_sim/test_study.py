@@ -74,6 +74,27 @@ def test_value_labels_are_short_and_safe() -> None:
     assert value_label("my/mod:Class") == "my_mod_Class"
 
 
+def test_a_whole_compression_block_reads_short_and_other_dicts_as_before() -> None:
+    from typing import get_args
+
+    from sfl_sim.choices import CompressionPath
+    from sfl_sim.study import _PATH_LABELS
+
+    assert set(_PATH_LABELS) == set(get_args(CompressionPath))
+    q8 = {"name": "quantize", "bits": 8}
+    assert value_label({"activations": q8, "updates": q8}) == "act-q8_upd-q8"
+    assert value_label({"activations": {"name": "topk", "fraction": 0.1},
+                        "updates": {"name": "rand_topk", "fraction": 0.1, "error_feedback": True}}) == \
+        "act-top0.1_upd-rtop0.1-ef"
+    assert value_label({"updates": {"name": "quantize", "bits": 4, "rounding": "stochastic"}, "gradients": None,
+                        "model_download": {"name": "my.pkg:Codec", "k": 3}}) == \
+        "upd-q4-stochastic_grad-none_dl-my.pkg_Codec-k3"
+    # Other dicts (the shipped studies' grid values) keep their names, so their run directories do too.
+    assert value_label({"name": "markov", "mean_on_s": 120.0, "peak_hour": 20.0}) == "markov-mean_on_s120-peak_hour20"
+    assert value_label({"placement": {"name": "uniform_disc"}}) == "placementuniform_disc"
+    assert value_label({"updates": 8}) == "updates8"
+
+
 @pytest.mark.parametrize("study, words", [
     ({"seeds": [0], "grdi": {}}, ["study grdi", "did you mean 'grid'"]),
     ({"seeds": "0,1"}, ["study seeds", "list"]),
