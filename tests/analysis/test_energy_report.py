@@ -12,11 +12,11 @@ import pytest
 from analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
 from analysis.plots import ENERGY_PLOT_FILE, plot_runs
 from analysis.report import write_report
-from analysis.schema import ENERGY_FILE, ROUNDS_FILE
+from analysis.schema import ENERGY_FILE, ROUNDS_FILE, SECTIONS_ADDED_LATER
 from analysis.study_data import load_study
 from analysis.tables import overhead_layouts, overhead_table, accuracy_table, tta_table, to_markdown
 
-from tests.analysis.synthetic_runs import write_study
+from tests.analysis.synthetic_runs import write_run, write_study
 
 # the synthetic runs spend 2 W for each round's duration, client c of 10 a (c + 1) / 55 share of it
 WATTS, TOP_SHARE = 2.0, 10 / 55
@@ -138,4 +138,22 @@ def test_report_overhead_csv_has_the_energy_columns(tmp_path) -> None:
     ovh = pd.read_csv(tmp_path / "report" / "overhead.csv")
     assert {"client_energy_j_mean", "client_energy_j_std", "client_energy_j_n"} <= set(ovh.columns)
     assert ovh["client_energy_j_mean"].notna().all()
+    assert "Client energy (J)" in (tmp_path / "report" / "overhead.md").read_text()
+
+
+def test_report_over_runs_made_before_and_after_energy_existed(tmp_path) -> None:
+    """One setting: the run made before energy accounting (no energy: section, no energy files)
+    joins the runs made since with the default section; the energy columns count the two that
+    recorded energy."""
+    default = SECTIONS_ADDED_LATER["energy"]
+    dirs = [write_run(tmp_path / "study" / f"seed{s}", "scala", s, overrides={"energy": default} if s else None)
+            for s in (0, 1, 2)]
+    _strip_energy(dirs[:1])
+    write_report(tmp_path / "study", tmp_path / "report", targets=(0.5,), figures=False)
+    runs = pd.read_csv(tmp_path / "report" / "runs.csv")
+    assert runs["setting"].nunique() == 1 and runs["in_report"].all()
+    ovh = pd.read_csv(tmp_path / "report" / "overhead.csv")
+    assert (ovh["n"] == 3).all() and (ovh["client_energy_j_n"] == 2).all()
+    en = pd.read_csv(tmp_path / "report" / "energy.csv")
+    assert (en["n_runs"] == 3).all() and (en["reached"] == 2).all()
     assert "Client energy (J)" in (tmp_path / "report" / "overhead.md").read_text()
