@@ -185,7 +185,9 @@ class _Session:
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
-                files.record_resume(self.round, code_versions())  # which code trained the rounds after it
+                # which code trained the rounds after it (and, for a run made before energy accounting,
+                # the model that charges them)
+                files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
             self.summary = files.read_summary() or {}
         else:
             files.start_logs(run.setup.num_classes, **self._energy_logs())
