@@ -7,7 +7,8 @@ Layout of a report directory::
                               final and best accuracy (and whether it was left out)
     accuracy.{csv,md,tex}     best and final test accuracy, rows algorithms, columns settings
     tta.{csv,md,tex}          time to each target (and speed-up over --reference, with CI)
-    overhead.{csv,md,tex}     bytes and FLOPs per round and to each target (Table V layout)
+    overhead.{csv,md,tex}     bytes, FLOPs and client energy per round and to each target (Table V
+                              layout; the energy column when the runs recorded energy)
     energy.{csv,md,tex}       client energy to each target, total and per-client maximum (and the
                               ratio over --reference, with CI); only when the runs recorded energy
     figures/<setting>/accuracy_vs_time.{png,pdf}
@@ -348,7 +349,9 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
             f"marked \"not a CI\".")
     lines += [
         "- **Overhead per round**: each run's mean over its rounds of that round's bytes and FLOPs "
-        "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it.",
+        "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it"
+        + ("; client energy likewise (rounds.csv client_energy_j per round, cumulative to a target), over the "
+           "seeds that recorded it" if has_energy(study) else "") + ".",
         "- **Figures**: accuracy in %; each seed linearly interpolated between its evaluations onto a common "
         "grid; the line is the mean over the seeds running at x (from the earliest first to the latest last "
         "evaluation) and thins as seeds end; ○ marks each seed's last evaluation; "

@@ -15,8 +15,11 @@ A *study* here is any set of run directories — the output of ``sfl-sim study``
     scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
     inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
     given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
-    knobs). A varying field inside a component spec whose ``name`` varies too is reported as the
-    whole spec (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
+    knobs); a run made before a section existed has that section's default
+    (:data:`analysis.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting shares a
+    setting with the runs made since with the default ``energy:``). A varying field inside a
+    component spec whose ``name`` varies too is reported as the whole spec
+    (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
     ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
     accuracies, so they are never averaged as replicates unless asked (``ignore=("rounds",)``).
 
@@ -52,6 +55,7 @@ from .schema import (
     ROUNDS_FILE,
     ROUNDS_NUMERIC_COLUMNS,
     SCENARIO_FILE,
+    SECTIONS_ADDED_LATER,
     SUMMARY_FILE,
 )
 
@@ -293,6 +297,13 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
     return list(out)
 
 
+def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``scenario`` with each section of :data:`analysis.schema.SECTIONS_ADDED_LATER` it lacks
+    (a run made before the section existed) as the default one."""
+    missing = {k: v for k, v in SECTIONS_ADDED_LATER.items() if k not in scenario}
+    return {**scenario, **missing} if missing else scenario
+
+
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
     """A collapsed spec shown as its name plus the sub-fields that vary among the runs."""
     if not isinstance(value, Mapping):
@@ -363,6 +374,7 @@ def run_coordinates(
         (see the module docstring).
     """
     n = len(scenarios)
+    scenarios = [_with_sections_added_later(s) for s in scenarios]
     names = list(names) if names is not None else [""] * n
     base = [i for i in range(n) if basis is None or basis[i]] or list(range(n))
     excluded = frozenset(NON_SETTING_FIELDS) | frozenset(ignore)

@@ -18,7 +18,10 @@ Definitions (also printed under each rendered table):
 * overhead per round: each run's mean over its rounds of the per-round bytes and FLOPs
   (``rounds.csv``; without that file, the cumulative totals at the last evaluation divided by its
   round), then mean ± std over seeds. To a target: the cumulative counters at the first
-  evaluation reaching it, over the seeds that reached it.
+  evaluation reaching it, over the seeds that reached it. Client energy (when runs recorded it):
+  per round, the mean over the run's rounds of ``client_energy_j``; to a target, the cumulative
+  client energy there (:mod:`analysis.energy_data`, the energy table's definition), over the
+  seeds counted that recorded energy.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from .energy_data import energy_per_round_per_run, energy_to_target_per_run, has_energy, metrics_with_energy
 from .schema import CUMULATIVE_COLUMNS, FIRST_TRAINED_ROUND
 from .stats import (
     BOOTSTRAP_SEED,
@@ -63,6 +67,7 @@ __all__ = [
     "speedup_cell",
     "speedup_notes",
     "SPEEDUP_COLUMNS",
+    "ENERGY_COLUMN",
 ]
 
 _KEYS = ["setting", "algorithm"]
@@ -72,6 +77,9 @@ _UNIT = {"uplink_bytes": _BYTES_PER_MB, "downlink_bytes": _BYTES_PER_MB,
          "client_flops": _FLOPS_PER_GFLOP, "server_flops": _FLOPS_PER_GFLOP}
 _OVERHEAD_HEADERS = {"uplink_bytes": "Uplink (MB)", "downlink_bytes": "Downlink (MB)",
                      "client_flops": "Client (GFLOPs)", "server_flops": "Server (GFLOPs)"}
+#: The overhead table's client-energy column (J): per round, and cumulative to a target.
+ENERGY_COLUMN = "client_energy_j"
+_ENERGY_HEADER = "Client energy (J)"
 DASH = "–"
 #: The speed-up columns of ``tta.csv`` (with a reference), :class:`analysis.stats.SpeedUp`'s fields.
 SPEEDUP_COLUMNS = ("speedup", "speedup_low", "speedup_high", "speedup_pairs", "speedup_interval",
@@ -261,20 +269,33 @@ def overhead_table(
         ``"to_target"``), ``target`` (``nan`` per round), ``n_runs``, ``n`` (seeds counted: all
         with a value per round, those that reached the target otherwise), then for each of
         ``uplink_bytes``, ``downlink_bytes``, ``client_flops``, ``server_flops`` the ``_mean``
-        and ``_std`` over seeds (bytes, FLOPs).
+        and ``_std`` over seeds (bytes, FLOPs), then ``client_energy_j_{mean,std}`` (J per round,
+        or to the target) and ``client_energy_j_n`` (the seeds counted that recorded energy;
+        ``nan`` and 0 throughout when no run did).
     """
     cols = list(CUMULATIVE_COLUMNS)
     frames = []
-    bases = [("per_round", float("nan"), _per_round_per_run(study))]
-    bases += [("to_target", float(t), _tta_per_run(study, t)) for t in targets]
+    per_round = _per_round_per_run(study)
+    per_round[ENERGY_COLUMN] = per_round["run_id"].map(energy_per_round_per_run(study)).astype(float)
+    bases = [("per_round", float("nan"), per_round)]
+    metrics = metrics_with_energy(study) if has_energy(study) else None
+    for t in targets:
+        runs = _tta_per_run(study, t)
+        runs[ENERGY_COLUMN] = float("nan")
+        if metrics is not None:
+            to_target = energy_to_target_per_run(study, metrics, t).set_index("run_id")["energy_j"]
+            runs[ENERGY_COLUMN] = runs["run_id"].map(to_target).astype(float)
+        bases.append(("to_target", float(t), runs))
     for basis, target, runs in bases:
-        stats = describe(runs, _KEYS, cols).reset_index()
+        stats = describe(runs, _KEYS, [*cols, ENERGY_COLUMN]).reset_index()
         table = _groups(study).merge(stats, on=_KEYS, how="left")
         table["n"] = table[f"{cols[0]}_n"].fillna(0).astype(int)
+        table[f"{ENERGY_COLUMN}_n"] = table[f"{ENERGY_COLUMN}_n"].fillna(0).astype(int)
         table.insert(2, "basis", basis)
         table.insert(3, "target", target)
         frames.append(table[[*_KEYS, "basis", "target", "n_runs", "n",
-                             *[f"{c}_{s}" for c in cols for s in ("mean", "std")]]])
+                             *[f"{c}_{s}" for c in [*cols, ENERGY_COLUMN] for s in ("mean", "std")],
+                             f"{ENERGY_COLUMN}_n"]])
     table = pd.concat(frames, ignore_index=True)
     s_rank = {s: i for i, s in enumerate(study.settings)}
     a_rank = {a: i for i, a in enumerate(algorithms or study.algorithms)}
@@ -485,14 +506,17 @@ def speedup_notes(part: pd.DataFrame, target_label: str, reference: str, *, mult
 
 def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyData,
                      algorithms: Sequence[str], notes: Sequence[str] = ()) -> list[Layout]:
-    """Table V layout: row groups = settings, rows = algorithms; accuracy, bytes and FLOPs columns."""
+    """Table V layout: row groups = settings, rows = algorithms; accuracy, bytes and FLOPs columns,
+    and client energy (J) when some run recorded it."""
     acc = {(r.setting, r.algorithm): r for r in accuracy.itertuples(index=False)}
     cols = list(CUMULATIVE_COLUMNS)
+    energy = f"{ENERGY_COLUMN}_n" in table.columns and bool(table[f"{ENERGY_COLUMN}_n"].gt(0).any())
     out = []
     for (basis, target), part in table.groupby(["basis", "target"], sort=False, dropna=False):
         index = {(r.setting, r.algorithm): r for r in part.itertuples(index=False)}
         n_header = "n" if basis == "per_round" else "k/n"
-        columns: list[tuple[str, ...]] = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols], (n_header,)]
+        columns: list[tuple[str, ...]] = [("Acc. (%)",), *[(_OVERHEAD_HEADERS[c],) for c in cols],
+                                          *([(_ENERGY_HEADER,)] if energy else []), (n_header,)]
         groups = []
         for s in study.settings:
             rows = []
@@ -503,6 +527,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
                 cells = [_acc_cell(ar.best_test_accuracy_mean, ar.best_test_accuracy_std,
                                    ar.best_test_accuracy_n).rsplit(" (", 1)[0] if ar is not None else DASH]
                 cells += [fmt_mean_std(getattr(r, f"{c}_mean"), getattr(r, f"{c}_std"), _UNIT[c]) for c in cols]
+                if energy:
+                    cells.append(_energy_cell(r))
                 cells.append(str(r.n) if basis == "per_round" else f"{r.n}/{r.n_runs}")
                 rows.append((a, cells))
             groups.append((s if len(study.settings) > 1 else None, rows))
@@ -515,12 +541,29 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
             title = f"Communication and computation overhead to reach {t} test accuracy"
             what = (f"cumulative bytes and FLOPs at the first evaluation reaching {t}, mean ± std over the k of n "
                     "seeds that reached it")
+        energy_note = []
+        if energy:
+            energy_note = ["Client energy: rounds.csv client_energy_j (the round's clients summed), "
+                           + ("each run's mean over its rounds" if basis == "per_round" else
+                              "summed up to that evaluation, as in the energy table")
+                           + "; (m): only m of the seeds counted recorded energy (runs made before energy "
+                             "accounting did not); – : none did."]
         out.append(Layout(title, columns, groups,
                           [f"{what}; std with ddof = {DDOF}. MB = 10⁶ bytes, GFLOPs = 10⁹ FLOPs. Acc.: best test "
-                           "accuracy, mean ± std over all seeds.", *notes],
+                           "accuracy, mean ± std over all seeds.", *energy_note, *notes],
                           label="tab:overhead-" + ("round" if basis == "per_round"
                                                    else target_text(target).rstrip("%"))))
     return out
+
+
+def _energy_cell(r) -> str:
+    """An overhead row's client energy (J): ``mean ± std``, with ``(m)`` when only m of the
+    seeds counted recorded energy, ``–`` when none did."""
+    m = int(getattr(r, f"{ENERGY_COLUMN}_n"))
+    if m == 0:
+        return DASH
+    text = fmt_mean_std(getattr(r, f"{ENERGY_COLUMN}_mean"), getattr(r, f"{ENERGY_COLUMN}_std"))
+    return text if m == int(r.n) else f"{text} ({m})"
 
 
 # ------------------------------------------------------------------------------ rendering

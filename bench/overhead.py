@@ -18,6 +18,12 @@ ratio is the steadier one; on a GPU only the wall clock means anything).  Target
 size.  Torch runs ``--threads`` threads (default 1: on a shared 2-core machine a second thread
 mostly waits for a core, which makes both sides noisy).
 
+The simulator side also charges each round to the energy ledger and writes its ``energy.csv``
+rows, as a run does (:func:`sfl_sim.runner.charge_energy`); that step is timed on its own too, and
+its median over the median simulator round without it is printed as the ledger's share (``-``
+with ``--set energy.enabled=false``).  ``--set FIELD=VALUE`` changes the scenario as
+``sfl-sim scenario --set`` does.
+
 Quick (default, a few minutes on a 2-core CPU): 8 samples per client, 2 iterations, 3 rounds.
 The scenario's own work per client (B_k = 32, T = 5) and more rounds:
 
@@ -30,6 +36,7 @@ import argparse
 import copy
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -44,7 +51,8 @@ from sfl_sim import runner  # noqa: E402
 from sfl_sim.algorithms.base import proportional_batch_sizes, weighted_average  # noqa: E402
 from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy  # noqa: E402
 from sfl_sim.algorithms.working_copies import WorkingCopies  # noqa: E402
-from sfl_sim.config import AlgorithmSpec, load_scenario_raw, validate  # noqa: E402
+from sfl_sim.config import AlgorithmSpec, apply_override, load_scenario_raw, parse_override, validate  # noqa: E402
+from sfl_sim.run_dir import RunDir  # noqa: E402
 from sfl_sim.engine import Simulator  # noqa: E402
 from sfl_sim.host import LongLivedObjects  # noqa: E402
 from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
@@ -89,9 +97,12 @@ def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
 
 
 def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu", rounds: int = 3,
-            samples_per_client: int = 8, local_iterations: int = 2) -> Dict[str, float]:
-    """Median host seconds per round of the simulator and of the bare loop at ``size`` clients per round."""
+            samples_per_client: int = 8, local_iterations: int = 2, overrides: Sequence[str] = ()) -> Dict[str, float]:
+    """Median host seconds per round of the simulator and of the bare loop at ``size`` clients per
+    round, and of the simulator's energy-ledger step (``nan`` with the ledger off)."""
     raw = load_scenario_raw(resolve_scenario(scenario))
+    for text in overrides:
+        apply_override(raw, *parse_override(text))
     raw.update(device=device, eval_samples=100, algorithms=[{"name": "scala"}])
     raw.setdefault("clients", {}).update(count=10 * size, participation=0.1)
     raw.setdefault("training", {}).update(batch_size=samples_per_client * size, local_iterations=local_iterations)
@@ -108,8 +119,22 @@ def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     long_lived = LongLivedObjects()  # as run_one does after the first round
 
+    tmp = tempfile.TemporaryDirectory(prefix="overhead_energy_")  # energy.csv written as a run writes it
+    files = RunDir(Path(tmp.name))
+    files.start_logs(run.setup.num_classes, energy=run.ledger is not None)
+    ledger_s: List[float] = []
+    ledger_cpu_s: List[float] = []
+    rnd = [0]
+
     def sim_round(cohort):
         sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
+        if run.ledger is not None:  # as a run's round: charge the ledger, append the energy.csv rows
+            start, start_cpu = time.perf_counter(), time.process_time()
+            rnd[0] += 1
+            rows, _ = runner.charge_energy(run, sim, rnd[0])
+            files.append_energy(rows)
+            ledger_s.append(time.perf_counter() - start)
+            ledger_cpu_s.append(time.process_time() - start_cpu)
 
     def plain_round(cohort):
         bare_round(bare_client, bare_server, copies, run.setup, cohort, bare_rng, cfg.training.learning_rate)
@@ -134,9 +159,15 @@ def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu
                 long_lived.after_round()
     finally:
         long_lived.end()
+        tmp.cleanup()
+    ledger = statistics.median(ledger_s[1:]) if ledger_s else float("nan")  # [0]: the warm-up round's
+    ledger_cpu = statistics.median(ledger_cpu_s[1:]) if ledger_cpu_s else float("nan")
     return {"clients_per_round": n, "sim_s": statistics.median(sim_s), "bare_s": statistics.median(bare_s),
             "ratio": statistics.median(sim_s) / statistics.median(bare_s),
-            "cpu_ratio": statistics.median(cpu["sim"]) / statistics.median(cpu["bare"])}
+            "cpu_ratio": statistics.median(cpu["sim"]) / statistics.median(cpu["bare"]),
+            "ledger_s": ledger,
+            "ledger_share": ledger / (statistics.median(sim_s) - ledger),
+            "ledger_cpu_share": ledger_cpu / (statistics.median(cpu["sim"]) - ledger_cpu)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -148,19 +179,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--scenario", default="cellular_100clients")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="scenario override, as sfl-sim scenario --set (e.g. energy.enabled=false)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device here")
     print(f"SCALA, {args.scenario} model and data, device {args.device}, B_k = {args.samples_per_client}, "
-          f"T = {args.local_iterations}, medians of {args.rounds} rounds per side")
+          f"T = {args.local_iterations}, medians of {args.rounds} rounds per side"
+          + (f", --set {' '.join(args.overrides)}" if args.overrides else ""))
     print(f"load average before: {load_average()}")
     print(f"{'clients/round':>13}  {'simulator s':>11}  {'bare loop s':>11}  {'ratio':>6}  {'CPU-time ratio':>14}"
-          f"  (target <= 1.05)")
+          f"  {'ledger s':>8}  {'ledger share':>12}  {'(CPU time)':>10}  (target <= 1.05)")
     for size in args.sizes:
-        r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations)
+        r = measure(size, args.scenario, args.device, args.rounds, args.samples_per_client, args.local_iterations,
+                    args.overrides)
+        ledger = ("       -             -           -" if r["ledger_s"] != r["ledger_s"] else
+                  f"{r['ledger_s']:>8.4f}  {100 * r['ledger_share']:>11.2f}%  {100 * r['ledger_cpu_share']:>9.2f}%")
         print(f"{r['clients_per_round']:>13}  {r['sim_s']:>11.3f}  {r['bare_s']:>11.3f}  {r['ratio']:>6.3f}  "
-              f"{r['cpu_ratio']:>14.3f}", flush=True)
+              f"{r['cpu_ratio']:>14.3f}  {ledger}", flush=True)
     print(f"torch threads {torch.get_num_threads()}; load average after: {load_average()}")
 
 

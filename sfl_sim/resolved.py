@@ -15,6 +15,14 @@ field; a differing version is a warning (``strict_versions`` makes it a refusal)
 made before the record existed is continued with one warning line saying its defaults cannot be
 checked.
 
+Energy: the record names the device energy model that charges the run (``energy.device``, with
+every parameter, when ``energy.enabled``) and the rest of the ``energy:`` section (``enabled``,
+``server_j_per_flop``, ``battery``).  A record without the ``energy`` key was made before energy
+accounting: nothing of it is compared (its training never depended on energy, and the run has no
+energy rows to be consistent with), a resume says so in one warning line, with or without
+``strict_versions`` (it is no version difference), and the first resume that trains more rounds
+adds today's energy record with ``from_round`` (:func:`adopt_energy`), so later resumes compare it.
+
 Layout of ``resolved.yaml``::
 
     versions: {sfl_sim, git_commit, git_dirty, torch, numpy, python}
@@ -23,9 +31,12 @@ Layout of ``resolved.yaml``::
       model: {name, class, params}       # params: model.params
       data.dataset: ... data.partition: ... clients.selection: ...
       cell.placement: ... (every channel kind) ... training.optimizer: ...
+      energy.device: ...                 # only when energy.enabled
     training: {...}                   # the run's merged training settings (but torch_threads, optimizer)
     compression:                      # the paths the run applies (decided when it is built); {} for none
       updates: {field, name, class, params, error_feedback}   # field: where the scenario sets it
+    energy: {enabled, server_j_per_flop, battery}   # absent: made before energy accounting
+                                      # (from_round: added by the resume that first charged it)
     resumes: [{after_round, versions}]   # one entry per resume that trained more rounds
 """
 from __future__ import annotations
@@ -48,8 +59,8 @@ from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
            "resolve_run", "parameter_differences", "version_differences", "recorded_fields",
-           "check_resolution", "compression_record", "compression_differences", "COMPONENT_FIELDS",
-           "VERSION_KEYS"]
+           "check_resolution", "compression_record", "compression_differences", "made_before_energy",
+           "adopt_energy", "COMPONENT_FIELDS", "VERSION_KEYS", "ENERGY_DEVICE_FIELD"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
 #: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
@@ -62,6 +73,13 @@ COMPONENT_FIELDS: Dict[str, str] = {
 
 #: The versions a record holds and a resume compares (``git_dirty`` is recorded, not compared).
 VERSION_KEYS = ("sfl_sim", "git_commit", "torch", "numpy", "python")
+
+#: The record's key of the device energy model (a component; the rest of ``energy:`` is the
+#: record's ``energy`` section).
+ENERGY_DEVICE_FIELD = "energy.device"
+_ENERGY = "energy"
+#: Not compared: the round from which an energy record added on resume applies.
+_FROM_ROUND = "from_round"
 
 #: Where a component's parameters are written in the scenario when not beside its name.
 _PARAMS_AT = {"model": "model.params"}
@@ -262,6 +280,7 @@ def resolve_run(cfg: Any, label: str, applied: Optional[List[str]] = None) -> Re
     from sfl_sim.availability import AVAILABILITY
     from sfl_sim.build import selection_spec
     from sfl_sim.data import DATASETS, PARTITIONERS
+    from sfl_sim.energy import ENERGY
     from sfl_sim.models import MODELS
     from sfl_sim.optim import OPTIMIZERS
     from sfl_sim.selection import SELECTORS
@@ -291,8 +310,13 @@ def resolve_run(cfg: Any, label: str, applied: Optional[List[str]] = None) -> Re
                        and "optimizer" in spec.training.model_fields_set else "training.optimizer")
     components[optimizer_field] = _resolve(OPTIMIZERS, training.optimizer.name, training.optimizer.params,
                                            optimizer_field, OPTIMIZERS.supplied)
+    energy = cfg.energy
+    if energy.enabled:  # with the ledger off no model charges anything
+        components[ENERGY_DEVICE_FIELD] = _resolve(ENERGY, energy.device.name, energy.device.params,
+                                                   ENERGY_DEVICE_FIELD)
     settings = {k: v for k, v in training.model_dump(mode="json").items() if k not in _UNRECORDED_TRAINING_FIELDS}
-    record = {"versions": code_versions(), "components": components, "training": settings}
+    record = {"versions": code_versions(), "components": components, "training": settings,
+              _ENERGY: energy.model_dump(mode="json", exclude={"device"})}
     if applied is not None:
         record["compression"] = compression_record(cfg, label, applied)
     return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")
@@ -352,6 +376,8 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     for key in list(dict.fromkeys([*old_c, *new_c])):
         field = _display(key, algorithm_field)
         old, new = old_c.get(key), new_c.get(key)
+        if old is None and key == ENERGY_DEVICE_FIELD and made_before_energy(made):
+            continue
         if old is None or new is None:
             differ(f"{field}.name", (old or {}).get("name", "<absent>"), (new or {}).get("name", "<absent>"))
             continue
@@ -364,7 +390,30 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     old_t, new_t = made.get("training") or {}, now.get("training") or {}
     for name in old_t:
         differ(f"training.{name}", old_t[name], new_t.get(name, "<absent>"))
+    old_e, new_e = made.get(_ENERGY) or {}, now.get(_ENERGY) or {}
+    for name in old_e:
+        if name != _FROM_ROUND:
+            differ(f"energy.{name}", old_e[name], new_e.get(name, "<absent>"))
     return out
+
+
+def made_before_energy(record: Mapping[str, Any]) -> bool:
+    """Whether a ``resolved.yaml`` record was made before energy accounting (no ``energy`` key)."""
+    return _ENERGY not in record
+
+
+def adopt_energy(record: Dict[str, Any], today: Mapping[str, Any], after_round: int) -> bool:
+    """Add today's energy record to the record of a run made before energy accounting that is
+    resumed after ``after_round``: the model that charges its rounds from then on, with
+    ``from_round`` (the first of them).  Returns whether it added anything (nothing for a record
+    that has energy, or when today's has none)."""
+    if not made_before_energy(record) or _ENERGY not in today:
+        return False
+    device = (today.get("components") or {}).get(ENERGY_DEVICE_FIELD)
+    if device is not None:
+        record.setdefault("components", {})[ENERGY_DEVICE_FIELD] = device
+    record[_ENERGY] = {**today[_ENERGY], _FROM_ROUND: after_round + 1}
+    return True
 
 
 def version_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> List[Tuple[str, Any, Any]]:
@@ -422,7 +471,8 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
     Warns
     -----
     ResolutionWarning
-        One line: the versions it was made with and today's, or that its defaults cannot be checked.
+        One line: the versions it was made with and today's, or that its defaults cannot be checked;
+        one line for a run made before energy accounting (:func:`made_before_energy`), never refused.
     """
     if record is None:
         if strict_versions:
@@ -436,6 +486,11 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
     if fields:
         raise ResolutionMismatchError(f"{run_dir} was made with other parameters than this code resolves its "
                                       f"scenario to ({RESOLVED_FILE}):", fields)
+    device = (today.record.get("components") or {}).get(ENERGY_DEVICE_FIELD)
+    if made_before_energy(record) and device is not None:
+        warnings.warn(f"{run_dir} was made before energy accounting ({RESOLVED_FILE} has no energy): its rounds so "
+                      f"far have no energy rows; rounds it trains from now on are charged with energy.device "
+                      f"{device['name']!r}", ResolutionWarning, stacklevel=2)
     changes = version_differences(record, today.record)
     if not changes:
         return

@@ -269,12 +269,16 @@ class RunDir:
         """Write ``resolved.yaml`` (atomically, keys in order)."""
         self._write_yaml(self.resolved_path, record)
 
-    def record_resume(self, after_round: int, versions: Mapping[str, Any]) -> None:
+    def record_resume(self, after_round: int, versions: Mapping[str, Any],
+                      today: Optional[Mapping[str, Any]] = None) -> None:
         """Add to ``resolved.yaml`` which code trained the rounds after ``after_round`` (none
-        when the run was made before the record existed)."""
+        when the run was made before the record existed), and for a run made before energy
+        accounting today's energy record ``today`` (:func:`sfl_sim.resolved.adopt_energy`)."""
         record = self.read_resolved()
         if record is not None:
             record.setdefault("resumes", []).append({"after_round": after_round, "versions": dict(versions)})
+            if today is not None:
+                resolution_record.adopt_energy(record, today, after_round)
             self.write_resolved(record)
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:

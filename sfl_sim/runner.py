@@ -22,7 +22,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from sfl_sim.build import (Run, build_cell, build_outage, build_run, build_simul
                            load_dataset, resolve_device, selected_per_round)
 from sfl_sim.checkpoint import RunState
 from sfl_sim.config import Scenario
-from sfl_sim.engine import Counters
+from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
 from sfl_sim.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.progress import RunProgress
@@ -43,9 +43,9 @@ from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
 from sfl_sim.selection import BatteryAwareSelection, select_online
 
-__all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "component", "evaluate",
-           "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario", "prepare_scenario",
-           "selected_per_round"]
+__all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
+           "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
+           "prepare_scenario", "selected_per_round"]
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> Dict[str, Any]:
@@ -147,6 +147,26 @@ class _Trained:
     energy_rows: List[Dict[str, Any]]  # its energy.csv rows (none without a ledger)
 
 
+def charge_energy(run: Run, sim: Simulator, rnd: int) -> Tuple[List[Dict[str, Any]], Union[float, str]]:
+    """Charge round ``rnd`` (just run on ``sim``) to the run's energy ledger.
+
+    Returns
+    -------
+    (list of dict, float or str)
+        The round's ``energy.csv`` rows (with ``battery_j`` when batteries are on) and its
+        ``rounds.csv`` ``client_energy_j`` (their sum); no rows and ``""`` with ``energy.enabled``
+        false.
+    """
+    if run.ledger is None:
+        return [], ""
+    charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
+    energy_rows = [c.row() for c in charged]
+    if run.ledger.battery:
+        for energy_row in energy_rows:
+            energy_row["battery_j"] = run.ledger.battery_j(energy_row["client"])
+    return energy_rows, math.fsum(c.total_j for c in charged)
+
+
 class _Session:
     """One run being trained: its parts, its files, its clock, and its evaluated rows so far.
 
@@ -188,7 +208,9 @@ class _Session:
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
-                files.record_resume(self.round, code_versions())  # which code trained the rounds after it
+                # which code trained the rounds after it (and, for a run made before energy accounting,
+                # the model that charges them)
+                files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
             self.summary = files.read_summary() or {}
         else:
             files.start_logs(run.setup.num_classes, **self._energy_logs())
@@ -227,15 +249,7 @@ class _Session:
                "availability_wait_s": waited_s,
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
-        energy_rows: List[Dict[str, Any]] = []
-        row["client_energy_j"] = ""
-        if run.ledger is not None:
-            charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
-            energy_rows = [c.row() for c in charged]
-            if run.ledger.battery:
-                for energy_row in energy_rows:
-                    energy_row["battery_j"] = run.ledger.battery_j(energy_row["client"])
-            row["client_energy_j"] = math.fsum(c.total_j for c in charged)
+        energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)
         finite = _all_finite(run.algorithm.global_model())
         return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)
 

@@ -425,6 +425,9 @@ class Scenario(Section):
         if battery is not None and battery.capacity_max_j < battery.capacity_min_j:
             raise CrossFieldError("energy.battery.capacity_max_j", battery.capacity_max_j,
                                    f"a number >= energy.battery.capacity_min_j ({battery.capacity_min_j!r})")
+        if battery is not None and not self.energy.enabled:  # the ledger charges the batteries
+            raise CrossFieldError("energy.enabled", False, "true when energy.battery is set (the energy ledger "
+                                   "charges the batteries; without it they would be ignored)")
         if self.stragglers.policy == "deadline" and self.stragglers.deadline_s is None:
             raise CrossFieldError("stragglers.deadline_s", None, "a number > 0 (simulated seconds per local "
                                    "iteration) when stragglers.policy is deadline")

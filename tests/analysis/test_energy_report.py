@@ -1,5 +1,6 @@
 """Client energy in the report and the plots (analysis.energy): energy to each target, the
-per-client maximum, paired ratios, the accuracy-versus-energy figure and plot panel."""
+per-client maximum, paired ratios, the energy columns of the overhead table, the
+accuracy-versus-energy figure and plot panel."""
 from __future__ import annotations
 
 import csv
@@ -11,11 +12,11 @@ import pytest
 from analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
 from analysis.plots import ENERGY_PLOT_FILE, plot_runs
 from analysis.report import write_report
-from analysis.schema import ENERGY_FILE, ROUNDS_FILE
+from analysis.schema import ENERGY_FILE, ROUNDS_FILE, SECTIONS_ADDED_LATER
 from analysis.study_data import load_study
-from analysis.tables import tta_table, to_markdown
+from analysis.tables import overhead_layouts, overhead_table, accuracy_table, tta_table, to_markdown
 
-from tests.analysis.synthetic_runs import write_study
+from tests.analysis.synthetic_runs import write_run, write_study
 
 # the synthetic runs spend 2 W for each round's duration, client c of 10 a (c + 1) / 55 share of it
 WATTS, TOP_SHARE = 2.0, 10 / 55
@@ -79,3 +80,80 @@ def test_cumulative_energy_reads_rounds_csv(tmp_path) -> None:
     assert got[0] == 0.0
     assert got[1] == pytest.approx(r["client_energy_j"][:2].sum())
     assert got[2] == pytest.approx(r["client_energy_j"].sum())
+
+
+def test_overhead_table_energy_per_round_and_to_target(tmp_path) -> None:
+    dirs = write_study(tmp_path / "study", seeds=(0, 1, 2))
+    study = load_study(tmp_path / "study")
+    targets = (0.5, 0.6)
+    ovh = overhead_table(study, targets)
+    # per round: each run's mean of rounds.csv client_energy_j, then mean ± std over seeds (by hand)
+    by_run = {}
+    for d in dirs:
+        r = pd.read_csv(d / ROUNDS_FILE)
+        part, alg = d.parent.parent.name, d.parent.name.split("=")[1]
+        by_run.setdefault((part, alg), []).append(r["client_energy_j"].mean())
+    per_round = ovh[ovh["basis"] == "per_round"]
+    assert len(per_round) == len(by_run)
+    got = sorted(zip(per_round["client_energy_j_mean"], per_round["client_energy_j_std"]))
+    want = sorted((np.mean(v), np.std(v, ddof=1)) for v in by_run.values())
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert (per_round["client_energy_j_n"] == 3).all()
+    # to a target: the energy table's total energy, the same seeds
+    en = energy_table(study, targets).set_index(["setting", "algorithm", "target"])
+    to_target = ovh[ovh["basis"] == "to_target"].set_index(["setting", "algorithm", "target"])
+    np.testing.assert_allclose(to_target["client_energy_j_mean"], en.loc[to_target.index, "energy_j_mean"],
+                               rtol=1e-15)
+    assert (to_target["client_energy_j_n"] == en.loc[to_target.index, "reached"]).all()
+    assert (to_target["client_energy_j_n"] == to_target["n"]).all()
+    text = "\n".join(to_markdown(layout) for layout in overhead_layouts(ovh, accuracy_table(study), study,
+                                                                         study.algorithms))
+    assert text.count("Client energy (J)") == 1 + len(targets)
+    assert "(m): only m of the seeds counted recorded energy" in text
+
+
+def test_overhead_energy_over_runs_with_and_without_energy(tmp_path) -> None:
+    dirs = write_study(tmp_path / "study", algorithms=("scala",), seeds=(0, 1, 2), partitions=[{"name": "iid"}])
+    _strip_energy(dirs[:1])  # a run made before energy accounting, beside two that recorded it
+    study = load_study(tmp_path / "study")
+    ovh = overhead_table(study, (0.5,))
+    row = ovh[ovh["basis"] == "per_round"].iloc[0]
+    assert (row["n"], row["client_energy_j_n"]) == (3, 2)
+    want = [pd.read_csv(d / ROUNDS_FILE)["client_energy_j"].mean() for d in dirs[1:]]
+    assert row["client_energy_j_mean"] == pytest.approx(np.mean(want), rel=1e-12)
+    md = to_markdown(overhead_layouts(ovh, accuracy_table(study), study, study.algorithms)[0])
+    assert f" ({2})" in md.splitlines()[4]
+
+    _strip_energy(dirs[1:])  # no run recorded energy: no energy column, the CSV's is empty
+    study = load_study(tmp_path / "study")
+    ovh = overhead_table(study, (0.5,))
+    assert ovh["client_energy_j_mean"].isna().all() and (ovh["client_energy_j_n"] == 0).all()
+    md = "\n".join(map(to_markdown, overhead_layouts(ovh, accuracy_table(study), study, study.algorithms)))
+    assert "Client energy" not in md
+
+
+def test_report_overhead_csv_has_the_energy_columns(tmp_path) -> None:
+    write_study(tmp_path / "study", seeds=(0, 1))
+    write_report(tmp_path / "study", tmp_path / "report", targets=(0.5,), figures=False)
+    ovh = pd.read_csv(tmp_path / "report" / "overhead.csv")
+    assert {"client_energy_j_mean", "client_energy_j_std", "client_energy_j_n"} <= set(ovh.columns)
+    assert ovh["client_energy_j_mean"].notna().all()
+    assert "Client energy (J)" in (tmp_path / "report" / "overhead.md").read_text()
+
+
+def test_report_over_runs_made_before_and_after_energy_existed(tmp_path) -> None:
+    """One setting: the run made before energy accounting (no energy: section, no energy files)
+    joins the runs made since with the default section; the energy columns count the two that
+    recorded energy."""
+    default = SECTIONS_ADDED_LATER["energy"]
+    dirs = [write_run(tmp_path / "study" / f"seed{s}", "scala", s, overrides={"energy": default} if s else None)
+            for s in (0, 1, 2)]
+    _strip_energy(dirs[:1])
+    write_report(tmp_path / "study", tmp_path / "report", targets=(0.5,), figures=False)
+    runs = pd.read_csv(tmp_path / "report" / "runs.csv")
+    assert runs["setting"].nunique() == 1 and runs["in_report"].all()
+    ovh = pd.read_csv(tmp_path / "report" / "overhead.csv")
+    assert (ovh["n"] == 3).all() and (ovh["client_energy_j_n"] == 2).all()
+    en = pd.read_csv(tmp_path / "report" / "energy.csv")
+    assert (en["n_runs"] == 3).all() and (en["reached"] == 2).all()
+    assert "Client energy (J)" in (tmp_path / "report" / "overhead.md").read_text()

@@ -40,6 +40,15 @@ def test_writer_uses_the_schema_file_names(tmp_path):
     assert w.classes_path.read_text().splitlines()[0] == ",".join(schema.classes_columns(2))
 
 
+def test_sections_added_later_are_what_the_default_scenario_writes():
+    from analysis.schema import SECTIONS_ADDED_LATER
+    from sfl_sim.config import validate
+
+    written = validate({}).to_yaml_dict()
+    for name, section in SECTIONS_ADDED_LATER.items():
+        assert section == written[name], name
+
+
 def test_schema_import_is_light():
     code = (
         "import analysis.schema, sys; "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from analysis.runs import RunFormatError
-from analysis.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS
+from analysis.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, SECTIONS_ADDED_LATER
 from analysis.study_data import (
     StudyError,
     find_run_dirs,
@@ -100,6 +101,29 @@ def test_rounds_is_part_of_the_setting_unless_ignored():
     scenarios = [scenario_for("scala", 0, {"rounds": r}) for r in (10, 20)]
     assert run_coordinates(scenarios, [{}] * 2).fields == ("rounds",)
     assert run_coordinates(scenarios, [{}] * 2, ignore=["rounds"]).fields == ()
+
+
+def test_a_run_made_before_energy_existed_has_the_default_energy_section(tmp_path):
+    """scenario.yaml without ``energy:`` (made before energy accounting) is the default section."""
+    default = copy.deepcopy(SECTIONS_ADDED_LATER["energy"])
+    per_flop = {**copy.deepcopy(default), "device": {"name": "per_flop"}}
+    for seed in (0, 1):  # seed 0 made before energy existed, seed 1 with the default energy section
+        write_run(tmp_path / "default" / f"s{seed}", "scala", seed, overrides={"energy": default} if seed else None)
+        write_run(tmp_path / "per_flop" / f"s{seed}", "scala", seed, overrides={"energy": per_flop})
+    st = load_study(tmp_path / "default")
+    assert st.setting_fields == () and len(st.settings) == 1
+    assert set(st.runs.groupby(["setting", "algorithm"]).size()) == {2}
+    st = load_study(tmp_path)  # the pre-energy run joins the default device, not a setting of its own
+    assert st.setting_fields == ("energy.device",)
+    assert st.settings == ("device=dvfs", "device=per_flop")
+    assert st.runs.groupby("setting")["seed"].apply(sorted).to_dict() == {"device=dvfs": [0, 1],
+                                                                           "device=per_flop": [0, 1]}
+    # a battery is a setting of its own: the pre-energy run (no battery) stays with the default
+    battery = {**copy.deepcopy(default), "battery": {"capacity_min_j": 10.0, "capacity_max_j": 20.0}}
+    c = run_coordinates([scenario_for("scala", 0), scenario_for("scala", 0, {"energy": default}),
+                         scenario_for("scala", 0, {"energy": battery})], [{}] * 3)
+    assert c.fields and all(f.startswith("energy.battery") for f in c.fields)
+    assert c.values[0] == c.values[1] != c.values[2]
 
 
 def test_study_coordinates_are_used_when_every_run_has_them(tmp_path):

@@ -13,7 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sfl_sim
 from sfl_sim.config import validate
+from sfl_sim.errors import ConfigError
 from sfl_sim.energy import ENERGY, DvfsEnergy, EnergyLedger, PerFlopEnergy, busy_seconds, check_energy
 from sfl_sim.energy import models
 from sfl_sim.energy.conformance import EnergyConformanceError
@@ -221,6 +223,24 @@ def test_energy_disabled_writes_no_energy_file_and_an_empty_column(tmp_path, cap
     ("energy.server_j_per_flop=-1", ["energy.server_j_per_flop", "-1"]),
     ("energy.battery={capacity_min_j: -5, capacity_max_j: 10}", ["energy.battery.capacity_min_j", "-5"]),
     ("energy.battery={capacity_min_j: 50, capacity_max_j: 10}", ["energy.battery.capacity_max_j", "capacity_min_j"]),
+    ("energy.device.pa_efficiency=.nan", ["energy.device.pa_efficiency", "nan", "> 0 and <= 1"]),
+    ("energy.device.pa_efficiency=-0.1", ["energy.device.pa_efficiency", "-0.1", "> 0 and <= 1"]),
+    ("energy.device={name: per_flop, pa_efficiency: .inf}", ["energy.device.pa_efficiency", "inf", "finite"]),
+    ("energy.device.kappa=.nan", ["energy.device.kappa", "nan", "finite"]),
+    ("energy.device.flops_per_cycle=0", ["energy.device.flops_per_cycle", "0", "> 0"]),
+    ("energy.device.circuit_power_w=-1", ["energy.device.circuit_power_w", "-1", ">= 0"]),
+    ("energy.device.rx_power_w=.nan", ["energy.device.rx_power_w", "nan", "finite"]),
+    ("energy.device.tail_power_w=-0.5", ["energy.device.tail_power_w", "-0.5", ">= 0"]),
+    ("energy.device.tail_s=.inf", ["energy.device.tail_s", "inf", "finite"]),
+    ("energy.device={name: per_flop, j_per_flop: -1e-12}", ["energy.device.j_per_flop", "-1e-12", ">= 0"]),
+    ("energy.server_j_per_flop=.nan", ["energy.server_j_per_flop", "nan"]),
+    ("energy.server_j_per_flop=.inf", ["energy.server_j_per_flop", "inf"]),
+    ("energy.battery={capacity_min_j: .nan, capacity_max_j: 10}", ["energy.battery.capacity_min_j", "nan"]),
+    ("energy.battery={capacity_min_j: 1, capacity_max_j: .inf}", ["energy.battery.capacity_max_j", "inf"]),
+    ("energy.battery={capacity_min_j: -1, capacity_max_j: -0.5}", ["energy.battery.capacity_min_j", "-1"]),
+    ("energy={enabled: false, battery: {capacity_min_j: 1, capacity_max_j: 2}}", ["energy.enabled", "energy.battery"]),
+    ("energy.device.kapa=1e-28", ["energy.device", "kapa", "kappa"]),
+    ("energy.device.name=nope", ["energy.device.name", "nope"]),
 ])
 def test_bad_energy_input_is_one_line_naming_the_field_before_any_work(tmp_path, capsys, override, words) -> None:
     code, err = run_cli(capsys, str(SCENARIO), "-o", str(tmp_path / "out"), "--check", "--set", override)
@@ -228,6 +248,10 @@ def test_bad_energy_input_is_one_line_naming_the_field_before_any_work(tmp_path,
     for word in words:
         assert word in err, (word, err)
     assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError) as info:  # the Python API's check, the same line
+        sfl_sim.check(SCENARIO, overrides=[override], output_dir=tmp_path / "api")
+    assert err.strip().endswith(str(info.value)) and "\n" not in str(info.value)
+    assert not (tmp_path / "api").exists()
 
 
 # -- batteries ----------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.fedvls import FedVLS
 from sfl_sim.cli import main
 from sfl_sim.config import validate
+from sfl_sim.energy.models import PA_EFFICIENCY, SERVER_J_PER_FLOP, YANG_2021_KAPPA
 from sfl_sim.resolved import constructor_params, parameter_differences, resolve_run
 
 from tests.sfl_sim.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
@@ -63,7 +64,7 @@ def test_record_holds_every_component_the_training_settings_and_the_versions(tmp
     assert list(components) == ["algorithm", "model", "data.dataset", "data.partition", "cell.placement",
                                 "cell.pathloss", "cell.shadowing", "cell.fading", "cell.rate", "cell.allocation",
                                 "cell.mobility", "cell.power_control", "cell.interference", "clients.selection",
-                                "training.optimizer"]
+                                "training.optimizer", "energy.device"]
     assert components["algorithm"] == {"name": "fedvls", "class": "sfl_sim.algorithms.fedvls:FedVLS",
                                        "params": {"lam": 0.1, "suppression_weight": 0.005,
                                                   "suppression_form": "released"}}
@@ -202,6 +203,72 @@ def test_an_old_run_without_the_record_resumes_with_one_line(tmp_path, capsys) -
     assert len(warning) == 1 and "defaults" in warning[0] and "cannot be checked" in warning[0], err
     assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2", "3"]
     assert not (run_dir / "resolved.yaml").exists()  # a record written now would not be what it was made with
+
+
+# -- energy ---------------------------------------------------------------------------------------------
+def test_the_record_names_the_energy_model_and_section() -> None:
+    record = resolve_run(validate(FEDVLS), "fedvls").record
+    device = record["components"]["energy.device"]
+    assert device["name"] == "dvfs" and device["class"] == "sfl_sim.energy.models:DvfsEnergy"
+    assert device["params"]["kappa"] == YANG_2021_KAPPA and device["params"]["pa_efficiency"] == PA_EFFICIENCY
+    assert device["params"]["rrc_tail"] is False  # every radio constant, the defaults included
+    assert record["energy"] == {"enabled": True, "server_j_per_flop": SERVER_J_PER_FLOP, "battery": None}
+    given = {**FEDVLS, "energy": {"device": {"name": "per_flop", "j_per_flop": 1e-11},
+                                  "battery": {"capacity_min_j": 100.0, "capacity_max_j": 200.0}}}
+    record = resolve_run(validate(given), "fedvls").record
+    assert record["components"]["energy.device"]["params"]["j_per_flop"] == 1e-11
+    assert record["energy"]["battery"] == {"capacity_min_j": 100.0, "capacity_max_j": 200.0}
+    off = resolve_run(validate({**FEDVLS, "energy": {"enabled": False}}), "fedvls").record
+    assert "energy.device" not in off["components"] and off["energy"]["enabled"] is False
+
+
+def test_energy_parameters_are_compared_when_both_records_have_them() -> None:
+    today = resolve_run(validate(FEDVLS), "fedvls").record
+    made = yaml.safe_load(yaml.safe_dump(today))
+    assert parameter_differences(made, today) == []
+    made["components"]["energy.device"]["params"]["kappa"] = 2e-28
+    made["energy"]["battery"] = {"capacity_min_j": 1.0, "capacity_max_j": 2.0}
+    assert parameter_differences(made, today) == [
+        f"energy.device.kappa: made with 2e-28, now {YANG_2021_KAPPA!r}",
+        "energy.battery: made with {'capacity_min_j': 1.0, 'capacity_max_j': 2.0}, now None"]
+
+
+def test_a_record_made_before_energy_accounting_is_no_difference() -> None:
+    today = resolve_run(validate(FEDVLS), "fedvls").record
+    made = yaml.safe_load(yaml.safe_dump(today))
+    del made["energy"], made["components"]["energy.device"]
+    assert resolved.made_before_energy(made) and parameter_differences(made, today) == []
+    # once adopted (on resume) the energy record is compared, its from_round is not
+    assert resolved.adopt_energy(made, today, after_round=2)
+    assert made["energy"]["from_round"] == 3 and made["components"]["energy.device"] == \
+        today["components"]["energy.device"]
+    assert parameter_differences(made, today) == []
+    assert not resolved.adopt_energy(made, today, after_round=5)  # adopted once
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_run_made_before_energy_accounting_resumes_with_one_line_and_adopts_it(tmp_path, capsys,
+                                                                                  strict) -> None:
+    path, out = finished_run(tmp_path, capsys, FEDVLS)
+    run_dir = out / "fedvls"
+    record = record_of(run_dir)
+    del record["energy"], record["components"]["energy.device"]
+    (run_dir / "resolved.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    flags = ["--strict-versions"] if strict else []
+    code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "3", *flags)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and "made before energy accounting" in warning[0], err
+    assert "charged with energy.device 'dvfs'" in warning[0]
+    after = record_of(run_dir)
+    assert after["energy"]["from_round"] == 3
+    assert after["components"]["energy.device"]["name"] == "dvfs"
+    assert [r["after_round"] for r in after["resumes"]] == [2]
+    # the next resume compares the adopted record and has nothing to say
+    code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "4", *flags)
+    assert code == 0, err
+    assert not [line for line in err.splitlines() if "warning" in line], err
+    assert record_of(run_dir)["energy"]["from_round"] == 3
 
 
 # -- studies -------------------------------------------------------------------------------------------
