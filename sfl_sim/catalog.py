@@ -28,7 +28,7 @@ KINDS: Dict[str, str] = {
     "partitioner": "data.partition.name",
     "selector": "clients.selection.name",
     "availability": "clients.availability.name",
-    "compressor": "compression.activations/gradients/updates.name (top level or per algorithm)",
+    "compressor": "compression.activations/gradients/updates/model_download.name (top level or per algorithm)",
     "energy": "energy.device.name",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
