@@ -323,9 +323,10 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: Optional[Ar
         learning_rate=t.learning_rate, device=device, minibatch_rng=stream(seed, "minibatch"), training=settings,
         execution=_execution_request(cfg, device))
     compressors = build_compressors(compression)
-    algorithm = component(ALGORITHMS, algorithm_spec, "algorithms", setup)
+    algorithm_field = f"algorithms[{cfg.algorithms.index(algorithm_spec)}]"  # which entry, when several
+    algorithm = component(ALGORITHMS, algorithm_spec, algorithm_field, setup)
     if not isinstance(algorithm, Algorithm):
-        raise ConfigError(f"algorithms: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
+        raise ConfigError(f"{algorithm_field}: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
     applied = applied_compression(algorithm, algorithm_spec.label, compression)
     setup.compression = CompressionPlan.of({path: compressors[path] for path in applied},

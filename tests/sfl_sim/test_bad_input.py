@@ -29,7 +29,7 @@ def run_with(tmp_path: Path, capsys, overrides: list[str], scenario: Path = BASE
     (["cell.pathloss.name=tr38901"], ["cell.pathloss.name", "tr38901", "tr36814_macro"]),
     (["data.partition.alpha=0"], ["data.partition", "alpha"]),
     (["cell.placement.radius_m=-1"], ["cell.placement", "radius_m"]),
-    (["algorithms=[{name: scalla}]"], ["algorithms.name", "scalla", "scala"]),
+    (["algorithms=[{name: scalla}]"], ["algorithms[0].name", "scalla", "scala"]),
     (["clients.compute_flops_per_s_max=1.0"], ["clients.compute_flops_per_s_max", "compute_flops_per_s_min"]),
 ])
 def test_bad_field_exits_nonzero_with_message(tmp_path: Path, capsys, override, words) -> None:

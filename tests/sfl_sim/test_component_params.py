@@ -52,8 +52,8 @@ def test_every_study_base_and_run_validates(schema, path) -> None:
 #: (--set override, words the one-line error must hold): a wrong type, a bound, a choice, an
 #: unknown name, for each family of components.
 WRONG = [
-    ("algorithms=[{name: fedprox, mu: -1}]", ["algorithms.mu", "-1", ">= 0"]),
-    ("algorithms=[{name: fedprox, mu: lots}]", ["algorithms.mu", "lots", "number"]),
+    ("algorithms=[{name: fedprox, mu: -1}]", ["algorithms[0].mu", "-1", ">= 0"]),
+    ("algorithms=[{name: fedprox, mu: lots}]", ["algorithms[0].mu", "lots", "number"]),
     ("algorithms=[{name: fedprox, mux: 0.1}]", ["algorithms", "mux", "did you mean 'mu'"]),
     ("algorithms=[{name: scala, label_prior: global}]", ["label_prior", "global", "batch, local_data"]),
     ("algorithms=[{name: besplit_g, ema_beta: 1.5}]", ["ema_beta", "1.5", "< 1"]),
