@@ -7,6 +7,9 @@ A study file (validated like a scenario: unknown key or wrong type → one line 
     grid:                               # any scenario field; the cartesian product is the study
       data.partition: [{name: quantity, alpha: 2}, {name: dirichlet, beta: 0.1}]
       algorithms: [[{name: scala}], [{name: fedavg}]]
+      cell.rate:                        # or named values: label → value (the label names the runs)
+        shannon: {name: shannon}
+        mcs: {name: mcs_table, table: cqi_table1}
     set:                                # optional: fields fixed for every run of the study
       rounds: 50
     output_dir: runs/studies/my_study   # optional (default runs/studies/<file stem>)
@@ -14,8 +17,9 @@ A study file (validated like a scenario: unknown key or wrong type → one line 
 :func:`expand` turns it into :class:`StudyRun` s — one per (grid point, algorithm, seed) — each
 with its own run directory named by its coordinates (``partition=dirichlet-beta0.1__alg=scala__
 seed=0``: readable, stable across invocations, and made unique with a short hash of the
-coordinates where two would read alike).  Every run directory holds the same files as a single
-run; its ``summary.json`` also records ``coordinates``.  Execution is in
+coordinates where two would read alike; a grid given as ``label: value`` pairs uses the labels).
+Every run directory holds the same files as a single run; its ``summary.json`` also records
+``coordinates``.  Execution is in
 :mod:`sfl_sim.study_exec`.
 """
 from __future__ import annotations
@@ -27,15 +31,19 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Optional, Sequence
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from sfl_sim.config import (Allowed, ConfigError, apply_override, format_validation_error, load_scenario_raw,
                             read_yaml_file, validate)
 
 __all__ = ["StudySpec", "StudyRun", "load_study", "expand", "study_from_scenario"]
+
+
+#: What a named grid value's label may be: it becomes part of a run directory's name.
+_LABEL = r"[A-Za-z0-9][A-Za-z0-9._+-]*"
 
 
 class StudySpec(BaseModel):
@@ -48,8 +56,11 @@ class StudySpec(BaseModel):
     seeds : list of int
         Root seeds; every grid point runs once per seed (same seed = same cell, partition and
         initial weights across algorithms and settings, so results pair by seed).
-    grid : dict of str to list
-        Dotted scenario field → the values it takes; the study is the cartesian product.
+    grid : dict of str to list or dict
+        Dotted scenario field → the values it takes (a list), or → ``{label: value}`` (named
+        values: the label stands for the value in run names, coordinates and reports, which is
+        what keeps a grid over whole sections such as ``cell`` readable). The study is the
+        cartesian product.
     set : dict of str to Any
         Dotted scenario field → value, applied to every run before the grid.
     output_dir : str, optional
@@ -61,13 +72,25 @@ class StudySpec(BaseModel):
     base: Annotated[str, Field(min_length=1), Allowed("a scenario file or a shipped scenario's name")]
     seeds: Annotated[List[Annotated[int, Field(ge=0)]], Field(min_length=1),
                      Allowed("a non-empty list of distinct integers >= 0")] = Field(default_factory=lambda: [0])
-    grid: Annotated[Dict[str, Annotated[List[Any], Field(min_length=1)]],
-                    Allowed("a mapping of dotted scenario fields to non-empty lists of values")] = \
+    grid: Annotated[Dict[str, Union[Annotated[List[Any], Field(min_length=1)],
+                                    Annotated[Dict[str, Any], Field(min_length=1)]]],
+                    Allowed("a mapping of dotted scenario fields to non-empty lists of values "
+                            "(or to non-empty mappings of label to value)")] = \
         Field(default_factory=dict)
     set: Annotated[Dict[str, Any], Allowed("a mapping of dotted scenario fields to values")] = \
         Field(default_factory=dict)
     output_dir: Optional[Annotated[str, Field(min_length=1)]] = None
     name: Optional[Annotated[str, Field(min_length=1)]] = None
+
+    @field_validator("grid")
+    @classmethod
+    def _labels_name_directories(cls, grid: Dict[str, Any]) -> Dict[str, Any]:
+        for key, values in grid.items():
+            bad = [k for k in values if not re.fullmatch(_LABEL, k)] if isinstance(values, dict) else []
+            if bad:
+                raise PydanticCustomError("label", "{allowed}", {"label": bad[0], "allowed": (
+                    f"{key} labels of letters, digits and . _ + - (they name run directories)")})
+        return grid
 
     @model_validator(mode="after")
     def _distinct(self) -> "StudySpec":
@@ -227,16 +250,20 @@ def expand(spec: StudySpec, base_path: Path) -> List[StudyRun]:
     keys = list(spec.grid)
     labels = _key_labels([k for k in keys if k != "algorithms"])
     runs: List[StudyRun] = []
-    for point in itertools.product(*(spec.grid[k] for k in keys)):
+    for named_point in itertools.product(*(_grid_values(spec.grid[k]) for k in keys)):
+        point = [value for _, value in named_point]
+        where = ", ".join(f"{k}={name if name is not None else json.dumps(v, default=str)}"
+                          for k, (name, v) in zip(keys, named_point))
         raw = copy.deepcopy(base)
-        where = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in zip(keys, point))
         for key, value in zip(keys, point):
             apply_override(raw, key.split("."), copy.deepcopy(value))
         try:
             cfg = validate(raw)
         except ConfigError as exc:
             raise ConfigError(f"study grid point ({where or 'base'}): {exc}") from None
-        setting = {k: v for k, v in zip(keys, point) if k != "algorithms"}
+        # a named value's label stands for it (the run's scenario.yaml still holds the value)
+        setting = {k: (name if name is not None else v) for k, (name, v) in zip(keys, named_point)
+                   if k != "algorithms"}
         prefix = [f"{labels[k]}={value_label(v)}" for k, v in setting.items()]
         for algo in cfg.algorithms:
             for seed in spec.seeds:
@@ -245,6 +272,13 @@ def expand(spec: StudySpec, base_path: Path) -> List[StudyRun]:
                 name = "__".join(prefix + [f"alg={value_label(algo.label)}", f"seed={seed}"])
                 runs.append(StudyRun(name, coordinates, run_raw))
     return _unique_names(runs)
+
+
+def _grid_values(values: List[Any] | Dict[str, Any]) -> List[Tuple[Optional[str], Any]]:
+    """A grid field's values as ``(label, value)``: the label for named values, None for a list's."""
+    if isinstance(values, dict):
+        return [(str(name), value) for name, value in values.items()]
+    return [(None, value) for value in values]
 
 
 def _unique_names(runs: List[StudyRun]) -> List[StudyRun]:

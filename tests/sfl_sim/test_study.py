@@ -68,6 +68,35 @@ def test_algorithms_as_a_grid_field_and_names_that_would_collide(tmp_path) -> No
     assert len(set(names)) == len(names) and all("~" in n for n in names)  # 0.1 and 0.1000…1 read alike
 
 
+def test_named_grid_values_name_the_runs_and_stand_for_their_values(tmp_path) -> None:
+    from analysis.study_data import run_coordinates
+
+    shannon = {"name": "shannon"}
+    mcs = {"name": "mcs_table", "table": "cqi_table1", "overhead_fraction": 0.08}
+    path = write_study(tmp_path, {"seeds": [0, 1], "grid": {
+        "cell.rate": {"shannon": shannon, "mcs-8pct": mcs}, "clients.participation": [0.5, 1.0]}})
+    runs = expand(*load_study(path))
+    assert len(runs) == 2 * 2 * 2 * 2
+    assert runs[0].name == "rate=shannon__participation=0.5__alg=scala__seed=0"
+    assert runs[0].coordinates == {"cell.rate": "shannon", "clients.participation": 0.5, "algorithm": "scala",
+                                   "seed": 0}
+    assert runs[0].scenario["cell"]["rate"] == shannon  # the run itself holds the value, not the label
+    last = runs[-1]
+    assert last.name == "rate=mcs-8pct__participation=1__alg=fedavg__seed=1"
+    assert last.scenario["cell"]["rate"] == mcs and last.coordinates["cell.rate"] == "mcs-8pct"
+    # The report's coordinates take the label for the whole varying section.
+    pick = [runs[0], last]
+    coords = run_coordinates([r.scenario for r in pick], [{"coordinates": r.coordinates} for r in pick])
+    assert coords.fields == ("cell.rate", "clients.participation")
+    assert [v["cell.rate"] for v in coords.values] == ["shannon", "mcs-8pct"]
+
+
+def test_a_named_grid_value_that_is_invalid_names_its_label(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"clients.participation": {"half": 0.5, "too-many": 2.0}}})
+    with pytest.raises(ConfigError, match=r"grid point \(clients.participation=too-many\)"):
+        expand(*load_study(path))
+
+
 def test_value_labels_are_short_and_safe() -> None:
     assert value_label({"name": "dirichlet", "beta": 0.1}) == "dirichlet-beta0.1"
     assert value_label([32, 64]) == "32+64"
@@ -102,6 +131,9 @@ def test_a_whole_compression_block_reads_short_and_other_dicts_as_before() -> No
     ({"seeds": [0], "grid": {"seed": [1, 2]}}, ["seed"]),
     ({"seeds": [0], "grid": {"clients.cuont": [3]}}, ["clients.cuont", "did you mean 'count'"]),
     ({"seeds": [0], "grid": {"training.learning_rate": []}}, ["grid"]),
+    ({"seeds": [0], "grid": {"training.learning_rate": {}}}, ["grid"]),
+    ({"seeds": [0], "grid": {"training.learning_rate": {"a/b": 0.1}}},
+     ["study grid: got 'a/b'", "training.learning_rate labels"]),
 ])
 def test_a_bad_study_is_one_line(tmp_path, capsys, study, words) -> None:
     code = main(["study", str(write_study(tmp_path, study)), "-o", str(tmp_path / "out")])
