@@ -15,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:  # annotations only: the data and selection modules import this one without torch
     from torch import nn
 
-__all__ = ["DatasetLoader", "LocalModelObserver", "PartitionerProtocol", "SelectorProtocol"]
+__all__ = ["BatteryObserver", "DatasetLoader", "LocalModelObserver", "PartitionerProtocol", "SelectorProtocol"]
 
 
 @runtime_checkable
@@ -52,6 +52,19 @@ class SelectorProtocol(Protocol):
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
+
+
+@runtime_checkable
+class BatteryObserver(Protocol):
+    """A selector that wants the clients' battery charges (``energy.battery``) before each draw.
+
+    Any selector with this method (shipped ``battery_aware``, or your own) is handed the charges
+    before every round of a run with batteries; clients whose charge cannot cover a round are
+    already left out of ``available``.  Runs without batteries never call it.
+    """
+
+    def observe_battery(self, remaining_j: np.ndarray) -> None:
+        """The charge left in each client's battery, J, shape (K,), for the coming round's draw."""
 
 
 @runtime_checkable

@@ -41,7 +41,8 @@ from sfl_sim.resolved import ResolutionMismatchError, code_versions, compression
     resolve_run
 from sfl_sim.run_dir import RunDir, RunDirPlan, check_writable
 from sfl_sim.seeding import stream, torch_seed
-from sfl_sim.selection import BatteryAwareSelection, select_online
+from sfl_sim.protocols import BatteryObserver
+from sfl_sim.selection import select_online
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
            "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
@@ -107,7 +108,7 @@ def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.
         waited_s = sim.wait_until(start_s)
     selectable = online
     if run.ledger is not None and run.ledger.battery:
-        if isinstance(run.selector, BatteryAwareSelection):
+        if isinstance(run.selector, BatteryObserver):
             run.selector.observe_battery(run.ledger.remaining_j)
         selectable = online & run.ledger.selectable()
         if not selectable.any():

@@ -324,6 +324,48 @@ def test_batteries_drain_deplete_and_drop_with_cause_battery(tmp_path, capsys) -
     assert "battery" in causes
 
 
+class ChargeWatchingSelection:
+    """A plug-in selector (no base class) that records the charges it is handed (BatteryObserver)."""
+
+    seen: list = []
+
+    def prepare(self, client_label_counts) -> None:
+        pass
+
+    def observe_battery(self, remaining_j) -> None:
+        ChargeWatchingSelection.seen.append(np.array(remaining_j, dtype=float))
+
+    def select(self, n_clients, n_selected, rng, available=None):
+        pool = np.arange(n_clients) if available is None else np.flatnonzero(available)
+        return np.sort(rng.choice(pool, size=n_selected, replace=False)).astype(np.int64)
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state) -> None:
+        pass
+
+
+def test_any_selector_with_observe_battery_is_handed_the_charges(tmp_path, capsys) -> None:
+    from sfl_sim.protocols import BatteryObserver
+
+    assert isinstance(ChargeWatchingSelection(), BatteryObserver)
+    assert isinstance(BatteryAwareSelection(), BatteryObserver)
+    ChargeWatchingSelection.seen = []
+    data = {**small_scenario(algorithms=["fedavg"], rounds=3),
+            "energy": {"battery": {"capacity_min_j": 5.0, "capacity_max_j": 10.0}}}
+    data["clients"]["selection"] = {"name": f"{__name__}:ChargeWatchingSelection"}
+    _, out = finished_run(tmp_path, capsys, data)
+    seen = ChargeWatchingSelection.seen
+    assert len(seen) == 3 and all(s.shape == (data["clients"]["count"],) for s in seen)
+    assert np.all(seen[0] >= 5.0) and np.all(seen[0] <= 10.0)
+    assert np.all(seen[2] <= seen[1]) and np.any(seen[2] < seen[0])  # charges only fall, and do fall
+    ChargeWatchingSelection.seen = []
+    (tmp_path / "plain").mkdir()
+    finished_run(tmp_path / "plain", capsys, {**data, "energy": {}})
+    assert ChargeWatchingSelection.seen == []  # no batteries: never called
+
+
 def test_no_batteries_means_no_battery_column_and_no_depleted_count(tmp_path, capsys) -> None:
     _, out = finished_run(tmp_path, capsys, small_scenario(rounds=1))
     assert "battery_j" not in _csv(out / "fedavg" / "energy.csv")[0]
