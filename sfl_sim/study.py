@@ -244,6 +244,8 @@ def expand(spec: StudySpec, base_path: Path) -> List[StudyRun]:
         If the base scenario or any grid point is invalid (the message names the grid point), or
         two runs would share a label at one grid point.
     """
+    from sfl_sim.resolved import resolve_run  # imports the registries (and torch): only when expanding
+
     base = load_scenario_raw(base_path)
     for key, value in spec.set.items():
         apply_override(base, key.split("."), copy.deepcopy(value))
@@ -259,6 +261,8 @@ def expand(spec: StudySpec, base_path: Path) -> List[StudyRun]:
             apply_override(raw, key.split("."), copy.deepcopy(value))
         try:
             cfg = validate(raw)
+            for algo in cfg.algorithms:  # every component name resolves (no run starts on a typo)
+                resolve_run(cfg, algo.label)
         except ConfigError as exc:
             raise ConfigError(f"study grid point ({where or 'base'}): {exc}") from None
         # a named value's label stands for it (the run's scenario.yaml still holds the value)

@@ -91,6 +91,13 @@ def test_named_grid_values_name_the_runs_and_stand_for_their_values(tmp_path) ->
     assert [v["cell.rate"] for v in coords.values] == ["shannon", "mcs-8pct"]
 
 
+def test_a_misspelled_component_in_a_grid_is_refused_before_any_run(tmp_path) -> None:
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"cell.rate": [{"name": "shannon"}, {"name": "shanon"}]}})
+    with pytest.raises(ConfigError, match=r"grid point \(cell.rate=.*shanon.*\): cell.rate.name: unknown rate "
+                                          r"'shanon' \(did you mean 'shannon'\?\)"):
+        expand(*load_study(path))
+
+
 def test_a_named_grid_value_that_is_invalid_names_its_label(tmp_path) -> None:
     path = write_study(tmp_path, {"seeds": [0], "grid": {"clients.participation": {"half": 0.5, "too-many": 2.0}}})
     with pytest.raises(ConfigError, match=r"grid point \(clients.participation=too-many\)"):
