@@ -532,8 +532,14 @@ def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any]
                           record: Optional[Mapping[str, Any]]) -> List[str]:
     """:func:`scenario_differences` of a run whose ``resolved.yaml`` is ``record`` (None: none):
     a component parameter the recorded scenario left out and the resume states with the value
-    the run resolved it to is no difference (stating it keeps the old behaviour)."""
+    the run resolved it to is no difference (stating it keeps the old behaviour), nor is any
+    ``energy:`` section asked of a run made before energy accounting (no ``energy:`` in
+    ``made_with``): energy is accounted from the resume on."""
     defaults = default_fields()
     if record is not None:
         defaults = {**defaults, **resolution_record.recorded_fields(record)}
+    if "energy" not in made_with:
+        # made before energy accounting: the ledger changes nothing trained, so the resume adopts
+        # whatever energy section is asked from its first round on (resolved.adopt_energy says so)
+        asked = {k: v for k, v in asked.items() if k != "energy"}
     return scenario_differences(made_with, asked, defaults)

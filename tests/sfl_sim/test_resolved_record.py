@@ -254,6 +254,13 @@ def test_a_run_made_before_energy_accounting_resumes_with_one_line_and_adopts_it
     record = record_of(run_dir)
     del record["energy"], record["components"]["energy.device"]
     (run_dir / "resolved.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    made_with = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    del made_with["energy"]  # nor did its scenario.yaml have the section
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(made_with, sort_keys=False))
+    # the resume states the device's parameters, as the shipped scenarios do
+    device = resolve_run(validate(FEDVLS), "fedvls").record["components"]["energy.device"]
+    assert device["name"] == "dvfs" and device["params"]
+    path.write_text(yaml.safe_dump({**FEDVLS, "energy": {"device": {"name": "dvfs", **device["params"]}}}))
     flags = ["--strict-versions"] if strict else []
     code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "3", *flags)
     assert code == 0, err
