@@ -88,14 +88,22 @@ HOST_ONLY_FIELDS: tuple[str, ...] = (
     "metrics",
 )
 
-#: Scenario sections added after runs were already being made, as the default scenario writes them
-#: to ``scenario.yaml``.  A run whose ``scenario.yaml`` lacks one was made before it existed, when
-#: the simulator trained and timed as this default does (``energy``: the ledger only records, and
-#: batteries are off), so a study reads the missing section as this one and the run shares a
-#: setting with the runs made since with the default (:mod:`analysis.study_data`).  Pinned to
-#: ``sfl_sim.config.validate({})`` by a test.
+#: Scenario fields added after runs were already being made, as the default scenario writes them
+#: to ``scenario.yaml`` (nested like it), with the default components' parameters stated.  A run
+#: whose ``scenario.yaml`` lacks one of them was made before it existed, when the simulator
+#: trained and timed as this default does (``energy``: the ledger only records, and batteries are
+#: off; ``cell.power_control`` ``fixed``, ``cell.interference`` ``none`` and ``cell.harq`` null:
+#: full power, no interference, no HARQ), so a study reads the missing field as this one and the
+#: run shares a setting with the runs made since with the default; a component left at its
+#: default name has its unstated parameters read as these (``energy.device`` ``dvfs``: the
+#: shipped scenarios state them, older runs and small scenarios do not) (:mod:`analysis.study_data`).
+#: Pinned to ``sfl_sim.config.validate({})`` and the default components' parameters by a test.
 SECTIONS_ADDED_LATER: dict[str, dict] = {
-    "energy": {"enabled": True, "device": {"name": "dvfs"},
+    "cell": {"power_control": {"name": "fixed"}, "interference": {"name": "none"}, "harq": None},
+    "energy": {"enabled": True,
+               "device": {"name": "dvfs", "kappa": 1e-28, "flops_per_cycle": 8.0, "pa_efficiency": 0.35,
+                          "circuit_power_w": 1.28804, "rx_power_w": 1.28804, "idle_power_w": 1.06,
+                          "rrc_tail": False, "tail_power_w": 1.06, "tail_s": 11.576},
                "server_j_per_flop": 400.0 / 19.5e12,  # sfl_sim.energy.models.SERVER_J_PER_FLOP
                "battery": None},
 }

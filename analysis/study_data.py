@@ -15,10 +15,11 @@ A *study* here is any set of run directories — the output of ``sfl-sim study``
     scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
     inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
     given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
-    knobs); a run made before a section existed has that section's default
-    (:data:`analysis.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting shares a
-    setting with the runs made since with the default ``energy:``). A varying field inside a
-    component spec whose ``name`` varies too is reported as the whole spec
+    knobs); a run made before a field existed has that field's default
+    (:data:`analysis.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting, power
+    control, interference or HARQ shares a setting with the runs made since with their defaults;
+    ``energy.device: {name: dvfs}`` with its parameters unstated reads as the stated defaults).
+    A varying field inside a component spec whose ``name`` varies too is reported as the whole spec
     (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
     ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
     accuracies, so they are never averaged as replicates unless asked (``ignore=("rounds",)``).
@@ -32,6 +33,7 @@ Loading reads every file once and parses all ``metrics.csv`` (and ``rounds.csv``
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import math
@@ -298,19 +300,38 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
 
 
 def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``scenario`` with each section of :data:`analysis.schema.SECTIONS_ADDED_LATER` it lacks
-    (a run made before the section existed) as the default one."""
-    missing = {k: v for k, v in SECTIONS_ADDED_LATER.items() if k not in scenario}
-    return {**scenario, **missing} if missing else scenario
+    """``scenario`` with every field of :data:`analysis.schema.SECTIONS_ADDED_LATER` it lacks (a run
+    made before the field existed, or a default component whose parameters it left unstated) as
+    the default one."""
+    return _fill_defaults(scenario, SECTIONS_ADDED_LATER)
+
+
+def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``given`` with the keys of ``defaults`` it lacks, recursively; a component spec named other
+    than the default's keeps its own parameters (another class, other defaults)."""
+    out = dict(given)
+    for key, default in defaults.items():
+        if key not in out:
+            out[key] = copy.deepcopy(default)
+        elif isinstance(default, Mapping) and isinstance(out[key], Mapping):
+            if "name" in default and out[key].get("name") != default["name"]:
+                continue
+            out[key] = _fill_defaults(out[key], default)
+    return out
 
 
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
-    """A collapsed spec shown as its name plus the sub-fields that vary among the runs."""
+    """A collapsed spec shown as its name plus the sub-fields that vary among the runs (less those
+    at their :data:`~analysis.schema.SECTIONS_ADDED_LATER` default, when the spec is that default
+    component: ``device=dvfs``, not its nine default parameters)."""
     if not isinstance(value, Mapping):
         return value
     keep = {p[len(spec_path) + 1:].split(".")[0] for p in varying if p.startswith(spec_path + ".")}
     keep.add("name")
-    return {k: v for k, v in value.items() if k in keep}
+    default = _lookup(SECTIONS_ADDED_LATER, spec_path)
+    if not isinstance(default, Mapping) or default.get("name") != value.get("name"):
+        default = {}
+    return {k: v for k, v in value.items() if k in keep and (k == "name" or k not in default or v != default[k])}
 
 
 @dataclass(frozen=True)

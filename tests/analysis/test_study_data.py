@@ -97,6 +97,29 @@ def test_component_spec_with_a_varying_name_is_one_coordinate():
     assert c.fields == ("data.partition.alpha",) and [v["data.partition.alpha"] for v in c.values] == ["2", "4"]
 
 
+def test_runs_made_before_power_control_interference_and_harq_join_their_defaults():
+    """A run whose cell lacks power_control, interference and harq, and whose energy device states
+    no parameters, is the setting of one that states their defaults (what the shipped scenarios
+    write today); a non-default value is a setting of its own, and shows only what differs."""
+    old = scenario_for("scala", 0)
+    for key in ("power_control", "interference", "harq"):
+        old.get("cell", {}).pop(key, None)
+    old.pop("energy", None)
+    today = copy.deepcopy(SECTIONS_ADDED_LATER)
+    now = scenario_for("scala", 1, {"cell.power_control": today["cell"]["power_control"],
+                                    "cell.interference": today["cell"]["interference"], "cell.harq": None,
+                                    "energy": today["energy"]})
+    implicit = scenario_for("scala", 2, {"energy": {**today["energy"], "device": {"name": "dvfs"}}})
+    assert run_coordinates([old, now, implicit], [{}] * 3).fields == ()
+    open_loop = scenario_for("scala", 0, {"cell.power_control": {"name": "open_loop", "p0_dbm": -90.0}})
+    hot = scenario_for("scala", 0, {"energy": {**today["energy"],
+                                               "device": {**today["energy"]["device"], "kappa": 2e-28}}})
+    c = run_coordinates([old, now, open_loop, hot], [{}] * 4)
+    assert c.fields == ("cell.power_control", "energy.device.kappa")
+    assert [v["cell.power_control"] for v in c.values] == ["fixed", "fixed", "open_loop(p0_dbm=-90)", "fixed"]
+    assert [v["energy.device.kappa"] for v in c.values] == ["1e-28", "1e-28", "1e-28", "2e-28"]
+
+
 def test_rounds_is_part_of_the_setting_unless_ignored():
     scenarios = [scenario_for("scala", 0, {"rounds": r}) for r in (10, 20)]
     assert run_coordinates(scenarios, [{}] * 2).fields == ("rounds",)
