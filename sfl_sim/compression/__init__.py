@@ -215,7 +215,10 @@ class Quantize:
     """Uniform ``bits``-bit quantization over ``[-s, s]``, ``s = max |x|``; packed codes plus scales.
 
     Code ``q`` in ``[0, 2**bits - 1]`` stands for ``-s + q * step`` with ``step = 2 s / (2**bits - 1)``,
-    so 0 and ``±s`` are exact.  Deterministic rounding takes the nearest level (error at most
+    so ``±s`` are exact (and an all-zero tensor, whose ``s`` is 0).  0 itself is not a level: the
+    ``2**bits`` levels lie symmetric about 0, so an entry near 0 decodes to ``±step / 2`` (``±s / 3``
+    at 2 bits, which is why 2-bit deterministic updates push every weight by a third of the largest
+    change and FedAvg diverges with them).  Deterministic rounding takes the nearest level (error at most
     ``step / 2 = s / (2**bits - 1)``); stochastic rounding takes the level above with probability
     equal to the distance from the level below, in steps (unbiased, error below ``step``).
 

@@ -143,12 +143,15 @@ def test_stochastic_quantize_error_is_below_one_step(bits, seed) -> None:
     assert bool((err <= 2 * s / (2 ** bits - 1) + s * 2.0 ** -22).all())
 
 
-def test_quantize_keeps_zero_and_the_extremes_exact() -> None:
+def test_quantize_keeps_the_extremes_and_an_all_zero_tensor_exact_but_not_a_zero_entry() -> None:
     x = torch.tensor([-2.0, 0.0, 2.0, 0.7])
     y = Quantize(bits=1).decode(Quantize(bits=1).encode(x))
     assert y[0] == -2.0 and y[2] == 2.0
     y = Quantize(bits=8).decode(Quantize(bits=8).encode(torch.zeros(5)))
     assert torch.equal(y, torch.zeros(5))
+    # 0 is not a level: the levels are symmetric about it, so a zero entry decodes to half a step
+    y = Quantize(bits=2).decode(Quantize(bits=2).encode(torch.tensor([-3.0, 0.0, 3.0])))
+    assert y.tolist() == [-3.0, 1.0, 3.0]
 
 
 def test_quantize_bound_holds_for_float64_whose_max_is_not_a_float32() -> None:
