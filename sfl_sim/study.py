@@ -86,6 +86,9 @@ class StudySpec(BaseModel):
     @classmethod
     def _labels_name_directories(cls, grid: Dict[str, Any]) -> Dict[str, Any]:
         for key, values in grid.items():
+            if key == "algorithms" and isinstance(values, dict):  # run names use each entry's own label
+                raise PydanticCustomError("label", "{allowed}", {"label": values, "allowed": (
+                    "algorithms as a list of algorithm lists; name a variant with its entry's label")})
             bad = [k for k in values if not re.fullmatch(_LABEL, k)] if isinstance(values, dict) else []
             if bad:
                 raise PydanticCustomError("label", "{allowed}", {"label": bad[0], "allowed": (

@@ -141,6 +141,7 @@ def test_a_whole_compression_block_reads_short_and_other_dicts_as_before() -> No
     ({"seeds": [0], "grid": {"training.learning_rate": {}}}, ["grid"]),
     ({"seeds": [0], "grid": {"training.learning_rate": {"a/b": 0.1}}},
      ["study grid: got 'a/b'", "training.learning_rate labels"]),
+    ({"seeds": [0], "grid": {"algorithms": {"s": [{"name": "scala"}]}}}, ["algorithms as a list", "label"]),
 ])
 def test_a_bad_study_is_one_line(tmp_path, capsys, study, words) -> None:
     code = main(["study", str(write_study(tmp_path, study)), "-o", str(tmp_path / "out")])
