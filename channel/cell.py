@@ -714,7 +714,8 @@ class Cell:
         -------
         dict
             ``version``; ``n_clients``; ``component_types`` (kind -> ``module.Class``, to refuse a
-            state from another scenario); ``positions_m`` (n, 2); ``los_latent`` (n,) or None;
+            state from another scenario; the class name is compared, not its module, which a
+            refactor may change); ``positions_m`` (n, 2); ``los_latent`` (n,) or None;
             ``shadowing_db`` (n,); ``shadowing_state`` (what the shadowing model carries between
             moves); ``los_rng`` / ``shadowing_rng`` / ``interference_rng`` (the streams'
             ``bit_generator.state``); ``noise_rise`` (the uplink noise rise of the current draw);
@@ -777,9 +778,15 @@ class Cell:
         if state["n_clients"] != n:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
         types = {kind: _type_name(c) for kind, c in self._components.items()}
-        if state["component_types"] != types:
-            diff = sorted(k for k in set(types) | set(state["component_types"] or {})
-                          if (state["component_types"] or {}).get(k) != types.get(k))
+        saved_types = state["component_types"] if isinstance(state["component_types"], dict) else {}
+        # A class is the same where its name is: the module path is not compared, so a state loads
+        # into the same components after a refactor moved them (the run checks identity by name).
+        qualnames = {kind: type(c).__qualname__ for kind, c in self._components.items()}
+        if set(saved_types) != set(types) or any(
+                not isinstance(saved_types[k], str) or not (saved_types[k] == types[k]
+                                                            or saved_types[k].endswith("." + qualnames[k]))
+                for k in types):
+            diff = sorted(k for k in set(types) | set(saved_types) if saved_types.get(k) != types.get(k))
             raise ValueError(
                 f"Cell state was saved with other components ({', '.join(diff)}): "
                 f"{ {k: (state['component_types'] or {}).get(k) for k in diff} }, this cell has "

@@ -10,8 +10,11 @@ training settings and the versions of the code (sfl-sim, its git commit when run
 torch, numpy, Python).
 
 :func:`check_resolution` compares a run's record with today's resolution before the run is
-continued (``--resume``) or reused by a study: a differing parameter is refused, one line per
-field; a differing version is a warning (``strict_versions`` makes it a refusal).  A run directory
+continued (``--resume``) or reused by a study: a differing name or parameter is refused, one line
+per field; a differing version is a warning (``strict_versions`` makes it a refusal).  A component
+is identified by its registered name and its parameters: the ``class`` the name resolved to is
+recorded for information, and a class that moved to another import path (a refactor of the code)
+is one warning line, never a refusal, so run directories survive a reorganised package.  A run directory
 made before the record existed is continued with one warning line saying its defaults cannot be
 checked.
 
@@ -58,9 +61,9 @@ from channel.kinds import CELL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
-           "resolve_run", "parameter_differences", "version_differences", "recorded_fields",
-           "check_resolution", "compression_record", "compression_differences", "made_before_energy",
-           "adopt_energy", "COMPONENT_FIELDS", "VERSION_KEYS", "ENERGY_DEVICE_FIELD"]
+           "resolve_run", "parameter_differences", "version_differences", "recorded_fields", "check_resolution",
+           "class_differences", "compression_record", "compression_differences", "made_before_energy", "adopt_energy",
+           "COMPONENT_FIELDS", "VERSION_KEYS", "ENERGY_DEVICE_FIELD"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
 #: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
@@ -362,9 +365,10 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
                           algorithm_field: str = "algorithm") -> List[str]:
     """``field: made with OLD, now NEW`` for every resolved value that differs between two records.
 
-    Compared: each component's name, class and parameters, and the training settings.  A
-    parameter or training field the old record lacks (added to the code later, when its default
-    keeps the old behaviour, as the scenario comparison assumes too) is no difference.
+    Compared: each component's name and parameters (what identifies it; its class path is for
+    information, :func:`class_differences`), and the training settings.  A parameter or training
+    field the old record lacks (added to the code later, when its default keeps the old behaviour,
+    as the scenario comparison assumes too) is no difference.
     """
     out: List[str] = []
 
@@ -382,7 +386,6 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
             differ(f"{field}.name", (old or {}).get("name", "<absent>"), (new or {}).get("name", "<absent>"))
             continue
         differ(f"{field}.name", old.get("name"), new.get("name"))
-        differ(f"{field}.class", old.get("class"), new.get("class"))
         params_at = _display(_PARAMS_AT.get(key, key), algorithm_field)
         old_p, new_p = old.get("params") or {}, new.get("params") or {}
         for name in old_p:
@@ -394,6 +397,21 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     for name in old_e:
         if name != _FROM_ROUND:
             differ(f"energy.{name}", old_e[name], new_e.get(name, "<absent>"))
+    return out
+
+
+def class_differences(made: Mapping[str, Any], now: Mapping[str, Any],
+                      algorithm_field: str = "algorithm") -> List[str]:
+    """``field: OLD -> NEW`` for each component whose registered name now resolves to a class at
+    another import path (the code moved it); the name and parameters identify the component, so
+    this is no reason to refuse a resume, only to say so."""
+    old_c, new_c = made.get("components") or {}, now.get("components") or {}
+    out = []
+    for key, old in old_c.items():
+        new = new_c.get(key)
+        if isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("name") == new.get("name") \
+                and old.get("class") and new.get("class") and old["class"] != new["class"]:
+            out.append(f"{_display(key, algorithm_field)}: {old['class']} -> {new['class']}")
     return out
 
 
@@ -464,7 +482,7 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
     Raises
     ------
     ResolutionMismatchError
-        One line per differing parameter (:func:`parameter_differences`) and how to proceed.
+        One line per differing name or parameter (:func:`parameter_differences`) and how to proceed.
     RunDirError
         A version difference (or no record) with ``strict_versions``.
 
@@ -472,6 +490,7 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
     -----
     ResolutionWarning
         One line: the versions it was made with and today's, or that its defaults cannot be checked;
+        one line when component classes moved to other import paths (:func:`class_differences`);
         one line for a run made before energy accounting (:func:`made_before_energy`), never refused.
     """
     if record is None:
@@ -491,6 +510,11 @@ def check_resolution(run_dir: Path, record: Optional[Mapping[str, Any]], today: 
         warnings.warn(f"{run_dir} was made before energy accounting ({RESOLVED_FILE} has no energy): its rounds so "
                       f"far have no energy rows; rounds it trains from now on are charged with energy.device "
                       f"{device['name']!r}", ResolutionWarning, stacklevel=2)
+    moved = class_differences(record, today.record, today.algorithm_field)
+    if moved:
+        warnings.warn(f"{run_dir}: {len(moved)} component class{'es' if len(moved) > 1 else ''} moved since the run "
+                      f"was made ({moved[0]}{', ...' if len(moved) > 1 else ''}); components are identified by "
+                      f"their registered name and parameters, which match", ResolutionWarning, stacklevel=2)
     changes = version_differences(record, today.record)
     if not changes:
         return

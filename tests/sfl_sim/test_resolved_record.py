@@ -341,3 +341,56 @@ def test_stating_a_recorded_value_is_no_scenario_change_even_for_a_selector_left
     assert made_with_differences(made_with, asked(beta_first=2.0), record) == [
         "clients.selection.beta_first: '<absent>' -> 2.0"]
     assert made_with_differences(made_with, asked(), None)  # an old run: nothing says what it used
+
+
+# -- run identity: a registered name and its parameters, not an import path ---------------------------
+_MOVED_RATE = '''
+from channel.rate import ShannonRate
+
+
+class MovedRate(ShannonRate):
+    """Shannon's rate, defined in a module that the next version of the code moves."""
+'''
+
+
+def test_a_component_class_that_moved_resumes_with_one_warning(tmp_path, capsys, monkeypatch) -> None:
+    """A run is made with a registered rate model; the code then moves the class to another module
+    (same name, same parameters): the run resumes, says so in one line, and its rows equal a
+    straight run's."""
+    from channel import RATES
+
+    code_dir = tmp_path / "code"
+    code_dir.mkdir()
+    (code_dir / "old_home.py").write_text(_MOVED_RATE)
+    (code_dir / "new_home.py").write_text(_MOVED_RATE)
+    monkeypatch.syspath_prepend(str(code_dir))
+    import new_home
+    import old_home
+
+    data = {**small_scenario(algorithms=["fedavg"]), "cell": {"rate": {"name": "moved_rate"}}}
+    monkeypatch.setitem(RATES._entries, "moved_rate", old_home.MovedRate)
+    path, out = finished_run(tmp_path, capsys, data)
+    run_dir = out / "fedavg"
+    assert record_of(run_dir)["components"]["cell.rate"]["class"] == "old_home:MovedRate"
+
+    monkeypatch.setitem(RATES._entries, "moved_rate", new_home.MovedRate)  # the move
+    code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "3")
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and "cell.rate: old_home:MovedRate -> new_home:MovedRate" in warning[0], err
+    assert "registered name and parameters" in warning[0]
+    straight = write_yaml(tmp_path, {**data, "rounds": 3}, "three.yaml")
+    assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
+    for name in ("metrics.csv", "rounds.csv"):
+        assert (read_rows(run_dir / name, host_time=False)
+                == read_rows(tmp_path / "straight" / "fedavg" / name, host_time=False)), name
+
+
+def test_a_changed_class_is_no_parameter_difference() -> None:
+    cfg = validate(small_scenario(algorithms=["fedavg"]))
+    today = resolve_run(cfg, "fedavg")
+    made = json.loads(json.dumps(today.record))
+    made["components"]["cell.pathloss"]["class"] = "old.home:TR36814Macro"
+    assert parameter_differences(made, today.record, today.algorithm_field) == []
+    assert resolved.class_differences(made, today.record, today.algorithm_field) == [
+        f"cell.pathloss: old.home:TR36814Macro -> {today.record['components']['cell.pathloss']['class']}"]
