@@ -15,19 +15,19 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from sfl_sim.build import build_cell  # noqa: E402
 from sfl_sim.config import load_scenario  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.engine import SERVER, Simulator  # noqa: E402
-from sfl_sim.host import LongLivedObjects  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.runs.build import build_cell  # noqa: E402
+from sfl_sim.runs.host import LongLivedObjects  # noqa: E402
 
 
 def round_process(ctx, cohort, iterations=5):
@@ -82,7 +82,7 @@ def measure(size: int, rounds: int = 5) -> float:
             cohort = np.sort(rng.choice(10 * size, size, replace=False))
             before = count[0]
             start = time.perf_counter()
-            sim.run_round(lambda ctx: round_process(ctx, cohort), cohort)
+            sim.run_round(lambda ctx, ids=cohort: round_process(ctx, ids), cohort)
             elapsed = time.perf_counter() - start
             if i == 0:
                 long_lived.after_round()

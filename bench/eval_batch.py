@@ -15,19 +15,19 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from sfl_sim.build import build_run  # noqa: E402
 from sfl_sim.config import AlgorithmSpec, load_scenario  # noqa: E402
-from sfl_sim.host import EVAL_BATCH_SIZE, eval_batch_size  # noqa: E402
-from sfl_sim.runner import evaluate  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.runs.build import build_run  # noqa: E402
+from sfl_sim.runs.host import EVAL_BATCH_SIZE, eval_batch_size  # noqa: E402
+from sfl_sim.runs.runner import evaluate  # noqa: E402
 
 OLD_DEFAULT = 1000
 
@@ -53,7 +53,7 @@ def evaluate_before(model, x, y, batch_size):
 
 
 def measure(scenario: str = "cellular_100clients", device: str = "cpu",
-            batches: Sequence[int] = (100, 250, 500, 1000, 2000), repeats: int = 7) -> Dict[str, object]:
+            batches: Sequence[int] = (100, 250, 500, 1000, 2000), repeats: int = 7) -> dict[str, object]:
     """Median seconds of an evaluation per batch size, the scores, and the old and new batch."""
     cfg = load_scenario(resolve_scenario(scenario), extra={"device": device})
     run = build_run(cfg, AlgorithmSpec(name="fedavg"))
@@ -62,7 +62,7 @@ def measure(scenario: str = "cellular_100clients", device: str = "cpu",
     batches = sorted(set(batches) | {OLD_DEFAULT, new})
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     cases = [(b, evaluate) for b in batches] + [("before", None)]
-    times: Dict[object, List[float]] = {b: [] for b, _ in cases}
+    times: dict[object, list[float]] = {b: [] for b, _ in cases}
     scores = {}
 
     def call(b):

@@ -23,21 +23,21 @@ import csv
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.schema import ROUNDS_FILE  # noqa: E402
-from sfl_sim import runner  # noqa: E402
 from sfl_sim.config import load_scenario  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
-from sfl_sim.host import load_average  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.runs import runner  # noqa: E402
+from sfl_sim.runs.host import load_average  # noqa: E402
+from sfl_sim.runs.rundir.schema import ROUNDS_FILE  # noqa: E402
 
 
 def measure(algorithm: str, rounds: int = 4, scenario: str = "cellular_100clients", threads: int = 1,
-            vacant: bool = False, device: str = "cpu") -> Dict[str, float]:
+            vacant: bool = False, device: str = "cpu") -> dict[str, float]:
     """Round host times of one run of ``algorithm``: ``rounds`` rounds, evaluated after the last.
 
     Returns
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{args.scenario}, {args.rounds} rounds per run (evaluated: the last), {args.threads} torch thread(s), "
           f"device {args.device}; load average before: {load_average()}", flush=True)
     print(f"{'run':>22}  {'training round s':>16}  {'evaluated round s':>17}  {'ratio':>6}")
-    flagged: List[str] = []
+    flagged: list[str] = []
     for algorithm, vacant in runs:
         r = measure(algorithm, args.rounds, args.scenario, args.threads, vacant, args.device)
         name = algorithm + (" + vacant metric" if vacant else "")

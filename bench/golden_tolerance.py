@@ -1,6 +1,6 @@
 """How far the golden runs' trained state moves under other CPU kernels, and under a real change.
 
-The golden test (``tests/sfl_sim/algorithms/test_golden_runs.py``) compares each algorithm's
+The golden test (``tests/algorithms/test_golden_runs.py``) compares each algorithm's
 trained state with a stored fingerprint within a relative tolerance (``GOLDEN_RTOL``).  This
 script measures the two sides the tolerance must lie between, over every golden case:
 
@@ -30,14 +30,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the tests are a package: tests.sfl_sim.algorithms.test_golden_runs
+sys.path.insert(0, str(ROOT))  # the tests are a package: tests.algorithms.test_golden_runs
 
 #: name -> (torch threads, extra environment, oneDNN on) of each kernel setting.
-SETTINGS: Dict[str, tuple] = {
+SETTINGS: dict[str, tuple] = {
     "reference (2 threads)": (2, {}, True),
     "1 thread": (1, {}, True),
     "ATEN_CPU_CAPABILITY=avx2": (2, {"ATEN_CPU_CAPABILITY": "avx2"}, True),
@@ -49,10 +49,10 @@ SETTINGS: Dict[str, tuple] = {
 }
 
 
-def _worker(out: Path, threads: int, mkldnn: bool, perturbation: Optional[str], cases: Sequence[str]) -> None:
+def _worker(out: Path, threads: int, mkldnn: bool, perturbation: str | None, cases: Sequence[str]) -> None:
     import torch
 
-    import tests.sfl_sim.algorithms.test_golden_runs as golden
+    import tests.algorithms.test_golden_runs as golden
 
     torch.set_num_threads(threads)
     torch.backends.mkldnn.enabled = mkldnn
@@ -63,7 +63,7 @@ def _worker(out: Path, threads: int, mkldnn: bool, perturbation: Optional[str], 
     out.write_text(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "cases": result}))
 
 
-def _run(tmp: Path, label: str, threads: int, env: Dict[str, str], mkldnn: bool, perturbation: Optional[str],
+def _run(tmp: Path, label: str, threads: int, env: dict[str, str], mkldnn: bool, perturbation: str | None,
          cases: Sequence[str]) -> dict:
     out = tmp / f"{abs(hash(label))}.json"
     cmd = [sys.executable, __file__, "--worker", str(out), "--threads", str(threads), *(["--no-mkldnn"] * (not mkldnn)),
@@ -72,7 +72,7 @@ def _run(tmp: Path, label: str, threads: int, env: Dict[str, str], mkldnn: bool,
     return json.loads(out.read_text())
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="*", default=[], help="golden cases (default: all)")
     parser.add_argument("--settings", nargs="*", default=list(SETTINGS)[1:], choices=list(SETTINGS)[1:],
@@ -88,7 +88,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
 
     from state_fingerprint import state_distance
-    from tests.sfl_sim.algorithms.test_golden_runs import GOLDEN_RTOL, PERTURBATIONS, case_rtol
+
+    from tests.algorithms.test_golden_runs import GOLDEN_RTOL, PERTURBATIONS, case_rtol
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +100,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                    for p in (PERTURBATIONS if args.changes is None else args.changes)}
     ref = runs["reference (2 threads)"]["cases"]
 
-    def compare(result: dict) -> List[tuple]:
+    def compare(result: dict) -> list[tuple]:
         rows = []
         for case, got in result["cases"].items():
             want = ref[case]

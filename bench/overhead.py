@@ -19,7 +19,7 @@ size.  Torch runs ``--threads`` threads (default 1: on a shared 2-core machine a
 mostly waits for a core, which makes both sides noisy).
 
 The simulator side also charges each round to the energy ledger and writes its ``energy.csv``
-rows, as a run does (:func:`sfl_sim.runner.charge_energy`); that step is timed on its own too, and
+rows, as a run does (:func:`sfl_sim.runs.runner.charge_energy`); that step is timed on its own too, and
 its median over the median simulator round without it is printed as the ledger's share (``-``
 with ``--set energy.enabled=false``).  ``--set FIELD=VALUE`` changes the scenario as
 ``sfl-sim scenario --set`` does.
@@ -38,8 +38,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,17 +47,16 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from sfl_sim import runner  # noqa: E402
+from sfl_sim.algorithms._exec.working_copies import WorkingCopies  # noqa: E402
 from sfl_sim.algorithms.base import proportional_batch_sizes, weighted_average  # noqa: E402
-from sfl_sim.algorithms.losses import label_distribution, logit_adjusted_cross_entropy  # noqa: E402
-from sfl_sim.algorithms.working_copies import WorkingCopies  # noqa: E402
+from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy  # noqa: E402
+from sfl_sim.clients.selection import cohort_size  # noqa: E402
 from sfl_sim.config import AlgorithmSpec, apply_override, load_scenario_raw, parse_override, validate  # noqa: E402
-from sfl_sim.run_dir import RunDir  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.engine import Simulator  # noqa: E402
-from sfl_sim.host import LongLivedObjects  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
-from sfl_sim.selection import cohort_size  # noqa: E402
-from sfl_sim.host import load_average  # noqa: E402
+from sfl_sim.runs import runner  # noqa: E402
+from sfl_sim.runs.host import LongLivedObjects, load_average  # noqa: E402
+from sfl_sim.runs.rundir.files import RunDir  # noqa: E402
 
 
 def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
@@ -68,7 +67,7 @@ def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
     n_classes = setup.num_classes
     for _t in range(setup.local_iterations):
         acts, labels = [], []
-        for model, k, b in zip(local, cohort, batch):
+        for model, k, b in zip(local, cohort, batch, strict=True):
             ix = setup.client_indices[k]
             pick = rng.choice(len(ix), size=b, replace=b > len(ix))
             rows = ix[torch.from_numpy(pick).to(ix.device)]
@@ -81,13 +80,13 @@ def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
         server_loss = logit_adjusted_cross_entropy(logits, y, label_distribution(y, n_classes))
         split = [int(b) for b in batch]
         client_loss = sum(logit_adjusted_cross_entropy(lk, yk, label_distribution(yk, n_classes))
-                          for lk, yk in zip(logits.split(split), y.split(split)))
+                          for lk, yk in zip(logits.split(split), y.split(split), strict=True))
         grads = torch.autograd.grad(server_loss, params, retain_graph=True)
         g_acts = torch.autograd.grad(client_loss, cat)[0].split(split)
         with torch.no_grad():
-            for p, g in zip(params, grads):
+            for p, g in zip(params, grads, strict=True):
                 p.add_(g, alpha=-lr)
-        for model, a, g in zip(local, acts, g_acts):
+        for model, a, g in zip(local, acts, g_acts, strict=True):
             a.backward(g)
             with torch.no_grad():
                 for p in model.parameters():
@@ -97,7 +96,7 @@ def bare_round(client_model, server_model, copies, setup, cohort, rng, lr):
 
 
 def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu", rounds: int = 3,
-            samples_per_client: int = 8, local_iterations: int = 2, overrides: Sequence[str] = ()) -> Dict[str, float]:
+            samples_per_client: int = 8, local_iterations: int = 2, overrides: Sequence[str] = ()) -> dict[str, float]:
     """Median host seconds per round of the simulator and of the bare loop at ``size`` clients per
     round, and of the simulator's energy-ledger step (``nan`` with the ledger off)."""
     raw = load_scenario_raw(resolve_scenario(scenario))
@@ -122,8 +121,8 @@ def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu
     tmp = tempfile.TemporaryDirectory(prefix="overhead_energy_")  # energy.csv written as a run writes it
     files = RunDir(Path(tmp.name))
     files.start_logs(run.setup.num_classes, energy=run.ledger is not None)
-    ledger_s: List[float] = []
-    ledger_cpu_s: List[float] = []
+    ledger_s: list[float] = []
+    ledger_cpu_s: list[float] = []
     rnd = [0]
 
     def sim_round(cohort):
@@ -139,9 +138,9 @@ def measure(size: int, scenario: str = "cellular_100clients", device: str = "cpu
     def plain_round(cohort):
         bare_round(bare_client, bare_server, copies, run.setup, cohort, bare_rng, cfg.training.learning_rate)
 
-    sim_s: List[float] = []
-    bare_s: List[float] = []
-    cpu: Dict[str, List[float]] = {"sim": [], "bare": []}
+    sim_s: list[float] = []
+    bare_s: list[float] = []
+    cpu: dict[str, list[float]] = {"sim": [], "bare": []}
     try:
         for i in range(rounds + 1):  # the first pair warms up (allocator, FLOP metering, copies) and is dropped
             cohort = run.selector.select(cfg.clients.count, n, select_rng)

@@ -1,6 +1,6 @@
 """Model-inversion attack on SCALA and SCALA-PE (SCALA journal §5.7, Table VI style).
 
-Trains ``scala`` and ``scala_pe`` with :func:`sfl_sim.runner.build_run` / :func:`run_one` on a
+Trains ``scala`` and ``scala_pe`` with :func:`sfl_sim.runs.runner.build_run` / :func:`run_one` on a
 scenario (default: ``scenarios/cellular_100clients.yaml``, Fashion-MNIST) with VGG-11 at split
 S2 (narrow widths by default, see ``--channels``), then, for each trained client-side model
 (SCALA-PE: with its bottleneck encoder), trains a separately initialised attacker
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from sfl_sim.config import load_scenario_raw, validate
-from sfl_sim.host import eval_batch_size
-from sfl_sim.runner import build_run, evaluate, run_one
 from sfl_sim.privacy import evaluate_attack, train_attacker
+from sfl_sim.runs.host import eval_batch_size
+from sfl_sim.runs.runner import build_run, evaluate, run_one
 
 
 def main() -> None:

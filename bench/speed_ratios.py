@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import torch  # noqa: E402
-
 import eval_batch  # noqa: E402
 import eval_round  # noqa: E402
 import overhead  # noqa: E402
 import threads  # noqa: E402
+import torch  # noqa: E402
 import vectorised  # noqa: E402
-from sfl_sim.host import load_average  # noqa: E402
+
+from sfl_sim.runs.host import load_average  # noqa: E402
 
 
 def main() -> None:

@@ -22,17 +22,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sfl_sim.study import StudySpec, expand  # noqa: E402
-from sfl_sim.study_exec import run_study  # noqa: E402
-from sfl_sim.host import load_average  # noqa: E402
+from sfl_sim.runs.host import load_average  # noqa: E402
+from sfl_sim.study.execute import run_study  # noqa: E402
+from sfl_sim.study.plan import StudySpec, expand  # noqa: E402
 
 
-def parse_config(text: str) -> Tuple[int, int]:
+def parse_config(text: str) -> tuple[int, int]:
     """``"2x1"`` -> (2 workers, 1 thread each)."""
     workers, sep, threads = text.partition("x")
     if not sep or not workers.isdigit() or not threads.isdigit() or int(workers) < 1 or int(threads) < 1:
@@ -60,10 +59,10 @@ def main() -> None:
                      set={"rounds": args.rounds, "eval_every_rounds": args.rounds, "device": args.device,
                           "algorithms": [{"name": args.algorithm}]})
     runs = expand(spec, Path(args.scenario))
-    configs: List[Tuple[int, int]] = list(dict.fromkeys(args.configs))
+    configs: list[tuple[int, int]] = list(dict.fromkeys(args.configs))
     cores = os.cpu_count() or 1
     load_before = load_average()
-    seconds: Dict[Tuple[int, int], List[float]] = {c: [] for c in configs}
+    seconds: dict[tuple[int, int], list[float]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeats):
             for workers, threads in (configs if rep % 2 == 0 else list(reversed(configs))):

@@ -5,7 +5,7 @@ Starts ``--competitors`` processes that spin on a core each (the "other engineer
 runs rounds of the default scenario through the simulator with ``torch.set_num_threads(1)`` and
 ``(2)`` alternately, and prints the median round of each and the ratio 2 threads / 1 thread
 (> 1: the second thread hurts, as measured on a busy 2-core CPU: 3.58 s against 1.51 s).  It also prints
-what :func:`sfl_sim.host.free_cores` sees meanwhile, i.e. the thread count a run would now
+what :func:`sfl_sim.runs.host.free_cores` sees meanwhile, i.e. the thread count a run would now
 default to.  ``--competitors 0`` measures the idle machine (where 2 threads should win).
 
     python bench/threads.py                      # one competing process
@@ -19,8 +19,8 @@ import multiprocessing
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,15 +28,15 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from sfl_sim import runner  # noqa: E402
+from sfl_sim.clients.selection import cohort_size  # noqa: E402
 from sfl_sim.config import AlgorithmSpec, load_scenario  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.engine import Simulator  # noqa: E402
-from sfl_sim.host import free_cores  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
-from sfl_sim.selection import cohort_size  # noqa: E402
+from sfl_sim.runs import runner  # noqa: E402
+from sfl_sim.runs.host import free_cores  # noqa: E402
 
 
-def _spin(stop: "multiprocessing.synchronize.Event") -> None:
+def _spin(stop: multiprocessing.synchronize.Event) -> None:
     x = 0
     while not stop.is_set():
         for _ in range(100_000):
@@ -44,7 +44,7 @@ def _spin(stop: "multiprocessing.synchronize.Event") -> None:
 
 
 def measure(threads: Sequence[int] = (1, 2), competitors: int = 1, rounds: int = 5,
-            scenario: str = "cellular_100clients", algorithm: str = "scala") -> Dict[str, object]:
+            scenario: str = "cellular_100clients", algorithm: str = "scala") -> dict[str, object]:
     """Median seconds per round for each thread count, with ``competitors`` spinning processes."""
     cfg = load_scenario(resolve_scenario(scenario), extra={"device": "cpu"})
     run = runner.build_run(cfg, AlgorithmSpec(name=algorithm), threads=max(threads))
@@ -64,7 +64,7 @@ def measure(threads: Sequence[int] = (1, 2), competitors: int = 1, rounds: int =
     procs = [ctx.Process(target=_spin, args=(stop,), daemon=True) for _ in range(competitors)]
     for p in procs:
         p.start()
-    times: Dict[int, List[float]] = {t: [] for t in threads}
+    times: dict[int, list[float]] = {t: [] for t in threads}
     try:
         time.sleep(0.5)
         seen_free = free_cores()

@@ -5,7 +5,7 @@ whole local step is) and cohort size (``--sizes``, clients per round with 10 % p
 rounds of the default scenario's data and model (dropout 0, which the vectorised path needs for
 FedAvg's whole model) run through the simulator with both executions, alternately; prints the
 median round of each and the ratio loop / vectorised (> 1: vectorised is faster).  This is the
-measurement behind :data:`sfl_sim.host.VECTORISED_BY_DEFAULT` (``execution: auto``).
+measurement behind :data:`sfl_sim.runs.host.VECTORISED_BY_DEFAULT` (``execution: auto``).
 
     python bench/vectorised.py                           # CPU, 10 and 100 clients per round
     python bench/vectorised.py --device cuda --sizes 10 100 1000
@@ -16,8 +16,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -25,15 +25,15 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from sfl_sim import runner  # noqa: E402
+from sfl_sim.clients.selection import cohort_size  # noqa: E402
 from sfl_sim.config import load_scenario_raw, validate  # noqa: E402
+from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
 from sfl_sim.engine import Simulator  # noqa: E402
-from sfl_sim.scenario_files import resolve_scenario  # noqa: E402
-from sfl_sim.selection import cohort_size  # noqa: E402
+from sfl_sim.runs import runner  # noqa: E402
 
 
 def measure(algorithm: str, size: int, device: str = "cpu", rounds: int = 3, scenario: str = "cellular_100clients",
-            samples_per_client: int = 32, local_iterations: int = 5) -> Dict[str, float]:
+            samples_per_client: int = 32, local_iterations: int = 5) -> dict[str, float]:
     """Median seconds per round with the loop and vectorised at ``size`` clients per round."""
     raw = load_scenario_raw(resolve_scenario(scenario))
     raw.update(device=device, eval_samples=100, algorithms=[{"name": algorithm}])
@@ -57,7 +57,7 @@ def measure(algorithm: str, size: int, device: str = "cpu", rounds: int = 3, sce
         sync()
         return time.perf_counter() - start
 
-    times: Dict[str, List[float]] = {"loop": [], "vectorised": []}
+    times: dict[str, list[float]] = {"loop": [], "vectorised": []}
     for i in range(rounds + 1):  # the first pair warms up and is dropped
         cohort = runs["loop"][0].selector.select(10 * size, n, rng)
         for execution in (("loop", "vectorised") if i % 2 == 0 else ("vectorised", "loop")):

@@ -43,6 +43,11 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_EXPORTS]
 
+# The import names of the layout before the one-package restructure answer for one release.
+from sfl_sim._legacy_imports import install as _install_legacy_imports  # noqa: E402
+
+_install_legacy_imports()
+
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":

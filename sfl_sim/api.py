@@ -11,10 +11,10 @@ return, so a notebook and the CLI make the same files on disk and refuse the sam
 
 Bad input raises the error the CLI reports, with the same one-line message:
 :class:`~sfl_sim.errors.ConfigError` (a scenario or study field, or an argument),
-:class:`~sfl_sim.scenario_files.ScenarioNotFoundError`, :class:`~sfl_sim.errors.RunDirError`,
+:class:`~sfl_sim.config.scenario_files.ScenarioNotFoundError`, :class:`~sfl_sim.errors.RunDirError`,
 :class:`~sfl_sim.errors.CheckpointError` (all :class:`~sfl_sim.errors.UserError`), and the
 data set loader's ``DatasetNotFoundError``; the report and plot functions raise what
-:mod:`analysis` raises.  A run that fails or diverges after it started raises nothing: its
+:mod:`sfl_sim.analysis` raises.  A run that fails or diverges after it started raises nothing: its
 :class:`RunResult` says so (``status``, ``error``), and the other runs go on.  Nothing prints
 unless asked (``progress=True``, or a ``stream`` for the channel table).
 
@@ -25,25 +25,26 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, TextIO, Union
 
-from analysis.schema import CELL_FILE, CELL_REPORT_COLUMNS, STUDY_FILE
 from sfl_sim.errors import ConfigError
+from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS, STUDY_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from sfl_sim.config import Scenario
-    from sfl_sim.study import StudyRun, StudySpec
+    from sfl_sim.study.plan import StudyRun, StudySpec
 
 __all__ = ["RunResult", "PlannedRun", "Plan", "Report", "ChannelReport", "Overrides", "load_scenario", "check",
            "run", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
 
 #: ``--set`` overrides: ``"FIELD=VALUE"`` strings (VALUE in YAML syntax), applied in order, or a
 #: mapping of dotted field names to Python values (``{"clients.participation": 0.2}``).
-Overrides = Union[Sequence[str], Mapping[str, Any]]
+Overrides = Sequence[str] | Mapping[str, Any]
 
 #: A scenario argument: a file, a shipped scenario's name, or an already loaded scenario.
 ScenarioLike = Union[str, "os.PathLike[str]", "Scenario"]
@@ -79,10 +80,10 @@ class RunResult:
     label: str
     path: Path
     status: str
-    summary: Dict[str, Any] = field(repr=False)
-    metrics: "pd.DataFrame" = field(repr=False)
+    summary: dict[str, Any] = field(repr=False)
+    metrics: pd.DataFrame = field(repr=False)
     error: str = ""
-    coordinates: Dict[str, Any] = field(default_factory=dict)
+    coordinates: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -110,7 +111,7 @@ class PlannedRun:
     name: str
     path: Path
     done: bool
-    coordinates: Dict[str, Any] = field(default_factory=dict)
+    coordinates: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,9 @@ class Plan:
     """
 
     path: Path
-    base: Optional[Path]
-    seeds: Tuple[int, ...]
-    runs: Tuple[PlannedRun, ...]
+    base: Path | None
+    seeds: tuple[int, ...]
+    runs: tuple[PlannedRun, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,11 +151,11 @@ class Report:
     """
 
     path: Path
-    files: List[Path]
-    accuracy: "pd.DataFrame" = field(repr=False)
-    tta: "pd.DataFrame" = field(repr=False)
-    overhead: "pd.DataFrame" = field(repr=False)
-    runs: "pd.DataFrame" = field(repr=False)
+    files: list[Path]
+    accuracy: pd.DataFrame = field(repr=False)
+    tta: pd.DataFrame = field(repr=False)
+    overhead: pd.DataFrame = field(repr=False)
+    runs: pd.DataFrame = field(repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,7 +165,7 @@ class ChannelReport:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per client, the columns of :data:`analysis.schema.CELL_REPORT_COLUMNS` (position
+        One row per client, the columns of :data:`sfl_sim.runs.rundir.schema.CELL_REPORT_COLUMNS` (position
         in m, LOS, path loss and shadowing in dB, SNR in dB, uplink rates in bit/s).
     path : pathlib.Path
         The folder holding ``cell.csv`` and ``cell.png``.
@@ -172,25 +173,25 @@ class ChannelReport:
         ``cell.csv`` and ``cell.png``.
     """
 
-    table: "pd.DataFrame" = field(repr=False)
+    table: pd.DataFrame = field(repr=False)
     path: Path
-    files: List[Path]
+    files: list[Path]
 
 
 # ----------------------------------------------------------------------------- scenarios
 
 
-def _scenario_file(scenario: ScenarioLike) -> Optional[Path]:
+def _scenario_file(scenario: ScenarioLike) -> Path | None:
     """The file ``scenario`` names (None for a scenario object)."""
     from sfl_sim.config import Scenario
-    from sfl_sim.scenario_files import resolve_scenario
+    from sfl_sim.config.scenario_files import resolve_scenario
 
     if isinstance(scenario, Scenario):
         return None
     return resolve_scenario(os.fspath(scenario))
 
 
-def _override_items(overrides: Overrides) -> List[Tuple[List[str], Any]]:
+def _override_items(overrides: Overrides) -> list[tuple[list[str], Any]]:
     """``overrides`` as (field path, value) pairs, in the order they apply."""
     from sfl_sim.config import parse_override
 
@@ -202,13 +203,13 @@ def _override_items(overrides: Overrides) -> List[Tuple[List[str], Any]]:
     return [parse_override(text) for text in overrides]
 
 
-def _load(scenario: ScenarioLike, overrides: Overrides = (), extra: Optional[Mapping[str, Any]] = None,
-          path: Optional[Path] = None) -> "Scenario":
+def _load(scenario: ScenarioLike, overrides: Overrides = (), extra: Mapping[str, Any] | None = None,
+          path: Path | None = None) -> Scenario:
     """Read (or copy), override and validate a scenario; ``extra`` are the CLI's own flags, applied last."""
     import copy
 
     from sfl_sim.config import Scenario, apply_override, load_scenario_raw, validate
-    from sfl_sim.scenario_files import resolve_scenario
+    from sfl_sim.config.scenario_files import resolve_scenario
 
     if isinstance(scenario, Scenario):
         raw = copy.deepcopy(scenario.to_yaml_dict())
@@ -222,7 +223,7 @@ def _load(scenario: ScenarioLike, overrides: Overrides = (), extra: Optional[Map
     return validate(raw)
 
 
-def load_scenario(name_or_path: ScenarioLike, overrides: Overrides = ()) -> "Scenario":
+def load_scenario(name_or_path: ScenarioLike, overrides: Overrides = ()) -> Scenario:
     """A validated scenario: a shipped one by name, or a file, with overrides applied.
 
     Parameters
@@ -255,7 +256,7 @@ def _check_workers(workers: int) -> None:
         raise ConfigError(f"--workers: got {workers}; allowed: an integer >= 1")
 
 
-def _seed_list(seeds: Union[str, Iterable[int]]) -> List[int]:
+def _seed_list(seeds: str | Iterable[int]) -> list[int]:
     """``"0,1,2"`` (the CLI's text) or an iterable of ints as a list of seeds."""
     if isinstance(seeds, str):
         try:
@@ -272,17 +273,17 @@ def _seed_list(seeds: Union[str, Iterable[int]]) -> List[int]:
 class _Study:
     """A study resolved for running: its spec, base scenario file and output directory."""
 
-    spec: "StudySpec"
+    spec: StudySpec
     base: Path
     out: Path
 
 
-def _seeds_study(scenario: ScenarioLike, seeds: Union[str, Iterable[int]], overrides: Overrides,
-                 output_dir: Optional[PathLike], seed: Optional[int], rounds: Optional[int],
-                 device: Optional[str]) -> _Study:
+def _seeds_study(scenario: ScenarioLike, seeds: str | Iterable[int], overrides: Overrides,
+                 output_dir: PathLike | None, seed: int | None, rounds: int | None,
+                 device: str | None) -> _Study:
     """The study behind ``run(scenario, seeds=...)``: the scenario's algorithms x seeds."""
     from sfl_sim.config import load_scenario_raw
-    from sfl_sim.study import study_from_scenario
+    from sfl_sim.study.plan import study_from_scenario
 
     path = _scenario_file(scenario)
     seed_list = _seed_list(seeds)
@@ -301,8 +302,8 @@ def _seeds_study(scenario: ScenarioLike, seeds: Union[str, Iterable[int]], overr
     return _Study(spec, base, Path(out))
 
 
-def _study_file(study: PathLike, output_dir: Optional[PathLike]) -> _Study:
-    from sfl_sim.study import load_study
+def _study_file(study: PathLike, output_dir: PathLike | None) -> _Study:
+    from sfl_sim.study.plan import load_study
 
     spec, base = load_study(os.fspath(study))
     out = Path(output_dir or spec.output_dir or f"runs/studies/{spec.name}")
@@ -312,24 +313,24 @@ def _study_file(study: PathLike, output_dir: Optional[PathLike]) -> _Study:
 # ----------------------------------------------------------------------------- results
 
 
-def _metrics(run_dir: Path) -> "pd.DataFrame":
+def _metrics(run_dir: Path) -> pd.DataFrame:
     import pandas as pd
 
-    from analysis.schema import METRICS_COLUMNS
-    from sfl_sim.run_dir import RunDir
+    from sfl_sim.runs.rundir.files import RunDir
+    from sfl_sim.runs.rundir.schema import METRICS_COLUMNS
 
     path = RunDir(run_dir).metrics_path
     return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(METRICS_COLUMNS))
 
 
-def _summary(run_dir: Path) -> Dict[str, Any]:
-    from sfl_sim.run_dir import RunDir
+def _summary(run_dir: Path) -> dict[str, Any]:
+    from sfl_sim.runs.rundir.files import RunDir
 
     return RunDir(run_dir).read_summary() or {}
 
 
-def _result(label: str, run_dir: Path, status: Optional[str] = None, error: Optional[str] = None,
-            coordinates: Optional[Dict[str, Any]] = None, summary: Optional[Dict[str, Any]] = None) -> RunResult:
+def _result(label: str, run_dir: Path, status: str | None = None, error: str | None = None,
+            coordinates: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> RunResult:
     """The result of ``run_dir`` as its files say (``summary`` stands in when none was written)."""
     on_disk = _summary(run_dir) or dict(summary or {})
     return RunResult(label=label, path=run_dir, status=status or on_disk.get("status", "failed"),
@@ -341,9 +342,9 @@ def _result(label: str, run_dir: Path, status: Optional[str] = None, error: Opti
 # ----------------------------------------------------------------------------- check and run
 
 
-def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
-          seed: Optional[int] = None, seeds: Union[str, Iterable[int], None] = None, rounds: Optional[int] = None,
-          device: Optional[str] = None, workers: int = 1, resume: bool = False,
+def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
+          seed: int | None = None, seeds: str | Iterable[int] | None = None, rounds: int | None = None,
+          device: str | None = None, workers: int = 1, resume: bool = False,
           strict_versions: bool = False) -> Plan:
     """Everything a run does before training, and nothing after (``sfl-sim scenario --check``).
 
@@ -371,7 +372,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
     path = _scenario_file(scenario)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
                 path=path)
-    from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
+    from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
 
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
@@ -380,10 +381,10 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Opti
     return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs)
 
 
-def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
-        seeds: Union[str, Iterable[int], None] = None, workers: int = 1, resume: bool = False,
-        progress: bool = False, seed: Optional[int] = None, rounds: Optional[int] = None,
-        device: Optional[str] = None, strict_versions: bool = False) -> List[RunResult]:
+def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
+        seeds: str | Iterable[int] | None = None, workers: int = 1, resume: bool = False,
+        progress: bool = False, seed: int | None = None, rounds: int | None = None,
+        device: str | None = None, strict_versions: bool = False) -> list[RunResult]:
     """Run every algorithm of a scenario (``sfl-sim scenario``), writing the same files as the CLI.
 
     Parameters
@@ -425,21 +426,22 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Option
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
         return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
-    from sfl_sim import runner  # imported late: torch is slow to import, the errors above need none
-    from analysis.comparison import write_summary_files
+    from sfl_sim.analysis.comparison import write_summary_files
+    from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
 
     summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions)
     out = Path(cfg.output_dir)
     write_summary_files(summaries, out)
-    return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries)]
+    return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
+                                                                                            strict=True)]
 
 
 # ----------------------------------------------------------------------------- studies
 
 
 def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Plan:
-    from sfl_sim.study import expand
-    from sfl_sim.study_exec import is_complete
+    from sfl_sim.study.execute import is_complete
+    from sfl_sim.study.plan import expand
 
     _check_workers(workers)
     runs = expand(study.spec, study.base)
@@ -449,17 +451,17 @@ def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Pla
     return Plan(study.out, study.base, tuple(study.spec.seeds), planned)
 
 
-def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: Optional[str] = None,
-               threads_per_worker: Optional[int] = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
-               progress: bool = False, strict_versions: bool = False) -> List[RunResult]:
+def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: str | None = None,
+               threads_per_worker: int | None = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
+               progress: bool = False, strict_versions: bool = False) -> list[RunResult]:
     import yaml
 
-    from sfl_sim import study_exec
-    from sfl_sim.run_dir import check_writable
-    from sfl_sim.study import expand
+    from sfl_sim.runs.rundir.files import check_writable
+    from sfl_sim.study import execute as study_exec
+    from sfl_sim.study.plan import expand
 
     _check_workers(workers)
-    runs: List[StudyRun] = expand(study.spec, study.base)
+    runs: list[StudyRun] = expand(study.spec, study.base)
     out = study.out
     check_writable(out, "study output_dir")
     out.mkdir(parents=True, exist_ok=True)
@@ -472,7 +474,7 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
                     error=results[r.name].get("error") or "", coordinates=r.coordinates) for r in runs]
 
 
-def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1,
+def plan_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
                strict_versions: bool = False) -> Plan:
     """The runs of a study file and which are done, running nothing (``sfl-sim study --dry-run``).
 
@@ -492,10 +494,10 @@ def plan_study(study: PathLike, *, output_dir: Optional[PathLike] = None, worker
     return _plan(_study_file(study, output_dir), workers, strict_versions)
 
 
-def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers: int = 1,
-              executor: str = "local", address: Optional[str] = None, threads_per_worker: Optional[int] = None,
+def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
+              executor: str = "local", address: str | None = None, threads_per_worker: int | None = None,
               cpus_per_run: float = 1.0, gpus_per_run: float = 0.0, progress: bool = False,
-              strict_versions: bool = False) -> List[RunResult]:
+              strict_versions: bool = False) -> list[RunResult]:
     """Run a study file (``sfl-sim study``): base scenario x seeds x grid, resumably, in parallel.
 
     Finished runs are skipped, interrupted ones resume, the rest start; the study directory gets
@@ -542,16 +544,16 @@ def run_study(study: PathLike, *, output_dir: Optional[PathLike] = None, workers
 # ----------------------------------------------------------------------------- analysis and the cell
 
 
-def _paths(dirs: Union[PathLike, Iterable[PathLike]]) -> List[str]:
+def _paths(dirs: PathLike | Iterable[PathLike]) -> list[str]:
     if isinstance(dirs, (str, os.PathLike)):
         return [os.fspath(dirs)]
     return [os.fspath(d) for d in dirs]
 
 
-def report(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[PathLike] = None,
-           reference: Optional[str] = None, targets: Union[str, Sequence[float], None] = None, band: str = "std",
+def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = None,
+           reference: str | None = None, targets: str | Sequence[float] | None = None, band: str = "std",
            ignore: Sequence[str] = (), include_incomplete: bool = False, figures: bool = True,
-           figure_width_in: Optional[float] = None, seed_lines: bool = False, smooth: int = 0) -> Report:
+           figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0) -> Report:
     """Tables and figures of a study or any set of run directories (``sfl-sim report``).
 
     Parameters
@@ -590,8 +592,8 @@ def report(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[Pa
     """
     import pandas as pd
 
-    from analysis.figures import DEFAULT_WIDTH_IN
-    from analysis.report import default_output_dir, parse_targets, write_report
+    from sfl_sim.analysis.figures import DEFAULT_WIDTH_IN
+    from sfl_sim.analysis.report import default_output_dir, parse_targets, write_report
 
     paths = _paths(dirs)
     out = Path(output_dir) if output_dir else default_output_dir(paths, "report")
@@ -604,7 +606,7 @@ def report(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[Pa
     return Report(path=out, files=files, **tables)
 
 
-def plot(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[PathLike] = None) -> List[Path]:
+def plot(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = None) -> list[Path]:
     """Accuracy and uplink bytes versus simulated time, one PNG each (``sfl-sim plot``).
 
     Parameters
@@ -623,15 +625,15 @@ def plot(dirs: Union[PathLike, Iterable[PathLike]], *, output_dir: Optional[Path
     ------
     FileNotFoundError, NotADirectoryError, analysis.RunFormatError
     """
-    from analysis import plot_runs
-    from analysis.report import default_output_dir
+    from sfl_sim.analysis import plot_runs
+    from sfl_sim.analysis.report import default_output_dir
 
     paths = _paths(dirs)
     return list(plot_runs(paths, output_dir or default_output_dir(paths, "plots")))
 
 
-def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Optional[PathLike] = None,
-                   seed: Optional[int] = None, stream: Optional[TextIO] = None,
+def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
+                   seed: int | None = None, stream: TextIO | None = None,
                    colour_by: str = "rate") -> ChannelReport:
     """A scenario's cell per client, without training (``sfl-sim channel``); writes cell.csv and cell.png.
 
@@ -658,7 +660,8 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
     """
     import pandas as pd
 
-    from sfl_sim import cell_report, output_paths
+    from sfl_sim.reports import channel as cell_report
+    from sfl_sim.runs import output_paths
 
     cfg = _load(scenario, overrides, {"seed": seed})
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
@@ -669,7 +672,7 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
 
 
 def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availability",
-                 output_dir: Optional[PathLike] = None, stream: Optional[TextIO] = None) -> Any:
+                 output_dir: PathLike | None = None, stream: TextIO | None = None) -> Any:
     """A device trace summarised, without training (``sfl-sim traces``); writes traces.csv and traces.png.
 
     Parameters
@@ -686,14 +689,14 @@ def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availabili
 
     Returns
     -------
-    sfl_sim.trace_report.TraceReport
+    sfl_sim.reports.traces.TraceReport
 
     Raises
     ------
-    sfl_sim.availability.TraceError
+    sfl_sim.clients.availability.TraceError
         One line when the file cannot be read in that format.
     """
-    from sfl_sim import trace_report as reports
+    from sfl_sim.reports import traces as reports
 
     return reports.trace_report(path, format, kind, out_dir=None if output_dir is None else Path(output_dir),
                                 stream=io.StringIO() if stream is None else stream)

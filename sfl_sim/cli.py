@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
 
-from sfl_sim import api, catalog, scenario_files
-from sfl_sim.workdir_imports import import_from_working_directory
+from sfl_sim import api, catalog
+from sfl_sim.config import scenario_files
+from sfl_sim.kit.workdir_imports import import_from_working_directory
 
 
 def _debug_flag(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--smooth", type=int, default=0, metavar="K",
                     help="rolling mean over K evaluations of each seed in the figures (default 0: none)")
 
-    # Listings: sfl_sim.scenario_files, sfl_sim.catalog
+    # Listings: sfl_sim.config.scenario_files, sfl_sim.catalog
     sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
     ls = sub.add_parser("list", help="list registered components with their parameters and defaults")
     ls.add_argument("kind", nargs="?", help=f"one of {', '.join(catalog.KINDS)}, channel (default: all)")
@@ -138,7 +138,7 @@ def _scenario(args: argparse.Namespace) -> int:
     return _report_failures(results)
 
 
-def _report_failures(results: List[api.RunResult]) -> int:
+def _report_failures(results: list[api.RunResult]) -> int:
     failed = [r for r in results if r.status not in ("complete", "running")]
     for r in failed:
         print(f"sfl-sim: {r.status}: {r.error or r.label}", file=sys.stderr)
@@ -162,7 +162,7 @@ def _print_plan(plan: api.Plan) -> int:
     return 0
 
 
-def _study_outcome(results: List[api.RunResult]) -> int:
+def _study_outcome(results: list[api.RunResult]) -> int:
     out = results[0].path.parent
     failed = [r for r in results if not r.ok]
     print(f"study in {out}/: {len(results) - len(failed)} of {len(results)} runs complete"
@@ -172,8 +172,8 @@ def _study_outcome(results: List[api.RunResult]) -> int:
     return 1 if failed else 0
 
 
-def _print_summaries(summaries: List[dict], out: Path) -> None:
-    from analysis.comparison import format_tables, summary_paths  # late: pandas
+def _print_summaries(summaries: list[dict], out: Path) -> None:
+    from sfl_sim.analysis.comparison import format_tables, summary_paths  # late: pandas
 
     csv_path, md_path = summary_paths(out)
     print(f"\nresults in {out}/")
@@ -196,7 +196,7 @@ def _traces(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from analysis.runs import RunFormatError
+    from sfl_sim.analysis.runs import RunFormatError
 
     try:
         paths = api.plot(args.run_dirs, output_dir=args.out)
@@ -209,8 +209,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from analysis.runs import RunFormatError
-    from analysis.study_data import StudyError
+    from sfl_sim.analysis.runs import RunFormatError
+    from sfl_sim.analysis.study_data import StudyError
 
     try:
         report = api.report(args.dirs, output_dir=args.out, reference=args.reference, targets=args.targets,
@@ -241,7 +241,7 @@ def _list(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     import json
 
-    from sfl_sim.config import json_schema
+    from sfl_sim.catalog.component_schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -253,13 +253,13 @@ def _error_line(exc: BaseException) -> str:
     kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
     if type(exc).__name__ == "DatasetNotFoundError":
         kind = "data set not found: "
-    if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.resolved)
+    if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.runs.resolved)
         return f"sfl-sim: {kind}" + "\n".join(line.rstrip() for line in str(exc).splitlines())
     return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
 
 
 def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, file: object = None,
-                  line: Optional[str] = None) -> None:
+                  line: str | None = None) -> None:
     """Warnings (e.g. clients outside the path-loss model's range) as one plain line on stderr."""
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
@@ -269,7 +269,7 @@ COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "traces
             "scenarios": _scenarios, "list": _list, "schema": _schema}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sfl-sim`` console script.
 
     Exit codes: 0 success; 2 bad input (nothing was run); 1 a run failed or diverged, or an

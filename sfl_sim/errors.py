@@ -5,7 +5,7 @@ The CLI prints them without a traceback (``--debug`` shows it) and exits with co
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 
 class UserError(Exception):
@@ -33,6 +33,6 @@ class RunFailed(Exception):
         The run's ``summary.json`` as written with ``status: failed``.
     """
 
-    def __init__(self, message: str, summary: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, message: str, summary: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.summary = summary

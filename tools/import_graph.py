@@ -1,12 +1,18 @@
-"""The import graph of the project's packages, checked against its layers.
+"""The import graph of the ``sfl_sim`` package, checked against its layers.
 
-Prints the package-level graph (who imports whom, how many import statements) and exits 1,
-printing one line per breach, when
+The package's folders are its layers (:data:`LAYERS`, lowest first).  Prints the graph between
+rooms (a room is a subpackage of ``sfl_sim``, or one of its root modules; how many import
+statements) and exits 1, printing one line per breach, when
 
-- a package imports one it may not (:data:`MAY_IMPORT`: ``simkit`` <- ``channel`` <- ``sfl_sim``;
-  ``analysis`` imports only ``simkit``, itself and no torch or engine);
-- a package imports a third-party library outside its list (:data:`LIBRARIES`);
-- modules import each other in a cycle.
+- a room imports a room of a higher layer, or a peer of its own layer that :data:`PEERS` does
+  not list;
+- a room imports a module :data:`ONLY` fences off (``analysis`` reads run directories through
+  their schema, :mod:`sfl_sim.runs.rundir`, and imports nothing else of ``runs``);
+- a room imports a third-party library outside its list (:data:`LIBRARIES`: the radio layer only
+  numpy and scipy, the engine no torch, the analysis no torch);
+- modules import each other in a cycle;
+- anything imports a top-level package the project no longer has (``channel``, ``simkit``,
+  ``analysis``: their old names answer only through :mod:`sfl_sim._legacy_imports`).
 
 Every import statement counts, wherever it is: at module level, inside a function and under
 ``if TYPE_CHECKING:``.  Reads the sources with :mod:`ast` and imports nothing of the project.
@@ -18,44 +24,79 @@ from __future__ import annotations
 import ast
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-#: The project's packages, lowest layer first.
-PACKAGES = ("simkit", "channel", "analysis", "sfl_sim")
+PACKAGE = "sfl_sim"
 
-#: Project packages each package may import (itself included).
-MAY_IMPORT: Dict[str, Set[str]] = {
-    "simkit": {"simkit"},
-    "channel": {"simkit", "channel"},
-    "analysis": {"simkit", "analysis"},
-    "sfl_sim": {"simkit", "channel", "analysis", "sfl_sim"},
+#: The rooms, lowest layer first; a room may import its own layer's rooms only where
+#: :data:`PEERS` says so, and any room of a lower layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "kit", "_legacy_imports"),  # one-line errors; registry, parameter models, checks
+    ("channel",),  # the radio: numpy and scipy only
+    ("clients", "data", "models", "compression", "privacy"),  # the domain's parts
+    ("config",),  # the scenario: typed sections, defaults, validation
+    ("optim",),  # optimizers and schedules from the training settings
+    ("engine",),  # the SimPy clock: times and counts every step (no torch)
+    ("algorithms",),  # the methods
+    ("catalog",),  # every registry of the installation, and the scenario schema
+    ("runs",),  # one run's life and its directory
+    ("study", "reports"),  # many runs; reports of the parts without training
+    ("analysis",),  # reads run directories (no torch, no engine)
+    ("api",),  # the Python API
+    ("cli", "__main__", "__init__"),  # the command line, and the package's lazy exports
+)
+
+#: Rooms of one layer that may import each other's modules.
+PEERS: dict[str, set[str]] = {"__main__": {"cli"}}
+
+#: A room that may import only these modules of another room (``room -> {other room: modules}``).
+ONLY: dict[str, dict[str, tuple[str, ...]]] = {
+    "analysis": {"runs": ("sfl_sim.runs.rundir",)},
 }
 
-#: Third-party libraries each package may import (None: any); the standard library is always allowed.
-LIBRARIES: Dict[str, Optional[Set[str]]] = {
-    # pydantic: the components' typed parameters (simkit.params), which the registry of every
-    # kind validates and the scenario schema shows, channel's kinds included.
-    "simkit": {"numpy", "pydantic"},
+#: Third-party libraries each room may import (None: any); the standard library is always allowed.
+LIBRARIES: dict[str, set[str] | None] = {
+    # pydantic: the components' typed parameters (kit.params), which the registry of every kind
+    # validates and the scenario schema shows, the channel's kinds included.
+    "kit": {"numpy", "pydantic"},
+    "errors": set(),
+    "_legacy_imports": set(),
     "channel": {"numpy", "scipy"},
+    "engine": {"numpy", "simpy"},
     "analysis": {"numpy", "scipy", "pandas", "matplotlib", "yaml"},
-    "sfl_sim": None,
 }
 
+#: The top-level packages of the old layout.
+OLD_TOP_LEVEL = ("channel", "simkit", "analysis")
 
-def modules(root: Path) -> Dict[str, Path]:
-    """Every module of the project packages: dotted name -> file."""
+
+def _layer_of() -> dict[str, int]:
+    return {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def room(module: str) -> str | None:
+    """The room of a dotted ``sfl_sim`` module name (None outside the package)."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package: dotted name -> file (the shipped scenario data left out)."""
     out = {}
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            out[".".join(parts)] = path
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if "scenarios" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
     return out
 
 
-def _imports(tree: ast.AST, name: str, is_package: bool) -> Iterator[Tuple[str, List[str], int]]:
+def _imports(tree: ast.AST, name: str, is_package: bool) -> Iterator[tuple[str, list[str], int]]:
     """(module, imported names, line) for every import statement, relative ones made absolute."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -71,33 +112,33 @@ def _imports(tree: ast.AST, name: str, is_package: bool) -> Iterator[Tuple[str, 
             yield module, [a.name for a in node.names], node.lineno
 
 
-def module_graph(root: Path) -> Tuple[Dict[str, Set[str]], List[Tuple[str, str, int]]]:
-    """Edges between project modules, and every (module, imported root, line) for the layer check.
+def module_graph(root: Path) -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
+    """Edges between project modules, and every (module, imported module, line) for the checks.
 
     ``from pkg import sub`` where ``pkg.sub`` is a module counts as an import of ``pkg.sub``, like
     ``import pkg.sub`` (``pkg/__init__`` runs first either way, as for any module of ``pkg``)."""
     mods = modules(root)
-    edges: Dict[str, Set[str]] = defaultdict(set)
-    uses: List[Tuple[str, str, int]] = []
+    edges: dict[str, set[str]] = defaultdict(set)
+    uses: list[tuple[str, str, int]] = []
     for name, path in mods.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         for module, names, line in _imports(tree, name, path.name == "__init__.py"):
-            uses.append((name, module.split(".")[0], line))
             submodules = [f"{module}.{n}" for n in names if f"{module}.{n}" in mods]
             plain = len(submodules) < len(names) or not names
             for target in submodules + ([module] if plain else []):
+                uses.append((name, target, line))
                 if target in mods and target != name:
                     edges[name].add(target)
     return edges, uses
 
 
-def cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan), each sorted."""
-    index: Dict[str, int] = {}
-    low: Dict[str, int] = {}
-    stack: List[str] = []
-    on_stack: Set[str] = set()
-    out: List[List[str]] = []
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
     counter = [0]
 
     def visit(v: str) -> None:
@@ -129,40 +170,71 @@ def cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
     return out
 
 
-def check(root: Path) -> Tuple[str, List[str]]:
-    """The printed package graph and the list of breaches (empty when the layers hold)."""
+def _breach(src_room: str, target: str, layer_of: dict[str, int]) -> str | None:
+    """Why ``src_room`` may not import the ``sfl_sim`` module ``target`` (None: it may)."""
+    dst_room = room(target)
+    if dst_room is None or dst_room == src_room:
+        return None
+    if dst_room not in layer_of:
+        return f"{dst_room} is in no layer (tools/import_graph.py LAYERS)"
+    fence = ONLY.get(src_room, {}).get(dst_room)
+    if fence is not None and not any(target == m or target.startswith(m + ".") for m in fence):
+        return f"{src_room} may import only {', '.join(fence)} of {dst_room}"
+    ours, theirs = layer_of[src_room], layer_of[dst_room]
+    if theirs > ours:
+        return f"{src_room} imports the higher layer {dst_room}"
+    if theirs == ours and dst_room not in PEERS.get(src_room, set()):
+        return f"{src_room} imports its peer {dst_room}"
+    return None
+
+
+def check(root: Path) -> tuple[str, list[str]]:
+    """The printed room graph and the list of breaches (empty when the layers hold)."""
     edges, uses = module_graph(root)
     mods = modules(root)
+    layer_of = _layer_of()
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    package_edges: Counter = Counter()
+    room_edges: Counter = Counter()
     breaches = []
+    for rm in sorted({room(m) for m in mods} - set(layer_of) - {None}):
+        breaches.append(f"{PACKAGE}/{rm}: a room in no layer (tools/import_graph.py LAYERS)")
     for name, imported, line in uses:
-        package = name.split(".")[0]
+        src_room = room(name)
+        assert src_room is not None
         where = f"{mods[name].relative_to(root)}:{line}"
-        if imported in PACKAGES:
-            package_edges[(package, imported)] += 1
-            if imported not in MAY_IMPORT[package]:
-                allowed_here = ", ".join(sorted(MAY_IMPORT[package]))
-                breaches.append(f"{where}: {package} imports {imported} (allowed: {allowed_here})")
-        elif imported not in stdlib:
-            package_edges[(package, imported)] += 1
-            allowed = LIBRARIES[package]
-            if allowed is not None and imported not in allowed:
-                libraries = ", ".join(sorted(allowed))
-                breaches.append(f"{where}: {package} imports {imported} (libraries allowed: {libraries})")
+        top = imported.split(".")[0]
+        if top == PACKAGE:
+            dst_room = room(imported)
+            if dst_room != src_room:
+                room_edges[(src_room, dst_room)] += 1
+            why = _breach(src_room, imported, layer_of) if src_room in layer_of else None
+            if why is not None:
+                breaches.append(f"{where}: {why} ({imported})")
+        elif top in OLD_TOP_LEVEL:
+            breaches.append(f"{where}: {src_room} imports the old top-level package {top} (now {PACKAGE}.*)")
+        elif top not in stdlib:
+            room_edges[(src_room, top)] += 1
+            allowed = LIBRARIES.get(src_room)
+            if allowed is not None and top not in allowed:
+                libraries = ", ".join(sorted(allowed)) or "none"
+                breaches.append(f"{where}: {src_room} imports {top} (libraries allowed: {libraries})")
     for component in cycles(edges):
         breaches.append("import cycle: " + " <-> ".join(component))
     lines = []
-    for package in PACKAGES:
-        own = [f"{dep} ({n})" for (src, dep), n in sorted(package_edges.items()) if src == package and dep in PACKAGES
-               and dep != package]
-        libs = [f"{dep} ({n})" for (src, dep), n in sorted(package_edges.items())
-                if src == package and dep not in PACKAGES]
-        lines.append(f"{package:<9} -> {', '.join(own) or '-'};  libraries: {', '.join(libs) or '-'}")
+    rooms_here = {room(m) for m in mods}
+    for layer in LAYERS:
+        for rm in layer:
+            if rm not in rooms_here:
+                continue
+            own = [f"{dst} ({n})" for (src, dst), n in sorted(room_edges.items())
+                   if src == rm and dst in layer_of]
+            libs = [f"{dst} ({n})" for (src, dst), n in sorted(room_edges.items())
+                    if src == rm and dst not in layer_of]
+            lines.append(f"{rm:<16} -> {', '.join(own) or '-'};  libraries: {', '.join(libs) or '-'}")
     return "\n".join(lines), breaches
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     root = Path(argv[0] if argv else Path(__file__).resolve().parent.parent)
     graph, breaches = check(root)
     print(graph)

@@ -17,25 +17,30 @@ from __future__ import annotations
 
 import abc
 import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Union, cast, final
+from typing import Any, ClassVar, cast, final
 
 import numpy as np
 import torch
 from torch import nn
 
-from analysis.schema import GLOBAL_MODEL_EVALUATION
-from simkit.registry import Registry
-from sfl_sim.algorithms.compressed import COMPRESSION_PATHS, CompressionPlan
-from sfl_sim.algorithms.flop_meter import FlopMeter
-from sfl_sim.algorithms.execution import (ExecutionMode, ExecutionRequest, StackedSteps, resolve_execution,
-                                          vectorised_refusal)
+from sfl_sim.algorithms._exec.compressed import COMPRESSION_PATHS, CompressionPlan
+from sfl_sim.algorithms._exec.execution import (
+    ExecutionMode,
+    ExecutionRequest,
+    StackedSteps,
+    resolve_execution,
+    vectorised_refusal,
+)
+from sfl_sim.algorithms._exec.flop_meter import FlopMeter
+from sfl_sim.algorithms._exec.working_copies import Key, WorkingCopyPools
 from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, to_device
-from sfl_sim.algorithms.working_copies import Key, WorkingCopyPools
+from sfl_sim.algorithms.protocols import LocalModelObserver
 from sfl_sim.engine import RoundContext, SimSteps
+from sfl_sim.kit.registry import Registry
 from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
-from sfl_sim.protocols import LocalModelObserver
 
 ALGORITHMS = Registry("algorithm", supplied=("setup",))
 
@@ -69,21 +74,21 @@ class TrainingSetup:
         Optimizer, schedule, local epochs, clipping, client optimizer state (default: plain
         SGD at a constant rate, T iterations, no clipping, fresh client state).
     execution : {"loop", "vectorised", "prefer_vectorised"}
-        How the cohort's client steps are asked to run (:data:`sfl_sim.algorithms.execution.ExecutionRequest`;
+        How the cohort's client steps are asked to run (:data:`sfl_sim.algorithms._exec.execution.ExecutionRequest`;
         the algorithm resolves it: :attr:`Algorithm.execution`).  Default: the loop.
     compression : CompressionPlan
         The codecs of the paths the scenario's ``compression:`` compresses
-        (:mod:`sfl_sim.algorithms.compressed`).  Default: none.
+        (:mod:`sfl_sim.algorithms._exec.compressed`).  Default: none.
     """
 
     model: SplittableModel
     split_point: str
     train_x: torch.Tensor
     train_y: torch.Tensor
-    client_indices: List[torch.Tensor]
+    client_indices: list[torch.Tensor]
     num_classes: int
     batch_size: int
-    local_iterations: Optional[int]
+    local_iterations: int | None
     learning_rate: float
     device: torch.device
     minibatch_rng: np.random.Generator
@@ -153,7 +158,7 @@ STACK_CHUNK = 256
 
 
 def weighted_average(states: Sequence[Mapping[str, torch.Tensor]],
-                     weights: Union[Sequence[float], np.ndarray]) -> Dict[str, torch.Tensor]:
+                     weights: Sequence[float] | np.ndarray) -> dict[str, torch.Tensor]:
     """Weighted average of state dicts (SCALA eq. 10, FedAvg): sum_k w_k s_k / sum_k w_k.
 
     Summed in float64.  On CPU the states are added one after another in the order given (the
@@ -173,20 +178,20 @@ def weighted_average(states: Sequence[Mapping[str, torch.Tensor]],
     if first is not None and first.device.type == "cuda":
         return weighted_average_stacked(states, weights)
     w = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    out: Dict[str, torch.Tensor] = {}
+    out: dict[str, torch.Tensor] = {}
     for key, ref in states[0].items():
         if not torch.is_floating_point(ref):
             out[key] = ref.clone()  # integer buffers (counters) are not averaged
             continue
         acc = torch.zeros_like(ref, dtype=torch.float64)
-        for wk, state in zip(w.tolist(), states):
+        for wk, state in zip(w.tolist(), states, strict=True):
             acc += wk * state[key].to(torch.float64)
         out[key] = acc.to(ref.dtype)
     return out
 
 
 def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
-                             weights: Union[Sequence[float], np.ndarray]) -> Dict[str, torch.Tensor]:
+                             weights: Sequence[float] | np.ndarray) -> dict[str, torch.Tensor]:
     """:func:`weighted_average` over stacked states: per tensor, ``stack`` the clients' copies and
     reduce them with one float64 matrix-vector product per :data:`STACK_CHUNK` clients.
 
@@ -195,8 +200,8 @@ def weighted_average_stacked(states: Sequence[Mapping[str, torch.Tensor]],
     if len(states) != len(weights) or not states:
         raise ValueError(f"need one weight per state, got {len(states)} states and {len(weights)} weights")
     w64 = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    w_on: Dict[torch.device, torch.Tensor] = {}
-    out: Dict[str, torch.Tensor] = {}
+    w_on: dict[torch.device, torch.Tensor] = {}
+    out: dict[str, torch.Tensor] = {}
     for key, ref in states[0].items():
         if not torch.is_floating_point(ref):
             out[key] = ref.clone()
@@ -236,11 +241,11 @@ class Algorithm(abc.ABC):
         leaves ``clients.selection`` unset; None means uniform selection.
     stacked_steps : StackedSteps or None
         Class attribute: the declaration that this family's client steps can run stacked
-        (:mod:`sfl_sim.algorithms.execution`); None: the loop only.
+        (:mod:`sfl_sim.algorithms._exec.execution`); None: the loop only.
     """
 
-    default_selection: Optional[Dict[str, Any]] = None
-    stacked_steps: ClassVar[Optional[StackedSteps]] = None
+    default_selection: dict[str, Any] | None = None
+    stacked_steps: ClassVar[StackedSteps | None] = None
 
     def __init__(self, setup: TrainingSetup) -> None:
         self.setup = setup
@@ -248,7 +253,7 @@ class Algorithm(abc.ABC):
         self.optimizers = OptimizerBank(setup.training, setup.learning_rate)
 
     def run_round(self, ctx: RoundContext, cohort: np.ndarray,
-                  local_model_observer: Optional[LocalModelObserver] = None) -> SimSteps[None]:
+                  local_model_observer: LocalModelObserver | None = None) -> SimSteps[None]:
         """The engine's entry to one round: :meth:`round_process` between the optimizers' round
         bookkeeping (client optimizers start fresh or from their kept state; afterwards the
         learning-rate schedule moves to the next round).  Use it as the simulator's round
@@ -294,32 +299,34 @@ class Algorithm(abc.ABC):
         """Test accuracy and loss the runner reports after a round.
 
         ``evaluate_fn(model, x, y, batch_size) -> (accuracy, loss)`` scores one model (the
-        runner's :func:`sfl_sim.evaluation.evaluate`; its result also carries the per-class
+        runner's :func:`sfl_sim.models.evaluation.evaluate`; its result also carries the per-class
         accuracy the runner writes to ``classes.csv``).  Default: the :meth:`global_model`.  An
         algorithm whose reported model is something else (e.g. BESplit-A's per-client auxiliary
         models) overrides this hook, and :meth:`evaluation_description` with it; returning a
-        :class:`sfl_sim.evaluation.Scores` gives ``classes.csv`` its per-class accuracy (a plain
+        :class:`sfl_sim.models.evaluation.Scores` gives ``classes.csv`` its per-class accuracy (a plain
         pair leaves those cells empty)."""
         return evaluate_fn(self.global_model(), x, y, batch_size)
 
-    def evaluation_description(self) -> str:
+    def evaluation_description(self) -> str | None:
         """What :meth:`evaluate` scores, in words (written to ``summary.json`` as ``evaluated``),
-        so that curves of differently evaluated algorithms are not compared unawares."""
-        return GLOBAL_MODEL_EVALUATION
+        so that curves of differently evaluated algorithms are not compared unawares; None (the
+        default) for the global model, which the run directory records as
+        :data:`sfl_sim.runs.rundir.schema.GLOBAL_MODEL_EVALUATION`."""
+        return None
 
     @abc.abstractmethod
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume training: weights, :meth:`extra_state` and
         :meth:`optimizer_state` (plain data only).  FedAvg and the split-learning base write
         ``{"model": ..., **extra_state(), **optimizer_state()}``: their subclasses keep further
         state through :meth:`extra_state` / :meth:`load_extra_state`, not by overriding this."""
 
     @abc.abstractmethod
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`: the weights, then :meth:`load_extra_state`, then (through
         :meth:`load_optimizer_state`) the optimizers."""
 
-    def extra_state(self) -> Dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
         """State of this algorithm beyond the model weights and the optimizers that resuming needs
         (an auxiliary head, per-client models, counters), as plain data — tensors, numbers,
         strings, None and lists/tuples/dicts of them, so a checkpoint loads with
@@ -327,14 +334,14 @@ class Algorithm(abc.ABC):
         not be ``"model"`` or ``"optimizers"``.  Default: none."""
         return {}
 
-    def load_extra_state(self, state: Mapping[str, Any]) -> None:
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 (a hook: optional, default nothing)
         """Restore what :meth:`extra_state` put into a state dict (``state`` is the whole state
         dict; called after the model weights are loaded, before the optimizers).  Default: nothing."""
 
     # -- compression -----------------------------------------------------------------------------
-    def compression_refusal(self, path: str) -> Optional[str]:
+    def compression_refusal(self, path: str) -> str | None:
         """Why this algorithm cannot compress ``path`` (one of
-        :data:`~sfl_sim.algorithms.compressed.COMPRESSION_PATHS`), or None when it does.
+        :data:`~sfl_sim.algorithms._exec.compressed.COMPRESSION_PATHS`), or None when it does.
 
         The split-learning base compresses ``activations`` and ``gradients``, FedAvg's round
         ``updates``; an algorithm outside those paths refuses all three."""
@@ -342,7 +349,7 @@ class Algorithm(abc.ABC):
             return f"unknown compression path {path!r}; allowed: {', '.join(COMPRESSION_PATHS)}"
         return f"{type(self).__name__} has no {path} path to compress"
 
-    def compression_state(self) -> Dict[str, Any]:
+    def compression_state(self) -> dict[str, Any]:
         """``{"compression": ...}`` when the run compresses a path (the random stream and the
         error-feedback residuals, :meth:`CompressionPlan.state_dict`), else ``{}``: merge it into
         :meth:`state_dict`."""
@@ -357,7 +364,7 @@ class Algorithm(abc.ABC):
 
     # -- optimizers ----------------------------------------------------------------------------
     def client_optimizer(self, client: int, params: Iterable[nn.Parameter], name: str = "model",
-                         lr: Optional[float] = None) -> torch.optim.Optimizer:
+                         lr: float | None = None) -> torch.optim.Optimizer:
         """Client ``client``'s optimizer ``name`` for this round, over ``params``.
 
         Created on the first call of the round over the parameters given (the client's working
@@ -377,7 +384,7 @@ class Algorithm(abc.ABC):
         return self.optimizers.client(client, params, name, lr)
 
     def server_optimizer(self, params: Iterable[nn.Parameter], name: str = "model",
-                         lr: Optional[float] = None) -> torch.optim.Optimizer:
+                         lr: float | None = None) -> torch.optim.Optimizer:
         """The server's optimizer ``name`` over ``params``; its state persists across rounds."""
         return self.optimizers.server(params, name, lr)
 
@@ -391,7 +398,7 @@ class Algorithm(abc.ABC):
         """The current round's learning rate."""
         return self.optimizers.lr
 
-    def optimizer_state(self) -> Dict[str, Any]:
+    def optimizer_state(self) -> dict[str, Any]:
         """``{"optimizers": ...}`` when the optimizers carry state (momentum or Adam buffers, a
         schedule's position, kept client states), else ``{}``: merge it into :meth:`state_dict`."""
         state = self.optimizers.state_dict()
@@ -402,7 +409,7 @@ class Algorithm(abc.ABC):
         self.optimizers.load_state_dict(state.get("optimizers", {}))
 
     # -- local work ----------------------------------------------------------------------------
-    def plan_local_work(self, cohort: np.ndarray) -> Dict[int, ClientWork]:
+    def plan_local_work(self, cohort: np.ndarray) -> dict[int, ClientWork]:
         """Each cohort client's local work this round (:mod:`sfl_sim.algorithms.local_work`):
         T iterations of eq. (3) batches, or ``local_epochs`` passes in batches of ``batch_size``.
 
@@ -431,14 +438,14 @@ class Algorithm(abc.ABC):
     @property
     def execution(self) -> ExecutionMode:
         """How this algorithm runs the cohort's client steps: ``"loop"`` (one client after another,
-        the reference) or ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms.vectorised`).
+        the reference) or ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms._exec.vectorised`).
 
         Resolved from ``setup.execution`` on the first read after construction (the build reads
         it at once, so a refusal comes before any work) and fixed from then on.
 
         Raises
         ------
-        sfl_sim.algorithms.execution.ExecutionRefused
+        sfl_sim.algorithms._exec.execution.ExecutionRefused
             ``setup.execution`` is ``"vectorised"`` and :meth:`vectorise_refusal` gives a reason.
         """
         mode = self.__dict__.get("_execution_mode")
@@ -447,12 +454,12 @@ class Algorithm(abc.ABC):
         return mode
 
     @final
-    def vectorise_refusal(self) -> Optional[str]:
+    def vectorise_refusal(self) -> str | None:
         """Why this algorithm cannot run ``execution: vectorised`` (None when it can).
 
-        Decided by :func:`sfl_sim.algorithms.execution.vectorised_refusal` from what the class
+        Decided by :func:`sfl_sim.algorithms._exec.execution.vectorised_refusal` from what the class
         declares: a family with a stacked path (FedAvg, the split-learning base) sets a
-        :class:`~sfl_sim.algorithms.execution.StackedSteps` as ``stacked_steps``; a subclass keeps
+        :class:`~sfl_sim.algorithms._exec.execution.StackedSteps` as ``stacked_steps``; a subclass keeps
         the path while it keeps the hooks that declaration names.  Not a hook: declare, do not
         override."""
         return vectorised_refusal(self)
@@ -468,12 +475,12 @@ class Algorithm(abc.ABC):
             return flops
         return per_sample * n_samples
 
-    def working_copies(self, source: nn.Module, keys: Sequence[Key]) -> Dict[Key, nn.Module]:
+    def working_copies(self, source: nn.Module, keys: Sequence[Key]) -> dict[Key, nn.Module]:
         """One working copy of ``source`` per key (e.g. per cohort client) for this round.
 
         What ``{k: copy.deepcopy(source) for k in keys}`` gives, bit for bit, but the copies are
         made once and refilled with ``source``'s weights, buffers and flags on later rounds
-        (:mod:`sfl_sim.algorithms.working_copies`).  They are valid until the next call for the
+        (:mod:`sfl_sim.algorithms._exec.working_copies`).  They are valid until the next call for the
         same ``source``: call once per round, and deep-copy one that must outlive the round.
         """
         pools = self.__dict__.get("_working_copy_pools")
@@ -481,7 +488,7 @@ class Algorithm(abc.ABC):
             pools = self.__dict__["_working_copy_pools"] = WorkingCopyPools()
         return pools.take_for(source, keys)
 
-    def cohort_batch_sizes(self, cohort: np.ndarray) -> Dict[int, int]:
+    def cohort_batch_sizes(self, cohort: np.ndarray) -> dict[int, int]:
         """B_k of each cohort client by eq. (3)."""
         sizes = self.setup.client_data_sizes[cohort]
-        return dict(zip(cohort.tolist(), proportional_batch_sizes(sizes, self.setup.batch_size).tolist()))
+        return dict(zip(cohort.tolist(), proportional_batch_sizes(sizes, self.setup.batch_size).tolist(), strict=True))

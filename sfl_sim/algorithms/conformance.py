@@ -35,20 +35,30 @@ Checks, in order
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, OutagePolicy, ShannonRate, TR36814Macro
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup
+from sfl_sim.channel import (
+    Cell,
+    EqualAllocation,
+    FixedDistancePlacement,
+    NoShadowing,
+    OutagePolicy,
+    ShannonRate,
+    TR36814Macro,
+)
 from sfl_sim.engine import Simulator
+from sfl_sim.kit.conformance import ConformanceReport
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
-from simkit.conformance import ConformanceReport
 
 __all__ = ["RETIRED_HOOKS", "ConformanceError", "check_algorithm", "conformance_setup"]
 
@@ -85,8 +95,13 @@ STATEFUL_TRAINING = TrainingSettings(optimizer="sgd", optimizer_params={"momentu
                                      lr_schedule_params={"step_size_rounds": 1, "gamma": 0.5})
 
 
-def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettings(), *,
-                      init_seed: Optional[int] = None, minibatch_seed: Optional[int] = None) -> TrainingSetup:
+def _round(sim: Simulator, algo: Algorithm, cohort: np.ndarray) -> float:
+    """One round of ``algo`` with ``cohort`` on ``sim``: its simulated duration."""
+    return sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
+
+
+def conformance_setup(seed: int = 0, training: TrainingSettings | None = None, *,
+                      init_seed: int | None = None, minibatch_seed: int | None = None) -> TrainingSetup:
     """The tiny setup of the check: AlexNet (conv 2-3-3-3-2, fc 5-4) on 1x8x8 images split at S2,
     four clients of 10, 14, 8 and 16 samples holding mostly one class each, B = 8, T = 2.
 
@@ -107,7 +122,7 @@ def conformance_setup(seed: int = 0, training: TrainingSettings = TrainingSettin
                          num_classes=N_CLASSES, batch_size=8, local_iterations=2, learning_rate=0.05,
                          device=torch.device("cpu"),
                          minibatch_rng=np.random.default_rng(seed + 2 if minibatch_seed is None else minibatch_seed),
-                         training=training)
+                         training=training if training is not None else TrainingSettings())
 
 
 def _simulator(lossy: bool) -> Simulator:
@@ -125,7 +140,7 @@ def _simulator(lossy: bool) -> Simulator:
                      straggler_policy="deadline", deadline_s=0.4)
 
 
-def _resolve(spec: Union[str, type, Mapping[str, Any]], params: Dict[str, Any]) -> Tuple[str, Any, Dict[str, Any]]:
+def _resolve(spec: str | type | Mapping[str, Any], params: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
     if isinstance(spec, Mapping):
         params = {**{k: v for k, v in spec.items() if k not in ("name", "label")}, **params}
         spec = spec["name"]
@@ -134,27 +149,26 @@ def _resolve(spec: Union[str, type, Mapping[str, Any]], params: Dict[str, Any]) 
     return getattr(spec, "__qualname__", repr(spec)), spec, params
 
 
-def _build(report: _Report, cls: type, params: Dict[str, Any], seed: int,
-           training: TrainingSettings = TrainingSettings()) -> Algorithm:
+def _build(report: _Report, cls: type, params: dict[str, Any], seed: int,
+           training: TrainingSettings | None = None) -> Algorithm:
     setup = conformance_setup(seed, training)
     torch.manual_seed(seed + 3)  # layers an algorithm adds at construction
     return report.attempt("builds", lambda: cls(setup, **params))
 
 
-def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> Tuple[Simulator, List[float]]:
+def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> tuple[Simulator, list[float]]:
     sim = _simulator(lossy)
     torch.manual_seed(seed + 4)  # dropout
     durations = []
     for cohort in COHORTS:
         cohort_ids = np.array(cohort, dtype=np.int64)
-        # attempt calls its function at once: the loop's cohort is the one it sees
-        durations.append(report.attempt("lost payloads" if lossy else "rounds run", lambda: sim.run_round(
-            lambda ctx: algo.run_round(ctx, cohort_ids), cohort_ids)))
+        what = "lost payloads" if lossy else "rounds run"
+        durations.append(report.attempt(what, functools.partial(_round, sim, algo, cohort_ids)))
     return sim, durations
 
 
-def _run(report: _Report, cls: type, params: Dict[str, Any],
-         seed: int) -> Tuple[Algorithm, Simulator, List[float], Tuple[float, float]]:
+def _run(report: _Report, cls: type, params: dict[str, Any],
+         seed: int) -> tuple[Algorithm, Simulator, list[float], tuple[float, float]]:
     """Build, train two rounds, evaluate (evaluation may touch the state, as SplitFedV3's does)."""
     algo = _build(report, cls, params, seed)
     sim, durations = _train(report, algo, seed)
@@ -163,7 +177,7 @@ def _run(report: _Report, cls: type, params: Dict[str, Any],
     return algo, sim, durations, scores
 
 
-def _non_plain(obj: object, path: str = "state_dict()") -> List[str]:
+def _non_plain(obj: object, path: str = "state_dict()") -> list[str]:
     """Paths of the leaves of ``obj`` that are not plain (tensor, number, string, None)."""
     if isinstance(obj, Mapping):
         return [p for key, value in obj.items() for p in _non_plain(value, f"{path}[{key!r}]")]
@@ -177,7 +191,7 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
                 and a.shape == b.shape and torch.equal(a.cpu(), b.cpu()))
@@ -185,7 +199,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @torch.no_grad()
-def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> Tuple[float, float]:
+def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int) -> tuple[float, float]:
     was_training = model.training
     model.eval()
     logits = torch.cat([model(x[i:i + batch_size]) for i in range(0, len(y), batch_size)])
@@ -193,7 +207,7 @@ def _evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, batch_si
     return float((logits.argmax(dim=1) == y).float().mean()), float(F.cross_entropy(logits, y))
 
 
-def _check_optimizer_state(report: _Report, cls: type, params: Dict[str, Any], seed: int) -> None:
+def _check_optimizer_state(report: _Report, cls: type, params: dict[str, Any], seed: int) -> None:
     """Two rounds with stateful optimizers, then a third round from the original and from a fresh
     instance loaded with its state dict (and the same random streams): the same weights."""
     algo = _build(report, cls, params, seed, STATEFUL_TRAINING)
@@ -209,7 +223,7 @@ def _check_optimizer_state(report: _Report, cls: type, params: Dict[str, Any], s
     for model in (algo, twin):
         sim = _simulator(False)
         torch.manual_seed(seed + 5)  # dropout
-        report.attempt("optimizer state", lambda: sim.run_round(lambda ctx: model.run_round(ctx, cohort), cohort))
+        report.attempt("optimizer state", functools.partial(_round, sim, model, cohort))
         after.append(model.global_model().state_dict())
     report.check(_same(after[0], after[1]), "optimizer state",
                  "a fresh instance loaded from state_dict() trains the next round to other weights than the "
@@ -217,8 +231,8 @@ def _check_optimizer_state(report: _Report, cls: type, params: Dict[str, Any], s
                  "and call self.load_optimizer_state(state) in load_state_dict()")
 
 
-def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]], seed: int = 0,
-                    **params: Any) -> Dict[str, Any]:
+def check_algorithm(spec_or_class: str | type[Algorithm] | Mapping[str, Any], seed: int = 0,
+                    **params: Any) -> dict[str, Any]:
     """Build, run, seed-check and checkpoint an algorithm on a tiny setup (module docstring).
 
     Parameters
@@ -242,7 +256,7 @@ def check_algorithm(spec_or_class: Union[str, Type[Algorithm], Mapping[str, Any]
     ------
     ConformanceError
         (an ``AssertionError``) naming the algorithm and the first check it fails.
-    simkit.registry.UnknownComponentError
+    sfl_sim.kit.registry.UnknownComponentError
         When a name does not resolve.
     """
     name, cls, params = _resolve(spec_or_class, params)

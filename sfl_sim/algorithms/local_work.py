@@ -15,7 +15,8 @@ epoch's permutation at its first batch), so the stream is consumed in simulated-
 from __future__ import annotations
 
 import math
-from typing import Optional, Protocol, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -23,7 +24,7 @@ import torch
 __all__ = ["ClientData", "ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch",
            "to_device"]
 
-Batch = Tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 class ClientData(Protocol):
@@ -118,7 +119,7 @@ class EpochWork(ClientWork):
         b = min(int(batch_size), n)
         super().__init__(setup, client, math.ceil(n / b) * int(epochs), b)
         self.batches_per_epoch = math.ceil(n / b)
-        self._order: Optional[torch.Tensor] = None
+        self._order: torch.Tensor | None = None
 
     def batch(self, t: int) -> Batch:
         position = t % self.batches_per_epoch

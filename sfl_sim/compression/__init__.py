@@ -35,19 +35,20 @@ holds it.
 :func:`codec_flops` gives the (encode, decode) FLOPs the simulator charges for a tensor shape:
 each built-in's ``codec_flops`` method states its count; a compressor of one's own without that
 method is charged none.  The algorithms apply compressors per scenario ``compression:``
-(:mod:`sfl_sim.algorithms.compressed`).
+(:mod:`sfl_sim.algorithms._exec.compressed`).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Mapping, Optional, Protocol, Tuple, cast, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import torch
 from pydantic import Field
 
-from simkit.params import ParamsModel
-from simkit.registry import Registry
+from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.registry import Registry
 
 __all__ = ["Payload", "Compressor", "COMPRESSORS", "Identity", "Quantize", "TopK", "RandTopK", "ErrorFeedback",
            "pack_bits", "unpack_bits", "index_dtype", "build_compressor", "codec_flops"]
@@ -66,7 +67,7 @@ class Payload:
         The encoded tensor's dtype, which the receiver knows already (the model's); not sent.
     """
 
-    buffers: Dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
     dtype: torch.dtype = torch.float32
     #: Parameters both ends agree on before any transfer (the compressor's own), not sent.
     agreed: Mapping[str, Any] = field(default_factory=dict)
@@ -77,7 +78,7 @@ class Payload:
         return int(sum(b.nbytes for b in self.buffers.values()))
 
     @property
-    def shape(self) -> Tuple[int, ...]:
+    def shape(self) -> tuple[int, ...]:
         """The encoded tensor's shape, read from the ``shape`` header."""
         return tuple(int(d) for d in self.buffers["shape"].tolist())
 
@@ -99,7 +100,7 @@ def _checked_input(tensor: Any) -> torch.Tensor:
     return tensor.detach()
 
 
-def _needs_generator(name: str, generator: Optional[torch.Generator]) -> torch.Generator:
+def _needs_generator(name: str, generator: torch.Generator | None) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator: got {generator!r}; allowed: a seeded torch.Generator "
                          f"(compressor {name!r} draws at random and never from the global RNG)")
@@ -154,7 +155,7 @@ def index_dtype(numel: int) -> torch.dtype:
 class Compressor(Protocol):
     """Encodes a tensor into a :class:`Payload` and decodes it back (see the module docstring)."""
 
-    def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
+    def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         """The payload sent for ``tensor``; every draw from ``generator``."""
 
     def decode(self, payload: Payload) -> torch.Tensor:
@@ -174,7 +175,7 @@ def build_compressor(spec: Any) -> Compressor:
     return COMPRESSORS.build(spec)
 
 
-def codec_flops(compressor: Compressor, shape: Tuple[int, ...]) -> Tuple[float, float]:
+def codec_flops(compressor: Compressor, shape: tuple[int, ...]) -> tuple[float, float]:
     """(encode, decode) FLOPs of ``compressor`` on a tensor of ``shape``: its ``codec_flops``
     method's count, or (0, 0) for a compressor that has none."""
     method = getattr(compressor, "codec_flops", None)
@@ -190,19 +191,19 @@ class Identity:
     """No compression: the tensor as it is (values in their dtype plus the shape header).
 
     In a scenario's ``compression:`` block it means no codec at all: the path is sent exactly as
-    without compression (no header; :mod:`sfl_sim.algorithms.compressed`)."""
+    without compression (no header; :mod:`sfl_sim.algorithms._exec.compressed`)."""
 
     class Params(ParamsModel):
         pass
 
-    def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
+    def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = _checked_input(tensor)
         return Payload({"values": x.contiguous().clone(), "shape": _header(x)}, x.dtype)
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return payload.buffers["values"].reshape(payload.shape).clone()
 
-    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+    def codec_flops(self, shape: tuple[int, ...]) -> tuple[float, float]:
         """(encode, decode) FLOPs for a tensor of ``shape``: none, nothing is computed."""
         return 0.0, 0.0
 
@@ -256,12 +257,12 @@ class Quantize:
         return torch.where(s32.to(s.dtype) < s, torch.nextafter(s32, torch.full_like(s32, math.inf)), s32)
 
     @staticmethod
-    def _broadcast(s: torch.Tensor, x_shape: Tuple[int, ...], per_channel: bool) -> torch.Tensor:
+    def _broadcast(s: torch.Tensor, x_shape: tuple[int, ...], per_channel: bool) -> torch.Tensor:
         if per_channel and len(x_shape) >= 2:
             return s.reshape([1, s.numel()] + [1] * (len(x_shape) - 2))
         return s.reshape([1] * len(x_shape)) if x_shape else s.reshape(())
 
-    def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
+    def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = _checked_input(tensor)
         top = 2 ** self.bits - 1
         s = self._scales(x)
@@ -290,7 +291,7 @@ class Quantize:
         sb = sb.to(torch.float64)
         return (-sb + q * (2.0 * sb / top)).to(payload.dtype)
 
-    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+    def codec_flops(self, shape: tuple[int, ...]) -> tuple[float, float]:
         """(encode, decode) FLOPs for a tensor of ``shape`` of ``n`` entries: encode ``5 n`` (the
         magnitude and the running maximum for the scale, shift, divide by the step, round) plus
         ``n`` for stochastic rounding's comparison with the draw; decode ``2 n`` (multiply by the
@@ -308,7 +309,7 @@ def _kept(numel: int, fraction: float) -> int:
     return min(numel, math.ceil(round(fraction * numel, 9)))
 
 
-def _rows(shape: Tuple[int, ...], per_sample: bool) -> int:
+def _rows(shape: tuple[int, ...], per_sample: bool) -> int:
     """How many rows a sparsifier selects in: the batch (dimension 0) per sample, else one."""
     return shape[0] if per_sample and len(shape) >= 2 else 1
 
@@ -338,7 +339,7 @@ def _sparse_decode(payload: Payload) -> torch.Tensor:
     return out.reshape(shape)
 
 
-def _sparse_flops(shape: Tuple[int, ...], per_sample: bool, extra_per_entry: float) -> Tuple[float, float]:
+def _sparse_flops(shape: tuple[int, ...], per_sample: bool, extra_per_entry: float) -> tuple[float, float]:
     """(encode, decode) FLOPs of a sparsifier on ``shape``: the magnitudes (``n``), a comparison
     sort of each row of ``m`` entries (``n ceil(log2 m)`` comparisons) and ``extra_per_entry n``;
     decode scatters the kept values (no arithmetic: 0)."""
@@ -381,7 +382,7 @@ class TopK:
         p = TopK.Params.check(fraction=fraction, per_sample=per_sample)
         self.fraction, self.per_sample = p.fraction, p.per_sample
 
-    def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
+    def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = _checked_input(tensor)
         rows = _as_rows(x, self.per_sample)
         k = _kept(rows.shape[1], self.fraction)
@@ -390,7 +391,7 @@ class TopK:
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
 
-    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+    def codec_flops(self, shape: tuple[int, ...]) -> tuple[float, float]:
         """(encode, decode) FLOPs on ``shape`` (``n`` entries in rows of ``m``): encode
         ``n (1 + ceil(log2 m))`` (magnitudes, comparison sort), decode 0 (a scatter)."""
         return _sparse_flops(shape, self.per_sample, 0.0)
@@ -432,7 +433,7 @@ class RandTopK:
         p = RandTopK.Params.check(fraction=fraction, alpha=alpha, per_sample=per_sample)
         self.fraction, self.alpha, self.per_sample = p.fraction, p.alpha, p.per_sample
 
-    def encode(self, tensor: torch.Tensor, generator: Optional[torch.Generator] = None) -> Payload:
+    def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         gen = _needs_generator("rand_topk", generator)
         x = _checked_input(tensor)
         rows = _as_rows(x, self.per_sample)
@@ -450,7 +451,7 @@ class RandTopK:
     def decode(self, payload: Payload) -> torch.Tensor:
         return _sparse_decode(payload)
 
-    def codec_flops(self, shape: Tuple[int, ...]) -> Tuple[float, float]:
+    def codec_flops(self, shape: tuple[int, ...]) -> tuple[float, float]:
         """(encode, decode) FLOPs on ``shape`` (``n`` entries in rows of ``m``): encode
         ``n (1 + ceil(log2 m)) + 2 n`` (magnitudes, comparison sort, the selection weights and
         their running sum for the draw), decode 0 (a scatter)."""
@@ -476,14 +477,14 @@ class ErrorFeedback:
 
     def __init__(self, compressor: Compressor) -> None:
         self.compressor = compressor
-        self._residual: Dict[int, torch.Tensor] = {}
+        self._residual: dict[int, torch.Tensor] = {}
 
-    def residual(self, client: int) -> Optional[torch.Tensor]:
+    def residual(self, client: int) -> torch.Tensor | None:
         """Client ``client``'s current residual, or None before its first encode."""
         return self._residual.get(int(client))
 
     def encode(self, client: int, tensor: torch.Tensor,
-               generator: Optional[torch.Generator] = None) -> Tuple[Payload, torch.Tensor]:
+               generator: torch.Generator | None = None) -> tuple[Payload, torch.Tensor]:
         """Encode ``tensor`` plus the client's residual; returns the payload and its decoded tensor.
 
         Raises
@@ -503,7 +504,7 @@ class ErrorFeedback:
         self._residual[key] = (corrected - decoded).detach().clone()
         return payload, decoded
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         """``{"residuals": {client: tensor}}``: plain tensors (``torch.load(weights_only=True)``)."""
         return {"residuals": {k: v.clone() for k, v in sorted(self._residual.items())}}
 

@@ -24,14 +24,15 @@ Checks, in order
 """
 from __future__ import annotations
 
+import functools
 import io
-from typing import Any, Dict
+from typing import Any
 
 import torch
 
-from simkit.conformance import ConformanceReport
-from simkit.protocols import missing_members
 from sfl_sim.compression import COMPRESSORS, Compressor, Payload
+from sfl_sim.kit.conformance import ConformanceReport
+from sfl_sim.kit.protocols import missing_members
 
 __all__ = ["ConformanceError", "check_compressor"]
 
@@ -49,14 +50,14 @@ class _Report(ConformanceReport):
     error = ConformanceError
 
 
-def _roundtrip(buffers: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+def _roundtrip(buffers: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     blob = io.BytesIO()
     torch.save(buffers, blob)
     blob.seek(0)
     return torch.load(blob, weights_only=True)
 
 
-def check_compressor(spec: Any, **params: Any) -> Dict[str, Any]:
+def check_compressor(spec: Any, **params: Any) -> dict[str, Any]:
     """Check a compressor against the protocol and the behaviours the simulator relies on.
 
     Parameters
@@ -93,7 +94,7 @@ def check_compressor(spec: Any, **params: Any) -> Dict[str, Any]:
         x = torch.randn(shape, generator=gen) * 3.0
         before = x.clone()
         seed = int(torch.randint(0, 2 ** 31, (), generator=gen))
-        payload = report.attempt("encodes", lambda: comp.encode(x, torch.Generator().manual_seed(seed)))
+        payload = report.attempt("encodes", functools.partial(comp.encode, x, torch.Generator().manual_seed(seed)))
         report.check(isinstance(payload, Payload), "encodes", f"encode returned {type(payload).__name__}, "
                      f"not a Payload, for shape {shape}")
         report.check(torch.equal(x, before), "input kept", f"encode changed its input of shape {shape}")
@@ -101,7 +102,7 @@ def check_compressor(spec: Any, **params: Any) -> Dict[str, Any]:
         report.check(all(isinstance(b, torch.Tensor) for b in buffers.values()), "plain payload",
                      f"buffers {sorted(k for k, b in buffers.items() if not isinstance(b, torch.Tensor))} "
                      f"are not tensors")
-        back = report.attempt("plain payload", lambda: _roundtrip(buffers))
+        back = report.attempt("plain payload", functools.partial(_roundtrip, buffers))
         report.check(set(back) == set(buffers) and all(torch.equal(back[k], buffers[k]) and back[k].dtype ==
                                                        buffers[k].dtype for k in buffers),
                      "plain payload", "a buffer changed through torch.save/torch.load")
@@ -111,7 +112,7 @@ def check_compressor(spec: Any, **params: Any) -> Dict[str, Any]:
         report.check("shape" in buffers and buffers["shape"].nbytes >= 4 * len(shape), "size counted",
                      f"no shape header of {len(shape)} dimension(s) in the payload")
         for label, p in (("", payload), (" read back from bytes", Payload(back, payload.dtype, payload.agreed))):
-            y = report.attempt("decodes", lambda: comp.decode(p))
+            y = report.attempt("decodes", functools.partial(comp.decode, p))
             report.check(isinstance(y, torch.Tensor) and tuple(y.shape) == tuple(shape) and y.dtype == x.dtype,
                          "decodes", f"decode{label} gave {getattr(y, 'shape', y)} {getattr(y, 'dtype', '')}, "
                          f"expected {tuple(shape)} {x.dtype}")

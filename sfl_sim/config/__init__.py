@@ -18,7 +18,7 @@ allowed: a number > 0 in the range [1, 1e+12] (Hz ...)``.
 from sfl_sim.config.errors import format_validation_error
 from sfl_sim.config.fields import Allowed
 from sfl_sim.config.loading import load_scenario, load_scenario_raw, validate
-from sfl_sim.config.models import AlgorithmSpec, ComponentSpec, Metrics, Scenario, json_schema
+from sfl_sim.config.models import AlgorithmSpec, ComponentSpec, Metrics, Scenario
 from sfl_sim.config.overrides import apply_override, flatten, parse_override
 from sfl_sim.config.training import LrScheduleSpec, OptimizerSpec, Training, merge_training
 from sfl_sim.config.yaml_io import read_yaml_file, yaml_load
@@ -26,5 +26,5 @@ from sfl_sim.errors import ConfigError
 
 __all__ = ["ConfigError", "Scenario", "ComponentSpec", "AlgorithmSpec", "Training", "Metrics", "OptimizerSpec",
            "LrScheduleSpec", "merge_training", "load_scenario", "load_scenario_raw", "validate", "parse_override",
-           "apply_override", "json_schema", "yaml_load", "read_yaml_file", "format_validation_error", "flatten",
+           "apply_override", "yaml_load", "read_yaml_file", "format_validation_error", "flatten",
            "Allowed"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import typing
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Type
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -44,7 +45,7 @@ class CrossFieldError(ValueError):
         super().__init__(f"{where}: {what} {value!r}; allowed: {allowed_text}")
         self.relative = relative
 
-    def with_message(self, message: str) -> "CrossFieldError":
+    def with_message(self, message: str) -> CrossFieldError:
         """The same error with a prebuilt one-line message."""
         self.args = (message,)
         return self
@@ -63,15 +64,15 @@ def _is_model(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, BaseModel)
 
 
-def _walk(model: Type[BaseModel], loc: Sequence[Any]) -> Tuple[str, Optional[FieldInfo], Type[BaseModel]]:
+def _walk(model: type[BaseModel], loc: Sequence[Any]) -> tuple[str, FieldInfo | None, type[BaseModel]]:
     """Follow a pydantic error location through the model classes.
 
     Returns the dotted path of the real fields (union/validator tags dropped), the FieldInfo of
     the last field (or None) and the model class the last key belongs to (for unknown keys).
     """
     path = ""
-    info: Optional[FieldInfo] = None
-    current: Optional[Type[BaseModel]] = model
+    info: FieldInfo | None = None
+    current: type[BaseModel] | None = model
     parent = model
     for part in loc:
         if isinstance(part, int):
@@ -94,18 +95,18 @@ def _walk(model: Type[BaseModel], loc: Sequence[Any]) -> Tuple[str, Optional[Fie
     return path, info, parent
 
 
-def _inner_model(annotation: Any) -> Optional[Type[BaseModel]]:
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
     """The model class inside ``Optional[...]``/``List[...]``/``Annotated[...]``, if any."""
     stack = [annotation]
     while stack:
         ann = stack.pop()
         if _is_model(ann):
-            return typing.cast(Type[BaseModel], ann)
+            return typing.cast(type[BaseModel], ann)
         stack.extend(typing.get_args(ann))
     return None
 
 
-def _allowed_text(info: Optional[FieldInfo]) -> Optional[str]:
+def _allowed_text(info: FieldInfo | None) -> str | None:
     if info is None:
         return None
     texts = [m.text for m in info.metadata if isinstance(m, Allowed)]
@@ -123,7 +124,7 @@ def _allowed_text(info: Optional[FieldInfo]) -> Optional[str]:
     return texts[-1] if texts else None
 
 
-def format_validation_error(exc: ValidationError, model: Type[BaseModel]) -> str:
+def format_validation_error(exc: ValidationError, model: type[BaseModel]) -> str:
     """One line for the first error of ``exc``: ``field: got VALUE; allowed: WHAT``.
 
     Parameters
@@ -163,7 +164,7 @@ def format_validation_error(exc: ValidationError, model: Type[BaseModel]) -> str
     return f"{where}: got {value!r}; allowed: {text}"
 
 
-def validate_nested(model: Type[BaseModel], data: Mapping[str, Any]) -> Dict[str, Any]:
+def validate_nested(model: type[BaseModel], data: Mapping[str, Any]) -> dict[str, Any]:
     """Validate ``data`` with ``model`` and dump it (defaults filled), from inside a validator.
 
     Raises

@@ -4,19 +4,20 @@ A field's type carries what an error message says is allowed.  :class:`Allowed` 
 :class:`Number` and :class:`Integer` are bounds that write their own text (``a number > 0 in the
 range [1, 1e+12] (Hz, ...)``) and give pydantic the same bounds, so the check and its
 description cannot drift apart; :class:`OneOf` describes a :data:`typing.Literal` of
-:mod:`sfl_sim.choices`.  Each is ordinary ``Annotated`` metadata, so a type checker reads the
+:mod:`sfl_sim.config.choices`.  Each is ordinary ``Annotated`` metadata, so a type checker reads the
 field as the plain ``int``/``float``/``Literal`` it is.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import annotated_types
-from channel import limits
 from pydantic import AllowInfNan, BaseModel, ConfigDict
-from simkit.ranges import Range
 
-from sfl_sim.choices import allowed
+from sfl_sim.channel import limits
+from sfl_sim.config.choices import allowed
+from sfl_sim.kit.ranges import Range
 
 __all__ = ["Allowed", "Bounds", "Number", "Integer", "OneOf", "Section", "PositiveInt", "NonNegativeInt",
            "PositiveFloat", "Fraction", "BandwidthHz", "ClientPowerW", "ServerPowerW", "NoisePsdDbmPerHz",
@@ -60,7 +61,7 @@ class Bounds(Allowed, annotated_types.GroupedMetadata):
     #: Whether pydantic must refuse infinity and NaN (floats only: an int has neither).
     finite = True
 
-    def __init__(self, low: Optional[float] = None, high: Optional[float] = None, *, low_open: bool = False,
+    def __init__(self, low: float | None = None, high: float | None = None, *, low_open: bool = False,
                  unit: str = "", why: str = "") -> None:
         self.low, self.high, self.low_open = low, high, low_open
         super().__init__(self._describe(unit, why))
@@ -95,8 +96,8 @@ class Number(Bounds):
     """:class:`Bounds` of a ``float`` field."""
 
     @classmethod
-    def of_range(cls, rng: Range) -> "Number":
-        """The bounds of one of :mod:`channel.limits`' physical ranges (one definition for both)."""
+    def of_range(cls, rng: Range) -> Number:
+        """The bounds of one of :mod:`sfl_sim.channel.limits`' physical ranges (one definition for both)."""
         return cls(rng.low, rng.high, low_open=rng.low_open, unit=rng.unit, why=rng.reason)
 
 

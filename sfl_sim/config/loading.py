@@ -6,8 +6,9 @@ number > 0 in the range [1, 1e+12] (Hz ...)``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -36,8 +37,8 @@ def validate(raw: Mapping[str, Any]) -> Scenario:
         raise ConfigError(format_validation_error(exc, Scenario)) from None
 
 
-def load_scenario_raw(path: str | Path, overrides: Optional[List[str]] = None,
-                      extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def load_scenario_raw(path: str | Path, overrides: list[str] | None = None,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Read a scenario file and apply ``--set`` overrides and CLI values, without validating."""
     raw = read_yaml_file(Path(path))
     for text in overrides or []:
@@ -49,8 +50,8 @@ def load_scenario_raw(path: str | Path, overrides: Optional[List[str]] = None,
     return raw
 
 
-def load_scenario(path: str | Path, overrides: Optional[List[str]] = None,
-                  extra: Optional[Dict[str, Any]] = None) -> Scenario:
+def load_scenario(path: str | Path, overrides: list[str] | None = None,
+                  extra: dict[str, Any] | None = None) -> Scenario:
     """Read, override and validate a scenario file.
 
     Parameters

@@ -6,31 +6,61 @@ keys forbidden) *before any work starts*; code reads it by attribute: ``cfg.cell
 Swappable parts (dataset, partitioner, model, algorithm, channel components) are open
 :class:`ComponentSpec` s: a ``name`` (a registered short name or ``package.module:Class``) and the
 component's own parameters beside it.  Their parameters are checked when the component is built,
-which also happens before training (see :mod:`sfl_sim.runner`).
+which also happens before training (see :mod:`sfl_sim.runs.runner`).
 
-``sfl-sim schema`` prints :func:`json_schema`, so editors complete and check scenario YAML.
+``sfl-sim schema`` prints :func:`sfl_sim.catalog.component_schema.json_schema`, so editors complete and
+check scenario YAML.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, StrictBool, ValidationError, \
-    model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StrictBool,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from channel.kinds import CHANNEL_KINDS
-from sfl_sim.choices import Coherence, CompressionPath, DeviceName, DownlinkMode, ExecutionMode, OnOutage, \
-    OutOfRange, StragglerPolicy
+from sfl_sim.channel.kinds import CHANNEL_KINDS
+from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
+from sfl_sim.config.choices import (
+    Coherence,
+    CompressionPath,
+    DeviceName,
+    DownlinkMode,
+    ExecutionMode,
+    OnOutage,
+    OutOfRange,
+    StragglerPolicy,
+)
 from sfl_sim.config.errors import CrossFieldError, format_validation_error
-from sfl_sim.config.fields import Allowed, BandwidthHz, ClientPowerW, ComputeFlopsPerS, Fraction, Integer, \
-    NoisePsdDbmPerHz, Number, OneOf, PositiveFloat, PositiveInt, Section, ServerPowerW
+from sfl_sim.config.fields import (
+    Allowed,
+    BandwidthHz,
+    ClientPowerW,
+    ComputeFlopsPerS,
+    Fraction,
+    Integer,
+    NoisePsdDbmPerHz,
+    Number,
+    OneOf,
+    PositiveFloat,
+    PositiveInt,
+    Section,
+    ServerPowerW,
+)
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
-from sfl_sim.energy.models import SERVER_J_PER_FLOP
 
 __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
            "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
-           "Outage", "HarqSpec", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario", "json_schema"]
+           "Outage", "HarqSpec", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario"]
 
 
 #: The HARQ model a ``cell.harq`` mapping without ``name`` names (:data:`channel.CHANNEL_KINDS`).
@@ -71,11 +101,11 @@ class ComponentSpec(BaseModel):
         return value
 
     @property
-    def params(self) -> Dict[str, Any]:
+    def params(self) -> dict[str, Any]:
         """The component's parameters: every key but ``name`` and ``label``."""
         return {k: v for k, v in (self.model_extra or {}).items() if k != "label"}
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """``{"name": ..., **params}`` (with ``label`` when set), as written in YAML."""
         return {"name": self.name, **(self.model_extra or {})}
 
@@ -96,7 +126,7 @@ class CompressorSpec(ComponentSpec):
     error_feedback: Annotated[StrictBool, Allowed(
         "true or false (carry each client's compression residual into its next update; updates only)")] = False
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """``{"name": ..., **params}`` with ``error_feedback`` when true."""
         data = super().as_dict()
         if self.error_feedback:
@@ -104,7 +134,7 @@ class CompressorSpec(ComponentSpec):
         return data
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> Dict[str, Any]:
+    def _dump(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
         if not self.error_feedback:
             data.pop("error_feedback", None)
@@ -119,18 +149,18 @@ class Compression(Section):
     the global model), ``model_download`` the global model an FL server broadcasts to the cohort
     (the clients train from the decoded model).  Allowed at the top level (every algorithm) and in an algorithm's entry,
     whose paths win (``null`` there turns a shared path off for that algorithm).  When the run is
-    built (:func:`sfl_sim.build.applied_compression`) a top-level path applies to the algorithms
+    built (:func:`sfl_sim.runs.build.applied_compression`) a top-level path applies to the algorithms
     that have it; an algorithm refuses a path of its own block that it lacks, and a top-level
     block none of whose paths it has.
     """
 
-    activations: Optional[CompressorSpec] = None
-    gradients: Optional[CompressorSpec] = None
-    updates: Optional[CompressorSpec] = None
-    model_download: Optional[CompressorSpec] = None
+    activations: CompressorSpec | None = None
+    gradients: CompressorSpec | None = None
+    updates: CompressorSpec | None = None
+    model_download: CompressorSpec | None = None
 
     @model_validator(mode="after")
-    def _feedback_on_updates(self) -> "Compression":
+    def _feedback_on_updates(self) -> Compression:
         for path in ("activations", "gradients"):
             spec = getattr(self, path)
             if spec is not None and spec.error_feedback:
@@ -143,20 +173,20 @@ class Compression(Section):
                                   "feedback applies to updates)", relative=True)
         return self
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The paths this block sets, as written in YAML."""
         return {path: None if getattr(self, path) is None else getattr(self, path).as_dict()
                 for path in COMPRESSION_PATHS if path in self.model_fields_set}
 
 
 #: The paths of a ``compression:`` block, in order.
-COMPRESSION_PATHS: Tuple[str, ...] = get_args(CompressionPath)
+COMPRESSION_PATHS: tuple[str, ...] = get_args(CompressionPath)
 
 
-def merge_compression(shared: Optional[Compression], own: Optional[Compression]) -> Dict[str, Optional[str]]:
+def merge_compression(shared: Compression | None, own: Compression | None) -> dict[str, str | None]:
     """Where each path's compressor of one run comes from: ``"own"`` (the algorithm's block sets
     it), ``"shared"`` (the top-level block does) or None (no compression on that path)."""
-    out: Dict[str, Optional[str]] = {}
+    out: dict[str, str | None] = {}
     for path in COMPRESSION_PATHS:
         if own is not None and path in own.model_fields_set:
             out[path] = "own" if getattr(own, path) is not None else None
@@ -174,11 +204,11 @@ class AlgorithmSpec(ComponentSpec):
     optional ``training:`` block overriding the shared training settings for this run (neither
     is passed to the algorithm's constructor)."""
 
-    training: Optional[TrainingOverride] = None
-    compression: Optional[Compression] = None
+    training: TrainingOverride | None = None
+    compression: Compression | None = None
 
     @model_validator(mode="after")
-    def _check_label(self) -> "AlgorithmSpec":
+    def _check_label(self) -> AlgorithmSpec:
         label = (self.model_extra or {}).get("label")
         if label is None:
             return self
@@ -188,7 +218,7 @@ class AlgorithmSpec(ComponentSpec):
         return self
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> Dict[str, Any]:
+    def _dump(self, handler: Any) -> dict[str, Any]:
         # Only what the scenario wrote: no 'training: null' for runs without an override (their
         # resolved scenario.yaml stays as it was), and only the overridden training fields.
         data = handler(self)
@@ -208,7 +238,7 @@ class AlgorithmSpec(ComponentSpec):
             return label
         return self.name.replace(":", "_").replace("/", "_").replace("\\", "_")
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """``{"name": ..., **params}`` with ``label`` and the ``training`` override when set."""
         data = super().as_dict()
         if self.training is not None:
@@ -234,12 +264,12 @@ class ModelSection(Section):
 
     name: str = "alexnet"
     split_point: str = "S2"
-    params: Dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class Capability(Section):
     """``clients.capability:``: per-client compute speed (and link throughput) from a device trace
-    (:mod:`sfl_sim.availability.capability`) instead of the uniform draw."""
+    (:mod:`sfl_sim.clients.availability.capability`) instead of the uniform draw."""
 
     path: Annotated[str, Field(min_length=1), Allowed("the path of a device capability file")]
     format: Annotated[Literal["csv", "fedscale"], OneOf(Literal["csv", "fedscale"])] = "csv"
@@ -252,14 +282,14 @@ class Clients(Section):
 
     count: Annotated[int, Integer(1, 10_000_000)] = 100
     participation: Fraction = 0.1
-    selection: Optional[ComponentSpec] = None
+    selection: ComponentSpec | None = None
     compute_flops_per_s_min: ComputeFlopsPerS = 1.0e9
     compute_flops_per_s_max: ComputeFlopsPerS = 1.0e10
     availability: ComponentSpec = _default("always")
-    capability: Optional[Capability] = None
+    capability: Capability | None = None
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> Dict[str, Any]:
+    def _dump(self, handler: Any) -> dict[str, Any]:
         # The defaults are left out, so the scenario.yaml of a run without traces stays as it was
         # (a missing field reads as its default everywhere a scenario is compared).
         data = handler(self)
@@ -274,7 +304,7 @@ class Stragglers(Section):
     """``stragglers:``: how the server waits for clients."""
 
     policy: Annotated[StragglerPolicy, OneOf(StragglerPolicy)] = "wait_all"
-    deadline_s: Optional[PositiveFloat] = None
+    deadline_s: PositiveFloat | None = None
     over_selection_fraction: PositiveFloat = 0.25
 
 
@@ -300,7 +330,7 @@ class Outage(Section):
     """``cell.outage:``: when an upload fails and what happens then."""
 
     min_rate_bps: Annotated[float, Number(0), Allowed("a number >= 0 (0 and no min_snr_db: no outage)")] = 0.0
-    min_snr_db: Optional[Annotated[float, Number(-100.0, 100.0, unit="dB")]] = None
+    min_snr_db: Annotated[float, Number(-100.0, 100.0, unit="dB")] | None = None
     max_attempts: Annotated[int, Integer(1, 1000),
                             Allowed("an integer in [1, 1000] (attempts in all, 1 = no retransmission)")] = 1
     on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
@@ -308,7 +338,7 @@ class Outage(Section):
 
 class HarqSpec(ComponentSpec):
     """``cell.harq:``: the HARQ model of uplink transport blocks, a component of kind ``harq``
-    (:mod:`channel.harq`); absent, null or ``none``: no HARQ.
+    (:mod:`sfl_sim.channel.link.harq`); absent, null or ``none``: no HARQ.
 
     A mapping without ``name`` names the built-in ``harq`` (``{mode: sampled, max_transmissions:
     4}``: the form this section had before HARQ was a component kind).  The built-in needs
@@ -347,7 +377,7 @@ class CellSection(Section):
     power_control: ComponentSpec = _default("fixed")
     interference: ComponentSpec = _default("none")
     outage: Outage = Field(default_factory=Outage)
-    harq: Optional[HarqSpec] = None
+    harq: HarqSpec | None = None
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
@@ -368,13 +398,13 @@ class Battery(Section):
 
 class EnergySection(Section):
     """``energy:``: the clients' device energy model, the server's J/FLOP and optional batteries
-    (:mod:`sfl_sim.energy`).  The ledger only records (``energy.csv``, ``client_energy_j``);
+    (:mod:`sfl_sim.clients.energy`).  The ledger only records (``energy.csv``, ``client_energy_j``);
     batteries, when set, also decide who can be selected and who drops out."""
 
     enabled: Annotated[bool, Allowed("true or false (write energy.csv and the energy columns)")] = True
     device: ComponentSpec = _default("dvfs")
     server_j_per_flop: JoulesPerFlop = SERVER_J_PER_FLOP
-    battery: Optional[Battery] = None
+    battery: Battery | None = None
 
 
 class Scenario(Section):
@@ -384,15 +414,15 @@ class Scenario(Section):
     seed: Annotated[int, Field(ge=0, lt=2**63), Allowed("an integer >= 0 (below 2**63)")] = 0
     rounds: PositiveInt = 40
     eval_every_rounds: PositiveInt = 1
-    eval_samples: Optional[PositiveInt] = None
-    eval_batch_size: Annotated[Union[PositiveInt, Literal["auto"]],
+    eval_samples: PositiveInt | None = None
+    eval_batch_size: Annotated[PositiveInt | Literal["auto"],
                                Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
-    target_accuracies: List[Annotated[Fraction, Allowed("a fraction in (0, 1]")]] = \
+    target_accuracies: list[Annotated[Fraction, Allowed("a fraction in (0, 1]")]] = \
         Field(default_factory=lambda: [0.5, 0.6, 0.7, 0.8])
     device: Annotated[DeviceName, OneOf(DeviceName)] = "auto"
     execution: Annotated[ExecutionMode, OneOf(ExecutionMode)] = "auto"
     output_dir: Annotated[str, Field(min_length=1), Allowed("a non-empty path")] = "runs/scenario"
-    algorithms: Annotated[List[AlgorithmSpec], Field(min_length=1), Allowed("a non-empty list of component specs")] = \
+    algorithms: Annotated[list[AlgorithmSpec], Field(min_length=1), Allowed("a non-empty list of component specs")] = \
         Field(default_factory=lambda: [AlgorithmSpec(name="scala")])
     training: Training = Field(default_factory=Training)
     data: Data = Field(default_factory=Data)
@@ -403,10 +433,10 @@ class Scenario(Section):
     cell: CellSection = Field(default_factory=CellSection)
     metrics: Metrics = Field(default_factory=Metrics)
     energy: EnergySection = Field(default_factory=EnergySection)
-    compression: Optional[Compression] = None
+    compression: Compression | None = None
 
     @model_serializer(mode="wrap")
-    def _dump(self, handler: Any) -> Dict[str, Any]:
+    def _dump(self, handler: Any) -> dict[str, Any]:
         # A scenario without compression writes no compression key (its scenario.yaml stays as it
         # was); one with it writes the paths it sets.
         data = handler(self)
@@ -416,7 +446,7 @@ class Scenario(Section):
         return data
 
     @model_validator(mode="after")
-    def _cross_fields(self) -> "Scenario":
+    def _cross_fields(self) -> Scenario:
         c = self.clients
         if c.compute_flops_per_s_max < c.compute_flops_per_s_min:
             raise CrossFieldError("clients.compute_flops_per_s_max", c.compute_flops_per_s_max,
@@ -456,12 +486,12 @@ class Scenario(Section):
         ``training:`` block applied (:func:`merge_training`)."""
         return merge_training(self.training, self.algorithm(label).training)
 
-    def compression_for(self, label: str) -> Dict[str, Optional[Tuple[str, CompressorSpec]]]:
+    def compression_for(self, label: str) -> dict[str, tuple[str, CompressorSpec] | None]:
         """Each path's compressor of the run of ``label`` with the scenario field it comes from
         (``algorithms[i].compression.activations`` or ``compression.activations``), or None:
         the algorithm's ``compression:`` paths win over the top-level block's."""
         spec = self.algorithm(label)
-        out: Dict[str, Optional[Tuple[str, CompressorSpec]]] = {}
+        out: dict[str, tuple[str, CompressorSpec] | None] = {}
         for path, source in merge_compression(self.compression, spec.compression).items():
             if source == "own":
                 out[path] = (f"algorithms[{self.algorithms.index(spec)}].compression.{path}",
@@ -472,20 +502,6 @@ class Scenario(Section):
                 out[path] = None
         return out
 
-    def to_yaml_dict(self) -> Dict[str, Any]:
+    def to_yaml_dict(self) -> dict[str, Any]:
         """The scenario as plain YAML-able data (components flattened back to ``{name, **params}``)."""
         return self.model_dump(mode="json")
-
-
-def json_schema() -> Dict[str, Any]:
-    """The JSON Schema of a scenario file (for editors: completion and checking of YAML), each
-    component field with its components' parameters (:mod:`sfl_sim.component_schema`)."""
-    from sfl_sim.component_schema import add_components  # reads the registries (imports torch)
-
-    sections = {name: f.annotation.__name__ for name, f in Scenario.model_fields.items()
-                if isinstance(f.annotation, type)}
-    schema = add_components(Scenario.model_json_schema(), sections)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "sfl-sim scenario"
-    return schema
-

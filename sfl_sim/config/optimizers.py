@@ -10,7 +10,7 @@ names torch classes as strings, so validating a scenario does not import torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Dict, List, Optional, Type
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -34,7 +34,7 @@ class SGDParams(Section):
     weight_decay: Annotated[float, Number(0, why="L2 penalty")] = 0.0
 
     @model_validator(mode="after")
-    def _nesterov(self) -> "SGDParams":
+    def _nesterov(self) -> SGDParams:
         if self.nesterov and (self.momentum == 0 or self.dampening != 0):
             raise CrossFieldError("nesterov", True, "true only with momentum > 0 and dampening 0 (torch.optim.SGD)",
                                   relative=True)
@@ -44,7 +44,7 @@ class SGDParams(Section):
 class AdamParams(Section):
     """Hyper-parameters of ``torch.optim.Adam`` besides the learning rate."""
 
-    betas: Annotated[List[_BelowOne], Field(min_length=2, max_length=2),
+    betas: Annotated[list[_BelowOne], Field(min_length=2, max_length=2),
                      Allowed("two numbers in [0, 1) (beta1, beta2)")] = Field(default_factory=lambda: [0.9, 0.999])
     eps: Annotated[float, Number(0, low_open=True)] = 1e-8
     weight_decay: Annotated[float, Number(0, why="L2 penalty")] = 0.0
@@ -71,11 +71,11 @@ class BuiltinOptimizer:
     """
 
     torch_class: str
-    params: Type[Section]
+    params: type[Section]
 
 
 #: Built-in optimizers of ``training.optimizer``, by name (the default first).
-BUILTIN_OPTIMIZERS: Dict[str, BuiltinOptimizer] = {
+BUILTIN_OPTIMIZERS: dict[str, BuiltinOptimizer] = {
     "sgd": BuiltinOptimizer("SGD", SGDParams),
     "adam": BuiltinOptimizer("Adam", AdamParams),
     "adamw": BuiltinOptimizer("AdamW", AdamWParams),
@@ -86,7 +86,7 @@ BUILTIN_OPTIMIZERS: Dict[str, BuiltinOptimizer] = {
 class ScheduleParams(Section):
     """The parameters of a learning-rate schedule."""
 
-    def torch_kwargs(self) -> Dict[str, Any]:
+    def torch_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of its torch scheduler besides the optimizer."""
         return {}
 
@@ -101,7 +101,7 @@ class StepParams(ScheduleParams):
     step_size_rounds: Annotated[PositiveInt, Allowed("an integer >= 1 (rounds between decays)")]
     gamma: _Decay = 0.1
 
-    def torch_kwargs(self) -> Dict[str, Any]:
+    def torch_kwargs(self) -> dict[str, Any]:
         return {"step_size": self.step_size_rounds, "gamma": self.gamma}
 
 
@@ -110,7 +110,7 @@ class ExponentialParams(ScheduleParams):
 
     gamma: _Decay
 
-    def torch_kwargs(self) -> Dict[str, Any]:
+    def torch_kwargs(self) -> dict[str, Any]:
         return {"gamma": self.gamma}
 
 
@@ -121,7 +121,7 @@ class CosineParams(ScheduleParams):
     rounds: Annotated[PositiveInt, Allowed("an integer >= 1 (T_max, the rounds of one half cosine)")]
     eta_min: Annotated[float, Number(0, why="the learning rate at the end of the half cosine")] = 0.0
 
-    def torch_kwargs(self) -> Dict[str, Any]:
+    def torch_kwargs(self) -> dict[str, Any]:
         return {"T_max": self.rounds, "eta_min": self.eta_min}
 
 
@@ -139,12 +139,12 @@ class BuiltinSchedule:
         arguments.
     """
 
-    torch_class: Optional[str]
-    params: Type[ScheduleParams]
+    torch_class: str | None
+    params: type[ScheduleParams]
 
 
 #: Per-round learning-rate schedules of ``training.lr_schedule``, by name (the default first).
-BUILTIN_SCHEDULES: Dict[str, BuiltinSchedule] = {
+BUILTIN_SCHEDULES: dict[str, BuiltinSchedule] = {
     "constant": BuiltinSchedule(None, ConstantParams),
     "step": BuiltinSchedule("StepLR", StepParams),
     "exponential": BuiltinSchedule("ExponentialLR", ExponentialParams),

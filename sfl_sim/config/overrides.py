@@ -6,7 +6,8 @@ written one.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -16,7 +17,7 @@ from sfl_sim.errors import ConfigError
 __all__ = ["parse_override", "apply_override", "flatten"]
 
 
-def parse_override(text: str) -> Tuple[List[str], Any]:
+def parse_override(text: str) -> tuple[list[str], Any]:
     """Parse ``a.b.c=VALUE`` (VALUE in YAML syntax) into (path, value).
 
     Raises
@@ -34,7 +35,7 @@ def parse_override(text: str) -> Tuple[List[str], Any]:
     return key.strip().split("."), value
 
 
-def apply_override(raw: Dict[str, Any], path: List[str], value: Any) -> None:
+def apply_override(raw: dict[str, Any], path: list[str], value: Any) -> None:
     """Set ``raw[path[0]][path[1]]... = value``, creating intermediate mappings.
 
     Raises
@@ -55,9 +56,9 @@ def apply_override(raw: Dict[str, Any], path: List[str], value: Any) -> None:
     node[path[-1]] = value
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}} -> {"a.b": 1}`` (lists and component specs' parameters included)."""
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for key, value in data.items():
         where = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Mapping) and value:

@@ -8,27 +8,35 @@ fields for its run; :func:`merge_training` applies it.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Annotated, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, create_model, model_validator
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from sfl_sim.choices import ClientOptimizerState
+from sfl_sim.config.choices import ClientOptimizerState
 from sfl_sim.config.errors import CrossFieldError, validate_nested
-from sfl_sim.config.fields import MAX_TORCH_THREADS, Allowed, Integer, Number, OneOf, PositiveFloat, PositiveInt, \
-    Section
+from sfl_sim.config.fields import (
+    MAX_TORCH_THREADS,
+    Allowed,
+    Integer,
+    Number,
+    OneOf,
+    PositiveFloat,
+    PositiveInt,
+    Section,
+)
 from sfl_sim.config.optimizers import BUILTIN_OPTIMIZERS, BUILTIN_SCHEDULES
 
 __all__ = ["OptimizerSpec", "LrScheduleSpec", "Training", "TrainingOverride", "LOCAL_WORK_FIELDS",
            "DEFAULT_LOCAL_ITERATIONS", "OVERRIDABLE_TRAINING_FIELDS", "override_dict", "merge_training"]
 
 
-def _first_line(doc: Optional[str]) -> str:
+def _first_line(doc: str | None) -> str:
     return (doc or "").split("\n")[0]
 
 
-def _unknown_name(name: str, known: Tuple[str, ...], allowed_text: str) -> PydanticCustomError:
+def _unknown_name(name: str, known: tuple[str, ...], allowed_text: str) -> PydanticCustomError:
     close = difflib.get_close_matches(name, list(known), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return PydanticCustomError("nested", "{message}", {"message": f"name: got {name!r}{hint}; allowed: {allowed_text}"})
@@ -42,11 +50,11 @@ class _NamedSpec(BaseModel):
     name: str
 
     @property
-    def params(self) -> Dict[str, Any]:
+    def params(self) -> dict[str, Any]:
         """Everything beside ``name``."""
         return dict(self.model_extra or {})
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """``{"name": ..., **params}`` as written to ``scenario.yaml``."""
         return {"name": self.name, **self.params}
 
@@ -153,15 +161,15 @@ class Training(Section):
     batch_size: Annotated[PositiveInt, Allowed("an integer >= 1 (with local_iterations: B, the server-side "
                                                "minibatch split over the cohort by eq. 3; with local_epochs: "
                                                "every client's batch b)")] = 320
-    local_iterations: Optional[Annotated[PositiveInt, Allowed("an integer >= 1 (T)")]] = DEFAULT_LOCAL_ITERATIONS
-    local_epochs: Optional[Annotated[PositiveInt, Allowed("an integer >= 1 (E)")]] = None
+    local_iterations: Annotated[PositiveInt, Allowed("an integer >= 1 (T)")] | None = DEFAULT_LOCAL_ITERATIONS
+    local_epochs: Annotated[PositiveInt, Allowed("an integer >= 1 (E)")] | None = None
     learning_rate: PositiveFloat = 0.01
     optimizer: OptimizerSpec = Field(default_factory=lambda: OptimizerSpec.model_validate(_OPTIMIZER_NAMES[0]))
     lr_schedule: LrScheduleSpec = Field(default_factory=lambda: LrScheduleSpec.model_validate(_SCHEDULE_NAMES[0]))
-    max_grad_norm: Optional[Annotated[float, Number(0, low_open=True, why="largest gradient 2-norm of one step")]] \
+    max_grad_norm: Annotated[float, Number(0, low_open=True, why="largest gradient 2-norm of one step")] | None \
         = None
     client_optimizer_state: Annotated[ClientOptimizerState, OneOf(ClientOptimizerState)] = "fresh"
-    torch_threads: Optional[Annotated[int, Integer(1, MAX_TORCH_THREADS, why="host threads")]] = None
+    torch_threads: Annotated[int, Integer(1, MAX_TORCH_THREADS, why="host threads")] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -178,7 +186,7 @@ class Training(Section):
         return {**value, "local_iterations": None}  # E alone: no T
 
     @model_validator(mode="after")
-    def _schedule_floor(self) -> "Training":
+    def _schedule_floor(self) -> Training:
         eta_min = self.lr_schedule.params.get("eta_min", 0.0)
         if eta_min > self.learning_rate:
             raise CrossFieldError("lr_schedule.eta_min", eta_min, f"at most training.learning_rate "
@@ -195,17 +203,17 @@ else:
     TrainingOverride = create_model(
         "TrainingOverride", __base__=Section, __doc__=(
             "An algorithm's ``training:`` block: the shared ``training:`` fields it replaces for that run."),
-        **{name: (Optional[Training.model_fields[name].annotation], Field(None, json_schema_extra=None))
+        **{name: (Training.model_fields[name].annotation | None, Field(None, json_schema_extra=None))
            for name in OVERRIDABLE_TRAINING_FIELDS})
 
 
-def override_dict(override: BaseModel) -> Dict[str, Any]:
+def override_dict(override: BaseModel) -> dict[str, Any]:
     """The fields an override block sets, as YAML-able data (in field order)."""
     dumped = override.model_dump(mode="json")
     return {k: dumped[k] for k in OVERRIDABLE_TRAINING_FIELDS if k in override.model_fields_set}
 
 
-def merge_training(shared: Training, override: Optional[BaseModel]) -> Training:
+def merge_training(shared: Training, override: BaseModel | None) -> Training:
     """The training settings of one run: ``shared`` with the fields ``override`` sets replaced.
 
     A given ``local_iterations`` or ``local_epochs`` replaces the pair (setting one clears the

@@ -6,8 +6,9 @@ mapping) is one :class:`~sfl_sim.errors.ConfigError` line naming the file.
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Dict, Hashable
+from typing import Any
 
 import yaml
 
@@ -24,9 +25,9 @@ class _Loader(yaml.SafeLoader):
     silently replace a whole section (the second ``cell:`` wins), so it is an error.
     """
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Dict[Hashable, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         self.flatten_mapping(node)  # resolve '<<' merge keys first: they may legitimately repeat keys
-        first_line: Dict[Any, int] = {}
+        first_line: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
@@ -61,7 +62,7 @@ def yaml_load(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def read_yaml_file(path: Path, what: str = "scenario file") -> Dict[str, Any]:
+def read_yaml_file(path: Path, what: str = "scenario file") -> dict[str, Any]:
     """Read a YAML file that must be a non-empty text mapping; every failure is one ConfigError line."""
     if not path.is_file():
         raise ConfigError(f"{what} {str(path)!r} does not exist")

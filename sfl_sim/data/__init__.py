@@ -3,7 +3,7 @@
 Registries: :data:`DATASETS` (``"fashion_mnist"``, ``"mnist"``) and :data:`PARTITIONERS`
 (``"iid"``, ``"quantity"``, ``"dirichlet"``).
 """
-from .datasets import (
+from sfl_sim.data.datasets import (
     DATASETS,
     IDX_FILES,
     MNIST,
@@ -12,8 +12,8 @@ from .datasets import (
     FashionMNIST,
     IdxImageDataset,
 )
-from .idx import IDX_DTYPES, IdxFormatError, read_idx, write_idx
-from .partition import (
+from sfl_sim.data.idx import IDX_DTYPES, IdxFormatError, read_idx, write_idx
+from sfl_sim.data.partition import (
     PARTITIONERS,
     DirichletLabelSkew,
     DirichletOverClients,
@@ -44,6 +44,6 @@ __all__ = [
     "write_idx",
 ]
 
-from simkit.registry import import_submodules as _import_submodules
+from sfl_sim.kit.registry import import_submodules as _import_submodules
 
 _import_submodules(__name__)  # registers every dataset/partitioner module of this package

@@ -20,26 +20,25 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any, List, Literal, Optional, Tuple
+from typing import Any, Literal
 
 import numpy as np
 
-from simkit.params import ParamsModel
-
-from .datasets import DATASETS
-from .images import DatasetFormatError, LocalImageDataset, check_labels
+from sfl_sim.data.datasets import DATASETS
+from sfl_sim.data.images import DatasetFormatError, LocalImageDataset, check_labels
+from sfl_sim.kit.params import ParamsModel
 
 __all__ = ["CIFAR10", "CIFAR100", "CIFAR10_FILES", "CIFAR100_FILES", "read_cifar_batch"]
 
 #: CIFAR-10 folder name and its train / test batch files.
 CIFAR10_DIR = "cifar-10-batches-py"
-CIFAR10_FILES: Tuple[Tuple[str, ...], Tuple[str, ...]] = (
+CIFAR10_FILES: tuple[tuple[str, ...], tuple[str, ...]] = (
     tuple(f"data_batch_{k}" for k in range(1, 6)),
     ("test_batch",),
 )
 #: CIFAR-100 folder name and its train / test files.
 CIFAR100_DIR = "cifar-100-python"
-CIFAR100_FILES: Tuple[Tuple[str, ...], Tuple[str, ...]] = (("train",), ("test",))
+CIFAR100_FILES: tuple[tuple[str, ...], tuple[str, ...]] = (("train",), ("test",))
 
 _ALLOWED_GLOBALS = {
     ("numpy.core.multiarray", "_reconstruct"),
@@ -59,7 +58,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a CIFAR batch file")
 
 
-def read_cifar_batch(path: str, label_key: str) -> Tuple[np.ndarray, np.ndarray]:
+def read_cifar_batch(path: str, label_key: str) -> tuple[np.ndarray, np.ndarray]:
     """Read one CIFAR python batch file.
 
     Parameters
@@ -110,16 +109,16 @@ def read_cifar_batch(path: str, label_key: str) -> Tuple[np.ndarray, np.ndarray]
 
 class _CifarPickles(LocalImageDataset):
     folder: str = ""
-    files: Tuple[Tuple[str, ...], Tuple[str, ...]] = ((), ())
+    files: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
     def label_key(self) -> str:
         return "labels"
 
-    def _resolve(self, root: str) -> Tuple[str, List[str]]:
+    def _resolve(self, root: str) -> tuple[str, list[str]]:
         """The folder holding the files (``root`` or ``root/folder``) and the files missing there."""
         names = self.files[0] + self.files[1]
-        best: Optional[Tuple[str, List[str]]] = None
+        best: tuple[str, list[str]] | None = None
         for candidate in (root, os.path.join(root, self.folder)):
             missing = [n for n in names if not os.path.isfile(os.path.join(candidate, n))]
             if not missing:
@@ -129,11 +128,11 @@ class _CifarPickles(LocalImageDataset):
         assert best is not None
         return best
 
-    def _read(self, root: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _read(self, root: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         folder, missing = self._resolve(root)
         if missing:
             raise self._not_found(f"missing {', '.join(missing)} in {folder!r}")
-        out: List[np.ndarray] = []
+        out: list[np.ndarray] = []
         for names in self.files:
             xs, ys = [], []
             for name in names:
@@ -216,9 +215,9 @@ class CIFAR100(_CifarPickles):
 
     def __init__(
         self,
-        data_root: Optional[str] = None,
-        max_train_samples: Optional[int] = None,
-        max_test_samples: Optional[int] = None,
+        data_root: str | None = None,
+        max_train_samples: int | None = None,
+        max_test_samples: int | None = None,
         label_type: str = "fine",
     ) -> None:
         super().__init__(data_root, max_train_samples, max_test_samples)
@@ -229,5 +228,5 @@ class CIFAR100(_CifarPickles):
     def label_key(self) -> str:
         return f"{self.label_type}_labels"
 
-    def _params(self) -> List[str]:
+    def _params(self) -> list[str]:
         return super()._params() + [f"label_type={self.label_type!r}"]

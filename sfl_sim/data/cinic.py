@@ -25,19 +25,17 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import List, Optional, Tuple
 
 import numpy as np
 
-from simkit.params import ParamsModel, PositiveInt
-
-from .datasets import DATASETS
-from .images import DatasetFormatError, LocalImageDataset
+from sfl_sim.data.datasets import DATASETS
+from sfl_sim.data.images import DatasetFormatError, LocalImageDataset
+from sfl_sim.kit.params import ParamsModel, PositiveInt
 
 __all__ = ["CINIC10", "CINIC10_CLASSES", "list_image_folder", "read_png_rgb32"]
 
 #: Class folders in label order (the CIFAR-10 classes).
-CINIC10_CLASSES: Tuple[str, ...] = (
+CINIC10_CLASSES: tuple[str, ...] = (
     "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck",
 )
 _SUBDIRS = ("CINIC-10", "cinic-10", "CINIC10", "cinic10")
@@ -65,7 +63,7 @@ def read_png_rgb32(path: str) -> np.ndarray:
     return np.asarray(rgb, dtype=np.uint8)
 
 
-def list_image_folder(folder: str, classes: Tuple[str, ...] = CINIC10_CLASSES) -> Tuple[List[str], np.ndarray]:
+def list_image_folder(folder: str, classes: tuple[str, ...] = CINIC10_CLASSES) -> tuple[list[str], np.ndarray]:
     """The ``.png`` files of ``folder/<class>/`` in the interleaved order and their labels.
 
     Parameters
@@ -91,7 +89,7 @@ def list_image_folder(folder: str, classes: Tuple[str, ...] = CINIC10_CLASSES) -
     if extra:
         raise DatasetFormatError(f"folder {folder!r}: unexpected class folder(s) {', '.join(extra)}; allowed: "
                                  f"{', '.join(classes)}")
-    per_class: List[List[str]] = []
+    per_class: list[list[str]] = []
     for name in classes:
         sub = os.path.join(folder, name)
         if not os.path.isdir(sub):
@@ -101,8 +99,8 @@ def list_image_folder(folder: str, classes: Tuple[str, ...] = CINIC10_CLASSES) -
         if not files:
             raise DatasetFormatError(f"class folder {sub!r} holds no .png file")
         per_class.append([os.path.join(sub, f) for f in files])
-    paths: List[str] = []
-    labels: List[int] = []
+    paths: list[str] = []
+    labels: list[int] = []
     for i in range(max(len(files) for files in per_class)):
         for label, files in enumerate(per_class):
             if i < len(files):
@@ -154,26 +152,26 @@ class CINIC10(LocalImageDataset):
         """CINIC-10's own parameters (the others are :class:`~sfl_sim.data.datasets.LoaderParams`)."""
 
         include_valid_in_train: bool = False
-        num_workers: Optional[PositiveInt] = None
+        num_workers: PositiveInt | None = None
 
     def __init__(
         self,
-        data_root: Optional[str] = None,
-        max_train_samples: Optional[int] = None,
-        max_test_samples: Optional[int] = None,
+        data_root: str | None = None,
+        max_train_samples: int | None = None,
+        max_test_samples: int | None = None,
         include_valid_in_train: bool = False,
-        num_workers: Optional[int] = None,
+        num_workers: int | None = None,
     ) -> None:
         super().__init__(data_root, max_train_samples, max_test_samples)
         CINIC10.Params.check(include_valid_in_train=include_valid_in_train, num_workers=num_workers)
         self.include_valid_in_train = include_valid_in_train
         self.num_workers = num_workers
 
-    def _splits(self) -> Tuple[str, ...]:
+    def _splits(self) -> tuple[str, ...]:
         return ("train", "valid", "test") if self.include_valid_in_train else ("train", "test")
 
-    def _resolve(self, root: str) -> Tuple[str, List[str]]:
-        best: Optional[Tuple[str, List[str]]] = None
+    def _resolve(self, root: str) -> tuple[str, list[str]]:
+        best: tuple[str, list[str]] | None = None
         for candidate in (root, *(os.path.join(root, s) for s in _SUBDIRS)):
             missing = [s + "/" for s in self._splits() if not os.path.isdir(os.path.join(candidate, s))]
             if not missing:
@@ -183,7 +181,7 @@ class CINIC10(LocalImageDataset):
         assert best is not None
         return best
 
-    def _decode(self, paths: List[str]) -> np.ndarray:
+    def _decode(self, paths: list[str]) -> np.ndarray:
         out = np.empty((len(paths), 32, 32, 3), dtype=np.uint8)
         if not paths:
             return out
@@ -193,7 +191,7 @@ class CINIC10(LocalImageDataset):
                 out[i] = img
         return out
 
-    def _read(self, root: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _read(self, root: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         folder, missing = self._resolve(root)
         if missing:
             raise self._not_found(f"missing folder(s) {', '.join(missing)} in {folder!r}")
@@ -209,6 +207,6 @@ class CINIC10(LocalImageDataset):
         return (self._decode(train_paths[:n_train]), train_y[:n_train],
                 self._decode(test_paths[:n_test]), test_y[:n_test])
 
-    def _params(self) -> List[str]:
+    def _params(self) -> list[str]:
         return super()._params() + [f"include_valid_in_train={self.include_valid_in_train!r}",
                                     f"num_workers={self.num_workers!r}"]

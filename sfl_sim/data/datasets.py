@@ -9,16 +9,15 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional, TYPE_CHECKING, Tuple, Union
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simkit.params import ParamsModel, PositiveInt
-from simkit.registry import Registry
-from sfl_sim.protocols import DatasetLoader
-
-from .idx import read_idx
+from sfl_sim.data.idx import read_idx
+from sfl_sim.data.protocols import DatasetLoader
+from sfl_sim.kit.params import ParamsModel, PositiveInt
+from sfl_sim.kit.registry import Registry
 
 if TYPE_CHECKING:  # annotations only: the data layer needs torch only in tensors()
     import torch
@@ -37,7 +36,7 @@ DATASETS = Registry("dataset", protocol=DatasetLoader)
 
 #: The four IDX file names (without ``.gz``) of the MNIST / Fashion-MNIST layout, in the order
 #: train images, train labels, test images, test labels.
-IDX_FILES: Tuple[str, str, str, str] = (
+IDX_FILES: tuple[str, str, str, str] = (
     "train-images-idx3-ubyte",
     "train-labels-idx1-ubyte",
     "t10k-images-idx3-ubyte",
@@ -88,9 +87,9 @@ class ArrayDataset:
     test_x: np.ndarray
     test_y: np.ndarray
     num_classes: int
-    input_shape: Tuple[int, int, int]
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
+    input_shape: tuple[int, int, int]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
 
     def __post_init__(self) -> None:
         if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, numbers.Integral) \
@@ -128,12 +127,12 @@ class ArrayDataset:
         """Number of samples in ``split`` (``"train"`` or ``"test"``)."""
         return len(self._arrays(split)[1])
 
-    def _arrays(self, split: str) -> Tuple[np.ndarray, np.ndarray]:
+    def _arrays(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         if split not in _SPLITS:
             raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
         return getattr(self, f"{split}_x"), getattr(self, f"{split}_y")
 
-    def tensors(self, split: str, device: "torch.device | str" = "cpu") -> Tuple[torch.Tensor, torch.Tensor]:
+    def tensors(self, split: str, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
         """The normalised torch tensors of one split.
 
         Parameters
@@ -172,12 +171,12 @@ class LoaderParams(ParamsModel):
     """The parameters every image data set loader takes (the ``Params`` of
     :class:`IdxImageDataset` and :class:`~sfl_sim.data.images.LocalImageDataset`)."""
 
-    data_root: Optional[Union[str, Path]] = None
-    max_train_samples: Optional[PositiveInt] = None
-    max_test_samples: Optional[PositiveInt] = None
+    data_root: str | Path | None = None
+    max_train_samples: PositiveInt | None = None
+    max_test_samples: PositiveInt | None = None
 
 
-def resolve_data_root(data_root: Any, env_var: str, default_dir: Optional[str]) -> Tuple[Optional[str], str]:
+def resolve_data_root(data_root: Any, env_var: str, default_dir: str | None) -> tuple[str | None, str]:
     """Where a loader looks for its files, and why: ``data_root`` if given, else the environment
     variable ``env_var``, else ``default_dir`` (may be None).
 
@@ -220,9 +219,9 @@ class IdxImageDataset:
 
     name: str = ""
     env_var: str = ""
-    default_dir: Optional[str] = None
-    mean: Tuple[float, ...] = (0.0,)
-    std: Tuple[float, ...] = (1.0,)
+    default_dir: str | None = None
+    mean: tuple[float, ...] = (0.0,)
+    std: tuple[float, ...] = (1.0,)
     num_classes: int = 10
     how_to_get: str = ""
 
@@ -230,15 +229,15 @@ class IdxImageDataset:
 
     def __init__(
         self,
-        data_root: Optional[str] = None,
-        max_train_samples: Optional[int] = None,
-        max_test_samples: Optional[int] = None,
+        data_root: str | None = None,
+        max_train_samples: int | None = None,
+        max_test_samples: int | None = None,
     ) -> None:
         limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
         self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
         self.data_root, self._source = resolve_data_root(data_root, self.env_var, self.default_dir)
 
-    def _not_found(self, missing: List[str]) -> DatasetNotFoundError:
+    def _not_found(self, missing: list[str]) -> DatasetNotFoundError:
         files = ", ".join(f"{f}[.gz]" for f in IDX_FILES)
         if self.data_root is None:
             where = (f"no directory given for dataset {self.name!r} (data_root is None and "
@@ -252,7 +251,7 @@ class IdxImageDataset:
             f"{self.how_to_get}"
         )
 
-    def _find(self, base: str) -> Optional[str]:
+    def _find(self, base: str) -> str | None:
         assert self.data_root is not None
         for candidate in (base, base + ".gz"):
             path = os.path.join(self.data_root, candidate)

@@ -17,14 +17,14 @@ import gzip
 import os
 import struct
 import zlib
-from typing import Dict, Union
+from typing import Union
 
 import numpy as np
 
 __all__ = ["IdxFormatError", "IDX_DTYPES", "read_idx", "write_idx"]
 
 #: IDX type code -> big-endian numpy dtype of the stored elements.
-IDX_DTYPES: Dict[int, np.dtype] = {
+IDX_DTYPES: dict[int, np.dtype] = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
     0x0B: np.dtype(">i2"),

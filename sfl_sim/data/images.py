@@ -6,11 +6,11 @@ Nothing is downloaded at run time: each loader reads a folder the user prepared,
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
-from .datasets import ArrayDataset, DatasetNotFoundError, LoaderParams, resolve_data_root
+from sfl_sim.data.datasets import ArrayDataset, DatasetNotFoundError, LoaderParams, resolve_data_root
 
 __all__ = ["DatasetFormatError", "LocalImageDataset"]
 
@@ -48,8 +48,8 @@ class LocalImageDataset:
     name: str = ""
     env_var: str = ""
     num_classes: int = 10
-    mean: Tuple[float, ...] = (0.0, 0.0, 0.0)
-    std: Tuple[float, ...] = (1.0, 1.0, 1.0)
+    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: tuple[float, ...] = (1.0, 1.0, 1.0)
     expected: str = ""
     how_to_get: str = ""
 
@@ -57,9 +57,9 @@ class LocalImageDataset:
 
     def __init__(
         self,
-        data_root: Optional[str] = None,
-        max_train_samples: Optional[int] = None,
-        max_test_samples: Optional[int] = None,
+        data_root: str | None = None,
+        max_train_samples: int | None = None,
+        max_test_samples: int | None = None,
     ) -> None:
         limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
         self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
@@ -76,7 +76,7 @@ class LocalImageDataset:
             f"then set data_root or {self.env_var} to that folder"
         )
 
-    def _read(self, root: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _read(self, root: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Read ``(train_x, train_y, test_x, test_y)`` from ``root`` (subclasses)."""
         raise NotImplementedError
 
@@ -115,7 +115,7 @@ class LocalImageDataset:
             std=tuple(self.std),
         )
 
-    def _params(self) -> List[str]:
+    def _params(self) -> list[str]:
         return [f"data_root={self.data_root!r}", f"max_train_samples={self.max_train_samples!r}",
                 f"max_test_samples={self.max_test_samples!r}"]
 

@@ -12,14 +12,14 @@ which FedVLS and BESplit use.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 import numpy as np
 
-from simkit.checks import check_int
-from simkit.params import ParamsModel, Positive, PositiveInt
-from simkit.registry import Registry
-from sfl_sim.protocols import PartitionerProtocol
+from sfl_sim.data.protocols import PartitionerProtocol
+from sfl_sim.kit.checks import check_int
+from sfl_sim.kit.params import ParamsModel, Positive, PositiveInt
+from sfl_sim.kit.registry import Registry
 
 __all__ = [
     "PARTITIONERS",
@@ -51,7 +51,7 @@ def _check_inputs(labels: Any, n_clients: Any, num_classes: Any, rng: Any) -> np
     return arr
 
 
-def _finish(parts: List[np.ndarray]) -> List[np.ndarray]:
+def _finish(parts: list[np.ndarray]) -> list[np.ndarray]:
     return [np.sort(np.asarray(p, dtype=np.int64)) for p in parts]
 
 
@@ -59,7 +59,7 @@ class Partitioner:
     """Interface of a partitioner (documentation only; duck typing is enough)."""
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
+              rng: np.random.Generator) -> list[np.ndarray]:
         """Split sample indices among clients.
 
         Parameters
@@ -89,7 +89,7 @@ class IIDPartitioner(Partitioner):
     """
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
+              rng: np.random.Generator) -> list[np.ndarray]:
         """See :meth:`Partitioner.split`.
 
         Raises
@@ -192,7 +192,7 @@ class QuantityLabelSkew(Partitioner):
         return out
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
+              rng: np.random.Generator) -> list[np.ndarray]:
         """See :meth:`Partitioner.split`.
 
         Raises
@@ -203,7 +203,7 @@ class QuantityLabelSkew(Partitioner):
         """
         arr = _check_inputs(labels, n_clients, num_classes, rng)
         assignment = self.assign_classes(n_clients, num_classes, rng)
-        parts: List[List[np.ndarray]] = [[] for _ in range(int(n_clients))]
+        parts: list[list[np.ndarray]] = [[] for _ in range(int(n_clients))]
         for c in range(int(num_classes)):
             holders = np.flatnonzero((assignment == c).any(axis=1))
             idx = np.flatnonzero(arr == c)
@@ -221,7 +221,7 @@ class QuantityLabelSkew(Partitioner):
                     f"portion of it (n_clients={n_clients}, alpha={self.alpha}, num_classes={num_classes}); "
                     f"use fewer clients, a smaller alpha or more data"
                 )
-            for holder, portion in zip(holders, np.array_split(rng.permutation(idx), holders.size)):
+            for holder, portion in zip(holders, np.array_split(rng.permutation(idx), holders.size), strict=True):
                 parts[holder].append(portion)
         return _finish([np.concatenate(p) for p in parts])
 
@@ -238,13 +238,13 @@ class _RedrawnDirichlet(Partitioner):
     min_samples_per_client: int
     max_attempts: int
 
-    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
-             rng: np.random.Generator) -> List[np.ndarray]:
+    def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> list[np.ndarray]:
         """One candidate partition: K index arrays, from the indices of each class."""
         raise NotImplementedError
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
-              rng: np.random.Generator) -> List[np.ndarray]:
+              rng: np.random.Generator) -> list[np.ndarray]:
         """See :meth:`Partitioner.split`.
 
         Raises
@@ -313,12 +313,12 @@ class DirichletLabelSkew(_RedrawnDirichlet):
         self.beta, self.min_samples_per_client = params.beta, params.min_samples_per_client
         self.max_attempts = params.max_attempts
 
-    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
-             rng: np.random.Generator) -> List[np.ndarray]:
+    def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> list[np.ndarray]:
         """One draw: a Dir_N(beta) class mix per client, each class cut among the clients by it."""
         n = len(class_idx)
         props = rng.dirichlet(np.full(n, self.beta), size=n_clients)  # (K, N), rows sum to 1
-        parts: List[List[np.ndarray]] = [[] for _ in range(n_clients)]
+        parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
         for c in range(n):
             idx = class_idx[c]
             if idx.size == 0:
@@ -381,11 +381,11 @@ class DirichletOverClients(_RedrawnDirichlet):
         self.beta, self.cap_at_mean = params.beta, params.cap_at_mean
         self.min_samples_per_client, self.max_attempts = params.min_samples_per_client, params.max_attempts
 
-    def draw(self, class_idx: List[np.ndarray], n_clients: int, n_samples: int,
-             rng: np.random.Generator) -> List[np.ndarray]:
+    def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
+             rng: np.random.Generator) -> list[np.ndarray]:
         """One draw: each class in turn split among the clients by a Dir_K(beta) share."""
         mean_size = n_samples / n_clients
-        parts: List[List[np.ndarray]] = [[] for _ in range(n_clients)]
+        parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
         sizes = np.zeros(n_clients, dtype=np.int64)
         for c in range(len(class_idx)):
             idx = rng.permutation(class_idx[c])
@@ -405,7 +405,7 @@ class DirichletOverClients(_RedrawnDirichlet):
                 f"cap_at_mean={self.cap_at_mean}, max_attempts={self.max_attempts})")
 
 
-def label_histogram(labels: np.ndarray, parts: List[np.ndarray], num_classes: int) -> np.ndarray:
+def label_histogram(labels: np.ndarray, parts: list[np.ndarray], num_classes: int) -> np.ndarray:
     """Per-client class counts.
 
     Parameters

@@ -8,12 +8,12 @@ reason travels with the event to whoever waits on it (the straggler policy recor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 LossReason = Literal["outage", "deadline", "over_selection", "round_over", "unavailable", "battery"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), the
 straggler policy stopped waiting for it (``deadline``, ``over_selection``), the client went
-offline during the round (``unavailable``, :mod:`sfl_sim.availability`), its battery emptied
+offline during the round (``unavailable``, :mod:`sfl_sim.clients.availability`), its battery emptied
 before its upload was through (``battery``, with ``energy.battery``), or the round ended while it
 was still running (``round_over``, never recorded as a drop)."""
 
@@ -45,7 +45,7 @@ class Lost:
         return False
 
 
-Outcome = Union[Delivered, Lost]
+Outcome = Delivered | Lost
 """What an upload, or a client's whole round, comes to."""
 
 

@@ -44,7 +44,7 @@ attempt are counted (they were on the air).
 
 HARQ
 ----
-With a HARQ model (``cell.harq``, any :class:`channel.protocols.HarqModel`, e.g. :class:`channel.Harq`),
+With a HARQ model (``cell.harq``, any :class:`sfl_sim.channel.protocols.HarqModel`, e.g. :class:`channel.Harq`),
 an upload that is not in outage asks it for the time
 its transport blocks take, copies resent included, at the link's rate and SINR (sampled mode draws
 from the run's ``harq`` stream); the copies beyond the first go to
@@ -60,7 +60,7 @@ the transmit power used — or ``downlink``; a broadcast notes one per cohort me
 starts to when it would end; :attr:`RoundContext.left_s` notes when a client's part of the round
 ended: its payload lost after outage, its battery empty, or its departure (a HARQ upload notes its
 air time only: the round trips between copies are waiting).  These notes are read after the round
-(:mod:`sfl_sim.energy.ledger`) and change nothing the engine times or counts.
+(:mod:`sfl_sim.clients.energy.ledger`) and change nothing the engine times or counts.
 
 Lost payloads and stragglers
 ----------------------------
@@ -89,21 +89,26 @@ rate and the cohort's traced rates); a traced uplink rate has no fading redraw.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Generator, Hashable, Iterable, Mapping, Optional, Sequence,
-                    TypeVar, Union, cast)
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    TypeVar,
+    cast,
+)
 
 import numpy as np
 import simpy
 
-from channel.cell import Cell
-from channel.protocols import HarqModel
-from channel.outage import OutagePolicy
-from sfl_sim.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
+from sfl_sim.channel.cell import Cell
+from sfl_sim.channel.link.outage import OutagePolicy
+from sfl_sim.channel.protocols import HarqModel
+from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost, Outcome
 
 if TYPE_CHECKING:  # the engine needs only the protocol's methods
-    from sfl_sim.availability.base import Availability
+    from sfl_sim.clients.availability.base import Availability
 
 _T = TypeVar("_T")
 SimSteps = Generator[simpy.Event, Any, _T]
@@ -155,7 +160,7 @@ class Counters:
     downlink_bytes: int = 0
     client_flops: float = 0.0
     server_flops: float = 0.0
-    by_kind: Dict[str, float] = field(default_factory=dict)
+    by_kind: dict[str, float] = field(default_factory=dict)
     retransmissions: int = 0
     dropped_transmissions: int = 0
     dropped_clients: int = 0
@@ -165,7 +170,7 @@ class Counters:
     def add(self, key: str, amount: float) -> None:
         self.by_kind[key] = self.by_kind.get(key, 0) + amount
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The counters as plain data; ``harq_retransmissions`` only once HARQ has counted one, so the
         record of a run without HARQ is what it was before HARQ existed."""
         data = {"uplink_bytes": self.uplink_bytes, "downlink_bytes": self.downlink_bytes,
@@ -177,7 +182,7 @@ class Counters:
         return data
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "Counters":
+    def from_dict(cls, data: dict[str, Any]) -> Counters:
         return cls(int(data["uplink_bytes"]), int(data["downlink_bytes"]), float(data["client_flops"]),
                    float(data["server_flops"]), dict(data.get("by_kind", {})),
                    int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)),
@@ -212,11 +217,11 @@ class Simulator:
         With ``deadline``: how long the server waits per local iteration, in simulated seconds.
     keep_clients : int, optional
         With ``over_selection``: how many of the (over-)selected clients are kept.
-    harq : channel.protocols.HarqModel, optional
+    harq : sfl_sim.channel.protocols.HarqModel, optional
         HARQ of uplink transport blocks (default: none, a payload takes ``bits / rate``).
     harq_rng : numpy.random.Generator, optional
         The ``harq`` stream, drawn from in HARQ's ``sampled`` mode (default: a fixed-seed stream).
-    availability : sfl_sim.availability.Availability, optional
+    availability : sfl_sim.clients.availability.Availability, optional
         Who is online when (prepared); a cohort client leaves the round at its next change
         (see "Clients leaving mid-round").  None: every client stays.
     uplink_bps, downlink_bps : ndarray, shape (n_clients,), optional
@@ -230,8 +235,8 @@ class Simulator:
                  straggler_policy: StragglerPolicy = "wait_all", deadline_s: float | None = None,
                  keep_clients: int | None = None, harq: HarqModel | None = None,
                  harq_rng: np.random.Generator | None = None,
-                 availability: Optional["Availability"] = None,
-                 uplink_bps: Optional[np.ndarray] = None, downlink_bps: Optional[np.ndarray] = None) -> None:
+                 availability: Availability | None = None,
+                 uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         check_choice("straggler_policy", straggler_policy, StragglerPolicy)
@@ -257,7 +262,7 @@ class Simulator:
         self.availability = availability
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
-        #: With batteries (:mod:`sfl_sim.energy.battery`): ``guard(ctx, client, duration_s, tx_power_w)``
+        #: With batteries (:mod:`sfl_sim.clients.energy.battery`): ``guard(ctx, client, duration_s, tx_power_w)``
         #: is asked before each upload; None lets it go, a time says when the client's battery empties
         #: (at the latest the upload's end), and the upload resolves to ``Lost("battery")`` then.
         self.upload_guard: Callable[[RoundContext, int, float, float], float | None] | None = None
@@ -274,7 +279,7 @@ class Simulator:
             self.env.run(until=t_s)
         return self.now_s - start
 
-    def offline_times(self, cohort: np.ndarray) -> Dict[int, float]:
+    def offline_times(self, cohort: np.ndarray) -> dict[int, float]:
         """Each cohort client's offline time in the round starting now (finite ones only): now for
         one already offline, else its next change."""
         if self.availability is None:
@@ -282,14 +287,14 @@ class Simulator:
         now = self.now_s
         online = self.availability.online(cohort, now)
         out = {}
-        for k, up in zip(cohort.tolist(), online.tolist()):
+        for k, up in zip(cohort.tolist(), online.tolist(), strict=True):
             t = float(self.availability.next_change_s(k, now)) if up else now
             if math.isfinite(t):
                 out[k] = t
         return out
 
     def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
-                  cohort: Union[Sequence[int], np.ndarray]) -> float:
+                  cohort: Sequence[int] | np.ndarray) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
@@ -326,17 +331,18 @@ class RoundContext:
         self._offline_at = sim.offline_times(cohort)  # client -> when it leaves (finite only)
         self._round_fading = cell.sample_fading(cohort, rng)
         self.allocate_uplink(None)
-        self._block: Dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
-        self.dropped: Dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
+        self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
+        self.dropped: dict[int, LossReason] = {}  # client -> why it left the round (a LossReason)
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
-        self.busy: Dict[int, list[Busy]] = {}  # client -> its busy intervals this round
+        self.busy: dict[int, list[Busy]] = {}  # client -> its busy intervals this round
         # client -> when its part of the round ended: its payload lost after outage, its battery
         # empty, or its departure (``unavailable``); the earliest counts
-        self.left_s: Dict[int, float] = dict(self._offline_at)
+        self.left_s: dict[int, float] = dict(self._offline_at)
         if sim.downlink_mode != "ideal":
             down_fading = cell.sample_fading(cohort, rng)
-            self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist()))
+            self._downlink_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=down_fading).tolist(),
+                                          strict=True))
             if sim.downlink_mode == "broadcast":
                 self._broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=down_fading))
             if sim.traced_downlink_bps:
@@ -345,7 +351,7 @@ class RoundContext:
                 if sim.downlink_mode == "broadcast":
                     self._broadcast_bps = min([self._broadcast_bps, *traced.values()])
 
-    def allocate_uplink(self, payload_bits: Dict[int, float] | None) -> None:
+    def allocate_uplink(self, payload_bits: dict[int, float] | None) -> None:
         """(Re)allocate the uplink band of the round among the cohort.
 
         Called with None at the start of the round; an algorithm calls it again with each
@@ -359,10 +365,10 @@ class RoundContext:
         ids = self.cohort.tolist()
         payload = None if payload_bits is None else np.array([float(payload_bits[k]) for k in ids])
         link = self._sim.cell.uplink_link(self.cohort, payload_bits=payload, fading_gain=self._round_fading)
-        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist()))
-        self._uplink_bps = dict(zip(ids, link.rate_bps.tolist()))
-        self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist()))
-        self._uplink_tx_power_w = dict(zip(ids, link.tx_power_w.tolist()))
+        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
+        self._uplink_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
+        self._uplink_snr_db = dict(zip(ids, link.snr_db.tolist(), strict=True))
+        self._uplink_tx_power_w = dict(zip(ids, link.tx_power_w.tolist(), strict=True))
         for k in ids:
             if k in self._sim.traced_uplink_bps:
                 self._uplink_bps[k] = self._sim.traced_uplink_bps[k]
@@ -697,7 +703,7 @@ class RoundContext:
         return self.env.event()
 
 
-def _traced(rates_bps: Optional[np.ndarray]) -> Dict[int, float]:
+def _traced(rates_bps: np.ndarray | None) -> dict[int, float]:
     """client -> traced rate, for the finite entries of ``rates_bps`` (NaN: the channel's)."""
     if rates_bps is None:
         return {}

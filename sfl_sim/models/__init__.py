@@ -5,12 +5,13 @@ Use :func:`build_model` to create a model by registered name (``"alexnet"``) or 
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+from sfl_sim.kit.registry import import_submodules
+from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel, output_shape, probe_output
-from sfl_sim.models.alexnet import AlexNet  # importing the module registers "alexnet"
-from simkit.registry import import_submodules
 
 
 def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **params: Any) -> SplittableModel:
@@ -35,7 +36,7 @@ def build_model(spec: str, input_shape: Sequence[int], num_classes: int, **param
     Raises
     ------
     ValueError
-        If ``spec`` is unknown (:class:`simkit.registry.UnknownComponentError`), a parameter is
+        If ``spec`` is unknown (:class:`sfl_sim.kit.registry.UnknownComponentError`), a parameter is
         rejected, or the class does not build a :class:`SplittableModel`.
     """
     model = MODELS.create(spec, input_shape=tuple(input_shape), num_classes=num_classes, **params)

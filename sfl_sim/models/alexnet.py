@@ -12,14 +12,15 @@ such a scenario is a scaled-down model, not the paper's, and results should say 
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence, Tuple, cast
+from collections.abc import Sequence
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
 
+from sfl_sim.kit.params import ParamsModel, UnitInterval, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
-from simkit.params import ParamsModel, UnitInterval, positive_ints
 
 #: Split points of the SCALA paper (Table 8 / Fig. 8): S<k> keeps conv blocks 1..k on the client.
 ALEXNET_SPLIT_POINTS = {"S1": 1, "S2": 2, "S3": 3, "S4": 4, "S5": 5}
@@ -32,9 +33,9 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str) -> Tuple[int, ...]:
+def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str) -> tuple[int, ...]:
     try:
-        items: Tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
+        items: tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         items = ()
     if len(items) != length or not all(_is_int(v) and v >= minimum for v in items):

@@ -8,13 +8,13 @@ It is split between its layers, so split algorithms can use it too.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from torch import nn
 
+from sfl_sim.kit.params import ParamsModel, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
-from simkit.params import ParamsModel, positive_ints
 
 
 @MODELS.register("mlp")

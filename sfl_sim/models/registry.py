@@ -7,7 +7,7 @@ model files can import it without importing each other (and without a cycle thro
 """
 from __future__ import annotations
 
-from simkit.registry import Registry
+from sfl_sim.kit.registry import Registry
 
 MODELS = Registry("model", supplied=("input_shape", "num_classes"))
 

@@ -41,16 +41,16 @@ leaf tensor that requires grad (the server's copy of the activations).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from sfl_sim.kit.params import ParamsModel, PositiveInt
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
-from simkit.params import ParamsModel, PositiveInt
 
 #: Client blocks at each named split point (stem = block 1, BasicBlocks = blocks 2..9, head = 10).
-RESNET18_SPLIT_POINTS: Dict[str, int] = {
+RESNET18_SPLIT_POINTS: dict[str, int] = {
     "S1": 1,  # after the stem conv + BN + ReLU (the journal's "first convolutional layer")
     "S2": 3,  # after stage 1 (the journal's "first residual block"; default)
     "S3": 5,  # after stage 2 ("second residual block")
@@ -163,7 +163,7 @@ class ResNet18(SplittableModel):
         ResNet18.Params.check(width=width, zero_init_residual=zero_init_residual)
 
         widths = (width, 2 * width, 4 * width, 8 * width)
-        blocks: List[nn.Module] = [
+        blocks: list[nn.Module] = [
             nn.Sequential(
                 nn.Conv2d(in_ch, width, 3, stride=1, padding=1, bias=False),
                 nn.BatchNorm2d(width),

@@ -7,7 +7,7 @@ counter can obtain the two parts in the same way.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -49,10 +49,10 @@ class SplittableModel(nn.Module):
     def __init__(
         self,
         blocks: Iterable[nn.Module],
-        split_points: Dict[str, int],
+        split_points: dict[str, int],
         default_split_point: str,
         name: str,
-        input_shape: Optional[Tuple[int, ...]] = None,
+        input_shape: tuple[int, ...] | None = None,
     ) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(blocks)
@@ -67,7 +67,7 @@ class SplittableModel(nn.Module):
                     f"split_points[{point!r}] = {n_client!r} is invalid for {name}; "
                     f"allowed: an int in 1..{n_blocks - 1} (number of client blocks)"
                 )
-        self.split_points: Dict[str, int] = dict(split_points)
+        self.split_points: dict[str, int] = dict(split_points)
         if default_split_point not in self.split_points:
             raise ValueError(
                 f"default_split_point {default_split_point!r} does not exist for {name}; "
@@ -102,7 +102,7 @@ class SplittableModel(nn.Module):
             )
         return self.split_points[point]
 
-    def split(self, point: str) -> Tuple[nn.Sequential, nn.Sequential]:
+    def split(self, point: str) -> tuple[nn.Sequential, nn.Sequential]:
         """Cut the model at ``point`` into a client part and a server part.
 
         The parts hold the *same* module objects as this model, so training them trains this
@@ -130,7 +130,7 @@ class SplittableModel(nn.Module):
         n_client = self._client_blocks(point)
         return nn.Sequential(*self.blocks[:n_client]), nn.Sequential(*self.blocks[n_client:])
 
-    def activation_shape(self, point: str) -> Tuple[int, ...]:
+    def activation_shape(self, point: str) -> tuple[int, ...]:
         """Per-sample shape of the activations the client sends at ``point`` (the smashed data).
 
         Found by a dry run of the client part on one zero sample, so it is right for any block
@@ -189,7 +189,7 @@ def probe_output(module: nn.Module, input_shape: Sequence[int]) -> torch.Tensor:
             submodule.training = mode
 
 
-def output_shape(module: nn.Module, input_shape: Sequence[int]) -> Tuple[int, ...]:
+def output_shape(module: nn.Module, input_shape: Sequence[int]) -> tuple[int, ...]:
     """Per-sample output shape of ``module`` for per-sample inputs of ``input_shape`` (a dry
     run by :func:`probe_output`; no state changes)."""
     return tuple(probe_output(module, input_shape).shape[1:])

@@ -34,20 +34,21 @@ S8    conv1-8 (+pool)         (512, 1, 1)       (512, 1, 1)
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from torch import nn
 
+from sfl_sim.kit.params import ParamsModel, UnitInterval, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
-from simkit.params import ParamsModel, UnitInterval, positive_ints
 
 #: S<k>: conv layers 1..k (with BN, ReLU and their max-pool) on the client.
-VGG11_SPLIT_POINTS: Dict[str, int] = {f"S{k}": k for k in range(1, 9)}
+VGG11_SPLIT_POINTS: dict[str, int] = {f"S{k}": k for k in range(1, 9)}
 #: "The split layer set at the second layer" (journal §5.7): after the second conv layer.
 VGG11_DEFAULT_SPLIT_POINT = "S2"
 #: Whether a 2×2 max-pool follows conv layer 1..8 in configuration A.
-VGG11_POOL_AFTER: Tuple[bool, ...] = (True, True, False, True, False, True, False, True)
+VGG11_POOL_AFTER: tuple[bool, ...] = (True, True, False, True, False, True, False, True)
 _DEFAULT_CHANNELS = (64, 128, 256, 256, 512, 512, 512, 512)
 
 
@@ -55,9 +56,9 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int_tuple(name: str, value: object, length: int, allowed: str) -> Tuple[int, ...]:
+def _int_tuple(name: str, value: object, length: int, allowed: str) -> tuple[int, ...]:
     try:
-        items: Tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
+        items: tuple[Any, ...] = tuple(value)  # type: ignore[arg-type]
     except TypeError:
         items = ()
     if len(items) != length or not all(_is_int(v) and v >= 1 for v in items):
@@ -130,8 +131,8 @@ class VGG11(SplittableModel):
 
         blocks = []
         cin, h, w = in_ch, height, width
-        for cout, pool in zip(channels, VGG11_POOL_AFTER):
-            layers: List[nn.Module] = [nn.Conv2d(cin, cout, kernel_size=3, padding=1, bias=not batch_norm)]
+        for cout, pool in zip(channels, VGG11_POOL_AFTER, strict=True):
+            layers: list[nn.Module] = [nn.Conv2d(cin, cout, kernel_size=3, padding=1, bias=not batch_norm)]
             if batch_norm:
                 layers.append(nn.BatchNorm2d(cout))
             layers.append(nn.ReLU())

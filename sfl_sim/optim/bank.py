@@ -22,7 +22,8 @@ state.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import torch
 
@@ -38,13 +39,13 @@ _TORCH_ZERO_GRAD = torch.optim.Optimizer.zero_grad
 class _Slot:
     """One live optimizer and the parameters it was built over."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, params: List[torch.nn.Parameter]) -> None:
+    def __init__(self, optimizer: torch.optim.Optimizer, params: list[torch.nn.Parameter]) -> None:
         self.optimizer = optimizer
         self.params = params
 
-    def holds(self, params: List[torch.nn.Parameter]) -> bool:
+    def holds(self, params: list[torch.nn.Parameter]) -> bool:
         """Whether ``params`` are exactly the tensors (same objects, same order) it steps."""
-        return len(params) == len(self.params) and all(a is b for a, b in zip(params, self.params))
+        return len(params) == len(self.params) and all(a is b for a, b in zip(params, self.params, strict=True))
 
     def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -69,10 +70,10 @@ class OptimizerBank:
     def __init__(self, settings: TrainingSettings, base_lr: float) -> None:
         self.settings = settings
         self.schedule = RoundSchedule(base_lr, settings.lr_schedule, settings.lr_schedule_params)
-        self._server: Dict[str, _Slot] = {}
-        self._server_loaded: Dict[str, Dict[str, Any]] = {}  # from a checkpoint, until first used
-        self._clients: Dict[Tuple[int, str], _Slot] = {}
-        self._kept: Dict[int, Dict[str, Dict[str, Any]]] = {}  # persist: client -> name -> state
+        self._server: dict[str, _Slot] = {}
+        self._server_loaded: dict[str, dict[str, Any]] = {}  # from a checkpoint, until first used
+        self._clients: dict[tuple[int, str], _Slot] = {}
+        self._kept: dict[int, dict[str, dict[str, Any]]] = {}  # persist: client -> name -> state
         # Every client builds its optimizers anew each round: resolve and check the class once.
         self._make = OptimizerMaker(settings)
 
@@ -106,7 +107,7 @@ class OptimizerBank:
 
     # -- optimizers --------------------------------------------------------------------------------
     def client(self, client: int, params: Iterable[torch.nn.Parameter], name: str = "model",
-               lr: Optional[float] = None) -> torch.optim.Optimizer:
+               lr: float | None = None) -> torch.optim.Optimizer:
         """Client ``client``'s optimizer ``name`` of this round over ``params`` (see module docstring).
 
         Parameters
@@ -124,7 +125,7 @@ class OptimizerBank:
         key = (client, name)
         slot = self._clients.get(key)
         if slot is None or not slot.holds(params):
-            state: Optional[Dict[str, Any]]
+            state: dict[str, Any] | None
             if slot is not None:  # other tensors under the same name within a round: carry the state over
                 state = slot.optimizer.state_dict()
             else:
@@ -134,7 +135,7 @@ class OptimizerBank:
         return slot.optimizer
 
     def server(self, params: Iterable[torch.nn.Parameter], name: str = "model",
-               lr: Optional[float] = None) -> torch.optim.Optimizer:
+               lr: float | None = None) -> torch.optim.Optimizer:
         """The server's optimizer ``name`` over ``params``; it persists across rounds.
 
         Parameters
@@ -154,7 +155,7 @@ class OptimizerBank:
         slot.set_lr(self.lr if lr is None else lr)
         return slot.optimizer
 
-    def _new_slot(self, params: List[torch.nn.Parameter], state: Optional[Mapping[str, Any]]) -> _Slot:
+    def _new_slot(self, params: list[torch.nn.Parameter], state: Mapping[str, Any] | None) -> _Slot:
         optimizer = self._make(params, self.lr)
         if state is not None and _carries_state(state):
             optimizer.load_state_dict(dict(state))
@@ -179,9 +180,9 @@ class OptimizerBank:
             optimizer.zero_grad(set_to_none=True)
 
     # -- state -------------------------------------------------------------------------------------
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         """The state that carries information (module docstring); ``{}`` when there is none."""
-        out: Dict[str, Any] = {}
+        out: dict[str, Any] = {}
         schedule = self.schedule.state_dict()
         if schedule:
             out["schedule"] = schedule

@@ -9,12 +9,13 @@ a dummy parameter so a bad class or hyper-parameter is refused before any work.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 
-from simkit.registry import Registry
 from sfl_sim.config.optimizers import BUILTIN_OPTIMIZERS
+from sfl_sim.kit.registry import Registry
 from sfl_sim.optim.settings import TrainingSettings
 
 __all__ = ["OPTIMIZERS", "OptimizerMaker", "check_optimizer", "make_optimizer", "optimizer_class",
@@ -30,7 +31,7 @@ def optimizer_class(name: str) -> type:
 
     Raises
     ------
-    simkit.registry.UnknownComponentError
+    sfl_sim.kit.registry.UnknownComponentError
         If ``name`` does not resolve to a class.
     ValueError
         If the class is not a ``torch.optim.Optimizer`` subclass.
@@ -41,7 +42,7 @@ def optimizer_class(name: str) -> type:
     return cls
 
 
-def optimizer_kwargs(settings: TrainingSettings) -> Dict[str, Any]:
+def optimizer_kwargs(settings: TrainingSettings) -> dict[str, Any]:
     """The constructor's keyword arguments besides ``lr``: the hyper-parameters of ``settings``
     (``betas`` arrive as a YAML list and are handed to torch as a tuple)."""
     kwargs = dict(settings.optimizer_params)
@@ -74,7 +75,7 @@ class OptimizerMaker:
 
     def __init__(self, settings: TrainingSettings) -> None:
         self.settings = settings
-        self._cls: Optional[type] = None
+        self._cls: type | None = None
         self._kwargs = optimizer_kwargs(settings)
 
     def __call__(self, params: Iterable[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
@@ -92,7 +93,7 @@ def check_optimizer(settings: TrainingSettings, lr: float) -> None:
 
     Raises
     ------
-    simkit.registry.UnknownComponentError, simkit.registry.ComponentParameterError, ValueError, TypeError
+    sfl_sim.kit.registry.UnknownComponentError, sfl_sim.kit.registry.ComponentParameterError, ValueError, TypeError
         From resolving, checking or constructing the optimizer (or its first step).
     """
     optimizer_class(settings.optimizer)

@@ -8,7 +8,8 @@ resumed run continues with exactly the rates it would have used.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from pydantic import ValidationError
@@ -39,7 +40,7 @@ class RoundSchedule:
         An unknown name, or parameters its model refuses (one line).
     """
 
-    def __init__(self, base_lr: float, name: str = "constant", params: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(self, base_lr: float, name: str = "constant", params: Mapping[str, Any] | None = None) -> None:
         builtin = BUILTIN_SCHEDULES.get(name)
         if builtin is None:
             raise ValueError(f"lr_schedule={name!r}; allowed: {', '.join(BUILTIN_SCHEDULES)}")
@@ -49,7 +50,7 @@ class RoundSchedule:
             raise ValueError(f"lr_schedule {name!r}: {format_validation_error(exc, builtin.params)}") from None
         self.name = name
         self._holder = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base_lr)
-        self._scheduler: Optional[torch.optim.lr_scheduler.LRScheduler] = None
+        self._scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         if builtin.torch_class is not None:
             self._scheduler = getattr(torch.optim.lr_scheduler, builtin.torch_class)(self._holder, **kwargs)
 
@@ -65,7 +66,7 @@ class RoundSchedule:
         self._holder.step()  # no gradient: changes nothing, but keeps torch's call-order check quiet
         self._scheduler.step()
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         """``{}`` for ``constant`` (nothing changes), else the scheduler's state and the current rate."""
         if self._scheduler is None:
             return {}

@@ -12,10 +12,11 @@ out what the setup carries elsewhere (batch size, T, the learning rate) and host
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any
 
-from sfl_sim.choices import ClientOptimizerState
+from sfl_sim.config.choices import ClientOptimizerState
 from sfl_sim.config.training import Training
 
 __all__ = ["TrainingSettings", "settings_from_config"]
@@ -66,14 +67,14 @@ class TrainingSettings:
     optimizer_params: Mapping[str, Any] = field(default_factory=dict)
     lr_schedule: str = _view(_DEFAULTS, "lr_schedule")
     lr_schedule_params: Mapping[str, Any] = field(default_factory=dict)
-    local_epochs: Optional[int] = _view(_DEFAULTS, "local_epochs")
-    max_grad_norm: Optional[float] = _view(_DEFAULTS, "max_grad_norm")
+    local_epochs: int | None = _view(_DEFAULTS, "local_epochs")
+    max_grad_norm: float | None = _view(_DEFAULTS, "max_grad_norm")
     client_optimizer_state: ClientOptimizerState = _view(_DEFAULTS, "client_optimizer_state")
 
     @classmethod
-    def from_training(cls, training: Training) -> "TrainingSettings":
+    def from_training(cls, training: Training) -> TrainingSettings:
         """The settings of a validated (and merged) ``training:`` section."""
-        values: Dict[str, Any] = {f.name: _view(training, f.name) for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {f.name: _view(training, f.name) for f in dataclasses.fields(cls)}
         return cls(**values)
 
 

@@ -24,7 +24,8 @@ i.e. the attacker inverts the deployed feature extractor.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence, Tuple, cast
+from collections.abc import Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -50,7 +51,7 @@ class InversionModel(nn.Module):
     """
 
     def __init__(self, act_shape: Sequence[int], image_shape: Sequence[int], channels: int = 64,
-                 sigmoid: bool = True, generator: Optional[torch.Generator] = None) -> None:
+                 sigmoid: bool = True, generator: torch.Generator | None = None) -> None:
         super().__init__()
         if len(act_shape) != 3 or len(image_shape) != 3:
             raise ValueError(f"act_shape and image_shape must be (C, H, W), got {act_shape!r} and {image_shape!r}")
@@ -58,8 +59,8 @@ class InversionModel(nn.Module):
             raise ValueError(f"channels={channels!r}; allowed: a positive int")
         c_act, h, w = (int(v) for v in act_shape)
         c_img, hh, ww = (int(v) for v in image_shape)
-        self.act_shape: Tuple[int, int, int] = (c_act, h, w)
-        self.image_shape: Tuple[int, int, int] = (c_img, hh, ww)
+        self.act_shape: tuple[int, int, int] = (c_act, h, w)
+        self.image_shape: tuple[int, int, int] = (c_img, hh, ww)
         self.sigmoid = sigmoid
         n_up = max(0, math.ceil(math.log2(max(hh / h, ww / w))))
         layers = [nn.Conv2d(c_act, channels, 3, padding=1), nn.ReLU()]
@@ -150,7 +151,7 @@ def train_attacker(client_model: nn.Module, images: torch.Tensor, mean: Sequence
 @torch.no_grad()
 def evaluate_attack(client_model: nn.Module, attacker: nn.Module, images: torch.Tensor,
                     mean: Sequence[float] = (0.0,), std: Sequence[float] = (1.0,),
-                    batch_size: int = 256) -> Dict[str, float]:
+                    batch_size: int = 256) -> dict[str, float]:
     """MSE, SSIM and PSNR (data range 1, [0, 1] pixels) of the attacker's reconstructions of ``images``.
 
     Returns

@@ -21,7 +21,6 @@ shape ``(B,)``) or their mean over the batch (``reduction="mean"``, the default,
 """
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 

@@ -1,6 +1,6 @@
 """Synthetic run directories in the simulator's real format (for the analysis tests).
 
-Files are written the way :class:`sfl_sim.run_dir.RunDir` writes them: ``csv.writer`` rows (CRLF line
+Files are written the way :class:`sfl_sim.runs.rundir.files.RunDir` writes them: ``csv.writer`` rows (CRLF line
 ends), ``yaml.safe_dump`` of a resolved scenario, ``json.dumps`` of a summary with
 ``schema_version``. Values are deterministic functions of (algorithm, setting, seed).
 """
@@ -11,13 +11,14 @@ import copy
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
 
-from analysis.schema import ENERGY_COLUMNS, METRICS_COLUMNS, ROUNDS_COLUMNS
+from sfl_sim.runs.rundir.schema import ENERGY_COLUMNS, METRICS_COLUMNS, ROUNDS_COLUMNS
 
 BASE_SCENARIO: dict[str, Any] = {
     "name": "synthetic",
@@ -125,7 +126,8 @@ def write_run(
         # (no random draw, so the other columns are as they were before energy existed)
         shares = [2.0 * dur * (c + 1) / 55 for c in range(10)]
         energy_rows += [[r, c, 0.0, 0.0, 0.0, e, e] for c, e in enumerate(shares)]
-        given = dict(zip(ROUNDS_COLUMNS[:11], [r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0]))
+        given = dict(zip(ROUNDS_COLUMNS[:11], [r, t, dur, 0.01, int(per[0]), int(per[1]), per[2], per[3], 0, 0, 0],
+                         strict=True))
         given.update(client_energy_j=math.fsum(shares), cohort=" ".join(map(str, range(10))), dropped="")
         rounds_rows.append([given.get(c, 0) for c in ROUNDS_COLUMNS])  # columns added later: 0
         if r in evals:

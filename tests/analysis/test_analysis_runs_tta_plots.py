@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import (
+from sfl_sim.analysis import (
     METRICS_COLUMNS,
     Run,
     RunFormatError,
@@ -277,6 +277,7 @@ def _assert_png(path: Path) -> None:
     assert len(data) > 1000
 
 
+@pytest.mark.slow
 def test_individual_plots_write_png(two_runs, tmp_path):
     runs = load_runs(two_runs)
     acc = plot_accuracy_vs_time(runs, tmp_path / "out" / "acc.png")
@@ -301,11 +302,17 @@ def test_plot_runs_creates_out_dir(two_runs, tmp_path):
 # --------------------------------------------------------------------------- imports
 
 
-def test_analysis_never_imports_torch_simpy_or_sfl_sim():
+@pytest.mark.slow
+def test_analysis_never_imports_torch_simpy_or_the_simulator():
+    """The analysis reads run directories through their schema: of sfl_sim it loads only itself, the
+    run directory's package and the package roots on the way there."""
     code = (
-        "import analysis, analysis.runs, analysis.tta, analysis.plots, analysis.schema, analysis.study_data, "
-        "analysis.stats, analysis.tables, analysis.figures, analysis.report; import sys; "
-        "bad = [m for m in ('torch', 'simpy', 'sfl_sim') if m in sys.modules]; "
+        "import sfl_sim.analysis, sfl_sim.analysis.runs, sfl_sim.analysis.tta, sfl_sim.analysis.plots, "
+        "sfl_sim.runs.rundir.schema, sfl_sim.analysis.study_data, sfl_sim.analysis.stats, "
+        "sfl_sim.analysis.tables, sfl_sim.analysis.figures, sfl_sim.analysis.report; import sys; "
+        "ours = ('sfl_sim', 'sfl_sim._legacy_imports', 'sfl_sim.runs', 'sfl_sim.runs.rundir'); "
+        "bad = [m for m in sys.modules if m in ('torch', 'simpy') or m.startswith('sfl_sim') and m not in ours "
+        "and not m.startswith(('sfl_sim.analysis', 'sfl_sim.runs.rundir.'))]; "
         "assert not bad, bad"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

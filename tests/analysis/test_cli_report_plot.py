@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis import load_runs
-from analysis.plots import line_figure, plot_runs, run_labels
-from analysis.study_data import find_run_dirs
+from sfl_sim.analysis import load_runs
+from sfl_sim.analysis.plots import line_figure, plot_runs, run_labels
+from sfl_sim.analysis.study_data import find_run_dirs
 from sfl_sim.cli import main
 from tests.analysis.synthetic_runs import PARTITIONS, write_run, write_study
 
@@ -18,6 +18,7 @@ def study_dir(tmp_path):
     return tmp_path / "study"
 
 
+@pytest.mark.slow
 def test_report_command_defaults_to_dir_report(study_dir, capsys):
     assert main(["report", str(study_dir), "--reference", "fedavg", "--targets", "0.5,0.6",
                  "--band", "minmax"]) == 0
@@ -31,6 +32,7 @@ def test_report_command_defaults_to_dir_report(study_dir, capsys):
     assert not (study_dir / "again" / "figures").exists()
 
 
+@pytest.mark.slow
 def test_report_command_over_several_run_dirs(tmp_path):
     a = write_run(tmp_path / "runs" / "cellular" / "scala", "scala", 0)
     b = write_run(tmp_path / "runs" / "cellular_seed1" / "scala", "scala", 1)
@@ -56,6 +58,7 @@ def test_report_command_errors_are_one_line_exit_2(tmp_path, study_dir, capsys, 
     assert message in err and err.count("\n") == 1 and err.startswith("sfl-sim report: ")
 
 
+@pytest.mark.slow
 def test_plot_accepts_a_study_dir_and_labels_seeds_apart(study_dir):
     assert main(["plot", str(study_dir)]) == 0
     for name in ("accuracy_vs_time.png", "uplink_vs_time.png"):
@@ -85,6 +88,7 @@ def test_plot_labels_copies_by_directory(tmp_path):
     assert run_labels(load_runs([a, b])) == [f"scala [{a}]", f"scala [{b}]"]
 
 
+@pytest.mark.slow
 def test_plot_keeps_output_dir_flags(tmp_path):
     d = write_run(tmp_path / "r" / "scala", "scala", 0, overrides={"data.partition": PARTITIONS[1]})
     for flag in ("-o", "--out", "--output-dir"):

@@ -1,4 +1,4 @@
-"""Client energy in the report and the plots (analysis.energy): energy to each target, the
+"""Client energy in the report and the plots (sfl_sim.analysis.energy): energy to each target, the
 per-client maximum, paired ratios, the energy columns of the overhead table, the
 accuracy-versus-energy figure and plot panel."""
 from __future__ import annotations
@@ -9,13 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
-from analysis.plots import ENERGY_PLOT_FILE, plot_runs
-from analysis.report import write_report
-from analysis.schema import ENERGY_FILE, ROUNDS_FILE, SECTIONS_ADDED_LATER
-from analysis.study_data import load_study
-from analysis.tables import overhead_layouts, overhead_table, accuracy_table, tta_table, to_markdown
-
+from sfl_sim.analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
+from sfl_sim.analysis.plots import ENERGY_PLOT_FILE, plot_runs
+from sfl_sim.analysis.report import write_report
+from sfl_sim.analysis.study_data import load_study
+from sfl_sim.analysis.tables import accuracy_table, overhead_layouts, overhead_table, to_markdown, tta_table
+from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_FILE, SECTIONS_ADDED_LATER
 from tests.analysis.synthetic_runs import write_run, write_study
 
 # the synthetic runs spend 2 W for each round's duration, client c of 10 a (c + 1) / 55 share of it
@@ -56,6 +55,7 @@ def test_energy_to_target_total_max_and_ratio(tmp_path) -> None:
     assert "most any one client spent" in text and "1 (reference)" in text
 
 
+@pytest.mark.slow
 def test_report_and_plot_gain_energy_only_when_runs_recorded_it(tmp_path) -> None:
     dirs = write_study(tmp_path / "study", seeds=(0, 1))
     files = write_report(tmp_path / "study", tmp_path / "report", reference="fedavg", targets=(0.5,), n_boot=100)
@@ -82,6 +82,7 @@ def test_cumulative_energy_reads_rounds_csv(tmp_path) -> None:
     assert got[2] == pytest.approx(r["client_energy_j"].sum())
 
 
+@pytest.mark.slow
 def test_overhead_table_energy_per_round_and_to_target(tmp_path) -> None:
     dirs = write_study(tmp_path / "study", seeds=(0, 1, 2))
     study = load_study(tmp_path / "study")
@@ -95,7 +96,7 @@ def test_overhead_table_energy_per_round_and_to_target(tmp_path) -> None:
         by_run.setdefault((part, alg), []).append(r["client_energy_j"].mean())
     per_round = ovh[ovh["basis"] == "per_round"]
     assert len(per_round) == len(by_run)
-    got = sorted(zip(per_round["client_energy_j_mean"], per_round["client_energy_j_std"]))
+    got = sorted(zip(per_round["client_energy_j_mean"], per_round["client_energy_j_std"], strict=True))
     want = sorted((np.mean(v), np.std(v, ddof=1)) for v in by_run.values())
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert (per_round["client_energy_j_n"] == 3).all()

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.figures import CURVES, mean_curve, setting_figure
-from analysis.report import default_output_dir, parse_targets, write_report
-from analysis.study_data import StudyError, load_study
+from sfl_sim.analysis.figures import CURVES, mean_curve, setting_figure
+from sfl_sim.analysis.report import default_output_dir, parse_targets, write_report
+from sfl_sim.analysis.study_data import StudyError, load_study
 from tests.analysis.synthetic_runs import PARTITIONS, write_run
 
 ALGOS = ("scala", "fedavg", "splitfed_v1")
@@ -65,6 +65,7 @@ def _agg(per_run: pd.DataFrame, col: str) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- numbers
 
 
+@pytest.mark.slow
 def test_accuracy_table_equals_pandas_from_raw_files(study, report):
     raw = _raw(study)
     trained = raw[raw["round"] >= 1].sort_values(["run", "round"])
@@ -87,6 +88,7 @@ def _tta_per_run(raw: pd.DataFrame, target: float) -> pd.DataFrame:
     return runs.merge(hit.drop(columns=["partition", "algorithm", "seed"]), on="run", how="left")
 
 
+@pytest.mark.slow
 def test_tta_and_speedup_equal_pandas_from_raw_files(study, report):
     raw = _raw(study)
     got = pd.read_csv(report[0] / "tta.csv").set_index(["data.partition", "algorithm", "target"])
@@ -185,11 +187,12 @@ def test_report_layout(report):
     assert "figures/partition=quantity_alpha=2/accuracy_vs_time.png" in readme
 
 
+@pytest.mark.slow
 def test_report_is_reproducible(study, tmp_path):
     root, _ = study
     a = write_report(root, tmp_path / "a", reference="fedavg", targets=TARGETS)
     b = write_report(root, tmp_path / "b", reference="fedavg", targets=TARGETS)
-    for fa, fb in zip(a, b):
+    for fa, fb in zip(a, b, strict=True):
         if fa.suffix in (".csv", ".md", ".tex", ".pdf") and fa.name != "runs.csv":
             assert fa.read_bytes() == fb.read_bytes(), fa.name
 
@@ -353,6 +356,7 @@ def test_default_targets_come_from_the_scenarios(study, tmp_path):
 # ----------------------------------------------------------------------------- scale
 
 
+@pytest.mark.slow
 def test_report_on_1000_runs(tmp_path):
     """1000 synthetic run dirs (5 algorithms × 10 settings × 20 seeds): the whole report, figures too.
     Not a timed test; the time is printed (pytest -s) for the record."""
@@ -390,8 +394,9 @@ def test_speedup_cells_when_the_reference_never_reaches(tmp_path):
     assert "| fedavg | – (0/2) |" in md
 
 
+@pytest.mark.slow
 def test_target_lines_only_when_targets_are_asked_for(study, tmp_path, monkeypatch):
-    import analysis.report as report_module
+    import sfl_sim.analysis.report as report_module
 
     seen = []
     real = report_module.setting_figure

@@ -2,16 +2,17 @@
 with one line per compression level (grouped by the rest of the setting)."""
 from __future__ import annotations
 
-from analysis.report import compression_levels, write_report
-from analysis.study_data import load_study
+import pytest
 
+from sfl_sim.analysis.report import compression_levels, write_report
+from sfl_sim.analysis.study_data import load_study
 from tests.analysis.synthetic_runs import write_run
 
 LEVELS = (None, {"name": "quantize", "bits": 8}, {"name": "topk", "fraction": 0.1})
 
 
 def _study(root, partitions=("quantity",)):
-    for p, partition in enumerate(partitions):
+    for partition in partitions:
         for i, level in enumerate(LEVELS):
             for algo in ("scala", "splitfed_v1"):
                 for seed in (0, 1):
@@ -29,6 +30,7 @@ def test_levels_are_the_settings_that_differ_in_compression_only(tmp_path):
                                                   "activations=topk(fraction=0.1)"]
 
 
+@pytest.mark.slow
 def test_report_has_a_column_per_level_and_a_figure_per_algorithm(tmp_path):
     _study(tmp_path / "study")
     out = tmp_path / "report"

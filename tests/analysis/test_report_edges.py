@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
-from analysis.figures import CURVES, MIN_FONT_PT, setting_figure
-from analysis.report import write_report
-from analysis.study_data import load_study
-from analysis.tables import latex_escape
+from sfl_sim.analysis.figures import CURVES, MIN_FONT_PT, setting_figure
+from sfl_sim.analysis.report import write_report
+from sfl_sim.analysis.study_data import load_study
+from sfl_sim.analysis.tables import latex_escape
 from sfl_sim.cli import main
 from tests.analysis.synthetic_runs import write_run
 
@@ -57,7 +57,7 @@ def _md_speedups(md: str) -> dict[tuple[str, str, str], str]:
         head = [c.strip() for c in rows[0].strip("|").split("|")]
         for row in rows[2:]:
             parts = [c.strip() for c in row.strip("|").split("|")]
-            for header, cell in zip(head[1:], parts[1:]):
+            for header, cell in zip(head[1:], parts[1:], strict=True):
                 cells[(m.group(1), header, parts[0])] = cell
     return cells
 
@@ -75,7 +75,7 @@ def _check_agree(out: Path, reference: str = "fedavg") -> pd.DataFrame:
     settings = list(dict.fromkeys(csv["setting"]))
     headers = list(dict.fromkeys(h for _, h, _ in cells))
     assert len(headers) == len(settings)
-    header_of = dict(zip(settings, headers))
+    header_of = dict(zip(settings, headers, strict=True))
     in_csv = {(f"{100 * r.target:.4g}%", header_of[r.setting], r.algorithm) for r in csv.itertuples(index=False)}
     assert in_csv <= set(cells)
     assert all(cells[k] == "–" for k in set(cells) - in_csv)  # no run of that algorithm there
@@ -130,6 +130,7 @@ def test_target_met_at_start_by_both_sides_is_a_speedup_of_one(tmp_path):
     assert (got["tta_s_mean"] == 0).all()
 
 
+@pytest.mark.slow
 def test_cli_prints_no_numpy_warning_at_the_edges(tmp_path, capsys):
     """The issue's terminal: `sfl-sim report` over runs at t = 0 printed numpy's "invalid value
     encountered in scalar divide". Warnings are errors here, and stderr stays empty."""
@@ -145,6 +146,7 @@ def test_cli_prints_no_numpy_warning_at_the_edges(tmp_path, capsys):
     _check_agree(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_target_met_at_start_by_one_side_only_is_inf_or_zero(tmp_path):
     for s in range(5):
         _run(tmp_path / "s", "fedavg", s, 4)
@@ -238,6 +240,7 @@ def test_included_incomplete_runs_are_said_in_readme_and_notes(tmp_path):
     assert "included" not in readme.split("## Definitions")[0] and "## Left out (not complete)" in readme
 
 
+@pytest.mark.slow
 def test_a_left_out_run_of_another_rounds_does_not_rename_the_setting(tmp_path):
     root = tmp_path / "study"
     for s in range(3):
@@ -308,7 +311,7 @@ def test_figure_shows_every_seed_and_the_legend_hides_nothing(study15, kind, see
     lo, hi = ax.get_xlim()
     last = st.metrics.sort_values("round").groupby("run_id").tail(1)
     assert len(last) == 15
-    for x, y in zip(last[x_col] / x_scale, last["test_accuracy"]):
+    for x, y in zip(last[x_col] / x_scale, last["test_accuracy"], strict=True):
         assert lo <= x <= hi  # every seed's last evaluation is inside the plotted range
         assert ax.get_ylim()[0] <= 100 * y <= ax.get_ylim()[1]
     # the last evaluations are drawn (○), in % like the tables
@@ -344,6 +347,7 @@ def test_mean_line_thins_as_seeds_end(study15):
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == 5  # 5 -> 1 seeds running
 
 
+@pytest.mark.slow
 def test_cli_figure_options_and_their_errors(study15, tmp_path, capsys):
     out = tmp_path / "rep"
     assert main(["report", str(study15), "-o", str(out), "--figure-width", "3.5", "--seed-lines", "--smooth", "3",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stats import MIN_PAIRS_FOR_CI, describe, paired_speedup, time_ratio
+from sfl_sim.analysis.stats import MIN_PAIRS_FOR_CI, describe, paired_speedup, time_ratio
 
 
 def test_describe_is_mean_sample_std_and_count():

@@ -11,16 +11,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.runs import RunFormatError
-from analysis.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, SECTIONS_ADDED_LATER
-from analysis.study_data import (
+from sfl_sim.analysis.runs import RunFormatError
+from sfl_sim.analysis.study_data import (
     StudyError,
     find_run_dirs,
     format_value,
     load_study,
     run_coordinates,
 )
-from analysis.tta import first_reaching, time_to_accuracy_s
+from sfl_sim.analysis.tta import first_reaching, time_to_accuracy_s
+from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, SECTIONS_ADDED_LATER
 from tests.analysis.synthetic_runs import PARTITIONS, scenario_for, write_run, write_study
 
 # ----------------------------------------------------------------------------- discovery

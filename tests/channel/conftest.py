@@ -1,11 +1,11 @@
 """Fixtures of the channel tests; the plain helpers they use are in :mod:`tests.channel.helpers`."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
-from channel import Cell
+from sfl_sim.channel import Cell
 from tests.channel.helpers import small_cell
 
 

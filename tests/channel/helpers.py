@@ -6,7 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro, dbm_to_w
+from sfl_sim.channel import (
+    Cell,
+    EqualAllocation,
+    FixedDistancePlacement,
+    NoShadowing,
+    ShannonRate,
+    TR36814Macro,
+    dbm_to_w,
+)
 
 #: Thermal noise at 290 K, dBm/Hz and W/Hz (10^(-20.4) W/Hz ~ 3.98e-21 W/Hz).
 N0_DBM_PER_HZ = -174.0

@@ -1,13 +1,14 @@
 import numpy as np
 import pytest
 
-from channel import (
+from sfl_sim.channel import (
     LogNormalShadowing,
     ShannonRate,
     TR36814Macro,
     UniformDiscPlacement,
 )
 from tests.channel.helpers import N0_W_PER_HZ
+
 
 def test_cell_gain_matches_components(make_cell):
     cell = make_cell(UniformDiscPlacement(500.0, 10.0), shadowing=LogNormalShadowing(8.0), n_clients=6, seed=10)

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from channel import (
+from sfl_sim.channel import (
     FixedDistancePlacement,
     RandomWaypointMobility,
     RayleighFading,
@@ -13,8 +13,8 @@ from channel import (
     TR38901UMi,
     UniformDiscPlacement,
 )
-from simkit.protocols import ComponentProtocolError
-from channel.cell import ModelValidityWarning
+from sfl_sim.channel.cell import ModelValidityWarning
+from sfl_sim.kit.protocols import ComponentProtocolError
 
 
 # ---------------------------------------------------------------------- physical ranges

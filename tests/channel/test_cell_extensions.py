@@ -3,7 +3,7 @@ import functools
 import numpy as np
 import pytest
 
-from channel import (
+from sfl_sim.channel import (
     CorrelatedShadowing,
     EqualFinishTimeAllocation,
     FixedDistancePlacement,
@@ -105,7 +105,7 @@ def test_move_updates_large_scale_state_and_is_seeded(disc_cell):
         return cell.positions_m, cell.shadowing_db, cell.los
 
     a, b = moved(), moved()
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
 
 
@@ -113,7 +113,7 @@ def test_static_move_changes_nothing(disc_cell):
     cell = disc_cell(n_clients=5, pathloss=TR38901UMa(), shadowing=CorrelatedShadowing())
     state = (cell.positions_m, cell.los, cell.shadowing_db, cell.gain_linear)
     assert not cell.move(50.0, np.random.default_rng(0)).any()
-    for before, after in zip(state, (cell.positions_m, cell.los, cell.shadowing_db, cell.gain_linear)):
+    for before, after in zip(state, (cell.positions_m, cell.los, cell.shadowing_db, cell.gain_linear), strict=True):
         np.testing.assert_array_equal(before, after)
 
 

@@ -4,7 +4,7 @@ import copy
 import numpy as np
 import pytest
 
-from channel import (
+from sfl_sim.channel import (
     Cell,
     CorrelatedShadowing,
     EqualAllocation,
@@ -51,7 +51,7 @@ def assert_same(a, b):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     ids = np.arange(a.n_clients)
     for x, y in zip((a.uplink_link(ids, 1e6), a.downlink_rates_bps(ids[:4], 1e5)),
-                    (b.uplink_link(ids, 1e6), b.downlink_rates_bps(ids[:4], 1e5))):
+                    (b.uplink_link(ids, 1e6), b.downlink_rates_bps(ids[:4], 1e5)), strict=True):
         if hasattr(x, "rate_bps"):
             np.testing.assert_array_equal(x.rate_bps, y.rate_bps)
             np.testing.assert_array_equal(x.snr_db, y.snr_db)
@@ -107,7 +107,7 @@ def test_state_dict_holds_only_plain_data_and_copies():
     state = cell.state_dict()
     assert _is_plain(state)
     assert set(state["component_states"]) == {"mobility"}
-    assert state["component_types"]["pathloss"] == "channel.tr38901.TR38901UMa"
+    assert state["component_types"]["pathloss"] == "sfl_sim.channel.large_scale.tr38901.TR38901UMa"
     state["positions_m"][:] = 0.0
     assert np.all(cell.positions_m != 0.0)
 

@@ -3,11 +3,11 @@ import textwrap
 
 import pytest
 
-import channel
-from channel import PATHLOSS, PLACEMENTS
-from simkit.registry import Registry, UnknownComponentError
-import simkit.protocols
-import simkit.registry
+import sfl_sim.kit.protocols
+import sfl_sim.kit.registry
+from sfl_sim import channel
+from sfl_sim.channel import PATHLOSS, PLACEMENTS
+from sfl_sim.kit.registry import Registry, UnknownComponentError
 
 
 def test_unknown_name_lists_known_names_and_suggests_close_match():
@@ -60,7 +60,7 @@ def test_entry_point_registers_a_component(monkeypatch):
     """A third-party package registers through the entry-point group sfl_sim.<kind>."""
     from importlib import metadata
 
-    from simkit import registry as registry_module
+    from sfl_sim.kit import registry as registry_module
 
     class ThirdPartyPathLoss:
         def loss_db(self, distance_m):
@@ -98,7 +98,7 @@ def test_module_spec_naming_a_class_without_the_protocol_is_refused_before_const
         """
     ))
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(simkit.protocols.ComponentProtocolError, match="Harmful lacks loss_db"):
+    with pytest.raises(sfl_sim.kit.protocols.ComponentProtocolError, match="Harmful lacks loss_db"):
         PATHLOSS.build("my_not_a_pathloss:Harmful", cmd="rm -rf /")
     import my_not_a_pathloss
 
@@ -123,7 +123,7 @@ def test_every_builtin_of_every_channel_registry_is_a_class():
 def test_entry_point_naming_a_function_is_refused(monkeypatch):
     from importlib import metadata
 
-    from simkit import registry as registry_module
+    from sfl_sim.kit import registry as registry_module
 
     def factory():
         return None
@@ -155,13 +155,13 @@ def test_build_checks_the_built_instance_against_the_protocol():
         def loss_db(self, distance_m):  # noqa: F811  (the class looks fine)
             return distance_m
 
-    with pytest.raises(simkit.protocols.ComponentProtocolError, match="Hollow lacks loss_db"):
+    with pytest.raises(sfl_sim.kit.protocols.ComponentProtocolError, match="Hollow lacks loss_db"):
         reg.build("hollow")
 
 
 # ---------------------------------------------------------------------- parameter checks
 def test_misspelt_parameter_lists_accepted_ones_with_did_you_mean():
-    with pytest.raises(simkit.registry.ComponentParameterError) as info:
+    with pytest.raises(sfl_sim.kit.registry.ComponentParameterError) as info:
         PATHLOSS.build("log_distance", exponnt=2.0)
     message = str(info.value)
     assert message.startswith("pathloss 'log_distance' rejected parameters: unknown 'exponnt' "
@@ -178,10 +178,11 @@ def test_check_params_runs_before_the_constructor():
         def __init__(self, alpha=1.0):
             calls.append(alpha)
 
-    with pytest.raises(simkit.registry.ComponentParameterError, match="unknown 'alfa' \\(did you mean 'alpha'\\?\\)"):
-        simkit.registry.check_params(Model, {"alfa": 2.0}, "algorithm", "my:Model")
+    with pytest.raises(sfl_sim.kit.registry.ComponentParameterError,
+                       match="unknown 'alfa' \\(did you mean 'alpha'\\?\\)"):
+        sfl_sim.kit.registry.check_params(Model, {"alfa": 2.0}, "algorithm", "my:Model")
     assert calls == []
-    simkit.registry.check_params(Model, {"alpha": 2.0}, "algorithm")
+    sfl_sim.kit.registry.check_params(Model, {"alpha": 2.0}, "algorithm")
 
 
 def test_check_params_accepts_any_name_with_kwargs_constructor():
@@ -189,7 +190,7 @@ def test_check_params_accepts_any_name_with_kwargs_constructor():
         def __init__(self, a, **kwargs):
             pass
 
-    simkit.registry.check_params(Open, {"a": 1, "anything": 2}, "model")
+    sfl_sim.kit.registry.check_params(Open, {"a": 1, "anything": 2}, "model")
 
 
 def test_check_params_reports_missing_required_and_counts_positional_args():
@@ -197,14 +198,14 @@ def test_check_params_reports_missing_required_and_counts_positional_args():
         def __init__(self, input_shape, num_classes, width=4):
             pass
 
-    with pytest.raises(simkit.registry.ComponentParameterError, match="missing required parameter 'num_classes'"):
-        simkit.registry.check_params(Needs, {"width": 2}, "model", "needs", args=((1, 28, 28),))
-    simkit.registry.check_params(Needs, {"width": 2}, "model", "needs", args=((1, 28, 28), 10))
+    with pytest.raises(sfl_sim.kit.registry.ComponentParameterError, match="missing required parameter 'num_classes'"):
+        sfl_sim.kit.registry.check_params(Needs, {"width": 2}, "model", "needs", args=((1, 28, 28),))
+    sfl_sim.kit.registry.check_params(Needs, {"width": 2}, "model", "needs", args=((1, 28, 28), 10))
 
 
 def test_check_params_unknown_name_without_close_match_has_no_hint():
-    with pytest.raises(simkit.registry.ComponentParameterError) as info:
-        simkit.registry.check_params(channel.TR36814Macro, {"zzz": 1}, "pathloss", "tr36814_macro")
+    with pytest.raises(sfl_sim.kit.registry.ComponentParameterError) as info:
+        sfl_sim.kit.registry.check_params(channel.TR36814Macro, {"zzz": 1}, "pathloss", "tr36814_macro")
     assert "did you mean" not in str(info.value)
     assert "accepted: none" in str(info.value)
 

@@ -4,8 +4,8 @@ import textwrap
 import numpy as np
 import pytest
 
-import channel
-from channel import REGISTRIES, check_component
+from sfl_sim import channel
+from sfl_sim.channel import REGISTRIES, check_component
 
 # Built-ins that need parameters to exist, and the client counts they accept.
 PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]},
@@ -31,6 +31,7 @@ def builtins():
     yield from VARIANTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, name, params", list(builtins()), ids=lambda x: str(x))
 def test_every_builtin_passes_conformance(kind, name, params):
     component = REGISTRIES[kind].create(name, **params)

@@ -1,13 +1,13 @@
-"""Physical ranges of channel parameters (channel.limits) and the components that use them."""
+"""Physical ranges of channel parameters (sfl_sim.channel.limits) and the components that use them."""
 import math
 
 import numpy as np
 import pytest
 
-import channel
-from channel import limits
-from channel.limits import ALL_RANGES
-from simkit.ranges import Range
+from sfl_sim import channel
+from sfl_sim.channel import limits
+from sfl_sim.channel.limits import ALL_RANGES
+from sfl_sim.kit.ranges import Range
 
 
 def test_range_check_returns_float_inside_and_names_parameter_value_and_range_outside():

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
-import channel
-from channel import PROTOCOLS, REGISTRIES
-from channel.protocols import (
+import sfl_sim.channel.protocols
+from sfl_sim import channel
+from sfl_sim.channel import PROTOCOLS, REGISTRIES
+from sfl_sim.channel.protocols import (
     DiscPlacement,
     LosAwarePathLoss,
     LosDecorrelation,
@@ -16,9 +17,12 @@ from channel.protocols import (
     SnrRate,
     Stateful,
 )
-import channel.protocols
-from simkit.protocols import (
-    ComponentProtocolError, check_protocol, describe_members, missing_members, protocol_members,
+from sfl_sim.kit.protocols import (
+    ComponentProtocolError,
+    check_protocol,
+    describe_members,
+    missing_members,
+    protocol_members,
 )
 
 
@@ -45,7 +49,7 @@ def test_every_builtin_component_satisfies_its_protocol(kind):
 def test_optional_capabilities_of_the_builtins():
     uma, macro = channel.TR38901UMa(), channel.TR36814Macro()
     assert isinstance(uma, LosAwarePathLoss) and isinstance(uma, LosDecorrelation)
-    assert isinstance(uma, channel.protocols.LosSampler)
+    assert isinstance(uma, sfl_sim.channel.protocols.LosSampler)
     assert not isinstance(macro, LosAwarePathLoss) and not isinstance(macro, LosDecorrelation)
     for model in (uma, macro, channel.FreeSpace(), channel.LogDistance()):
         assert isinstance(model, ShadowingSigmaSource) and isinstance(model, ShadowingDecorrelationSource)
@@ -98,7 +102,7 @@ def test_check_protocol_error_is_one_line_naming_field_class_member_and_protocol
     assert "\n" not in message
     assert message.startswith("cell.pathloss: ")
     assert "Wrong lacks loss_db(distance_m)" in message
-    assert "channel.protocols.PathLoss" in message
+    assert "sfl_sim.channel.protocols.PathLoss" in message
     assert isinstance(info.value, TypeError)
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from channel import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
+from sfl_sim.channel import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 
 
 def test_db_to_linear_known_values():

@@ -1,0 +1,1 @@
+"""Federated-learning methods: FedAvg's round and the baselines built on it."""

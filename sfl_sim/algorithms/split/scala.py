@@ -1,0 +1,181 @@
+"""SCALA: split federated learning with concatenated activations and logit adjustments.
+
+Follows scala-icml.md Algorithm 2 (eqs. 3-10, 14, 15).  One round (global iteration):
+
+1. the server broadcasts the client-side model w_c to the cohort C (and B_k from eq. 3);
+2. T times, every client k in parallel: samples B_k examples, computes A_k = h(w_c,k; X_k)
+   (eq. 4) and uploads A_k and the labels Y_k; the server waits for *all* of them (the
+   concatenation A = U_k A_k needs every client, eqs. 5-6), runs the server-side model once on A,
+   updates w_s with the loss adjusted by the concatenated label distribution P_s (eqs. 7, 14) and
+   computes each client's activation gradient G_k with the loss adjusted by P_k (eqs. 8, 15), both
+   from the same pre-update w_s^t; each client downloads G_k, backpropagates and updates its copy
+   of w_c (eq. 9);
+3. every client uploads w_c,k^T and the server averages them weighted by |D_k| (eq. 10).
+
+Ablations (scala-journal.txt §5.2) are flags of the same class, registered under their names:
+
+* ``ca_sfl`` — concatenated activations, no logit adjustment anywhere.  Its server and client
+  losses are then the same cross-entropy, so its server step does one backward (forward +
+  one backward, as SplitFedV1's) where SCALA's needs two.
+* ``lla_sfl`` — no concatenation: each client's activations are processed on its own copy of the
+  server-side model (SplitFedV1 style, copies averaged by |D_k| after the round) with the loss
+  adjusted by that client's P_k.
+
+Choices where the paper is silent (each a parameter):
+
+* ``label_prior="batch"``: P_s and P_k are the label distributions of the current iteration's
+  concatenated labels Y and of client k's labels Y_k — what the server sees (eq. 6).  With
+  ``"local_data"`` P_k is client k's whole local label distribution and P_s that of the cohort's
+  data combined (clients would report label counts once per round; not counted as traffic).
+* Labels travel as int64 tensors, as torch holds them; their bytes count as uplink (kind
+  ``labels``, after the activations).
+* The server is one device: with ``concatenate=False`` the per-client server jobs queue on it.
+
+The round itself (messages, timing, aggregation) is :class:`~sfl_sim.algorithms.split.base.SplitFedBase`'s;
+this module adds the priors, the concatenated server step and LLA-SFL's per-client loss.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, cast
+
+import numpy as np
+import torch
+
+from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
+from sfl_sim.algorithms.split.base import SplitFedBase
+from sfl_sim.algorithms.split.messages import ClientActivations, Reply
+from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy
+from sfl_sim.kit.params import ParamsModel
+
+#: Where the label priors P_s and P_k come from.
+LabelPrior = Literal["batch", "local_data"]
+
+
+@ALGORITHMS.register("scala")
+class SCALA(SplitFedBase):
+    """SCALA and its ablations (see module docstring).
+
+    Parameters
+    ----------
+    setup : TrainingSetup
+    concatenate : bool
+        Train one server-side model on the concatenated activations (True, SCALA/CA-SFL) or one
+        copy per client on its own activations (False, LLA-SFL).
+    server_adjustment : bool
+        Adjust the server-side update loss by log P_s (eq. 14).  Only with ``concatenate``.
+    client_adjustment : bool
+        Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).
+    label_prior : {"batch", "local_data"}
+        Where P_s and P_k come from.
+    """
+
+    class Params(ParamsModel):
+        """SCALA's parameters (what a scenario sets beside ``name``)."""
+
+        concatenate: bool = True
+        server_adjustment: bool = True
+        client_adjustment: bool = True
+        label_prior: LabelPrior = "batch"
+
+    def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
+                 client_adjustment: bool = True, label_prior: str = "batch") -> None:
+        super().__init__(setup, server_mode="concatenated" if concatenate else "per_client")
+        SCALA.Params.check(concatenate=concatenate, server_adjustment=server_adjustment,
+                           client_adjustment=client_adjustment, label_prior=label_prior)
+        if server_adjustment and not concatenate:
+            raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
+                             "distribution); allowed: server_adjustment=false with concatenate=false")
+        self.concatenate = concatenate
+        self.server_adjustment = server_adjustment
+        self.client_adjustment = client_adjustment
+        self.label_prior = label_prior
+
+    # -- priors ----------------------------------------------------------------------------------
+    def _uniform(self) -> torch.Tensor:
+        n = self.setup.num_classes
+        return torch.full((n,), 1.0 / n, device=self.setup.device)
+
+    def _prior(self, labels: torch.Tensor, clients: list[int], adjust: bool) -> torch.Tensor:
+        """Distribution used for the logit adjustment; uniform (i.e. no adjustment) when off."""
+        if not adjust:
+            return self._uniform()
+        if self.label_prior == "batch":
+            return label_distribution(labels, self.setup.num_classes)
+        counts = self.setup.client_label_counts.index_select(
+            0, to_device(np.asarray(clients, dtype=np.int64), self.setup.device)).sum(dim=0)
+        return counts / counts.sum()
+
+    @property
+    def losses_coincide(self) -> bool:
+        """No adjustment anywhere (CA-SFL): the server loss and the clients' losses are the same
+        cross-entropy, so one backward gives both w_s's gradient and every G_k (and one is charged)."""
+        return not self.server_adjustment and not self.client_adjustment
+
+    # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
+    def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
+        return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.client_adjustment))
+
+    def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> list[Reply]:
+        """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
+
+        Parameters
+        ----------
+        uploads : sequence of ClientActivations
+            Each client's activations A_k (B_k, ...) (detached) and labels Y_k, in cohort order.
+
+        Returns
+        -------
+        list of Reply
+            G_k for each client, shaped like A_k.
+        """
+        clients = [u.client for u in uploads]
+        sizes = [u.activations.shape[0] for u in uploads]
+        acts = torch.cat([u.activations for u in uploads]).requires_grad_(True)  # eq. (5)
+        labels = torch.cat([u.labels for u in uploads])  # eq. (6)
+        logits = self.server_model(acts)
+        params = list(self.server_model.parameters())
+        # eq. (14) with P_s: the loss that updates w_s (eq. 7).
+        server_loss = logit_adjusted_cross_entropy(logits, labels, self._prior(labels, clients, self.server_adjustment))
+        if self.losses_coincide:
+            # Both losses are plain cross-entropy: the server loss is the mean over the B samples,
+            # sum_k (B_k / B) F_k, so client k's gradient dF_k/dA_k is (B / B_k) times the server
+            # loss's, read off the one backward that also gives w_s's gradients.
+            server_loss.backward()
+            total = float(sum(sizes))
+            act_grads = [g * (total / n) for g, n in zip(cast(torch.Tensor, acts.grad).split(sizes), sizes,
+                                                         strict=True)]
+            self.optimizer_step(self.server_optimizer(params))
+            return [Reply(g) for g in act_grads]
+        # eq. (15) with P_k per client: the loss whose gradient goes back to client k (eq. 8), on the
+        # same pre-update w_s^t.  Each A_k appears only in its own term, so the gradient of the sum
+        # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
+        # the logits, i.e. plain cross-entropy.
+        client_loss = cast(torch.Tensor, sum(  # a sum of tensors (one per client of the concatenation)
+            logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
+            for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes), strict=True)))
+        param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
+        act_grad = torch.autograd.grad(client_loss, acts)[0]
+        for p, g in zip(params, param_grads, strict=True):
+            p.grad = g
+        self.optimizer_step(self.server_optimizer(params))
+        return [Reply(g) for g in act_grad.split(sizes)]
+
+
+@ALGORITHMS.register("ca_sfl")
+class CASFL(SCALA):
+    """CA-SFL: SCALA's concatenated activations without any logit adjustment (journal §5.2)."""
+
+    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
+        super().__init__(setup, concatenate=True, server_adjustment=False, client_adjustment=False,
+                         label_prior=label_prior)
+
+
+@ALGORITHMS.register("lla_sfl")
+class LLASFL(SCALA):
+    """LLA-SFL: SplitFedV1-style per-client server copies with the local logit adjustment P_k."""
+
+    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
+        super().__init__(setup, concatenate=False, server_adjustment=False, client_adjustment=True,
+                         label_prior=label_prior)

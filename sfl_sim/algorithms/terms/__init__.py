@@ -1,0 +1,1 @@
+"""Pure loss terms and state updates of the methods, free of any simulation."""

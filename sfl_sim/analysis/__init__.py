@@ -1,0 +1,56 @@
+"""Offline analysis of sfl-sim run directories.
+
+Reads ``scenario.yaml``, ``metrics.csv``, ``rounds.csv``, ``classes.csv`` and ``summary.json``
+from run directories on disk. Never imports torch, simpy or ``sfl_sim``.
+
+The public names below are imported lazily (PEP 562), so ``import sfl_sim.runs.rundir.schema`` — which the
+simulator does to share the run-file schema — costs nothing and pulls in neither pandas nor
+matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> submodule that defines it
+_EXPORTS = {
+    "SCHEMA_VERSION": "sfl_sim.runs.rundir.schema",
+    "METRICS_COLUMNS": "sfl_sim.runs.rundir.schema",
+    "ROUNDS_COLUMNS": "sfl_sim.runs.rundir.schema",
+    "Run": "runs",
+    "RunFormatError": "runs",
+    "load_run": "runs",
+    "load_runs": "runs",
+    "load_classes": "classes",
+    "classes_long": "classes",
+    "class_columns": "classes",
+    "time_to_accuracy_s": "tta",
+    "tta_column_name": "tta",
+    "summary_table": "comparison",
+    "plot_accuracy_vs_time": "plots",
+    "plot_uplink_vs_time": "plots",
+    "plot_runs": "plots",
+    "run_labels": "plots",
+    "StudyData": "study_data",
+    "StudyError": "study_data",
+    "find_run_dirs": "study_data",
+    "load_study": "study_data",
+    "paired_speedup": "stats",
+    "write_report": "report",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sfl_sim.analysis' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

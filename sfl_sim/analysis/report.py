@@ -1,0 +1,405 @@
+"""``sfl-sim report``: a study (or any set of run directories) into paper tables and figures.
+
+Layout of a report directory::
+
+    README.md                 every table and figure on one page, with the definitions
+    runs.csv                  one row per run: path, setting, its fields, algorithm, seed, status,
+                              final and best accuracy (and whether it was left out)
+    accuracy.{csv,md,tex}     best and final test accuracy, rows algorithms, columns settings
+    tta.{csv,md,tex}          time to each target (and speed-up over --reference, with CI)
+    overhead.{csv,md,tex}     bytes, FLOPs and client energy per round and to each target (Table V
+                              layout; the energy column when the runs recorded energy)
+    energy.{csv,md,tex}       client energy to each target, total and per-client maximum (and the
+                              ratio over --reference, with CI); only when the runs recorded energy
+    figures/<setting>/accuracy_vs_time.{png,pdf}
+    figures/<setting>/accuracy_vs_uplink.{png,pdf}
+    figures/compression_<algorithm>[_<rest>]/accuracy_vs_{time,uplink}.{png,pdf}
+                              a study over compression: one line per compression level
+                              (:func:`compression_levels`) of one algorithm
+    figures/<setting>/accuracy_vs_energy.{png,pdf}   (only when the runs recorded energy)
+
+CSV files are tidy and in raw units (accuracy as a fraction, seconds, bytes, FLOPs); Markdown and
+LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
+from sfl_sim.analysis.figures import (
+    CURVES,
+    DEFAULT_WIDTH_IN,
+    check_figure_options,
+    levels_figure,
+    save_figure,
+    setting_figure,
+    setting_slug,
+)
+from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
+from sfl_sim.analysis.study_data import StudyData, StudyError, load_study, short_field_names
+from sfl_sim.analysis.tables import (
+    Layout,
+    accuracy_layouts,
+    accuracy_table,
+    overhead_layouts,
+    overhead_table,
+    per_run_accuracy,
+    target_text,
+    to_latex,
+    to_markdown,
+    tta_layouts,
+    tta_table,
+)
+from sfl_sim.analysis.tta import DEFAULT_TARGETS, _check_target
+
+__all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
+
+#: ``summary.json`` status of a finished run.
+COMPLETE = "complete"
+_GLOBAL = "global model on the test set"
+
+
+def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
+    """``<deepest directory containing every given path>/<name>``.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        The directories given on the command line.
+    name : str
+        Sub-directory name (``"report"``, ``"plots"``).
+
+    Returns
+    -------
+    pathlib.Path
+        For one directory ``DIR/name``; for several, under their common parent.
+    """
+    resolved = [os.path.abspath(p) for p in paths]
+    return Path(os.path.commonpath(resolved)) / name
+
+
+def parse_targets(text: str) -> tuple[float, ...]:
+    """``"0.6,0.7"`` -> ``(0.6, 0.7)``; each a fraction in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Naming the bad item (e.g. a percentage such as 70).
+    """
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise ValueError(f"--targets: {item!r} is not a number; give fractions, e.g. 0.6,0.7") from None
+        out.append(_check_target(value))
+    if not out:
+        raise ValueError("--targets: no target given; e.g. --targets 0.6,0.7")
+    return tuple(dict.fromkeys(out))
+
+
+def _write(path: Path, text: str, written: list[Path]) -> None:
+    path.write_text(text, encoding="utf-8")
+    written.append(path)
+
+
+def _write_table(out: Path, stem: str, table: pd.DataFrame, layouts: Sequence[Layout], title: str,
+                 written: list[Path]) -> str:
+    table.to_csv(out / f"{stem}.csv", index=False)
+    written.append(out / f"{stem}.csv")
+    md = f"# {title}\n\n" + "\n".join(to_markdown(layout) for layout in layouts)
+    _write(out / f"{stem}.md", md, written)
+    tex = (f"% {title} -- written by sfl-sim report; needs \\usepackage{{booktabs}}\n"
+           + "\n".join(to_latex(layout) for layout in layouts))
+    _write(out / f"{stem}.tex", tex, written)
+    return md
+
+
+def write_report(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    reference: str | None = None,
+    targets: Sequence[float] | None = None,
+    band: str = "std",
+    *,
+    ignore: Sequence[str] = (),
+    include_incomplete: bool = False,
+    figures: bool = True,
+    target_lines: bool | None = None,
+    figure_width_in: float = DEFAULT_WIDTH_IN,
+    seed_lines: bool = False,
+    smooth: int = 0,
+    n_boot: int = N_BOOT,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
+) -> list[Path]:
+    """Write the tables and figures of a study.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Study, scenario-output or run directories (searched recursively for run directories).
+    out_dir : path
+        Report directory; created if missing, files in it overwritten.
+    reference : str, optional
+        Algorithm label to compute speed-ups against (e.g. ``"fedavg"``).
+    targets : sequence of float, optional
+        Accuracy targets (fractions). Default: the ``target_accuracies`` common to every run's
+        scenario, else :data:`sfl_sim.analysis.tta.DEFAULT_TARGETS`.
+    band : {"std", "minmax"}
+        Shaded band of the figures.
+    ignore : sequence of str, optional
+        Scenario fields to leave out of the setting (e.g. ``("rounds",)``).
+    include_incomplete : bool, optional
+        Keep runs whose ``summary.json`` status is not ``"complete"`` (default: leave them out
+        and list them in README.md and runs.csv).
+    figures : bool, optional
+        Draw the figures (the tables alone are much faster).
+    target_lines : bool, optional
+        Draw each target as a labelled horizontal line in the figures. Default: only when
+        ``targets`` is given (asked for), not for the scenarios' default targets.
+    figure_width_in : float, optional
+        Figure width in inches (3 to 12; about 3.5 for one column of a two-column paper).
+    seed_lines : bool, optional
+        Also draw every seed as a thin line (instead of the band).
+    smooth : int, optional
+        Rolling mean over this many evaluations of each seed before the mean and band (0: none).
+    n_boot, bootstrap_seed : int, optional
+        Bootstrap resamples and seed of the speed-up CIs.
+
+    Returns
+    -------
+    list of pathlib.Path
+        Every file written, README.md first.
+
+    Raises
+    ------
+    StudyError
+        No runs found, none complete, duplicate runs, or an unknown reference.
+    ValueError
+        A bad ``band``, target, figure width or smoothing window.
+    """
+    check_figure_options(band, figure_width_in, smooth)
+    # the runs left out must not name the settings of those that remain (a killed run of another
+    # `rounds` would otherwise make `rounds` a setting field of a one-setting study)
+    loaded = load_study(paths, ignore=ignore, basis_statuses=None if include_incomplete else (COMPLETE,))
+    complete = loaded.runs["status"] == COMPLETE
+    study = loaded if include_incomplete else loaded.select(loaded.runs.loc[complete, "run_id"])
+    left_out = loaded.runs.loc[~loaded.runs["run_id"].isin(study.runs["run_id"])]
+    if study.runs.empty:
+        raise StudyError(f"none of the {len(loaded.runs)} run(s) found is complete; pass --include-incomplete "
+                         f"to report them anyway")
+    if reference is not None and reference not in study.algorithms:
+        raise StudyError(f"unknown reference {reference!r}; algorithms: {', '.join(study.algorithms)}")
+    if target_lines is None:
+        target_lines = targets is not None
+    targets = tuple(_check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
+    algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    included = study.runs.loc[study.runs["status"] != COMPLETE]
+    notes = _notes(study, left_out, included)
+
+    acc = accuracy_table(study, algorithms)
+    md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
+                          "Test accuracy", written)
+    tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
+    md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes, n_boot=n_boot),
+                          "Time to accuracy", written)
+    ovh = overhead_table(study, targets, algorithms)
+    md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),
+                          "Communication and computation overhead", written)
+
+    tables = [md_acc, md_tta, md_ovh]
+    energy = has_energy(study)
+    if energy:
+        en = energy_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot,
+                          bootstrap_seed=bootstrap_seed)
+        tables.append(_write_table(out, "energy", en, energy_layouts(en, study, algorithms, reference, notes,
+                                                                      n_boot=n_boot),
+                                   "Client energy to accuracy", written))
+
+    runs = loaded.runs.drop(columns=["run_id"]).copy()
+    per_run = per_run_accuracy(loaded).set_index("run_id")
+    for c in ("final_round", "final_test_accuracy", "best_test_accuracy"):
+        runs[c] = loaded.runs["run_id"].map(per_run[c]).to_numpy()
+    runs["in_report"] = loaded.runs["run_id"].isin(study.runs["run_id"]).to_numpy()
+    runs.to_csv(out / "runs.csv", index=False)
+    written.append(out / "runs.csv")
+
+    figure_links: list[str] = []
+    if figures:
+        taken: set[str] = set()
+        curves = {kind: study for kind in CURVES}
+        if energy:
+            curves[ENERGY_CURVE] = dataclasses.replace(study, metrics=metrics_with_energy(study))
+        for setting in study.settings:
+            slug = setting_slug(setting, taken)
+            for kind, data in curves.items():
+                fig = setting_figure(data, setting, kind, band=band, targets=targets if target_lines else (),
+                                     algorithms=algorithms, width_in=figure_width_in, seed_lines=seed_lines,
+                                     smooth=smooth)
+                files = save_figure(fig, out / "figures" / slug / kind)
+                written += files
+                figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
+        for rest, levels in compression_levels(study):
+            for algorithm in algorithms:
+                title = f"{algorithm}: compression levels" + (f" ({rest})" if rest else "")
+                slug = setting_slug(f"compression_{algorithm}" + (f"_{rest}" if rest else ""), taken)
+                for kind in CURVES:
+                    fig = levels_figure(study, algorithm, levels, title, kind, band=band,
+                                        targets=targets if target_lines else (), width_in=figure_width_in,
+                                        seed_lines=seed_lines, smooth=smooth)
+                    if not fig.legends:  # the algorithm has no runs at these levels
+                        continue
+                    files = save_figure(fig, out / "figures" / slug / kind)
+                    written += files
+                    figure_links.append(f"![{kind}: {title}]({files[0].relative_to(out).as_posix()})")
+
+    readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
+                     tables, figure_links, seed_lines=seed_lines, smooth=smooth,
+                     target_lines=bool(target_lines))
+    _write(out / "README.md", readme, written)
+    return [written[-1], *written[:-1]]
+
+
+def compression_levels(study: StudyData) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The study's compression levels: settings that differ only in ``compression`` fields,
+    grouped by the rest of the setting.
+
+    Returns
+    -------
+    list of (rest, levels)
+        ``rest``: the other setting fields as ``name=value`` text ("" when there are none);
+        ``levels``: (setting, its compression fields as ``name=value`` text) of each setting of
+        the group, in study order.  Only groups of two or more levels; none without compression fields.
+    """
+    fields = [f for f in study.setting_fields if f == "compression" or f.startswith("compression.")]
+    if not fields:
+        return []
+    short = short_field_names(study.setting_fields)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for setting in study.settings:
+        values = study.setting_values(setting)
+        rest = ", ".join(f"{short[f]}={values[f]}" for f in study.setting_fields if f not in fields)
+        level = ", ".join(f"{short[f]}={values[f]}" for f in fields)
+        groups.setdefault(rest, []).append((setting, level))
+    return [(rest, levels) for rest, levels in groups.items() if len(levels) > 1]
+
+
+def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> list[str]:
+    notes = []
+    evaluated = study.runs.drop_duplicates("algorithm")[["algorithm", "evaluated"]]
+    for r in evaluated.itertuples(index=False):
+        if r.evaluated and r.evaluated != _GLOBAL:
+            notes.append(f"{r.algorithm}: accuracy is of the {r.evaluated}, not the global model.")
+    if len(left_out):
+        notes.append(f"{len(left_out)} run(s) not complete, left out (see runs.csv).")
+    if len(included):
+        notes.append(f"{len(included)} run(s) not complete, included (--include-incomplete): their last "
+                     "evaluation counts as final (see runs.csv).")
+    return notes
+
+
+def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, included: pd.DataFrame,
+            targets: Sequence[float],
+            reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
+            sections: Sequence[str], figure_links: Sequence[str], *, seed_lines: bool = False, smooth: int = 0,
+            target_lines: bool = False) -> str:
+    seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
+    lines = [
+        "# sfl-sim report",
+        "",
+        f"{len(study.runs)} run(s): {len(study.settings)} setting(s) × {len(study.algorithms)} algorithm(s), "
+        f"seeds {', '.join(seeds)}."
+        + (f" {len(included)} of them did not complete and are included (--include-incomplete; listed below)."
+           if len(included) else "")
+        + (f" {len(left_out)} run(s) not complete are left out (listed below)." if len(left_out) else ""),
+        "",
+        "## Definitions",
+        "",
+        "- **Runs** are grouped by (setting, algorithm); seeds are replicates. Algorithm = the run's label. "
+        "Setting = " + (
+            "the scenario fields that differ between the runs: " + ", ".join(f"`{f}`" for f in study.setting_fields)
+            if study.setting_fields else "one setting (no scenario field differs between the runs)")
+        + ". Never part of a setting: the seed, the algorithm block, names, paths, device and host-only "
+          "fields" + (f"; ignored on request: {', '.join(ignore)}" if ignore else "") + ".",
+        f"- **mean ± std (n)**: over seeds; std is the sample standard deviation (ddof = {DDOF}); n counts seeds.",
+        "- **Final** accuracy: last evaluation; **best**: maximum over the evaluations (the papers' "
+        "\"max accuracy\"); both over trained rounds (round ≥ 1).",
+        "- **Time to accuracy**: simulated time of the first evaluation with test accuracy ≥ the target "
+        "(a round-0 evaluation of the initial model counts, at t = 0); mean ± std over the seeds that reached "
+        "it, k/n reached.",
+    ]
+    if reference:
+        lines.append(
+            f"- **Speed-up over {reference}**: mean time of {reference} / mean time of the algorithm, over the "
+            f"seeds where both reached the target (paired by setting and seed). A target met at t = 0 (by the "
+            f"initial model): both mean times 0 is a speed-up of 1 (\"both at start\"), only the algorithm's is ∞, "
+            f"only the reference's is 0. 95 % CI (from {MIN_PAIRS_FOR_CI} pairs on): percentile bootstrap, "
+            f"{n_boot} resamples of those seeds with replacement (pairs kept together), "
+            f"`numpy.random.default_rng({bootstrap_seed})` for each interval; every resample counts, its "
+            f"statistic by the same rule (tta.csv's `speedup_boot_edge` counts those with a mean time of 0, "
+            f"marked † in the tables); bounds are resampled values (numpy's `inverted_cdf`). Below "
+            f"{MIN_PAIRS_FOR_CI} pairs the percentile interval cannot cover 95 % (with 2 or 3 pairs it is "
+            f"exactly the per-seed ratios' range), so the range of the per-seed ratios is given instead, "
+            f"marked \"not a CI\".")
+    lines += [
+        "- **Overhead per round**: each run's mean over its rounds of that round's bytes and FLOPs "
+        "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it"
+        + ("; client energy likewise (rounds.csv client_energy_j per round, cumulative to a target), over the "
+           "seeds that recorded it" if has_energy(study) else "") + ".",
+        "- **Figures**: accuracy in %; each seed linearly interpolated between its evaluations onto a common "
+        "grid; the line is the mean over the seeds running at x (from the earliest first to the latest last "
+        "evaluation) and thins as seeds end; ○ marks each seed's last evaluation; "
+        + ("every seed is also drawn as a thin line" if seed_lines else
+           "band: " + ('± 1 std (ddof = 1) where two or more seeds run' if band == 'std'
+                       else 'min–max over the seeds running'))
+        + (f"; each seed smoothed by a centred rolling mean over {smooth} evaluations" if smooth > 1 else
+           "; not smoothed")
+        + ("; targets drawn as labelled lines" if target_lines and targets else "") + ".",
+        f"- Targets: {', '.join(target_text(t) for t in targets)}.",
+        "",
+    ]
+    last_round = dict(zip(runs["path"], runs["final_round"], strict=True))
+
+    def listed(frame: pd.DataFrame) -> list[str]:
+        out = []
+        for r in frame.itertuples(index=False):
+            last = last_round.get(r.path)
+            done = f", last evaluated round {int(last)}" if last is not None and pd.notna(last) else ""
+            planned = f" of {r.rounds_planned}" if done and r.rounds_planned is not None else ""
+            out.append(f"- `{r.path}` (status: {r.status or 'unknown'}{done}{planned})")
+        return out
+
+    if len(included):
+        lines += ["## Included although not complete (--include-incomplete)", "",
+                  "Their last evaluation counts as their final accuracy; a run that stopped early can lower "
+                  "final accuracy and count as not reaching a target.", ""]
+        lines += listed(included)
+        lines.append("")
+    if len(left_out):
+        lines += ["## Left out (not complete)", ""]
+        lines += listed(left_out)
+        lines.append("")
+    lines += ["## Tables", ""]
+    for s in sections:
+        lines.append(s.replace("\n# ", "\n### ").replace("# ", "### ", 1) if s.startswith("# ") else s)
+    if figure_links:
+        lines += ["## Figures", ""]
+        lines += [f"{link}\n" for link in figure_links]
+    lines += ["## Files", "",
+              "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
+              "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
+              "- `figures/<setting>/accuracy_vs_time.{png,pdf}`, `accuracy_vs_uplink.{png,pdf}`.", ""]
+    return "\n".join(lines)

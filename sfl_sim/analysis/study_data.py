@@ -1,0 +1,790 @@
+"""Many run directories as tidy tables: discovery, fast loading, and each run's coordinates.
+
+A *study* here is any set of run directories — the output of ``sfl-sim study``, of several
+``sfl-sim scenario`` calls, or a hand-picked list. Each run gets coordinates:
+
+``algorithm``
+    ``summary.json`` ``label``, else ``scenario.algorithm.label``, else ``.name``, else the
+    directory name. Runs sharing a label whose ``algorithm`` blocks differ get the differing
+    fields appended (``scala [temperature=2]``), so two variants never merge.
+``seed``
+    The study coordinate ``seed``, else ``scenario.seed``, else ``summary.seed``.
+``setting``
+    Everything else that makes runs different experiments. When every run's ``summary.json``
+    carries ``coordinates`` (``sfl-sim study`` writes them) and they are consistent with the
+    scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
+    inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
+    given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
+    knobs); a run made before a field existed has that field's default
+    (:data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting, power
+    control, interference or HARQ shares a setting with the runs made since with their defaults;
+    ``energy.device: {name: dvfs}`` with its parameters unstated reads as the stated defaults).
+    A varying field inside a component spec whose ``name`` varies too is reported as the whole spec
+    (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
+    ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
+    accuracies, so they are never averaged as replicates unless asked (``ignore=("rounds",)``).
+
+Runs are grouped by (setting, algorithm) with seeds as replicates, and paired across algorithms
+by (setting, seed): same seed, same cell, partition and initial weights.
+
+Loading reads every file once and parses all ``metrics.csv`` (and ``rounds.csv``) files in one
+:func:`pandas.read_csv` call, so a thousand runs load in about a second.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from sfl_sim.analysis.runs import RunFormatError, _check_schema_version, _read_metrics
+from sfl_sim.runs.rundir.schema import (
+    HOST_ONLY_FIELDS,
+    METRICS_COLUMNS,
+    METRICS_FILE,
+    ROUNDS_COLUMNS,
+    ROUNDS_FILE,
+    ROUNDS_NUMERIC_COLUMNS,
+    SCENARIO_FILE,
+    SECTIONS_ADDED_LATER,
+    SUMMARY_FILE,
+)
+
+__all__ = [
+    "NON_SETTING_FIELDS",
+    "StudyError",
+    "StudyData",
+    "find_run_dirs",
+    "is_run_dir",
+    "load_study",
+    "Coordinates",
+    "run_coordinates",
+    "short_field_names",
+    "format_value",
+]
+
+#: Scenario fields never part of a setting: the seed and the algorithm (coordinates of their own),
+#: names, the device a run used, the analysis-only target list, the data set's location, and the
+#: host-only fields of :data:`sfl_sim.runs.rundir.schema.HOST_ONLY_FIELDS`. A field is left out with
+#: everything below it (``algorithm`` covers ``algorithm.lr``).
+NON_SETTING_FIELDS: tuple[str, ...] = (
+    "seed",
+    "algorithm",
+    "algorithms",
+    "name",
+    "device_used",
+    "target_accuracies",
+    "data.dataset.data_root",
+    *HOST_ONLY_FIELDS,
+)
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built in: ~10x faster
+_MISSING = object()  # a field absent from one run's scenario
+
+
+class StudyError(ValueError):
+    """The runs given cannot form a study (none found, duplicates, unknown reference, ...)."""
+
+
+# --------------------------------------------------------------------------------- discovery
+
+
+def is_run_dir(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run directory (holds ``summary.json`` and ``metrics.csv``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any path.
+
+    Returns
+    -------
+    bool
+    """
+    p = Path(path)
+    return (p / SUMMARY_FILE).is_file() and (p / METRICS_FILE).is_file()
+
+
+def find_run_dirs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Run directories at or below the given paths.
+
+    A run directory is a directory holding ``summary.json`` and ``metrics.csv``; the search does
+    not descend into one. Hidden directories (``.name``) are skipped; symbolic links are followed
+    once (a link loop is not walked twice).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Run directories, scenario output directories (run directories below), study directories,
+        or any folder holding those, at any depth.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The run directories: for each given path in order, those found below it sorted by path;
+        a directory reached twice is listed once.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a given path does not exist.
+    NotADirectoryError
+        If a given path is a file.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    found: list[Path] = []
+    seen_runs: set[str] = set()
+    visited: set[str] = set()
+
+    def walk(d: Path) -> None:
+        real = os.path.realpath(d)
+        if real in visited:
+            return
+        visited.add(real)
+        if is_run_dir(d):
+            if real not in seen_runs:
+                seen_runs.add(real)
+                found.append(d)
+            return
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except PermissionError:
+            return
+        for e in entries:
+            if not e.name.startswith(".") and e.is_dir():
+                walk(Path(e.path))
+
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise FileNotFoundError(f"{p} does not exist")
+        if not p.is_dir():
+            raise NotADirectoryError(f"{p} is not a directory")
+        walk(p)
+    return found
+
+
+# --------------------------------------------------------------------------------- values
+
+
+def _canon(value: Any) -> Any:
+    """A hashable, order-independent key for a YAML value (dicts compared by content; 1, 1.0 and
+    True kept apart)."""
+    if value is _MISSING:
+        return "\x00missing"
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _fmt_scalar(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if value is not None else "null"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e6:
+            return str(int(value))
+        short = format(value, ".6g")
+        return short if float(short) == value else repr(value)
+    return str(value)
+
+
+def format_value(value: Any) -> str:
+    """Short, readable text of a coordinate value.
+
+    A component spec ``{name: dirichlet, beta: 0.1}`` reads ``dirichlet(beta=0.1)``; other
+    mappings ``{k=v, ...}``; lists ``[a, b]``; floats without trailing noise (``1e+09``).
+
+    Parameters
+    ----------
+    value : Any
+        A YAML value (scalar, list, mapping).
+
+    Returns
+    -------
+    str
+    """
+    if value is _MISSING:
+        return "-"
+    if isinstance(value, Mapping):
+        items = [f"{k}={format_value(v)}" for k, v in value.items() if k != "name"]
+        if "name" in value:
+            return f"{value['name']}({', '.join(items)})" if items else str(value["name"])
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return _fmt_scalar(value)
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted path -> leaf value (lists and empty mappings are leaves)."""
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            out.update(_flatten(v, path + "."))
+        else:
+            out[path] = v
+    return out
+
+
+def _lookup(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(data, Mapping) or part not in data:
+            return _MISSING
+        data = data[part]
+    return data
+
+
+def _excluded(path: str, excluded: frozenset[str] | Sequence[str]) -> bool:
+    """Whether ``path`` or one of its ancestors (``a`` for ``a.b``) is in ``excluded``."""
+    if path in excluded:
+        return True
+    i = path.find(".")
+    while i != -1:
+        if path[:i] in excluded:
+            return True
+        i = path.find(".", i + 1)
+    return False
+
+
+def _natural_key(value: Any) -> tuple:
+    """Sort key: missing first, then numbers by value, then text with numbers compared as numbers
+    (``alpha=2`` before ``alpha=10``)."""
+    if value is _MISSING or value is None:
+        return (0, 0.0, ())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (1, float(value), ())
+    parts = re.split(r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)", format_value(value))
+    return (2, 0.0, tuple((0, float(x), "") if i % 2 else (1, 0.0, x) for i, x in enumerate(parts) if x))
+
+
+# --------------------------------------------------------------------------------- coordinates
+
+
+def _varying(flat: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Paths (in first-appearance order) whose values are not the same in every run."""
+    order: dict[str, None] = {}
+    for f in flat:
+        order.update(dict.fromkeys(f))
+    return [p for p in order if len({_canon(f.get(p, _MISSING)) for f in flat}) > 1]
+
+
+def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Replace a varying leaf by its nearest enclosing component spec whose ``name`` varies."""
+    varying = set(paths)
+    out: dict[str, None] = {}
+    for p in paths:
+        parts = p.split(".")
+        target = p
+        for i in range(len(parts) - 1, 0, -1):
+            anc = ".".join(parts[:i])
+            if f"{anc}.name" in varying and any(
+                isinstance(_lookup(s, anc), Mapping) for s in scenarios
+            ):
+                target = anc
+                break
+        out[target] = None
+    return list(out)
+
+
+def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``scenario`` with every field of :data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` it lacks (a run
+    made before the field existed, or a default component whose parameters it left unstated) as
+    the default one."""
+    return _fill_defaults(scenario, SECTIONS_ADDED_LATER)
+
+
+def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``given`` with the keys of ``defaults`` it lacks, recursively; a component spec named other
+    than the default's keeps its own parameters (another class, other defaults)."""
+    out = dict(given)
+    for key, default in defaults.items():
+        if key not in out:
+            out[key] = copy.deepcopy(default)
+        elif isinstance(default, Mapping) and isinstance(out[key], Mapping):
+            if "name" in default and out[key].get("name") != default["name"]:
+                continue
+            out[key] = _fill_defaults(out[key], default)
+    return out
+
+
+def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
+    """A collapsed spec shown as its name plus the sub-fields that vary among the runs (less those
+    at their :data:`~sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` default, when the spec is that default
+    component: ``device=dvfs``, not its nine default parameters)."""
+    if not isinstance(value, Mapping):
+        return value
+    keep = {p[len(spec_path) + 1:].split(".")[0] for p in varying if p.startswith(spec_path + ".")}
+    keep.add("name")
+    default = _lookup(SECTIONS_ADDED_LATER, spec_path)
+    if not isinstance(default, Mapping) or default.get("name") != value.get("name"):
+        default = {}
+    return {k: v for k, v in value.items() if k in keep and (k == "name" or k not in default or v != default[k])}
+
+
+@dataclass(frozen=True)
+class Coordinates:
+    """Where each run of a set sits: its setting, algorithm and seed.
+
+    Attributes
+    ----------
+    fields : tuple of str
+        The dotted setting fields, in scenario order (or the study's coordinate order); empty
+        when every run has the same setting.
+    values : list of dict
+        Per run, ``{field: display text}`` (:func:`format_value`; ``"-"`` where a run lacks it).
+    algorithms : list of str
+        Per run, the algorithm coordinate.
+    seeds : list
+        Per run, the seed (an int; None when no file names one).
+    sort_keys : list of tuple
+        Per run, a key that orders settings naturally (numbers by value, ``alpha=2`` before
+        ``alpha=10``).
+    """
+
+    fields: tuple[str, ...]
+    values: list[dict[str, str]]
+    algorithms: list[str]
+    seeds: list[Any]
+    sort_keys: list[tuple]
+
+
+def run_coordinates(
+    scenarios: Sequence[Mapping[str, Any]],
+    summaries: Sequence[Mapping[str, Any]],
+    names: Sequence[str] | None = None,
+    ignore: Sequence[str] = (),
+    basis: Sequence[bool] | None = None,
+) -> Coordinates:
+    """Setting, algorithm and seed of each of a set of runs.
+
+    Parameters
+    ----------
+    scenarios : sequence of mapping
+        Each run's ``scenario.yaml``.
+    summaries : sequence of mapping
+        Each run's ``summary.json`` (same order).
+    names : sequence of str, optional
+        Fallback algorithm names (e.g. the directory names).
+    ignore : sequence of str, optional
+        Extra dotted fields to leave out of the setting (and everything below them), e.g.
+        ``("rounds",)`` to pool runs of different lengths.
+    basis : sequence of bool, optional
+        Per run, whether it defines the coordinates (default: every run). The setting fields and
+        the algorithm variants are those that differ among the basis runs; the other runs get
+        their values on those fields, so a run outside the basis (an incomplete run the report
+        leaves out) never renames the settings of the runs that remain. No basis run: every run.
+
+    Returns
+    -------
+    Coordinates
+        The setting comes from the summaries' ``coordinates`` when every basis run has them and
+        they cover every scenario field that varies; otherwise it is inferred from the scenarios
+        (see the module docstring).
+    """
+    n = len(scenarios)
+    scenarios = [_with_sections_added_later(s) for s in scenarios]
+    names = list(names) if names is not None else [""] * n
+    base = [i for i in range(n) if basis is None or basis[i]] or list(range(n))
+    excluded = frozenset(NON_SETTING_FIELDS) | frozenset(ignore)
+    flat = [
+        {p: v for p, v in _flatten(s).items() if not _excluded(p, excluded)} for s in scenarios
+    ]
+    varying = _varying([flat[i] for i in base])
+    inferred = _collapse(varying, [scenarios[i] for i in base])
+
+    fields = inferred
+    raw: list[dict[str, Any]] = [
+        {f: _spec_view(_lookup(s, f), f, varying) for f in inferred} for s in scenarios
+    ]
+    coords: list[Any] = [s.get("coordinates") for s in summaries]
+    if n and all(isinstance(coords[i], Mapping) for i in base):
+        keys: dict[str, None] = {}
+        for i in base:
+            keys.update(dict.fromkeys(k for k in coords[i] if not _excluded(k, excluded)))
+        study_fields = list(keys)
+        # trust the study's own coordinates only if they account for every field that varies
+        covered = all(
+            any(f == k or f.startswith(k + ".") or k.startswith(f + ".") for k in study_fields)
+            for f in inferred
+        )
+        if covered:
+            fields = study_fields
+            raw = [{f: c.get(f, _MISSING) for f in fields} if isinstance(c, Mapping)
+                   else {f: _lookup(s, f) for f in fields} for c, s in zip(coords, scenarios, strict=True)]
+
+    seeds: list[Any] = []
+    for s, summ, c in zip(scenarios, summaries, coords, strict=True):
+        seed = c.get("seed") if isinstance(c, Mapping) and "seed" in c else s.get("seed", summ.get("seed"))
+        seeds.append(int(seed) if isinstance(seed, (int, float)) and not isinstance(seed, bool) else seed)
+    return Coordinates(
+        fields=tuple(fields),
+        values=[{f: format_value(v) for f, v in r.items()} for r in raw],
+        algorithms=_algorithms(scenarios, summaries, names, set(base)),
+        seeds=seeds,
+        sort_keys=[tuple(_natural_key(r[f]) for f in fields) for r in raw],
+    )
+
+
+def _algorithms(
+    scenarios: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]], names: Sequence[str],
+    base: set[int] | None = None,
+) -> list[str]:
+    labels = []
+    for s, summ, name in zip(scenarios, summaries, names, strict=True):
+        algorithm = s.get("algorithm")
+        declared: Mapping[str, Any] = algorithm if isinstance(algorithm, Mapping) else {}
+        label = summ.get("label") or declared.get("label") or declared.get("name") or name
+        labels.append(str(label))
+    out = list(labels)
+    for label in dict.fromkeys(labels):
+        idx = [i for i, lab in enumerate(labels) if lab == label]
+        if len(idx) < 2:
+            continue
+        specs = {}
+        for i in idx:
+            spec = scenarios[i].get("algorithm")
+            spec = dict(spec) if isinstance(spec, Mapping) else {}
+            spec.pop("label", None)
+            specs[i] = _flatten(spec)
+        # variants are told apart by what differs among the basis runs (see run_coordinates)
+        ref = [i for i in idx if base is None or i in base] or idx
+        diff = _varying([specs[i] for i in ref])
+        if diff:
+            for i in idx:
+                extra = ", ".join(f"{p}={format_value(specs[i].get(p, _MISSING))}" for p in diff)
+                out[i] = f"{label} [{extra}]"
+    return out
+
+
+def short_field_names(fields: Sequence[str]) -> dict[str, str]:
+    """Shortest dotted suffix of each field that is unique among ``fields``.
+
+    Parameters
+    ----------
+    fields : sequence of str
+        Dotted field names, e.g. ``("data.partition", "clients.participation")``.
+
+    Returns
+    -------
+    dict
+        ``{field: short name}``, e.g. ``{"data.partition": "partition", ...}``.
+    """
+    out = {}
+    for f in fields:
+        parts = f.split(".")
+        for k in range(1, len(parts) + 1):
+            cand = ".".join(parts[-k:])
+            if sum(1 for g in fields if g == cand or g.endswith("." + cand)) == 1:
+                out[f] = cand
+                break
+        else:
+            out[f] = f
+    return out
+
+
+# --------------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """All runs of a study as tidy tables.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per run, indexed by nothing special, columns: ``run_id`` (0..n-1), ``path``,
+        ``setting`` (readable label, e.g. ``"partition=dirichlet(beta=0.1)"``), ``algorithm``,
+        ``seed``, ``label``, ``status``, ``evaluated``, ``rounds_planned``, then one column per
+        setting field (dotted name, display text).
+    metrics : pandas.DataFrame
+        Every run's ``metrics.csv`` stacked: ``run_id``, ``setting``, ``algorithm``, ``seed``,
+        then :data:`~sfl_sim.runs.rundir.schema.METRICS_COLUMNS`; sorted by ``run_id`` then ``round``.
+        A round-0 row (the initial model, at ``sim_time_s`` 0) is kept when present.
+    rounds : pandas.DataFrame
+        Every ``rounds.csv`` stacked (numeric columns only): ``run_id``, ``setting``,
+        ``algorithm``, ``seed``, then :data:`~sfl_sim.runs.rundir.schema.ROUNDS_NUMERIC_COLUMNS`. Runs
+        without the file have no rows.
+    setting_fields : tuple of str
+        The dotted scenario fields that define a setting (empty when all runs share one).
+    settings : tuple of str
+        Setting labels in display order (natural order of the coordinate values).
+    algorithms : tuple of str
+        Algorithm labels, sorted.
+    targets : tuple of float
+        The ``target_accuracies`` common to every run's scenario (the report's default targets).
+    """
+
+    runs: pd.DataFrame
+    metrics: pd.DataFrame
+    rounds: pd.DataFrame
+    setting_fields: tuple[str, ...]
+    settings: tuple[str, ...]
+    algorithms: tuple[str, ...]
+    targets: tuple[float, ...] = ()
+
+    def setting_values(self, setting: str) -> dict[str, str]:
+        """``{field: display value}`` of one setting label."""
+        row = self.runs.loc[self.runs["setting"] == setting].iloc[0]
+        return {f: row[f] for f in self.setting_fields}
+
+    def select(self, run_ids: Iterable[int]) -> StudyData:
+        """The same study restricted to some runs (orders of settings and algorithms kept).
+
+        Parameters
+        ----------
+        run_ids : iterable of int
+            ``run_id`` values to keep.
+
+        Returns
+        -------
+        StudyData
+        """
+        keep = set(int(i) for i in run_ids)
+        runs = self.runs.loc[self.runs["run_id"].isin(keep)].reset_index(drop=True)
+        present_s, present_a = set(runs["setting"]), set(runs["algorithm"])
+        return StudyData(
+            runs=runs,
+            metrics=self.metrics.loc[self.metrics["run_id"].isin(keep)].reset_index(drop=True),
+            rounds=self.rounds.loc[self.rounds["run_id"].isin(keep)].reset_index(drop=True),
+            setting_fields=self.setting_fields,
+            settings=tuple(s for s in self.settings if s in present_s),
+            algorithms=tuple(a for a in self.algorithms if a in present_a),
+            targets=self.targets,
+        )
+
+
+def _read_text(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read().replace("\r\n", "\n")
+
+
+def _stack_csv(
+    texts: Sequence[str | None],
+    columns: Sequence[str],
+    usecols: Sequence[str],
+    slow: Callable[[int], pd.DataFrame],
+) -> pd.DataFrame:
+    """Parse many CSV texts with the same header in one read_csv call.
+
+    Each file's rows are prefixed with its index (``run_id``); files whose header is not exactly
+    ``columns`` are read one by one by ``slow(i)`` (which validates and reorders).
+    """
+    header = ",".join(columns)
+    parts: list[str] = []
+    extra: list[pd.DataFrame] = []
+    for i, text in enumerate(texts):
+        if text is None:
+            continue
+        head, _, body = text.partition("\n")
+        if head.strip() != header:
+            frame = slow(i)
+            frame.insert(0, "run_id", i)
+            extra.append(frame[["run_id", *usecols]])
+            continue
+        body = body.rstrip()
+        if body:
+            parts.append(f"{i}," + body.replace("\n", f"\n{i},") + "\n")
+    names = ["run_id", *columns]
+    if parts:
+        frame = pd.read_csv(
+            io.StringIO("".join(parts)),
+            header=None,
+            names=names,
+            usecols=["run_id", *usecols],
+            skip_blank_lines=True,
+        )[["run_id", *usecols]]
+    else:
+        frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in ["run_id", *usecols]})
+    if extra:
+        frame = pd.concat([frame, *extra], ignore_index=True)
+    return frame
+
+
+def _read_rounds_slow(path: Path) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise RunFormatError(f"{path}: cannot parse CSV: {exc}") from exc
+    for c in ROUNDS_NUMERIC_COLUMNS:
+        df[c] = pd.to_numeric(df[c], errors="coerce") if c in df.columns else np.nan
+    return df[list(ROUNDS_NUMERIC_COLUMNS)]
+
+
+def load_study(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    ignore: Sequence[str] = (),
+    basis_statuses: Collection[str] | None = None,
+) -> StudyData:
+    """Load every run directory at or below ``paths`` into tidy tables.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Run, scenario-output or study directories (see :func:`find_run_dirs`).
+    ignore : sequence of str, optional
+        Dotted scenario fields to leave out of the setting (see :func:`run_coordinates`).
+    basis_statuses : collection of str, optional
+        ``summary.json`` statuses of the runs that define the coordinates (default: all runs),
+        e.g. ``("complete",)`` when the others will be left out: every run is loaded, but the
+        setting fields and algorithm variants are those that differ among the basis runs, and
+        only they must be unique by (setting, algorithm, seed). Without any such run: all runs.
+
+    Returns
+    -------
+    StudyData
+
+    Raises
+    ------
+    StudyError
+        If no run directory is found, or two runs share (setting, algorithm, seed) — the message
+        names both directories.
+    FileNotFoundError, RunFormatError
+        If a run directory lacks ``scenario.yaml``, has an unsupported ``schema_version`` or a
+        malformed ``metrics.csv`` (the message names the file).
+    """
+    dirs = find_run_dirs(paths)
+    if not dirs:
+        shown = [str(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+        raise StudyError(f"no run directories (with {SUMMARY_FILE} and {METRICS_FILE}) under {', '.join(shown)}")
+
+    summaries, scenarios, metric_texts, round_texts = [], [], [], []
+    for d in dirs:
+        summary_path = d / SUMMARY_FILE
+        try:
+            summary = json.loads(_read_text(summary_path))
+        except json.JSONDecodeError as exc:
+            raise RunFormatError(f"{summary_path}: not valid JSON: {exc}") from exc
+        if not isinstance(summary, dict):
+            raise RunFormatError(f"{summary_path}: expected a JSON object at top level")
+        _check_schema_version(d, summary, summary_path)
+        scenario_path = d / SCENARIO_FILE
+        if not scenario_path.is_file():
+            raise FileNotFoundError(f"run dir {d} is missing {SCENARIO_FILE}")
+        try:
+            scenario = yaml.load(_read_text(scenario_path), Loader=_YAML_LOADER) or {}
+        except yaml.YAMLError as exc:
+            raise RunFormatError(f"{scenario_path}: not valid YAML: {exc}") from exc
+        if not isinstance(scenario, dict):
+            raise RunFormatError(f"{scenario_path}: expected a YAML mapping at top level")
+        summaries.append(summary)
+        scenarios.append(scenario)
+        metric_texts.append(_read_text(d / METRICS_FILE))
+        rounds_path = d / ROUNDS_FILE
+        round_texts.append(_read_text(rounds_path) if rounds_path.is_file() else None)
+
+    basis = None
+    if basis_statuses is not None:
+        basis = [str(s.get("status", "")) in basis_statuses for s in summaries]
+        basis = basis if any(basis) else None
+    coords = run_coordinates(scenarios, summaries, names=[d.name for d in dirs], ignore=ignore, basis=basis)
+    fields, values, algorithms, seeds = coords.fields, coords.values, coords.algorithms, coords.seeds
+    short = short_field_names(fields)
+    if fields:
+        settings = [", ".join(f"{short[f]}={v[f]}" for f in fields) for v in values]
+    else:
+        common = {str(s.get("name", "")) for i, s in enumerate(scenarios) if basis is None or basis[i]}
+        settings = [common.pop() if len(common) == 1 and "" not in common else "all runs"] * len(dirs)
+
+    runs = pd.DataFrame(
+        {
+            "run_id": np.arange(len(dirs)),
+            "path": [str(d) for d in dirs],
+            "setting": settings,
+            "algorithm": algorithms,
+            "seed": pd.array(seeds, dtype="object"),
+            "label": [str(s.get("label", d.name)) for s, d in zip(summaries, dirs, strict=True)],
+            "status": [str(s.get("status", "")) for s in summaries],
+            "evaluated": [str(s.get("evaluated", "")) for s in summaries],
+            "rounds_planned": [s.get("rounds_planned", sc.get("rounds")) for s, sc in zip(summaries, scenarios,
+                                                                                          strict=True)],
+            **{f: [v[f] for v in values] for f in fields},
+        }
+    )
+    if all(isinstance(s, int) for s in seeds):
+        runs["seed"] = runs["seed"].astype("int64")
+    _check_unique(runs if basis is None else runs.loc[basis])
+
+    def slow_metrics(i: int) -> pd.DataFrame:
+        return _read_metrics(dirs[i] / METRICS_FILE)
+
+    try:
+        metrics = _stack_csv(metric_texts, METRICS_COLUMNS, METRICS_COLUMNS, slow_metrics)
+        bad = [c for c in METRICS_COLUMNS if not pd.api.types.is_numeric_dtype(metrics[c])]
+    except (pd.errors.ParserError, ValueError):
+        bad = ["?"]
+    if bad:  # find and name the offending file (the per-file reader gives the precise error)
+        for i in range(len(dirs)):
+            slow_metrics(i)
+        raise RunFormatError(f"cannot parse {METRICS_FILE} files under {dirs[0].parent}")
+    if metrics["round"].notna().all():
+        metrics["round"] = metrics["round"].astype("int64")
+    metrics = metrics.sort_values(["run_id", "round"], kind="stable").reset_index(drop=True)
+
+    def slow_rounds(i: int) -> pd.DataFrame:
+        return _read_rounds_slow(dirs[i] / ROUNDS_FILE)
+
+    try:
+        rounds = _stack_csv(round_texts, ROUNDS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, slow_rounds)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise RunFormatError(f"cannot parse the {ROUNDS_FILE} files: {exc}") from exc
+    rounds = rounds.sort_values(["run_id", "round"], kind="stable").reset_index(drop=True)
+
+    keys = runs[["run_id", "setting", "algorithm", "seed"]]
+    metrics = keys.merge(metrics.astype({"run_id": "int64"}), on="run_id", how="right")
+    rounds = keys.merge(rounds.astype({"run_id": "int64"}), on="run_id", how="right")
+
+    targets = _common_targets(scenarios)
+    order = sorted(range(len(dirs)), key=lambda i: coords.sort_keys[i])
+    ordered_settings = tuple(dict.fromkeys(settings[i] for i in order))
+    return StudyData(
+        runs=runs,
+        metrics=metrics,
+        rounds=rounds,
+        setting_fields=tuple(fields),
+        settings=ordered_settings,
+        algorithms=tuple(sorted(set(algorithms))),
+        targets=targets,
+    )
+
+
+def _common_targets(scenarios: Sequence[Mapping[str, Any]]) -> tuple[float, ...]:
+    """The ``target_accuracies`` every scenario lists, in the first scenario's order."""
+    lists = []
+    for s in scenarios:
+        t = s.get("target_accuracies")
+        lists.append([float(x) for x in t if isinstance(x, (int, float))] if isinstance(t, list) else [])
+    if not lists:
+        return ()
+    common = set(lists[0]).intersection(*map(set, lists[1:]))
+    return tuple(dict.fromkeys(x for x in lists[0] if x in common))
+
+
+def _check_unique(runs: pd.DataFrame) -> None:
+    key = runs[["setting", "algorithm", "seed"]].astype(str)
+    dup = key.duplicated(keep=False)
+    if dup.any():
+        first = runs.loc[dup].iloc[0]
+        same = runs.loc[
+            (runs["setting"] == first["setting"])
+            & (runs["algorithm"] == first["algorithm"])
+            & (runs["seed"].astype(str) == str(first["seed"]))
+        ]
+        raise StudyError(
+            f"runs {' and '.join(same['path'])} have the same setting ({first['setting']}), "
+            f"algorithm ({first['algorithm']}) and seed ({first['seed']}); they differ only in "
+            f"fields left out of the setting — pass one of them"
+        )

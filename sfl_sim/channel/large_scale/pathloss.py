@@ -1,0 +1,247 @@
+"""Distance-dependent path-loss models.
+
+Protocol
+--------
+A path-loss model is any object with ``loss_db(distance_m) -> ndarray`` (same shape as the
+input, loss in dB, positive = attenuation; ``distance_m`` is the 2-D ground distance from the
+base station); register new ones in :data:`PATHLOSS`.  Optional methods the :class:`~channel.Cell`
+uses when present:
+
+``shadowing_sigma_db(los) -> ndarray``
+    The model's own shadow-fading standard deviation in dB per client (``los`` is the bool LOS
+    state per client, or None for models without LOS), used by shadowing ``sigma_db: model``.
+``shadowing_decorrelation_m(los) -> ndarray``
+    The model's shadowing decorrelation distance in metres, used by ``correlated`` shadowing.
+``los_probability(distance_m) -> ndarray``
+    Makes the model *LOS-aware*: the Cell then draws a LOS state per client from its own LOS
+    stream (``los_rng``) and calls ``loss_db(distance_m, los=state)`` with a bool array.  See
+    :mod:`sfl_sim.channel.large_scale.tr38901`.
+``valid_distance_m: (low_m, high_m)``
+    The 2-D distances the model is valid for (closed; ``high_m`` may be ``inf``).  The Cell warns
+    (or, with ``out_of_range="error"``, refuses) when clients fall outside.
+
+Models without the optional members keep working unchanged (``loss_db(distance_m)`` only); the
+protocols are in :mod:`sfl_sim.channel.protocols`.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+
+from sfl_sim.channel.limits import (
+    CARRIER_FREQUENCY_HZ,
+    CLIENT_DISTANCE_M,
+    DECORRELATION_M,
+    PATHLOSS_EXPONENT,
+    SHADOWING_SIGMA_DB,
+)
+from sfl_sim.channel.protocols import PathLoss
+from sfl_sim.kit.checks import check_array, check_scalar
+from sfl_sim.kit.registry import Registry
+
+__all__ = ["PATHLOSS", "TR36814Macro", "FreeSpace", "LogDistance", "SPEED_OF_LIGHT_M_PER_S"]
+
+#: Speed of light in vacuum, m/s (exact).
+SPEED_OF_LIGHT_M_PER_S = 299_792_458.0
+
+PATHLOSS = Registry("pathloss", protocol=PathLoss)
+
+
+@PATHLOSS.register("tr36814_macro")
+class TR36814Macro:
+    """3GPP TR 36.814 macro-cell path loss: ``128.1 + 37.6 log10(d_km)`` dB.
+
+    No parameters; the model is defined for the 2 GHz carrier of the 3GPP evaluation setup.
+    Its shadowing (TR 36.814 Table A.2.1.1.2-3, macro) has a standard deviation of 8 dB and a
+    decorrelation distance of 50 m.
+
+    Valid from 35 m (``valid_distance_m``): the TR 36.814 system-simulation baseline (Annex
+    A.2.1.1, as TR 25.814 before it) keeps every UE at least 35 m from the cell.  Closer in, the
+    formula drops below free-space loss (52.9 dB at 10 m against Friis' 58.5 dB at 2 GHz).  No upper
+    bound is stated.
+    """
+
+    intercept_db = 128.1
+    slope_db_per_decade = 37.6
+    sigma_db = 8.0
+    decorrelation_m = 50.0
+    #: 2-D distances the model is valid for, metres (closed interval).
+    valid_distance_m = (35.0, float("inf"))
+
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """Shadowing standard deviation, 8 dB for every client (``los`` is ignored)."""
+        return _per_client(self.sigma_db, los)
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """Shadowing decorrelation distance, 50 m for every client (``los`` is ignored)."""
+        return _per_client(self.decorrelation_m, los)
+
+    def __repr__(self) -> str:
+        return "TR36814Macro()"
+
+    def loss_db(self, distance_m: Any) -> np.ndarray:
+        """Path loss at each distance.
+
+        Parameters
+        ----------
+        distance_m : float or array_like
+            Distance(s) in metres, each > 0 (log of 0 is undefined).
+
+        Returns
+        -------
+        numpy.ndarray
+            Path loss in dB, same shape as ``distance_m``.
+
+        Raises
+        ------
+        ValueError
+            If any distance is <= 0 or non-finite.
+        """
+        d_m = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        # The 3GPP formula takes the distance in kilometres.
+        return self.intercept_db + self.slope_db_per_decade * np.log10(d_m / 1000.0)
+
+
+def _per_client(value: float, los: Any) -> np.ndarray:
+    """``value`` as an array shaped like ``los`` (a 0-d array when ``los`` is None)."""
+    if los is None:
+        return np.asarray(float(value))
+    return np.full(np.shape(los), float(value))
+
+
+@PATHLOSS.register("free_space")
+class FreeSpace:
+    """Friis free-space path loss ``20 log10(4 pi d f_c / c)`` dB.
+
+    Parameters
+    ----------
+    carrier_frequency_hz : float, default 2.0e9
+        Carrier frequency in Hz, > 0.
+
+    Notes
+    -----
+    The loss is below 0 dB (a gain) for ``d < c / (4 pi f_c)`` (1.2 cm at 2 GHz); Friis' formula
+    is a far-field result, so ``valid_distance_m`` starts at one wavelength ``c / f_c`` (15 cm at
+    2 GHz).  No shadowing of its own: ``shadowing_sigma_db`` is 0 dB.
+    """
+
+    def __init__(self, carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9) -> None:
+        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
+
+    @property
+    def valid_distance_m(self) -> tuple:
+        """``(wavelength, inf)`` in metres: the far field."""
+        return (SPEED_OF_LIGHT_M_PER_S / self.carrier_frequency_hz, float("inf"))
+
+    def __repr__(self) -> str:
+        return f"FreeSpace(carrier_frequency_hz={self.carrier_frequency_hz!r})"
+
+    def loss_db(self, distance_m: Any) -> np.ndarray:
+        """Free-space loss at each distance.
+
+        Parameters
+        ----------
+        distance_m : float or array_like
+            Distance(s) in metres, each > 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            Path loss in dB, same shape as ``distance_m``.
+        """
+        d_m = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        return 20.0 * np.log10(4.0 * np.pi * d_m * self.carrier_frequency_hz / SPEED_OF_LIGHT_M_PER_S)
+
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """0 dB: free space has no shadowing."""
+        return _per_client(0.0, los)
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """50 m (irrelevant while sigma is 0; given so correlated shadowing can run)."""
+        return _per_client(50.0, los)
+
+
+@PATHLOSS.register("log_distance")
+class LogDistance:
+    """Log-distance path loss ``PL(d0) + 10 n log10(d / d0)`` dB.
+
+    Parameters
+    ----------
+    exponent : float, default 3.0
+        Path-loss exponent ``n``, > 0 (2 = free space, 2.7-3.5 urban, 4 dense urban).
+    reference_distance_m : float, default 1.0
+        Reference distance ``d0`` in metres, > 0.
+    reference_loss_db : float or None, default None
+        Loss at ``d0`` in dB; None takes the free-space loss at ``d0`` and
+        ``carrier_frequency_hz``.
+    carrier_frequency_hz : float, default 2.0e9
+        Carrier in Hz, > 0; used only when ``reference_loss_db`` is None.
+    shadowing_sigma_db : float, default 0.0
+        The model's shadowing standard deviation in dB, >= 0 (used by ``sigma_db: model``).
+    shadowing_decorrelation_m : float, default 50.0
+        The model's shadowing decorrelation distance in metres, > 0.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of its range.
+
+    Notes
+    -----
+    ``valid_distance_m`` is ``(reference_distance_m, inf)``: the model extrapolates from ``d0``
+    outwards only.
+    """
+
+    def __init__(
+        self,
+        exponent: Annotated[float, PATHLOSS_EXPONENT] = 3.0,
+        reference_distance_m: Annotated[float, CLIENT_DISTANCE_M] = 1.0,
+        reference_loss_db: float | None = None,
+        carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9,
+        shadowing_sigma_db: Annotated[float, SHADOWING_SIGMA_DB] = 0.0,
+        shadowing_decorrelation_m: Annotated[float, DECORRELATION_M] = 50.0,
+    ) -> None:
+        self.exponent = PATHLOSS_EXPONENT.check("exponent", exponent)
+        self.reference_distance_m = CLIENT_DISTANCE_M.check("reference_distance_m", reference_distance_m)
+        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
+        if reference_loss_db is None:
+            reference_loss_db = float(FreeSpace(self.carrier_frequency_hz).loss_db(self.reference_distance_m))
+        self.reference_loss_db = check_scalar("reference_loss_db", reference_loss_db, minimum=-np.inf)
+        self.sigma_db = SHADOWING_SIGMA_DB.check("shadowing_sigma_db", shadowing_sigma_db)
+        self.decorrelation_m = DECORRELATION_M.check("shadowing_decorrelation_m", shadowing_decorrelation_m)
+
+    @property
+    def valid_distance_m(self) -> tuple:
+        """``(reference_distance_m, inf)`` in metres."""
+        return (self.reference_distance_m, float("inf"))
+
+    def __repr__(self) -> str:
+        return (
+            f"LogDistance(exponent={self.exponent!r}, reference_distance_m={self.reference_distance_m!r}, "
+            f"reference_loss_db={self.reference_loss_db!r})"
+        )
+
+    def loss_db(self, distance_m: Any) -> np.ndarray:
+        """Loss at each distance.
+
+        Parameters
+        ----------
+        distance_m : float or array_like
+            Distance(s) in metres, each > 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            Path loss in dB, same shape as ``distance_m``.
+        """
+        d_m = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        return self.reference_loss_db + 10.0 * self.exponent * np.log10(d_m / self.reference_distance_m)
+
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """``shadowing_sigma_db`` for every client."""
+        return _per_client(self.sigma_db, los)
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """``shadowing_decorrelation_m`` for every client."""
+        return _per_client(self.decorrelation_m, los)

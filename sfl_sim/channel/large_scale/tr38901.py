@@ -1,0 +1,326 @@
+"""3GPP TR 38.901 path loss: Urban Macro (UMa) and Urban Micro - Street Canyon (UMi).
+
+Equations from TR 38.901 (v17) Table 7.4.1-1 (path loss), Table 7.4.2-1 (LOS probability),
+Table 7.5-6 (shadow-fading decorrelation distances) and Table 7.6.3.1-2 (LOS-state correlation
+distance).  ``f_c`` is in GHz inside the formulas, ``d_2D``/``d_3D`` in metres::
+
+    d_3D   = sqrt(d_2D^2 + (h_BS - h_UT)^2)
+    d'_BP  = 4 h'_BS h'_UT f_c[Hz] / c,   h' = h - h_E,  h_E = 1 m,  c = 3.0e8 m/s
+    UMa LOS    PL1 = 28.0 + 22 log10(d_3D) + 20 log10(f_c)                  10 m <= d_2D <= d'_BP
+               PL2 = 28.0 + 40 log10(d_3D) + 20 log10(f_c)
+                     - 9 log10(d'_BP^2 + (h_BS - h_UT)^2)                    d'_BP <= d_2D <= 5 km
+    UMa NLOS   PL  = max(PL_LOS, 13.54 + 39.08 log10(d_3D) + 20 log10(f_c) - 0.6 (h_UT - 1.5))
+    UMi LOS    PL1 = 32.4 + 21 log10(d_3D) + 20 log10(f_c)
+               PL2 = 32.4 + 40 log10(d_3D) + 20 log10(f_c) - 9.5 log10(d'_BP^2 + (h_BS - h_UT)^2)
+    UMi NLOS   PL  = max(PL_LOS, 22.4 + 35.3 log10(d_3D) + 21.3 log10(f_c) - 0.3 (h_UT - 1.5))
+    sigma_SF   UMa 4 dB LOS / 6 dB NLOS,  UMi 4 dB LOS / 7.82 dB NLOS
+    Pr_LOS     UMi: 1 if d_2D <= 18 m, else 18/d + exp(-d/36) (1 - 18/d)
+               UMa: 1 if d_2D <= 18 m, else [18/d + exp(-d/63) (1 - 18/d)]
+                                             * [1 + C'(h_UT) 5/4 (d/100)^3 exp(-d/150)]
+               C'(h_UT) = 0 for h_UT <= 13 m, ((h_UT - 13)/10)^1.5 for 13 m < h_UT <= 23 m
+
+Effective environment height: 38.901 takes ``h_E = 1 m`` for UMi; for UMa ``h_E = 1 m`` with
+probability ``1 / (1 + C(d_2D, h_UT))`` and otherwise a random height of buildings, where
+``C = 0`` for ``h_UT < 13 m``.  These models always use ``h_E = 1 m`` — exact for terminals
+below 13 m (the usual 1.5 m handset), a simplification above.
+
+Validity: Table 7.4.1-1 gives every UMa and UMi formula for ``10 m <= d_2D <= 5 km``; that is
+the models' ``valid_distance_m``, and the Cell warns (or refuses) when clients fall outside it.
+The formulas are still applied as written there.  (The calibration layouts of Table 7.8-1 further
+keep terminals at least 35 m (UMa) / 10 m (UMi) from the base station; that is a deployment
+choice, the placement's ``min_distance_m``, not a limit of the formulas.)
+
+LOS interface
+-------------
+``los`` is ``"stochastic"`` (each client's LOS state drawn with ``Pr_LOS``), ``"los"`` or
+``"nlos"`` (every client in that state).  :meth:`los_probability` gives the probability under
+the configured mode (1 or 0 for the fixed modes), :meth:`sample_los` draws a state from an rng,
+and :meth:`loss_db` takes the state as ``los=`` (a bool array, True = LOS).  A
+:class:`~channel.Cell` draws the state itself from its own ``los_rng`` stream, so that changing
+the LOS mode never moves the clients or the shadowing.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import numpy as np
+
+from sfl_sim.channel.large_scale.pathloss import PATHLOSS
+from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.ranges import Range
+
+__all__ = ["TR38901UMa", "TR38901UMi", "C_3GPP_M_PER_S", "ENVIRONMENT_HEIGHT_M"]
+
+#: Speed of light as TR 38.901 writes it (3.0e8 m/s) for the breakpoint distance.
+C_3GPP_M_PER_S = 3.0e8
+#: Effective environment height h_E in metres.
+ENVIRONMENT_HEIGHT_M = 1.0
+#: The carrier frequencies TR 38.901's models are defined for.
+TR38901_CARRIER_FREQUENCY_HZ = Range(0.5e9, 100e9, "the TR 38.901 range", "Hz")
+#: A base-station or user antenna height (above h_E; the UT's upper bound depends on the scenario).
+ANTENNA_HEIGHT_M = Range(ENVIRONMENT_HEIGHT_M, float("inf"), "> h_E = 1 m (the effective environment height)", "m",
+                         low_open=True)
+
+_LOS_MODES = ("stochastic", "los", "nlos")
+
+
+class _TR38901Base:
+    """Shared machinery of the 38.901 models; subclasses set the coefficients."""
+
+    scenario = ""
+    default_bs_height_m = 25.0
+    max_ut_height_m = 22.5
+    sigma_los_db = 4.0
+    sigma_nlos_db = 6.0
+    decorrelation_los_m = 37.0
+    decorrelation_nlos_m = 50.0
+    #: LOS-state correlation distance (Table 7.6.3.1-2), used when clients move.
+    los_decorrelation_m = 50.0
+    #: 2-D distances the path-loss formulas hold for (Table 7.4.1-1), metres.
+    valid_distance_m = (10.0, 5000.0)
+
+    def __init__(
+        self,
+        carrier_frequency_hz: Annotated[float, TR38901_CARRIER_FREQUENCY_HZ] = 3.5e9,
+        bs_height_m: Annotated[float, ANTENNA_HEIGHT_M] | None = None,
+        ut_height_m: Annotated[float, ANTENNA_HEIGHT_M] = 1.5,
+        los: Literal["stochastic", "los", "nlos"] = "stochastic",
+    ) -> None:
+        f = TR38901_CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
+        if bs_height_m is None:
+            bs_height_m = self.default_bs_height_m
+        h_bs = ANTENNA_HEIGHT_M.check("bs_height_m", bs_height_m)
+        h_ut = ANTENNA_HEIGHT_M.check("ut_height_m", ut_height_m)
+        if h_ut > self.max_ut_height_m:
+            raise ValueError(
+                f"ut_height_m must be > {ENVIRONMENT_HEIGHT_M:g} m and <= {self.max_ut_height_m:g} m "
+                f"for {self.scenario}, got {ut_height_m!r}"
+            )
+        if los not in _LOS_MODES:
+            raise ValueError(f"los must be one of {', '.join(_LOS_MODES)}, got {los!r}")
+        self.carrier_frequency_hz = f
+        self.bs_height_m = h_bs
+        self.ut_height_m = h_ut
+        self.los = los
+        self.breakpoint_m = (
+            4.0 * (h_bs - ENVIRONMENT_HEIGHT_M) * (h_ut - ENVIRONMENT_HEIGHT_M) * f / C_3GPP_M_PER_S
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(carrier_frequency_hz={self.carrier_frequency_hz!r}, "
+            f"bs_height_m={self.bs_height_m!r}, ut_height_m={self.ut_height_m!r}, los={self.los!r})"
+        )
+
+    # ------------------------------------------------------------------ geometry
+    def distance_3d_m(self, distance_m: Any) -> np.ndarray:
+        """3-D distance ``sqrt(d_2D^2 + (h_BS - h_UT)^2)`` in metres, same shape as ``distance_m``."""
+        d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        return np.hypot(d_2d, self.bs_height_m - self.ut_height_m)
+
+    # ------------------------------------------------------------------ path loss
+    def loss_los_db(self, distance_m: Any) -> np.ndarray:
+        """LOS path loss in dB at 2-D distance(s) ``distance_m`` (m, > 0); same shape."""
+        d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        d_3d = np.hypot(d_2d, self.bs_height_m - self.ut_height_m)
+        fc_ghz = self.carrier_frequency_hz / 1e9
+        a, b1, c1 = self._los_coefficients()
+        pl1 = a + b1 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
+        pl2 = (
+            a + 40.0 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
+            - c1 * np.log10(self.breakpoint_m**2 + (self.bs_height_m - self.ut_height_m) ** 2)
+        )
+        return np.where(d_2d <= self.breakpoint_m, pl1, pl2)
+
+    def loss_nlos_db(self, distance_m: Any) -> np.ndarray:
+        """NLOS path loss ``max(PL_LOS, PL'_NLOS)`` in dB at 2-D distance(s) (m, > 0); same shape."""
+        d_3d = self.distance_3d_m(distance_m)
+        return np.maximum(self.loss_los_db(distance_m), self._nlos_prime_db(d_3d))
+
+    def loss_db(self, distance_m: Any, los: Any = None) -> np.ndarray:
+        """Path loss at each 2-D distance for a given LOS state.
+
+        Parameters
+        ----------
+        distance_m : float or array_like
+            2-D (ground) distance(s) from the base station in metres, each > 0.
+        los : bool or array_like of bool, optional
+            LOS state per distance (True = LOS), broadcast against ``distance_m``.  When omitted,
+            the configured mode decides (``"los"`` or ``"nlos"``); for ``"stochastic"`` it must
+            be given (draw it with :meth:`sample_los`).
+
+        Returns
+        -------
+        numpy.ndarray
+            Path loss in dB, the broadcast shape of ``distance_m`` and ``los``.
+
+        Raises
+        ------
+        ValueError
+            If a distance is <= 0, or ``los`` is omitted in ``"stochastic"`` mode.
+        """
+        if los is None:
+            if self.los == "stochastic":
+                raise ValueError(
+                    f"los must be given (a bool array, True = LOS) when {type(self).__name__} has "
+                    f"los='stochastic', got None; draw it with sample_los(distance_m, rng)"
+                )
+            los = self.los == "los"
+        los_arr = np.asarray(los, dtype=bool)
+        return np.where(los_arr, self.loss_los_db(distance_m), self.loss_nlos_db(distance_m))
+
+    # ------------------------------------------------------------------ LOS state
+    def los_probability(self, distance_m: Any) -> np.ndarray:
+        """Probability of LOS at each 2-D distance under the configured ``los`` mode.
+
+        Parameters
+        ----------
+        distance_m : float or array_like
+            2-D distance(s) in metres, each > 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``Pr_LOS`` of Table 7.4.2-1 in ``"stochastic"`` mode, all ones in ``"los"``, all
+            zeros in ``"nlos"``; same shape as ``distance_m``.
+        """
+        d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        if self.los == "los":
+            return np.ones_like(d_2d)
+        if self.los == "nlos":
+            return np.zeros_like(d_2d)
+        return self.los_probability_table(d_2d)
+
+    def los_probability_table(self, distance_m: Any) -> np.ndarray:
+        """``Pr_LOS`` of TR 38.901 Table 7.4.2-1 regardless of the mode; same shape as the input."""
+        raise NotImplementedError
+
+    def sample_los(self, distance_m: Any, rng: np.random.Generator) -> np.ndarray:
+        """Draw a LOS state per distance: ``rng.random(n) < los_probability(distance_m)``.
+
+        Parameters
+        ----------
+        distance_m : array_like, shape (n,)
+            2-D distances in metres, each > 0.
+        rng : numpy.random.Generator
+            Source of the draws (one uniform per distance, in every mode).
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+            True = LOS.
+        """
+        p = self.los_probability(distance_m)
+        return rng.random(p.shape) < p
+
+    # ------------------------------------------------------------------ shadowing parameters
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """Shadow-fading sigma in dB per client (LOS / NLOS values of Table 7.4.1-1).
+
+        ``los`` None means the configured fixed mode (NLOS for ``"stochastic"``).
+        """
+        los_arr = self._los_or_mode(los)
+        return np.where(los_arr, self.sigma_los_db, self.sigma_nlos_db).astype(float)
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """Shadow-fading decorrelation distance in metres per client (Table 7.5-6)."""
+        los_arr = self._los_or_mode(los)
+        return np.where(los_arr, self.decorrelation_los_m, self.decorrelation_nlos_m).astype(float)
+
+    # ------------------------------------------------------------------ helpers
+    def _los_or_mode(self, los: Any) -> np.ndarray:
+        if los is None:
+            return np.asarray(self.los == "los")
+        return np.asarray(los, dtype=bool)
+
+    def _los_coefficients(self) -> tuple:
+        raise NotImplementedError
+
+    def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@PATHLOSS.register("tr38901_uma")
+class TR38901UMa(_TR38901Base):
+    """TR 38.901 Urban Macro path loss, LOS and NLOS (see the module docstring for the equations).
+
+    Parameters
+    ----------
+    carrier_frequency_hz : float, default 3.5e9
+        Carrier in Hz, in [0.5e9, 100e9].
+    bs_height_m : float, default 25.0
+        Base-station antenna height in metres, > 1 (38.901 UMa: 25 m).
+    ut_height_m : float, default 1.5
+        Terminal height in metres, in (1, 23] (38.901: 1.5-22.5 m).
+    los : {"stochastic", "los", "nlos"}, default "stochastic"
+        How each client's LOS state is set.
+
+    Notes
+    -----
+    Shadowing sigma 4 dB (LOS) / 6 dB (NLOS); decorrelation 37 m (LOS) / 50 m (NLOS).
+    """
+
+    scenario = "UMa"
+    default_bs_height_m = 25.0
+    max_ut_height_m = 23.0
+    sigma_los_db = 4.0
+    sigma_nlos_db = 6.0
+    decorrelation_los_m = 37.0
+    decorrelation_nlos_m = 50.0
+
+    def _los_coefficients(self) -> tuple:
+        return 28.0, 22.0, 9.0
+
+    def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
+        fc_ghz = self.carrier_frequency_hz / 1e9
+        return 13.54 + 39.08 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz) - 0.6 * (self.ut_height_m - 1.5)
+
+    def los_probability_table(self, distance_m: Any) -> np.ndarray:
+        d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        h = self.ut_height_m
+        c_prime = 0.0 if h <= 13.0 else ((h - 13.0) / 10.0) ** 1.5
+        with np.errstate(over="ignore"):
+            far = (18.0 / d + np.exp(-d / 63.0) * (1.0 - 18.0 / d)) * (
+                1.0 + c_prime * 1.25 * (d / 100.0) ** 3 * np.exp(-d / 150.0)
+            )
+        return np.where(d <= 18.0, 1.0, np.minimum(far, 1.0))
+
+
+@PATHLOSS.register("tr38901_umi")
+class TR38901UMi(_TR38901Base):
+    """TR 38.901 Urban Micro - Street Canyon path loss, LOS and NLOS (equations in the module docstring).
+
+    Parameters
+    ----------
+    carrier_frequency_hz : float, default 3.5e9
+        Carrier in Hz, in [0.5e9, 100e9].
+    bs_height_m : float, default 10.0
+        Base-station antenna height in metres, > 1 (38.901 UMi: 10 m).
+    ut_height_m : float, default 1.5
+        Terminal height in metres, in (1, 22.5].
+    los : {"stochastic", "los", "nlos"}, default "stochastic"
+        How each client's LOS state is set.
+
+    Notes
+    -----
+    Shadowing sigma 4 dB (LOS) / 7.82 dB (NLOS); decorrelation 10 m (LOS) / 13 m (NLOS).
+    """
+
+    scenario = "UMi-Street Canyon"
+    default_bs_height_m = 10.0
+    max_ut_height_m = 22.5
+    sigma_los_db = 4.0
+    sigma_nlos_db = 7.82
+    decorrelation_los_m = 10.0
+    decorrelation_nlos_m = 13.0
+
+    def _los_coefficients(self) -> tuple:
+        return 32.4, 21.0, 9.5
+
+    def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
+        fc_ghz = self.carrier_frequency_hz / 1e9
+        return 22.4 + 35.3 * np.log10(d_3d) + 21.3 * np.log10(fc_ghz) - 0.3 * (self.ut_height_m - 1.5)
+
+    def los_probability_table(self, distance_m: Any) -> np.ndarray:
+        d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
+        return np.where(d <= 18.0, 1.0, 18.0 / d + np.exp(-d / 36.0) * (1.0 - 18.0 / d))

@@ -1,0 +1,3 @@
+"""The link: small-scale fading, rate models (Shannon, MCS tables, BLER), HARQ, outage, power
+control, interference and the sharing of the band.
+"""

@@ -1,0 +1,200 @@
+"""Block-error rate of the 5G NR uplink per CQI: Sionna's BLER tables, read as data.
+
+Source
+------
+The curves are Sionna's (NVIDIA, Apache-2.0): ``sionna/sys/bler_tables/*.json`` of the
+``sionna-no-rt`` 2.2.0 wheel, the code-block error rate of the NR LDPC chain on an AWGN channel per
+MCS index of a TS 38.214 MCS table, at 15 SINR points (-5 to 20 dB) and code-block sizes 24, 100,
+500, 1000 and 2000 bits.  The three tables this module needs (``PUSCH_table1``, ``PUSCH_table2``,
+``PDSCH_table1``) are vendored unmodified in ``sfl_sim/channel/link/data/sionna_bler/`` with Sionna's licence
+and their hashes, rather than located in an installed Sionna: Sionna requires torch >= 2.9.1 and
+numpy >= 2.2.6 (ours: torch >= 2.3, numpy >= 1.24) and :mod:`sfl_sim.channel` imports only numpy and scipy,
+so the tables are data we carry, and the optional extra ``[sionna]`` exists only for the tests that
+check this module against Sionna's own functions (``tests/channel/test_bler.py``).
+
+Lookup
+------
+:meth:`BlerCurve.bler` is Sionna's ``PHYAbstraction`` lookup without its quantisation to a
+0.1 dB x 100-bit grid: bilinear interpolation of ``log10(BLER)`` over (code-block size, SINR in dB)
+(``scipy.interpolate.RectBivariateSpline`` of degree 1, as Sionna's
+``SplineGriddataInterpolation.struct``), table zeros entering as ``min log10(BLER) - 2`` and results
+below the smallest non-zero table value read as 0.  Outside the table the value at the nearest edge
+is used (clamp): code blocks above 2000 bits use the 2000-bit curve (Sionna does the same), SINRs
+below -5 dB the -5 dB value and above 20 dB the 20 dB value.
+
+CQI to MCS
+----------
+A CQI row of TS 38.214 Tables 5.2.2.1-2/-3/-4 is a modulation order ``Q_m`` and a code rate
+``R x 1024``; the MCS tables (38.214 Tables 5.1.3.1-1/-2/-3) repeat most of these pairs, and a
+CQI's curve is the one of the MCS entry with the same ``(Q_m, R x 1024)`` (:data:`CURVE_OF_CQI_RATE`;
+e.g. CQI table 1, CQI 7 = 16QAM 378/1024 = MCS table 1, index 11).  Sionna simulated
+PUSCH curves for MCS table 1 indices 3-27 and table 2 indices 9-27, so:
+
+- 64QAM 948/1024 (CQI table 1, CQI 15; MCS table 1, index 28) takes the PDSCH curve of the same
+  MCS (the same LDPC code and modulation; Sionna has no PUSCH row for it);
+- QPSK at code rates 30, 50, 78, 120 and 193/1024 (the lowest CQIs) have no curve at all and take
+  the curve of QPSK 251/1024 (MCS table 1, index 3), the lowest QPSK rate simulated: a lower code
+  rate of the same code decodes at least as well, so that curve is an upper bound on their BLER
+  (``mapping: bler`` picks them only where that bound meets the target: conservative).
+
+Transport blocks
+----------------
+:func:`code_blocks` segments a transport block of ``tb_bits`` information bits as Sionna's
+``calculate_tb_size`` does after its TBS quantisation (TS 38.214 clause 5.1.3.2 and TS 38.212 clause
+5.2.2): one code block up to 3824 bits, else ``ceil((tb + 24) / 3816)`` blocks at code rate
+<= 1/4 and ``ceil((tb + 24) / 8424)`` above 8424 bits; a CRC of 16 (<= 3824 bits) or 24 bits on the
+block and 24 more per code block when there are several.  A block decodes when all its code blocks
+do: ``TBLER = 1 - (1 - BLER)^C`` (:func:`transport_block_error_rate`, Sionna's TBLER).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from scipy.interpolate import RectBivariateSpline
+
+from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+
+__all__ = ["BlerCurve", "CURVE_OF_CQI_RATE", "bler_curve", "cqi_curves", "code_blocks",
+           "transport_block_error_rate", "TABLE_CODE_BLOCK_BITS_MAX"]
+
+#: The largest code-block size the tables were simulated at (bits); larger blocks use its curve.
+TABLE_CODE_BLOCK_BITS_MAX = 2000
+
+#: Sionna's JSON files: name -> (category key, MCS table index key) inside the file.
+_FILES = {"PUSCH_table1": ("0", "1"), "PUSCH_table2": ("0", "2"), "PDSCH_table1": ("1", "1")}
+
+#: ``(Q_m, code rate x 1024)`` of a CQI row -> (Sionna table, MCS index, how it was matched).
+CURVE_OF_CQI_RATE: dict[tuple[int, int], tuple[str, int, str]] = {
+    **{(2, r): ("PUSCH_table1", 3, "bound: QPSK 251/1024, the lowest QPSK rate simulated")
+       for r in (30, 50, 78, 120, 193)},
+    (2, 308): ("PUSCH_table1", 4, "same"),
+    (2, 449): ("PUSCH_table1", 6, "same"),
+    (2, 602): ("PUSCH_table1", 8, "same"),
+    (4, 378): ("PUSCH_table1", 11, "same"),
+    (4, 490): ("PUSCH_table1", 13, "same"),
+    (4, 616): ("PUSCH_table1", 15, "same"),
+    (6, 466): ("PUSCH_table1", 18, "same"),
+    (6, 567): ("PUSCH_table1", 20, "same"),
+    (6, 666): ("PUSCH_table1", 22, "same"),
+    (6, 772): ("PUSCH_table1", 24, "same"),
+    (6, 873): ("PUSCH_table1", 26, "same"),
+    (6, 948): ("PDSCH_table1", 28, "same MCS, PDSCH curve (no PUSCH row)"),
+    (8, 711): ("PUSCH_table2", 21, "same"),
+    (8, 797): ("PUSCH_table2", 23, "same"),
+    (8, 885): ("PUSCH_table2", 25, "same"),
+    (8, 948): ("PUSCH_table2", 27, "same"),
+}
+
+
+@functools.cache
+def _table(name: str) -> dict[str, Any]:
+    """The MCS entries of one vendored Sionna file (``{"MCS": {index: {"CBS": ..., "SNR_db": ...}}}``)."""
+    category, index = _FILES[name]
+    text = resources.files("sfl_sim.channel.link").joinpath(f"data/sionna_bler/{name}.json").read_text("utf-8")
+    return dict(json.loads(text)["category"][category]["index"][index])
+
+
+class BlerCurve:
+    """Code-block error rate of one MCS over (code-block size, SINR): a Sionna table entry.
+
+    Parameters
+    ----------
+    cb_bits : array_like, shape (n,)
+        Code-block sizes of the table, bits, increasing.
+    snr_db : array_like, shape (m,)
+        SINRs of the table, dB, increasing.
+    bler : array_like, shape (n, m)
+        Code-block error rate at each (size, SINR), in [0, 1].
+    label : str
+        Where it comes from (``"PUSCH_table1 MCS 11"``).
+    """
+
+    def __init__(self, cb_bits: Any, snr_db: Any, bler: Any, label: str) -> None:
+        self.cb_bits = np.asarray(cb_bits, dtype=float)
+        self.snr_db = np.asarray(snr_db, dtype=float)
+        table = np.asarray(bler, dtype=float)
+        self.label = label
+        zero = table == 0
+        self._all_zero = bool(zero.all())
+        if self._all_zero:
+            return
+        logs = np.log10(np.where(zero, 1.0, table))
+        self._min_log = float(logs[~zero].min())
+        logs[zero] = self._min_log - 2.0
+        self._spline = RectBivariateSpline(self.cb_bits, self.snr_db, logs, kx=1, ky=1)
+
+    def __repr__(self) -> str:
+        return f"BlerCurve({self.label})"
+
+    def bler(self, sinr_db: Any, cb_bits: Any) -> np.ndarray:
+        """Code-block error rate at SINR(s) in dB and code-block size(s) in bits (broadcast).
+
+        Outside the table the nearest edge's value is used (see the module docstring).
+
+        Returns
+        -------
+        numpy.ndarray
+            BLER in [0, 1], the broadcast shape of the arguments.
+        """
+        s, k = np.broadcast_arrays(np.asarray(sinr_db, dtype=float), np.asarray(cb_bits, dtype=float))
+        if self._all_zero:
+            return np.zeros(s.shape)
+        s = np.clip(s, self.snr_db[0], self.snr_db[-1])
+        k = np.clip(k, self.cb_bits[0], self.cb_bits[-1])
+        logs = self._spline(k.ravel(), s.ravel(), grid=False).reshape(s.shape)
+        out = np.where(logs < self._min_log, 0.0, np.power(10.0, logs))
+        return np.asarray(np.clip(out, 0.0, 1.0))
+
+
+@functools.cache
+def bler_curve(table: str, mcs_index: int) -> BlerCurve:
+    """The curve of MCS ``mcs_index`` in Sionna's ``table`` (``"PUSCH_table1"``...)."""
+    entry = _table(table)["MCS"][str(mcs_index)]
+    cbs = sorted(entry["CBS"], key=int)
+    return BlerCurve([int(c) for c in cbs], entry["SNR_db"], [entry["CBS"][c]["BLER"] for c in cbs],
+                     f"{table} MCS {mcs_index}")
+
+
+@functools.cache
+def cqi_curves(table: str) -> tuple[BlerCurve, ...]:
+    """The BLER curve of each row of a CQI table (``"cqi_table1"``...), in CQI order."""
+    return tuple(bler_curve(*CURVE_OF_CQI_RATE[(qm, rate)][:2]) for _, qm, rate, _ in CQI_TABLES[table])
+
+
+def code_blocks(tb_bits: float, code_rate: float) -> tuple[int, int]:
+    """Code-block size (bits, CRCs included) and count of a transport block (see module docstring).
+
+    Parameters
+    ----------
+    tb_bits : float
+        Information bits of the transport block (>= 1; rounded up to whole bits).
+    code_rate : float
+        Code rate of its MCS, in (0, 1).
+
+    Returns
+    -------
+    (int, int)
+        ``(cb_bits, n_code_blocks)``.
+    """
+    tb = max(1, math.ceil(tb_bits))
+    if tb <= 3824:
+        n = 1
+    elif code_rate <= 0.25:
+        n = math.ceil((tb + 24) / 3816)
+    elif tb > 8424:
+        n = math.ceil((tb + 24) / 8424)
+    else:
+        n = 1
+    tb_crc = 24 if tb > 3824 else 16
+    cb_crc = 24 if n > 1 else 0
+    return (tb + tb_crc) // n + cb_crc, n
+
+
+def transport_block_error_rate(bler: Any, n_code_blocks: Any) -> np.ndarray:
+    """``1 - (1 - BLER)^C``: a transport block fails when any of its ``C`` code blocks does."""
+    return 1.0 - np.power(1.0 - np.asarray(bler, dtype=float), np.asarray(n_code_blocks, dtype=float))

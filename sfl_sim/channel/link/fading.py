@@ -1,0 +1,134 @@
+"""Small-scale fading: a random power gain per client and coherence block, mean 1.
+
+A fading model is any object with ``sample_power_gain(n, rng) -> ndarray (n,)`` returning linear
+power gains ``|h|^2 >= 0`` with ``E|h|^2 = 1`` (fading redistributes the received power, the
+large-scale gain sets its mean); register new ones in :data:`FADING`.  The engine draws one value
+per client per coherence block (:meth:`channel.Cell.sample_fading`) and multiplies the
+large-scale gain by it.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+
+from sfl_sim.channel.limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
+from sfl_sim.channel.protocols import Fading
+from sfl_sim.kit.checks import check_count
+from sfl_sim.kit.registry import Registry
+
+__all__ = ["FADING", "NoFading", "RayleighFading", "RicianFading", "NakagamiFading"]
+
+FADING = Registry("fading", protocol=Fading)
+
+
+@FADING.register("none")
+class NoFading:
+    """No small-scale fading: every gain is exactly 1."""
+
+    def __repr__(self) -> str:
+        return "NoFading()"
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Ones, shape (n,); ``rng`` is not consumed (switching fading off moves no other draw)."""
+        return np.ones(check_count("n", n))
+
+
+@FADING.register("rayleigh")
+class RayleighFading:
+    """Rayleigh fading: ``h`` circularly-symmetric complex Gaussian, so ``|h|^2 ~ Exp(1)``."""
+
+    def __repr__(self) -> str:
+        return "RayleighFading()"
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw n power gains.
+
+        Parameters
+        ----------
+        n : int
+            Number of gains (clients), >= 0.
+        rng : numpy.random.Generator
+            Source of the draws.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            Linear power gains, exponential with mean 1.
+        """
+        return rng.exponential(1.0, check_count("n", n))
+
+
+@FADING.register("rician")
+class RicianFading:
+    """Rician fading with K factor ``K`` (LOS-to-scattered power ratio), unit mean power.
+
+    ``h = nu + s (X + jY)`` with ``X, Y ~ N(0, 1)``, ``nu^2 = K / (K + 1)`` and
+    ``2 s^2 = 1 / (K + 1)``, so ``E|h|^2 = 1`` and ``|h|`` is Rice(``nu / s``, scale ``s``).
+
+    Parameters
+    ----------
+    k_factor_db : float, default 9.0
+        K in dB, in [-100, 100] (38.901 UMi LOS mean: 9 dB; very negative -> Rayleigh).
+
+    Raises
+    ------
+    ValueError
+        If ``k_factor_db`` is not a finite number.
+    """
+
+    def __init__(self, k_factor_db: Annotated[float, RICIAN_K_FACTOR_DB] = 9.0) -> None:
+        self.k_factor_db = RICIAN_K_FACTOR_DB.check("k_factor_db", k_factor_db)
+        self.k_factor_linear = 10.0 ** (self.k_factor_db / 10.0)
+
+    def __repr__(self) -> str:
+        return f"RicianFading(k_factor_db={self.k_factor_db!r})"
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw n power gains.
+
+        Parameters
+        ----------
+        n : int
+            Number of gains, >= 0.
+        rng : numpy.random.Generator
+            Source of the draws (2n normals: real parts, then imaginary parts).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            Linear power gains ``|h|^2`` with mean 1.
+        """
+        n = check_count("n", n)
+        k = self.k_factor_linear
+        nu = np.sqrt(k / (k + 1.0))
+        s = np.sqrt(0.5 / (k + 1.0))
+        real = nu + s * rng.standard_normal(n)
+        imag = s * rng.standard_normal(n)
+        return real**2 + imag**2
+
+
+@FADING.register("nakagami")
+class NakagamiFading:
+    """Nakagami-m fading: ``|h|^2 ~ Gamma(shape m, scale 1/m)``, unit mean power.
+
+    Parameters
+    ----------
+    m : float, default 1.0
+        Shape, in [0.5, 1e6] (m = 1 is Rayleigh; larger m, milder fading).
+
+    Raises
+    ------
+    ValueError
+        If ``m`` is below 0.5 or non-finite.
+    """
+
+    def __init__(self, m: Annotated[float, NAKAGAMI_M] = 1.0) -> None:
+        self.m = NAKAGAMI_M.check("m", m)
+
+    def __repr__(self) -> str:
+        return f"NakagamiFading(m={self.m!r})"
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw n power gains, Gamma(m, 1/m) (mean 1, variance 1/m); shape (n,)."""
+        return rng.gamma(self.m, 1.0 / self.m, check_count("n", n))

@@ -1,0 +1,246 @@
+"""HARQ on the uplink: transport blocks that fail with their BLER and are sent again.
+
+Model
+-----
+A payload of ``B`` bits sent at rate ``r`` (bit/s) by a client whose link has SINR ``gamma`` is
+split into ``n = ceil(B / max(r tau, 24))`` transport blocks of ``B / n`` bits, ``tau`` the slot
+(``slot_s``: the allocation carries ``r tau`` information bits per slot, and a transport block is
+what one slot carries; 1 ms is the slot of NR numerology 0, 15 kHz subcarriers, TS 38.211 clause
+4.3.2).  The rate model (``mcs_table``) picks the CQI at ``gamma``; its BLER curve
+(:mod:`sfl_sim.channel.link.bler`) and the block's code-block segmentation give the probability that
+transmission ``m`` of a block fails, ``p_m = TBLER(gamma_m)`` with ``gamma_m = gamma`` or, with
+chase combining, ``gamma_m = m gamma`` (the receiver adds the copies' SINRs, linear).  All copies of
+a block see the same ``gamma``: a HARQ round trip (milliseconds) is short against the fading's
+coherence block.
+
+A block is sent until it decodes, at most ``M`` (``max_transmissions``) times.  With
+``q_0 = 1`` and ``q_m = p_1 p_2 ... p_m`` (the probability that the first ``m`` copies all fail):
+
+- ``P(N > m) = q_m`` for the transmissions ``N`` of a block, ``m < M``;
+- expected transmissions per block ``E[N] = sum_{m=0}^{M-1} q_m`` (without combining
+  ``(1 - p^M) / (1 - p)``);
+- a block still fails after ``M`` copies with probability ``q_M``; the payload is lost when any of
+  its blocks is: ``P_loss = 1 - (1 - q_M)^n``.
+
+Time.  NR runs several HARQ processes in parallel (up to 16 per cell, TS 38.321 clause 5.4.2.1), so
+a client keeps sending new blocks while earlier ones wait for their acknowledgement: a copy costs
+its air time ``B / (n r)``, and the round trip ``harq_rtt_s`` (send, decode, feedback, resend)
+delays the payload only by the retransmission rounds of its slowest block::
+
+    T = (sum_i N_i) B / (n r) + (max_i N_i - 1) harq_rtt_s.
+
+``mode: sampled`` draws each block's ``N_i`` and failure from one uniform per block of the named
+``harq`` stream (inverse CDF: ``N_i = 1 + #{1 <= m < M : u_i < q_m}``, failed when
+``u_i < q_M``).  ``mode: expected`` is deterministic: ``T = E[N] B / r + (E[max_i N_i] - 1)
+harq_rtt_s`` with ``E[max_i N_i] = sum_{m=0}^{M-1} (1 - (1 - q_m)^n)``, ``n (E[N] - 1)``
+retransmissions (a real number), and the payload lost when that is more likely than not
+(``P_loss >= 1/2``).  A lost payload is an outage: the cell's outage policy decides what follows.
+The default ``harq_rtt_s`` is LTE's synchronous uplink HARQ round trip of 8 subframes (8 ms,
+TS 36.213 clause 8), a common value for NR FR1 at 15 kHz as well.
+
+Kind
+----
+HARQ is a component kind (``harq``, :data:`HARQ`, protocol :class:`sfl_sim.channel.protocols.HarqModel`),
+named by ``cell.harq``; the engine builds it with the cell's rate model as its first argument.
+
+- ``none``: :class:`NoHarq`, each payload goes once at the link rate (the default: no HARQ; the
+  engine then takes its plain upload path, the outage policy alone decides a failure).
+- ``harq``: :class:`Harq`, the model above (needs ``cell.rate: mcs_table``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+import numpy as np
+
+from sfl_sim.channel.limits import HARQ_RTT_S, MAX_TRANSMISSIONS, SLOT_S
+from sfl_sim.channel.link.bler import code_blocks, cqi_curves, transport_block_error_rate
+from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+from sfl_sim.channel.protocols import HarqModel, HarqSend
+from sfl_sim.kit.checks import check_bool, check_choice, check_int
+from sfl_sim.kit.registry import Registry
+
+__all__ = ["HARQ", "Harq", "NoHarq", "HarqSend", "HARQ_MODES"]
+
+#: The HARQ models; ``rate`` (the cell's rate model) is passed by the engine, never by a scenario.
+HARQ = Registry("harq", protocol=HarqModel, supplied=("rate",))
+
+HARQ_MODES = ("expected", "sampled")
+_MIN_TB_BITS = 24.0
+
+
+@HARQ.register("none")
+class NoHarq:
+    """No HARQ: each payload goes once at the link rate, and arrives (the default).
+
+    A link abstraction without block errors (Shannon capacity): the outage policy alone decides
+    whether an upload fails.  The engine does not call it: with ``none`` it takes its plain upload
+    path, which times a payload the same way.
+
+    Parameters
+    ----------
+    rate : object, optional
+        The cell's rate model (not used).
+    """
+
+    def __init__(self, rate: Any = None) -> None:
+        self.rate = rate
+
+    def __repr__(self) -> str:
+        return "NoHarq()"
+
+    def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
+             rng: np.random.Generator | None = None) -> HarqSend:
+        """``payload_bits / rate_bps`` seconds, no retransmission, delivered, one block."""
+        return HarqSend(payload_bits / rate_bps, 0.0, True, 1)
+
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Error rate 0 and one transmission per link (NaN where the rate is 0)."""
+        rates = np.asarray(rate_bps, dtype=float).ravel()
+        on = rates > 0
+        return np.where(on, 0.0, np.nan), np.where(on, 1.0, np.nan)
+
+
+@HARQ.register("harq")
+class Harq:
+    """Uplink HARQ over an ``mcs_table`` rate: transport blocks fail with their BLER and are resent.
+
+    Parameters
+    ----------
+    rate : channel.McsTableRate
+        The cell's rate model: it picks the CQI at each SINR (and so the BLER curve).
+    mode : {"expected", "sampled"}, default "expected"
+        ``expected``: deterministic expected transmissions; ``sampled``: draws from the ``harq`` stream.
+    max_transmissions : int, default 4
+        Copies per transport block in all, in [1, 64] (1: no retransmission).
+    harq_rtt_s : float, default 8e-3
+        HARQ round-trip time, s, in [0, 1].
+    chase_combining : bool, default False
+        Whether the receiver combines the copies of a block (their SINRs add, linear).
+    slot_s : float, default 1e-3
+        Slot duration, s, in [1/32 ms, 10 ms]: a transport block is what the allocation carries in
+        one slot.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range or a rate model without CQIs.
+    """
+
+    def __init__(self, rate: Any, mode: Literal["expected", "sampled"] = "expected",
+                 max_transmissions: Annotated[int, MAX_TRANSMISSIONS] = 4,
+                 harq_rtt_s: Annotated[float, HARQ_RTT_S] = 8e-3, chase_combining: bool = False,
+                 slot_s: Annotated[float, SLOT_S] = 1e-3) -> None:
+        if not (hasattr(rate, "cqi") and getattr(rate, "table", None) in CQI_TABLES):
+            raise ValueError(f"rate: HARQ needs an MCS rate model (cell.rate: mcs_table), whose CQIs have BLER "
+                             f"curves; got {rate!r}")
+        self.rate = rate
+        self.mode = check_choice("mode", mode, HARQ_MODES)
+        self.max_transmissions = check_int("max_transmissions", max_transmissions, int(MAX_TRANSMISSIONS.low),
+                                           int(MAX_TRANSMISSIONS.high))
+        self.harq_rtt_s = HARQ_RTT_S.check("harq_rtt_s", harq_rtt_s)
+        self.chase_combining = check_bool("chase_combining", chase_combining)
+        self.slot_s = SLOT_S.check("slot_s", slot_s)
+        rows = CQI_TABLES[rate.table]
+        self._curves = cqi_curves(rate.table)
+        self._code_rate = [r[2] / 1024.0 for r in rows]
+
+    def __repr__(self) -> str:
+        return (f"Harq(mode={self.mode!r}, max_transmissions={self.max_transmissions!r}, "
+                f"harq_rtt_s={self.harq_rtt_s!r}, chase_combining={self.chase_combining!r}, slot_s={self.slot_s!r})")
+
+    def blocks(self, payload_bits: float, rate_bps: float) -> int:
+        """Transport blocks of a payload: ``ceil(B / max(r slot_s, 24))`` (>= 1; 24 bits is NR's
+        smallest transport block, TS 38.214 Table 5.1.3.2-1)."""
+        return max(1, math.ceil(payload_bits / max(rate_bps * self.slot_s, _MIN_TB_BITS)))
+
+    def failure_chain(self, payload_bits: float, rate_bps: float, sinr_db: float) -> np.ndarray:
+        """``q_0 .. q_M``: probability that the first ``m`` copies of a block all fail.
+
+        Parameters
+        ----------
+        payload_bits, rate_bps : float
+            The payload (bits, > 0) and its rate (bit/s, > 0).
+        sinr_db : float
+            SINR of the link, dB.
+
+        Returns
+        -------
+        numpy.ndarray, shape (max_transmissions + 1,)
+            Non-increasing, ``q_0 = 1``; all ones where the SINR is below CQI 1.
+        """
+        cqi = int(self.rate.cqi(10.0 ** (sinr_db / 10.0)))
+        m = np.arange(1, self.max_transmissions + 1)
+        if cqi < 1:
+            return np.ones(self.max_transmissions + 1)
+        n = self.blocks(payload_bits, rate_bps)
+        cb_bits, n_cb = code_blocks(payload_bits / n, self._code_rate[cqi - 1])
+        sinr = 10.0 ** (sinr_db / 10.0) * (m if self.chase_combining else np.ones_like(m))
+        with np.errstate(divide="ignore"):
+            sinr_m_db = 10.0 * np.log10(sinr)
+        p = transport_block_error_rate(self._curves[cqi - 1].bler(sinr_m_db, cb_bits), n_cb)
+        return np.concatenate(([1.0], np.cumprod(p)))
+
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Error rate of a first transmission and expected transmissions of one slot's transport block.
+
+        Parameters
+        ----------
+        rate_bps, sinr_db : array_like, shape (k,)
+            Rate (bit/s) and SINR (dB) of each link.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray), each shape (k,)
+            ``p_1`` (the transport-block error rate at the link's CQI) and ``E[N]`` of a block of
+            ``rate x slot_s`` bits; NaN where the rate is 0 (no CQI: out of range).
+        """
+        rates = np.asarray(rate_bps, dtype=float).ravel()
+        sinrs = np.asarray(sinr_db, dtype=float).ravel()
+        first = np.full(rates.shape, np.nan)
+        mean = np.full(rates.shape, np.nan)
+        for i, (r, s) in enumerate(zip(rates.tolist(), sinrs.tolist(), strict=True)):
+            if r > 0:
+                q = self.failure_chain(max(r * self.slot_s, _MIN_TB_BITS), r, s)
+                first[i], mean[i] = q[1], q[:self.max_transmissions].sum()
+        return first, mean
+
+    def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
+             rng: np.random.Generator | None = None) -> HarqSend:
+        """Time, retransmissions and fate of one payload (see the module docstring).
+
+        Parameters
+        ----------
+        payload_bits : float
+            Payload, bits (> 0).
+        rate_bps : float
+            Its rate on the allocation, bit/s (> 0).
+        sinr_db : float
+            SINR of the link, dB.
+        rng : numpy.random.Generator, optional
+            The ``harq`` stream; required in ``sampled`` mode.
+
+        Returns
+        -------
+        HarqSend
+        """
+        n = self.blocks(payload_bits, rate_bps)
+        q = self.failure_chain(payload_bits, rate_bps, sinr_db)
+        copy_s = payload_bits / (n * rate_bps)
+        big_m = self.max_transmissions
+        if self.mode == "expected":
+            mean_n = float(q[:big_m].sum())
+            mean_max = float((1.0 - (1.0 - q[:big_m]) ** n).sum())
+            lost = 1.0 - (1.0 - q[big_m]) ** n >= 0.5
+            return HarqSend(n * mean_n * copy_s + (mean_max - 1.0) * self.harq_rtt_s, n * (mean_n - 1.0),
+                            not lost, n)
+        if rng is None:
+            raise ValueError("rng: HARQ mode sampled draws from the harq stream; pass a numpy Generator")
+        u = rng.random(n)
+        # q is non-increasing: the copies of block i are 1 + #{1 <= m < M : u_i < q_m}.
+        copies = 1 + np.searchsorted(-q[1:big_m], -u, side="left")
+        failed = bool(np.any(u < q[big_m]))
+        total = int(copies.sum())
+        return HarqSend(total * copy_s + (int(copies.max()) - 1) * self.harq_rtt_s, float(total - n),
+                        not failed, n)

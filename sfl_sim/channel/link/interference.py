@@ -1,0 +1,203 @@
+"""Uplink interference at the cell's base station, as a noise rise over the receiver's thermal noise.
+
+An interference model turns the interference ``I`` (W/Hz) at the base station into the noise rise
+``IoT = (N + I) / N`` (interference over thermal), ``N = N0 F`` the receiver noise PSD with the rate
+model's noise figure.  The cell hands the rate model the noise PSD ``N0 x IoT``; the rate model
+applies its noise figure ``F`` and so sees ``N0 F IoT = N0 F + I``: every uplink SNR becomes the
+SINR ``p g / (b (N0 F + I))``, and every rate model (Shannon, gap, TR 36.942, CQI tables) reads
+its rate from that SINR.  The interference is wideband: every client of the cell sees the same
+``I`` at the base station.  Only the uplink is disturbed (interference from neighbouring base
+stations on the downlink is not modelled).
+
+- ``none``: :class:`NoInterference`, ``IoT = 1`` (the default: the SINR is the SNR).
+- ``noise_rise``: :class:`NoiseRise`, a fixed ``IoT`` in dB (a planning margin).
+- ``first_tier``: :class:`FirstTierInterference`, the six neighbouring cells of a hexagonal layout.
+
+Random draws come from the cell's ``interference`` stream (only ``first_tier`` draws).
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import numpy as np
+
+from sfl_sim.channel.large_scale.geometry import distances_m
+from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB
+from sfl_sim.channel.protocols import Interference, LosAwarePathLoss, UplinkScene
+from sfl_sim.kit.registry import Registry
+
+__all__ = ["INTERFERENCE", "NoInterference", "NoiseRise", "FirstTierInterference", "first_tier_sites_m"]
+
+INTERFERENCE = Registry("interference", protocol=Interference)
+
+
+@INTERFERENCE.register("none")
+class NoInterference:
+    """No interference: the noise rise is 1 and the SINR is the SNR."""
+
+    def __repr__(self) -> str:
+        return "NoInterference()"
+
+    def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> None:
+        """Nothing to place."""
+        return None
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
+        """1.0."""
+        return 1.0
+
+
+@INTERFERENCE.register("noise_rise")
+class NoiseRise:
+    """A fixed interference over thermal: ``I = N0 F (10^(IoT/10) - 1)`` on the uplink.
+
+    The usual abstraction of other-cell interference in uplink link budgets (3GPP TR 36.942
+    clause 4.5 and TR 38.901-based budgets quote an IoT target or "noise rise" of a few dB).
+
+    Parameters
+    ----------
+    noise_rise_db : float
+        Interference over thermal in dB, in [0, 60] (0: no interference); no default: a value
+        says what is assumed of the neighbours.
+
+    Raises
+    ------
+    ValueError
+        For a value out of range.
+    """
+
+    def __init__(self, noise_rise_db: Annotated[float, NOISE_RISE_DB]) -> None:
+        self.noise_rise_db = NOISE_RISE_DB.check("noise_rise_db", noise_rise_db)
+        self._rise = 10.0 ** (self.noise_rise_db / 10.0)
+
+    def __repr__(self) -> str:
+        return f"NoiseRise(noise_rise_db={self.noise_rise_db!r})"
+
+    def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> None:
+        """Nothing to place."""
+        return None
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
+        """``10^(noise_rise_db / 10)``; draws nothing."""
+        return self._rise
+
+
+def first_tier_sites_m(inter_site_distance_m: float) -> np.ndarray:
+    """Centres of the six first-tier neighbours of a hexagonal layout, shape (6, 2), metres.
+
+    With the serving base station at the origin, the neighbours sit at the inter-site distance
+    ``ISD`` at angles 30 deg + i x 60 deg (i = 0..5): the first ring of the hexagonal grid of
+    3GPP TR 36.942 clause 4.2 and TR 38.901 clause 7.2 (19 sites = the centre, 6 of the first tier
+    and 12 of the second; this model keeps the first tier, which carries most of the interference).
+    A hexagon of circumradius ``R`` gives ``ISD = 2 R cos 30 deg = sqrt(3) R``.
+    """
+    angles = np.pi / 6.0 + np.arange(6) * np.pi / 3.0
+    return inter_site_distance_m * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+@INTERFERENCE.register("first_tier")
+class FirstTierInterference:
+    """Uplink interference from the six first-tier cells of a hexagonal layout (reuse 1).
+
+    Geometry: the neighbouring base stations sit at :func:`first_tier_sites_m` (``ISD`` =
+    ``inter_site_distance_m``, default ``sqrt(3) R`` with ``R`` the cell radius: hexagons of
+    circumradius ``R`` tile the plane; 3GPP TR 36.942 clause 4.2, TR 38.901 Table 7.2-1).  Each
+    neighbour has as many clients as the cell, dropped once around its base station by the cell's
+    placement, with path loss (and LOS state, for LOS-aware models) and shadowing from the cell's
+    models, drawn independently for the link to its own base station and to ours (the
+    inter-site shadowing correlation of TR 38.901 is not modelled).
+
+    Each draw (at construction, then once per round as the cell moves on) every neighbouring
+    client transmits with probability ``activity``; the active clients of a cell share the band
+    equally (``b = B / k_active``) and send at the power the cell's power control gives them on
+    that share with their coupling loss to their own base station.  The interference PSD at our
+    base station is the wideband average ``I = sum_active p_j g_j / B`` (``g_j`` the gain to our
+    base station): the active clients of a neighbour cover its band, so whichever of them shares
+    a given sub-band, the expected PSD there is ``sum_j p_j g_j / B``.  The noise rise is
+    ``1 + I / (N0 F)``.
+
+    Parameters
+    ----------
+    activity : float
+        Probability that a neighbouring client transmits in a round, in [0, 1] (0: no
+        interference).  With fixed power every active client adds its full power, so this sets
+        the neighbours' load: ``clients.participation`` (0.1 in the shipped scenario: 10 of 100
+        clients) loads each neighbour like the cell, whose cohort is what transmits at once; 1
+        would have all of a neighbour's clients on the air.  No default, for that reason.
+    inter_site_distance_m : float or None, default None
+        Distance to the neighbouring base stations in metres, > 0; None: ``sqrt(3) R``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range.
+    """
+
+    def __init__(
+        self,
+        activity: Annotated[float, ACTIVITY],
+        inter_site_distance_m: Annotated[float, INTER_SITE_DISTANCE_M] | None = None,
+    ) -> None:
+        self.activity = ACTIVITY.check("activity", activity)
+        self.inter_site_distance_m = (
+            None if inter_site_distance_m is None
+            else INTER_SITE_DISTANCE_M.check("inter_site_distance_m", inter_site_distance_m)
+        )
+
+    def __repr__(self) -> str:
+        return (f"FirstTierInterference(activity={self.activity!r}, "
+                f"inter_site_distance_m={self.inter_site_distance_m!r})")
+
+    def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Drop each neighbour's clients and draw their losses to both base stations.
+
+        Returns
+        -------
+        dict
+            ``cell`` (int, shape (6 n,): the neighbour 0..5 of each client), ``positions_m``
+            (6 n, 2) around our base station, ``coupling_own_db`` and ``coupling_ours_db``
+            (path loss plus shadowing to its own and to our base station, dB) and
+            ``nominal_tx_power_w`` (its configured power).
+        """
+        n = scene.n_clients
+        isd = self.inter_site_distance_m if self.inter_site_distance_m is not None else math.sqrt(3.0) * scene.radius_m
+        los_aware = isinstance(scene.pathloss, LosAwarePathLoss)
+
+        def loss_db(distance: np.ndarray) -> np.ndarray:
+            if not los_aware:
+                return np.asarray(scene.pathloss.loss_db(distance), dtype=float)
+            los = rng.random(distance.shape) < np.asarray(scene.pathloss.los_probability(distance), dtype=float)
+            return np.asarray(scene.pathloss.loss_db(distance, los=los), dtype=float)
+
+        cells, positions, own, ours = [], [], [], []
+        for i, centre in enumerate(first_tier_sites_m(isd)):
+            local = np.asarray(scene.placement.sample_positions_m(n, rng), dtype=float)
+            here = local + centre
+            own.append(loss_db(distances_m(local)) + np.asarray(scene.shadowing.sample_db(n, rng), dtype=float))
+            ours.append(loss_db(distances_m(here)) + np.asarray(scene.shadowing.sample_db(n, rng), dtype=float))
+            cells.append(np.full(n, i))
+            positions.append(here)
+        return {
+            "cell": np.concatenate(cells),
+            "positions_m": np.concatenate(positions),
+            "coupling_own_db": np.concatenate(own),
+            "coupling_ours_db": np.concatenate(ours),
+            "nominal_tx_power_w": np.tile(np.asarray(scene.tx_power_w, dtype=float), 6),
+        }
+
+    def interference_psd_w_per_hz(self, scene: UplinkScene, layout: dict[str, np.ndarray],
+                                  active: np.ndarray) -> float:
+        """Interference PSD ``sum_active p_j g_j / B`` at our base station for a given activity mask (W/Hz)."""
+        band = scene.uplink_bandwidth_hz
+        k_active = np.bincount(layout["cell"][active], minlength=6)
+        share = np.where(active, band / np.maximum(k_active[layout["cell"]], 1), 0.0)
+        power = np.asarray(scene.power_control.tx_power_w(layout["nominal_tx_power_w"], share,
+                                                          layout["coupling_own_db"]), dtype=float)
+        received = np.where(active, power * 10.0 ** (-layout["coupling_ours_db"] / 10.0), 0.0)
+        return float(received.sum() / band)
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: dict[str, np.ndarray], rng: np.random.Generator) -> float:
+        """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``."""
+        active = rng.random(layout["cell"].shape) < self.activity
+        return 1.0 + self.interference_psd_w_per_hz(scene, layout, active) / scene.noise_floor_w_per_hz

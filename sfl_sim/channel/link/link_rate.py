@@ -1,0 +1,311 @@
+"""Link abstractions: rate models that replace Shannon capacity by what coded modulation achieves.
+
+Each model maps the link's SINR to a spectral efficiency ``SE(SINR)`` in bit/s/Hz and gives
+``rate = b x SE(p g / (b N0 F))``.  They share :class:`~sfl_sim.channel.link.rate.ShannonRate`'s SINR (with its
+receiver noise figure) and expose ``spectral_efficiency_bps_per_hz(sinr_linear)``, which the
+conformance check uses: a model with an SINR floor or steps is non-decreasing in SINR but not
+always in bandwidth (a wider share at the same power can drop the SINR below the floor).
+
+- ``shannon_gap``: :class:`ShannonGapRate`, ``log2(1 + SINR / Gamma)`` (ns-3 LTE AMC).
+- ``attenuated_shannon``: :class:`AttenuatedShannonRate`, 3GPP TR 36.942 Annex A.
+- ``mcs_table``: :class:`McsTableRate`, the TS 38.214 CQI tables with an SNR-gap or a BLER mapping.
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+import numpy as np
+
+from sfl_sim.channel.limits import (
+    BER_TARGET,
+    BLER_TARGET,
+    CODE_BLOCK_BITS,
+    NOISE_FIGURE_DB,
+    OVERHEAD_FRACTION,
+    SHANNON_ATTENUATION,
+    SINR_MIN_DB,
+    SNR_GAP_DB,
+    SPECTRAL_EFFICIENCY_BPS_PER_HZ,
+)
+from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
+from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
+
+__all__ = ["ShannonGapRate", "AttenuatedShannonRate", "McsTableRate", "gap_from_ber", "TR36942_DEFAULTS"]
+
+#: ns-3's default BER target of its LTE AMC model (``LteAmc::Ber``).
+DEFAULT_BER_TARGET = 5e-5
+
+
+def gap_from_ber(ber_target: float) -> float:
+    """SNR gap ``Gamma = -ln(5 BER) / 1.5`` (linear) of an M-QAM link at bit-error rate ``BER``.
+
+    Source: G. Piro et al., "Simulating LTE Cellular Systems: an Open Source Framework", IEEE
+    Trans. Veh. Technol. 60(2), 2011, Sec. on AMC (after Goldsmith and Chua's M-QAM bound); ns-3
+    ``LteAmc::GetCqiFromSpectralEfficiency``.
+    """
+    return -math.log(5.0 * ber_target) / 1.5
+
+
+class _SinrRate:
+    """The SINR of the link, as :class:`~sfl_sim.channel.link.rate.ShannonRate` computes it, plus
+    ``rate = b x SE(SINR)`` with a zero rate on a zero share."""
+
+    def __init__(self, noise_figure_db: float) -> None:
+        self._snr = ShannonRate(noise_figure_db=noise_figure_db)
+        self.noise_figure_db = self._snr.noise_figure_db
+        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
+
+    def snr_linear(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Received SINR (linear), as :meth:`sfl_sim.channel.link.rate.ShannonRate.snr_linear`."""
+        return self._snr.snr_linear(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+
+    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rate_bps(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Rate ``b x SE(SINR)`` in bit/s, broadcast over the arguments (0 on a 0 Hz share).
+
+        Parameters
+        ----------
+        bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz : float or array_like
+            Bandwidth in Hz (>= 0), transmit power in W (>= 0), linear channel power gain
+            (>= 0) and noise PSD in W/Hz (> 0), as for :meth:`sfl_sim.channel.link.rate.ShannonRate.rate_bps`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Rate in bit/s with the broadcast shape of the arguments.
+        """
+        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        positive = b > 0
+        safe_b = np.where(positive, b, 1.0)
+        se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._noise_factor))
+        return np.where(positive, safe_b * se, 0.0)
+
+
+@RATES.register("shannon_gap")
+class ShannonGapRate(_SinrRate):
+    """Shannon capacity with an SNR gap: ``SE = log2(1 + SINR / Gamma)`` bit/s/Hz.
+
+    The gap ``Gamma`` is how far a practical M-QAM code sits from capacity at a bit-error target;
+    from ``ber_target`` it is ``Gamma = -ln(5 BER) / 1.5`` (G. Piro et al., IEEE Trans. Veh.
+    Technol. 60(2), 2011, the LTE AMC model of ns-3, ``LteAmc``), or given directly in dB.
+    At BER 5e-5 (ns-3's default) ``Gamma = 5.529`` (7.43 dB).
+
+    Parameters
+    ----------
+    gap_db : float or None, default None
+        The gap ``Gamma`` in dB, in [0, 30].  Give this or ``ber_target``, not both.
+    ber_target : float or None, default None
+        Bit-error-rate target, in (0, 0.0446] (above it ``Gamma < 1`` and the model would beat
+        capacity; the formula's gap is negative from 0.2).  Neither given: 5e-5 (ns-3's default).
+    noise_figure_db : float, default 0.0
+        Receiver noise figure in dB, >= 0 (as for ``shannon``).
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range, or both ``gap_db`` and ``ber_target`` given.
+    """
+
+    def __init__(
+        self,
+        gap_db: Annotated[float, SNR_GAP_DB] | None = None,
+        ber_target: Annotated[float, BER_TARGET] | None = None,
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
+    ) -> None:
+        if gap_db is not None and ber_target is not None:
+            raise ValueError(
+                f"gap_db and ber_target are two ways to set the same gap: give one, got gap_db={gap_db!r} "
+                f"and ber_target={ber_target!r}"
+            )
+        super().__init__(noise_figure_db)
+        if gap_db is not None:
+            self.gap_db: float | None = SNR_GAP_DB.check("gap_db", gap_db)
+            self.ber_target: float | None = None
+            self.gap_linear = 10.0 ** (self.gap_db / 10.0)
+        else:
+            self.gap_db = None
+            self.ber_target = BER_TARGET.check("ber_target", DEFAULT_BER_TARGET if ber_target is None else ber_target)
+            self.gap_linear = gap_from_ber(self.ber_target)
+
+    def __repr__(self) -> str:
+        setting = f"gap_db={self.gap_db!r}" if self.gap_db is not None else f"ber_target={self.ber_target!r}"
+        return f"ShannonGapRate({setting}, noise_figure_db={self.noise_figure_db!r})"
+
+    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
+        """``log2(1 + SINR / Gamma)`` for linear SINR(s) >= 0; same shape."""
+        return np.log2(1.0 + np.asarray(sinr_linear, dtype=float) / self.gap_linear)
+
+
+#: TR 36.942 Annex A defaults by link: (alpha, SINR_min in dB, Thr_max in bit/s/Hz).
+TR36942_DEFAULTS = {"downlink": (0.6, -10.0, 4.4), "uplink": (0.4, -10.0, 2.0)}
+
+
+@RATES.register("attenuated_shannon")
+class AttenuatedShannonRate(_SinrRate):
+    """Attenuated and truncated Shannon bound of 3GPP TR 36.942, Annex A (A.1 downlink, A.2 uplink).
+
+    ``SE = 0`` for ``SINR < SINR_min``, ``SE = alpha log2(1 + SINR)`` for
+    ``SINR_min <= SINR < SINR_max``, and ``SE = Thr_max`` above, where ``SINR_max`` is where
+    ``alpha log2(1 + SINR)`` reaches ``Thr_max`` (so ``SE = min(alpha log2(1 + SINR), Thr_max)``
+    at and above the floor).  TR 36.942 (V17) Table A.1 (downlink) and Table A.2 (uplink),
+    "Parameters describing baseline E-UTRA link level performance"::
+
+        Parameter   DL        UL        Notes
+        alpha       0.6       0.4       implementation losses
+        SINR_MIN    -10 dB    -10 dB    QPSK, 1/8 rate (DL); QPSK 1/5 rate (UL)
+        Thr_MAX     4.4       2.0       bps/Hz; 64QAM 4/5 (DL); 16QAM 3/4 (UL)
+
+    Parameters
+    ----------
+    link : {"uplink", "downlink"}, default "uplink"
+        Which column of the table gives the defaults (the cell's uplink is where the clients
+        send; use ``downlink`` for a server-side rate).
+    alpha : float or None, default None
+        Attenuation in (0, 1]; None: the link's default.
+    sinr_min_db : float or None, default None
+        The floor in dB, in [-50, 50]; None: the link's default.
+    max_spectral_efficiency_bps_per_hz : float or None, default None
+        ``Thr_max`` in bit/s/Hz, in (0, 100]; None: the link's default.
+    noise_figure_db : float, default 0.0
+        Receiver noise figure in dB, >= 0.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range.
+    """
+
+    def __init__(
+        self,
+        link: Literal["uplink", "downlink"] = "uplink",
+        alpha: Annotated[float, SHANNON_ATTENUATION] | None = None,
+        sinr_min_db: Annotated[float, SINR_MIN_DB] | None = None,
+        max_spectral_efficiency_bps_per_hz: Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None = None,
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
+    ) -> None:
+        if link not in TR36942_DEFAULTS:
+            raise ValueError(f"link must be one of uplink, downlink, got {link!r}")
+        super().__init__(noise_figure_db)
+        d_alpha, d_min, d_max = TR36942_DEFAULTS[link]
+        self.link = link
+        self.alpha = SHANNON_ATTENUATION.check("alpha", d_alpha if alpha is None else alpha)
+        self.sinr_min_db = SINR_MIN_DB.check("sinr_min_db", d_min if sinr_min_db is None else sinr_min_db)
+        self.max_spectral_efficiency_bps_per_hz = SPECTRAL_EFFICIENCY_BPS_PER_HZ.check(
+            "max_spectral_efficiency_bps_per_hz",
+            d_max if max_spectral_efficiency_bps_per_hz is None else max_spectral_efficiency_bps_per_hz,
+        )
+        self._sinr_min_linear = 10.0 ** (self.sinr_min_db / 10.0)
+
+    def __repr__(self) -> str:
+        return (f"AttenuatedShannonRate(link={self.link!r}, alpha={self.alpha!r}, sinr_min_db={self.sinr_min_db!r}, "
+                f"max_spectral_efficiency_bps_per_hz={self.max_spectral_efficiency_bps_per_hz!r}, "
+                f"noise_figure_db={self.noise_figure_db!r})")
+
+    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
+        """TR 36.942 A.1/A.2 throughput per Hz at linear SINR(s) >= 0; same shape."""
+        sinr = np.asarray(sinr_linear, dtype=float)
+        se = np.minimum(self.alpha * np.log2(1.0 + sinr), self.max_spectral_efficiency_bps_per_hz)
+        return np.where(sinr >= self._sinr_min_linear, se, 0.0)
+
+
+@RATES.register("mcs_table")
+class McsTableRate(_SinrRate):
+    """Rate of the highest 5G NR CQI the SINR supports: ``b x efficiency(CQI) x (1 - overhead)``.
+
+    The CQI tables are TS 38.214 Tables 5.2.2.1-2, -3 and -4 (:mod:`sfl_sim.channel.link.cqi_tables`).  The
+    SINR picks the CQI by ``mapping``:
+
+    - ``gap``: the highest CQI whose efficiency is <= the SNR-gap spectral efficiency
+      ``log2(1 + SINR / Gamma)``, ``Gamma = -ln(5 BER) / 1.5`` at ``ber_target``
+      (:class:`ShannonGapRate`; ns-3's ``LteAmc::GetCqiFromSpectralEfficiency`` does the same on
+      the LTE table).
+    - ``bler``: the highest CQI whose code-block error rate at the SINR is <= ``bler_target``, from
+      Sionna's 5G NR BLER tables (:mod:`sfl_sim.channel.link.bler`: each CQI's modulation and code rate matched
+      to an MCS entry), for a code block of ``code_block_bits`` (default 2000, the largest size the
+      tables hold; every larger block uses that curve, and a transport block above 3824 bits is
+      segmented into blocks larger than it).
+
+    Below CQI 1 the link is out of range and the rate is 0 (the cell's outage policy makes that an
+    outage).
+
+    Parameters
+    ----------
+    table : {"cqi_table1", "cqi_table2", "cqi_table3"}, default "cqi_table1"
+        TS 38.214 Table 5.2.2.1-2 (up to 64QAM), 5.2.2.1-3 (up to 256QAM) or 5.2.2.1-4 (low SE).
+    mapping : {"gap", "bler"}, default "gap"
+        How the SINR picks the CQI (see above).
+    ber_target : float, default 5e-5
+        Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).
+    bler_target : float, default 0.1
+        Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).
+    code_block_bits : float, default 2000
+        Code-block size of the bler mapping, bits, in [24, 8448].
+    overhead_fraction : float, default 0.0
+        Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306
+        clause 4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.
+    noise_figure_db : float, default 0.0
+        Receiver noise figure in dB, >= 0.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range or an unknown table or mapping.
+    """
+
+    def __init__(
+        self,
+        table: Literal["cqi_table1", "cqi_table2", "cqi_table3"] = "cqi_table1",
+        mapping: Literal["gap", "bler"] = "gap",
+        ber_target: Annotated[float, BER_TARGET] = DEFAULT_BER_TARGET,
+        bler_target: Annotated[float, BLER_TARGET] = 0.1,
+        code_block_bits: Annotated[float, CODE_BLOCK_BITS] = float(TABLE_CODE_BLOCK_BITS_MAX),
+        overhead_fraction: Annotated[float, OVERHEAD_FRACTION] = 0.0,
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
+    ) -> None:
+        if table not in CQI_TABLES:
+            raise ValueError(f"table must be one of {', '.join(CQI_TABLES)}, got {table!r}")
+        if mapping not in ("gap", "bler"):
+            raise ValueError(f"mapping must be one of gap, bler, got {mapping!r}")
+        super().__init__(noise_figure_db)
+        self.table, self.mapping = table, mapping
+        self.ber_target = BER_TARGET.check("ber_target", ber_target)
+        self.bler_target = BLER_TARGET.check("bler_target", bler_target)
+        self.code_block_bits = CODE_BLOCK_BITS.check("code_block_bits", code_block_bits)
+        self.overhead_fraction = OVERHEAD_FRACTION.check("overhead_fraction", overhead_fraction)
+        self.gap_linear = gap_from_ber(self.ber_target)
+        rows = CQI_TABLES[table]
+        self.efficiency_bps_per_hz = np.array([r[3] for r in rows])  # ascending with the CQI index
+        self.cqi_index = np.array([r[0] for r in rows])
+
+    def __repr__(self) -> str:
+        target = f"ber_target={self.ber_target!r}" if self.mapping == "gap" else \
+            f"bler_target={self.bler_target!r}, code_block_bits={self.code_block_bits!r}"
+        return (f"McsTableRate(table={self.table!r}, mapping={self.mapping!r}, {target}, "
+                f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={self.noise_figure_db!r})")
+
+    def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
+        """1 + the index of the row the mapping picks at each SINR (0: below CQI 1)."""
+        sinr = np.asarray(sinr_linear, dtype=float)
+        if self.mapping == "bler":
+            with np.errstate(divide="ignore"):
+                sinr_db = 10.0 * np.log10(sinr)
+            ok = np.stack([c.bler(sinr_db, self.code_block_bits) <= self.bler_target for c in cqi_curves(self.table)])
+            # the highest row meeting the target (rows are in increasing efficiency)
+            return np.where(ok.any(axis=0), len(ok) - np.argmax(ok[::-1], axis=0), 0)
+        se = np.log2(1.0 + sinr / self.gap_linear)
+        return np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
+
+    def cqi(self, sinr_linear: Any) -> np.ndarray:
+        """CQI index chosen at linear SINR(s) >= 0 (0 = out of range); same shape, int."""
+        k = self._rows_allowed(sinr_linear)
+        return np.where(k > 0, self.cqi_index[np.maximum(k - 1, 0)], 0)
+
+    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
+        """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1)."""
+        k = self._rows_allowed(sinr_linear)
+        eff = np.where(k > 0, self.efficiency_bps_per_hz[np.maximum(k - 1, 0)], 0.0)
+        return eff * (1.0 - self.overhead_fraction)

@@ -1,0 +1,140 @@
+"""Achievable-rate models mapping bandwidth, power and channel gain to a bit rate.
+
+A rate model is any object with
+``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz) -> ndarray`` that
+broadcasts its arguments elementwise; register new ones in :data:`RATES`.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+
+from sfl_sim.channel.limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_HZ
+from sfl_sim.channel.protocols import Rate
+from sfl_sim.channel.units import linear_to_db
+from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.registry import Registry
+
+__all__ = ["RATES", "ShannonRate"]
+
+RATES = Registry("rate", protocol=Rate)
+
+
+def _check_link(
+    bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    b = check_array("bandwidth_hz", bandwidth_hz, minimum=0.0)
+    p = check_array("tx_power_w", tx_power_w, minimum=0.0)
+    g = check_array("gain_linear", gain_linear, minimum=0.0)
+    # Zero noise would make every rate infinite; no physical receiver has it.
+    n0 = check_array("noise_psd_w_per_hz", noise_psd_w_per_hz, minimum=0.0, strict=True)
+    return b, p, g, n0
+
+
+@RATES.register("shannon")
+class ShannonRate:
+    """Shannon capacity of an AWGN link: ``b log2(1 + p g / (b N0 F))``, optionally capped.
+
+    All arguments of its methods broadcast against each other (numpy rules).
+
+    Parameters
+    ----------
+    noise_figure_db : float, default 0.0
+        Receiver noise figure ``F`` in dB, >= 0; multiplies the noise PSD by ``10^(F/10)``.
+    max_spectral_efficiency_bps_per_hz : float or None, default None
+        Cap on the rate per Hz, > 0 (the highest modulation and coding scheme; e.g. 7.4063 for
+        256-QAM at code rate 948/1024 in 5G NR); None = no cap.  The rate becomes
+        ``min(b log2(1 + snr), b * cap)``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter out of range.
+    """
+
+    def __init__(
+        self, noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
+        max_spectral_efficiency_bps_per_hz: Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None = None
+    ) -> None:
+        self.noise_figure_db = NOISE_FIGURE_DB.check("noise_figure_db", noise_figure_db)
+        self.max_spectral_efficiency_bps_per_hz = (
+            None
+            if max_spectral_efficiency_bps_per_hz is None
+            else SPECTRAL_EFFICIENCY_BPS_PER_HZ.check(
+                "max_spectral_efficiency_bps_per_hz", max_spectral_efficiency_bps_per_hz
+            )
+        )
+        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
+
+    def __repr__(self) -> str:
+        if self.noise_figure_db == 0.0 and self.max_spectral_efficiency_bps_per_hz is None:
+            return "ShannonRate()"
+        return (
+            f"ShannonRate(noise_figure_db={self.noise_figure_db!r}, "
+            f"max_spectral_efficiency_bps_per_hz={self.max_spectral_efficiency_bps_per_hz!r})"
+        )
+
+    def snr_linear(
+        self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
+    ) -> np.ndarray:
+        """Received SNR ``p g / (b N0 F)`` (linear); ``inf`` where ``b == 0`` and ``p g > 0``.
+
+        Parameters
+        ----------
+        bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz : float or array_like
+            Bandwidth in Hz (>= 0), transmit power in W (>= 0), linear channel power gain
+            (>= 0) and noise power spectral density in W/Hz (> 0); broadcast together.
+
+        Returns
+        -------
+        numpy.ndarray
+            Linear SNR with the broadcast shape.
+        """
+        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = p * g / (b * n0 * self._noise_factor)
+        # 0/0 (no band, no signal) is "no SNR": report 0, not nan.
+        return np.where(np.isnan(snr), 0.0, snr)
+
+    def snr_db(
+        self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
+    ) -> np.ndarray:
+        """Received SNR in dB; same arguments and shapes as :meth:`snr_linear`."""
+        return linear_to_db(self.snr_linear(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz))
+
+    def rate_bps(
+        self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
+    ) -> np.ndarray:
+        """Shannon rate ``b log2(1 + p g / (b N0 F))``, capped at ``b * max_spectral_efficiency``.
+
+        Parameters
+        ----------
+        bandwidth_hz : float or array_like
+            Allocated bandwidth in Hz, >= 0.  A zero share gives rate 0 (the limit of the
+            formula as b -> 0 is 0 for any finite p g), never nan.
+        tx_power_w : float or array_like
+            Transmit power in W, >= 0.
+        gain_linear : float or array_like
+            Linear channel power gain (path loss and shadowing), >= 0.
+        noise_psd_w_per_hz : float or array_like
+            Noise power spectral density in W/Hz, > 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            Rate in bit/s with the broadcast shape of the arguments.
+
+        Raises
+        ------
+        ValueError
+            If an argument is negative, non-finite, or the noise PSD is not > 0.
+        """
+        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        positive = b > 0
+        # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
+        safe_b = np.where(positive, b, 1.0)
+        rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0 * self._noise_factor))
+        if self.max_spectral_efficiency_bps_per_hz is not None:
+            rate = np.minimum(rate, safe_b * self.max_spectral_efficiency_bps_per_hz)
+        return np.where(positive, rate, 0.0)

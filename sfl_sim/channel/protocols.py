@@ -1,0 +1,416 @@
+"""What a channel component must offer: one :class:`typing.Protocol` per kind, plus the optional
+capabilities the :class:`~channel.Cell` uses when a component has them.
+
+Required (one per kind, see :data:`sfl_sim.channel.kinds.CHANNEL_KINDS`)
+----------------------------------------------
+=============  =====================  =======================================================================
+kind           protocol               method
+=============  =====================  =======================================================================
+placement      :class:`Placement`     ``sample_positions_m(n_clients, rng) -> (n, 2)``
+pathloss       :class:`PathLoss`      ``loss_db(distance_m) -> same shape``
+shadowing      :class:`Shadowing`     ``sample_db(n_clients, rng) -> (n,)``
+fading         :class:`Fading`        ``sample_power_gain(n, rng) -> (n,)``
+rate           :class:`Rate`          ``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)``
+allocation     :class:`Allocator`     ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear) -> (n,)``
+mobility       :class:`Mobility`      ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
+power_control  :class:`PowerControl`  ``tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db)``
+interference   :class:`Interference`  ``deploy(scene, rng)``, ``noise_rise_linear(scene, layout, rng)``
+harq           :class:`HarqModel`     ``send(payload_bits, rate_bps, sinr_db, rng) -> HarqSend``,
+                                      ``slot_block(rate_bps, sinr_db)``
+=============  =====================  =======================================================================
+
+Optional capabilities
+---------------------
+:class:`DiscPlacement` (``radius_m``, ``min_distance_m``), :class:`LosAwarePathLoss`
+(``los_probability``, ``loss_db(distance_m, los=...)``), :class:`LosSampler` (``sample_los``),
+:class:`LosDecorrelation`
+(``los_decorrelation_m``), :class:`ShadowingSigmaSource` (``shadowing_sigma_db(los)``),
+:class:`ShadowingDecorrelationSource` (``shadowing_decorrelation_m(los)``),
+:class:`RangedPathLoss` (``valid_distance_m``), :class:`SiteShadowing` (``sample_site_db``),
+:class:`SiteShadowingUpdate` (``update_site_db``), :class:`SnrRate` (``snr_linear``),
+:class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`BoundedSpeedMobility`
+(``max_speed_m_per_s``), :class:`Resettable` (``reset()``) and :class:`Stateful`
+(``state_dict()`` / ``load_state_dict(state)``, any kind).
+
+``isinstance(obj, Protocol)`` only sees that the members exist, not their parameters; the one
+capability that lives in a parameter (``rate_of``) is detected by
+:func:`sfl_sim.channel.link.allocation.accepts_rate_of`.
+
+:class:`ShadowingSite`, the argument of the site-aware shadowing protocols, and :class:`UplinkScene`,
+the argument of the interference protocol, and :class:`HarqSend`, what a HARQ model's ``send``
+returns, are defined here with them.  :mod:`sfl_sim.kit.protocols`
+checks a component against these protocols.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "ShadowingSite",
+    "Placement",
+    "DiscPlacement",
+    "PathLoss",
+    "LosAwarePathLoss",
+    "LosSampler",
+    "LosDecorrelation",
+    "ShadowingSigmaSource",
+    "ShadowingDecorrelationSource",
+    "RangedPathLoss",
+    "Shadowing",
+    "SiteShadowing",
+    "SiteShadowingUpdate",
+    "Fading",
+    "Rate",
+    "SnrRate",
+    "Allocator",
+    "LinkAwareAllocator",
+    "Mobility",
+    "BoundedSpeedMobility",
+    "Resettable",
+    "Stateful",
+    "PowerControl",
+    "UplinkScene",
+    "Interference",
+    "HarqSend",
+    "HarqModel",
+]
+
+
+@dataclass(frozen=True)
+class ShadowingSite:
+    """Where the clients are, as a shadowing model sees it.
+
+    Attributes
+    ----------
+    positions_m : numpy.ndarray, shape (n, 2)
+        Client positions in metres (base station at the origin).
+    distance_m : numpy.ndarray, shape (n,)
+        2-D distances to the base station in metres.
+    los : numpy.ndarray of bool, shape (n,), or None
+        LOS state per client (None: the path-loss model has no LOS notion).
+    model_sigma_db : numpy.ndarray, shape (n,), or None
+        The path-loss model's shadowing sigma per client in dB (None: it gives none).
+    model_decorrelation_m : numpy.ndarray, shape (n,), or None
+        The path-loss model's shadowing decorrelation distance per client in metres.
+    """
+
+    positions_m: np.ndarray
+    distance_m: np.ndarray
+    los: np.ndarray | None = None
+    model_sigma_db: np.ndarray | None = None
+    model_decorrelation_m: np.ndarray | None = None
+
+    @property
+    def n_clients(self) -> int:
+        """Number of clients."""
+        return int(self.distance_m.shape[0])
+
+
+
+# ---------------------------------------------------------------------- placement
+@runtime_checkable
+class Placement(Protocol):
+    """Drops the clients in the cell (server at the origin)."""
+
+    def sample_positions_m(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
+        """Client positions, shape (n_clients, 2), metres."""
+
+
+@runtime_checkable
+class DiscPlacement(Placement, Protocol):
+    """A placement inside the annulus ``min_distance_m <= r <= radius_m``; the cell takes both
+    radii as its defaults for mobility and the validity-range check."""
+
+    radius_m: float
+    min_distance_m: float
+
+
+# ---------------------------------------------------------------------- path loss
+@runtime_checkable
+class PathLoss(Protocol):
+    """Distance-dependent path loss."""
+
+    def loss_db(self, distance_m: Any) -> np.ndarray:
+        """Path loss in dB (positive = attenuation) at 2-D distance(s) in metres; same shape."""
+
+
+@runtime_checkable
+class LosAwarePathLoss(PathLoss, Protocol):
+    """A path loss with LOS and NLOS states: the cell draws each client's state from
+    ``los_probability`` and calls ``loss_db(distance_m, los=state)`` (bool array, True = LOS)."""
+
+    def los_probability(self, distance_m: Any) -> np.ndarray:
+        """Probability of LOS at each distance, in [0, 1]; same shape."""
+
+    def loss_db(self, distance_m: Any, los: Any = None) -> np.ndarray:
+        """Path loss in dB for the given LOS state per distance."""
+
+
+@runtime_checkable
+class LosSampler(Protocol):
+    """A LOS-aware path loss that draws LOS states itself (the conformance check uses it; the cell
+    draws from its own stream instead)."""
+
+    def sample_los(self, distance_m: Any, rng: np.random.Generator) -> np.ndarray:
+        """Bool LOS state per distance (True = LOS), same shape."""
+
+
+@runtime_checkable
+class LosDecorrelation(Protocol):
+    """The LOS state's correlation distance when clients move, metres (default 50 m)."""
+
+    los_decorrelation_m: float
+
+
+@runtime_checkable
+class ShadowingSigmaSource(Protocol):
+    """The path-loss model's own shadowing standard deviation (used by ``sigma_db: model``)."""
+
+    def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
+        """Sigma in dB per client (``los`` is the LOS state, or None), broadcastable to (n,)."""
+
+
+@runtime_checkable
+class ShadowingDecorrelationSource(Protocol):
+    """The path-loss model's shadowing decorrelation distance (``decorrelation_m: model``)."""
+
+    def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
+        """Decorrelation distance in metres per client, > 0, broadcastable to (n,)."""
+
+
+@runtime_checkable
+class RangedPathLoss(Protocol):
+    """A path loss that states the 2-D distances it is valid for: ``(low_m, high_m)``, closed,
+    ``high_m`` may be ``inf``.  The cell warns (or refuses) when clients fall outside."""
+
+    valid_distance_m: tuple[float, float]
+
+
+# ---------------------------------------------------------------------- shadowing
+@runtime_checkable
+class Shadowing(Protocol):
+    """Large-scale shadowing, extra loss in dB per client."""
+
+    def sample_db(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
+        """One value per client, shape (n_clients,), dB."""
+
+
+@runtime_checkable
+class SiteShadowing(Protocol):
+    """Shadowing that needs to know where the clients are; the cell prefers it to ``sample_db``.
+    ``state`` is what the model carries to the next update (plain arrays/dicts, so that
+    :meth:`channel.Cell.state_dict` can save it)."""
+
+    def sample_site_db(self, site: ShadowingSite, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
+        """``(shadowing_db (n,), state)`` for the clients of ``site``."""
+
+
+@runtime_checkable
+class SiteShadowingUpdate(Protocol):
+    """Shadowing that follows moving clients (without it, clients keep their values)."""
+
+    def update_site_db(
+        self, state: Any, old_site: ShadowingSite, new_site: ShadowingSite, rng: np.random.Generator
+    ) -> tuple[np.ndarray, Any]:
+        """``(shadowing_db (n,), state)`` after the clients moved from ``old_site`` to ``new_site``."""
+
+
+# ---------------------------------------------------------------------- fading
+@runtime_checkable
+class Fading(Protocol):
+    """Small-scale fading: linear power gains with mean 1."""
+
+    def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """n power gains >= 0, shape (n,)."""
+
+
+# ---------------------------------------------------------------------- rate
+@runtime_checkable
+class Rate(Protocol):
+    """Achievable rate of a link; arguments broadcast elementwise."""
+
+    def rate_bps(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Rate in bit/s, >= 0, finite, 0 on 0 Hz."""
+
+
+@runtime_checkable
+class SnrRate(Rate, Protocol):
+    """A rate model that reports the SNR it sees (noise figure included); otherwise the cell
+    reports ``p g / (b N0)``."""
+
+    def snr_linear(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Linear SNR, broadcast shape."""
+
+
+# ---------------------------------------------------------------------- allocation
+@runtime_checkable
+class Allocator(Protocol):
+    """Splits a band among the clients that transmit in one phase."""
+
+    def allocate_hz(self, total_bandwidth_hz: float, payload_bits: Any | None, gain_linear: Any) -> np.ndarray:
+        """Shares in Hz, shape (n,), >= 0, summing to at most ``total_bandwidth_hz``."""
+
+
+@runtime_checkable
+class LinkAwareAllocator(Protocol):
+    """An allocator that needs the whole link: it declares a keyword ``rate_of`` (detected with
+    :func:`sfl_sim.channel.link.allocation.accepts_rate_of`, since ``isinstance`` cannot see parameters) and
+    the cell passes ``rate_of(bandwidth_hz (n,)) -> rate_bps (n,)``."""
+
+    def allocate_hz(
+        self,
+        total_bandwidth_hz: float,
+        payload_bits: Any | None,
+        gain_linear: Any,
+        rate_of: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """Shares in Hz, shape (n,)."""
+
+
+# ---------------------------------------------------------------------- mobility
+@runtime_checkable
+class Mobility(Protocol):
+    """Moves the clients between rounds, keeping them in ``min_distance_m <= |x| <= radius_m``."""
+
+    def step(
+        self, positions_m: Any, dt_s: float, rng: np.random.Generator,
+        radius_m: float | None = None, min_distance_m: float | None = None,
+    ) -> np.ndarray:
+        """Positions ``dt_s`` seconds later, shape (n, 2), metres."""
+
+
+@runtime_checkable
+class BoundedSpeedMobility(Protocol):
+    """A mobility model with a top speed (0 means static: the cell then skips the
+    validity check of the whole annulus)."""
+
+    max_speed_m_per_s: float
+
+
+@runtime_checkable
+class Resettable(Protocol):
+    """A component with per-client memory that ``reset()`` forgets."""
+
+    def reset(self) -> None:
+        """Forget the memory."""
+
+
+# ---------------------------------------------------------------------- power control
+@runtime_checkable
+class PowerControl(Protocol):
+    """Uplink transmit power of each client on its share; arguments broadcast elementwise."""
+
+    def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
+        """Transmit power in W, >= 0, finite, from the configured power (W), the share (Hz) and the
+        coupling loss (path loss plus shadowing, dB)."""
+
+
+# ---------------------------------------------------------------------- interference
+@dataclass(frozen=True)
+class UplinkScene:
+    """What an interference model sees of the cell whose uplink it disturbs.
+
+    Attributes
+    ----------
+    placement, pathloss, shadowing, power_control : object
+        The cell's components (neighbouring cells are drawn with the same models).
+    n_clients : int
+        Clients per cell.
+    tx_power_w : numpy.ndarray, shape (n_clients,)
+        The clients' configured transmit power in W (``power_control`` turns it into the power sent).
+    uplink_bandwidth_hz : float
+        The uplink band, Hz (every cell uses the same band: frequency reuse 1).
+    noise_floor_w_per_hz : float
+        Receiver noise PSD including the rate model's noise figure, ``N0 F``, in W/Hz: the
+        "thermal" of interference over thermal.
+    radius_m : float
+        Cell radius in metres.
+    """
+
+    placement: Any
+    pathloss: Any
+    shadowing: Any
+    power_control: Any
+    n_clients: int
+    tx_power_w: np.ndarray
+    uplink_bandwidth_hz: float
+    noise_floor_w_per_hz: float
+    radius_m: float
+
+
+@runtime_checkable
+class Interference(Protocol):
+    """Uplink interference at the cell's base station, as a noise rise ``(N + I) / N >= 1``."""
+
+    def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> Any:
+        """What the model places once (neighbouring clients), as plain data or None."""
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
+        """One draw of the noise rise (linear, >= 1) given :meth:`deploy`'s layout."""
+
+
+# ---------------------------------------------------------------------- HARQ
+@dataclass(frozen=True)
+class HarqSend:
+    """What one payload's HARQ transfer took.
+
+    Attributes
+    ----------
+    time_s : float
+        Simulated seconds on the air plus the HARQ round trips.
+    retransmissions : float
+        Copies sent beyond the first of each block (expected value in ``expected`` mode).
+    delivered : bool
+        False when a block still failed after ``max_transmissions`` copies (an outage).
+    blocks : int
+        Transport blocks of the payload.
+    """
+
+    time_s: float
+    retransmissions: float
+    delivered: bool
+    blocks: int
+
+
+@runtime_checkable
+class HarqModel(Protocol):
+    """Uplink HARQ: how long a payload takes on a link whose transport blocks may fail, and whether
+    it arrives.
+
+    The engine builds one per run with the cell's rate model as the first constructor argument
+    (``cls(rate, **params)``: an MCS model picks the CQI, and so the BLER curve, at each SINR) and
+    calls :meth:`send` for every uplink payload that is not in outage; the channel report calls
+    :meth:`slot_block`.
+    """
+
+    def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
+             rng: np.random.Generator | None = None) -> HarqSend:
+        """Time (s, >= ``payload_bits / rate_bps``), retransmissions (>= 0), delivered (bool) and
+        transport blocks (>= 1) of one payload; random draws only from ``rng`` (the ``harq``
+        stream)."""
+
+    def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
+        """First-transmission error rate and expected transmissions of one slot's transport block
+        per link, each shape (k,); NaN where the rate is 0."""
+
+
+# ---------------------------------------------------------------------- any kind
+@runtime_checkable
+class Stateful(Protocol):
+    """A component whose behaviour depends on what happened before (a waypoint, a heading).
+
+    ``state_dict()`` returns only numpy arrays, Python numbers/strings/bools/None and plain
+    dicts/lists (so a checkpoint can hold it without pickling objects); ``load_state_dict``
+    restores a freshly built component of the same parameters exactly, and refuses a state of the
+    wrong keys or shapes with a ``ValueError``.  Stateless components need neither method.
+    """
+
+    def state_dict(self) -> dict[str, Any]:
+        """The component's state as plain data (copies)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""

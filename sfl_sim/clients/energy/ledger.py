@@ -1,0 +1,262 @@
+"""The client energy ledger: what each client of a round spent, from the engine's busy notes.
+
+After each round the runner hands the round's :class:`~sfl_sim.engine.RoundContext` to
+:meth:`EnergyLedger.charge_round`, which charges every client of the cohort:
+
+* ``compute_j``: each ``compute`` interval's FLOPs through the model's ``compute_j`` (with the
+  client's FLOP/s budget);
+* ``uplink_j``: each ``uplink`` interval (every attempt, failed ones too) through ``transmit_j``
+  at the power the cell chose for it;
+* ``downlink_j``: each ``downlink`` interval through ``receive_j`` (a broadcast charges every
+  cohort member for the broadcast's air time);
+* ``idle_j``: ``idle_j(t_in_round - t_busy)`` plus the RRC tail past the round's end (0 unless
+  the model's ``rrc_tail`` is on).
+
+Rules the numbers follow:
+
+* a client is in the round from the round's start to its end, or, when its payload was lost
+  after outage (``RoundContext.left_s``), to that moment: it knows it failed and leaves.  A client
+  the straggler policy dropped (``deadline``, ``over_selection``) does not know it was dropped and
+  keeps working until the round ends, so it is charged until then;
+* an interval that runs past the client's end (a process stopped at the round's end) is charged
+  only up to the end; a compute interval so cut is charged for that fraction of its FLOPs;
+* busy time is the length of the *union* of a client's intervals: overlapping intervals (a
+  client computing while its upload is on the air) are each charged in full by their own kind,
+  and the idle time counts the overlap once, so idle time is never negative.
+
+Server energy is ``server FLOPs x server_j_per_flop`` (:meth:`EnergyLedger.server_energy_j`).
+The ledger's state (each client's cumulative joules) is checkpointed with the run.
+
+Batteries (``capacity_j`` given; ``energy.battery``)
+----------------------------------------------------
+Each client starts with its drawn capacity and every round's charge is taken from it.
+
+* Selection: a client is selectable (:meth:`EnergyLedger.selectable`) while its charge left covers
+  its *expected round cost*: what it spent in the last round it took part in, or, for a client
+  that never took part, the mean cost per client of the latest round (0 before the first round).
+* During a round, before each upload (:meth:`EnergyLedger.upload_guard`, the engine's
+  ``upload_guard``): when the client's energy from the round's start to the end of that upload
+  exceeds its charge, it empties at the moment the two are equal (found by bisection on the
+  ledger's own sums); the upload resolves to ``Lost("battery")`` there, the client leaves the round
+  and the straggler accounting records it dropped with cause ``battery``.
+* At the round's end, a client whose charge does not cover its round (it emptied after its last
+  upload, or a retransmission the guard could not foresee took it over) is charged up to the
+  moment it emptied; it keeps what it delivered.  Either way its charge is 0 from then on, it is
+  counted in :attr:`EnergyLedger.depleted`, and it is never selectable again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sfl_sim.clients.energy.base import DeviceEnergy
+
+__all__ = ["ClientEnergy", "EnergyLedger", "busy_seconds"]
+
+
+@dataclass(frozen=True)
+class ClientEnergy:
+    """One client's energy in one round, J (one ``energy.csv`` row)."""
+
+    round: int
+    client: int
+    compute_j: float
+    uplink_j: float
+    downlink_j: float
+    idle_j: float
+
+    @property
+    def total_j(self) -> float:
+        return self.compute_j + self.uplink_j + self.downlink_j + self.idle_j
+
+    def row(self) -> dict[str, Any]:
+        """The ``energy.csv`` row (without ``battery_j``)."""
+        return {"round": self.round, "client": self.client, "compute_j": self.compute_j,
+                "uplink_j": self.uplink_j, "downlink_j": self.downlink_j, "idle_j": self.idle_j,
+                "total_j": self.total_j}
+
+
+@dataclass(frozen=True)
+class _Upload:
+    """An upload about to start (the fields of :class:`~sfl_sim.engine.Busy`, which the ledger
+    reads by name only, so that it needs no engine import)."""
+
+    kind: str
+    start_s: float
+    end_s: float
+    flops: float
+    tx_power_w: float
+
+
+def busy_seconds(intervals: Sequence[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` intervals (overlaps counted once)."""
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(intervals):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total
+
+
+class EnergyLedger:
+    """Per-client energy of a run, round by round.
+
+    Parameters
+    ----------
+    model : DeviceEnergy
+        The clients' device energy model (kind ``energy``).
+    client_flops_per_s : ndarray, shape (n_clients,)
+        Each client's compute budget (the DVFS clock follows from it).
+    server_j_per_flop : float
+        The server profile, J/FLOP.
+    """
+
+    def __init__(self, model: DeviceEnergy, client_flops_per_s: np.ndarray, server_j_per_flop: float,
+                 capacity_j: np.ndarray | None = None) -> None:
+        self.model = model
+        self.client_flops_per_s = np.asarray(client_flops_per_s, dtype=float)
+        self.server_j_per_flop = float(server_j_per_flop)
+        n = len(self.client_flops_per_s)
+        self.spent_j = np.zeros(n)  # cumulative per client
+        self.battery = capacity_j is not None
+        self.remaining_j = np.array(capacity_j, dtype=float) if capacity_j is not None else np.full(n, np.inf)
+        self.expected_j = np.zeros(n)  # expected round cost per client (see "Batteries")
+        self.depleted = np.zeros(n, dtype=bool)
+        self._emptied: set[int] = set()  # clients the upload guard found empty this round
+
+    def charge_round(self, rnd: int, ctx: Any, end_s: float) -> list[ClientEnergy]:
+        """Charge every cohort member of the round ``ctx`` (a :class:`~sfl_sim.engine.RoundContext`)
+        that ended at ``end_s``; returns the rows in cohort order and adds them to :attr:`spent_j`."""
+        rows = []
+        for client in ctx.cohort.tolist():
+            busy = ctx.busy.get(client, [])
+            row = self.charge_client(rnd, client, busy, ctx.start_s, min(end_s, ctx.left_s.get(client, end_s)))
+            if self.battery and row.total_j > self.remaining_j[client]:
+                until_s = min(end_s, ctx.left_s.get(client, end_s))
+                empty_s = self._empties_at(client, busy, ctx.start_s, until_s)
+                row = self.charge_client(rnd, client, busy, ctx.start_s, empty_s, tail=False)
+                if empty_s >= until_s:  # it empties in the RRC tail, after the round: the tail takes the rest
+                    row = dataclasses.replace(row, idle_j=row.idle_j + max(0.0, self.remaining_j[client] - row.total_j))
+                self._emptied.add(client)
+            self.spent_j[client] += row.total_j
+            rows.append(row)
+        if self.battery:
+            for row in rows:
+                left = self.remaining_j[row.client] - row.total_j
+                # at most a rounding error below 0 after a bisection: an empty battery is 0
+                emptied = row.client in self._emptied or left <= 1e-9 * max(row.total_j, 1e-300)
+                self.remaining_j[row.client] = 0.0 if emptied else left
+                self.depleted[row.client] |= self.remaining_j[row.client] <= 0.0
+                self.expected_j[row.client] = row.total_j
+            self._emptied.clear()
+            if rows:
+                mean = math.fsum(r.total_j for r in rows) / len(rows)
+                never = self.spent_j == 0.0
+                self.expected_j[never] = mean
+        return rows
+
+    def selectable(self) -> np.ndarray:
+        """A bool per client: its battery's charge covers its expected round cost (all True without
+        batteries)."""
+        if not self.battery:
+            return np.ones(len(self.remaining_j), dtype=bool)
+        return (self.remaining_j > 0.0) & (self.remaining_j >= self.expected_j)
+
+    def battery_j(self, client: int) -> float:
+        """Charge left in ``client``'s battery, J (``inf`` without batteries)."""
+        return float(self.remaining_j[client])
+
+    def upload_guard(self, ctx: Any, client: int, duration_s: float, tx_power_w: float) -> float | None:
+        """The engine's ``upload_guard`` (see "Batteries"): None when ``client``'s charge covers the
+        round up to the end of an upload of ``duration_s`` starting now, else when it empties."""
+        now = ctx.now_s
+        if ctx.left_s.get(client, math.inf) <= now:  # its part of the round is over
+            return now
+        busy = [*ctx.busy.get(client, []), _Upload("uplink", now, now + duration_s, 0.0, tx_power_w)]
+        if self.charge_client(0, client, busy, ctx.start_s, now + duration_s, tail=False).total_j \
+                <= self.remaining_j[client]:
+            return None
+        self._emptied.add(client)
+        return self._empties_at(client, busy, ctx.start_s, now + duration_s)
+
+    def _empties_at(self, client: int, busy: Sequence[Any], start_s: float, end_s: float) -> float:
+        """The time in ``[start_s, end_s]`` at which ``client``'s energy since ``start_s`` (without
+        the tail) reaches its charge, ``end_s`` when it never does (energy grows with time, so
+        bisection; 100 halvings reach float resolution)."""
+        charge = self.remaining_j[client]
+        if self.charge_client(0, client, busy, start_s, end_s, tail=False).total_j <= charge:
+            return end_s  # the charge lasts the whole span (only a tail after it can empty it)
+        lo, hi = start_s, end_s
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            if self.charge_client(0, client, busy, start_s, mid, tail=False).total_j > charge:
+                hi = mid
+            else:
+                lo = mid
+        return lo
+
+    def charge_client(self, rnd: int, client: int, busy: Sequence[Any], start_s: float, end_s: float,
+                      tail: bool = True) -> ClientEnergy:
+        """One client's energy over ``[start_s, end_s]`` from its :class:`~sfl_sim.engine.Busy` notes
+        (with the RRC tail past ``end_s`` unless ``tail`` is false)."""
+        model = self.model
+        compute = uplink = downlink = 0.0
+        spans = []
+        last_transfer_end = -math.inf
+        for b in busy:
+            lo, hi = max(b.start_s, start_s), min(b.end_s, end_s)
+            if hi < lo:
+                continue
+            length = hi - lo
+            spans.append((lo, hi))
+            if b.kind == "compute":
+                full = b.end_s - b.start_s
+                flops = b.flops if full <= 0 or hi >= b.end_s else b.flops * (length / full)
+                compute += model.compute_j(flops, float(self.client_flops_per_s[client]))
+            elif b.kind == "uplink":
+                uplink += model.transmit_j(b.tx_power_w, length)
+                last_transfer_end = max(last_transfer_end, hi)
+            elif b.kind == "downlink":
+                downlink += model.receive_j(length)
+                last_transfer_end = max(last_transfer_end, hi)
+            else:
+                raise ValueError(f"busy kind {b.kind!r} of client {client}; allowed: compute, uplink, downlink")
+        idle_s = max(0.0, (end_s - start_s) - busy_seconds(spans))
+        idle = model.idle_j(idle_s)
+        if tail and last_transfer_end > -math.inf:
+            idle += model.tail_j(math.inf, end_s - last_transfer_end)
+        return ClientEnergy(rnd, client, compute, uplink, downlink, idle)
+
+    def server_energy_j(self, server_flops: float) -> float:
+        """``server_flops x server_j_per_flop``."""
+        return float(server_flops) * self.server_j_per_flop
+
+    def summary(self, server_flops: float) -> dict[str, float]:
+        """The ``summary.json`` fields: total client energy, the most any one client spent, server energy."""
+        out = {"client_energy_j": float(self.spent_j.sum()),
+               "client_energy_j_max": float(self.spent_j.max(initial=0.0)),
+               "server_energy_j": self.server_energy_j(server_flops)}
+        if self.battery:
+            out["depleted_clients"] = int(self.depleted.sum())
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resume needs: each client's cumulative joules."""
+        return {"spent_j": self.spent_j.copy(), "remaining_j": self.remaining_j.copy(),
+                "expected_j": self.expected_j.copy(), "depleted": self.depleted.copy()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.spent_j = np.asarray(state["spent_j"], dtype=float).copy()
+        if "remaining_j" in state:
+            self.remaining_j = np.asarray(state["remaining_j"], dtype=float).copy()
+            self.expected_j = np.asarray(state["expected_j"], dtype=float).copy()
+            self.depleted = np.asarray(state["depleted"], dtype=bool).copy()

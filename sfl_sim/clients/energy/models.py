@@ -1,0 +1,197 @@
+"""The built-in device energy models: ``per_flop`` and ``dvfs`` compute, one radio model.
+
+Both models share the radio part (:class:`RadioParams`):
+
+* transmit: ``(P_tx / eta_PA + P_circuit) * t_tx`` with ``P_tx`` the radiated power the cell
+  chose for the client (:meth:`sfl_sim.engine.RoundContext.uplink_tx_power_w`) and ``t_tx`` the
+  air time of every attempt, failed ones included;
+* receive: ``P_rx * t_rx`` for every download and broadcast (zero with ``cell.downlink.mode:
+  ideal``, whose transfers take no time);
+* idle: ``P_idle * t_wait`` for the time a client is in the round and neither computes nor
+  transfers;
+* RRC tail (off by default): after its last transfer an LTE radio stays in RRC_CONNECTED at
+  ``P_tail`` for ``T_tail`` (Huang et al., MobiSys 2012); inside the round that time is already
+  charged as idle, so the tail charges only the part that runs past the round's end.
+
+Default constants and their sources (every one is also in ``scenarios/cellular_100clients.yaml``):
+
+==========================  ==============  =====================================================
+parameter                   default         source
+==========================  ==============  =====================================================
+``kappa``                   1e-28           Yang et al., "Energy efficient federated learning over
+                                            wireless communication networks", IEEE TWC 2021,
+                                            Sec. VI (effective switched capacitance)
+``flops_per_cycle``         8               our choice: one 128-bit SIMD FMA on 4 fp32 lanes per
+                                            cycle (Arm Neon class mobile CPU)
+``j_per_flop``              2.3e-12         Horowitz, "Computing's energy problem", ISSCC 2014,
+                                            Fig. 1.1.9 (45 nm): fp32 add 0.9 pJ + mult 3.7 pJ per
+                                            2 FLOPs (arithmetic only: a lower bound)
+``circuit_power_w``         1.28804         Huang et al., "A close examination of performance and
+                                            power characteristics of 4G LTE networks", MobiSys
+                                            2012, Table 4: LTE beta = 1288.04 mW
+``rx_power_w``              1.28804         same beta (the throughput term alpha_d = 51.97 mW/Mbps
+                                            is left out)
+``idle_power_w``            1.06            Huang et al. 2012, Table 3: LTE RRC_CONNECTED tail
+                                            base power 1060.0 mW (a client waiting in a round
+                                            stays connected)
+``tail_power_w``            1.06            Huang et al. 2012, Table 3 (as above)
+``tail_s``                  11.576          Huang et al. 2012, Table 3: LTE tail timer 11576 ms
+``pa_efficiency``           0.35            our choice: a class-AB handset power amplifier near
+                                            its rated output
+==========================  ==============  =====================================================
+
+The server profile (``energy.server_j_per_flop``, :data:`SERVER_J_PER_FLOP`) is the NVIDIA A100
+SXM datasheet: 400 W board power over 19.5 TFLOP/s fp32 peak.
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from pydantic import Field
+
+from sfl_sim.clients.energy.base import ENERGY
+from sfl_sim.kit.params import NonNegative, ParamsModel, Positive
+
+__all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
+           "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE"]
+
+#: The LTE constants of Huang et al. (MobiSys 2012) as quoted: Table 4's data-transfer model
+#: (``alpha_u``, ``alpha_d`` in W per Mbit/s, ``beta`` in W) and Table 3's RRC_CONNECTED tail.
+HUANG_2012 = {"alpha_u_w_per_mbps": 0.43839, "alpha_d_w_per_mbps": 0.05197, "beta_w": 1.28804,
+              "tail_power_w": 1.060, "tail_s": 11.576}
+#: Effective switched capacitance of Yang et al. (IEEE TWC 2021), Sec. VI.
+YANG_2021_KAPPA = 1e-28
+#: Horowitz (ISSCC 2014), 45 nm: a 32-bit float add 0.9 pJ and multiply 3.7 pJ; one
+#: multiply-add is 2 FLOPs.
+HOROWITZ_2014_J_PER_FLOP = (0.9e-12 + 3.7e-12) / 2
+#: NVIDIA A100 SXM datasheet: 400 W over 19.5e12 FLOP/s fp32.
+SERVER_J_PER_FLOP = 400.0 / 19.5e12
+#: Our choice: power-amplifier efficiency of a handset near its rated output.
+PA_EFFICIENCY = 0.35
+#: Our choice: fp32 FLOPs per cycle of a mobile CPU core (4-lane FMA).
+FLOPS_PER_CYCLE = 8.0
+
+PaEfficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+
+
+class RadioParams(ParamsModel):
+    """The radio constants every device energy model takes (see the module table)."""
+
+    pa_efficiency: PaEfficiency = PA_EFFICIENCY
+    circuit_power_w: NonNegative = HUANG_2012["beta_w"]
+    rx_power_w: NonNegative = HUANG_2012["beta_w"]
+    idle_power_w: NonNegative = HUANG_2012["tail_power_w"]
+    rrc_tail: bool = False
+    tail_power_w: NonNegative = HUANG_2012["tail_power_w"]
+    tail_s: NonNegative = HUANG_2012["tail_s"]
+
+
+class _Radio:
+    """The radio part shared by the models (transmit, receive, idle, tail)."""
+
+    radio: RadioParams
+
+    def transmit_j(self, tx_power_w: float, seconds: float) -> float:
+        """``(P_tx / eta_PA + P_circuit) * t_tx``."""
+        r = self.radio
+        return (tx_power_w / r.pa_efficiency + r.circuit_power_w) * seconds
+
+    def receive_j(self, seconds: float) -> float:
+        """``P_rx * t_rx``."""
+        return self.radio.rx_power_w * seconds
+
+    def idle_j(self, seconds: float) -> float:
+        """``P_idle * t_wait``."""
+        return self.radio.idle_power_w * seconds
+
+    def tail_j(self, seconds_after_round: float, idle_since_transfer_s: float) -> float:
+        """``P_tail`` times the part of ``T_tail`` (from the last transfer's end) past the round's
+        end, at most ``seconds_after_round``; 0 with ``rrc_tail`` off."""
+        r = self.radio
+        if not r.rrc_tail:
+            return 0.0
+        return r.tail_power_w * max(0.0, min(r.tail_s - idle_since_transfer_s, seconds_after_round))
+
+    def _radio_text(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.radio.model_dump().items())
+
+
+@ENERGY.register("per_flop")
+class PerFlopEnergy(_Radio):
+    """Compute energy proportional to the FLOPs: ``E = j_per_flop * FLOPs``; the shared radio model.
+
+    Parameters
+    ----------
+    j_per_flop : float
+        Joules per FLOP (>= 0); default Horowitz (ISSCC 2014) fp32 arithmetic.
+    pa_efficiency, circuit_power_w, rx_power_w, idle_power_w, rrc_tail, tail_power_w, tail_s
+        The radio (:class:`RadioParams`, module table).
+    """
+
+    class Params(RadioParams):
+        j_per_flop: NonNegative = HOROWITZ_2014_J_PER_FLOP
+
+    def __init__(self, j_per_flop: float = HOROWITZ_2014_J_PER_FLOP, pa_efficiency: float = PA_EFFICIENCY,
+                 circuit_power_w: float = HUANG_2012["beta_w"], rx_power_w: float = HUANG_2012["beta_w"],
+                 idle_power_w: float = HUANG_2012["tail_power_w"], rrc_tail: bool = False,
+                 tail_power_w: float = HUANG_2012["tail_power_w"], tail_s: float = HUANG_2012["tail_s"]) -> None:
+        p = PerFlopEnergy.Params.check(j_per_flop=j_per_flop, pa_efficiency=pa_efficiency,
+                                       circuit_power_w=circuit_power_w, rx_power_w=rx_power_w,
+                                       idle_power_w=idle_power_w, rrc_tail=rrc_tail, tail_power_w=tail_power_w,
+                                       tail_s=tail_s)
+        self.j_per_flop = p.j_per_flop
+        self.radio = RadioParams(**p.model_dump(exclude={"j_per_flop"}))
+
+    def compute_j(self, flops: float, flops_per_s: float) -> float:
+        """``j_per_flop * flops`` (the device's speed does not matter)."""
+        return self.j_per_flop * flops
+
+    def __repr__(self) -> str:
+        return f"PerFlopEnergy(j_per_flop={self.j_per_flop!r}, {self._radio_text()})"
+
+
+@ENERGY.register("dvfs")
+class DvfsEnergy(_Radio):
+    """CMOS dynamic power under DVFS: ``E = kappa * cycles * f^2`` (Yang et al., TWC 2021, eq. 5).
+
+    ``cycles = FLOPs / flops_per_cycle`` and the clock ``f = flops_per_s / flops_per_cycle`` of the
+    client's FLOP/s budget, so a faster client pays more per FLOP (``E = kappa * FLOPs *
+    flops_per_s^2 / flops_per_cycle^3``).
+
+    Parameters
+    ----------
+    kappa : float
+        Effective switched capacitance, J/cycle/Hz^2 (>= 0); default Yang et al. 2021, Sec. VI.
+    flops_per_cycle : float
+        FLOPs a core completes per clock cycle (> 0).
+    pa_efficiency, circuit_power_w, rx_power_w, idle_power_w, rrc_tail, tail_power_w, tail_s
+        The radio (:class:`RadioParams`, module table).
+    """
+
+    class Params(RadioParams):
+        kappa: NonNegative = YANG_2021_KAPPA
+        flops_per_cycle: Positive = FLOPS_PER_CYCLE
+
+    def __init__(self, kappa: float = YANG_2021_KAPPA, flops_per_cycle: float = FLOPS_PER_CYCLE,
+                 pa_efficiency: float = PA_EFFICIENCY, circuit_power_w: float = HUANG_2012["beta_w"],
+                 rx_power_w: float = HUANG_2012["beta_w"], idle_power_w: float = HUANG_2012["tail_power_w"],
+                 rrc_tail: bool = False, tail_power_w: float = HUANG_2012["tail_power_w"],
+                 tail_s: float = HUANG_2012["tail_s"]) -> None:
+        p = DvfsEnergy.Params.check(kappa=kappa, flops_per_cycle=flops_per_cycle, pa_efficiency=pa_efficiency,
+                                    circuit_power_w=circuit_power_w, rx_power_w=rx_power_w,
+                                    idle_power_w=idle_power_w, rrc_tail=rrc_tail, tail_power_w=tail_power_w,
+                                    tail_s=tail_s)
+        self.kappa, self.flops_per_cycle = p.kappa, p.flops_per_cycle
+        self.radio = RadioParams(**p.model_dump(exclude={"kappa", "flops_per_cycle"}))
+
+    def compute_j(self, flops: float, flops_per_s: float) -> float:
+        """``kappa * (flops / flops_per_cycle) * (flops_per_s / flops_per_cycle) ** 2``."""
+        if not math.isfinite(flops_per_s) or flops_per_s <= 0:
+            raise ValueError(f"flops_per_s: got {flops_per_s!r}; allowed: a finite number > 0")
+        cycles = flops / self.flops_per_cycle
+        f_hz = flops_per_s / self.flops_per_cycle
+        return self.kappa * cycles * f_hz * f_hz
+
+    def __repr__(self) -> str:
+        return f"DvfsEnergy(kappa={self.kappa!r}, flops_per_cycle={self.flops_per_cycle!r}, {self._radio_text()})"

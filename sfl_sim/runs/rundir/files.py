@@ -1,0 +1,561 @@
+"""One run directory: its files, read and written here only, and what to do with it before any work.
+
+:class:`RunDir` owns every path of a run directory (names from :mod:`sfl_sim.runs.rundir.schema`, which
+:mod:`sfl_sim.analysis` reads them by) and is the only code that reads or writes its files:
+
+``scenario.yaml``
+    The resolved scenario of this run (defaults filled, overrides applied, one algorithm).
+``resolved.yaml``
+    What the run resolved to: every component's full parameters after defaults, its training
+    settings and the versions of the code (:mod:`sfl_sim.runs.resolved`); written at the start, a
+    ``resumes`` entry added by each resume that trains more rounds.
+``cell.csv``
+    One row per client (:data:`sfl_sim.runs.rundir.schema.CELL_COLUMNS`): position, distance, path loss,
+    shadowing, SNR and rate at an equal share of the uplink, compute budget, local data size and
+    number of classes held.
+``metrics.csv``
+    One row per evaluated round (:data:`sfl_sim.runs.rundir.schema.METRICS_COLUMNS`); byte and FLOP columns
+    are cumulative; ``sim_time_s`` is the simulated clock and ``host_time_s`` the host seconds
+    spent by this run; the two are never mixed.  Appended and flushed at each evaluation.
+``classes.csv``
+    The per-class test accuracies of each evaluated round (:data:`sfl_sim.runs.rundir.schema.CLASSES_FILE`).
+``rounds.csv``
+    One row per round (:data:`sfl_sim.runs.rundir.schema.ROUNDS_COLUMNS`): the simulated clock at the round's
+    end, the round's simulated duration, the host seconds the round took (``round_host_time_s``:
+    its training and, when evaluated, its evaluation and rows), and the bytes and FLOPs *of that
+    round* (not cumulative) — the per-round protocol table (bytes up, bytes down, client FLOPs,
+    server FLOPs) — the uplink retransmissions and dropped transmissions after outage, the number
+    of clients the straggler policy or an outage left out, the cohort as space-separated client
+    ids, and who was dropped and why (``client:reason`` with reason ``deadline``,
+    ``over_selection`` or ``outage``).
+``energy.csv``
+    With ``energy.enabled`` (the default): one row per round and cohort client
+    (:data:`sfl_sim.runs.rundir.schema.ENERGY_COLUMNS`, ``battery_j`` too with batteries), the joules the
+    energy ledger charged it (:mod:`sfl_sim.clients.energy.ledger`); appended with the round's
+    ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
+``summary.json``
+    Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
+``checkpoint.pt``
+    Everything needed to resume after the last evaluated round (:class:`~sfl_sim.runs.checkpoint.RunState`,
+    atomically replaced).
+
+A run directory is a researcher's evidence, so it must never describe a run that did not happen.
+:meth:`RunDir.plan` decides, before any work, whether it starts, restarts, resumes — or is refused:
+
+* a directory without run files, or whose run died before its first checkpoint (no
+  ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
+* a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
+  asked for is the one the run was made with — every difference but the fields in
+  :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks counts as
+  its default: a run recorded by a simulator without that field ran as the default does) —
+  and when today's code resolves it to the parameters the run recorded (``resolved.yaml``,
+  :func:`sfl_sim.runs.resolved.check_resolution`: a changed default is refused field by field, other
+  versions of the code are a warning);
+* a missing or unreadable ``metrics.csv``/``rounds.csv``/``checkpoint.pt`` next to a run's other
+  files is refused with the file's name and how to recover, instead of silently dropping or
+  overwriting history.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sfl_sim.config import flatten, validate
+from sfl_sim.errors import CheckpointError, RunDirError
+from sfl_sim.runs import checkpoint as ckpt
+from sfl_sim.runs import resolved as resolution_record
+from sfl_sim.runs.rundir.schema import (
+    CELL_COLUMNS,
+    CELL_FILE,
+    CHECKPOINT_FILE,
+    CLASSES_FILE,
+    ENERGY_BATTERY_COLUMN,
+    ENERGY_COLUMNS,
+    ENERGY_FILE,
+    HOST_ONLY_FIELDS,
+    METRICS_COLUMNS,
+    METRICS_FILE,
+    RESOLVED_FILE,
+    ROUNDS_COLUMNS,
+    ROUNDS_FILE,
+    SCENARIO_FILE,
+    SCHEMA_VERSION,
+    SUMMARY_FILE,
+    classes_columns,
+)
+
+__all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writable", "scenario_differences",
+           "made_with_differences", "default_fields"]
+
+#: Files a run writes into its directory.
+RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
+             CLASSES_FILE, ENERGY_FILE)
+
+#: Scenario fields a resume may change (a field covers every field below it): none of them
+#: changes what the run computes (more rounds continue the same run; the host-only fields only
+#: decide where files go, how fast the host works and which optional measurements the rows from
+#: then on record).
+RESUMABLE_FIELDS = ("rounds", *HOST_ONLY_FIELDS)
+
+
+def _resumable(key: str) -> bool:
+    return any(key == f or key.startswith(f + ".") for f in RESUMABLE_FIELDS)
+
+_RERUN = "rerun into a new directory (-o)"
+
+
+@dataclass
+class RunDirPlan:
+    """What :meth:`RunDir.plan` decided for one run directory.
+
+    Attributes
+    ----------
+    run_dir : Path
+    resume : bool
+        Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
+    checkpoint : RunState or None
+        The loaded checkpoint when resuming.
+    """
+
+    run_dir: Path
+    resume: bool
+    checkpoint: ckpt.RunState | None = field(default=None, repr=False)
+
+    @property
+    def rounds_done(self) -> int:
+        """Rounds the checkpoint to continue from has run (0 when starting)."""
+        return self.checkpoint.round if self.checkpoint is not None else 0
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """The files of one run directory (every read and write of them goes through here).
+
+    Parameters
+    ----------
+    path : Path or str
+        The run directory (created by the first write).
+    summary_extra : mapping, optional
+        Fields added to every ``summary.json`` written (a study run's ``coordinates``).
+    """
+
+    def __init__(self, path: Path | str, summary_extra: Mapping[str, Any] | None = None) -> None:
+        self.path = Path(path)
+        self.summary_extra = dict(summary_extra or {})
+        self._class_columns: tuple[str, ...] = ()
+        self._energy_columns: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def scenario_path(self) -> Path:
+        return self.path / SCENARIO_FILE
+
+    @property
+    def resolved_path(self) -> Path:
+        return self.path / RESOLVED_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / METRICS_FILE
+
+    @property
+    def rounds_path(self) -> Path:
+        return self.path / ROUNDS_FILE
+
+    @property
+    def classes_path(self) -> Path:
+        return self.path / CLASSES_FILE
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / SUMMARY_FILE
+
+    @property
+    def cell_path(self) -> Path:
+        return self.path / CELL_FILE
+
+    @property
+    def energy_path(self) -> Path:
+        return self.path / ENERGY_FILE
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.path / CHECKPOINT_FILE
+
+    def present(self) -> set[str]:
+        """The names of :data:`RUN_FILES` that exist in the directory."""
+        return {name for name in RUN_FILES if (self.path / name).exists()}
+
+    # -- reading -------------------------------------------------------------------------------
+    def read_scenario(self) -> dict[str, Any]:
+        """The recorded ``scenario.yaml``.
+
+        Raises
+        ------
+        RunDirError
+            If it is missing, unreadable or not a mapping (names the file and how to recover).
+        """
+        path = self.scenario_path
+        try:
+            made_with = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc}); {_RERUN}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); {_RERUN}") from None
+        if not isinstance(made_with, dict):
+            raise RunDirError(f"{path}: not a scenario mapping; {_RERUN}")
+        return made_with
+
+    def torch_threads_used(self) -> int | None:
+        """``torch_threads_used`` of the recorded scenario; None when absent or unreadable."""
+        try:
+            used = int(self.read_scenario().get("torch_threads_used") or 0)
+        except (RunDirError, TypeError, ValueError):
+            return None
+        return used if used >= 1 else None
+
+    def read_summary(self) -> dict[str, Any] | None:
+        """The ``summary.json`` mapping; None when there is none or it is unreadable."""
+        try:
+            data = json.loads(self.summary_path.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def read_resolved(self) -> dict[str, Any] | None:
+        """The ``resolved.yaml`` record; None when the run was made before it was recorded.
+
+        Raises
+        ------
+        RunDirError
+            If the file is unreadable or not a record (names the file and how to recover).
+        """
+        path = self.resolved_path
+        if not path.exists():
+            return None
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); {_RERUN}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+            raise RunDirError(f"{path}: not a record of resolved parameters; {_RERUN}")
+        return data
+
+    def read_metrics_rows(self) -> list[dict[str, float]]:
+        """The rows of ``metrics.csv`` as dicts of floats (to rebuild summaries on resume)."""
+        with self.metrics_path.open(newline="") as fh:
+            return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+    def load_checkpoint(self) -> ckpt.RunState:
+        """The state in ``checkpoint.pt`` (:func:`sfl_sim.runs.checkpoint.load`).
+
+        Raises
+        ------
+        CheckpointError
+        """
+        return ckpt.load(self.checkpoint_path)
+
+    # -- writing -------------------------------------------------------------------------------
+    def _write_yaml(self, path: Path, data: Mapping[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _atomic_write_text(path, yaml.safe_dump(dict(data), sort_keys=False))
+
+    def write_scenario(self, scenario: Mapping[str, Any]) -> None:
+        """Write ``scenario.yaml`` (atomically, keys in order)."""
+        self._write_yaml(self.scenario_path, scenario)
+
+    def write_resolved(self, record: Mapping[str, Any]) -> None:
+        """Write ``resolved.yaml`` (atomically, keys in order)."""
+        self._write_yaml(self.resolved_path, record)
+
+    def record_resume(self, after_round: int, versions: Mapping[str, Any],
+                      today: Mapping[str, Any] | None = None) -> None:
+        """Add to ``resolved.yaml`` which code trained the rounds after ``after_round`` (none
+        when the run was made before the record existed), and for a run made before energy
+        accounting today's energy record ``today`` (:func:`sfl_sim.runs.resolved.adopt_energy`)."""
+        record = self.read_resolved()
+        if record is not None:
+            record.setdefault("resumes", []).append({"after_round": after_round, "versions": dict(versions)})
+            if today is not None:
+                resolution_record.adopt_energy(record, today, after_round)
+            self.write_resolved(record)
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """Write ``summary.json`` (atomically) with ``schema_version`` and :attr:`summary_extra`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **summary, **self.summary_extra}
+        _atomic_write_text(self.summary_path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+    def save_checkpoint(self, state: ckpt.RunState) -> None:
+        """Replace ``checkpoint.pt`` by ``state`` (atomically: a kill while saving keeps the old one)."""
+        ckpt.save(self.checkpoint_path, state)
+
+    def write_cell(self, table: Mapping[str, Sequence[Any]]) -> None:
+        """Write ``cell.csv``: the columns :data:`~sfl_sim.runs.rundir.schema.CELL_COLUMNS` of ``table``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.cell_path.with_name(CELL_FILE + ".tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(CELL_COLUMNS)
+            writer.writerows(zip(*(table[c] for c in CELL_COLUMNS), strict=True))
+        os.replace(tmp, self.cell_path)
+
+    def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
+                   battery: bool = False) -> None:
+        """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
+        classes) with their headers, or, when resuming, keep their rows of rounds up to
+        ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
+        recomputed identically).
+
+        Kept rows are matched to the columns by the file's own header, so a log written before a
+        column existed keeps its rows, with that column empty (and a ``classes.csv`` the run did
+        not write yet starts empty).  With ``energy``, ``energy.csv`` too (with ``battery_j`` when
+        ``battery``)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._class_columns = classes_columns(num_classes)
+        logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
+                (self.classes_path, self._class_columns)]
+        if energy:
+            self._energy_columns = (*ENERGY_COLUMNS, *((ENERGY_BATTERY_COLUMN,) if battery else ()))
+            logs.append((self.energy_path, self._energy_columns))
+        for path, columns in logs:
+            _start_log(path, columns, keep_through_round)
+
+    def append_metrics(self, row: Mapping[str, Any]) -> None:
+        """Append one row to ``metrics.csv`` and flush it to disk."""
+        _append_log(self.metrics_path, METRICS_COLUMNS, row)
+
+    def append_rounds(self, row: Mapping[str, Any]) -> None:
+        """Append one row to ``rounds.csv`` and flush it to disk."""
+        _append_log(self.rounds_path, ROUNDS_COLUMNS, row)
+
+    def append_energy(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a round's ``energy.csv`` rows and flush them to disk (after :meth:`start_logs` with ``energy``)."""
+        if not self._energy_columns:
+            raise RuntimeError("append_energy before start_logs(..., energy=True)")
+        with self.energy_path.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerows([row[c] for c in self._energy_columns] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_classes(self, rnd: int, vacant_accuracy: float, class_accuracy: Sequence[float]) -> None:
+        """Append the row of round ``rnd`` to ``classes.csv`` (NaN: not measured, an empty cell)."""
+        cells = [rnd, _cell(vacant_accuracy), *(_cell(a) for a in class_accuracy)]
+        _append_log(self.classes_path, self._class_columns, dict(zip(self._class_columns, cells, strict=True)))
+
+    # -- the decision ---------------------------------------------------------------------------
+    def plan(self, resolved: Mapping[str, Any], resume: bool,
+             resolution: Callable[[], resolution_record.Resolution] | None = None,
+             strict_versions: bool = False) -> RunDirPlan:
+        """Decide whether the directory starts, restarts or resumes, and check everything it needs.
+
+        Parameters
+        ----------
+        resolved : mapping
+            The resolved scenario this run would write to ``scenario.yaml``.
+        resume : bool
+            ``--resume`` was given.
+        resolution : callable, optional
+            Returns today's :class:`~sfl_sim.runs.resolved.Resolution` of the run; called only when a
+            checkpoint is to be continued, and checked against the run's ``resolved.yaml``
+            (:func:`~sfl_sim.runs.resolved.check_resolution`).  None skips that check.
+        strict_versions : bool
+            Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
+
+        Raises
+        ------
+        RunDirError, CheckpointError
+            With one line naming the file or the differing fields and how to recover
+            (:class:`~sfl_sim.runs.resolved.ResolutionMismatchError`: one line per differing parameter).
+        ConfigError
+            When ``resolution`` finds a component name that resolves to no class.
+
+        Warns
+        -----
+        sfl_sim.runs.resolved.ResolutionWarning
+            Other versions of the code, or a run without ``resolved.yaml``.
+        """
+        run_dir = self.path
+        if run_dir.exists() and not run_dir.is_dir():
+            raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
+        present = self.present()
+        if CHECKPOINT_FILE not in present:
+            # A run killed between its first evaluation row and its first checkpoint has one trained
+            # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
+            # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
+            evaluated = [r for r in _read_rounds(self.metrics_path) if r > 0] if METRICS_FILE in present else []
+            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == "complete"):
+                raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no {CHECKPOINT_FILE}, "
+                                  f"so it can be neither continued nor overwritten; {_RERUN}")
+            return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
+        if not resume:
+            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
+                              f"choose another --output-dir")
+        for name in (METRICS_FILE, ROUNDS_FILE, SCENARIO_FILE):
+            if name not in present:
+                raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
+                                  f"{_RERUN} to start over")
+        made_with = self.read_scenario()
+        record = self.read_resolved()
+        diff = made_with_differences(made_with, resolved, record)
+        if diff:
+            raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
+                              f"{', '.join(RESUMABLE_FIELDS)} may change on resume — {_RERUN} for the new settings")
+        state = self.load_checkpoint()
+        done = state.round
+        if resolved.get("rounds", done) < done:
+            raise RunDirError(f"rounds: got {resolved['rounds']}; allowed: at least the {done} rounds {run_dir} has "
+                              f"already run")
+        evaluated = _read_rounds(self.metrics_path)
+        if done not in evaluated:
+            raise CheckpointError(f"{self.metrics_path} has no row for round {done}, the round of {CHECKPOINT_FILE} "
+                                  f"(rows: {evaluated[-3:] if evaluated else 'none'}); the files do not belong "
+                                  f"together — {_RERUN}")
+        logged = [r for r in _read_rounds(self.rounds_path) if r <= done]
+        if logged != list(range(1, done + 1)):
+            raise CheckpointError(f"{self.rounds_path} does not hold rounds 1..{done} of {CHECKPOINT_FILE}; {_RERUN}")
+        if CLASSES_FILE in present:  # absent in runs made before it existed: the resume starts it
+            _read_rounds(self.classes_path)
+        seed = (self.read_summary() or {}).get("seed")  # unreadable: rewritten at the next evaluation
+        if seed is not None and seed != resolved.get("seed"):
+            raise RunDirError(f"{self.summary_path} records seed {seed}, the scenario seed {resolved.get('seed')}; "
+                              f"{_RERUN}")
+        if resolution is not None:  # last: a damaged directory is refused without a warning before it
+            resolution_record.check_resolution(run_dir, record, resolution(), strict_versions)
+        return RunDirPlan(run_dir, resume=True, checkpoint=state)
+
+
+def _cell(value: float) -> Any:
+    """A CSV cell: the number, or empty for NaN (not measured)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _start_log(path: Path, columns: Sequence[str], keep_through_round: int | None) -> None:
+    kept: list[list[str]] = []
+    if keep_through_round is not None and path.exists():
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None) or []
+            where = {c: i for i, c in enumerate(header)}
+            kept = [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns]
+                    for row in reader if row and int(row[0]) <= keep_through_round]
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        writer.writerows(kept)
+    os.replace(tmp, path)
+
+
+def _append_log(path: Path, columns: Sequence[str], row: Mapping[str, Any]) -> None:
+    with path.open("a", newline="") as fh:
+        csv.writer(fh).writerow([row[c] for c in columns])
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _read_rounds(path: Path) -> list[int]:
+    """Round numbers of a per-round log; refuses a file that is not one."""
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or header[0] != "round":
+                raise ValueError("no 'round' header")
+            return [int(row[0]) for row in reader if row]
+    except (ValueError, IndexError, UnicodeDecodeError, csv.Error) as exc:
+        raise RunDirError(f"{path}: unreadable ({exc}); {_RERUN} to start over") from None
+
+
+def check_writable(out: Path, what: str = "output_dir") -> None:
+    """Refuse an output directory that cannot be created or written, before any work.
+
+    Nothing is left behind: the probe file is created in the nearest existing ancestor and
+    removed at once.
+
+    Raises
+    ------
+    RunDirError
+        If a component of the path is a file, or the directory cannot be written.
+    """
+    path = Path(out)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        where = "is" if probe == path else f"is under {str(probe)!r}, which is"
+        raise RunDirError(f"{what}: {str(path)!r} {where} a file, not a directory; choose another --output-dir")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise RunDirError(f"{what}: {str(path)!r} cannot be written ({exc.strerror or exc}); choose another "
+                          f"--output-dir") from None
+
+
+def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
+                         defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """Fields (dotted) whose values differ between two resolved scenarios, as ``field: old -> new``.
+
+    Fields in :data:`RESUMABLE_FIELDS` are left out.  A field ``made_with`` lacks and ``asked``
+    gives its value in ``defaults`` (flattened, default: :func:`default_fields`) is no difference:
+    the run was made before the field existed, when the simulator did what its default does (or,
+    with a run's recorded resolution in ``defaults``, that is the value the run used).  A section
+    ``made_with`` left null and ``asked`` gives is compared by its fields.
+    """
+    old, new = flatten(made_with), flatten(asked)
+    defaults = default_fields() if defaults is None else defaults
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if _resumable(key):
+            continue
+        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if key not in old and key in defaults and b == defaults[key]:
+            continue
+        if a is None and key not in new and any(k.startswith(key + ".") for k in new):
+            continue  # a section left null (clients.selection) is given now: its own fields are compared
+        if a != b:
+            out.append(f"{key}: {a!r} -> {b!r}")
+    return out
+
+
+def default_fields() -> dict[str, Any]:
+    """Every field of the default scenario, flattened (``training.optimizer.momentum: 0.0``...)."""
+    return flatten(validate({}).to_yaml_dict())
+
+
+def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
+                          record: Mapping[str, Any] | None) -> list[str]:
+    """:func:`scenario_differences` of a run whose ``resolved.yaml`` is ``record`` (None: none):
+    a component parameter the recorded scenario left out and the resume states with the value
+    the run resolved it to is no difference (stating it keeps the old behaviour), nor is any
+    ``energy:`` section asked of a run made before energy accounting (no ``energy:`` in
+    ``made_with``): energy is accounted from the resume on."""
+    defaults = default_fields()
+    if record is not None:
+        defaults = {**defaults, **resolution_record.recorded_fields(record)}
+    if "energy" not in made_with:
+        # made before energy accounting: the ledger changes nothing trained, so the resume adopts
+        # whatever energy section is asked from its first round on (resolved.adopt_energy says so)
+        asked = {k: v for k, v in asked.items() if k != "energy"}
+    return scenario_differences(made_with, asked, defaults)

@@ -1,0 +1,303 @@
+"""The run-directory schema: file names, CSV headers and the schema version, defined once.
+
+The simulator (:mod:`sfl_sim.runs.rundir.files`) writes run directories with these names and headers and
+:mod:`sfl_sim.analysis` reads them; both import this module. It holds constants and the one definition of
+the best accuracy (:func:`best_trained_accuracy`), and imports nothing but :mod:`typing`, so
+``import sfl_sim.runs.rundir.schema`` is cheap and pulls in neither pandas, matplotlib, torch nor the engine
+(``sfl_sim`` may import ``analysis``, never the reverse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCENARIO_FILE",
+    "RESOLVED_FILE",
+    "METRICS_FILE",
+    "ROUNDS_FILE",
+    "SUMMARY_FILE",
+    "CELL_FILE",
+    "ENERGY_FILE",
+    "ENERGY_COLUMNS",
+    "ENERGY_BATTERY_COLUMN",
+    "CHECKPOINT_FILE",
+    "STUDY_FILE",
+    "HOST_ONLY_FIELDS",
+    "SECTIONS_ADDED_LATER",
+    "CLASSES_FILE",
+    "CLASSES_LEADING_COLUMNS",
+    "CLASS_ACCURACY_COLUMN",
+    "VACANT_ACCURACY_COLUMN",
+    "BEST_ACCURACY_DEFINITION",
+    "GLOBAL_MODEL_EVALUATION",
+    "METRICS_COLUMNS",
+    "ROUNDS_COLUMNS",
+    "ROUNDS_NUMERIC_COLUMNS",
+    "HOST_TIME_COLUMNS",
+    "CUMULATIVE_COLUMNS",
+    "CELL_COLUMNS",
+    "CELL_REPORT_COLUMNS",
+    "FIRST_TRAINED_ROUND",
+    "best_trained_accuracy",
+    "first_time_reaching_s",
+    "classes_columns",
+]
+
+#: Version of the run-directory layout, written to ``summary.json`` as ``schema_version``.
+SCHEMA_VERSION = 1
+
+#: The resolved scenario of one run (a YAML mapping).
+SCENARIO_FILE = "scenario.yaml"
+#: What the run resolved to: every component's full parameters after defaults, its training
+#: settings and the versions of the code (a YAML mapping; :mod:`sfl_sim.runs.resolved`).
+RESOLVED_FILE = "resolved.yaml"
+#: One row per evaluated round, columns :data:`METRICS_COLUMNS`.
+METRICS_FILE = "metrics.csv"
+#: One row per round, columns :data:`ROUNDS_COLUMNS`.
+ROUNDS_FILE = "rounds.csv"
+#: One row per evaluated round (the rows of ``metrics.csv``): :data:`CLASSES_LEADING_COLUMNS`,
+#: then one :data:`CLASS_ACCURACY_COLUMN` per class.
+CLASSES_FILE = "classes.csv"
+#: Run-level summary (JSON object carrying ``schema_version``).
+SUMMARY_FILE = "summary.json"
+#: One row per client, columns :data:`CELL_COLUMNS` in a run directory and
+#: :data:`CELL_REPORT_COLUMNS` in the folder of ``sfl-sim channel``.
+CELL_FILE = "cell.csv"
+#: One row per (round, client of that round's cohort), columns :data:`ENERGY_COLUMNS` (with
+#: :data:`ENERGY_BATTERY_COLUMN` after them when batteries are on); written only when the scenario's
+#: ``energy.enabled`` is true.
+ENERGY_FILE = "energy.csv"
+#: State to resume from the last evaluated round (torch; never read by :mod:`sfl_sim.analysis`).
+CHECKPOINT_FILE = "checkpoint.pt"
+#: The study definition at the top of a study directory.
+STUDY_FILE = "study.yaml"
+
+#: Fields of a run's ``scenario.yaml`` that decide only how the host works or what the run
+#: records, never what it computes: where its files go, the device and execution path asked for,
+#: evaluation batching, host threads (asked for and used) and the optional measurements
+#: (``metrics``).  A resume may change them (:mod:`sfl_sim.runs.rundir.files`) and a study never counts
+#: them as part of a setting (:mod:`sfl_sim.analysis.study_data`).  A field covers every field below it.
+HOST_ONLY_FIELDS: tuple[str, ...] = (
+    "output_dir",
+    "eval_batch_size",
+    "training.torch_threads",
+    "torch_threads_used",
+    "device",
+    "execution",
+    "metrics",
+)
+
+#: Scenario fields added after runs were already being made, as the default scenario writes them
+#: to ``scenario.yaml`` (nested like it), with the default components' parameters stated.  A run
+#: whose ``scenario.yaml`` lacks one of them was made before it existed, when the simulator
+#: trained and timed as this default does (``energy``: the ledger only records, and batteries are
+#: off; ``cell.power_control`` ``fixed``, ``cell.interference`` ``none`` and ``cell.harq`` null:
+#: full power, no interference, no HARQ), so a study reads the missing field as this one and the
+#: run shares a setting with the runs made since with the default; a component left at its
+#: default name has its unstated parameters read as these (``energy.device`` ``dvfs``: the
+#: shipped scenarios state them, older runs and small scenarios do not) (:mod:`sfl_sim.analysis.study_data`).
+#: Pinned to ``sfl_sim.config.validate({})`` and the default components' parameters by a test.
+SECTIONS_ADDED_LATER: dict[str, dict] = {
+    "cell": {"power_control": {"name": "fixed"}, "interference": {"name": "none"}, "harq": None},
+    "energy": {"enabled": True,
+               "device": {"name": "dvfs", "kappa": 1e-28, "flops_per_cycle": 8.0, "pa_efficiency": 0.35,
+                          "circuit_power_w": 1.28804, "rx_power_w": 1.28804, "idle_power_w": 1.06,
+                          "rrc_tail": False, "tail_power_w": 1.06, "tail_s": 11.576},
+               "server_j_per_flop": 400.0 / 19.5e12,  # sfl_sim.clients.energy.models.SERVER_J_PER_FLOP
+               "battery": None},
+}
+
+#: Exact header of ``metrics.csv``, in order. Bytes and FLOPs are cumulative since the start of
+#: the run; ``sim_time_s`` is the simulated clock, ``host_time_s`` cumulative host seconds.
+METRICS_COLUMNS: tuple[str, ...] = (
+    "round",
+    "sim_time_s",
+    "test_accuracy",
+    "test_loss",
+    "uplink_bytes",
+    "downlink_bytes",
+    "client_flops",
+    "server_flops",
+    "host_time_s",
+)
+
+#: Exact header of ``rounds.csv``, in order. Bytes, FLOPs and counts are *of that round*;
+#: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
+#: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
+#: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
+#: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
+#: expected value, a real number, in mode ``expected``; 0 without HARQ);
+#: ``online_clients`` how many clients were online when the cohort was selected (all without
+#: ``clients.availability``), ``unavailable_clients`` how many of the cohort went offline during
+#: the round (also among ``dropped_clients``), ``availability_wait_s`` how long the round waited,
+#: within ``round_sim_time_s``, for anyone to come online (empty in rows written before the columns
+#: existed); ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
+ROUNDS_COLUMNS: tuple[str, ...] = (
+    "round",
+    "sim_time_s",
+    "round_sim_time_s",
+    "round_host_time_s",
+    "uplink_bytes",
+    "downlink_bytes",
+    "client_flops",
+    "server_flops",
+    "retransmissions",
+    "dropped_transmissions",
+    "dropped_clients",
+    "harq_retransmissions",
+    "online_clients",
+    "unavailable_clients",
+    "availability_wait_s",
+    "client_energy_j",
+    "cohort",
+    "dropped",
+)
+
+#: Exact header of ``energy.csv`` (without batteries), in order: per round and cohort client, the
+#: joules it spent computing, transmitting (every attempt), receiving and waiting (idle time in the
+#: round, plus the RRC tail past its end when the energy model has one), and their sum.
+#: ``client_energy_j`` of ``rounds.csv`` is the sum of ``total_j`` over the round's rows; empty
+#: when the run had no energy ledger.
+ENERGY_COLUMNS: tuple[str, ...] = ("round", "client", "compute_j", "uplink_j", "downlink_j", "idle_j", "total_j")
+#: The column after :data:`ENERGY_COLUMNS` when batteries are on: the client's charge left at the
+#: round's end, J.
+ENERGY_BATTERY_COLUMN = "battery_j"
+
+#: The numeric columns of ``rounds.csv`` (all but ``cohort`` and ``dropped``).
+ROUNDS_NUMERIC_COLUMNS: tuple[str, ...] = ROUNDS_COLUMNS[:-2]
+
+#: The host-time columns (``metrics.csv``'s cumulative, ``rounds.csv``'s per round): they differ
+#: from run to run of the same seed, every other column does not.
+HOST_TIME_COLUMNS: tuple[str, ...] = ("host_time_s", "round_host_time_s")
+
+#: The traffic and compute counters, cumulative in ``metrics.csv``, per round in ``rounds.csv``.
+CUMULATIVE_COLUMNS: tuple[str, ...] = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops")
+
+#: Exact header of a run's ``cell.csv``: per client its position, distance, path loss, shadowing,
+#: SNR and uplink rate on an equal share of the band among the cohort
+#: (``round(clients.count * clients.participation)`` clients, no fading), compute budget, local
+#: data size and number of classes held; then the SINR there (``snr_db`` is signal over thermal
+#: noise only, the same without interference) and the power control's transmit power (W).
+CELL_COLUMNS: tuple[str, ...] = (
+    "client",
+    "x_m",
+    "y_m",
+    "distance_m",
+    "pathloss_db",
+    "shadowing_db",
+    "snr_db",
+    "uplink_rate_bps",
+    "compute_flops_per_s",
+    "data_samples",
+    "classes_held",
+    "sinr_db",
+    "tx_power_w",
+)
+
+#: Exact header of the ``cell.csv`` of ``sfl-sim channel`` (the cell alone, without training):
+#: the radio columns of :data:`CELL_COLUMNS` plus ``los`` (1 LOS, 0 NLOS, -1 when the path-loss
+#: model has no LOS state) and the uplink rate on the cohort's share (``uplink_rate_bps`` of a
+#: run's ``cell.csv``) next to the rate on the whole band; then the SINR on the share (``snr_db``
+#: is signal over thermal noise only), the CQI and its TS 38.214 table efficiency there (empty
+#: unless ``cell.rate`` is ``mcs_table``) and the power control's transmit power (W);
+#: with an MCS rate model (``mcs_table``) the error rate of a first transmission of one slot's
+#: transport block at the client's CQI (``bler``) and its expected HARQ transmissions
+#: (``expected_transmissions``), ``nan`` otherwise.
+CELL_REPORT_COLUMNS: tuple[str, ...] = (
+    "client",
+    "x_m",
+    "y_m",
+    "distance_m",
+    "los",
+    "pathloss_db",
+    "shadowing_db",
+    "snr_db",
+    "uplink_rate_cohort_share_bps",
+    "uplink_rate_full_band_bps",
+    "bler",
+    "expected_transmissions",
+    "sinr_db",
+    "cqi",
+    "mcs_efficiency_bps_per_hz",
+    "tx_power_w",
+)
+
+#: ``local_vacant_class_accuracy``: accuracy of the round's locally trained models on their vacant
+#: classes (FedVLS): per aggregated client, the mean over the classes absent from its local data of
+#: its model's accuracy on that class's test images (before aggregation); averaged over those clients
+#: with a vacant class. Measured only when the scenario sets ``metrics.local_vacant_class_accuracy``
+#: (the column is always there); empty otherwise, and where the algorithm has no local models or no
+#: client has a vacant class.
+VACANT_ACCURACY_COLUMN = "local_vacant_class_accuracy"
+
+#: The columns of ``classes.csv`` before the per-class ones.
+CLASSES_LEADING_COLUMNS: tuple[str, ...] = ("round", VACANT_ACCURACY_COLUMN)
+
+#: Per-class test accuracy column of ``classes.csv``: ``CLASS_ACCURACY_COLUMN.format(n)`` for class
+#: ``n`` (0-based), the fraction of that class's test samples the evaluated model gets right
+#: (empty for a class without test samples, or when the algorithm reports no per-class accuracy).
+CLASS_ACCURACY_COLUMN = "class_{}_accuracy"
+
+#: ``evaluated`` in ``summary.json`` of a run whose accuracy is its global model's (the algorithm's
+#: ``evaluation_description``); any other value names what was scored instead.
+GLOBAL_MODEL_EVALUATION = "global model on the test set"
+
+#: The first round that trained; the row of round 0 scores the initial model.
+FIRST_TRAINED_ROUND = 1
+
+#: What ``best_test_accuracy`` in ``summary.json`` (and the report's best accuracy) is.
+BEST_ACCURACY_DEFINITION = (
+    "max of test_accuracy over the evaluated trained rounds (round >= 1) of metrics.csv; the round-0 "
+    "evaluation of the initial model is left out (the papers' 'maximum accuracy achieved during training')"
+)
+
+
+def best_trained_accuracy(rounds: Iterable[float], accuracies: Iterable[float]) -> tuple[float, int] | None:
+    """The best test accuracy over the trained rounds and the first round reaching it.
+
+    :data:`BEST_ACCURACY_DEFINITION`: the maximum of ``test_accuracy`` over the rows whose round
+    is at least :data:`FIRST_TRAINED_ROUND`; a NaN accuracy (not measured) is skipped.
+
+    Parameters
+    ----------
+    rounds, accuracies : iterables of float
+        The ``round`` and ``test_accuracy`` columns of ``metrics.csv``, row by row in file order.
+
+    Returns
+    -------
+    (float, int) or None
+        The best accuracy and the round of the first row that reached it; None without any
+        trained row.
+    """
+    best: tuple[float, int] | None = None
+    for rnd, acc in zip(rounds, accuracies, strict=True):
+        if rnd >= FIRST_TRAINED_ROUND and acc == acc and (best is None or acc > best[0]):
+            best = (float(acc), int(rnd))
+    return best
+
+
+def first_time_reaching_s(rounds: Iterable[float], times_s: Iterable[float], accuracies: Iterable[float],
+                          target_accuracy: float) -> float | None:
+    """Time to accuracy: the simulated time of the first evaluated row, in round order, whose
+    ``test_accuracy >= target_accuracy`` (a NaN accuracy never reaches it); None when no row does.
+
+    Parameters
+    ----------
+    rounds, times_s, accuracies : iterables of float
+        The ``round``, ``sim_time_s`` and ``test_accuracy`` columns of ``metrics.csv``.
+    target_accuracy : float
+        A fraction in [0, 1].
+    """
+    rows = sorted(zip(rounds, times_s, accuracies, strict=True),
+                  key=lambda r: r[0])  # stable: file order within a round
+    for _, t, acc in rows:
+        if acc >= target_accuracy:
+            return float(t)
+    return None
+
+
+def classes_columns(num_classes: int) -> tuple[str, ...]:
+    """Exact header of ``classes.csv`` for ``num_classes`` classes (none for a negative count)."""
+    return (*CLASSES_LEADING_COLUMNS, *(CLASS_ACCURACY_COLUMN.format(n) for n in range(max(num_classes, 0))))

@@ -1,0 +1,481 @@
+"""Drive built runs round by round, writing each run directory as it goes.
+
+:func:`run_scenario` decides for every run directory whether it starts, restarts or resumes
+(:mod:`sfl_sim.runs.rundir.files`), builds every run (:mod:`sfl_sim.runs.build`) — all before any training —
+and then trains them one after the other.  :func:`run_one` is a loop over named steps: *restore*
+(continue from the checkpoint, or start the files), then per round *train* (select the cohort,
+let the engine run the algorithm's round on the simulated clock), *evaluate* at the cadence (and
+at round 0, so curves start at t = 0: the ``metrics.csv`` and ``classes.csv`` rows), *record*
+(the summary, :mod:`sfl_sim.runs.summary`, and the ``rounds.csv`` row) and *checkpoint*
+(:class:`~sfl_sim.runs.checkpoint.RunState`).  Every file goes through :class:`~sfl_sim.runs.rundir.files.RunDir`.
+An interrupted run resumes from its last checkpoint with the same numbers it would have produced.
+
+A run ends with ``status`` ``complete``, ``diverged`` (a non-finite weight or test loss: the rows
+so far are kept and the summary says at which round and what to try) or ``failed`` (an error
+during training, e.g. a plug-in returning garbage: the summary records it and
+:class:`~sfl_sim.errors.RunFailed` carries one line to the user).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sfl_sim.clients.availability import round_start
+from sfl_sim.clients.protocols import BatteryObserver
+from sfl_sim.clients.selection import select_online
+from sfl_sim.config import Scenario
+from sfl_sim.engine import Counters, Simulator
+from sfl_sim.errors import RunFailed
+from sfl_sim.kit.seeding import stream, torch_seed
+from sfl_sim.models.evaluation import VacantClassProbe, class_accuracy_of, evaluate
+from sfl_sim.runs import host
+from sfl_sim.runs import summary as run_summary
+from sfl_sim.runs.build import (
+    Run,
+    build_cell,
+    build_outage,
+    build_run,
+    build_simulator,
+    cell_table,
+    component,
+    load_dataset,
+    resolve_device,
+    selected_per_round,
+)
+from sfl_sim.runs.checkpoint import RunState
+from sfl_sim.runs.progress import RunProgress
+from sfl_sim.runs.resolved import (
+    ResolutionMismatchError,
+    code_versions,
+    compression_differences,
+    compression_record,
+    resolve_run,
+)
+from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
+
+__all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
+           "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
+           "prepare_scenario", "selected_per_round"]
+
+
+def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[str, Any]:
+    """What ``scenario.yaml`` records for the run of ``label``: the scenario with that one algorithm."""
+    scenario = cfg.to_yaml_dict()
+    scenario.pop("algorithms")
+    scenario["algorithm"] = cfg.algorithm(label).as_dict()
+    scenario["device_used"] = str(device)
+    scenario["torch_threads_used"] = torch.get_num_threads()
+    return scenario
+
+
+def _all_finite(module: torch.nn.Module) -> bool:
+    """Whether every parameter and float buffer is finite (one device sync for the whole model)."""
+    flags = [torch.isfinite(t).all() for t in list(module.parameters()) + list(module.buffers())
+             if torch.is_floating_point(t)]
+    return bool(torch.stack(flags).all()) if flags else True
+
+
+class _Streams:
+    """The run's random streams that the runner (not the algorithm) draws from."""
+
+    def __init__(self, seed: int) -> None:
+        self.selection = stream(seed, "selection")
+        self.fading = stream(seed, "fading")
+        self.mobility = stream(seed, "mobility")
+        self.harq = stream(seed, "harq")
+
+    def state(self, run: Run) -> dict[str, Any]:
+        state: dict[str, Any] = {name: getattr(self, name).bit_generator.state
+                                 for name in ("selection", "fading", "mobility", "harq")}
+        state["minibatch"] = run.setup.minibatch_rng.bit_generator.state
+        state["torch"] = torch.get_rng_state()
+        if torch.cuda.is_available():
+            state["torch_cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load(self, run: Run, state: dict[str, Any]) -> None:
+        for name in ("selection", "fading", "mobility"):
+            getattr(self, name).bit_generator.state = state[name]
+        if "harq" in state:  # a checkpoint from before the harq stream: it was never drawn from
+            self.harq.bit_generator.state = state["harq"]
+        run.setup.minibatch_rng.bit_generator.state = state["minibatch"]
+        torch.set_rng_state(state["torch"])
+        if "torch_cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["torch_cuda"])
+
+
+def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.ndarray, int, float]:
+    """The round's cohort among the clients online at its start whose battery covers a round, how
+    many were online, and how long the clock waited for anyone to come online (0 without
+    availability)."""
+    cfg = run.cfg
+    n_clients, n_cohort = cfg.clients.count, selected_per_round(cfg)
+    if run.availability is None:
+        online, waited_s = np.ones(n_clients, dtype=bool), 0.0
+    else:
+        start_s, online = round_start(run.availability, n_clients, sim.now_s)
+        waited_s = sim.wait_until(start_s)
+    selectable = online
+    if run.ledger is not None and run.ledger.battery:
+        if isinstance(run.selector, BatteryObserver):
+            run.selector.observe_battery(run.ledger.remaining_j)
+        selectable = online & run.ledger.selectable()
+        if not selectable.any():
+            raise RuntimeError(f"energy.battery: no online client has the charge for round {rnd} "
+                               f"({int(online.sum())} online, {int(run.ledger.selectable().sum())} charged); use "
+                               f"larger capacities or fewer rounds")
+    picked = select_online(run.selector, n_clients, n_cohort, rng, selectable)
+    cohort = _check_cohort(picked, n_clients, min(n_cohort, int(selectable.sum())), run.selector)
+    return cohort, int(online.sum()), waited_s
+
+
+def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -> np.ndarray:
+    """A selector's pick, checked: ``n_selected`` distinct client ids in range (a plug-in may err)."""
+    arr = np.asarray(cohort)
+    if arr.shape != (n_selected,) or not np.issubdtype(arr.dtype, np.integer) or \
+            (arr.size and (arr.min() < 0 or arr.max() >= n_clients)) or len(np.unique(arr)) != arr.size:
+        raise ValueError(f"clients.selection: {type(selector).__name__}.select returned {cohort!r}; allowed: "
+                         f"{n_selected} distinct client ids in [0, {n_clients})")
+    return arr.astype(np.int64)
+
+
+#: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
+_ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
+                   "dropped_transmissions", "dropped_clients", "harq_retransmissions")
+
+
+@dataclass
+class _Trained:
+    """One trained round, before its row is logged."""
+
+    round: int
+    cohort: np.ndarray
+    row: dict[str, Any]  # its rounds.csv row but the host time
+    evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
+    weights_finite: bool
+    host_start_s: float
+    energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
+
+
+def charge_energy(run: Run, sim: Simulator, rnd: int) -> tuple[list[dict[str, Any]], float | str]:
+    """Charge round ``rnd`` (just run on ``sim``) to the run's energy ledger.
+
+    Returns
+    -------
+    (list of dict, float or str)
+        The round's ``energy.csv`` rows (with ``battery_j`` when batteries are on) and its
+        ``rounds.csv`` ``client_energy_j`` (their sum); no rows and ``""`` with ``energy.enabled``
+        false.
+    """
+    if run.ledger is None:
+        return [], ""
+    charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
+    energy_rows = [c.row() for c in charged]
+    if run.ledger.battery:
+        for energy_row in energy_rows:
+            energy_row["battery_j"] = run.ledger.battery_j(energy_row["client"])
+    return energy_rows, math.fsum(c.total_j for c in charged)
+
+
+class _Session:
+    """One run being trained: its parts, its files, its clock, and its evaluated rows so far.
+
+    The steps :func:`run_one` calls, in order: :meth:`restore` (or start the files), then per
+    round :meth:`train_round`, :meth:`evaluate` when due, :meth:`record` (summary and
+    ``rounds.csv``), :meth:`checkpoint` after an evaluation.
+    """
+
+    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan) -> None:
+        self.run, self.cfg, self.files, self.plan = run, run.cfg, files, plan
+        self.streams = _Streams(self.cfg.seed)
+        torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
+        self.round = 0
+        self.summary: dict[str, Any] = {}
+        self.eval_batch = host.eval_batch_size(self.cfg.eval_batch_size, run.device)
+        # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
+        self.probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(),
+                                      self.eval_batch) if self.cfg.metrics.local_vacant_class_accuracy else None
+
+    def restore(self) -> None:
+        """Continue from the plan's checkpoint (algorithm, streams, cell, selector, meter, files),
+        or start the run directory's files; then build the engine at the restored clock."""
+        run, cfg, files = self.run, self.cfg, self.files
+        scenario = resolved_scenario(cfg, run.label, run.device)
+        sim_time_s, host_offset_s, counters = 0.0, 0.0, Counters()
+        state = self.plan.checkpoint
+        applied = list(run.algorithm.setup.compression.codecs)
+        if self.plan.resume and state is not None:
+            _check_compression(files, compression_record(cfg, run.label, applied))
+            run.algorithm.load_state_dict(state.algorithm)
+            self.round, sim_time_s, host_offset_s = state.round, state.sim_time_s, state.host_time_s
+            counters = Counters.from_dict(state.counters)
+            self.streams.load(run, state.rng)
+            run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
+            run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
+            run.algorithm.meter.load_state_dict(state.flops_per_sample)
+            if run.ledger is not None and state.energy:
+                run.ledger.load_state_dict(state.energy)
+            files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
+            if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
+                files.write_scenario(scenario)
+                # which code trained the rounds after it (and, for a run made before energy accounting,
+                # the model that charges them)
+                files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
+            self.summary = files.read_summary() or {}
+        else:
+            files.start_logs(run.setup.num_classes, **self._energy_logs())
+            files.write_scenario(scenario)
+            files.write_resolved(resolve_run(cfg, run.label, applied).record)
+            files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
+        self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading,
+                                   harq_rng=self.streams.harq)
+        if run.ledger is not None and run.ledger.battery:
+            self.sim.upload_guard = run.ledger.upload_guard
+        self.rows = files.read_metrics_rows()
+        self.host_start_s = time.perf_counter() - host_offset_s
+
+    def _energy_logs(self) -> dict[str, bool]:
+        """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
+        ledger = self.run.ledger
+        return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery}
+
+    def train_round(self, rnd: int) -> _Trained:
+        """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
+        run, cfg, sim = self.run, self.cfg, self.sim
+        self.round = rnd
+        host_start_s = time.perf_counter()
+        before = sim.counters.as_dict()
+        cohort, n_online, waited_s = _select(run, sim, self.streams.selection, rnd)
+        due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
+        observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
+        # a wait for anyone to come online belongs to the round (the clock's rows add up)
+        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
+        after = sim.counters.as_dict()
+        row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
+               **{k: after.get(k, 0) - before.get(k, 0) for k in _ROUND_COUNTERS},
+               "online_clients": n_online,
+               "unavailable_clients": sum(1 for why in sim.last_round.dropped.values() if why == "unavailable"),
+               "availability_wait_s": waited_s,
+               "cohort": " ".join(map(str, cohort.tolist())),
+               "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
+        energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)
+        finite = _all_finite(run.algorithm.global_model())
+        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)
+
+    def evaluate(self, rnd: int) -> dict[str, Any]:
+        """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
+        scores = self.run.algorithm.evaluate(evaluate, self.run.test_x, self.run.test_y, self.eval_batch)
+        acc, loss = scores
+        per_class = class_accuracy_of(scores, self.run.setup.num_classes)
+        self.files.append_classes(rnd, self.probe.take() if self.probe is not None else math.nan, per_class.tolist())
+        c = self.sim.counters
+        row = {"round": rnd, "sim_time_s": self.sim.now_s, "test_accuracy": acc, "test_loss": loss,
+               "uplink_bytes": c.uplink_bytes, "downlink_bytes": c.downlink_bytes,
+               "client_flops": c.client_flops, "server_flops": c.server_flops,
+               "host_time_s": time.perf_counter() - self.host_start_s}
+        self.files.append_metrics(row)
+        self.rows.append({k: float(v) for k, v in row.items()})
+        return row
+
+    def summarize(self, status: str) -> None:
+        """Rewrite ``summary.json`` with ``status`` after the rows so far."""
+        self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status)
+        self.files.write_summary(self.summary)
+
+    def record(self, trained: _Trained, evaluation: dict[str, Any] | None) -> None:
+        """After an evaluation, the summary (``diverged`` on a non-finite weight or test loss);
+        then the round's ``rounds.csv`` row."""
+        if evaluation is not None:
+            if not trained.weights_finite or not math.isfinite(evaluation["test_loss"]):
+                self.summary = run_summary.diverged(self.run, self.rows, self.sim.counters, trained.round,
+                                                    trained.weights_finite)
+                self.files.write_summary(self.summary)
+            else:
+                self.summarize("complete" if trained.round == self.cfg.rounds else "running")
+        # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
+        # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
+        if self.run.ledger is not None:
+            self.files.append_energy(trained.energy_rows)
+        self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
+
+    def checkpoint(self, evaluation: dict[str, Any]) -> None:
+        """Replace ``checkpoint.pt`` by where the run stands now."""
+        run, sim = self.run, self.sim
+        self.files.save_checkpoint(RunState(
+            round=self.round, sim_time_s=sim.now_s, host_time_s=evaluation["host_time_s"],
+            counters=sim.counters.as_dict(), algorithm=run.algorithm.state_dict(), rng=self.streams.state(run),
+            cell=run.cell.state_dict(), flops_per_sample=run.algorithm.meter.state_dict(),
+            selector=run.selector.state_dict(),
+            energy=run.ledger.state_dict() if run.ledger is not None else {}))
+
+    def failed(self, exc: Exception) -> RunFailed:
+        """Record the error in ``summary.json``; the exception that carries it to the user."""
+        message = f"{self.run.label}: round {self.round} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        summary = run_summary.failed(self.run, self.rows, self.sim.counters, message)
+        self.files.write_summary(summary)
+        return RunFailed(message, summary)
+
+
+def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
+            on_round: Callable[[int, dict[str, Any]], None] | None = None,
+            plan: RunDirPlan | None = None, coordinates: dict[str, Any] | None = None,
+            position: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+    """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
+
+    Parameters
+    ----------
+    run : Run
+    run_dir : Path
+    resume : bool
+        Continue from ``run_dir/checkpoint.pt`` when there is one (after the checks of
+        :meth:`sfl_sim.runs.rundir.files.RunDir.plan`).
+    progress : bool
+        Show a header line and the progress on stderr (:class:`sfl_sim.runs.progress.RunProgress`).
+    on_round : callable, optional
+        Called after every round with (round, info) — used by tests and benchmarks.
+    plan : RunDirPlan, optional
+        The decision already taken for ``run_dir`` (with its loaded checkpoint).
+    coordinates : dict, optional
+        A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
+    position : (int, int)
+        This run's place among the scenario's runs (i of n), for the header line.
+
+    Returns
+    -------
+    dict
+        The final summary (``status`` ``complete`` or ``diverged``).
+
+    Raises
+    ------
+    RunDirError, CheckpointError
+        If ``run_dir`` cannot be started or resumed as asked.
+    RunFailed
+        If training raised; the summary is written with ``status: failed`` first.
+    """
+    cfg = run.cfg
+    files = RunDir(run_dir, summary_extra={"coordinates": coordinates} if coordinates else None)
+    if plan is None:
+        plan = files.plan(resolved_scenario(cfg, run.label, run.device), resume,
+                          resolution=lambda: resolve_run(cfg, run.label))
+    if plan.resume and not cfg.training.torch_threads:
+        _threads_made_with(files)
+    session = _Session(run, files, plan)
+    session.restore()
+    bar = RunProgress(progress)
+    bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, session.round)
+    gc_pause = host.LongLivedObjects()
+    try:
+        if not plan.resume:
+            session.evaluate(0)  # the initial model: curves start at t = 0
+            session.summarize("running" if cfg.rounds else "complete")
+        for rnd in range(session.round + 1, cfg.rounds + 1):
+            trained = session.train_round(rnd)
+            gc_pause.after_round()
+            evaluation = session.evaluate(rnd) if trained.evaluate else None
+            session.record(trained, evaluation)
+            if evaluation is not None:
+                if session.summary["status"] == "diverged":
+                    return session.summary
+                session.checkpoint(evaluation)
+                bar.evaluated(rnd, session.sim.now_s, evaluation["test_accuracy"], evaluation["host_time_s"])
+            if on_round is not None:
+                on_round(rnd, {"sim_time_s": session.sim.now_s, "cohort": trained.cohort})
+            bar.advance()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        raise session.failed(exc) from exc
+    finally:
+        gc_pause.end()
+        bar.close()
+    return session.summary
+
+
+def _check_compression(files: RunDir, today: dict[str, Any]) -> None:
+    """Refuse to continue a run whose recorded compression paths (``resolved.yaml``) differ from
+    those the built run applies (``today``, :func:`compression_record`): its scenario is the same,
+    so the code changed which paths an algorithm takes.  No record, or one made before compression
+    existed (no ``compression`` key: none applied), is compared as such."""
+    record = files.read_resolved()
+    if record is None:
+        return
+    fields = compression_differences(record, {"compression": today})
+    if fields:
+        raise ResolutionMismatchError(f"{files.path} was made with other compression paths than this code applies "
+                                      f"to its scenario ({files.resolved_path.name}):", fields)
+
+
+def _threads_made_with(files: RunDir) -> None:
+    """Use the torch threads a run was made with (``torch_threads_used`` of its scenario.yaml).
+
+    A scenario that leaves ``training.torch_threads`` null gets the cores free when it starts
+    (:func:`sfl_sim.runs.host.default_torch_threads`); a reduction split among another number of
+    threads rounds differently, so a resume takes the count the run started with, and reproduces
+    its numbers under any load."""
+    used = files.torch_threads_used()
+    if used is not None:
+        torch.set_num_threads(used)
+
+
+def prepare_scenario(cfg: Scenario, resume: bool = False,
+                     strict_versions: bool = False) -> list[tuple[Run, RunDirPlan]]:
+    """Everything a scenario needs before training, in the order that fails cheapest first.
+
+    The output directory's writability and every run directory's state (and, with ``--resume``,
+    the scenario it was made with, the parameters and versions it resolved to — other versions
+    refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
+    loaded; then every run is built.  ``--check`` stops here.
+
+    Raises
+    ------
+    ConfigError, RunDirError, CheckpointError, DatasetNotFoundError
+    """
+    out = Path(cfg.output_dir)
+    check_writable(out)
+    device = resolve_device(cfg.device)
+    plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
+                                           resolution=functools.partial(resolve_run, cfg, spec.label),
+                                           strict_versions=strict_versions)
+             for spec in cfg.algorithms]
+    dataset = load_dataset(cfg)
+    runs = []
+    for spec in cfg.algorithms:
+        run = build_run(cfg, spec, dataset)
+        cell_table(run)  # SNR and rates finite: what the run's first transfer would find out
+        build_simulator(run)
+        runs.append(run)
+    return list(zip(runs, plans, strict=True))
+
+
+def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
+                 strict_versions: bool = False) -> list[dict[str, Any]]:
+    """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
+
+    Every part is built for every algorithm before the first one trains, so a bad parameter of
+    the last algorithm stops the scenario before any work.  A run that fails or diverges does not
+    stop the others; its summary says why.
+
+    Raises
+    ------
+    ConfigError, RunDirError, CheckpointError
+        Before any work (nothing is overwritten).
+    """
+    prepared = prepare_scenario(cfg, resume, strict_versions)
+    summaries = []
+    for i, (run, plan) in enumerate(prepared, start=1):
+        try:
+            summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan, position=(i, len(prepared))))
+        except RunFailed as exc:
+            summaries.append(exc.summary or {"label": run.label, "status": "failed", "error": str(exc)})
+        # free this run's tensors before the next one trains
+        run.algorithm = None  # type: ignore[assignment]
+    return summaries

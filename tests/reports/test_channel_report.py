@@ -1,0 +1,111 @@
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import ShannonRate, TR36814Macro, dbm_to_w
+from sfl_sim.config import validate
+from sfl_sim.reports.channel import channel_report
+from sfl_sim.runs.rundir.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
+
+
+def small_cfg(**cell):
+    return validate({
+        "seed": 3,
+        "clients": {"count": 8, "participation": 0.5},
+        "cell": {"uplink_bandwidth_hz": 10e6, "client_tx_power_w": 0.2, **cell},
+    })
+
+
+def test_report_writes_files_and_matches_the_models(tmp_path):
+    out = io.StringIO()
+    table = channel_report(small_cfg(), tmp_path, stream=out)
+    assert (tmp_path / "cell.png").stat().st_size > 1000
+    with open(tmp_path / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8 and list(rows[0]) == list(REPORT_COLUMNS)
+    n0 = dbm_to_w(-174.0)
+    d = np.hypot(table["x_m"], table["y_m"])
+    np.testing.assert_allclose(table["distance_m"], d)
+    assert np.all((d >= 10.0) & (d <= 500.0))
+    np.testing.assert_allclose(table["pathloss_db"], TR36814Macro().loss_db(d))
+    np.testing.assert_array_equal(table["shadowing_db"], 0.0)
+    np.testing.assert_array_equal(table["los"], -1)
+    gain = 10 ** (-table["pathloss_db"] / 10)
+    # Cohort = round(8 * 0.5) = 4 clients: share 2.5 MHz; whole band 10 MHz.
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], ShannonRate().rate_bps(2.5e6, 0.2, gain, n0))
+    np.testing.assert_allclose(table["uplink_rate_full_band_bps"], ShannonRate().rate_bps(10e6, 0.2, gain, n0))
+    np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (2.5e6 * n0)))
+    assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
+    printed = out.getvalue().splitlines()
+    assert len(printed) == 2 + 1 + 8 and "client" in printed[2]
+
+
+@pytest.mark.slow
+def test_report_is_seeded_and_shows_los(tmp_path):
+    cfg = small_cfg(pathloss={"name": "tr38901_umi", "los": "stochastic"},
+                    shadowing={"name": "correlated"})
+    a = channel_report(cfg, tmp_path / "a", stream=io.StringIO())
+    b = channel_report(cfg, tmp_path / "b", stream=io.StringIO())
+    for column in REPORT_COLUMNS:
+        np.testing.assert_array_equal(a[column], b[column])
+    assert set(np.unique(a["los"])) <= {0, 1}
+    assert (tmp_path / "a" / "cell.csv").read_text() == (tmp_path / "b" / "cell.csv").read_text()
+
+
+@pytest.mark.slow
+def test_report_bler_and_expected_transmissions(tmp_path):
+    from sfl_sim.channel import Harq, McsTableRate
+
+    table = channel_report(small_cfg(), tmp_path / "shannon", stream=io.StringIO())
+    assert np.all(np.isnan(table["bler"])) and np.all(np.isnan(table["expected_transmissions"]))
+    cfg = small_cfg(rate={"name": "mcs_table", "mapping": "bler"}, client_tx_power_w=0.002,
+                    harq={"max_transmissions": 3, "chase_combining": True})
+    table = channel_report(cfg, tmp_path / "mcs", stream=io.StringIO())
+    harq = Harq(McsTableRate(mapping="bler"), max_transmissions=3, chase_combining=True)
+    first, mean = harq.slot_block(table["uplink_rate_cohort_share_bps"], table["snr_db"])
+    np.testing.assert_array_equal(table["bler"], first)
+    np.testing.assert_array_equal(table["expected_transmissions"], mean)
+    served = table["uplink_rate_cohort_share_bps"] > 0
+    assert served.any() and np.all((mean[served] >= 1) & (mean[served] <= 3))
+    assert np.all(np.isnan(first[~served]))
+    with open(tmp_path / "mcs" / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert float(rows[0]["expected_transmissions"]) == pytest.approx(mean[0], nan_ok=True)
+
+
+def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
+    from sfl_sim.channel import McsTableRate
+    from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+
+    cfg = small_cfg(rate={"name": "mcs_table", "table": "cqi_table2"},
+                    power_control={"name": "open_loop", "p0_dbm": -85.0, "alpha": 0.8},
+                    interference={"name": "noise_rise", "noise_rise_db": 4.0})
+    table = channel_report(cfg, tmp_path, stream=io.StringIO(), colour_by="cqi")
+    assert (tmp_path / "cell.png").stat().st_size > 1000
+    np.testing.assert_allclose(table["sinr_db"], table["snr_db"] - 4.0, atol=1e-9)
+    cqi = McsTableRate(table="cqi_table2").cqi(10 ** (table["sinr_db"] / 10))
+    np.testing.assert_array_equal(table["cqi"], cqi)
+    efficiency = {row[0]: row[3] for row in CQI_TABLES["cqi_table2"]}
+    np.testing.assert_array_equal(table["mcs_efficiency_bps_per_hz"], [efficiency.get(c, 0.0) for c in cqi])
+    # Rate = table efficiency x share (no overhead) on the cohort's 2.5 MHz share.
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], table["mcs_efficiency_bps_per_hz"] * 2.5e6)
+    # Open loop: P0 + 10 log10(M_RB) + 0.8 PL, 2.5 MHz = 6.9 -> 7 RBs at 30 kHz, capped at 23 dBm.
+    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(7) + 0.8 * table["pathloss_db"])
+    np.testing.assert_allclose(table["tx_power_w"], 10 ** ((p_dbm - 30) / 10), rtol=1e-12)
+
+
+def test_report_leaves_cqi_empty_without_a_cqi_table(tmp_path):
+    from sfl_sim.errors import ConfigError
+
+    table = channel_report(small_cfg(), tmp_path, stream=io.StringIO())
+    assert np.all(np.isnan(table["cqi"])) and np.all(np.isnan(table["mcs_efficiency_bps_per_hz"]))
+    np.testing.assert_array_equal(table["sinr_db"], table["snr_db"])
+    np.testing.assert_array_equal(table["tx_power_w"], 0.2)
+    with open(tmp_path / "cell.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["cqi"] == "" and rows[0]["mcs_efficiency_bps_per_hz"] == ""
+    with pytest.raises(ConfigError) as err:
+        channel_report(small_cfg(), tmp_path / "x", stream=io.StringIO(), colour_by="cqi")
+    assert "\n" not in str(err.value) and "colour_by" in str(err.value) and "mcs_table" in str(err.value)

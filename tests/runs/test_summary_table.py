@@ -1,0 +1,68 @@
+"""sfl_sim.analysis.comparison: the comparison printed in 80 columns and written as summary.csv / summary.md."""
+from __future__ import annotations
+
+import csv
+
+from sfl_sim.analysis.comparison import CSV_COLUMNS, csv_rows, format_tables, markdown, write_summary_files
+from sfl_sim.analysis.tta import tta_column_name
+
+
+def summary(label: str, **changes) -> dict:
+    base = {"label": label, "algorithm": "scala", "seed": 0, "status": "complete",
+            "evaluated": "global model on the test set", "device": "cpu", "rounds_completed": 150,
+            "rounds_planned": 150, "final_test_accuracy": 0.81234, "best_test_accuracy": 0.8255,
+            "final_sim_time_s": 1234567.8, "host_time_s": 6123.4, "uplink_bytes": 123456789012,
+            "downlink_bytes": 23456789012, "client_flops": 1.2e15, "server_flops": 3.4e15,
+            "client_energy_j": 54321.0,
+            "time_to_accuracy_s": {"0.5": 12345.6, "0.6": 23456.7, "0.7": None, "0.8": None}}
+    return {**base, **changes}
+
+
+def test_printed_tables_fit_80_columns_even_with_long_labels():
+    runs = [summary("scala"), summary("a_label_far_longer_than_any_column_should_be_allowed", algorithm="fedavg",
+                                      evaluated="mean over the latest cohort's auxiliary models")]
+    text = format_tables(runs)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "a_label_far_longer_than_any_column_should_be_allowed" in text  # whole in the tta table or note
+
+
+def test_time_to_accuracy_is_a_table_of_its_own_one_row_per_run_one_column_per_target():
+    text = format_tables([summary("scala"), summary("fedavg", time_to_accuracy_s={"0.5": 99.0, "0.6": None,
+                                                                                  "0.7": None, "0.8": None})])
+    lines = text.splitlines()
+    head = lines.index("simulated time to accuracy (s; - = not reached)")
+    assert lines[head + 1].split() == ["run", "0.5", "0.6", "0.7", "0.8"]
+    assert lines[head + 2].split() == ["scala", "12,346", "23,457", "-", "-"]
+    assert lines[head + 3].split() == ["fedavg", "99.0", "-", "-", "-"]  # a decimal below 100 s
+    assert lines[0].split()[:4] == ["run", "rounds", "final", "acc"]
+
+
+def test_csv_rows_carry_the_summary_numbers_under_their_own_names():
+    columns, rows = csv_rows([summary("scala"), {}])  # an empty summary (nothing to report) is skipped
+    assert columns == list(CSV_COLUMNS) + [tta_column_name(t) for t in (0.5, 0.6, 0.7, 0.8)]
+    (row,) = rows
+    assert {k: row[k] for k in CSV_COLUMNS} == {k: summary("scala")[k] for k in CSV_COLUMNS}
+    assert row[tta_column_name(0.5)] == 12345.6 and row[tta_column_name(0.7)] is None
+
+
+def test_written_files_round_trip_the_numbers(tmp_path):
+    csv_path, md_path = write_summary_files([summary("scala"), summary("fedavg", seed=3)], tmp_path / "new")
+    with csv_path.open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["label"] for r in rows] == ["scala", "fedavg"]
+    assert float(rows[0]["final_sim_time_s"]) == 1234567.8 and int(rows[1]["seed"]) == 3
+    assert rows[0][tta_column_name(0.8)] == ""
+    md = md_path.read_text()
+    assert md == markdown([summary("scala"), summary("fedavg", seed=3)])
+    assert "| scala | scala | 0 | complete | 150 | 0.8123 |" in md and "# Simulated time to accuracy (s)" in md
+
+
+def test_the_printout_has_the_client_energy_column_when_it_fits_and_the_files_always():
+    small = dict(final_sim_time_s=812.3, host_time_s=61.0, uplink_bytes=1.2e9, downlink_bytes=3.4e8)
+    text = format_tables([summary("scala", **small), summary("fedavg", client_energy_j=None, **small)])
+    assert text.splitlines()[0].split()[-2:] == ["client", "J"]
+    assert text.splitlines()[1].split()[-1] == "5.43e+04" and text.splitlines()[2].split()[-1] == "-"
+    assert "client J: joules all clients spent" in text
+    wide = format_tables([summary("a_label_far_longer_than_any_column_should_be_allowed")])
+    assert "client J" not in wide and max(len(line) for line in wide.splitlines()) <= 80
+    assert "client J" in markdown([summary("scala")]) and "client_energy_j" in CSV_COLUMNS
