@@ -58,6 +58,7 @@ from typing import Any
 
 from sfl_sim.channel.kinds import CELL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
+from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.rundir.schema import RESOLVED_FILE
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
@@ -210,10 +211,6 @@ def _class_id(cls: Any) -> str:
     return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', type(cls).__qualname__)}"
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
              supplied: tuple[str, ...] = ()) -> dict[str, Any]:
     """``{name, class, params}`` of one component; an unresolvable name is the build's one line."""
@@ -225,7 +222,7 @@ def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from None
     except ComponentProtocolError as exc:
-        raise ConfigError(f"{field}: {_one_line(exc)}") from None
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
     return {"name": name, "class": _class_id(cls), "params": constructor_params(cls, given, supplied)}
 
 

@@ -34,6 +34,7 @@ from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
+from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
 from sfl_sim.models.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.runs import host
@@ -319,7 +320,7 @@ class _Session:
 
     def failed(self, exc: Exception) -> RunFailed:
         """Record the error in ``summary.json``; the exception that carries it to the user."""
-        message = f"{self.run.label}: round {self.round} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        message = f"{self.run.label}: round {self.round} failed: {one_line(exc, with_type=True)}"
         summary = run_summary.failed(self.run, self.rows, self.sim.counters, message)
         self.files.write_summary(summary)
         return RunFailed(message, summary)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sfl_sim.errors import RunFailed, UserError
+from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
 from sfl_sim.study.plan import StudyRun
@@ -111,7 +112,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
         out["error"] = "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip())
     except Exception as exc:  # a worker must report, not die: the other runs go on
-        out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        out["error"] = one_line(exc, with_type=True)
         out["traceback"] = traceback.format_exc()
     out["host_time_s"] = time.perf_counter() - start
     return out
