@@ -15,6 +15,7 @@ from sfl_sim import api, catalog
 from sfl_sim.config import scenario_files
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.workdir_imports import import_from_working_directory
+from sfl_sim.runs.rundir.schema import COMPLETE, RUNNING
 
 
 def _debug_flag(parser: argparse.ArgumentParser) -> None:
@@ -140,7 +141,7 @@ def _scenario(args: argparse.Namespace) -> int:
 
 
 def _report_failures(results: list[api.RunResult]) -> int:
-    failed = [r for r in results if r.status not in ("complete", "running")]
+    failed = [r for r in results if r.status not in (COMPLETE, RUNNING)]
     for r in failed:
         print(f"sfl-sim: {r.status}: {r.error or r.label}", file=sys.stderr)
     return 1 if failed else 0

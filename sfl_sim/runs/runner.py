@@ -61,6 +61,7 @@ from sfl_sim.runs.resolved import (
     resolve_run,
 )
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
+from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, FAILED, RUNNING, RunStatus
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
            "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
@@ -287,7 +288,7 @@ class _Session:
         self.rows.append({k: float(v) for k, v in row.items()})
         return row
 
-    def summarize(self, status: str) -> None:
+    def summarize(self, status: RunStatus) -> None:
         """Rewrite ``summary.json`` with ``status`` after the rows so far."""
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status)
         self.files.write_summary(self.summary)
@@ -301,7 +302,7 @@ class _Session:
                                                     trained.weights_finite)
                 self.files.write_summary(self.summary)
             else:
-                self.summarize("complete" if trained.round == self.cfg.rounds else "running")
+                self.summarize(COMPLETE if trained.round == self.cfg.rounds else RUNNING)
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:
@@ -377,14 +378,14 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     try:
         if not plan.resume:
             session.evaluate(0)  # the initial model: curves start at t = 0
-            session.summarize("running" if cfg.rounds else "complete")
+            session.summarize(RUNNING if cfg.rounds else COMPLETE)
         for rnd in range(session.round + 1, cfg.rounds + 1):
             trained = session.train_round(rnd)
             gc_pause.after_round()
             evaluation = session.evaluate(rnd) if trained.evaluate else None
             session.record(trained, evaluation)
             if evaluation is not None:
-                if session.summary["status"] == "diverged":
+                if session.summary["status"] == DIVERGED:
                     return session.summary
                 session.checkpoint(evaluation)
                 bar.evaluated(rnd, session.sim.now_s, evaluation["test_accuracy"], evaluation["host_time_s"])
@@ -476,7 +477,7 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
         try:
             summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan, position=(i, len(prepared))))
         except RunFailed as exc:
-            summaries.append(exc.summary or {"label": run.label, "status": "failed", "error": str(exc)})
+            summaries.append(exc.summary or {"label": run.label, "status": FAILED, "error": str(exc)})
         # free this run's tensors before the next one trains
         run.algorithm = None  # type: ignore[assignment]
     return summaries

@@ -38,6 +38,7 @@ from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
+from sfl_sim.runs.rundir.schema import COMPLETE, FAILED
 from sfl_sim.study.plan import StudyRun
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
@@ -85,7 +86,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         ``traceback`` (for unexpected errors).
     """
     start = time.perf_counter()
-    out: dict[str, Any] = {"name": task.name, "status": "failed", "error": "", "traceback": ""}
+    out: dict[str, Any] = {"name": task.name, "status": FAILED, "error": "", "traceback": ""}
     try:
         import torch
 
@@ -106,7 +107,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         summary = run_one(run, Path(task.run_dir), progress=False, plan=plan, coordinates=task.coordinates)
         if run.device.type == "cuda":  # what this run held on a GPU it may share with other workers
             out["gpu_peak_bytes"] = int(torch.cuda.max_memory_allocated(run.device))
-        out.update(status=summary.get("status", "failed"), error=summary.get("error", ""),
+        out.update(status=summary.get("status", FAILED), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
                    best_test_accuracy=summary.get("best_test_accuracy"))
     except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
@@ -148,7 +149,7 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
 
     files = RunDir(run_dir)
     summary = files.read_summary()
-    if summary is None or summary.get("status") != "complete" or \
+    if summary is None or summary.get("status") != COMPLETE or \
             summary.get("rounds_completed") != run.scenario.get("rounds"):
         return False
     from sfl_sim.config import validate

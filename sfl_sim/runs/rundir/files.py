@@ -78,6 +78,7 @@ from sfl_sim.runs.rundir.schema import (
     CELL_FILE,
     CHECKPOINT_FILE,
     CLASSES_FILE,
+    COMPLETE,
     ENERGY_BATTERY_COLUMN,
     ENERGY_COLUMNS,
     ENERGY_FILE,
@@ -402,7 +403,7 @@ class RunDir:
             # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
             # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
             evaluated = [r for r in _read_rounds(self.metrics_path) if r > 0] if METRICS_FILE in present else []
-            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == "complete"):
+            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == COMPLETE):
                 raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no {CHECKPOINT_FILE}, "
                                   f"so it can be neither continued nor overwritten; {_RERUN}")
             return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint

@@ -10,9 +10,16 @@ the best accuracy (:func:`best_trained_accuracy`), and imports nothing but :mod:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 __all__ = [
     "SCHEMA_VERSION",
+    "RunStatus",
+    "RUNNING",
+    "COMPLETE",
+    "DIVERGED",
+    "FAILED",
+    "RUN_STATUSES",
     "SCENARIO_FILE",
     "RESOLVED_FILE",
     "METRICS_FILE",
@@ -47,6 +54,17 @@ __all__ = [
 
 #: Version of the run-directory layout, written to ``summary.json`` as ``schema_version``.
 SCHEMA_VERSION = 1
+
+#: ``status`` of a run's ``summary.json``: ``running`` until its last round, then ``complete``;
+#: ``diverged`` (a non-finite weight or test loss stopped it) or ``failed`` (an error during
+#: training), both with an ``error`` line.
+RunStatus = Literal["running", "complete", "diverged", "failed"]
+RUNNING: RunStatus = "running"
+COMPLETE: RunStatus = "complete"
+DIVERGED: RunStatus = "diverged"
+FAILED: RunStatus = "failed"
+#: Every :data:`RunStatus`, in the order above.
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 #: The resolved scenario of one run (a YAML mapping).
 SCENARIO_FILE = "scenario.yaml"

@@ -81,3 +81,12 @@ def test_best_trained_accuracy_is_defined_once_and_used_by_every_reader(tmp_path
     assert best_trained_accuracy([0], [0.9]) is None
     assert best_test_accuracy(pd.DataFrame({"round": rounds, "test_accuracy": acc})) == 0.7
     assert math.isnan(best_test_accuracy(pd.DataFrame({"round": [0], "test_accuracy": [0.9]})))
+
+
+def test_run_statuses_are_one_literal_and_its_constants():
+    from typing import get_args
+
+    from sfl_sim.runs.rundir import schema
+
+    assert schema.RUN_STATUSES == get_args(schema.RunStatus) == (schema.RUNNING, schema.COMPLETE, schema.DIVERGED,
+                                                                   schema.FAILED)
