@@ -61,7 +61,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import scipy.special
@@ -103,12 +103,14 @@ from sfl_sim.channel.units import dbm_to_w, linear_to_db
 from sfl_sim.kit.checks import check_array, check_count, check_scalar, check_state_keys, readonly, state_array
 from sfl_sim.kit.protocols import check_protocol
 
-__all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
+__all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OutOfRange", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
 
 #: LOS-state decorrelation distance when the path-loss model gives none, metres.
 DEFAULT_LOS_DECORRELATION_M = 50.0
-#: What the cell does when clients lie outside the path-loss model's ``valid_distance_m``.
-OUT_OF_RANGE_CHOICES = ("warn", "error")
+#: What the cell does when clients lie outside the path-loss model's ``valid_distance_m``: warn
+#: (:class:`ModelValidityWarning`) or refuse (the scenario's ``cell.out_of_range``).
+OutOfRange = Literal["warn", "error"]
+OUT_OF_RANGE_CHOICES: tuple[str, ...] = get_args(OutOfRange)
 #: Version of the :meth:`Cell.state_dict` layout.
 CELL_STATE_VERSION = 2
 _STATE_KEYS = (
