@@ -766,18 +766,16 @@ class Cell:
         Raises
         ------
         ValueError
-            For missing or unexpected keys, another version, client count or component types,
+            For missing or unexpected keys, another version (a state saved by an older cell is
+            upgraded by whoever reads it: :func:`sfl_sim.runs.rundir.upgrade.cell_state`), client
+            count or component types,
             arrays of the wrong shape or with non-finite values, or an rng state that does not
             fit the cell's streams.
         """
-        state = self._upgraded_state(state)
-        if isinstance(state, dict) and state.get("version") == 1:
-            raise ValueError(
-                f"Cell state version must be {CELL_STATE_VERSION}, got 1 (saved before uplink power control and "
-                f"interference: it loads only into a cell with power_control fixed and interference none)")
-        check_state_keys("Cell", state, _STATE_KEYS)
-        if state["version"] != CELL_STATE_VERSION:
+        if isinstance(state, dict) and state.get("version", CELL_STATE_VERSION) != CELL_STATE_VERSION:
+            # before the keys: another version's layout has other keys
             raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
+        check_state_keys("Cell", state, _STATE_KEYS)
         n = self._n_clients
         if state["n_clients"] != n:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
@@ -844,23 +842,6 @@ class Cell:
         pathloss_db = self._pathloss(distance, los)
         site = self._site(positions, distance, los)
         self._set_state(positions, distance, los, pathloss_db, self._checked_shadowing(shadowing_db), site)
-
-    def _upgraded_state(self, state: dict[str, Any]) -> dict[str, Any]:
-        """A version-1 state (before power control and interference) as version 2, for a cell whose
-        power control and interference are the defaults, which is what a version-1 cell had: the
-        interference stream keeps its state (it never draws) and the noise rise is 1.  Anything
-        else is returned as it is (and checked by the caller)."""
-        if not isinstance(state, dict) or state.get("version") != 1 or "interference_rng" in state:
-            return state
-        if type(self.power_control) is not FixedPower or type(self.interference) is not NoInterference:
-            return state  # refused below: the state was saved without these components
-        types = state.get("component_types")
-        upgraded = dict(state, version=CELL_STATE_VERSION,
-                        interference_rng=self._interference_rng.bit_generator.state, noise_rise=1.0)
-        if isinstance(types, dict):
-            upgraded["component_types"] = {**types, "power_control": _type_name(self.power_control),
-                                           "interference": _type_name(self.interference)}
-        return upgraded
 
     # ------------------------------------------------------------------ summaries
     def describe(self, n_sharing: int | None = None) -> dict[str, np.ndarray]:

@@ -160,11 +160,13 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
     cfg = validate(run.scenario)
     label = cfg.algorithms[0].label
     try:
-        record = files.read_resolved()
-        if made_with_differences(files.read_scenario(), resolved_scenario(cfg, label, resolve_device(cfg.device)),
-                                 record):
+        asked = resolved_scenario(cfg, label, resolve_device(cfg.device))
+        today = resolve_run(cfg, label)
+        # both read in today's shape, as a resume reads them (sfl_sim.runs.rundir.upgrade)
+        record = files.read_resolved(today.record, from_round=int(summary["rounds_completed"]) + 1)
+        if made_with_differences(files.read_scenario(continued_by=asked), asked, record.value):
             return False
-        check_resolution(run_dir, record, resolve_run(cfg, label), strict_versions)
+        check_resolution(run_dir, record.value, today, strict_versions, record.notes)
     except UserError:
         return False
     return True
