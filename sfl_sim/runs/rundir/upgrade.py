@@ -287,15 +287,15 @@ def log_rows(header: Sequence[str], rows: Iterable[Sequence[str]], columns: Sequ
 
 
 def log_text(text: str, columns: Sequence[str]) -> str:
-    """A per-round log's text (header first) with today's header ``columns`` (:func:`log_rows`);
-    a file already written under ``columns`` is returned as it is."""
+    """A per-round log's text (header first) with today's header ``columns`` (:func:`log_rows`;
+    lines end in ``\\n``); a file already written under ``columns`` is returned as it is."""
     head = text.partition("\n")[0].rstrip("\r")
     if head == ",".join(columns):
         return text
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None) or []
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     writer.writerows(log_rows(header, reader, columns))
     return out.getvalue()
