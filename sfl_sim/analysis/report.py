@@ -57,11 +57,10 @@ from sfl_sim.analysis.tables import (
     tta_table,
 )
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, _check_target
+from sfl_sim.runs.rundir.schema import COMPLETE
 
 __all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
 
-#: ``summary.json`` status of a finished run.
-COMPLETE = "complete"
 _GLOBAL = "global model on the test set"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, METRICS_FILE, SCENARIO_FILE, SCHEMA_VERSION, SUMMARY_FILE
 
 __all__ = [
@@ -60,7 +61,8 @@ class Run:
     label : str
         Human-readable name: ``summary["label"]`` if set, else the directory name.
     scenario : dict
-        The resolved scenario read from ``scenario.yaml``.
+        The resolved scenario read from ``scenario.yaml``, in today's shape
+        (:func:`sfl_sim.runs.rundir.upgrade.scenario`).
     metrics : pandas.DataFrame
         ``metrics.csv``, one row per evaluated round, columns
         :data:`METRICS_COLUMNS`, sorted by ``round``.
@@ -212,7 +214,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     summary_path = run_dir / SUMMARY_FILE
     summary = _read_summary(summary_path)
     _check_schema_version(run_dir, summary, summary_path)
-    scenario = _read_scenario(run_dir / SCENARIO_FILE)
+    scenario = upgrade.scenario(_read_scenario(run_dir / SCENARIO_FILE))
     metrics = _read_metrics(run_dir / METRICS_FILE)
 
     label = summary.get("label")

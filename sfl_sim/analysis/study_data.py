@@ -15,10 +15,10 @@ A *study* here is any set of run directories — the output of ``sfl-sim study``
     scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
     inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
     given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
-    knobs); a run made before a field existed has that field's default
-    (:data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting, power
-    control, interference or HARQ shares a setting with the runs made since with their defaults;
-    ``energy.device: {name: dvfs}`` with its parameters unstated reads as the stated defaults).
+    knobs); each scenario is read in today's shape (:func:`sfl_sim.runs.rundir.upgrade.scenario`: a
+    field a run lacks has its default), and the default component of a section added later with its
+    parameters unstated (``energy.device: {name: dvfs}``) reads as the stated defaults
+    (:func:`sfl_sim.runs.rundir.upgrade.sections_added_later`).
     A varying field inside a component spec whose ``name`` varies too is reported as the whole spec
     (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
     ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
@@ -49,6 +49,7 @@ import pandas as pd
 import yaml
 
 from sfl_sim.analysis.runs import RunFormatError, _check_schema_version, _read_metrics
+from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import (
     HOST_ONLY_FIELDS,
     METRICS_COLUMNS,
@@ -57,7 +58,6 @@ from sfl_sim.runs.rundir.schema import (
     ROUNDS_FILE,
     ROUNDS_NUMERIC_COLUMNS,
     SCENARIO_FILE,
-    SECTIONS_ADDED_LATER,
     SUMMARY_FILE,
 )
 
@@ -300,10 +300,9 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
 
 
 def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``scenario`` with every field of :data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` it lacks (a run
-    made before the field existed, or a default component whose parameters it left unstated) as
-    the default one."""
-    return _fill_defaults(scenario, SECTIONS_ADDED_LATER)
+    """``scenario`` with every field of :func:`sfl_sim.runs.rundir.upgrade.sections_added_later` it
+    lacks, the parameters a default component there leaves unstated included, as the default."""
+    return _fill_defaults(scenario, upgrade.sections_added_later())
 
 
 def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -322,13 +321,13 @@ def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Map
 
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
     """A collapsed spec shown as its name plus the sub-fields that vary among the runs (less those
-    at their :data:`~sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` default, when the spec is that default
-    component: ``device=dvfs``, not its nine default parameters)."""
+    at their :func:`~sfl_sim.runs.rundir.upgrade.sections_added_later` default, when the spec is that
+    default component: ``device=dvfs``, not its nine default parameters)."""
     if not isinstance(value, Mapping):
         return value
     keep = {p[len(spec_path) + 1:].split(".")[0] for p in varying if p.startswith(spec_path + ".")}
     keep.add("name")
-    default = _lookup(SECTIONS_ADDED_LATER, spec_path)
+    default = _lookup(upgrade.sections_added_later(), spec_path)
     if not isinstance(default, Mapping) or default.get("name") != value.get("name"):
         default = {}
     return {k: v for k, v in value.items() if k in keep and (k == "name" or k not in default or v != default[k])}
@@ -373,7 +372,7 @@ def run_coordinates(
     Parameters
     ----------
     scenarios : sequence of mapping
-        Each run's ``scenario.yaml``.
+        Each run's ``scenario.yaml`` (as :func:`load_study` reads it, in today's shape).
     summaries : sequence of mapping
         Each run's ``summary.json`` (same order).
     names : sequence of str, optional
@@ -681,10 +680,11 @@ def load_study(
         if not isinstance(scenario, dict):
             raise RunFormatError(f"{scenario_path}: expected a YAML mapping at top level")
         summaries.append(summary)
-        scenarios.append(scenario)
+        scenarios.append(upgrade.scenario(scenario))
         metric_texts.append(_read_text(d / METRICS_FILE))
         rounds_path = d / ROUNDS_FILE
-        round_texts.append(_read_text(rounds_path) if rounds_path.is_file() else None)
+        round_texts.append(upgrade.log_text(_read_text(rounds_path), ROUNDS_COLUMNS) if rounds_path.is_file()
+                           else None)
 
     basis = None
     if basis_statuses is not None:

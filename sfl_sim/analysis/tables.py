@@ -551,8 +551,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
             energy_note = ["Client energy: rounds.csv client_energy_j (the round's clients summed), "
                            + ("each run's mean over its rounds" if basis == "per_round" else
                               "summed up to that evaluation, as in the energy table")
-                           + "; (m): only m of the seeds counted recorded energy (runs made before energy "
-                             "accounting did not); – : none did."]
+                           + "; (m): only m of the seeds counted recorded energy (runs with rounds "
+                             "trained without energy accounting did not); – : none did."]
         out.append(Layout(title, columns, groups,
                           [f"{what}; std with ddof = {DDOF}. MB = 10⁶ bytes, GFLOPs = 10⁹ FLOPs. Acc.: best test "
                            "accuracy, mean ± std over all seeds.", *energy_note, *notes],

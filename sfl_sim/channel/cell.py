@@ -53,7 +53,7 @@ import numpy.typing as npt
 from sfl_sim.channel.checks import plain_data
 from sfl_sim.channel.kinds import CELL_KINDS
 from sfl_sim.channel.large_scale.mobility import StaticMobility
-from sfl_sim.channel.large_scale.model import OUT_OF_RANGE_CHOICES, LargeScale, ModelValidityWarning
+from sfl_sim.channel.large_scale.model import OUT_OF_RANGE_CHOICES, LargeScale, ModelValidityWarning, OutOfRange
 from sfl_sim.channel.limits import CLIENT_TX_POWER_W
 from sfl_sim.channel.link.budget import LinkBudget, LinkBudgetModel
 from sfl_sim.channel.link.fading import NoFading
@@ -76,7 +76,7 @@ from sfl_sim.channel.protocols import (
 from sfl_sim.kit.checks import check_array, check_count, check_scalar, check_state_keys, readonly
 from sfl_sim.kit.protocols import check_protocol
 
-__all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
+__all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OutOfRange", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
 
 #: Version of the :meth:`Cell.state_dict` layout.
 CELL_STATE_VERSION = 2
@@ -237,7 +237,7 @@ class Cell:
             shadowing_rng=shadowing_rng, radius_m=radius_m, min_distance_m=min_distance_m, out_of_range=out_of_range,
         )
         # Interference last: its scene needs the radius, and its draws come from its own stream.
-        self._interference_rng = interference_rng  # the noise rise draws from it; _upgraded_state reads it
+        self._interference_rng = interference_rng  # the noise rise draws from it
         self._noise_rise = UplinkNoiseRise(interference, UplinkScene(
             placement=placement, pathloss=pathloss, shadowing=shadowing, power_control=power_control,
             n_clients=n, tx_power_w=self._tx_power_w, uplink_bandwidth_hz=self._budget.uplink_bandwidth_hz,
@@ -634,18 +634,16 @@ class Cell:
         Raises
         ------
         ValueError
-            For missing or unexpected keys, another version, client count or component types,
+            For missing or unexpected keys, another version (a state saved by an older cell is
+            upgraded by whoever reads it: :func:`sfl_sim.runs.rundir.upgrade.cell_state`), client
+            count or component types,
             arrays of the wrong shape or with non-finite values, or an rng state that does not
             fit the cell's streams.
         """
-        state = self._upgraded_state(state)
-        if isinstance(state, dict) and state.get("version") == 1:
-            raise ValueError(
-                f"Cell state version must be {CELL_STATE_VERSION}, got 1 (saved before uplink power control and "
-                f"interference: it loads only into a cell with power_control fixed and interference none)")
-        check_state_keys("Cell", state, _STATE_KEYS)
-        if state["version"] != CELL_STATE_VERSION:
+        if isinstance(state, dict) and state.get("version", CELL_STATE_VERSION) != CELL_STATE_VERSION:
+            # before the keys: another version's layout has other keys
             raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
+        check_state_keys("Cell", state, _STATE_KEYS)
         n = self._n_clients
         if state["n_clients"] != n:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
@@ -678,23 +676,6 @@ class Cell:
             component.load_state_dict(plain_data(saved[kind], f"Cell state['component_states'][{kind!r}]"))
         restore_noise_rise()
         restore_large_scale()
-
-    def _upgraded_state(self, state: dict[str, Any]) -> dict[str, Any]:
-        """A version-1 state (before power control and interference) as version 2, for a cell whose
-        power control and interference are the defaults, which is what a version-1 cell had: the
-        interference stream keeps its state (it never draws) and the noise rise is 1.  Anything
-        else is returned as it is (and checked by the caller)."""
-        if not isinstance(state, dict) or state.get("version") != 1 or "interference_rng" in state:
-            return state
-        if type(self.power_control) is not FixedPower or type(self.interference) is not NoInterference:
-            return state  # refused below: the state was saved without these components
-        types = state.get("component_types")
-        upgraded = dict(state, version=CELL_STATE_VERSION,
-                        interference_rng=self._interference_rng.bit_generator.state, noise_rise=1.0)
-        if isinstance(types, dict):
-            upgraded["component_types"] = {**types, "power_control": _type_name(self.power_control),
-                                           "interference": _type_name(self.interference)}
-        return upgraded
 
     # ------------------------------------------------------------------ summaries
     def describe(self, n_sharing: int | None = None) -> dict[str, np.ndarray]:

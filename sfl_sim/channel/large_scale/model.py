@@ -41,7 +41,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import scipy.special
@@ -72,13 +72,16 @@ __all__ = [
     "LargeScaleSnapshot",
     "ModelValidityWarning",
     "OUT_OF_RANGE_CHOICES",
+    "OutOfRange",
     "DEFAULT_LOS_DECORRELATION_M",
 ]
 
 #: LOS-state decorrelation distance when the path-loss model gives none, metres.
 DEFAULT_LOS_DECORRELATION_M = 50.0
-#: What to do when clients lie outside the path-loss model's ``valid_distance_m``.
-OUT_OF_RANGE_CHOICES = ("warn", "error")
+#: What the cell does when clients lie outside the path-loss model's ``valid_distance_m``: warn
+#: (:class:`ModelValidityWarning`) or refuse (the scenario's ``cell.out_of_range``).
+OutOfRange = Literal["warn", "error"]
+OUT_OF_RANGE_CHOICES: tuple[str, ...] = get_args(OutOfRange)
 #: Frames between a validity warning and the code that built or moved the cell (the warning
 #: points there): ``_validity_problem`` <- its check <- ``LargeScale`` <- ``Cell`` <- caller.
 _WARNING_STACKLEVEL = 5
