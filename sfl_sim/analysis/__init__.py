@@ -19,7 +19,7 @@ _EXPORTS = {
     "METRICS_COLUMNS": "sfl_sim.runs.rundir.schema",
     "ROUNDS_COLUMNS": "sfl_sim.runs.rundir.schema",
     "Run": "runs",
-    "RunFormatError": "runs",
+    "RunFormatError": "readers",
     "load_run": "runs",
     "load_runs": "runs",
     "load_classes": "classes",
