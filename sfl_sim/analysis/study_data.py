@@ -684,9 +684,9 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
         If a summary has an unsupported ``schema_version``, or a file cannot be parsed or does
         not match the schema (the message names the file).
     """
-    dirs = [Path(d) for d in dirs]
+    run_dirs = [Path(d) for d in dirs]
     summaries, scenarios, metric_texts, round_texts = [], [], [], []
-    for d in dirs:
+    for d in run_dirs:
         if not d.is_dir():
             raise FileNotFoundError(f"run dir {d} does not exist or is not a directory")
         for name in (SUMMARY_FILE, SCENARIO_FILE, METRICS_FILE):
@@ -701,7 +701,7 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
         round_texts.append(_read_text(rounds_path) if rounds and rounds_path.is_file() else None)
 
     def slow_metrics(i: int) -> pd.DataFrame:
-        return read_metrics(dirs[i] / METRICS_FILE)
+        return read_metrics(run_dirs[i] / METRICS_FILE)
 
     try:
         metrics = _stack_csv(metric_texts, METRICS_COLUMNS, METRICS_COLUMNS, slow_metrics)
@@ -709,23 +709,23 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
     except (pd.errors.ParserError, ValueError):
         bad = ["?"]
     if bad:  # find and name the offending file (the per-file reader gives the precise error)
-        for i in range(len(dirs)):
+        for i in range(len(run_dirs)):
             slow_metrics(i)
-        raise RunFormatError(f"cannot parse {METRICS_FILE} files under {dirs[0].parent}")
+        raise RunFormatError(f"cannot parse {METRICS_FILE} files under {run_dirs[0].parent}")
     if metrics["round"].notna().all():
         metrics["round"] = metrics["round"].astype("int64")
     metrics = metrics.astype({"run_id": "int64"}).sort_values(["run_id", "round"], kind="stable")
     metrics = metrics.reset_index(drop=True)
 
     def slow_rounds(i: int) -> pd.DataFrame:
-        return _read_rounds_slow(dirs[i] / ROUNDS_FILE)
+        return _read_rounds_slow(run_dirs[i] / ROUNDS_FILE)
 
     try:
         rounds_frame = _stack_csv(round_texts, ROUNDS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, slow_rounds)
     except (pd.errors.ParserError, ValueError) as exc:
         raise RunFormatError(f"cannot parse the {ROUNDS_FILE} files: {exc}") from exc
     rounds_frame = rounds_frame.astype({"run_id": "int64"}).sort_values(["run_id", "round"], kind="stable")
-    return RunFiles(tuple(dirs), tuple(summaries), tuple(scenarios), metrics, rounds_frame.reset_index(drop=True))
+    return RunFiles(tuple(run_dirs), tuple(summaries), tuple(scenarios), metrics, rounds_frame.reset_index(drop=True))
 
 
 def load_study(
