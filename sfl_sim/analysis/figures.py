@@ -44,6 +44,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from sfl_sim.analysis.energy_data import ENERGY_CURVE_COLUMN
 from sfl_sim.analysis.stats import DDOF
 from sfl_sim.analysis.study_data import StudyData
 from sfl_sim.analysis.tables import target_text
@@ -96,8 +97,8 @@ class Axis(NamedTuple):
 _TIME = Axis("sim_time_s", 1.0, "simulated time (s)")
 _ACCURACY = Axis("test_accuracy", 0.01, "test accuracy (%)")
 _UPLINK = Axis("uplink_bytes", float(BYTES_PER_MB), "cumulative uplink (MB)")
-# a column the study adds itself (:func:`sfl_sim.analysis.energy.metrics_with_energy`)
-_ENERGY = Axis("client_energy_j", 1.0, "cumulative client energy (J)")
+# a column the study adds itself (:func:`sfl_sim.analysis.energy_data.metrics_with_energy`)
+_ENERGY = Axis(ENERGY_CURVE_COLUMN, 1.0, "cumulative client energy (J)")
 
 #: Every figure kind: file stem -> (x axis, y axis).
 FIGURE_KINDS: dict[str, tuple[Axis, Axis]] = {
