@@ -160,7 +160,8 @@ def test_made_before_is_said_in_one_module() -> None:
     """Which older shapes exist and how they are read is known in one place."""
     root = Path(upgrade.__file__).resolve().parents[3]
     assert (root / "sfl_sim").is_dir()
-    said = sorted({p.relative_to(root).as_posix() for p in (root / "sfl_sim").rglob("*.py") if "made before" in p.read_text()})
+    said = sorted({p.relative_to(root).as_posix() for p in (root / "sfl_sim").rglob("*.py")
+                   if "made before" in p.read_text()})
     assert said == ["sfl_sim/runs/rundir/upgrade.py"], said
 
 
