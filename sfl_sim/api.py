@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, Union
 
 from sfl_sim.errors import ConfigError
-from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS, STUDY_FILE
+from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS, COMPLETE, FAILED, STUDY_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +88,7 @@ class RunResult:
     @property
     def ok(self) -> bool:
         """Whether the run finished (``complete``, or ``skipped`` because it had before)."""
-        return self.status in ("complete", "skipped")
+        return self.status in (COMPLETE, "skipped")
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ def _result(label: str, run_dir: Path, status: str | None = None, error: str | N
             coordinates: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> RunResult:
     """The result of ``run_dir`` as its files say (``summary`` stands in when none was written)."""
     on_disk = _summary(run_dir) or dict(summary or {})
-    return RunResult(label=label, path=run_dir, status=status or on_disk.get("status", "failed"),
+    return RunResult(label=label, path=run_dir, status=status or on_disk.get("status", FAILED),
                      summary=on_disk, metrics=_metrics(run_dir),
                      error=on_disk.get("error", "") if error is None else error,
                      coordinates=dict(coordinates or {}))

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from sfl_sim import api, catalog
 from sfl_sim.config import scenario_files
+from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.workdir_imports import import_from_working_directory
+from sfl_sim.runs.rundir.schema import COMPLETE, RUNNING
 
 
 def _debug_flag(parser: argparse.ArgumentParser) -> None:
@@ -139,7 +141,7 @@ def _scenario(args: argparse.Namespace) -> int:
 
 
 def _report_failures(results: list[api.RunResult]) -> int:
-    failed = [r for r in results if r.status not in ("complete", "running")]
+    failed = [r for r in results if r.status not in (COMPLETE, RUNNING)]
     for r in failed:
         print(f"sfl-sim: {r.status}: {r.error or r.label}", file=sys.stderr)
     return 1 if failed else 0
@@ -255,7 +257,7 @@ def _error_line(exc: BaseException) -> str:
         kind = "data set not found: "
     if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.runs.resolved)
         return f"sfl-sim: {kind}" + "\n".join(line.rstrip() for line in str(exc).splitlines())
-    return f"sfl-sim: {kind}{' '.join(str(exc).split())}"
+    return f"sfl-sim: {kind}{one_line(exc)}"
 
 
 def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, file: object = None,
@@ -296,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, UserError) or type(exc).__name__ == "DatasetNotFoundError":
             print(_error_line(exc), file=sys.stderr)
             return 2
-        print(f"sfl-sim: error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        print(f"sfl-sim: error: {one_line(exc, with_type=True)} "
               f"(rerun with --debug for the traceback)", file=sys.stderr)
         return 1
 

@@ -27,8 +27,8 @@ from torch import nn
 
 from sfl_sim.algorithms._exec.compressed import COMPRESSION_PATHS, CompressionPlan
 from sfl_sim.algorithms._exec.execution import (
-    ExecutionMode,
     ExecutionRequest,
+    ResolvedExecution,
     StackedSteps,
     resolve_execution,
     vectorised_refusal,
@@ -444,7 +444,7 @@ class Algorithm(Component, abc.ABC):
 
     # -- execution -------------------------------------------------------------------------------
     @property
-    def execution(self) -> ExecutionMode:
+    def execution(self) -> ResolvedExecution:
         """How this algorithm runs the cohort's client steps: ``"loop"`` (one client after another,
         the reference) or ``"vectorised"`` (stacked, :mod:`sfl_sim.algorithms._exec.vectorised`).
 

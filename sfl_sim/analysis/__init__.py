@@ -1,7 +1,20 @@
 """Offline analysis of sfl-sim run directories.
 
 Reads ``scenario.yaml``, ``metrics.csv``, ``rounds.csv``, ``classes.csv`` and ``summary.json``
-from run directories on disk. Never imports torch, simpy or ``sfl_sim``.
+from run directories on disk. Never imports torch, simpy or the simulator: of ``sfl_sim`` only
+the run directory's schema (:mod:`sfl_sim.runs.rundir.schema`).
+
+Modules, each using the others' public names only:
+
+* reading: :mod:`~sfl_sim.analysis.readers` (one file, its errors), :mod:`~sfl_sim.analysis.study_data`
+  (the loader: finding run directories, reading them once, each run's coordinates, :class:`StudyData`),
+  :mod:`~sfl_sim.analysis.runs` (one :class:`Run` per directory of what the loader read),
+  :mod:`~sfl_sim.analysis.classes`, :mod:`~sfl_sim.analysis.energy_data`;
+* numbers: :mod:`~sfl_sim.analysis.tta`, :mod:`~sfl_sim.analysis.stats`, :mod:`~sfl_sim.analysis.units`;
+* tables: :mod:`~sfl_sim.analysis.comparison` (one row per run: ``summary.csv`` and the end-of-run table),
+  :mod:`~sfl_sim.analysis.tables` and :mod:`~sfl_sim.analysis.energy` (the report's);
+* figures: :mod:`~sfl_sim.analysis.figures` (every figure), drawn by :mod:`~sfl_sim.analysis.report`
+  (``sfl-sim report``) and :mod:`~sfl_sim.analysis.plots` (``sfl-sim plot``).
 
 The public names below are imported lazily (PEP 562), so ``import sfl_sim.runs.rundir.schema`` — which the
 simulator does to share the run-file schema — costs nothing and pulls in neither pandas nor
@@ -19,7 +32,7 @@ _EXPORTS = {
     "METRICS_COLUMNS": "sfl_sim.runs.rundir.schema",
     "ROUNDS_COLUMNS": "sfl_sim.runs.rundir.schema",
     "Run": "runs",
-    "RunFormatError": "runs",
+    "RunFormatError": "readers",
     "load_run": "runs",
     "load_runs": "runs",
     "load_classes": "classes",

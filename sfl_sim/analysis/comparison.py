@@ -30,6 +30,7 @@ import pandas as pd
 
 from sfl_sim.analysis.runs import Run
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, best_test_accuracy, time_to_accuracy_s, tta_column_name
+from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
 from sfl_sim.runs.rundir.schema import GLOBAL_MODEL_EVALUATION
 
 __all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "run_summary", "summary_paths",
@@ -103,11 +104,11 @@ def _joules(v: Any) -> str:
 
 
 def _mega(v: Any) -> str:
-    return "-" if v is None else f"{v / 1e6:,.1f}"
+    return "-" if v is None else f"{v / BYTES_PER_MB:,.1f}"
 
 
 def _giga(v: Any) -> str:
-    return "-" if v is None else f"{v / 1e9:,.1f}"
+    return "-" if v is None else f"{v / FLOPS_PER_GFLOP:,.1f}"
 
 
 # (header, summary key, formatter, also in the 80-column printout)

@@ -31,15 +31,15 @@ from sfl_sim.analysis.study_data import StudyData
 from sfl_sim.analysis.tables import (
     SPEEDUP_COLUMNS,
     Layout,
-    _groups,
-    _ordered,
-    _setting_headers,
-    _tta_cell,
-    _wide,
-    _with_coordinates,
+    group_sizes,
+    in_study_order,
+    setting_headers,
     speedup_cell,
     speedup_notes,
     target_text,
+    tta_cell,
+    wide_rows,
+    with_coordinates,
 )
 
 __all__ = ["ENERGY_CURVE", "ENERGY_CURVE_COLUMN", "cumulative_energy_j", "metrics_with_energy", "has_energy",
@@ -77,7 +77,7 @@ def energy_table(
     for target in targets:
         runs = energy_to_target_per_run(study, metrics, target, max_energy)
         stats = describe(runs, _KEYS, list(_QUANTITIES)).reset_index()
-        table = _groups(study).merge(stats, on=_KEYS, how="left")
+        table = group_sizes(study).merge(stats, on=_KEYS, how="left")
         table = table.rename(columns={"energy_j_n": "reached"}).drop(columns=["energy_max_j_n"])
         table.insert(2, "target", float(target))
         if reference is not None:
@@ -99,7 +99,7 @@ def energy_table(
     cols = [*_KEYS, "target", "n_runs", "reached", *[f"{q}_{s}" for q in _QUANTITIES for s in ("mean", "std")]]
     if reference is not None:
         cols += _ratio_columns()
-    return _with_coordinates(_ordered(table[cols], study, algorithms or study.algorithms), study)
+    return with_coordinates(in_study_order(table[cols], study, algorithms or study.algorithms), study)
 
 
 def _ratio_columns(quantity: str | None = None) -> list[str]:
@@ -116,12 +116,12 @@ def energy_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[s
                    notes: Sequence[str] = (), *, n_boot: int = N_BOOT) -> list[Layout]:
     """Per target: total client energy and per-client maximum to it (J), and with a reference the
     energy ratios (``E_ref / E_alg``)."""
-    columns = [_setting_headers(study)[s] for s in study.settings]
+    columns = [setting_headers(study)[s] for s in study.settings]
     out = []
     for target, part in table.groupby("target", sort=True):
         t = target_text(target)
         for q, what in _QUANTITIES.items():
-            rows = _wide(part, study, algorithms, lambda r, q=q: _tta_cell(getattr(r, f"{q}_mean"),
+            rows = wide_rows(part, study, algorithms, lambda r, q=q: tta_cell(getattr(r, f"{q}_mean"),
                                                                             getattr(r, f"{q}_std"), r.reached,
                                                                             r.n_runs))
             tag = "max" if q == "energy_max_j" else "total"
@@ -133,7 +133,7 @@ def energy_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[s
                  "(k/n): k of n seeds reached it.", *notes],
                 label=f"tab:energy-{tag}-{t.rstrip('%')}"))
             if reference is not None:
-                rows = _wide(part, study, algorithms,
+                rows = wide_rows(part, study, algorithms,
                              lambda r, q=q: speedup_cell(_as_speedup(r, q), r.algorithm == reference))
                 sub = part.rename(columns={f"{q}_{c.replace('speedup', 'ratio')}": c for c in SPEEDUP_COLUMNS})
                 out.append(Layout(

@@ -5,7 +5,8 @@ per round.
 Definitions (the report's energy table and overhead table both use these):
 
 * a run *recorded energy* when every row of its ``rounds.csv`` has ``client_energy_j`` (a run
-  made before energy accounting, or resumed from one, has not: its energy is ``nan`` throughout);
+  with rounds trained without energy accounting has not: its energy is ``nan`` throughout;
+  ``rounds.csv`` is read in today's columns, :func:`sfl_sim.runs.rundir.upgrade.log_text`);
 * cumulative client energy at an evaluated round: the sum of ``rounds.csv``'s ``client_energy_j``
   over the rounds up to it (0 at round 0);
 * energy to a target: that sum at the first evaluation reaching the target
@@ -14,10 +15,11 @@ Definitions (the report's energy table and overhead table both use these):
   summed per client over those rounds);
 * energy per round: the mean over the run's rounds of ``client_energy_j``.
 
-Imports neither torch nor the engine (only the run files, through :mod:`sfl_sim.runs.rundir.schema`).
+Imports neither torch nor the engine (only the run files, through :mod:`sfl_sim.runs.rundir`).
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +28,8 @@ import pandas as pd
 
 from sfl_sim.analysis.study_data import StudyData
 from sfl_sim.analysis.tta import first_reaching
-from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_FILE
+from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_COLUMNS, ROUNDS_FILE
 
 __all__ = ["ENERGY_CURVE_COLUMN", "has_energy", "recorded_energy", "metrics_with_energy", "cumulative_energy_j",
            "MaxClientEnergy", "energy_to_target_per_run", "energy_per_round_per_run"]
@@ -79,8 +82,8 @@ def cumulative_energy_j(run_dir: str | Path, rounds: Sequence[int] | np.ndarray)
     nan = np.full(wanted.shape, np.nan)
     if not file.is_file():
         return nan
-    r = pd.read_csv(file)
-    if "client_energy_j" not in r.columns or r.empty:
+    r = pd.read_csv(io.StringIO(upgrade.log_text(file.read_text(), ROUNDS_COLUMNS)))
+    if r.empty:
         return nan
     energy = pd.to_numeric(r["client_energy_j"], errors="coerce")
     if energy.isna().any():

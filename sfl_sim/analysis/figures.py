@@ -1,8 +1,13 @@
-"""Report figures: accuracy against simulated time and against cumulative uplink bytes.
+"""The figures of the analysis: the report's (accuracy against simulated time and against cumulative
+uplink bytes) and ``sfl-sim plot``'s (accuracy and cumulative uplink against simulated time).
 
-One figure per setting, one line per algorithm (and, for a study over ``compression:``, one figure
-per algorithm with one line per compression level, :func:`levels_figure`): the mean over seeds on a common grid with a
-shaded band (± one std, ddof 1, or min–max), sized for a paper as it is.
+The report draws one figure per setting, one line per algorithm (and, for a study over ``compression:``,
+one figure per algorithm with one line per compression level, :func:`levels_figure`): the mean over seeds
+on a common grid with a shaded band (± one std, ddof 1, or min–max), sized for a paper as it is.
+``sfl-sim plot`` draws every run as a line of its own (:func:`runs_figure`) with the same code: a
+line of one run is that run's curve, with a dot at each of its evaluations when there are at most
+:data:`MAX_EVALUATION_DOTS`. Every figure kind (:data:`FIGURE_KINDS`) is a pair of axes
+(:class:`Axis`) over the metrics columns.
 
 * **Every seed's data.** The curve spans from the earliest first to the latest last evaluation
   of the algorithm's seeds; at each x it is the mean over the seeds *running* there (whose
@@ -31,6 +36,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -38,13 +44,19 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from sfl_sim.analysis.energy_data import ENERGY_CURVE_COLUMN
 from sfl_sim.analysis.stats import DDOF
 from sfl_sim.analysis.study_data import StudyData
 from sfl_sim.analysis.tables import target_text
+from sfl_sim.analysis.units import BYTES_PER_MB
 
 __all__ = [
+    "Axis",
+    "FIGURE_KINDS",
     "BANDS",
     "CURVES",
+    "EXTRA_CURVES",
+    "MAX_EVALUATION_DOTS",
     "DEFAULT_WIDTH_IN",
     "MIN_WIDTH_IN",
     "MAX_WIDTH_IN",
@@ -54,23 +66,53 @@ __all__ = [
     "mean_curve",
     "setting_figure",
     "levels_figure",
+    "runs_figure",
     "save_figure",
+    "write_png",
     "setting_slug",
 ]
 
 #: Band options: ``"std"`` (mean ± one sample std) or ``"minmax"`` (min to max over seeds).
 BANDS = ("std", "minmax")
 
-#: Figure kinds: file stem -> (x column, x scale, x label).
-CURVES: dict[str, tuple[str, float, str]] = {
-    "accuracy_vs_time": ("sim_time_s", 1.0, "simulated time (s)"),
-    "accuracy_vs_uplink": ("uplink_bytes", 1e6, "cumulative uplink (MB)"),
+
+class Axis(NamedTuple):
+    """One axis of a figure: a metrics column, shown in a unit.
+
+    Attributes
+    ----------
+    column : str
+        The metrics column (``sim_time_s``, ``test_accuracy``, ...).
+    scale : float
+        The column's values are divided by it (1e6: bytes shown in MB; 0.01: a fraction in %).
+    label : str
+        The axis label, with the unit.
+    """
+
+    column: str
+    scale: float
+    label: str
+
+
+_TIME = Axis("sim_time_s", 1.0, "simulated time (s)")
+_ACCURACY = Axis("test_accuracy", 0.01, "test accuracy (%)")
+_UPLINK = Axis("uplink_bytes", float(BYTES_PER_MB), "cumulative uplink (MB)")
+# a column the study adds itself (:func:`sfl_sim.analysis.energy_data.metrics_with_energy`)
+_ENERGY = Axis(ENERGY_CURVE_COLUMN, 1.0, "cumulative client energy (J)")
+
+#: Every figure kind: file stem -> (x axis, y axis).
+FIGURE_KINDS: dict[str, tuple[Axis, Axis]] = {
+    "accuracy_vs_time": (_TIME, _ACCURACY),
+    "accuracy_vs_uplink": (_UPLINK, _ACCURACY),
+    "accuracy_vs_energy": (_ENERGY, _ACCURACY),
+    "uplink_vs_time": (_TIME, _UPLINK),
 }
-#: Figure kinds drawn only when asked for, with a metrics column the study adds itself
-#: (``accuracy_vs_energy``: :func:`sfl_sim.analysis.energy.metrics_with_energy`).
-EXTRA_CURVES: dict[str, tuple[str, float, str]] = {
-    "accuracy_vs_energy": ("client_energy_j", 1.0, "cumulative client energy (J)"),
-}
+#: The report's figure kinds of every study: file stem -> x axis (accuracy on y).
+CURVES: dict[str, Axis] = {kind: FIGURE_KINDS[kind][0] for kind in ("accuracy_vs_time", "accuracy_vs_uplink")}
+#: The report's figure kinds drawn only when the runs recorded what they need: file stem -> x axis.
+EXTRA_CURVES: dict[str, Axis] = {"accuracy_vs_energy": FIGURE_KINDS["accuracy_vs_energy"][0]}
+#: A line of one run (:func:`runs_figure`) marks its evaluations with dots up to this many.
+MAX_EVALUATION_DOTS = 30
 
 #: Default figure width (in): matplotlib's default, a full text width.
 DEFAULT_WIDTH_IN = 6.4
@@ -201,7 +243,7 @@ def setting_figure(
     setting : str
         A label of ``study.settings``; it is the figure title.
     kind : str
-        A key of :data:`CURVES`.
+        A key of :data:`FIGURE_KINDS` (the report draws those of :data:`CURVES` and :data:`EXTRA_CURVES`).
     band : {"std", "minmax"}
         The shaded band around each mean line (see :func:`mean_curve`).
     targets : sequence of float
@@ -269,27 +311,65 @@ def levels_figure(
                           seed_lines=seed_lines, smooth=smooth)
 
 
+def runs_figure(lines: Sequence[tuple[str, pd.DataFrame]], kind: str, title: str, *,
+                width_in: float = DEFAULT_WIDTH_IN) -> Figure:
+    """One line per run: each run's curve as it is, labelled as given (``sfl-sim plot``).
+
+    Parameters
+    ----------
+    lines : sequence of (label, metrics)
+        Per run, its legend label and its metrics rows (one run's: a :class:`~sfl_sim.analysis.runs.Run`'s
+        ``metrics``, or one ``run_id`` of a study's), with the columns of ``kind``'s axes.
+    kind : str
+        A key of :data:`FIGURE_KINDS`.
+    title : str
+        The figure title.
+    width_in : float, optional
+        Figure width in inches, as in :func:`setting_figure`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line per run that has a point, in the colour of its place in ``lines`` (the same run,
+        the same colour in every kind), with a dot at each evaluation when it has at most
+        :data:`MAX_EVALUATION_DOTS` and ○ at its last; the legend below the axes. No legend when
+        no run has a point (e.g. an energy figure of runs that recorded none).
+    """
+    check_figure_options(width_in=width_in)
+    return _curves_figure([(label, m.assign(run_id=0)) for label, m in lines], title, kind, band="std", targets=(),
+                          width_in=width_in, seed_lines=False, smooth=0, one_run_per_line=True)
+
+
 def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, kind: str, *, band: str,
-                   targets: Sequence[float], width_in: float, seed_lines: bool, smooth: int) -> Figure:
-    """The figure of :func:`setting_figure`: one mean line per (label, metrics rows of its runs)."""
-    x_col, x_scale, x_label = {**CURVES, **EXTRA_CURVES}[kind]
+                   targets: Sequence[float], width_in: float, seed_lines: bool, smooth: int,
+                   one_run_per_line: bool = False) -> Figure:
+    """The figure of :func:`setting_figure` and :func:`runs_figure`: one mean line per (label, metrics rows
+    of its runs); a line of one run (``one_run_per_line``) is labelled as given and dotted at its evaluations."""
+    x_axis, y_axis = FIGURE_KINDS[kind]
     base, small = _fonts(width_in)
     full_lw = 1.8 if width_in >= 5.5 else 1.4
 
-    drawn = []  # (label, colour, seeds, curve, per-seed arrays)
+    drawn = []  # (label, colour, per-seed arrays, curve)
     for i, (name, part) in enumerate(lines):
         if part.empty:
             continue
-        seeds = _prepare([(g[x_col].to_numpy(float) / x_scale, 100.0 * g["test_accuracy"].to_numpy(float))
+        seeds = _prepare([(g[x_axis.column].to_numpy(float) / x_axis.scale,
+                           g[y_axis.column].to_numpy(float) / y_axis.scale)
                           for _, g in part.groupby("run_id", sort=True)], smooth)
         c = mean_curve(seeds, band)
         if not c.empty:
             drawn.append((name, f"C{i % 10}", seeds, c))
 
-    labels = [f"{a} ({len(sd)} seed{'s' if len(sd) != 1 else ''})" for a, _, sd, _ in drawn]
-    band_text = ("band: ± 1 std" if band == "std" else "band: min–max") if not seed_lines else "thin lines: seeds"
-    note = (f"mean over the seeds running; the line thins as seeds end, ○ a seed's last evaluation; {band_text}"
-            + (f"; smoothed over {smooth} evaluations" if smooth > 1 else ""))
+    if one_run_per_line:
+        labels = [a for a, _, _, _ in drawn]
+        dotted = [len(sd[0][0]) <= MAX_EVALUATION_DOTS for _, _, sd, _ in drawn]
+        note = "one line per run; " + ("dots: its evaluations, ○ its last" if any(dotted) else "○ its last evaluation")
+    else:
+        labels = [f"{a} ({len(sd)} seed{'s' if len(sd) != 1 else ''})" for a, _, sd, _ in drawn]
+        dotted = [False] * len(drawn)
+        band_text = ("band: ± 1 std" if band == "std" else "band: min–max") if not seed_lines else "thin lines: seeds"
+        note = (f"mean over the seeds running; the line thins as seeds end, ○ a seed's last evaluation; {band_text}"
+                + (f"; smoothed over {smooth} evaluations" if smooth > 1 else ""))
     chars = max(20, int(width_in * 72 / (0.5 * small)))
     note_lines = textwrap.wrap(note, chars)
     ncol = _legend_columns(labels, width_in, small) if labels else 1
@@ -302,7 +382,9 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     handles = []
-    for (_algorithm, color, seeds, c), label in zip(drawn, labels, strict=True):
+    end_size = 3.2 if width_in < 5.5 else 4
+    dot_size = 0.6 * end_size
+    for (_algorithm, color, seeds, c), label, dots in zip(drawn, labels, dotted, strict=True):
         x, mean, n = c["x"].to_numpy(), c["mean"].to_numpy(), c["n"].to_numpy()
         total = len(seeds)
         if seed_lines:
@@ -318,18 +400,24 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
             share = n[a] / total
             ax.plot(x[a:hi], mean[a:hi], color=color, solid_capstyle="butt",
                     linewidth=full_lw * (_MIN_LINE_SHARE + (1 - _MIN_LINE_SHARE) * share))
+        if dots:
+            (sx, sy), = seeds
+            # not clipped: the round-0 dot sits on the left edge of the axes (x from 0)
+            ax.plot(sx, sy, linestyle="none", marker="o", markersize=dot_size, color=color, zorder=2.5,
+                    clip_on=False)
         ends = np.array([(sx[-1], sy[-1]) for sx, sy in seeds])
-        ax.plot(ends[:, 0], ends[:, 1], linestyle="none", marker="o", markersize=3.2 if width_in < 5.5 else 4,
+        ax.plot(ends[:, 0], ends[:, 1], linestyle="none", marker="o", markersize=end_size,
                 markerfacecolor="white", markeredgecolor=color, markeredgewidth=0.9, zorder=3)
-        handles.append(Line2D([], [], color=color, linewidth=full_lw, label=label))
+        handles.append(Line2D([], [], color=color, linewidth=full_lw, label=label,
+                              marker="o" if dots else None, markersize=dot_size))
 
     for k, t in enumerate(targets):
-        y = 100.0 * t
+        y = t / y_axis.scale
         ax.axhline(y, color="0.3", linestyle=TARGET_STYLES[k % len(TARGET_STYLES)], linewidth=0.9, zorder=1)
         ax.annotate(target_text(t), xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(3, 0),
                     textcoords="offset points", ha="left", va="center", fontsize=small, color="0.3")
-    ax.set_xlabel(x_label, fontsize=base)
-    ax.set_ylabel("test accuracy (%)", fontsize=base)
+    ax.set_xlabel(x_axis.label, fontsize=base)
+    ax.set_ylabel(y_axis.label, fontsize=base)
     ax.tick_params(labelsize=small)
     ax.xaxis.get_offset_text().set_fontsize(small)
     ax.yaxis.get_offset_text().set_fontsize(small)
@@ -343,6 +431,20 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
     return fig
 
 
+def write_png(fig: Figure, path: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` as a PNG file at ``path`` (parent directories created), whatever its suffix.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format="png", dpi=_PNG_DPI)
+    return out
+
+
 def save_figure(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
     """Write ``stem.png`` and ``stem.pdf`` (PDF without a creation date, so reruns are identical).
 
@@ -352,9 +454,8 @@ def save_figure(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
         The two files.
     """
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")
-    fig.savefig(png, format="png", dpi=_PNG_DPI)
+    write_png(fig, png)
     fig.savefig(pdf, format="pdf", metadata={"CreationDate": None})
     return [png, pdf]
 

@@ -1,17 +1,15 @@
-"""Plots of sfl-sim runs against simulated time.
+"""``sfl-sim plot``: every run as a line of its own, against simulated time.
 
-Figures are drawn on matplotlib's non-interactive Agg canvas directly
-(``matplotlib.figure.Figure`` + ``FigureCanvasAgg``), so nothing is shown on
-screen, no global pyplot state is touched and the process-wide backend is
-left alone.
-The x axis is the simulated clock (``sim_time_s``), never host time; the accuracy-versus-energy
-panel (runs that recorded client energy) has the cumulative client energy on it instead.
+``accuracy_vs_time.png`` (test accuracy, %) and ``uplink_vs_time.png`` (cumulative uplink, MB),
+and ``accuracy_vs_energy.png`` (accuracy against cumulative client energy, J) when a run recorded
+energy: one line per run, drawn by the report's figure code (:func:`sfl_sim.analysis.figures.runs_figure`;
+a run keeps its colour in all three). The x axis is the simulated clock (``sim_time_s``), never
+host time.
 
-One line per run. Lines are labelled by the run's label; where several runs share
-one (two seeds of ``scala``), the coordinates that tell them apart are appended —
-``scala (seed 1)``, ``scala (partition=dirichlet(beta=0.1), seed 0)`` — so no two
-legend entries are the same. :func:`plot_runs` accepts scenario and study
-directories as well as run directories.
+Lines are labelled by the run's label; where several runs share one (two seeds of ``scala``),
+the coordinates that tell them apart are appended — ``scala (seed 1)``,
+``scala (partition=dirichlet(beta=0.1), seed 0)`` — so no two legend entries are the same.
+:func:`plot_runs` accepts scenario and study directories as well as run directories.
 """
 
 from __future__ import annotations
@@ -20,55 +18,32 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
-from sfl_sim.analysis.energy import cumulative_energy_j
-from sfl_sim.analysis.runs import Run, load_runs
-from sfl_sim.analysis.study_data import find_run_dirs, run_coordinates, short_field_names
+from sfl_sim.analysis.energy_data import ENERGY_CURVE_COLUMN, metrics_with_energy
+from sfl_sim.analysis.figures import FIGURE_KINDS, runs_figure, write_png
+from sfl_sim.analysis.runs import Run, runs_of
+from sfl_sim.analysis.study_data import find_run_dirs, read_run_dirs, run_coordinates, short_field_names, study_of
+from sfl_sim.analysis.units import BYTES_PER_MB
 
 __all__ = [
     "BYTES_PER_MB",
     "ACCURACY_PLOT_FILE",
     "UPLINK_PLOT_FILE",
     "ENERGY_PLOT_FILE",
-    "plot_accuracy_vs_energy",
     "run_labels",
-    "line_figure",
     "plot_accuracy_vs_time",
     "plot_uplink_vs_time",
     "plot_runs",
 ]
 
-#: Bytes in one megabyte (SI, 10**6) for axis scaling.
-BYTES_PER_MB = 1_000_000
-
-ACCURACY_PLOT_FILE = "accuracy_vs_time.png"
-UPLINK_PLOT_FILE = "uplink_vs_time.png"
-ENERGY_PLOT_FILE = "accuracy_vs_energy.png"
-
-_DPI = 120
-_FIGSIZE_IN = (6.4, 4.0)
-
-
-def _check_runs(runs: Sequence[Run], columns: Iterable[str]) -> list[Run]:
-    runs = list(runs)
-    if not runs:
-        raise ValueError("no runs to plot")
-    for run in runs:
-        missing = [c for c in columns if c not in run.metrics.columns]
-        if missing:
-            raise KeyError(f"run {run.label!r} ({run.path}): metrics missing column(s) {missing}")
-    return runs
-
-
-def _save(fig: Figure, out_path: str | os.PathLike[str]) -> Path:
-    out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    canvas = FigureCanvasAgg(fig)
-    canvas.print_png(out)
-    return out
+_ACCURACY, _UPLINK, _ENERGY = "accuracy_vs_time", "uplink_vs_time", "accuracy_vs_energy"
+ACCURACY_PLOT_FILE = f"{_ACCURACY}.png"
+UPLINK_PLOT_FILE = f"{_UPLINK}.png"
+ENERGY_PLOT_FILE = f"{_ENERGY}.png"
+_TITLES = {
+    _ACCURACY: "Test accuracy vs simulated time",
+    _UPLINK: "Uplink traffic vs simulated time",
+    _ENERGY: "Test accuracy vs client energy",
+}
 
 
 def run_labels(runs: Sequence[Run]) -> list[str]:
@@ -116,62 +91,17 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
     return out
 
 
-def line_figure(
-    runs: Sequence[Run], y_column: str, y_scale: float, y_label: str, title: str
-) -> Figure:
-    """One line per run of ``y_column / y_scale`` against simulated time, labelled by :func:`run_labels`.
-
-    Parameters
-    ----------
-    runs : sequence of Run
-        Loaded runs (at least one).
-    y_column : str
-        A metrics column.
-    y_scale : float
-        Divisor of the y values (e.g. 1e6 for MB).
-    y_label, title : str
-        Axis label and title.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Raises
-    ------
-    ValueError
-        If ``runs`` is empty.
-    KeyError
-        If a run's metrics lack ``sim_time_s`` or ``y_column``.
-    """
-    runs = _check_runs(runs, ("sim_time_s", y_column))
-    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    for run, label in zip(runs, run_labels(runs), strict=True):
-        m = run.metrics.sort_values("round", kind="stable") if "round" in run.metrics else run.metrics
-        x = m["sim_time_s"].to_numpy(dtype=float)
-        y = m[y_column].to_numpy(dtype=float) / y_scale
-        ax.plot(x, y, marker="o" if len(x) <= 30 else None, markersize=3, label=label)
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel(y_label)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    # below the axes, in as many columns as fit: a legend inside would hide lines
-    longest_label = max(map(len, ax.get_legend_handles_labels()[1]))
-    ncol = max(1, min(len(runs), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * longest_label))))
-    fig.legend(loc="outside lower center", ncol=ncol, fontsize="small", frameon=False)
-    return fig
-
-
-def _line_plot(
-    runs: Sequence[Run],
-    y_column: str,
-    y_scale: float,
-    y_label: str,
-    title: str,
-    out_path: str | os.PathLike[str],
-) -> Path:
-    return _save(line_figure(runs, y_column, y_scale, y_label, title), out_path)
+def _plot(runs: Sequence[Run], kind: str, out_path: str | os.PathLike[str]) -> Path:
+    runs = list(runs)
+    if not runs:
+        raise ValueError("no runs to plot")
+    columns = [axis.column for axis in FIGURE_KINDS[kind]]
+    for run in runs:
+        missing = [c for c in columns if c not in run.metrics.columns]
+        if missing:
+            raise KeyError(f"run {run.label!r} ({run.path}): metrics missing column(s) {missing}")
+    lines = list(zip(run_labels(runs), [r.metrics for r in runs], strict=True))
+    return write_png(runs_figure(lines, kind, _TITLES[kind]), out_path)
 
 
 def plot_accuracy_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path:
@@ -196,13 +126,11 @@ def plot_accuracy_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str])
     KeyError
         If a run's metrics lack ``sim_time_s`` or ``test_accuracy``.
     """
-    return _line_plot(
-        runs, "test_accuracy", 0.01, "test accuracy (%)", "Test accuracy vs simulated time", out_path
-    )
+    return _plot(runs, _ACCURACY, out_path)
 
 
 def plot_uplink_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path:
-    """Plot cumulative uplink traffic (MB, 10**6 bytes) against simulated time.
+    """Plot cumulative uplink traffic (MB, :data:`BYTES_PER_MB` bytes) against simulated time.
 
     Parameters
     ----------
@@ -223,41 +151,7 @@ def plot_uplink_vs_time(runs: Sequence[Run], out_path: str | os.PathLike[str]) -
     KeyError
         If a run's metrics lack ``sim_time_s`` or ``uplink_bytes``.
     """
-    return _line_plot(
-        runs,
-        "uplink_bytes",
-        float(BYTES_PER_MB),
-        "cumulative uplink (MB)",
-        "Uplink traffic vs simulated time",
-        out_path,
-    )
-
-
-def plot_accuracy_vs_energy(runs: Sequence[Run], out_path: str | os.PathLike[str]) -> Path | None:
-    """Plot test accuracy (%) against cumulative client energy (J), one line per run that recorded
-    energy (:func:`sfl_sim.analysis.energy.cumulative_energy_j`); None (nothing written) when none did."""
-    runs = _check_runs(runs, ("round", "test_accuracy"))
-    lines = []
-    for run, label in zip(runs, run_labels(runs), strict=True):
-        m = run.metrics.sort_values("round", kind="stable")
-        x = cumulative_energy_j(run.path, m["round"].to_numpy())
-        if np.isfinite(x).any():
-            lines.append((x, 100.0 * m["test_accuracy"].to_numpy(dtype=float), label))
-    if not lines:
-        return None
-    fig = Figure(figsize=_FIGSIZE_IN, dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    for x, y, label in lines:
-        ax.plot(x, y, marker="o" if len(x) <= 30 else None, markersize=3, label=label)
-    ax.set_xlabel("cumulative client energy (J)")
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title("Test accuracy vs client energy")
-    ax.grid(True, alpha=0.3)
-    longest_label = max(len(label) for _, _, label in lines)
-    ncol = max(1, min(len(lines), int(_FIGSIZE_IN[0] // (0.45 + 0.075 * longest_label))))
-    fig.legend(loc="outside lower center", ncol=ncol, fontsize="small", frameon=False)
-    return _save(fig, out_path)
+    return _plot(runs, _UPLINK, out_path)
 
 
 def plot_runs(
@@ -278,7 +172,8 @@ def plot_runs(
     -------
     list of pathlib.Path
         ``[out_dir / "accuracy_vs_time.png", out_dir / "uplink_vs_time.png"]``, and
-        ``out_dir / "accuracy_vs_energy.png"`` when a run recorded client energy.
+        ``out_dir / "accuracy_vs_energy.png"`` when a run recorded client energy
+        (:func:`sfl_sim.analysis.energy_data.metrics_with_energy`, the report's definition).
 
     Raises
     ------
@@ -291,12 +186,17 @@ def plot_runs(
         raise FileNotFoundError(
             f"no run directories (with summary.json and metrics.csv) under {', '.join(map(str, shown))}"
         )
-    runs = load_runs(dirs)
+    files = read_run_dirs(dirs)
+    runs = runs_of(files)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [
         plot_accuracy_vs_time(runs, out / ACCURACY_PLOT_FILE),
         plot_uplink_vs_time(runs, out / UPLINK_PLOT_FILE),
     ]
-    energy = plot_accuracy_vs_energy(runs, out / ENERGY_PLOT_FILE)
-    return written if energy is None else [*written, energy]
+    metrics = metrics_with_energy(study_of(files, unique=False))  # a copied run is a line, not a seed
+    if metrics[ENERGY_CURVE_COLUMN].notna().any():
+        by_run = dict(tuple(metrics.groupby("run_id")))
+        lines = [(label, by_run.get(run_id, metrics.iloc[0:0])) for run_id, label in enumerate(run_labels(runs))]
+        written.append(write_png(runs_figure(lines, _ENERGY, _TITLES[_ENERGY]), out / ENERGY_PLOT_FILE))
+    return written

@@ -56,12 +56,11 @@ from sfl_sim.analysis.tables import (
     tta_layouts,
     tta_table,
 )
-from sfl_sim.analysis.tta import DEFAULT_TARGETS, _check_target
+from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
+from sfl_sim.runs.rundir.schema import COMPLETE
 
 __all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
 
-#: ``summary.json`` status of a finished run.
-COMPLETE = "complete"
 _GLOBAL = "global model on the test set"
 
 
@@ -101,7 +100,7 @@ def parse_targets(text: str) -> tuple[float, ...]:
             value = float(item)
         except ValueError:
             raise ValueError(f"--targets: {item!r} is not a number; give fractions, e.g. 0.6,0.7") from None
-        out.append(_check_target(value))
+        out.append(check_target(value))
     if not out:
         raise ValueError("--targets: no target given; e.g. --targets 0.6,0.7")
     return tuple(dict.fromkeys(out))
@@ -201,7 +200,7 @@ def write_report(
         raise StudyError(f"unknown reference {reference!r}; algorithms: {', '.join(study.algorithms)}")
     if target_lines is None:
         target_lines = targets is not None
-    targets = tuple(_check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
+    targets = tuple(check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
     algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
 
     out = Path(out_dir)

@@ -1,6 +1,6 @@
-"""Loading sfl-sim run directories from disk.
+"""Loading sfl-sim run directories from disk, one :class:`Run` each.
 
-A run directory (schema_version 1) holds three files written by the simulator
+A run directory (schema_version 1) holds, among others, three files written by the simulator
 as the run goes:
 
 ``scenario.yaml``
@@ -13,20 +13,23 @@ as the run goes:
 ``summary.json``
     Run-level summary; must carry ``schema_version`` 1. Unknown keys are kept.
 
-This module deliberately imports neither torch, simpy nor ``sfl_sim``.
+They are read by the study-data loader (:func:`sfl_sim.analysis.study_data.read_run_dirs`), the
+one reading of run directories in the analysis; a :class:`Run` is one directory of what it read.
+
+This module deliberately imports neither torch, simpy nor the simulator.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from sfl_sim.analysis.readers import RunFormatError
+from sfl_sim.analysis.study_data import RunFiles, read_run_dirs
 from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, METRICS_FILE, SCENARIO_FILE, SCHEMA_VERSION, SUMMARY_FILE
 
 __all__ = [
@@ -39,14 +42,8 @@ __all__ = [
     "Run",
     "load_run",
     "load_runs",
+    "runs_of",
 ]
-
-_INT_COLUMNS = ("round",)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in
-
-
-class RunFormatError(ValueError):
-    """A run directory is missing a file or does not match the schema."""
 
 
 @dataclass
@@ -60,7 +57,8 @@ class Run:
     label : str
         Human-readable name: ``summary["label"]`` if set, else the directory name.
     scenario : dict
-        The resolved scenario read from ``scenario.yaml``.
+        The resolved scenario read from ``scenario.yaml``, in today's shape
+        (:func:`sfl_sim.runs.rundir.upgrade.scenario`).
     metrics : pandas.DataFrame
         ``metrics.csv``, one row per evaluated round, columns
         :data:`METRICS_COLUMNS`, sorted by ``round``.
@@ -92,91 +90,28 @@ class Run:
         return ""
 
 
-def _read_scenario(path: Path) -> dict:
-    try:
-        with path.open("r", encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        raise RunFormatError(f"{path}: not valid YAML: {exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise RunFormatError(
-            f"{path}: expected a YAML mapping at top level, got {type(data).__name__}"
-        )
-    return data
+def runs_of(files: RunFiles) -> list[Run]:
+    """One :class:`Run` per directory read by :func:`~sfl_sim.analysis.study_data.read_run_dirs`, in order.
 
+    Parameters
+    ----------
+    files : RunFiles
 
-def _read_summary(path: Path) -> dict:
-    try:
-        with path.open("r", encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise RunFormatError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise RunFormatError(
-            f"{path}: expected a JSON object at top level, got {type(data).__name__}"
-        )
-    return data
-
-
-def _check_schema_version(run_dir: Path, summary: dict, summary_path: Path) -> None:
-    if "schema_version" not in summary:
-        raise RunFormatError(
-            f"{summary_path}: missing field 'schema_version'; this analysis reads "
-            f"{SCHEMA_VERSION}"
-        )
-    version = summary["schema_version"]
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise RunFormatError(
-            f"run dir {run_dir} has schema_version {version!r}; this analysis reads "
-            f"{SCHEMA_VERSION}"
-        )
-
-
-def _read_metrics(path: Path) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path)
-    except pd.errors.EmptyDataError as exc:
-        raise RunFormatError(
-            f"{path}: empty file; expected header {','.join(METRICS_COLUMNS)}"
-        ) from exc
-    except pd.errors.ParserError as exc:
-        raise RunFormatError(f"{path}: cannot parse CSV: {exc}") from exc
-
-    columns = [str(c) for c in df.columns]
-    missing = [c for c in METRICS_COLUMNS if c not in columns]
-    extra = [c for c in columns if c not in METRICS_COLUMNS]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing column(s) {missing}")
-        if extra:
-            parts.append(f"unexpected column(s) {extra}")
-        raise RunFormatError(
-            f"{path}: {'; '.join(parts)}; expected header {','.join(METRICS_COLUMNS)}"
-        )
-    if len(set(columns)) != len(columns):
-        raise RunFormatError(f"{path}: duplicate column names in header {columns}")
-
-    df = df[list(METRICS_COLUMNS)]
-    for col in METRICS_COLUMNS:
-        converted = pd.to_numeric(df[col], errors="coerce")
-        bad = converted.isna() & df[col].notna()
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            raise RunFormatError(
-                f"{path}: column '{col}' has non-numeric value {df[col].iloc[row]!r} "
-                f"in data row {row + 1}"
-            )
-        df[col] = converted
-    for col in METRICS_COLUMNS:
-        if col in _INT_COLUMNS:
-            if df[col].notna().all():
-                df[col] = df[col].astype("int64")
-        elif len(df) == 0:
-            df[col] = df[col].astype("float64")
-    return df.sort_values("round", kind="stable").reset_index(drop=True)
+    Returns
+    -------
+    list of Run
+        ``metrics`` is the directory's rows of ``files.metrics`` (columns :data:`METRICS_COLUMNS`,
+        sorted by ``round``); ``label`` is ``summary["label"]`` if set, else the directory name.
+    """
+    by_run = dict(tuple(files.metrics.groupby("run_id", sort=False)))
+    empty = files.metrics.iloc[0:0]
+    out = []
+    for run_id, (run_dir, summary, scenario) in enumerate(zip(files.dirs, files.summaries, files.scenarios,
+                                                              strict=True)):
+        metrics = by_run.get(run_id, empty)[list(METRICS_COLUMNS)].reset_index(drop=True)
+        label = summary.get("label") or run_dir.resolve().name
+        out.append(Run(path=run_dir, label=str(label), scenario=scenario, metrics=metrics, summary=summary))
+    return out
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
@@ -202,29 +137,8 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         ``metrics.csv`` is missing a column or has an extra one, or a file
         cannot be parsed.
     """
-    run_dir = Path(path)
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"run dir {run_dir} does not exist or is not a directory")
-    for name in (SUMMARY_FILE, SCENARIO_FILE, METRICS_FILE):
-        if not (run_dir / name).is_file():
-            raise FileNotFoundError(f"run dir {run_dir} is missing {name}")
-
-    summary_path = run_dir / SUMMARY_FILE
-    summary = _read_summary(summary_path)
-    _check_schema_version(run_dir, summary, summary_path)
-    scenario = _read_scenario(run_dir / SCENARIO_FILE)
-    metrics = _read_metrics(run_dir / METRICS_FILE)
-
-    label = summary.get("label")
-    if not label:
-        label = run_dir.resolve().name
-    return Run(
-        path=run_dir,
-        label=str(label),
-        scenario=scenario,
-        metrics=metrics,
-        summary=summary,
-    )
+    (run,) = load_runs([path])
+    return run
 
 
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
@@ -247,4 +161,4 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
     """
     if isinstance(paths, (str, os.PathLike)):
         raise TypeError("load_runs expects an iterable of paths; use load_run for one path")
-    return [load_run(p) for p in paths]
+    return runs_of(read_run_dirs(paths, rounds=False))

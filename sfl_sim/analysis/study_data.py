@@ -15,10 +15,10 @@ A *study* here is any set of run directories — the output of ``sfl-sim study``
     scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
     inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
     given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
-    knobs); a run made before a field existed has that field's default
-    (:data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER`: a run made before energy accounting, power
-    control, interference or HARQ shares a setting with the runs made since with their defaults;
-    ``energy.device: {name: dvfs}`` with its parameters unstated reads as the stated defaults).
+    knobs); each scenario is read in today's shape (:func:`sfl_sim.runs.rundir.upgrade.scenario`: a
+    field a run lacks has its default), and the default component of a section added later with its
+    parameters unstated (``energy.device: {name: dvfs}``) reads as the stated defaults
+    (:func:`sfl_sim.runs.rundir.upgrade.sections_added_later`).
     A varying field inside a component spec whose ``name`` varies too is reported as the whole spec
     (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
     ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
@@ -28,7 +28,9 @@ Runs are grouped by (setting, algorithm) with seeds as replicates, and paired ac
 by (setting, seed): same seed, same cell, partition and initial weights.
 
 Loading reads every file once and parses all ``metrics.csv`` (and ``rounds.csv``) files in one
-:func:`pandas.read_csv` call, so a thousand runs load in about a second.
+:func:`pandas.read_csv` call, so a thousand runs load in about a second. :func:`read_run_dirs` is
+the one reading of run directories in the analysis: :func:`load_study` makes a study of what it
+read (:func:`study_of`), :func:`sfl_sim.analysis.runs.load_runs` one run object per directory.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from sfl_sim.analysis.runs import RunFormatError, _check_schema_version, _read_metrics
+from sfl_sim.analysis.readers import RunFormatError, check_schema_version, read_metrics, read_scenario, read_summary
+from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import (
     HOST_ONLY_FIELDS,
     METRICS_COLUMNS,
@@ -57,7 +59,6 @@ from sfl_sim.runs.rundir.schema import (
     ROUNDS_FILE,
     ROUNDS_NUMERIC_COLUMNS,
     SCENARIO_FILE,
-    SECTIONS_ADDED_LATER,
     SUMMARY_FILE,
 )
 
@@ -68,6 +69,9 @@ __all__ = [
     "find_run_dirs",
     "is_run_dir",
     "load_study",
+    "RunFiles",
+    "read_run_dirs",
+    "study_of",
     "Coordinates",
     "run_coordinates",
     "short_field_names",
@@ -89,7 +93,6 @@ NON_SETTING_FIELDS: tuple[str, ...] = (
     *HOST_ONLY_FIELDS,
 )
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built in: ~10x faster
 _MISSING = object()  # a field absent from one run's scenario
 
 
@@ -300,10 +303,9 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
 
 
 def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``scenario`` with every field of :data:`sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` it lacks (a run
-    made before the field existed, or a default component whose parameters it left unstated) as
-    the default one."""
-    return _fill_defaults(scenario, SECTIONS_ADDED_LATER)
+    """``scenario`` with every field of :func:`sfl_sim.runs.rundir.upgrade.sections_added_later` it
+    lacks, the parameters a default component there leaves unstated included, as the default."""
+    return _fill_defaults(scenario, upgrade.sections_added_later())
 
 
 def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -322,13 +324,13 @@ def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Map
 
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
     """A collapsed spec shown as its name plus the sub-fields that vary among the runs (less those
-    at their :data:`~sfl_sim.runs.rundir.schema.SECTIONS_ADDED_LATER` default, when the spec is that default
-    component: ``device=dvfs``, not its nine default parameters)."""
+    at their :func:`~sfl_sim.runs.rundir.upgrade.sections_added_later` default, when the spec is that
+    default component: ``device=dvfs``, not its nine default parameters)."""
     if not isinstance(value, Mapping):
         return value
     keep = {p[len(spec_path) + 1:].split(".")[0] for p in varying if p.startswith(spec_path + ".")}
     keep.add("name")
-    default = _lookup(SECTIONS_ADDED_LATER, spec_path)
+    default = _lookup(upgrade.sections_added_later(), spec_path)
     if not isinstance(default, Mapping) or default.get("name") != value.get("name"):
         default = {}
     return {k: v for k, v in value.items() if k in keep and (k == "name" or k not in default or v != default[k])}
@@ -373,7 +375,7 @@ def run_coordinates(
     Parameters
     ----------
     scenarios : sequence of mapping
-        Each run's ``scenario.yaml``.
+        Each run's ``scenario.yaml`` (as :func:`load_study` reads it, in today's shape).
     summaries : sequence of mapping
         Each run's ``summary.json`` (same order).
     names : sequence of str, optional
@@ -623,11 +625,115 @@ def _read_rounds_slow(path: Path) -> pd.DataFrame:
     return df[list(ROUNDS_NUMERIC_COLUMNS)]
 
 
+@dataclass(frozen=True)
+class RunFiles:
+    """What a set of run directories holds, each file read once (:func:`read_run_dirs`).
+
+    The one reading of run directories: :func:`load_study` makes a study of it, and
+    :func:`sfl_sim.analysis.runs.load_runs` one :class:`~sfl_sim.analysis.runs.Run` per directory.
+
+    Attributes
+    ----------
+    dirs : tuple of pathlib.Path
+        The run directories as given; a run's position here is its ``run_id``.
+    summaries : tuple of dict
+        Each run's ``summary.json`` (unknown keys kept).
+    scenarios : tuple of dict
+        Each run's ``scenario.yaml``.
+    metrics : pandas.DataFrame
+        Every ``metrics.csv`` stacked: ``run_id``, then :data:`~sfl_sim.runs.rundir.schema.METRICS_COLUMNS`;
+        sorted by ``run_id`` then ``round``.
+    rounds : pandas.DataFrame
+        Every ``rounds.csv`` stacked (numeric columns only): ``run_id``, then
+        :data:`~sfl_sim.runs.rundir.schema.ROUNDS_NUMERIC_COLUMNS`; sorted likewise. Runs without the
+        file (or all, when it was not asked for) have no rows.
+    """
+
+    dirs: tuple[Path, ...]
+    summaries: tuple[dict[str, Any], ...]
+    scenarios: tuple[dict[str, Any], ...]
+    metrics: pd.DataFrame
+    rounds: pd.DataFrame
+
+
+def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True) -> RunFiles:
+    """Read run directories, each one exactly as given (:func:`find_run_dirs` finds them below a folder).
+
+    Every ``metrics.csv`` (and ``rounds.csv``) is parsed in one :func:`pandas.read_csv` call; a
+    file that call cannot take is read on its own (:func:`sfl_sim.analysis.readers.read_metrics`),
+    so an error names it.
+
+    Parameters
+    ----------
+    dirs : iterable of path
+        Run directories, in the order their ``run_id`` numbers them.
+    rounds : bool, optional
+        Also read ``rounds.csv`` (default); without it :attr:`RunFiles.rounds` has no rows.
+
+    Returns
+    -------
+    RunFiles
+
+    Raises
+    ------
+    FileNotFoundError
+        If a directory does not exist, or lacks ``summary.json``, ``scenario.yaml`` or
+        ``metrics.csv`` (the message names the directory and the file).
+    RunFormatError
+        If a summary has an unsupported ``schema_version``, or a file cannot be parsed or does
+        not match the schema (the message names the file).
+    """
+    run_dirs = [Path(d) for d in dirs]
+    summaries, scenarios, metric_texts, round_texts = [], [], [], []
+    for d in run_dirs:
+        if not d.is_dir():
+            raise FileNotFoundError(f"run dir {d} does not exist or is not a directory")
+        for name in (SUMMARY_FILE, SCENARIO_FILE, METRICS_FILE):
+            if not (d / name).is_file():
+                raise FileNotFoundError(f"run dir {d} is missing {name}")
+        summary = read_summary(d / SUMMARY_FILE)
+        check_schema_version(d, summary, d / SUMMARY_FILE)
+        summaries.append(summary)
+        scenarios.append(upgrade.scenario(read_scenario(d / SCENARIO_FILE)))
+        metric_texts.append(_read_text(d / METRICS_FILE))
+        rounds_path = d / ROUNDS_FILE
+        round_texts.append(upgrade.log_text(_read_text(rounds_path), ROUNDS_COLUMNS) if rounds and rounds_path.is_file()
+                           else None)
+
+    def slow_metrics(i: int) -> pd.DataFrame:
+        return read_metrics(run_dirs[i] / METRICS_FILE)
+
+    try:
+        metrics = _stack_csv(metric_texts, METRICS_COLUMNS, METRICS_COLUMNS, slow_metrics)
+        bad = [c for c in METRICS_COLUMNS if not pd.api.types.is_numeric_dtype(metrics[c])]
+    except (pd.errors.ParserError, ValueError):
+        bad = ["?"]
+    if bad:  # find and name the offending file (the per-file reader gives the precise error)
+        for i in range(len(run_dirs)):
+            slow_metrics(i)
+        raise RunFormatError(f"cannot parse {METRICS_FILE} files under {run_dirs[0].parent}")
+    if metrics["round"].notna().all():
+        metrics["round"] = metrics["round"].astype("int64")
+    metrics = metrics.astype({"run_id": "int64"}).sort_values(["run_id", "round"], kind="stable")
+    metrics = metrics.reset_index(drop=True)
+
+    def slow_rounds(i: int) -> pd.DataFrame:
+        return _read_rounds_slow(run_dirs[i] / ROUNDS_FILE)
+
+    try:
+        rounds_frame = _stack_csv(round_texts, ROUNDS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, slow_rounds)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise RunFormatError(f"cannot parse the {ROUNDS_FILE} files: {exc}") from exc
+    rounds_frame = rounds_frame.astype({"run_id": "int64"}).sort_values(["run_id", "round"], kind="stable")
+    return RunFiles(tuple(run_dirs), tuple(summaries), tuple(scenarios), metrics, rounds_frame.reset_index(drop=True))
+
+
 def load_study(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     ignore: Sequence[str] = (),
     basis_statuses: Collection[str] | None = None,
+    unique: bool = True,
 ) -> StudyData:
     """Load every run directory at or below ``paths`` into tidy tables.
 
@@ -642,6 +748,9 @@ def load_study(
         e.g. ``("complete",)`` when the others will be left out: every run is loaded, but the
         setting fields and algorithm variants are those that differ among the basis runs, and
         only they must be unique by (setting, algorithm, seed). Without any such run: all runs.
+    unique : bool, optional
+        Refuse two runs of the same (setting, algorithm, seed) (default), which a table would
+        count as two seeds; False keeps both (a plot draws a copied run beside its original).
 
     Returns
     -------
@@ -653,39 +762,40 @@ def load_study(
         If no run directory is found, or two runs share (setting, algorithm, seed) — the message
         names both directories.
     FileNotFoundError, RunFormatError
-        If a run directory lacks ``scenario.yaml``, has an unsupported ``schema_version`` or a
-        malformed ``metrics.csv`` (the message names the file).
+        As :func:`read_run_dirs`.
     """
     dirs = find_run_dirs(paths)
     if not dirs:
         shown = [str(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
         raise StudyError(f"no run directories (with {SUMMARY_FILE} and {METRICS_FILE}) under {', '.join(shown)}")
+    return study_of(read_run_dirs(dirs), ignore=ignore, basis_statuses=basis_statuses, unique=unique)
 
-    summaries, scenarios, metric_texts, round_texts = [], [], [], []
-    for d in dirs:
-        summary_path = d / SUMMARY_FILE
-        try:
-            summary = json.loads(_read_text(summary_path))
-        except json.JSONDecodeError as exc:
-            raise RunFormatError(f"{summary_path}: not valid JSON: {exc}") from exc
-        if not isinstance(summary, dict):
-            raise RunFormatError(f"{summary_path}: expected a JSON object at top level")
-        _check_schema_version(d, summary, summary_path)
-        scenario_path = d / SCENARIO_FILE
-        if not scenario_path.is_file():
-            raise FileNotFoundError(f"run dir {d} is missing {SCENARIO_FILE}")
-        try:
-            scenario = yaml.load(_read_text(scenario_path), Loader=_YAML_LOADER) or {}
-        except yaml.YAMLError as exc:
-            raise RunFormatError(f"{scenario_path}: not valid YAML: {exc}") from exc
-        if not isinstance(scenario, dict):
-            raise RunFormatError(f"{scenario_path}: expected a YAML mapping at top level")
-        summaries.append(summary)
-        scenarios.append(scenario)
-        metric_texts.append(_read_text(d / METRICS_FILE))
-        rounds_path = d / ROUNDS_FILE
-        round_texts.append(_read_text(rounds_path) if rounds_path.is_file() else None)
 
+def study_of(
+    files: RunFiles,
+    *,
+    ignore: Sequence[str] = (),
+    basis_statuses: Collection[str] | None = None,
+    unique: bool = True,
+) -> StudyData:
+    """The study of runs already read (:func:`read_run_dirs`): each run's coordinates, its tables.
+
+    Parameters
+    ----------
+    files : RunFiles
+    ignore, basis_statuses, unique
+        As :func:`load_study`.
+
+    Returns
+    -------
+    StudyData
+
+    Raises
+    ------
+    StudyError
+        If ``unique`` and two runs share (setting, algorithm, seed).
+    """
+    dirs, summaries, scenarios = files.dirs, files.summaries, files.scenarios
     basis = None
     if basis_statuses is not None:
         basis = [str(s.get("status", "")) in basis_statuses for s in summaries]
@@ -716,36 +826,12 @@ def load_study(
     )
     if all(isinstance(s, int) for s in seeds):
         runs["seed"] = runs["seed"].astype("int64")
-    _check_unique(runs if basis is None else runs.loc[basis])
-
-    def slow_metrics(i: int) -> pd.DataFrame:
-        return _read_metrics(dirs[i] / METRICS_FILE)
-
-    try:
-        metrics = _stack_csv(metric_texts, METRICS_COLUMNS, METRICS_COLUMNS, slow_metrics)
-        bad = [c for c in METRICS_COLUMNS if not pd.api.types.is_numeric_dtype(metrics[c])]
-    except (pd.errors.ParserError, ValueError):
-        bad = ["?"]
-    if bad:  # find and name the offending file (the per-file reader gives the precise error)
-        for i in range(len(dirs)):
-            slow_metrics(i)
-        raise RunFormatError(f"cannot parse {METRICS_FILE} files under {dirs[0].parent}")
-    if metrics["round"].notna().all():
-        metrics["round"] = metrics["round"].astype("int64")
-    metrics = metrics.sort_values(["run_id", "round"], kind="stable").reset_index(drop=True)
-
-    def slow_rounds(i: int) -> pd.DataFrame:
-        return _read_rounds_slow(dirs[i] / ROUNDS_FILE)
-
-    try:
-        rounds = _stack_csv(round_texts, ROUNDS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, slow_rounds)
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise RunFormatError(f"cannot parse the {ROUNDS_FILE} files: {exc}") from exc
-    rounds = rounds.sort_values(["run_id", "round"], kind="stable").reset_index(drop=True)
+    if unique:
+        _check_unique(runs if basis is None else runs.loc[basis])
 
     keys = runs[["run_id", "setting", "algorithm", "seed"]]
-    metrics = keys.merge(metrics.astype({"run_id": "int64"}), on="run_id", how="right")
-    rounds = keys.merge(rounds.astype({"run_id": "int64"}), on="run_id", how="right")
+    metrics = keys.merge(files.metrics, on="run_id", how="right")
+    rounds = keys.merge(files.rounds, on="run_id", how="right")
 
     targets = _common_targets(scenarios)
     order = sorted(range(len(dirs)), key=lambda i: coords.sort_keys[i])

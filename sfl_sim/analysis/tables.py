@@ -53,6 +53,7 @@ from sfl_sim.analysis.stats import (
 )
 from sfl_sim.analysis.study_data import StudyData, short_field_names
 from sfl_sim.analysis.tta import best_test_accuracy, first_reaching
+from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
 from sfl_sim.runs.rundir.schema import CUMULATIVE_COLUMNS, FIRST_TRAINED_ROUND
 
 __all__ = [
@@ -73,13 +74,18 @@ __all__ = [
     "speedup_notes",
     "SPEEDUP_COLUMNS",
     "ENERGY_COLUMN",
+    "group_sizes",
+    "in_study_order",
+    "with_coordinates",
+    "setting_headers",
+    "wide_rows",
+    "fmt_mean_std",
+    "tta_cell",
 ]
 
 _KEYS = ["setting", "algorithm"]
-_BYTES_PER_MB = 1e6
-_FLOPS_PER_GFLOP = 1e9
-_UNIT = {"uplink_bytes": _BYTES_PER_MB, "downlink_bytes": _BYTES_PER_MB,
-         "client_flops": _FLOPS_PER_GFLOP, "server_flops": _FLOPS_PER_GFLOP}
+_UNIT = {"uplink_bytes": BYTES_PER_MB, "downlink_bytes": BYTES_PER_MB,
+         "client_flops": FLOPS_PER_GFLOP, "server_flops": FLOPS_PER_GFLOP}
 _OVERHEAD_HEADERS = {"uplink_bytes": "Uplink (MB)", "downlink_bytes": "Downlink (MB)",
                      "client_flops": "Client (GFLOPs)", "server_flops": "Server (GFLOPs)"}
 #: The overhead table's client-energy column (J): per round, and cumulative to a target.
@@ -127,14 +133,17 @@ def per_run_accuracy(study: StudyData) -> pd.DataFrame:
     return out
 
 
-def _with_coordinates(table: pd.DataFrame, study: StudyData) -> pd.DataFrame:
+def with_coordinates(table: pd.DataFrame, study: StudyData) -> pd.DataFrame:
+    """``table`` (with a ``setting`` column) with the setting's fields as columns after ``setting``."""
     coords = study.runs.drop_duplicates("setting")[["setting", *study.setting_fields]]
     return coords.merge(table, on="setting", how="right")[
         ["setting", *study.setting_fields, *[c for c in table.columns if c != "setting"]]
     ]
 
 
-def _ordered(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str]) -> pd.DataFrame:
+def in_study_order(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str]) -> pd.DataFrame:
+    """``table``'s rows by setting (``study.settings`` order), then algorithm (``algorithms`` order),
+    then ``target`` when it has one; index reset."""
     s_rank = {s: i for i, s in enumerate(study.settings)}
     a_rank = {a: i for i, a in enumerate(algorithms)}
     extra = ["target"] if "target" in table.columns else []
@@ -142,7 +151,7 @@ def _ordered(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str]) -
     return key.sort_values(["_s", "_a", *extra], kind="stable").drop(columns=["_s", "_a"]).reset_index(drop=True)
 
 
-def _groups(study: StudyData) -> pd.DataFrame:
+def group_sizes(study: StudyData) -> pd.DataFrame:
     """Every (setting, algorithm) that has runs, with its number of seeds ``n_runs``."""
     return study.runs.groupby(_KEYS, sort=False).size().rename("n_runs").reset_index()
 
@@ -164,8 +173,8 @@ def accuracy_table(study: StudyData, algorithms: Sequence[str] | None = None) ->
     """
     runs = per_run_accuracy(study)
     stats = describe(runs, _KEYS, ["final_test_accuracy", "best_test_accuracy"]).reset_index()
-    table = _groups(study).merge(stats, on=_KEYS, how="left")
-    return _with_coordinates(_ordered(table, study, algorithms or study.algorithms), study)
+    table = group_sizes(study).merge(stats, on=_KEYS, how="left")
+    return with_coordinates(in_study_order(table, study, algorithms or study.algorithms), study)
 
 
 def _tta_per_run(study: StudyData, target: float) -> pd.DataFrame:
@@ -218,7 +227,7 @@ def tta_table(
     for target in targets:
         runs = _tta_per_run(study, target)
         stats = describe(runs, _KEYS, ["tta_s"]).reset_index()
-        table = _groups(study).merge(stats, on=_KEYS, how="left")
+        table = group_sizes(study).merge(stats, on=_KEYS, how="left")
         table = table.rename(columns={"tta_s_n": "reached"})
         table.insert(2, "target", float(target))
         if reference is not None:
@@ -238,7 +247,7 @@ def tta_table(
     cols = [*_KEYS, "target", "n_runs", "reached", "tta_s_mean", "tta_s_std"]
     if reference is not None:
         cols += list(SPEEDUP_COLUMNS)
-    return _with_coordinates(_ordered(table[cols], study, algorithms or study.algorithms), study)
+    return with_coordinates(in_study_order(table[cols], study, algorithms or study.algorithms), study)
 
 
 def _per_round_per_run(study: StudyData) -> pd.DataFrame:
@@ -293,7 +302,7 @@ def overhead_table(
         bases.append(("to_target", float(t), runs))
     for basis, target, runs in bases:
         stats = describe(runs, _KEYS, [*cols, ENERGY_COLUMN]).reset_index()
-        table = _groups(study).merge(stats, on=_KEYS, how="left")
+        table = group_sizes(study).merge(stats, on=_KEYS, how="left")
         table["n"] = table[f"{cols[0]}_n"].fillna(0).astype(int)
         table[f"{ENERGY_COLUMN}_n"] = table[f"{ENERGY_COLUMN}_n"].fillna(0).astype(int)
         table.insert(2, "basis", basis)
@@ -307,7 +316,7 @@ def overhead_table(
     table = table.assign(_b=table["basis"] != "per_round", _t=table["target"].fillna(-1.0),
                          _s=table["setting"].map(s_rank), _a=table["algorithm"].map(a_rank))
     table = table.sort_values(["_b", "_t", "_s", "_a"], kind="stable").drop(columns=["_b", "_t", "_s", "_a"])
-    return _with_coordinates(table.reset_index(drop=True), study)
+    return with_coordinates(table.reset_index(drop=True), study)
 
 
 # ------------------------------------------------------------------------------ formatting
@@ -341,7 +350,8 @@ def _acc_cell(mean: float, std: float, n: int) -> str:
     return f"{fmt_mean_std(mean, std, 0.01, 2)} ({n})"
 
 
-def _tta_cell(mean: float, std: float, reached: int, n: int) -> str:
+def tta_cell(mean: float, std: float, reached: int, n: int) -> str:
+    """A to-target cell: ``"mean ± std (k/n)"`` (:func:`fmt_mean_std`), k of n seeds reached it."""
     return f"{fmt_mean_std(mean, std)} ({int(reached)}/{int(n)})"
 
 
@@ -419,7 +429,9 @@ class Layout:
     label: str = ""
 
 
-def _setting_headers(study: StudyData) -> dict[str, tuple[str, ...]]:
+def setting_headers(study: StudyData) -> dict[str, tuple[str, ...]]:
+    """Per setting label, its column header: one ``field=value`` level per setting field (the label
+    itself when the study has one setting)."""
     if not study.setting_fields:
         return {s: (s,) for s in study.settings}
     short = short_field_names(study.setting_fields)
@@ -435,8 +447,12 @@ def _seed_note() -> str:
             "(n): number of seeds; – : no run")
 
 
-def _wide(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str], cell) -> list[tuple[str, list[str]]]:
-    """Rows = algorithms, columns = settings, cell(row) -> text ('–' where no runs)."""
+def wide_rows(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str], cell) -> list[tuple[str, list[str]]]:
+    """A table's rows laid out wide: one row per algorithm, one cell per setting (``study.settings``).
+
+    ``cell(row)`` gives the text of a ``table`` row (an itertuples row of that setting and
+    algorithm); ``–`` where the table has none.
+    """
     index = {(r.setting, r.algorithm): r for r in table.itertuples(index=False)}
     rows = []
     for a in algorithms:
@@ -448,12 +464,12 @@ def _wide(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str], cell
 def accuracy_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str],
                      notes: Sequence[str] = ()) -> list[Layout]:
     """Best and final accuracy tables (%) in the papers' layout: rows algorithms, columns settings."""
-    headers = _setting_headers(study)
+    headers = setting_headers(study)
     columns = [headers[s] for s in study.settings]
     out = []
     for kind, title in (("best", "Best test accuracy (%): maximum over the evaluated rounds, the papers' max accuracy"),
                         ("final", "Final test accuracy (%): at the last evaluated round")):
-        rows = _wide(table, study, algorithms, lambda r, k=kind: _acc_cell(
+        rows = wide_rows(table, study, algorithms, lambda r, k=kind: _acc_cell(
             getattr(r, f"{k}_test_accuracy_mean"), getattr(r, f"{k}_test_accuracy_std"),
             getattr(r, f"{k}_test_accuracy_n")))
         out.append(Layout(title, columns, [(None, rows)],
@@ -464,20 +480,20 @@ def accuracy_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence
 def tta_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str],
                 reference: str | None, notes: Sequence[str] = (), *, n_boot: int = N_BOOT) -> list[Layout]:
     """Per target: time-to-accuracy table and (with a reference) the speed-up table."""
-    headers = _setting_headers(study)
+    headers = setting_headers(study)
     columns = [headers[s] for s in study.settings]
     out = []
     for target, part in table.groupby("target", sort=True):
         t = target_text(target)
-        rows = _wide(part, study, algorithms,
-                     lambda r: _tta_cell(r.tta_s_mean, r.tta_s_std, r.reached, r.n_runs))
+        rows = wide_rows(part, study, algorithms,
+                     lambda r: tta_cell(r.tta_s_mean, r.tta_s_std, r.reached, r.n_runs))
         out.append(Layout(
             f"Simulated time to {t} test accuracy (s)", columns, [(None, rows)],
             [f"mean ± std (ddof = {DDOF}) over the seeds that reached {t}; (k/n): k of n seeds reached it "
              "(first evaluation with accuracy ≥ target).", *notes],
             label=f"tab:tta-{t.rstrip('%')}"))
         if reference is not None:
-            rows = _wide(part, study, algorithms, lambda r: speedup_cell(r, r.algorithm == reference))
+            rows = wide_rows(part, study, algorithms, lambda r: speedup_cell(r, r.algorithm == reference))
             out.append(Layout(
                 f"Speed-up to {t} over {reference} (time of {reference} / time of the algorithm)", columns,
                 [(None, rows)],
@@ -551,8 +567,8 @@ def overhead_layouts(table: pd.DataFrame, accuracy: pd.DataFrame, study: StudyDa
             energy_note = ["Client energy: rounds.csv client_energy_j (the round's clients summed), "
                            + ("each run's mean over its rounds" if basis == "per_round" else
                               "summed up to that evaluation, as in the energy table")
-                           + "; (m): only m of the seeds counted recorded energy (runs made before energy "
-                             "accounting did not); – : none did."]
+                           + "; (m): only m of the seeds counted recorded energy (runs with rounds "
+                             "trained without energy accounting did not); – : none did."]
         out.append(Layout(title, columns, groups,
                           [f"{what}; std with ddof = {DDOF}. MB = 10⁶ bytes, GFLOPs = 10⁹ FLOPs. Acc.: best test "
                            "accuracy, mean ± std over all seeds.", *energy_note, *notes],

@@ -17,6 +17,7 @@ from sfl_sim.runs.rundir.schema import best_trained_accuracy, first_time_reachin
 __all__ = [
     "DEFAULT_TARGETS",
     "time_to_accuracy_s",
+    "check_target",
     "first_reaching",
     "tta_column_name",
     "best_test_accuracy",
@@ -61,7 +62,7 @@ def time_to_accuracy_s(metrics: pd.DataFrame, target_accuracy: float) -> float:
     KeyError
         If a required column is missing.
     """
-    target = _check_target(target_accuracy)
+    target = check_target(target_accuracy)
     _check_columns(metrics, _REQUIRED, "time_to_accuracy_s")
     times = metrics["sim_time_s"].to_numpy(dtype=float)
     rounds = metrics["round"].to_numpy(dtype=float) if "round" in metrics.columns else np.zeros(len(times))
@@ -69,7 +70,14 @@ def time_to_accuracy_s(metrics: pd.DataFrame, target_accuracy: float) -> float:
     return float("nan") if t is None else t
 
 
-def _check_target(target_accuracy: float) -> float:
+def check_target(target_accuracy: float) -> float:
+    """A target accuracy as a float, refused unless it is a fraction in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Naming the value (e.g. a percentage such as 70 was passed).
+    """
     target = float(target_accuracy)
     if not math.isfinite(target) or not 0.0 <= target <= 1.0:
         raise ValueError(
@@ -108,7 +116,7 @@ def first_reaching(metrics: pd.DataFrame, target_accuracy: float, by: str = "run
     KeyError
         If a required column is missing.
     """
-    target = _check_target(target_accuracy)
+    target = check_target(target_accuracy)
     _check_columns(metrics, (by, "round", *_REQUIRED), "first_reaching")
     hit = metrics.loc[metrics["test_accuracy"].to_numpy(dtype=float) >= target]  # nan: False
     hit = hit.sort_values([by, "round"], kind="stable")

@@ -7,7 +7,10 @@ only through :mod:`sfl_sim.kit.params`: a component declares its parameters' bou
 swappable component kind is a row of :data:`CHANNEL_KINDS` (:mod:`sfl_sim.channel.kinds`): a
 :class:`sfl_sim.kit.registry.Registry` (:data:`REGISTRIES`) with its :class:`typing.Protocol`
 (:data:`PROTOCOLS`, :mod:`sfl_sim.channel.protocols`) and the scenario field; components are created by
-short name or ``"package.module:Class"`` and assembled into a :class:`Cell` (HARQ into the engine).
+short name or ``"package.module:Class"`` and assembled into a :class:`Cell` (HARQ into the engine):
+the large-scale part (placement, LOS, path loss, shadowing, mobility) composed into one
+:class:`LargeScale`, the per-round part (power control, interference, rate, allocation) into a
+:class:`LinkBudgetModel`.
 :func:`check_component` checks that a (new) component behaves like one of its kind;
 :mod:`sfl_sim.channel.limits` holds the physical ranges of every parameter.
 """
@@ -21,6 +24,7 @@ from sfl_sim.channel.large_scale.mobility import (
     RandomWaypointMobility,
     StaticMobility,
 )
+from sfl_sim.channel.large_scale.model import LargeScale
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from sfl_sim.channel.large_scale.shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing
 from sfl_sim.channel.large_scale.tr38901 import TR38901UMa, TR38901UMi
@@ -30,6 +34,7 @@ from sfl_sim.channel.link.allocation import (
     EqualFinishTimeAllocation,
     ProportionalPayloadAllocation,
 )
+from sfl_sim.channel.link.budget import LinkBudgetModel
 from sfl_sim.channel.link.fading import FADING, NakagamiFading, NoFading, RayleighFading, RicianFading
 from sfl_sim.channel.link.harq import HARQ, Harq, HarqSend, NoHarq
 from sfl_sim.channel.link.interference import INTERFERENCE, FirstTierInterference, NoInterference, NoiseRise
@@ -93,6 +98,8 @@ __all__ = [
     "HarqSend",
     "Cell",
     "LinkBudget",
+    "LargeScale",
+    "LinkBudgetModel",
     "check_component",
     "db_to_linear",
     "linear_to_db",

@@ -28,6 +28,7 @@ Optional capabilities
 :class:`ShadowingDecorrelationSource` (``shadowing_decorrelation_m(los)``),
 :class:`RangedPathLoss` (``valid_distance_m``), :class:`SiteShadowing` (``sample_site_db``),
 :class:`SiteShadowingUpdate` (``update_site_db``), :class:`SnrRate` (``snr_linear``),
+:class:`NoiseFigureRate` (``noise_figure_db``),
 :class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`BoundedSpeedMobility`
 (``max_speed_m_per_s``), :class:`Resettable` (``reset()``) and :class:`Stateful`
 (``state_dict()`` / ``load_state_dict(state)``, any kind).
@@ -66,6 +67,7 @@ __all__ = [
     "Fading",
     "Rate",
     "SnrRate",
+    "NoiseFigureRate",
     "Allocator",
     "LinkAwareAllocator",
     "Mobility",
@@ -246,6 +248,14 @@ class SnrRate(Rate, Protocol):
         """Linear SNR, broadcast shape."""
 
 
+@runtime_checkable
+class NoiseFigureRate(Protocol):
+    """A rate model with a receiver noise figure ``F`` in dB: the "thermal" of the uplink's
+    interference over thermal is then ``N0 F`` (0 dB without it)."""
+
+    noise_figure_db: float
+
+
 # ---------------------------------------------------------------------- allocation
 @runtime_checkable
 class Allocator(Protocol):
@@ -316,7 +326,7 @@ class UplinkScene:
 
     Attributes
     ----------
-    placement, pathloss, shadowing, power_control : object
+    placement, pathloss, shadowing, power_control : Placement, PathLoss, Shadowing, PowerControl
         The cell's components (neighbouring cells are drawn with the same models).
     n_clients : int
         Clients per cell.
@@ -331,10 +341,10 @@ class UplinkScene:
         Cell radius in metres.
     """
 
-    placement: Any
-    pathloss: Any
-    shadowing: Any
-    power_control: Any
+    placement: Placement
+    pathloss: PathLoss
+    shadowing: Shadowing
+    power_control: PowerControl
     n_clients: int
     tx_power_w: np.ndarray
     uplink_bandwidth_hz: float

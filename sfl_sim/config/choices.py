@@ -2,13 +2,17 @@
 
 Each is a :data:`typing.Literal`, so a type checker sees the allowed values at every call, the
 pydantic scenario models validate them, and the engine checks them with :func:`allowed`.  This
-module imports nothing heavy (no torch, no simpy), so the configuration can use it cheaply.
+module imports nothing heavy (no torch, no simpy), so the configuration can use it cheaply.  A
+choice the radio defines itself (:data:`OutOfRange`: what the cell does with clients outside its
+path-loss model's distances) is the channel's, and only re-exported here.
 Choices that carry parameters of their own (the built-in optimizers and learning-rate schedules)
 are tables in :mod:`sfl_sim.config.optimizers` instead.
 """
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
+
+from sfl_sim.channel.cell import OutOfRange as OutOfRange  # re-exported: the cell defines it
 
 Coherence = Literal["per_round", "per_iteration", "per_transmission"]
 """How often uplink small-scale fading is redrawn."""
@@ -22,10 +26,6 @@ out once (``broadcast``) or as one copy per client (``unicast``)."""
 
 OnOutage = Literal["retransmit", "drop"]
 """What happens to an upload that falls into outage."""
-
-OutOfRange = Literal["warn", "error"]
-"""What the cell does when clients fall outside the path-loss model's distance range
-(``sfl_sim.channel.cell.OUT_OF_RANGE_CHOICES``, which ``channel`` defines without importing us)."""
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""

@@ -13,6 +13,7 @@ import yaml
 
 from sfl_sim.config.yaml_io import yaml_load
 from sfl_sim.errors import ConfigError
+from sfl_sim.kit.checks import one_line
 
 __all__ = ["parse_override", "apply_override", "flatten"]
 
@@ -31,7 +32,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = yaml_load(value_text)
     except (yaml.YAMLError, ConfigError) as exc:
-        raise ConfigError(f"--set {text!r}: value is not valid YAML ({' '.join(str(exc).split())})") from None
+        raise ConfigError(f"--set {text!r}: value is not valid YAML ({one_line(exc)})") from None
     return key.strip().split("."), value
 
 

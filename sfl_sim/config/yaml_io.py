@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from sfl_sim.errors import ConfigError
+from sfl_sim.kit.checks import one_line
 
 __all__ = ["yaml_load", "read_yaml_file"]
 
@@ -79,7 +80,7 @@ def read_yaml_file(path: Path, what: str = "scenario file") -> dict[str, Any]:
     except ConfigError as exc:
         raise ConfigError(f"{what} {str(path)!r}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{what} {str(path)!r} is not valid YAML: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"{what} {str(path)!r} is not valid YAML: {one_line(exc)}") from None
     if raw is None:
         raise ConfigError(f"{what} {str(path)!r} is empty; allowed: a YAML mapping (see scenarios/ for examples)")
     if not isinstance(raw, dict):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["invalid", "check_int", "check_count", "check_real", "check_scalar", "check_nonnegative",
+__all__ = ["invalid", "one_line", "check_int", "check_count", "check_real", "check_scalar", "check_nonnegative",
            "check_positive", "check_array", "check_choice", "check_bool", "readonly", "check_state_keys",
            "state_array"]
 
@@ -22,6 +22,27 @@ __all__ = ["invalid", "check_int", "check_count", "check_real", "check_scalar", 
 def invalid(name: str, value: Any, allowed: str) -> ValueError:
     """The error for ``name`` given ``value`` when ``allowed`` describes what is accepted."""
     return ValueError(f"{name}: got {value!r}; allowed: {allowed}")
+
+
+def one_line(exc: BaseException, with_type: bool = False) -> str:
+    """An exception's message on one line (runs of whitespace, newlines included, as one space).
+
+    Parameters
+    ----------
+    exc : BaseException
+    with_type : bool
+        Prefix the exception's type name (``ValueError: message``).
+
+    Returns
+    -------
+    str
+        The message; the type name alone when the message is empty.
+    """
+    message = " ".join(str(exc).split())
+    name = type(exc).__name__
+    if not message:
+        return name
+    return f"{name}: {message}" if with_type else message
 
 
 def _bounds(word: str, minimum: float | None, maximum: float | None, strict: bool) -> str:

@@ -30,6 +30,7 @@ from sfl_sim.config.models import CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
+from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.protocols import ComponentProtocolError
 from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
 from sfl_sim.kit.seeding import stream, torch_seed
@@ -68,17 +69,13 @@ def component(registry: Any, spec: ComponentSpec, field: str, *args: Any, **extr
     except ComponentValueError as exc:  # the parameter model's line, under the scenario field
         raise ConfigError(f"{field}.{exc.detail}, for {spec.name}") from None
     except (ComponentParameterError, ComponentProtocolError) as exc:
-        raise ConfigError(f"{field}: {_one_line(exc)}") from None
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{field}: {spec.as_dict()!r} rejected: {_one_line(exc)}") from exc
+        raise ConfigError(f"{field}: {spec.as_dict()!r} rejected: {one_line(exc)}") from exc
     except Exception as exc:  # a plug-in's constructor may raise anything; the user needs the field
-        raise ConfigError(f"{field}: {_describe_call(spec)} raised {type(exc).__name__}: {_one_line(exc)}") from exc
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigError(f"{field}: {_describe_call(spec)} raised {type(exc).__name__}: {one_line(exc)}") from exc
 
 
 def resolve_device(name: str) -> torch.device:
@@ -137,7 +134,7 @@ def build_cell(cfg: Scenario) -> Cell:
     except ConfigError:
         raise
     except Exception as exc:  # components run inside the cell: a plug-in may raise anything
-        raise ConfigError(f"cell: {_one_line(exc)}") from exc
+        raise ConfigError(f"cell: {one_line(exc)}") from exc
 
 
 def selected_per_round(cfg: Scenario) -> int:
@@ -184,10 +181,10 @@ def load_dataset(cfg: Scenario) -> ArrayDataset:
     except DatasetNotFoundError:
         raise
     except (ValueError, OSError) as exc:  # DatasetFormatError, IdxFormatError: the message names the file
-        raise ConfigError(f"data.dataset: {cfg.data.dataset.name} could not be read: {_one_line(exc)}") from None
+        raise ConfigError(f"data.dataset: {cfg.data.dataset.name} could not be read: {one_line(exc)}") from None
     except Exception as exc:
         raise ConfigError(f"data.dataset: {_describe_call(cfg.data.dataset)}.load() raised "
-                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+                          f"{type(exc).__name__}: {one_line(exc)}") from exc
     if not isinstance(dataset, ArrayDataset):
         raise ConfigError(f"data.dataset: {cfg.data.dataset.name}.load() returned a {type(dataset).__name__}; "
                           f"allowed: a sfl_sim.data.ArrayDataset")
@@ -201,10 +198,10 @@ def _split(cfg: Scenario, dataset: ArrayDataset) -> list[np.ndarray]:
     try:
         parts = partitioner.split(dataset.train_y, n_clients, dataset.num_classes, stream(cfg.seed, "partition"))
     except ValueError as exc:
-        raise ConfigError(f"data.partition: {_one_line(exc)}") from None
+        raise ConfigError(f"data.partition: {one_line(exc)}") from None
     except Exception as exc:
         raise ConfigError(f"data.partition: {_describe_call(cfg.data.partition)}.split raised "
-                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+                          f"{type(exc).__name__}: {one_line(exc)}") from exc
     where = f"data.partition: {cfg.data.partition.name}.split returned"
     if not isinstance(parts, (list, tuple)) or len(parts) != n_clients:
         raise ConfigError(f"{where} {type(parts).__name__} of length {len(parts) if hasattr(parts, '__len__') else '?'}"
@@ -274,13 +271,13 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     try:
         check_optimizer(settings, t.learning_rate)
     except UnknownComponentError as exc:
-        raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}.name: {_one_line(exc)}") from None
+        raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}.name: {one_line(exc)}") from None
     except (ComponentParameterError, TypeError, ValueError) as exc:
         raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}: {settings.optimizer} rejected "
-                          f"{dict(settings.optimizer_params)!r}: {_one_line(exc)}") from None
+                          f"{dict(settings.optimizer_params)!r}: {one_line(exc)}") from None
     except Exception as exc:  # a plug-in optimizer may raise anything
         raise ConfigError(f"{_training_field(cfg, algorithm_spec, 'optimizer')}: {settings.optimizer} raised "
-                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+                          f"{type(exc).__name__}: {one_line(exc)}") from exc
 
     # Same seed → same initial weights for every algorithm of the scenario.
     torch.manual_seed(torch_seed(seed, "model_init"))
@@ -292,7 +289,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     except ComponentValueError as exc:
         raise ConfigError(f"model.params.{exc.detail}, for {m.name}") from None
     except ValueError as exc:
-        raise ConfigError(f"model.params: {m.params!r} rejected: {_one_line(exc)}") from None
+        raise ConfigError(f"model.params: {m.params!r} rejected: {one_line(exc)}") from None
     if m.split_point not in model.split_points:
         raise ConfigError(f"model.split_point: got {m.split_point!r}; split point does not exist for "
                           f"{m.name}; allowed: {', '.join(model.split_points)}")
@@ -342,7 +339,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
         selector.prepare(setup.client_label_counts.cpu().numpy().astype(np.int64))
     except Exception as exc:
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.prepare raised {type(exc).__name__}: "
-                          f"{_one_line(exc)}") from exc
+                          f"{one_line(exc)}") from exc
     if (availability is not None or cfg.energy.battery is not None) and not takes_available(selector):
         why = "energy.battery" if availability is None else f"clients.availability {cfg.clients.availability.name}"
         raise ConfigError(f"clients.selection: {_describe_call(selection)}.select takes no 'available' argument; "
@@ -361,10 +358,10 @@ def build_availability(cfg: Scenario) -> Availability | None:
     try:
         model.prepare(cfg.clients.count, stream(cfg.seed, "availability"))
     except ValueError as exc:  # TraceError: the line names the file
-        raise ConfigError(f"clients.availability: {_one_line(exc)}") from None
+        raise ConfigError(f"clients.availability: {one_line(exc)}") from None
     except Exception as exc:
         raise ConfigError(f"clients.availability: {_describe_call(spec)}.prepare raised {type(exc).__name__}: "
-                          f"{_one_line(exc)}") from exc
+                          f"{one_line(exc)}") from exc
     return None if isinstance(model, AlwaysAvailable) else model
 
 
@@ -392,7 +389,7 @@ def build_capability(cfg: Scenario, model: torch.nn.Module, sample_x: torch.Tens
         per_sample = forward_flops_per_sample(model, sample_x) if np.isfinite(trace.ms_per_sample).any() else None
         got = client_capability(trace, cfg.clients.count, spec.mapping, stream(cfg.seed, "capability"), per_sample)
     except ValueError as exc:  # TraceError: the line names the file
-        raise ConfigError(f"clients.capability: {_one_line(exc)}") from None
+        raise ConfigError(f"clients.capability: {one_line(exc)}") from None
     if not spec.links:
         nan = np.full(cfg.clients.count, np.nan)
         got = ClientCapability(got.device_of, got.compute_flops_per_s, nan, nan.copy())
@@ -508,7 +505,7 @@ def cell_table(run: Run) -> dict[str, Any]:
     try:
         info = run.cell.describe(n_sharing=n_sharing)  # SNR and rate on an equal share of the cohort
     except Exception as exc:
-        raise ConfigError(f"cell: {_one_line(exc)}") from exc
+        raise ConfigError(f"cell: {one_line(exc)}") from exc
     for key in ("snr_db", "uplink_rate_bps"):
         bad = ~np.isfinite(np.asarray(info[key], dtype=float))
         if bad.any():

@@ -11,15 +11,17 @@ Layout (``format`` 2): ``{"format": 2}`` and the fields of :class:`RunState`::
      "counters": {...}, "algorithm": {...}, "rng": {...}, "cell": {...},
      "flops_per_sample": {...}, "selector": {...}, "energy": {...}}
 
-``energy`` (the energy ledger's state) may be absent: a checkpoint written before the ledger
-existed continues with a ledger that starts from zero.
+A checkpoint written by older code may lack fields and state added since
+(:data:`sfl_sim.runs.rundir.upgrade.CHECKPOINT_FIELDS_ADDED_LATER`): :func:`read` accepts it as it
+is, and the resume reads it in today's layout (:meth:`sfl_sim.runs.rundir.files.RunDirPlan.state`).
 """
 from __future__ import annotations
 
 import os
 import pickle
 import zipfile
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ import numpy as np
 import torch
 
 from sfl_sim.errors import CheckpointError
+from sfl_sim.runs.rundir.upgrade import CHECKPOINT_FIELDS_ADDED_LATER
 
 FORMAT = 2
 _ARRAY = "__ndarray__"
@@ -77,15 +80,15 @@ class RunState:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_checkpoint(cls, data: dict[str, Any]) -> RunState:
-        """The state in a checkpoint's mapping (as :func:`load` checked it)."""
+    def from_checkpoint(cls, data: Mapping[str, Any]) -> RunState:
+        """The state in a checkpoint's mapping (as :func:`read` checked it; ``format`` ignored)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 #: The keys of a checkpoint file.
 KEYS = ("format", *(f.name for f in fields(RunState)))
-#: The keys a checkpoint must have to be read (a field with a default may be absent: older files).
-REQUIRED_KEYS = ("format", *(f.name for f in fields(RunState) if f.default is MISSING and f.default_factory is MISSING))
+#: The keys a checkpoint must have to be read (older checkpoints lack those added since).
+REQUIRED_KEYS = tuple(k for k in KEYS if k not in CHECKPOINT_FIELDS_ADDED_LATER)
 
 
 def to_plain(obj: Any) -> Any:
@@ -144,10 +147,25 @@ def save(path: Path, state: RunState) -> None:
 
 
 def load(path: Path) -> RunState:
+    """The :class:`RunState` of a checkpoint in today's layout (:func:`read`).
+
+    Raises
+    ------
+    CheckpointError
+    """
+    return RunState.from_checkpoint(read(path))
+
+
+def read(path: Path) -> dict[str, Any]:
     """Read a checkpoint with ``weights_only=True`` onto the CPU and check its layout.
 
     Tensors stay on the CPU (``load_state_dict`` copies them to the run's device; numpy arrays
     and torch's RNG state must be CPU tensors anyway).
+
+    Returns
+    -------
+    dict
+        Its mapping (numpy arrays restored), in the layout it was saved in.
 
     Raises
     ------
@@ -170,4 +188,5 @@ def load(path: Path) -> RunState:
         raise CheckpointError(f"{path}: not an sfl-sim checkpoint of format {FORMAT} (got {got!r}); {recover}")
     if not isinstance(data["round"], int) or data["round"] < 0:
         raise CheckpointError(f"{path}: round {data['round']!r} is not a round number; {recover}")
-    return RunState.from_checkpoint(from_plain(data))
+    out: dict[str, Any] = from_plain(data)
+    return out

@@ -15,17 +15,15 @@ continued (``--resume``) or reused by a study: a differing name or parameter is 
 per field; a differing version is a warning (``strict_versions`` makes it a refusal).  A component
 is identified by its registered name and its parameters: the ``class`` the name resolved to is
 recorded for information, and a class that moved to another import path (a refactor of the code)
-is one warning line, never a refusal, so run directories survive a reorganised package.  A run directory
-made before the record existed is continued with one warning line saying its defaults cannot be
-checked.
+is one warning line, never a refusal, so run directories survive a reorganised package.  A record
+is compared in today's shape: what an older one lacks, or a run without one, is for
+:func:`sfl_sim.runs.rundir.upgrade.resolved` to supply or say (one warning line each, never a
+refusal, ``strict_versions`` or not, but for a run without a record, which ``strict_versions``
+refuses).
 
 Energy: the record names the device energy model that charges the run (``energy.device``, with
 every parameter, when ``energy.enabled``) and the rest of the ``energy:`` section (``enabled``,
-``server_j_per_flop``, ``battery``).  A record without the ``energy`` key was made before energy
-accounting: nothing of it is compared (its training never depended on energy, and the run has no
-energy rows to be consistent with), a resume says so in one warning line, with or without
-``strict_versions`` (it is no version difference), and the first resume that trains more rounds
-adds today's energy record with ``from_round`` (:func:`adopt_energy`), so later resumes compare it.
+``server_j_per_flop``, ``battery``; ``from_round`` when a resume adopted it, not compared).
 
 Layout of ``resolved.yaml``::
 
@@ -39,8 +37,8 @@ Layout of ``resolved.yaml``::
     training: {...}                   # the run's merged training settings (but torch_threads, optimizer)
     compression:                      # the paths the run applies (decided when it is built); {} for none
       updates: {field, name, class, params, error_feedback}   # field: where the scenario sets it
-    energy: {enabled, server_j_per_flop, battery}   # absent: made before energy accounting
-                                      # (from_round: added by the resume that first charged it)
+    energy: {enabled, server_j_per_flop, battery}   # (from_round: the first round charged, when a
+                                      # resume adopted it: sfl_sim.runs.rundir.upgrade.resolved)
     resumes: [{after_round, versions}]   # one entry per resume that trained more rounds
 """
 from __future__ import annotations
@@ -50,7 +48,7 @@ import math
 import platform
 import subprocess
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -58,13 +56,20 @@ from typing import Any
 
 from sfl_sim.channel.kinds import CELL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
+from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.params import parameter_values
-from sfl_sim.runs.rundir.schema import RESOLVED_FILE
+from sfl_sim.runs.rundir.schema import (
+    ENERGY_DEVICE_FIELD,
+    ENERGY_FROM_ROUND,
+    RESOLVED_COMPRESSION,
+    RESOLVED_ENERGY,
+    RESOLVED_FILE,
+)
 
 __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "code_versions",
            "resolve_run", "parameter_differences", "version_differences", "recorded_fields", "check_resolution",
-           "class_differences", "compression_record", "compression_differences", "made_before_energy", "adopt_energy",
-           "COMPONENT_FIELDS", "VERSION_KEYS", "ENERGY_DEVICE_FIELD"]
+           "class_differences", "compression_record", "compression_differences", "COMPONENT_FIELDS", "VERSION_KEYS",
+           "ENERGY_DEVICE_FIELD"]
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
 #: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
@@ -77,13 +82,6 @@ COMPONENT_FIELDS: dict[str, str] = {
 
 #: The versions a record holds and a resume compares (``git_dirty`` is recorded, not compared).
 VERSION_KEYS = ("sfl_sim", "git_commit", "torch", "numpy", "python")
-
-#: The record's key of the device energy model (a component; the rest of ``energy:`` is the
-#: record's ``energy`` section).
-ENERGY_DEVICE_FIELD = "energy.device"
-_ENERGY = "energy"
-#: Not compared: the round from which an energy record added on resume applies.
-_FROM_ROUND = "from_round"
 
 #: Where a component's parameters are written in the scenario when not beside its name.
 _PARAMS_AT = {"model": "model.params"}
@@ -160,10 +158,6 @@ def _class_id(cls: Any) -> str:
     return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', type(cls).__qualname__)}"
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
              supplied: tuple[str, ...] = ()) -> dict[str, Any]:
     """``{name, class, params}`` of one component; an unresolvable name is the build's one line."""
@@ -175,7 +169,7 @@ def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
     except UnknownComponentError as exc:
         raise ConfigError(f"{field}.name: {exc}") from None
     except ComponentProtocolError as exc:
-        raise ConfigError(f"{field}: {_one_line(exc)}") from None
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
     params = parameter_values(cls, given, supplied)
     return {"name": name, "class": _class_id(cls), "params": {k: _plain(v) for k, v in params.items()}}
 
@@ -221,7 +215,7 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
     ``applied``: the compression paths the built run applies
     (``run.algorithm.setup.compression.codecs``); given, the record holds their
     :func:`compression_record`.  Which paths apply is decided by the built algorithm, so a
-    resolution made before the build (the checks of a resume) leaves the section out and
+    resolution taken before the build (the checks of a resume) leaves the section out and
     :func:`compression_differences` compares it once the run is built.
 
     Raises
@@ -270,9 +264,9 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
                                                    ENERGY_DEVICE_FIELD)
     settings = {k: v for k, v in training.model_dump(mode="json").items() if k not in _UNRECORDED_TRAINING_FIELDS}
     record = {"versions": code_versions(), "components": components, "training": settings,
-              _ENERGY: energy.model_dump(mode="json", exclude={"device"})}
+              RESOLVED_ENERGY: energy.model_dump(mode="json", exclude={"device"})}
     if applied is not None:
-        record["compression"] = compression_record(cfg, label, applied)
+        record[RESOLVED_COMPRESSION] = compression_record(cfg, label, applied)
     return Resolution(record, f"algorithms[{cfg.algorithms.index(spec)}]")
 
 
@@ -292,9 +286,8 @@ def compression_record(cfg: Any, label: str, applied: list[str]) -> dict[str, An
 
 def compression_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     """``compression.PATH: made with OLD, now NEW`` for each compression path whose record differs
-    between a run's ``resolved.yaml`` and today's build.  A record without the section (made before
-    compression existed) applied none."""
-    old, new = made.get("compression") or {}, now.get("compression") or {}
+    between a run's ``resolved.yaml`` (in today's shape) and today's build; ``{}``: none applied."""
+    old, new = made.get(RESOLVED_COMPRESSION) or {}, now.get(RESOLVED_COMPRESSION) or {}
     return [f"compression.{path}: made with {_plain(old.get(path, '<none>'))!r}, now "
             f"{_plain(new.get(path, '<none>'))!r}"
             for path in dict.fromkeys([*old, *new]) if not _same(old.get(path), new.get(path))]
@@ -316,10 +309,11 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
                           algorithm_field: str = "algorithm") -> list[str]:
     """``field: made with OLD, now NEW`` for every resolved value that differs between two records.
 
-    Compared: each component's name and parameters (what identifies it; its class path is for
-    information, :func:`class_differences`), and the training settings.  A parameter or training
-    field the old record lacks (added to the code later, when its default keeps the old behaviour,
-    as the scenario comparison assumes too) is no difference.
+    Compared: each component's name and every parameter the run recorded (what identifies it; its
+    class path is for information, :func:`class_differences`), the training settings and the
+    ``energy:`` section it recorded.  ``made`` is in today's shape
+    (:func:`sfl_sim.runs.rundir.upgrade.resolved` gives an older record the parameters and settings
+    added since, at today's values).
     """
     out: list[str] = []
 
@@ -331,8 +325,6 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     for key in list(dict.fromkeys([*old_c, *new_c])):
         field = _display(key, algorithm_field)
         old, new = old_c.get(key), new_c.get(key)
-        if old is None and key == ENERGY_DEVICE_FIELD and made_before_energy(made):
-            continue
         if old is None or new is None:
             differ(f"{field}.name", (old or {}).get("name", "<absent>"), (new or {}).get("name", "<absent>"))
             continue
@@ -344,9 +336,9 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     old_t, new_t = made.get("training") or {}, now.get("training") or {}
     for name in old_t:
         differ(f"training.{name}", old_t[name], new_t.get(name, "<absent>"))
-    old_e, new_e = made.get(_ENERGY) or {}, now.get(_ENERGY) or {}
+    old_e, new_e = made.get(RESOLVED_ENERGY) or {}, now.get(RESOLVED_ENERGY) or {}
     for name in old_e:
-        if name != _FROM_ROUND:
+        if name != ENERGY_FROM_ROUND:
             differ(f"energy.{name}", old_e[name], new_e.get(name, "<absent>"))
     return out
 
@@ -364,25 +356,6 @@ def class_differences(made: Mapping[str, Any], now: Mapping[str, Any],
                 and old.get("class") and new.get("class") and old["class"] != new["class"]:
             out.append(f"{_display(key, algorithm_field)}: {old['class']} -> {new['class']}")
     return out
-
-
-def made_before_energy(record: Mapping[str, Any]) -> bool:
-    """Whether a ``resolved.yaml`` record was made before energy accounting (no ``energy`` key)."""
-    return _ENERGY not in record
-
-
-def adopt_energy(record: dict[str, Any], today: Mapping[str, Any], after_round: int) -> bool:
-    """Add today's energy record to the record of a run made before energy accounting that is
-    resumed after ``after_round``: the model that charges its rounds from then on, with
-    ``from_round`` (the first of them).  Returns whether it added anything (nothing for a record
-    that has energy, or when today's has none)."""
-    if not made_before_energy(record) or _ENERGY not in today:
-        return False
-    device = (today.get("components") or {}).get(ENERGY_DEVICE_FIELD)
-    if device is not None:
-        record.setdefault("components", {})[ENERGY_DEVICE_FIELD] = device
-    record[_ENERGY] = {**today[_ENERGY], _FROM_ROUND: after_round + 1}
-    return True
 
 
 def version_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -416,19 +389,22 @@ def _versions_text(changes: list[tuple[str, Any, Any]], side: int) -> str:
 
 
 def check_resolution(run_dir: Path, record: Mapping[str, Any] | None, today: Resolution,
-                     strict_versions: bool = False) -> None:
+                     strict_versions: bool = False, notes: Sequence[str] = ()) -> None:
     """Refuse, or warn about, continuing the run of ``run_dir`` with today's code.
 
     Parameters
     ----------
     run_dir : Path
     record : mapping or None
-        The run's ``resolved.yaml`` (:meth:`sfl_sim.runs.rundir.files.RunDir.read_resolved`); None for a run
-        made before it existed.
+        The run's ``resolved.yaml`` in today's shape (:meth:`sfl_sim.runs.rundir.files.RunDir.read_resolved`);
+        None for a run without one.
     today : Resolution
         :func:`resolve_run` of the scenario asked for now.
     strict_versions : bool
         Refuse a version difference (and a run without a record) instead of warning.
+    notes : sequence of str
+        What reading the record assumed (:attr:`sfl_sim.runs.rundir.upgrade.Upgraded.notes`), one
+        warning line each after the record passed the comparison, ``strict_versions`` or not.
 
     Raises
     ------
@@ -440,27 +416,23 @@ def check_resolution(run_dir: Path, record: Mapping[str, Any] | None, today: Res
     Warns
     -----
     ResolutionWarning
-        One line: the versions it was made with and today's, or that its defaults cannot be checked;
-        one line when component classes moved to other import paths (:func:`class_differences`);
-        one line for a run made before energy accounting (:func:`made_before_energy`), never refused.
+        One line: the versions it was made with and today's; one line when component classes moved
+        to other import paths (:func:`class_differences`); one line per note.
     """
     if record is None:
         if strict_versions:
-            raise RunDirError(f"--strict-versions: {run_dir} has no {RESOLVED_FILE} (made before it was recorded), "
-                              f"so neither its versions nor its defaults can be checked; rerun into a new "
-                              f"directory (-o), or continue it without --strict-versions")
-        warnings.warn(f"{run_dir} has no {RESOLVED_FILE} (made before it was recorded): its component defaults and "
-                      f"versions cannot be checked against this code", ResolutionWarning, stacklevel=2)
+            raise RunDirError(f"--strict-versions: {run_dir} has no {RESOLVED_FILE}, so neither its versions nor its "
+                              f"defaults can be checked; rerun into a new directory (-o), or continue it without "
+                              f"--strict-versions")
+        for note in notes:
+            warnings.warn(f"{run_dir} {note}", ResolutionWarning, stacklevel=2)
         return
     fields = parameter_differences(record, today.record, today.algorithm_field)
     if fields:
         raise ResolutionMismatchError(f"{run_dir} was made with other parameters than this code resolves its "
                                       f"scenario to ({RESOLVED_FILE}):", fields)
-    device = (today.record.get("components") or {}).get(ENERGY_DEVICE_FIELD)
-    if made_before_energy(record) and device is not None:
-        warnings.warn(f"{run_dir} was made before energy accounting ({RESOLVED_FILE} has no energy): its rounds so "
-                      f"far have no energy rows; rounds it trains from now on are charged with energy.device "
-                      f"{device['name']!r}", ResolutionWarning, stacklevel=2)
+    for note in notes:
+        warnings.warn(f"{run_dir} {note}", ResolutionWarning, stacklevel=2)
     moved = class_differences(record, today.record, today.algorithm_field)
     if moved:
         warnings.warn(f"{run_dir}: {len(moved)} component class{'es' if len(moved) > 1 else ''} moved since the run "

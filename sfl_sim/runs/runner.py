@@ -34,6 +34,7 @@ from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import RunFailed
+from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
 from sfl_sim.models.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.runs import host
@@ -60,6 +61,7 @@ from sfl_sim.runs.resolved import (
     resolve_run,
 )
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
+from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, FAILED, RUNNING, RunStatus
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
            "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
@@ -102,10 +104,8 @@ class _Streams:
         return state
 
     def load(self, run: Run, state: dict[str, Any]) -> None:
-        for name in ("selection", "fading", "mobility"):
+        for name in ("selection", "fading", "mobility", "harq"):
             getattr(self, name).bit_generator.state = state[name]
-        if "harq" in state:  # a checkpoint from before the harq stream: it was never drawn from
-            self.harq.bit_generator.state = state["harq"]
         run.setup.minibatch_rng.bit_generator.state = state["minibatch"]
         torch.set_rng_state(state["torch"])
         if "torch_cuda" in state and torch.cuda.is_available():
@@ -210,10 +210,10 @@ class _Session:
         run, cfg, files = self.run, self.cfg, self.files
         scenario = resolved_scenario(cfg, run.label, run.device)
         sim_time_s, host_offset_s, counters = 0.0, 0.0, Counters()
-        state = self.plan.checkpoint
         applied = list(run.algorithm.setup.compression.codecs)
-        if self.plan.resume and state is not None:
+        if self.plan.resume and self.plan.checkpoint is not None:
             _check_compression(files, compression_record(cfg, run.label, applied))
+            state = self.plan.state(self._as_built(), scenario)  # in today's layout, however old
             run.algorithm.load_state_dict(state.algorithm)
             self.round, sim_time_s, host_offset_s = state.round, state.sim_time_s, state.host_time_s
             counters = Counters.from_dict(state.counters)
@@ -221,13 +221,12 @@ class _Session:
             run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
             run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
             run.algorithm.meter.load_state_dict(state.flops_per_sample)
-            if run.ledger is not None and state.energy:
+            if run.ledger is not None:
                 run.ledger.load_state_dict(state.energy)
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
-                # which code trained the rounds after it (and, for a run made before energy accounting,
-                # the model that charges them)
+                # which code trained the rounds after it, the record in today's shape
                 files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
             self.summary = files.read_summary() or {}
         else:
@@ -241,6 +240,13 @@ class _Session:
             self.sim.upload_guard = run.ledger.upload_guard
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
+
+    def _as_built(self) -> dict[str, Any]:
+        """The run's state as built, before it loads a checkpoint, in the checkpoint's layout: what
+        the run has that an older checkpoint may lack (its counters, streams, cell, energy ledger)."""
+        run = self.run
+        return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
+                "energy": run.ledger.state_dict() if run.ledger is not None else {}}
 
     def _energy_logs(self) -> dict[str, bool]:
         """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
@@ -286,7 +292,7 @@ class _Session:
         self.rows.append({k: float(v) for k, v in row.items()})
         return row
 
-    def summarize(self, status: str) -> None:
+    def summarize(self, status: RunStatus) -> None:
         """Rewrite ``summary.json`` with ``status`` after the rows so far."""
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status)
         self.files.write_summary(self.summary)
@@ -300,7 +306,7 @@ class _Session:
                                                     trained.weights_finite)
                 self.files.write_summary(self.summary)
             else:
-                self.summarize("complete" if trained.round == self.cfg.rounds else "running")
+                self.summarize(COMPLETE if trained.round == self.cfg.rounds else RUNNING)
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:
@@ -319,7 +325,7 @@ class _Session:
 
     def failed(self, exc: Exception) -> RunFailed:
         """Record the error in ``summary.json``; the exception that carries it to the user."""
-        message = f"{self.run.label}: round {self.round} failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        message = f"{self.run.label}: round {self.round} failed: {one_line(exc, with_type=True)}"
         summary = run_summary.failed(self.run, self.rows, self.sim.counters, message)
         self.files.write_summary(summary)
         return RunFailed(message, summary)
@@ -376,14 +382,14 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     try:
         if not plan.resume:
             session.evaluate(0)  # the initial model: curves start at t = 0
-            session.summarize("running" if cfg.rounds else "complete")
+            session.summarize(RUNNING if cfg.rounds else COMPLETE)
         for rnd in range(session.round + 1, cfg.rounds + 1):
             trained = session.train_round(rnd)
             gc_pause.after_round()
             evaluation = session.evaluate(rnd) if trained.evaluate else None
             session.record(trained, evaluation)
             if evaluation is not None:
-                if session.summary["status"] == "diverged":
+                if session.summary["status"] == DIVERGED:
                     return session.summary
                 session.checkpoint(evaluation)
                 bar.evaluated(rnd, session.sim.now_s, evaluation["test_accuracy"], evaluation["host_time_s"])
@@ -403,9 +409,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
 def _check_compression(files: RunDir, today: dict[str, Any]) -> None:
     """Refuse to continue a run whose recorded compression paths (``resolved.yaml``) differ from
     those the built run applies (``today``, :func:`compression_record`): its scenario is the same,
-    so the code changed which paths an algorithm takes.  No record, or one made before compression
-    existed (no ``compression`` key: none applied), is compared as such."""
-    record = files.read_resolved()
+    so the code changed which paths an algorithm takes.  A run without a record is not compared."""
+    record = files.read_resolved().value
     if record is None:
         return
     fields = compression_differences(record, {"compression": today})
@@ -475,7 +480,7 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
         try:
             summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan, position=(i, len(prepared))))
         except RunFailed as exc:
-            summaries.append(exc.summary or {"label": run.label, "status": "failed", "error": str(exc)})
+            summaries.append(exc.summary or {"label": run.label, "status": FAILED, "error": str(exc)})
         # free this run's tensors before the next one trains
         run.algorithm = None  # type: ignore[assignment]
     return summaries

@@ -16,7 +16,10 @@ from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
 from sfl_sim.runs.rundir.schema import (
     BEST_ACCURACY_DEFINITION,
+    DIVERGED,
+    FAILED,
     GLOBAL_MODEL_EVALUATION,
+    RunStatus,
     best_trained_accuracy,
     first_time_reaching_s,
 )
@@ -34,7 +37,7 @@ def time_to_accuracy(rows: Rows, targets: Sequence[float]) -> dict[str, float | 
     return {f"{target:g}": first_time_reaching_s(rounds, times, accuracies, target) for target in targets}
 
 
-def summary(run: Run, rows: Rows, counters: Counters, status: str) -> dict[str, Any]:
+def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus) -> dict[str, Any]:
     """The summary of ``run`` after the evaluated ``rows`` (at least one), with ``status``."""
     last = rows[-1]
     c = counters
@@ -79,10 +82,10 @@ def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite:
     clip = "" if t.max_grad_norm is not None else " or clip gradients (training.max_grad_norm)"
     message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
                f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g}){clip}")
-    return {**summary(run, rows, counters, "diverged"), "error": message}
+    return {**summary(run, rows, counters, DIVERGED), "error": message}
 
 
 def failed(run: Run, rows: Rows, counters: Counters, message: str) -> dict[str, Any]:
     """The summary of a run that raised: what it had evaluated (if anything) and the one-line ``message``."""
-    return {**(summary(run, rows, counters, "failed") if rows else {"label": run.label, "status": "failed"}),
+    return {**(summary(run, rows, counters, FAILED) if rows else {"label": run.label, "status": FAILED}),
             "error": message}

@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sfl_sim.errors import RunFailed, UserError
+from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
+from sfl_sim.runs.rundir.schema import COMPLETE, FAILED
 from sfl_sim.study.plan import StudyRun
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
@@ -84,7 +86,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         ``traceback`` (for unexpected errors).
     """
     start = time.perf_counter()
-    out: dict[str, Any] = {"name": task.name, "status": "failed", "error": "", "traceback": ""}
+    out: dict[str, Any] = {"name": task.name, "status": FAILED, "error": "", "traceback": ""}
     try:
         import torch
 
@@ -105,13 +107,13 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         summary = run_one(run, Path(task.run_dir), progress=False, plan=plan, coordinates=task.coordinates)
         if run.device.type == "cuda":  # what this run held on a GPU it may share with other workers
             out["gpu_peak_bytes"] = int(torch.cuda.max_memory_allocated(run.device))
-        out.update(status=summary.get("status", "failed"), error=summary.get("error", ""),
+        out.update(status=summary.get("status", FAILED), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
                    best_test_accuracy=summary.get("best_test_accuracy"))
     except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
         out["error"] = "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip())
     except Exception as exc:  # a worker must report, not die: the other runs go on
-        out["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        out["error"] = one_line(exc, with_type=True)
         out["traceback"] = traceback.format_exc()
     out["host_time_s"] = time.perf_counter() - start
     return out
@@ -147,7 +149,7 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
 
     files = RunDir(run_dir)
     summary = files.read_summary()
-    if summary is None or summary.get("status") != "complete" or \
+    if summary is None or summary.get("status") != COMPLETE or \
             summary.get("rounds_completed") != run.scenario.get("rounds"):
         return False
     from sfl_sim.config import validate
@@ -158,11 +160,13 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
     cfg = validate(run.scenario)
     label = cfg.algorithms[0].label
     try:
-        record = files.read_resolved()
-        if made_with_differences(files.read_scenario(), resolved_scenario(cfg, label, resolve_device(cfg.device)),
-                                 record):
+        asked = resolved_scenario(cfg, label, resolve_device(cfg.device))
+        today = resolve_run(cfg, label)
+        # both read in today's shape, as a resume reads them (sfl_sim.runs.rundir.upgrade)
+        record = files.read_resolved(today.record, from_round=int(summary["rounds_completed"]) + 1)
+        if made_with_differences(files.read_scenario(continued_by=asked), asked, record.value):
             return False
-        check_resolution(run_dir, record, resolve_run(cfg, label), strict_versions)
+        check_resolution(run_dir, record.value, today, strict_versions, record.notes)
     except UserError:
         return False
     return True

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from sfl_sim.analysis import load_runs
-from sfl_sim.analysis.plots import line_figure, plot_runs, run_labels
+from sfl_sim.analysis.figures import runs_figure
+from sfl_sim.analysis.plots import plot_runs, run_labels
 from sfl_sim.analysis.study_data import find_run_dirs
 from sfl_sim.cli import main
 from tests.analysis.synthetic_runs import PARTITIONS, write_run, write_study
@@ -67,7 +68,7 @@ def test_plot_accepts_a_study_dir_and_labels_seeds_apart(study_dir):
     labels = run_labels(runs)
     assert len(set(labels)) == len(labels) == 8
     assert "scala (partition=quantity(alpha=2), seed 1)" in labels
-    fig = line_figure(runs, "test_accuracy", 0.01, "test accuracy (%)", "t")
+    fig = runs_figure(list(zip(labels, [r.metrics for r in runs], strict=True)), "accuracy_vs_time", "t")
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == labels
     fig.canvas.draw()  # the legend is outside the axes
@@ -86,6 +87,9 @@ def test_plot_labels_copies_by_directory(tmp_path):
     a = write_run(tmp_path / "a" / "scala", "scala", 0)
     b = write_run(tmp_path / "b" / "scala", "scala", 0)
     assert run_labels(load_runs([a, b])) == [f"scala [{a}]", f"scala [{b}]"]
+    # a copy is one more line of the plot, not a duplicate seed the report refuses
+    assert [p.name for p in plot_runs([a, b], tmp_path / "plots")] == [
+        "accuracy_vs_time.png", "uplink_vs_time.png", "accuracy_vs_energy.png"]
 
 
 @pytest.mark.slow

@@ -14,7 +14,8 @@ from sfl_sim.analysis.plots import ENERGY_PLOT_FILE, plot_runs
 from sfl_sim.analysis.report import write_report
 from sfl_sim.analysis.study_data import load_study
 from sfl_sim.analysis.tables import accuracy_table, overhead_layouts, overhead_table, to_markdown, tta_table
-from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_FILE, SECTIONS_ADDED_LATER
+from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_FILE
+from sfl_sim.runs.rundir.upgrade import sections_added_later
 from tests.analysis.synthetic_runs import write_run, write_study
 
 # the synthetic runs spend 2 W for each round's duration, client c of 10 a (c + 1) / 55 share of it
@@ -146,7 +147,7 @@ def test_report_over_runs_made_before_and_after_energy_existed(tmp_path) -> None
     """One setting: the run made before energy accounting (no energy: section, no energy files)
     joins the runs made since with the default section; the energy columns count the two that
     recorded energy."""
-    default = SECTIONS_ADDED_LATER["energy"]
+    default = sections_added_later()["energy"]
     dirs = [write_run(tmp_path / "study" / f"seed{s}", "scala", s, overrides={"energy": default} if s else None)
             for s in (0, 1, 2)]
     _strip_energy(dirs[:1])

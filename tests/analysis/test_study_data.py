@@ -20,7 +20,8 @@ from sfl_sim.analysis.study_data import (
     run_coordinates,
 )
 from sfl_sim.analysis.tta import first_reaching, time_to_accuracy_s
-from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS, SECTIONS_ADDED_LATER
+from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, ROUNDS_NUMERIC_COLUMNS
+from sfl_sim.runs.rundir.upgrade import sections_added_later
 from tests.analysis.synthetic_runs import PARTITIONS, scenario_for, write_run, write_study
 
 # ----------------------------------------------------------------------------- discovery
@@ -105,7 +106,7 @@ def test_runs_made_before_power_control_interference_and_harq_join_their_default
     for key in ("power_control", "interference", "harq"):
         old.get("cell", {}).pop(key, None)
     old.pop("energy", None)
-    today = copy.deepcopy(SECTIONS_ADDED_LATER)
+    today = sections_added_later()
     now = scenario_for("scala", 1, {"cell.power_control": today["cell"]["power_control"],
                                     "cell.interference": today["cell"]["interference"], "cell.harq": None,
                                     "energy": today["energy"]})
@@ -128,7 +129,7 @@ def test_rounds_is_part_of_the_setting_unless_ignored():
 
 def test_a_run_made_before_energy_existed_has_the_default_energy_section(tmp_path):
     """scenario.yaml without ``energy:`` (made before energy accounting) is the default section."""
-    default = copy.deepcopy(SECTIONS_ADDED_LATER["energy"])
+    default = sections_added_later()["energy"]
     per_flop = {**copy.deepcopy(default), "device": {"name": "per_flop"}}
     for seed in (0, 1):  # seed 0 made before energy existed, seed 1 with the default energy section
         write_run(tmp_path / "default" / f"s{seed}", "scala", seed, overrides={"energy": default} if seed else None)

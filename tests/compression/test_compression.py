@@ -431,3 +431,29 @@ def test_build_compressor_takes_the_scenario_form() -> None:
     assert isinstance(build_compressor("identity"), Identity)
     with pytest.raises(ComponentParameterError, match="fraction: got 2"):
         build_compressor({"name": "topk", "fraction": 2.0})
+
+
+def test_each_built_in_lives_in_its_own_module_and_the_package_names_it() -> None:
+    import sfl_sim.compression as package
+
+    for name, cls in (("identity", Identity), ("quantize", Quantize), ("topk", TopK), ("rand_topk", RandTopK)):
+        assert COMPRESSORS.get(name) is cls
+        assert cls.encode.__code__.co_filename.endswith(f"/sfl_sim/compression/{name}.py")
+        assert cls.__module__ == "sfl_sim.compression"  # the class path resolved.yaml records
+    for public in package.__all__:  # the names the README documents import from the package
+        assert getattr(package, public) is not None
+    assert ErrorFeedback.__module__ == "sfl_sim.compression.error_feedback"
+
+
+def test_codec_modules_import_no_private_name_of_another() -> None:
+    import ast
+    from pathlib import Path
+
+    import sfl_sim.compression as package
+
+    private = []
+    for path in sorted(Path(package.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sfl_sim."):
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not private

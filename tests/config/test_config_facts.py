@@ -96,3 +96,16 @@ def test_validating_a_scenario_loads_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+
+
+def test_a_choice_is_defined_once_the_resolved_execution_has_its_own_name():
+    """The cell's out-of-range choice is the channel's (config re-exports it); what a run's
+    ``execution`` resolves to (loop or vectorised) is a type of its own, not the user's choice."""
+    from typing import get_args
+
+    from sfl_sim.algorithms._exec.execution import ResolvedExecution
+    from sfl_sim.channel.cell import OUT_OF_RANGE_CHOICES, OutOfRange
+    from sfl_sim.config import choices
+
+    assert choices.OutOfRange is OutOfRange and get_args(OutOfRange) == OUT_OF_RANGE_CHOICES
+    assert set(get_args(ResolvedExecution)) == set(get_args(choices.ExecutionMode)) - {"auto"}

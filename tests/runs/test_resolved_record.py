@@ -25,6 +25,7 @@ from sfl_sim.config import validate
 from sfl_sim.kit.params import parameter_values
 from sfl_sim.runs import resolved
 from sfl_sim.runs.resolved import parameter_differences, resolve_run
+from sfl_sim.runs.rundir import upgrade
 from tests.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 FEDVLS = small_scenario(algorithms=["fedvls"])
@@ -241,17 +242,19 @@ def test_energy_parameters_are_compared_when_both_records_have_them() -> None:
         "energy.battery: made with {'capacity_min_j': 1.0, 'capacity_max_j': 2.0}, now None"]
 
 
-def test_a_record_made_before_energy_accounting_is_no_difference() -> None:
+def test_a_record_made_before_energy_accounting_adopts_todays_and_is_no_difference() -> None:
     today = resolve_run(validate(FEDVLS), "fedvls").record
     made = yaml.safe_load(yaml.safe_dump(today))
     del made["energy"], made["components"]["energy.device"]
-    assert resolved.made_before_energy(made) and parameter_differences(made, today) == []
-    # once adopted (on resume) the energy record is compared, its from_round is not
-    assert resolved.adopt_energy(made, today, after_round=2)
-    assert made["energy"]["from_round"] == 3 and made["components"]["energy.device"] == \
+    read = upgrade.resolved(made, today, from_round=3)
+    (note,) = read.notes
+    assert "made before energy accounting" in note and "charged with energy.device 'dvfs'" in note
+    # read with today's energy record from the round it continues at; its from_round is not compared
+    assert read.value["energy"]["from_round"] == 3 and read.value["components"]["energy.device"] == \
         today["components"]["energy.device"]
-    assert parameter_differences(made, today) == []
-    assert not resolved.adopt_energy(made, today, after_round=5)  # adopted once
+    assert parameter_differences(read.value, today) == []
+    again = upgrade.resolved(read.value, today, from_round=5)  # adopted once
+    assert again.notes == () and again.value["energy"]["from_round"] == 3
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ def test_run_state_round_trips_through_the_run_directory(tmp_path):
     files.save_checkpoint(_state())
     raw = torch.load(files.checkpoint_path, weights_only=True)
     assert list(raw) == list(checkpoint.KEYS) and raw["format"] == checkpoint.FORMAT
-    back = files.load_checkpoint()
+    assert files.load_checkpoint()["round"] == 3  # as read, in the layout it was saved in
+    back = checkpoint.load(files.checkpoint_path)
     assert back.round == 3 and back.sim_time_s == 12.5 and back.flops_per_sample == {"client_forward": 2.5}
     assert torch.equal(back.algorithm["model"]["w"], torch.arange(4.0))
     np.testing.assert_array_equal(back.cell["positions_m"], np.arange(6.0).reshape(3, 2))

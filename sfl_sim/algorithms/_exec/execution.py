@@ -28,12 +28,13 @@ from torch import nn
 from sfl_sim.algorithms._exec.vectorised import stacking_refusal
 from sfl_sim.optim import TrainingSettings
 
-__all__ = ["EXECUTION_REQUESTS", "Executable", "ExecutionMode", "ExecutionRefused", "ExecutionRequest",
+__all__ = ["EXECUTION_REQUESTS", "Executable", "ExecutionRefused", "ExecutionRequest", "ResolvedExecution",
            "OPTIMIZER_HOOKS", "StackedSteps", "overridden", "resolve_execution", "stacked_steps_of",
            "training_refusal", "vectorised_refusal"]
 
-#: How a round's client steps run.
-ExecutionMode = Literal["loop", "vectorised"]
+#: How a run's client steps run, once resolved (:func:`resolve_execution`); the scenario's
+#: ``execution`` (:data:`sfl_sim.config.choices.ExecutionMode`) may also say ``auto``.
+ResolvedExecution = Literal["loop", "vectorised"]
 
 #: What a run asks for: ``loop``; ``vectorised`` (refused, with the reason, by an algorithm that
 #: cannot run it); ``prefer_vectorised`` (vectorised where the algorithm can, else the loop: the
@@ -163,7 +164,7 @@ def vectorised_refusal(algorithm: Executable) -> str | None:
     return None if why is None else f"its {steps.what} cannot be stacked: {why}"
 
 
-def resolve_execution(request: ExecutionRequest, algorithm: Executable) -> ExecutionMode:
+def resolve_execution(request: ExecutionRequest, algorithm: Executable) -> ResolvedExecution:
     """The mode ``algorithm`` runs for a run's ``request`` (see :data:`ExecutionRequest`).
 
     Raises

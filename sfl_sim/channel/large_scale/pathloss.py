@@ -29,6 +29,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from sfl_sim.channel.large_scale.tables import TR36814_MACRO
 from sfl_sim.channel.limits import (
     CARRIER_FREQUENCY_HZ,
     CLIENT_DISTANCE_M,
@@ -62,12 +63,12 @@ class TR36814Macro:
     bound is stated.
     """
 
-    intercept_db = 128.1
-    slope_db_per_decade = 37.6
-    sigma_db = 8.0
-    decorrelation_m = 50.0
+    intercept_db = TR36814_MACRO.intercept_db
+    slope_db_per_decade = TR36814_MACRO.slope_db_per_decade
+    sigma_db = TR36814_MACRO.shadowing_sigma_db
+    decorrelation_m = TR36814_MACRO.shadowing_decorrelation_m
     #: 2-D distances the model is valid for, metres (closed interval).
-    valid_distance_m = (35.0, float("inf"))
+    valid_distance_m = TR36814_MACRO.valid_distance_m
 
     def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
         """Shadowing standard deviation, 8 dB for every client (``los`` is ignored)."""

@@ -2,7 +2,9 @@
 
 Equations from TR 38.901 (v17) Table 7.4.1-1 (path loss), Table 7.4.2-1 (LOS probability),
 Table 7.5-6 (shadow-fading decorrelation distances) and Table 7.6.3.1-2 (LOS-state correlation
-distance).  ``f_c`` is in GHz inside the formulas, ``d_2D``/``d_3D`` in metres::
+distance); the numbers of each scenario are data, one row per scenario in
+:mod:`sfl_sim.channel.large_scale.tables`.  ``f_c`` is in GHz inside the formulas, ``d_2D``/``d_3D``
+in metres::
 
     d_3D   = sqrt(d_2D^2 + (h_BS - h_UT)^2)
     d'_BP  = 4 h'_BS h'_UT f_c[Hz] / c,   h' = h - h_E,  h_E = 1 m,  c = 3.0e8 m/s
@@ -46,6 +48,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS
+from sfl_sim.channel.large_scale.tables import TR38901_UMA, TR38901_UMI, Tr38901Scenario
 from sfl_sim.kit.checks import check_array
 from sfl_sim.kit.ranges import Range
 
@@ -65,19 +68,20 @@ _LOS_MODES = ("stochastic", "los", "nlos")
 
 
 class _TR38901Base:
-    """Shared machinery of the 38.901 models; subclasses set the coefficients."""
+    """Shared machinery of the 38.901 models; subclasses name their scenario's constants."""
 
-    scenario = ""
-    default_bs_height_m = 25.0
-    max_ut_height_m = 22.5
-    sigma_los_db = 4.0
-    sigma_nlos_db = 6.0
-    decorrelation_los_m = 37.0
-    decorrelation_nlos_m = 50.0
-    #: LOS-state correlation distance (Table 7.6.3.1-2), used when clients move.
-    los_decorrelation_m = 50.0
-    #: 2-D distances the path-loss formulas hold for (Table 7.4.1-1), metres.
-    valid_distance_m = (10.0, 5000.0)
+    #: The scenario's constants (:mod:`sfl_sim.channel.large_scale.tables`).
+    constants: Tr38901Scenario
+
+    @property
+    def los_decorrelation_m(self) -> float:
+        """LOS-state correlation distance (Table 7.6.3.1-2), used when clients move, metres."""
+        return self.constants.los_decorrelation_m
+
+    @property
+    def valid_distance_m(self) -> tuple[float, float]:
+        """2-D distances the path-loss formulas hold for (Table 7.4.1-1), metres."""
+        return self.constants.valid_distance_m
 
     def __init__(
         self,
@@ -88,13 +92,13 @@ class _TR38901Base:
     ) -> None:
         f = TR38901_CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
         if bs_height_m is None:
-            bs_height_m = self.default_bs_height_m
+            bs_height_m = self.constants.default_bs_height_m
         h_bs = ANTENNA_HEIGHT_M.check("bs_height_m", bs_height_m)
         h_ut = ANTENNA_HEIGHT_M.check("ut_height_m", ut_height_m)
-        if h_ut > self.max_ut_height_m:
+        if h_ut > self.constants.max_ut_height_m:
             raise ValueError(
-                f"ut_height_m must be > {ENVIRONMENT_HEIGHT_M:g} m and <= {self.max_ut_height_m:g} m "
-                f"for {self.scenario}, got {ut_height_m!r}"
+                f"ut_height_m must be > {ENVIRONMENT_HEIGHT_M:g} m and <= {self.constants.max_ut_height_m:g} m "
+                f"for {self.constants.name}, got {ut_height_m!r}"
             )
         if los not in _LOS_MODES:
             raise ValueError(f"los must be one of {', '.join(_LOS_MODES)}, got {los!r}")
@@ -124,7 +128,7 @@ class _TR38901Base:
         d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
         d_3d = np.hypot(d_2d, self.bs_height_m - self.ut_height_m)
         fc_ghz = self.carrier_frequency_hz / 1e9
-        a, b1, c1 = self._los_coefficients()
+        a, b1, c1 = self.constants.los_db
         pl1 = a + b1 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
         pl2 = (
             a + 40.0 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
@@ -220,12 +224,14 @@ class _TR38901Base:
         ``los`` None means the configured fixed mode (NLOS for ``"stochastic"``).
         """
         los_arr = self._los_or_mode(los)
-        return np.where(los_arr, self.sigma_los_db, self.sigma_nlos_db).astype(float)
+        c = self.constants
+        return np.where(los_arr, c.shadowing_sigma_los_db, c.shadowing_sigma_nlos_db).astype(float)
 
     def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
         """Shadow-fading decorrelation distance in metres per client (Table 7.5-6)."""
         los_arr = self._los_or_mode(los)
-        return np.where(los_arr, self.decorrelation_los_m, self.decorrelation_nlos_m).astype(float)
+        c = self.constants
+        return np.where(los_arr, c.shadowing_decorrelation_los_m, c.shadowing_decorrelation_nlos_m).astype(float)
 
     # ------------------------------------------------------------------ helpers
     def _los_or_mode(self, los: Any) -> np.ndarray:
@@ -233,11 +239,11 @@ class _TR38901Base:
             return np.asarray(self.los == "los")
         return np.asarray(los, dtype=bool)
 
-    def _los_coefficients(self) -> tuple:
-        raise NotImplementedError
-
     def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """``PL'_NLOS`` of Table 7.4.1-1 in dB at 3-D distance(s) ``d_3d``."""
+        a, b, c, d = self.constants.nlos_db
+        fc_ghz = self.carrier_frequency_hz / 1e9
+        return a + b * np.log10(d_3d) + c * np.log10(fc_ghz) - d * (self.ut_height_m - 1.5)
 
 
 @PATHLOSS.register("tr38901_uma")
@@ -260,20 +266,7 @@ class TR38901UMa(_TR38901Base):
     Shadowing sigma 4 dB (LOS) / 6 dB (NLOS); decorrelation 37 m (LOS) / 50 m (NLOS).
     """
 
-    scenario = "UMa"
-    default_bs_height_m = 25.0
-    max_ut_height_m = 23.0
-    sigma_los_db = 4.0
-    sigma_nlos_db = 6.0
-    decorrelation_los_m = 37.0
-    decorrelation_nlos_m = 50.0
-
-    def _los_coefficients(self) -> tuple:
-        return 28.0, 22.0, 9.0
-
-    def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
-        fc_ghz = self.carrier_frequency_hz / 1e9
-        return 13.54 + 39.08 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz) - 0.6 * (self.ut_height_m - 1.5)
+    constants = TR38901_UMA
 
     def los_probability_table(self, distance_m: Any) -> np.ndarray:
         d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
@@ -306,20 +299,7 @@ class TR38901UMi(_TR38901Base):
     Shadowing sigma 4 dB (LOS) / 7.82 dB (NLOS); decorrelation 10 m (LOS) / 13 m (NLOS).
     """
 
-    scenario = "UMi-Street Canyon"
-    default_bs_height_m = 10.0
-    max_ut_height_m = 22.5
-    sigma_los_db = 4.0
-    sigma_nlos_db = 7.82
-    decorrelation_los_m = 10.0
-    decorrelation_nlos_m = 13.0
-
-    def _los_coefficients(self) -> tuple:
-        return 32.4, 21.0, 9.5
-
-    def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
-        fc_ghz = self.carrier_frequency_hz / 1e9
-        return 22.4 + 35.3 * np.log10(d_3d) + 21.3 * np.log10(fc_ghz) - 0.3 * (self.ut_height_m - 1.5)
+    constants = TR38901_UMI
 
     def los_probability_table(self, distance_m: Any) -> np.ndarray:
         d = check_array("distance_m", distance_m, minimum=0.0, strict=True)

@@ -162,13 +162,13 @@ class FirstTierInterference:
         """
         n = scene.n_clients
         isd = self.inter_site_distance_m if self.inter_site_distance_m is not None else math.sqrt(3.0) * scene.radius_m
-        los_aware = isinstance(scene.pathloss, LosAwarePathLoss)
+        los_pathloss = scene.pathloss if isinstance(scene.pathloss, LosAwarePathLoss) else None
 
         def loss_db(distance: np.ndarray) -> np.ndarray:
-            if not los_aware:
+            if los_pathloss is None:
                 return np.asarray(scene.pathloss.loss_db(distance), dtype=float)
-            los = rng.random(distance.shape) < np.asarray(scene.pathloss.los_probability(distance), dtype=float)
-            return np.asarray(scene.pathloss.loss_db(distance, los=los), dtype=float)
+            los = rng.random(distance.shape) < np.asarray(los_pathloss.los_probability(distance), dtype=float)
+            return np.asarray(los_pathloss.loss_db(distance, los=los), dtype=float)
 
         cells, positions, own, ours = [], [], [], []
         for i, centre in enumerate(first_tier_sites_m(isd)):

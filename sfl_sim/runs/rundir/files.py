@@ -46,14 +46,15 @@ A run directory is a researcher's evidence, so it must never describe a run that
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
   asked for is the one the run was made with — every difference but the fields in
-  :data:`RESUMABLE_FIELDS` is refused and listed (a field the recorded scenario lacks counts as
-  its default: a run recorded by a simulator without that field ran as the default does) —
-  and when today's code resolves it to the parameters the run recorded (``resolved.yaml``,
-  :func:`sfl_sim.runs.resolved.check_resolution`: a changed default is refused field by field, other
-  versions of the code are a warning);
+  :data:`RESUMABLE_FIELDS` is refused and listed — and when today's code resolves it to the
+  parameters the run recorded (``resolved.yaml``, :func:`sfl_sim.runs.resolved.check_resolution`: a
+  changed default is refused field by field, other versions of the code are a warning);
 * a missing or unreadable ``metrics.csv``/``rounds.csv``/``checkpoint.pt`` next to a run's other
   files is refused with the file's name and how to recover, instead of silently dropping or
   overwriting history.
+
+Every file is read in today's shape, a run directory made by older code included
+(:mod:`sfl_sim.runs.rundir.upgrade`).
 """
 from __future__ import annotations
 
@@ -69,15 +70,17 @@ from typing import Any
 
 import yaml
 
-from sfl_sim.config import flatten, validate
+from sfl_sim.config import flatten
 from sfl_sim.errors import CheckpointError, RunDirError
 from sfl_sim.runs import checkpoint as ckpt
 from sfl_sim.runs import resolved as resolution_record
+from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import (
     CELL_COLUMNS,
     CELL_FILE,
     CHECKPOINT_FILE,
     CLASSES_FILE,
+    COMPLETE,
     ENERGY_BATTERY_COLUMN,
     ENERGY_COLUMNS,
     ENERGY_FILE,
@@ -94,7 +97,7 @@ from sfl_sim.runs.rundir.schema import (
 )
 
 __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writable", "scenario_differences",
-           "made_with_differences", "default_fields"]
+           "made_with_differences"]
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
@@ -122,18 +125,34 @@ class RunDirPlan:
     run_dir : Path
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
-    checkpoint : RunState or None
-        The loaded checkpoint when resuming.
+    checkpoint : dict or None
+        The checkpoint to continue from as read (:func:`sfl_sim.runs.checkpoint.read`: in the layout
+        it was saved in; :meth:`state` gives it in today's).
     """
 
     run_dir: Path
     resume: bool
-    checkpoint: ckpt.RunState | None = field(default=None, repr=False)
+    checkpoint: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def rounds_done(self) -> int:
         """Rounds the checkpoint to continue from has run (0 when starting)."""
-        return self.checkpoint.round if self.checkpoint is not None else 0
+        return int(self.checkpoint["round"]) if self.checkpoint is not None else 0
+
+    def state(self, fresh: Mapping[str, Any], scenario: Mapping[str, Any]) -> ckpt.RunState:
+        """The checkpoint to continue from, in today's layout (:func:`sfl_sim.runs.rundir.upgrade.checkpoint`).
+
+        Parameters
+        ----------
+        fresh : mapping
+            The run as built to continue it, before it loads anything, in the checkpoint's layout
+            (``counters``, ``rng``, ``cell``, ``energy``): what an older checkpoint lacks.
+        scenario : mapping
+            The run's scenario as it records it (``scenario.yaml``).
+        """
+        if self.checkpoint is None:
+            raise RuntimeError(f"{self.run_dir}: no checkpoint to continue from (the plan starts the run)")
+        return ckpt.RunState.from_checkpoint(upgrade.checkpoint(self.checkpoint, fresh, scenario))
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -204,8 +223,13 @@ class RunDir:
         return {name for name in RUN_FILES if (self.path / name).exists()}
 
     # -- reading -------------------------------------------------------------------------------
-    def read_scenario(self) -> dict[str, Any]:
-        """The recorded ``scenario.yaml``.
+    def read_scenario(self, continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The recorded ``scenario.yaml``, in today's shape (:func:`sfl_sim.runs.rundir.upgrade.scenario`).
+
+        Parameters
+        ----------
+        continued_by : mapping, optional
+            The scenario that continues the run, as the run would record it (a resume's).
 
         Raises
         ------
@@ -221,7 +245,7 @@ class RunDir:
             raise RunDirError(f"{path}: unreadable ({type(exc).__name__}); {_RERUN}") from None
         if not isinstance(made_with, dict):
             raise RunDirError(f"{path}: not a scenario mapping; {_RERUN}")
-        return made_with
+        return upgrade.scenario(made_with, continued_by)
 
     def torch_threads_used(self) -> int | None:
         """``torch_threads_used`` of the recorded scenario; None when absent or unreadable."""
@@ -239,14 +263,27 @@ class RunDir:
             return None
         return data if isinstance(data, dict) else None
 
-    def read_resolved(self) -> dict[str, Any] | None:
-        """The ``resolved.yaml`` record; None when the run was made before it was recorded.
+    def read_resolved(self, today: Mapping[str, Any] | None = None,
+                      from_round: int = 1) -> upgrade.Upgraded[dict[str, Any] | None]:
+        """The ``resolved.yaml`` record in today's shape (:func:`sfl_sim.runs.rundir.upgrade.resolved`;
+        None when the run has none), with what reading it assumed.
+
+        Parameters
+        ----------
+        today : mapping, optional
+            Today's resolution of the run's scenario (:attr:`sfl_sim.runs.resolved.Resolution.record`),
+            which supplies what an older record lacks.
+        from_round : int
+            The first round the run trains from now on.
 
         Raises
         ------
         RunDirError
             If the file is unreadable or not a record (names the file and how to recover).
         """
+        return upgrade.resolved(self._resolved_as_written(), today, from_round)
+
+    def _resolved_as_written(self) -> dict[str, Any] | None:
         path = self.resolved_path
         if not path.exists():
             return None
@@ -263,14 +300,15 @@ class RunDir:
         with self.metrics_path.open(newline="") as fh:
             return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
-    def load_checkpoint(self) -> ckpt.RunState:
-        """The state in ``checkpoint.pt`` (:func:`sfl_sim.runs.checkpoint.load`).
+    def load_checkpoint(self) -> dict[str, Any]:
+        """``checkpoint.pt`` as read, in the layout it was saved in (:func:`sfl_sim.runs.checkpoint.read`;
+        :meth:`RunDirPlan.state` gives it in today's).
 
         Raises
         ------
         CheckpointError
         """
-        return ckpt.load(self.checkpoint_path)
+        return ckpt.read(self.checkpoint_path)
 
     # -- writing -------------------------------------------------------------------------------
     def _write_yaml(self, path: Path, data: Mapping[str, Any]) -> None:
@@ -287,14 +325,12 @@ class RunDir:
 
     def record_resume(self, after_round: int, versions: Mapping[str, Any],
                       today: Mapping[str, Any] | None = None) -> None:
-        """Add to ``resolved.yaml`` which code trained the rounds after ``after_round`` (none
-        when the run was made before the record existed), and for a run made before energy
-        accounting today's energy record ``today`` (:func:`sfl_sim.runs.resolved.adopt_energy`)."""
-        record = self.read_resolved()
+        """Add to ``resolved.yaml`` which code trained the rounds after ``after_round``, writing the
+        record in today's shape (:meth:`read_resolved` with ``today``, today's resolution of the
+        run); a run without a record gets none (one written now would not be what it was made with)."""
+        record = self.read_resolved(today, from_round=after_round + 1).value
         if record is not None:
             record.setdefault("resumes", []).append({"after_round": after_round, "versions": dict(versions)})
-            if today is not None:
-                resolution_record.adopt_energy(record, today, after_round)
             self.write_resolved(record)
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
@@ -324,10 +360,9 @@ class RunDir:
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
         recomputed identically).
 
-        Kept rows are matched to the columns by the file's own header, so a log written before a
-        column existed keeps its rows, with that column empty (and a ``classes.csv`` the run did
-        not write yet starts empty).  With ``energy``, ``energy.csv`` too (with ``battery_j`` when
-        ``battery``)."""
+        Kept rows are read in today's columns (:func:`sfl_sim.runs.rundir.upgrade.log_rows`), and a
+        log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
+        ``battery_j`` when ``battery``)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -402,7 +437,7 @@ class RunDir:
             # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
             # or a finished run, without a checkpoint means the checkpoint was lost: never overwrite.
             evaluated = [r for r in _read_rounds(self.metrics_path) if r > 0] if METRICS_FILE in present else []
-            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == "complete"):
+            if len(evaluated) > 1 or (evaluated and (self.read_summary() or {}).get("status") == COMPLETE):
                 raise RunDirError(f"{run_dir} holds results up to round {max(evaluated)} but no {CHECKPOINT_FILE}, "
                                   f"so it can be neither continued nor overwritten; {_RERUN}")
             return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
@@ -413,14 +448,14 @@ class RunDir:
             if name not in present:
                 raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
                                   f"{_RERUN} to start over")
-        made_with = self.read_scenario()
-        record = self.read_resolved()
+        made_with = self.read_scenario(continued_by=resolved)
+        record = self.read_resolved().value
         diff = made_with_differences(made_with, resolved, record)
         if diff:
             raise RunDirError(f"--resume: {run_dir} was made with a different scenario ({'; '.join(diff)}); only "
                               f"{', '.join(RESUMABLE_FIELDS)} may change on resume — {_RERUN} for the new settings")
         state = self.load_checkpoint()
-        done = state.round
+        done = int(state["round"])
         if resolved.get("rounds", done) < done:
             raise RunDirError(f"rounds: got {resolved['rounds']}; allowed: at least the {done} rounds {run_dir} has "
                               f"already run")
@@ -432,14 +467,16 @@ class RunDir:
         logged = [r for r in _read_rounds(self.rounds_path) if r <= done]
         if logged != list(range(1, done + 1)):
             raise CheckpointError(f"{self.rounds_path} does not hold rounds 1..{done} of {CHECKPOINT_FILE}; {_RERUN}")
-        if CLASSES_FILE in present:  # absent in runs made before it existed: the resume starts it
+        if CLASSES_FILE in present:  # without one (upgrade.FILES_ADDED_LATER) the resume starts it
             _read_rounds(self.classes_path)
         seed = (self.read_summary() or {}).get("seed")  # unreadable: rewritten at the next evaluation
         if seed is not None and seed != resolved.get("seed"):
             raise RunDirError(f"{self.summary_path} records seed {seed}, the scenario seed {resolved.get('seed')}; "
                               f"{_RERUN}")
         if resolution is not None:  # last: a damaged directory is refused without a warning before it
-            resolution_record.check_resolution(run_dir, record, resolution(), strict_versions)
+            today = resolution()
+            upgraded = self.read_resolved(today.record, from_round=done + 1)
+            resolution_record.check_resolution(run_dir, upgraded.value, today, strict_versions, upgraded.notes)
         return RunDirPlan(run_dir, resume=True, checkpoint=state)
 
 
@@ -454,9 +491,7 @@ def _start_log(path: Path, columns: Sequence[str], keep_through_round: int | Non
         with path.open(newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, None) or []
-            where = {c: i for i, c in enumerate(header)}
-            kept = [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns]
-                    for row in reader if row and int(row[0]) <= keep_through_round]
+            kept = [row for row in upgrade.log_rows(header, reader, columns) if int(row[0]) <= keep_through_round]
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
@@ -514,23 +549,22 @@ def check_writable(out: Path, what: str = "output_dir") -> None:
 
 
 def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
-                         defaults: Mapping[str, Any] | None = None) -> list[str]:
+                         used: Mapping[str, Any] | None = None) -> list[str]:
     """Fields (dotted) whose values differ between two resolved scenarios, as ``field: old -> new``.
 
     Fields in :data:`RESUMABLE_FIELDS` are left out.  A field ``made_with`` lacks and ``asked``
-    gives its value in ``defaults`` (flattened, default: :func:`default_fields`) is no difference:
-    the run was made before the field existed, when the simulator did what its default does (or,
-    with a run's recorded resolution in ``defaults``, that is the value the run used).  A section
+    gives with its value in ``used`` (flattened: the values the run used where its scenario left a
+    field out, e.g. :func:`sfl_sim.runs.resolved.recorded_fields`) is no difference.  A section
     ``made_with`` left null and ``asked`` gives is compared by its fields.
     """
     old, new = flatten(made_with), flatten(asked)
-    defaults = default_fields() if defaults is None else defaults
+    used = used or {}
     out = []
     for key in sorted(set(old) | set(new)):
         if _resumable(key):
             continue
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
-        if key not in old and key in defaults and b == defaults[key]:
+        if key not in old and key in used and b == used[key]:
             continue
         if a is None and key not in new and any(k.startswith(key + ".") for k in new):
             continue  # a section left null (clients.selection) is given now: its own fields are compared
@@ -539,23 +573,11 @@ def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
     return out
 
 
-def default_fields() -> dict[str, Any]:
-    """Every field of the default scenario, flattened (``training.optimizer.momentum: 0.0``...)."""
-    return flatten(validate({}).to_yaml_dict())
-
-
 def made_with_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],
                           record: Mapping[str, Any] | None) -> list[str]:
-    """:func:`scenario_differences` of a run whose ``resolved.yaml`` is ``record`` (None: none):
-    a component parameter the recorded scenario left out and the resume states with the value
-    the run resolved it to is no difference (stating it keeps the old behaviour), nor is any
-    ``energy:`` section asked of a run made before energy accounting (no ``energy:`` in
-    ``made_with``): energy is accounted from the resume on."""
-    defaults = default_fields()
-    if record is not None:
-        defaults = {**defaults, **resolution_record.recorded_fields(record)}
-    if "energy" not in made_with:
-        # made before energy accounting: the ledger changes nothing trained, so the resume adopts
-        # whatever energy section is asked from its first round on (resolved.adopt_energy says so)
-        asked = {k: v for k, v in asked.items() if k != "energy"}
-    return scenario_differences(made_with, asked, defaults)
+    """:func:`scenario_differences` of a run whose ``scenario.yaml`` is ``made_with`` and whose
+    ``resolved.yaml`` is ``record`` (None: none), both read in today's shape: a component parameter
+    the recorded scenario left out and the resume states with the value the run resolved it to is
+    no difference (stating it keeps the behaviour the run had)."""
+    return scenario_differences(made_with, asked,
+                                resolution_record.recorded_fields(record) if record is not None else None)

@@ -1,18 +1,28 @@
-"""The run-directory schema: file names, CSV headers and the schema version, defined once.
+"""The run-directory schema: file names, CSV headers, ``resolved.yaml``'s keys, run statuses and the
+schema version, defined once.
 
 The simulator (:mod:`sfl_sim.runs.rundir.files`) writes run directories with these names and headers and
-:mod:`sfl_sim.analysis` reads them; both import this module. It holds constants and the one definition of
-the best accuracy (:func:`best_trained_accuracy`), and imports nothing but :mod:`typing`, so
-``import sfl_sim.runs.rundir.schema`` is cheap and pulls in neither pandas, matplotlib, torch nor the engine
-(``sfl_sim`` may import ``analysis``, never the reverse).
+:mod:`sfl_sim.analysis` reads them; both import this module.  It describes today's shape: a run
+directory written by older code is read in this shape through :mod:`sfl_sim.runs.rundir.upgrade`.
+It holds constants and the one definition of the best accuracy (:func:`best_trained_accuracy`), and
+imports nothing but :mod:`typing`, so ``import sfl_sim.runs.rundir.schema`` is cheap and pulls in
+neither pandas, matplotlib, torch nor the engine (``sfl_sim`` may import ``analysis``, never the
+reverse).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 __all__ = [
     "SCHEMA_VERSION",
+    "RunStatus",
+    "RUNNING",
+    "COMPLETE",
+    "DIVERGED",
+    "FAILED",
+    "RUN_STATUSES",
     "SCENARIO_FILE",
     "RESOLVED_FILE",
     "METRICS_FILE",
@@ -25,7 +35,12 @@ __all__ = [
     "CHECKPOINT_FILE",
     "STUDY_FILE",
     "HOST_ONLY_FIELDS",
-    "SECTIONS_ADDED_LATER",
+    "RESOLVED_COMPONENTS",
+    "RESOLVED_TRAINING",
+    "RESOLVED_ENERGY",
+    "RESOLVED_COMPRESSION",
+    "ENERGY_DEVICE_FIELD",
+    "ENERGY_FROM_ROUND",
     "CLASSES_FILE",
     "CLASSES_LEADING_COLUMNS",
     "CLASS_ACCURACY_COLUMN",
@@ -47,6 +62,17 @@ __all__ = [
 
 #: Version of the run-directory layout, written to ``summary.json`` as ``schema_version``.
 SCHEMA_VERSION = 1
+
+#: ``status`` of a run's ``summary.json``: ``running`` until its last round, then ``complete``;
+#: ``diverged`` (a non-finite weight or test loss stopped it) or ``failed`` (an error during
+#: training), both with an ``error`` line.
+RunStatus = Literal["running", "complete", "diverged", "failed"]
+RUNNING: RunStatus = "running"
+COMPLETE: RunStatus = "complete"
+DIVERGED: RunStatus = "diverged"
+FAILED: RunStatus = "failed"
+#: Every :data:`RunStatus`, in the order above.
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 #: The resolved scenario of one run (a YAML mapping).
 SCENARIO_FILE = "scenario.yaml"
@@ -89,25 +115,18 @@ HOST_ONLY_FIELDS: tuple[str, ...] = (
     "metrics",
 )
 
-#: Scenario fields added after runs were already being made, as the default scenario writes them
-#: to ``scenario.yaml`` (nested like it), with the default components' parameters stated.  A run
-#: whose ``scenario.yaml`` lacks one of them was made before it existed, when the simulator
-#: trained and timed as this default does (``energy``: the ledger only records, and batteries are
-#: off; ``cell.power_control`` ``fixed``, ``cell.interference`` ``none`` and ``cell.harq`` null:
-#: full power, no interference, no HARQ), so a study reads the missing field as this one and the
-#: run shares a setting with the runs made since with the default; a component left at its
-#: default name has its unstated parameters read as these (``energy.device`` ``dvfs``: the
-#: shipped scenarios state them, older runs and small scenarios do not) (:mod:`sfl_sim.analysis.study_data`).
-#: Pinned to ``sfl_sim.config.validate({})`` and the default components' parameters by a test.
-SECTIONS_ADDED_LATER: dict[str, dict] = {
-    "cell": {"power_control": {"name": "fixed"}, "interference": {"name": "none"}, "harq": None},
-    "energy": {"enabled": True,
-               "device": {"name": "dvfs", "kappa": 1e-28, "flops_per_cycle": 8.0, "pa_efficiency": 0.35,
-                          "circuit_power_w": 1.28804, "rx_power_w": 1.28804, "idle_power_w": 1.06,
-                          "rrc_tail": False, "tail_power_w": 1.06, "tail_s": 11.576},
-               "server_j_per_flop": 400.0 / 19.5e12,  # sfl_sim.clients.energy.models.SERVER_J_PER_FLOP
-               "battery": None},
-}
+#: Keys of ``resolved.yaml`` (written by :mod:`sfl_sim.runs.resolved`, which documents its layout):
+#: the components (keyed by the scenario field naming each), the training settings, the ``energy:``
+#: section and the compression paths the run applies.
+RESOLVED_COMPONENTS = "components"
+RESOLVED_TRAINING = "training"
+RESOLVED_ENERGY = "energy"
+RESOLVED_COMPRESSION = "compression"
+#: The component of ``resolved.yaml`` that charges the run's energy (only when ``energy.enabled``).
+ENERGY_DEVICE_FIELD = "energy.device"
+#: In ``resolved.yaml``'s ``energy``: the first round charged under it, where that is not round 1
+#: (energy accounting adopted by a resume); not compared between records.
+ENERGY_FROM_ROUND = "from_round"
 
 #: Exact header of ``metrics.csv``, in order. Bytes and FLOPs are cumulative since the start of
 #: the run; ``sim_time_s`` is the simulated clock, ``host_time_s`` cumulative host seconds.
@@ -126,14 +145,14 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: Exact header of ``rounds.csv``, in order. Bytes, FLOPs and counts are *of that round*;
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
 #: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
-#: evaluation and rows, up to the checkpoint write; empty in rows written before the column existed);
+#: evaluation and rows, up to the checkpoint write);
 #: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
 #: expected value, a real number, in mode ``expected``; 0 without HARQ);
 #: ``online_clients`` how many clients were online when the cohort was selected (all without
 #: ``clients.availability``), ``unavailable_clients`` how many of the cohort went offline during
 #: the round (also among ``dropped_clients``), ``availability_wait_s`` how long the round waited,
-#: within ``round_sim_time_s``, for anyone to come online (empty in rows written before the columns
-#: existed); ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
+#: within ``round_sim_time_s``, for anyone to come online; ``cohort`` is space-separated client
+#: ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
     "sim_time_s",

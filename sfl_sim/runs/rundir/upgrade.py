@@ -1,0 +1,375 @@
+"""Run directories made by older versions of the simulator, read in today's shape.
+
+The simulator gained sections, columns, files and state after runs were already being made with
+it, and a run directory is a researcher's evidence: a run made before a change is still reported
+beside the runs made since, and still resumed.  This module is the one place that knows what older
+run directories lack and what the simulator did then; every reader of a run directory (the
+resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or resumable" check;
+:mod:`sfl_sim.analysis`) reads through it, and the rest of the code sees only today's shape
+(:mod:`sfl_sim.runs.rundir.schema`).  Per artefact:
+
+``scenario.yaml`` (:func:`scenario`)
+    A field the run's scenario lacks was added to the simulator after the run was made, when the
+    simulator did what that field's default does: it reads as the default (:func:`default_scenario`,
+    from :func:`sfl_sim.config.validate` itself).  A run made before energy accounting (no
+    ``energy:``) is charged from its resume on with the ``energy:`` section of the scenario that
+    continues it: the ledger only records, so it changes nothing the run computed.
+``resolved.yaml`` (:func:`resolved`)
+    A run made before the record existed has none, which the resume says in one line; a record
+    made before compression existed applied none; a component parameter or training setting the
+    record lacks was added later and takes today's value; a record made before energy accounting
+    adopts today's energy record from the first round its resume trains (``from_round``), which
+    the resume says in one line.
+``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv`` (:func:`log_rows`, :func:`log_text`)
+    Cells are matched to today's columns by the file's own header: a column added after the file
+    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability and
+    energy columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
+    the resume starts ``classes.csv``; an analysis says why it is missing).
+``checkpoint.pt`` (:func:`checkpoint`)
+    A state the checkpoint lacks is the state of the run as built to continue it, before any
+    round: the energy ledger's (it starts from zero), a random stream added later (``harq``: never
+    drawn from before), counters added later (zero), and a version-1 cell state (before uplink power
+    control and interference) gains the interference stream and noise rise of the cell as built.
+
+Imports neither torch nor the engine (:mod:`sfl_sim.analysis` reads through it); today's defaults
+come from the scenario models (:mod:`sfl_sim.config`) and the components' declared parameters,
+imported when first needed.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import functools
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sfl_sim.runs.rundir.schema import (
+    CLASSES_FILE,
+    ENERGY_DEVICE_FIELD,
+    ENERGY_FILE,
+    ENERGY_FROM_ROUND,
+    RESOLVED_COMPONENTS,
+    RESOLVED_COMPRESSION,
+    RESOLVED_ENERGY,
+    RESOLVED_FILE,
+    RESOLVED_TRAINING,
+)
+
+__all__ = ["Upgraded", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
+           "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
+           "missing_file", "log_rows", "log_text", "checkpoint", "cell_state"]
+
+T = TypeVar("T")
+
+#: Scenario sections added after runs were already being made (uplink power control,
+#: interference, HARQ, energy accounting).  A run made before one of them has no such field and
+#: shares a setting with the runs that state its default (:func:`sections_added_later`).
+SECTIONS_ADDED_LATER: tuple[str, ...] = ("cell.power_control", "cell.interference", "cell.harq", "energy")
+
+#: Files a run directory gained after runs were already being made, with what a run made before
+#: one of them did not record.
+FILES_ADDED_LATER: dict[str, str] = {
+    RESOLVED_FILE: "the parameters and versions it resolved to",
+    CLASSES_FILE: "per-class accuracy",
+    ENERGY_FILE: "client energy",
+}
+
+#: Fields of ``checkpoint.pt`` (:class:`sfl_sim.runs.checkpoint.RunState`) added after runs were
+#: already being made: an older checkpoint lacks them and may still be read.
+CHECKPOINT_FIELDS_ADDED_LATER: tuple[str, ...] = ("energy",)
+
+#: Random streams of a checkpoint's ``rng`` added after runs were already being made: a run made
+#: before one of them never drew from it.
+STREAMS_ADDED_LATER: tuple[str, ...] = ("harq",)
+
+#: The cell state version that added uplink power control and interference
+#: (:meth:`sfl_sim.channel.Cell.state_dict`); version 1 came before.
+_CELL_STATE_WITH_POWER_CONTROL = 2
+
+#: The fields of the default scenario a run's ``scenario.yaml`` holds otherwise: a run records its
+#: one algorithm under ``algorithm``, not the scenario's ``algorithms``.
+_NOT_IN_A_RUN = ("algorithms",)
+
+
+@dataclass(frozen=True)
+class Upgraded(Generic[T]):
+    """An artefact read in today's shape, and what reading it assumed.
+
+    Attributes
+    ----------
+    value
+        The artefact in today's shape.
+    notes : tuple of str
+        One line each: what the run lacked and how it is read (a resume warns with them).
+    """
+
+    value: T
+    notes: tuple[str, ...] = ()
+
+
+# -- scenario.yaml ---------------------------------------------------------------------------------
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    from sfl_sim.config import validate
+
+    written = validate({}).to_yaml_dict()
+    return {k: v for k, v in written.items() if k not in _NOT_IN_A_RUN}
+
+
+def default_scenario() -> dict[str, Any]:
+    """Every field of a run's ``scenario.yaml`` that the default scenario sets, at its default
+    (``sfl_sim.config.validate({}).to_yaml_dict()``, less ``algorithms``: a run records its one
+    algorithm under ``algorithm``).  A copy."""
+    return copy.deepcopy(_defaults())
+
+
+def _fill(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` with the keys of ``defaults`` it lacks, recursively; a component named other than
+    the default keeps its own parameters (another class, other defaults)."""
+    out = dict(given)
+    for key, default in defaults.items():
+        if key not in out:
+            out[key] = copy.deepcopy(default)
+        elif isinstance(default, Mapping) and isinstance(out[key], Mapping):
+            if "name" in default and out[key].get("name") != default["name"]:
+                continue
+            out[key] = _fill(out[key], default)
+    return out
+
+
+def scenario(raw: Mapping[str, Any], continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A run's ``scenario.yaml`` in today's shape.
+
+    Parameters
+    ----------
+    raw : mapping
+        The file as read.
+    continued_by : mapping, optional
+        The scenario that continues the run (a resume's, as the run would record it).
+
+    Returns
+    -------
+    dict
+        ``raw`` with every field of :func:`default_scenario` it lacks at its default (the run was
+        made before the field existed, when the simulator did what the default does); without
+        ``energy:`` (made before energy accounting), ``continued_by``'s ``energy:`` when given: the
+        rounds it trains from then on are charged with it.
+    """
+    out = _fill(raw, _defaults())
+    if RESOLVED_ENERGY not in raw and continued_by is not None and RESOLVED_ENERGY in continued_by:
+        out[RESOLVED_ENERGY] = copy.deepcopy(continued_by[RESOLVED_ENERGY])
+    return out
+
+
+def _component_registries() -> dict[str, Any]:
+    """The registry of each component field of :data:`SECTIONS_ADDED_LATER`."""
+    from sfl_sim.channel import CHANNEL_KINDS, REGISTRIES
+    from sfl_sim.clients.energy import ENERGY
+
+    return {**{kind.field: REGISTRIES[kind.name] for kind in CHANNEL_KINDS}, ENERGY_DEVICE_FIELD: ENERGY}
+
+
+def _declared_defaults(registry: Any, name: str) -> dict[str, Any]:
+    """The default parameters of the component ``name`` as its class declares them."""
+    from sfl_sim.kit.params import params_model
+
+    model = params_model(registry.get(name), tuple(getattr(registry, "supplied", ())))
+    if model is None:
+        return {}
+    return {field: info.get_default(call_default_factory=True)
+            for field, info in model.model_fields.items() if not info.is_required()}
+
+
+def _stated(value: Any, path: str, registries: Mapping[str, Any]) -> Any:
+    """``value`` with every default component in it (a mapping with ``name`` at a component field)
+    given its class's default parameters where it leaves them unstated."""
+    if not isinstance(value, Mapping):
+        return copy.deepcopy(value)
+    out = {k: _stated(v, f"{path}.{k}", registries) for k, v in value.items()}
+    if path in registries and isinstance(value.get("name"), str):
+        out = {"name": value["name"], **_declared_defaults(registries[path], value["name"]),
+               **{k: v for k, v in out.items() if k != "name"}}
+    return out
+
+
+@functools.cache
+def _sections_added_later() -> dict[str, Any]:
+    registries = _component_registries()
+    out: dict[str, Any] = {}
+    for field in SECTIONS_ADDED_LATER:
+        *parents, name = field.split(".")
+        node, default = out, _defaults()
+        for part in parents:
+            node, default = node.setdefault(part, {}), default[part]
+        node[name] = _stated(default[name], field, registries)
+    return out
+
+
+def sections_added_later() -> dict[str, Any]:
+    """The defaults of :data:`SECTIONS_ADDED_LATER`, nested like ``scenario.yaml``
+    (``{"cell": {"power_control": ..., "interference": ..., "harq": None}, "energy": {...}}``):
+    the default scenario's values (:func:`default_scenario`) with the parameters of each default
+    component stated as its class declares them (``energy.device``'s ``dvfs``: what the shipped
+    scenarios write).  A copy."""
+    return copy.deepcopy(_sections_added_later())
+
+
+# -- resolved.yaml ---------------------------------------------------------------------------------
+def resolved(raw: Mapping[str, Any] | None, today: Mapping[str, Any] | None = None,
+             from_round: int = 1) -> Upgraded[dict[str, Any] | None]:
+    """A run's ``resolved.yaml`` record in today's shape.
+
+    Parameters
+    ----------
+    raw : mapping or None
+        The record as read; None when the run has none.
+    today : mapping, optional
+        What today's code resolves the run's scenario to (:attr:`sfl_sim.runs.resolved.Resolution.record`).
+    from_round : int
+        The first round the run trains from now on (the resume's), from which an energy record
+        adopted from ``today`` applies.
+
+    Returns
+    -------
+    Upgraded
+        None for a run made before the record existed, with a note that its defaults and versions
+        cannot be checked.  Otherwise a copy of the record with ``compression: {}`` when it has none
+        (made before compression existed: it applied none) and, given ``today``: each parameter of
+        a component named as today and each training setting it lacks at today's value (added to
+        the code later, when the simulator did what its default does); and, without ``energy``
+        (made before energy accounting), today's energy record (its ``energy.device`` component
+        too) with ``from_round``, and a note saying so when today's names a device.
+    """
+    if raw is None:
+        return Upgraded(None, (f"has no {RESOLVED_FILE} (made before it was recorded): its component defaults and "
+                               f"versions cannot be checked against this code",))
+    record = copy.deepcopy(dict(raw))
+    record.setdefault(RESOLVED_COMPRESSION, {})
+    if today is None:
+        return Upgraded(record)
+    components, now = record.setdefault(RESOLVED_COMPONENTS, {}), today.get(RESOLVED_COMPONENTS) or {}
+    for key, entry in components.items():
+        current = now.get(key)
+        if isinstance(entry, dict) and isinstance(current, Mapping) and entry.get("name") == current.get("name"):
+            entry["params"] = {**copy.deepcopy(dict(current.get("params") or {})), **(entry.get("params") or {})}
+    if RESOLVED_TRAINING in record:
+        record[RESOLVED_TRAINING] = {**copy.deepcopy(dict(today.get(RESOLVED_TRAINING) or {})),
+                                     **(record[RESOLVED_TRAINING] or {})}
+    notes: tuple[str, ...] = ()
+    if RESOLVED_ENERGY not in record and RESOLVED_ENERGY in today:
+        device = now.get(ENERGY_DEVICE_FIELD)
+        if device is not None:
+            components[ENERGY_DEVICE_FIELD] = copy.deepcopy(device)
+            notes = (f"was made before energy accounting ({RESOLVED_FILE} has no energy): its rounds so far have "
+                     f"no energy rows; rounds it trains from now on are charged with energy.device "
+                     f"{device['name']!r}",)
+        record[RESOLVED_ENERGY] = {**copy.deepcopy(today[RESOLVED_ENERGY]), ENERGY_FROM_ROUND: from_round}
+    return Upgraded(record, notes)
+
+
+# -- the per-round logs ----------------------------------------------------------------------------
+def missing_file(name: str) -> str:
+    """Why a run directory may lack ``name`` (one of :data:`FILES_ADDED_LATER`), for a message."""
+    return f"runs made before {name} existed have none: {FILES_ADDED_LATER[name]} went unrecorded"
+
+
+def log_rows(header: Sequence[str], rows: Iterable[Sequence[str]], columns: Sequence[str]) -> list[list[str]]:
+    """The rows of a per-round log written under ``header`` as rows of today's ``columns``.
+
+    Each cell is matched by its column's name in the file's own header: a column the file lacks
+    (added after it was written) is empty, a column today's lacks is left out.  Blank lines are
+    skipped.
+    """
+    where = {c: i for i, c in enumerate(header)}
+    return [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns] for row in rows if row]
+
+
+def log_text(text: str, columns: Sequence[str]) -> str:
+    """A per-round log's text (header first) with today's header ``columns`` (:func:`log_rows`;
+    lines end in ``\\n``); a file already written under ``columns`` is returned as it is."""
+    head = text.partition("\n")[0].rstrip("\r")
+    if head == ",".join(columns):
+        return text
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None) or []
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(log_rows(header, reader, columns))
+    return out.getvalue()
+
+
+# -- checkpoint.pt ---------------------------------------------------------------------------------
+def cell_state(saved: Any, fresh: Mapping[str, Any], scenario: Mapping[str, Any]) -> Any:
+    """A cell state (:meth:`sfl_sim.channel.Cell.state_dict`) saved by an older cell, in today's layout.
+
+    Parameters
+    ----------
+    saved : Any
+        The state as saved.
+    fresh : mapping
+        The ``state_dict()`` of the cell as built to continue the run, before it loads anything.
+    scenario : mapping
+        The run's scenario (today's shape), which says its power control and interference.
+
+    Returns
+    -------
+    Any
+        A version-1 state (saved before uplink power control and interference, when clients sent
+        at full power without interference) as the next version, for a cell whose power control and
+        interference are the defaults (``fixed``, ``none``): the interference stream as built (the
+        default model never draws from it), the noise rise as built (1) and the two components'
+        types added.  Anything else as it is (the cell checks it, and refuses a version-1 state).
+    """
+    if not isinstance(saved, Mapping) or saved.get("version") != 1 or "interference_rng" in saved:
+        return saved
+    cell, default = scenario.get("cell") or {}, _defaults()["cell"]
+    added = ("power_control", "interference")
+    if any(not isinstance(cell.get(k), Mapping) or cell[k].get("name") != default[k]["name"] for k in added):
+        return saved
+    upgraded = dict(saved, version=_CELL_STATE_WITH_POWER_CONTROL, interference_rng=fresh["interference_rng"],
+                    noise_rise=fresh["noise_rise"])
+    types = saved.get("component_types")
+    if isinstance(types, Mapping):
+        upgraded["component_types"] = {**types, **{k: fresh["component_types"][k] for k in added}}
+    return upgraded
+
+
+def checkpoint(saved: Mapping[str, Any], fresh: Mapping[str, Any], scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """A checkpoint's mapping (as :func:`sfl_sim.runs.checkpoint.read` gives it) in today's layout.
+
+    Parameters
+    ----------
+    saved : mapping
+        The checkpoint as read.
+    fresh : mapping
+        The run as built to continue it, before it loads anything, in the checkpoint's layout:
+        at least ``counters`` (all zero), ``rng`` (its streams' first states), ``cell`` (the cell's
+        ``state_dict()``) and ``energy`` (the energy ledger's, ``{}`` without one).
+    scenario : mapping
+        The run's scenario (today's shape).
+
+    Returns
+    -------
+    dict
+        ``saved`` with each of :data:`CHECKPOINT_FIELDS_ADDED_LATER` it lacks as ``fresh`` has it
+        (an energy ledger that starts from zero) and an energy state's entries added later as in
+        ``fresh``; each of :data:`STREAMS_ADDED_LATER` it lacks at its first state (it was never
+        drawn from); each counter it lacks at zero; the cell's state through :func:`cell_state`.
+    """
+    out = dict(saved)
+    for name in CHECKPOINT_FIELDS_ADDED_LATER:
+        if name not in out:
+            out[name] = fresh[name]
+    if out["energy"] and fresh["energy"]:
+        out["energy"] = {**fresh["energy"], **out["energy"]}
+    rng = dict(out["rng"])
+    for name in STREAMS_ADDED_LATER:
+        if name not in rng and name in fresh["rng"]:
+            rng[name] = fresh["rng"][name]
+    out["rng"] = rng
+    out["counters"] = {**fresh["counters"], **out["counters"]}
+    out["cell"] = cell_state(out["cell"], fresh["cell"], scenario)
+    return out

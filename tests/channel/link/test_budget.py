@@ -1,0 +1,129 @@
+"""The link budget as a pure function of plain arrays, against hand calculations.
+
+Thermal noise -174 dBm/Hz = 10^(-20.4) W/Hz.  Two clients with gains 1e-9 and 1e-11 (90 and
+110 dB of coupling loss) at 0.2 W on 1 MHz each: SNR = 0.2 g / (1e6 x 10^(-20.4)), i.e.
+10 log10(2e-16 g / 1e-9) + 204 = 47.0103 dB and 27.0103 dB; Shannon gives b log2(1 + SNR).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import (
+    EqualAllocation,
+    EqualFinishTimeAllocation,
+    FixedPower,
+    LinkBudgetModel,
+    OpenLoopPowerControl,
+    ShannonRate,
+)
+
+N0_W_PER_HZ = 10.0 ** -20.4
+IDS = np.array([4, 7])
+GAIN = np.array([1e-9, 1e-11])
+COUPLING_DB = np.array([90.0, 110.0])
+NOMINAL_W = np.array([0.2, 0.2])
+
+
+def model(rate=None, allocator=None, power_control=None, **kwargs) -> LinkBudgetModel:
+    config = dict(noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=2e6, downlink_bandwidth_hz=20e6,
+                  server_tx_power_w=1.0)
+    config.update(kwargs)
+    return LinkBudgetModel(rate or ShannonRate(), allocator or EqualAllocation(), power_control or FixedPower(),
+                           **config)
+
+
+def shannon_bps(bandwidth_hz, snr_linear):
+    return bandwidth_hz * np.log2(1.0 + snr_linear)
+
+
+def test_uplink_by_hand():
+    link = model().uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, noise_rise_linear=1.0)
+    np.testing.assert_array_equal(link.client_ids, IDS)
+    np.testing.assert_array_equal(link.bandwidth_hz, [1e6, 1e6])
+    np.testing.assert_array_equal(link.tx_power_w, [0.2, 0.2])
+    np.testing.assert_array_equal(link.gain_linear, GAIN)
+    np.testing.assert_allclose(link.snr_db, [47.0103, 27.0103], atol=1e-4)
+    snr = 0.2 * GAIN / (1e6 * N0_W_PER_HZ)
+    np.testing.assert_allclose(link.rate_bps, shannon_bps(1e6, snr), rtol=1e-12)
+    assert link.rate_bps[0] == pytest.approx(1e6 * math.log2(1 + 10 ** 4.70103), rel=1e-5)  # 15.62 Mbit/s
+
+
+def test_a_noise_rise_turns_the_snr_into_the_sinr():
+    # IoT = 2 (3.0103 dB): the rate model sees N0 x 2, so every SINR is 3.0103 dB below the SNR.
+    clean = model().uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, noise_rise_linear=1.0)
+    loaded = model().uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, noise_rise_linear=2.0)
+    np.testing.assert_allclose(loaded.snr_db, clean.snr_db - 10 * math.log10(2.0), rtol=1e-12)
+    np.testing.assert_allclose(loaded.rate_bps, shannon_bps(1e6, 0.2 * GAIN / (1e6 * 2 * N0_W_PER_HZ)), rtol=1e-12)
+
+
+def test_fading_multiplies_the_large_scale_gain():
+    link = model().uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, 1.0, fading_gain=[0.5, 4.0])
+    np.testing.assert_array_equal(link.gain_linear, GAIN * [0.5, 4.0])
+    np.testing.assert_allclose(link.snr_db, [47.0103 - 3.0103, 27.0103 + 6.0206], atol=1e-4)
+
+
+def test_power_control_sets_the_uplink_power():
+    # Open loop, TS 38.213 7.1.1: P = P0 + 10 log10(M_RB) + alpha PL, capped at P_max.  1 MHz at
+    # 30 kHz is 33.3 subcarriers = 2.78 RBs, counted as 3: -90 + 4.7712 + 0.8 x 90 = -13.2288 dBm.
+    pc = OpenLoopPowerControl(p0_dbm=-90.0, alpha=0.8, p_max_dbm=23.0, subcarrier_spacing_hz=30e3)
+    link = model(power_control=pc).uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, 1.0)
+    p0_w = 10 ** ((-90.0 + 10 * math.log10(3) + 0.8 * 90.0 - 30.0) / 10)
+    assert link.tx_power_w[0] == pytest.approx(p0_w, rel=1e-12)
+    np.testing.assert_allclose(link.snr_db, 10 * np.log10(link.tx_power_w * GAIN / (1e6 * N0_W_PER_HZ)), rtol=1e-12)
+
+
+def test_the_uplink_at_given_shares_bypasses_the_allocator():
+    link = model(allocator=EqualFinishTimeAllocation()).uplink_at_bandwidth(IDS, [0.0, 5e5], GAIN, COUPLING_DB,
+                                                                           NOMINAL_W, 1.0)
+    assert math.isinf(link.snr_db[0]) and link.rate_bps[0] == 0.0  # 0 Hz: no noise, no rate
+    assert link.rate_bps[1] == pytest.approx(shannon_bps(5e5, 0.2 * 1e-11 / (5e5 * N0_W_PER_HZ)), rel=1e-12)
+
+
+def test_a_link_aware_allocator_gets_the_links_rate():
+    payload = np.array([1e6, 1e6])
+    link = model(allocator=EqualFinishTimeAllocation()).uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, 1.0, payload)
+    assert link.bandwidth_hz.sum() == pytest.approx(2e6)
+    finish_s = payload / link.rate_bps
+    assert finish_s[0] == pytest.approx(finish_s[1], rel=1e-6)  # the weak client gets the wider share
+    assert link.bandwidth_hz[1] > link.bandwidth_hz[0]
+
+
+def test_downlink_spreads_the_server_power_over_the_band():
+    # 20 MHz, 1 W: two receivers on 10 MHz carry 0.5 W each.
+    link = model().downlink(IDS, GAIN)
+    np.testing.assert_array_equal(link.bandwidth_hz, [10e6, 10e6])
+    np.testing.assert_array_equal(link.tx_power_w, [0.5, 0.5])
+    np.testing.assert_allclose(link.rate_bps, shannon_bps(10e6, 0.5 * GAIN / (10e6 * N0_W_PER_HZ)), rtol=1e-12)
+
+
+def test_broadcast_is_the_worst_receivers_full_band_rate():
+    rate = model().broadcast_rate_bps(IDS, GAIN)
+    assert rate == pytest.approx(shannon_bps(20e6, 1.0 * 1e-11 / (20e6 * N0_W_PER_HZ)), rel=1e-12)
+    with pytest.raises(ValueError, match="at least one receiver"):
+        model().broadcast_rate_bps(np.array([], dtype=int), np.array([]))
+
+
+def test_the_noise_floor_holds_the_rate_models_noise_figure():
+    assert model().noise_floor_w_per_hz == model().noise_psd_w_per_hz == pytest.approx(N0_W_PER_HZ, rel=1e-12)
+    assert model(ShannonRate(noise_figure_db=7.0)).noise_floor_w_per_hz == pytest.approx(N0_W_PER_HZ * 10 ** 0.7,
+                                                                                       rel=1e-12)
+
+
+def test_an_empty_group_gets_an_empty_budget():
+    link = model().uplink(np.array([], dtype=int), np.array([]), np.array([]), np.array([]), 1.0)
+    assert link.rate_bps.shape == (0,) and link.bandwidth_hz.shape == (0,)
+
+
+def test_without_a_downlink_the_downlink_is_refused():
+    with pytest.raises(ValueError, match="downlink_rates_bps needs downlink_bandwidth_hz and server_tx_power_w"):
+        model(downlink_bandwidth_hz=None).downlink(IDS, GAIN)
+
+
+@pytest.mark.parametrize("field, value", [("uplink_bandwidth_hz", 0.0), ("noise_psd_dbm_per_hz", 1e6),
+                                          ("server_tx_power_w", 1e308)])
+def test_numbers_out_of_range_are_refused_by_name(field, value):
+    with pytest.raises(ValueError, match=f"^{field} must be a finite number in "):
+        model(**{field: value})

@@ -1,0 +1,225 @@
+"""Run directories made by older code are read in today's shape, in one place (sfl_sim.runs.rundir.upgrade).
+
+Per artefact: scenario.yaml, resolved.yaml, the per-round logs and checkpoint.pt (counters, random
+streams, the cell's state, the energy ledger's); and end to end, a run directory of the old layout
+resumes and continues exactly as a straight run.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from sfl_sim.config import validate
+from sfl_sim.runs.resolved import resolve_run
+from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir.schema import HOST_TIME_COLUMNS, ROUNDS_COLUMNS
+from tests.channel.helpers import small_cell
+from tests.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
+
+SMALL = small_scenario(algorithms=["fedavg"])
+#: The rounds.csv columns added after runs were already being made.
+LATER_ROUND_COLUMNS = ("round_host_time_s", "harq_retransmissions", "online_clients", "unavailable_clients",
+                       "availability_wait_s", "client_energy_j")
+
+
+# -- scenario.yaml ---------------------------------------------------------------------------------
+def test_sections_added_later_come_from_the_scenario_models_and_the_components() -> None:
+    """Their defaults are what the default scenario writes, the default components' parameters
+    stated as their classes declare them (what resolved.yaml records): no second copy."""
+    cfg = validate({})
+    written = cfg.to_yaml_dict()
+    later = upgrade.sections_added_later()
+    assert later["cell"] == {k: written["cell"][k] for k in ("power_control", "interference", "harq")}
+    device = resolve_run(cfg, cfg.algorithms[0].label).record["components"]["energy.device"]
+    assert later["energy"] == {**written["energy"], "device": {"name": device["name"], **device["params"]}}
+    assert {f.split(".")[0] for f in upgrade.SECTIONS_ADDED_LATER} == set(later)
+
+
+def test_a_scenario_reads_the_fields_it_lacks_at_their_defaults() -> None:
+    today = validate(SMALL).to_yaml_dict()
+    today["algorithm"] = today.pop("algorithms")[0]  # a run records its one algorithm under algorithm
+    old = copy.deepcopy(today)
+    for key in ("power_control", "interference", "harq"):
+        del old["cell"][key]
+    del old["energy"], old["metrics"]
+    old["data"]["partition"] = {"name": "dirichlet", "beta": 0.5}  # named otherwise: keeps its own parameters
+    read = upgrade.scenario(old)
+    assert read["cell"]["power_control"] == {"name": "fixed"} and read["cell"]["harq"] is None
+    assert read["energy"] == upgrade.default_scenario()["energy"] and read["metrics"] == today["metrics"]
+    assert read["data"]["partition"] == {"name": "dirichlet", "beta": 0.5}
+    assert "algorithms" not in read and "algorithms" not in upgrade.scenario({})
+    # made before energy accounting: the scenario that continues it says how it is charged
+    battery = {**today["energy"], "battery": {"capacity_min_j": 1.0, "capacity_max_j": 2.0}}
+    assert upgrade.scenario(old, continued_by={**today, "energy": battery})["energy"] == battery
+    # a scenario that has energy keeps its own
+    assert upgrade.scenario(today, continued_by={**today, "energy": battery})["energy"] == today["energy"]
+
+
+# -- resolved.yaml ---------------------------------------------------------------------------------
+def test_a_record_is_read_in_todays_shape() -> None:
+    today = resolve_run(validate(SMALL), "fedavg").record
+    assert upgrade.resolved(None).value is None
+    (note,) = upgrade.resolved(None).notes
+    assert "has no resolved.yaml" in note and "cannot be checked" in note
+    old = copy.deepcopy(today)
+    del old["components"]["cell.rate"]["params"]["noise_figure_db"]  # added to the code after the run
+    del old["training"]["max_grad_norm"]
+    read = upgrade.resolved(old, today).value
+    assert read["compression"] == {}  # made before compression existed: it applied none
+    assert read["components"]["cell.rate"]["params"] == today["components"]["cell.rate"]["params"]
+    assert read["training"] == today["training"] and read["energy"] == today["energy"]
+    renamed = copy.deepcopy(old)
+    renamed["components"]["cell.rate"]["name"] = "mcs_table"  # another component: nothing filled in
+    assert "noise_figure_db" not in upgrade.resolved(renamed, today).value["components"]["cell.rate"]["params"]
+    assert upgrade.resolved(old).value["components"] == old["components"]  # no today: nothing to fill from
+
+
+# -- the per-round logs ----------------------------------------------------------------------------
+def test_a_log_is_read_in_todays_columns_by_its_own_header() -> None:
+    old_header = [c for c in ROUNDS_COLUMNS if c not in LATER_ROUND_COLUMNS]
+    rows = [[str(i) if c != "cohort" else "1 2" for i, c in enumerate(old_header)], []]
+    (row,) = upgrade.log_rows(old_header, rows, ROUNDS_COLUMNS)
+    cells = dict(zip(ROUNDS_COLUMNS, row, strict=True))
+    assert all(cells[c] == "" for c in LATER_ROUND_COLUMNS) and cells["cohort"] == "1 2"
+    assert cells["uplink_bytes"] == str(old_header.index("uplink_bytes"))
+    text = ",".join(old_header) + "\r\n" + ",".join(rows[0]) + "\r\n"
+    read = list(csv.reader(upgrade.log_text(text, ROUNDS_COLUMNS).split("\n")[:-1]))
+    assert read == [list(ROUNDS_COLUMNS), row]
+    today = ",".join(ROUNDS_COLUMNS) + "\n1,2\n"
+    assert upgrade.log_text(today, ROUNDS_COLUMNS) is today
+
+
+# -- checkpoint.pt ---------------------------------------------------------------------------------
+DEFAULT_CELL = {"cell": {"power_control": {"name": "fixed"}, "interference": {"name": "none"}}}
+
+
+def _version_1(state: dict) -> dict:
+    """A cell state as a cell before uplink power control and interference saved it."""
+    old = {k: v for k, v in state.items() if k not in ("interference_rng", "noise_rise")}
+    old["version"] = 1
+    old["component_types"] = {k: v for k, v in state["component_types"].items()
+                              if k not in ("power_control", "interference")}
+    return old
+
+
+def test_a_version_1_cell_state_loads_into_a_default_cell_only() -> None:
+    from sfl_sim.channel import NoiseRise
+
+    a = small_cell()
+    old = _version_1(a.state_dict())
+    b = small_cell()
+    b.load_state_dict(upgrade.cell_state(old, b.state_dict(), DEFAULT_CELL))
+    assert b.noise_rise_linear == 1.0 and b.positions_m.tolist() == a.positions_m.tolist()
+    a.move(1.0, np.random.default_rng(0))
+    b.move(1.0, np.random.default_rng(0))
+    assert b.positions_m.tolist() == a.positions_m.tolist()
+    noisy = small_cell(interference=NoiseRise(3.0))
+    other = {"cell": {**DEFAULT_CELL["cell"], "interference": {"name": "noise_rise", "noise_rise_db": 3.0}}}
+    assert upgrade.cell_state(old, noisy.state_dict(), other) is old  # left to the cell, which refuses it
+    with pytest.raises(ValueError, match="version must be 2, got 1"):
+        noisy.load_state_dict(upgrade.cell_state(old, noisy.state_dict(), other))
+    state = a.state_dict()
+    assert upgrade.cell_state(state, b.state_dict(), DEFAULT_CELL) is state  # today's: as it is
+
+
+def test_a_checkpoint_lacking_state_added_later_takes_the_run_as_built() -> None:
+    fresh_cell = small_cell().state_dict()
+    fresh = {"counters": {"uplink_bytes": 0, "retransmissions": 0}, "cell": fresh_cell,
+             "rng": {"selection": "fresh", "harq": "harq as built", "torch_cuda": "fresh"},
+             "energy": {"spent_j": [0.0], "remaining_j": [5.0]}}
+    saved = {"round": 2, "counters": {"uplink_bytes": 10}, "cell": _version_1(small_cell().state_dict()),
+             "rng": {"selection": "saved"}}
+    read = upgrade.checkpoint(saved, fresh, DEFAULT_CELL)
+    assert read["energy"] == fresh["energy"]  # a ledger that starts from zero
+    assert read["rng"] == {"selection": "saved", "harq": "harq as built"}  # only the streams added later
+    assert read["counters"] == {"uplink_bytes": 10, "retransmissions": 0}
+    assert read["cell"]["version"] == 2 and read["cell"]["noise_rise"] == fresh_cell["noise_rise"]
+    older_ledger = upgrade.checkpoint({**saved, "energy": {"spent_j": [3.0]}}, fresh, DEFAULT_CELL)
+    assert older_ledger["energy"] == {"spent_j": [3.0], "remaining_j": [5.0]}  # before batteries
+    no_ledger = upgrade.checkpoint({**saved, "energy": {}}, fresh, DEFAULT_CELL)
+    assert no_ledger["energy"] == {}
+
+
+def test_the_upgrade_imports_neither_torch_nor_the_engine() -> None:
+    code = ("import sys; from sfl_sim.runs.rundir import upgrade; upgrade.sections_added_later(); "
+            "upgrade.scenario({}); bad = [m for m in sys.modules if m in ('torch', 'simpy') "
+            "or m.startswith(('sfl_sim.engine', 'sfl_sim.algorithms'))]; assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_made_before_is_said_in_one_module() -> None:
+    """Which older shapes exist and how they are read is known in one place."""
+    root = Path(upgrade.__file__).resolve().parents[3]
+    assert (root / "sfl_sim").is_dir()
+    said = sorted({p.relative_to(root).as_posix() for p in (root / "sfl_sim").rglob("*.py")
+                   if "made before" in p.read_text()})
+    assert said == ["sfl_sim/runs/rundir/upgrade.py"], said
+
+
+# -- end to end ------------------------------------------------------------------------------------
+def _make_old(run_dir: Path) -> None:
+    """Strip from a run directory what a run made before power control, interference, HARQ,
+    compression, energy accounting and per-class accuracy lacked."""
+    scenario = yaml.safe_load((run_dir / "scenario.yaml").read_text())
+    for key in ("power_control", "interference", "harq"):
+        del scenario["cell"][key]
+    del scenario["energy"], scenario["metrics"]
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    record = yaml.safe_load((run_dir / "resolved.yaml").read_text())
+    del record["energy"], record["compression"], record["components"]["energy.device"]
+    del record["components"]["cell.rate"]["params"]["noise_figure_db"]
+    (run_dir / "resolved.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    with (run_dir / "rounds.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    old_columns = [c for c in ROUNDS_COLUMNS if c not in LATER_ROUND_COLUMNS]
+    with (run_dir / "rounds.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(old_columns)
+        writer.writerows([r[c] for c in old_columns] for r in rows)
+    (run_dir / "classes.csv").unlink()
+    (run_dir / "energy.csv").unlink()
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    del state["energy"], state["rng"]["harq"]
+    state["counters"] = {k: v for k, v in state["counters"].items()
+                         if k not in ("retransmissions", "dropped_transmissions", "dropped_clients")}
+    cell = state["cell"]
+    state["cell"] = {**{k: v for k, v in cell.items() if k not in ("interference_rng", "noise_rise")}, "version": 1,
+                     "component_types": {k: v for k, v in cell["component_types"].items()
+                                         if k not in ("power_control", "interference")}}
+    torch.save(state, run_dir / "checkpoint.pt")
+
+
+@pytest.mark.slow
+def test_a_run_directory_of_the_old_layout_resumes_as_a_straight_run(tmp_path, capsys) -> None:
+    path, out = finished_run(tmp_path, capsys, SMALL)
+    run_dir = out / "fedavg"
+    _make_old(run_dir)
+    code, err = run_cli(capsys, str(path), "-o", str(out), "--resume", "--rounds", "4")
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and "made before energy accounting" in warning[0], err
+    straight = write_yaml(tmp_path, {**SMALL, "rounds": 4}, "four.yaml")
+    assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
+    other = tmp_path / "straight" / "fedavg"
+    assert read_rows(run_dir / "metrics.csv", host_time=False) == read_rows(other / "metrics.csv", host_time=False)
+    resumed, made = read_rows(run_dir / "rounds.csv"), read_rows(other / "rounds.csv")
+    unrecorded = set(LATER_ROUND_COLUMNS) | set(HOST_TIME_COLUMNS)
+    assert [{k: v for k, v in r.items() if k not in unrecorded} for r in resumed] == \
+        [{k: v for k, v in r.items() if k not in unrecorded} for r in made]
+    assert [r["client_energy_j"] for r in resumed[:2]] == ["", ""]  # rounds trained without the ledger
+    assert [r[c] for r in resumed[2:] for c in unrecorded - set(HOST_TIME_COLUMNS)] == \
+        [r[c] for r in made[2:] for c in unrecorded - set(HOST_TIME_COLUMNS)]
+    energy = read_rows(run_dir / "energy.csv")
+    assert energy and {r["round"] for r in energy} == {"3", "4"}
+    assert [r["round"] for r in read_rows(run_dir / "classes.csv")] == ["3", "4"]
+    record = yaml.safe_load((run_dir / "resolved.yaml").read_text())
+    assert record["energy"]["from_round"] == 3 and record["compression"] == {}
