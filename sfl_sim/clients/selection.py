@@ -167,6 +167,8 @@ class ClassBalancedSelection(Selector):
             "Weight lambda of the exploration bonus of the first draw (>= 0; 0 turns it off).")] = 10.0
         qcid_floor: Annotated[Positive, Doc("Lower bound of QCID in the weights (> 0).")] = 1e-6
 
+    params: Params
+
     def __post_init__(self) -> None:
         self.counts: np.ndarray | None = None
         self.times_selected: np.ndarray | None = None

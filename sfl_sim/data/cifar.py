@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from sfl_sim.data.datasets import DATASETS, LoaderParams
+from sfl_sim.data.datasets import DATASETS
 from sfl_sim.data.images import DatasetFormatError, LocalImageDataset, check_labels
 from sfl_sim.kit.params import Doc
 
@@ -205,12 +205,14 @@ class CIFAR100(_CifarPickles):
     how_to_get = ("download cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html "
                   f"and unpack it (it creates {CIFAR100_DIR}/)")
 
-    class Params(LoaderParams):
+    class Params(LocalImageDataset.Params):
         """CIFAR-100's parameters: the loaders' (:class:`~sfl_sim.data.datasets.LoaderParams`) and its own."""
 
         label_type: Annotated[Literal["fine", "coarse"], Doc(
             "``fine``: the 100 classes (``fine_labels``; the SCALA papers' setting); ``coarse``: the 20 "
             "superclasses (``coarse_labels``).")] = "fine"
+
+    params: Params
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -29,7 +29,7 @@ from typing import Annotated
 
 import numpy as np
 
-from sfl_sim.data.datasets import DATASETS, LoaderParams
+from sfl_sim.data.datasets import DATASETS
 from sfl_sim.data.images import DatasetFormatError, LocalImageDataset
 from sfl_sim.kit.params import Doc, PositiveInt
 
@@ -143,7 +143,7 @@ class CINIC10(LocalImageDataset):
     how_to_get = ("download CINIC-10.tar.gz (https://github.com/BayesWatch/cinic-10, "
                   "https://datashare.ed.ac.uk/handle/10283/3192) and unpack it into a folder")
 
-    class Params(LoaderParams):
+    class Params(LocalImageDataset.Params):
         """CINIC-10's parameters: the loaders' (:class:`~sfl_sim.data.datasets.LoaderParams`) and its own."""
 
         include_valid_in_train: Annotated[bool, Doc(
@@ -152,6 +152,8 @@ class CINIC10(LocalImageDataset):
         num_workers: Annotated[PositiveInt | None, Doc(
             "Threads decoding PNGs (Pillow releases the GIL while decoding); ``None``: ``min(8, os.cpu_count())``.  "
             "The result does not depend on it.")] = None
+
+    params: Params
 
     def _splits(self) -> tuple[str, ...]:
         return ("train", "valid", "test") if self.params.include_valid_in_train else ("train", "test")

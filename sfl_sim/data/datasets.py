@@ -228,7 +228,10 @@ class IdxImageDataset(Component):
     num_classes: int = 10
     how_to_get: str = ""
 
-    Params = LoaderParams
+    class Params(LoaderParams):
+        """The loader's parameters (:class:`LoaderParams`)."""
+
+    params: Params
 
     def __post_init__(self) -> None:
         self.data_root, self._source = resolve_data_root(self.params.data_root, self.env_var, self.default_dir)

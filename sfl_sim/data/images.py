@@ -51,7 +51,10 @@ class LocalImageDataset(Component):
     expected: str = ""
     how_to_get: str = ""
 
-    Params = LoaderParams
+    class Params(LoaderParams):
+        """The loader's parameters (:class:`~sfl_sim.data.datasets.LoaderParams`)."""
+
+    params: Params
 
     def __post_init__(self) -> None:
         self.data_root, self._source = resolve_data_root(self.params.data_root, self.env_var, None)

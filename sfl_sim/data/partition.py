@@ -135,6 +135,8 @@ class QuantityLabelSkew(Partitioner):
 
         alpha: Annotated[PositiveInt, Doc("Classes per client, ``1 <= alpha <= num_classes`` (checked in split).")]
 
+    params: Params
+
     def assign_classes(self, n_clients: int, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """Decide which ``alpha`` distinct classes each client holds.
 
@@ -285,6 +287,8 @@ class DirichletLabelSkew(_RedrawnDirichlet):
         min_samples_per_client: Annotated[PositiveInt, Doc("Smallest acceptable client size (>= 1).")] = 10
         max_attempts: Annotated[PositiveInt, Doc("Number of draws before giving up.")] = 1000
 
+    params: Params
+
     def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> list[np.ndarray]:
         """One draw: a Dir_N(beta) class mix per client, each class cut among the clients by it."""
@@ -333,6 +337,8 @@ class DirichletOverClients(_RedrawnDirichlet):
         cap_at_mean: Annotated[bool, Doc(
             "NIID-Bench's cap at N/K samples (False: BESplit's plain per-class split).")] = True
         max_attempts: Annotated[PositiveInt, Doc("Number of draws before giving up.")] = 1000
+
+    params: Params
 
     def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> list[np.ndarray]:

@@ -60,7 +60,9 @@ class Component:
         The validated parameters (frozen), the :data:`~sfl_sim.kit.params.FIXED` ones included.
     """
 
-    Params: ClassVar[type[ParamsModel]] = NoParams
+    class Params(ParamsModel):
+        """No parameters (a component that has some declares its own ``Params``)."""
+
     #: Constructor arguments the simulator supplies before the parameters (shown first in the
     #: signature; the class's own ``__init__`` takes them).
     supplied_args: ClassVar[tuple[str, ...]] = ()
@@ -95,8 +97,9 @@ class Component:
         own_init = vars(cls).get("__init__")
         # A subclass with a constructor of its own that names parameters (a plug-in subclassing a
         # shipped component) is read from its signature instead; otherwise the model is the truth.
-        cls.__params_declared__ = own_init is None or _takes_only_params(own_init, cls.supplied_args)
-        if cls.__params_declared__:
+        declared = own_init is None or _takes_only_params(own_init, cls.supplied_args)
+        cls.__params_declared__ = declared  # type: ignore[attr-defined]  # read by kit.params.declares_model
+        if declared:
             cls.__signature__ = _signature(cls)  # type: ignore[attr-defined]
             cls.__doc__ = _with_parameters_section(cls)
         else:
@@ -135,7 +138,8 @@ _NEXT_SECTION = re.compile(r"^\w[\w ]*\n-{3,}$", re.M)
 def _with_parameters_section(cls: type[Component]) -> str:
     """The class docstring with a ``Parameters`` section generated from its model (replacing one
     the docstring had: the model is where parameters are described)."""
-    doc = inspect.cleandoc(cls.__doc__) if isinstance(vars(cls).get("__doc__"), str) else ""
+    own = vars(cls).get("__doc__")
+    doc = inspect.cleandoc(own) if isinstance(own, str) else ""
     lines = []
     for name, info in cls.Params.model_fields.items():
         if any(m is FIXED for m in info.metadata):

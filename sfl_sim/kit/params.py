@@ -1,5 +1,8 @@
 """Typed component parameters: one pydantic model per component class.
 
+(The radio layer imports pydantic only through this module: :func:`Field`,
+:func:`field_validator` and :func:`model_validator` are pydantic's, re-exported for its models.)
+
 A component's parameters are the keys a scenario puts beside its ``name``.  Their model is
 
 - **declared** by the shipped components, :class:`sfl_sim.kit.component.Component` subclasses:
@@ -37,14 +40,24 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from sfl_sim.kit.ranges import Range
 
-__all__ = ["ParamsModel", "Doc", "FIXED", "params_model", "declared_params", "is_declared", "validate_params",
-           "params_schema", "parameter_values", "doc_descriptions", "field_doc", "describe_error", "allowed_text",
-           "NonNegative", "Positive", "PositiveInt", "NonNegativeInt", "UnitInterval", "positive_ints"]
+__all__ = ["ParamsModel", "Doc", "FIXED", "Field", "field_validator", "model_validator", "params_model",
+           "declared_params", "is_declared", "validate_params", "params_schema", "parameter_values",
+           "doc_descriptions", "field_doc", "describe_error", "allowed_text", "NonNegative", "Positive", "PositiveInt",
+           "NonNegativeInt", "UnitInterval", "positive_ints"]
 
 P = TypeVar("P", bound="ParamsModel")
 
@@ -112,12 +125,6 @@ class ParamsModel(BaseModel):
             return cls.model_validate(dict(values))
         except ValidationError as exc:
             raise ValueError(describe_error(exc, cls)) from None
-
-    @classmethod
-    def check(cls: type[P], **values: Any) -> P:  # TODO(i34): gone once every component is a Component
-        """:meth:`parse` of keyword values (the channel's and compression's constructors, until they
-        are components)."""
-        return cls.parse(values)
 
 
 def declared_params(cls: Any) -> type[BaseModel] | None:
@@ -210,6 +217,11 @@ def declares_model(cls: Any) -> bool:
     return isinstance(cls, type) and bool(vars(cls).get("__params_declared__"))
 
 
+def _declared_model(cls: type) -> type[BaseModel]:
+    """The ``Params`` model of a declared component."""
+    return typing.cast(type[BaseModel], cls.Params)  # type: ignore[attr-defined]
+
+
 def _fixed(info: FieldInfo) -> bool:
     return any(m is FIXED for m in info.metadata)
 
@@ -227,7 +239,7 @@ def fixed_values(cls: Any) -> dict[str, Any]:
     """The :data:`FIXED` fields of a declared component's model with their values."""
     if not declares_model(cls):
         return {}
-    return {name: info.default for name, info in cls.Params.model_fields.items() if _fixed(info)}
+    return {name: info.default for name, info in _declared_model(cls).model_fields.items() if _fixed(info)}
 
 
 def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool, bool] | None:
@@ -244,8 +256,8 @@ def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool,
     declared = False
     for owner in owners:
         if declares_model(owner):
-            for name, info in _user_model(owner.Params).model_fields.items():
-                fields.setdefault(name, (info.annotation, info))
+            for name, field in _user_model(_declared_model(owner)).model_fields.items():
+                fields.setdefault(name, (field.annotation, field))
             return fields, False, True
         init = vars(owner)["__init__"]
         try:
@@ -277,7 +289,7 @@ def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool,
 @cache
 def _model(cls: type, supplied: tuple[str, ...]) -> type[BaseModel] | None:
     if declares_model(cls):
-        return _user_model(cls.Params)
+        return _user_model(_declared_model(cls))
     own = declared_params(cls)
     found = _fields(cls, supplied)
     if found is None:
@@ -362,6 +374,22 @@ _PLURALS = {"an integer": "integers", "a number": "numbers", "a finite number": 
             "true or false": "booleans", "a string": "strings"}
 
 
+def _tightest(bounds: list[tuple[str, Any]]) -> list[str]:
+    """The tightest lower and upper bound of ``(ge|gt|le|lt, value)`` pairs, in words (a field may
+    carry a range and a stricter bound of its own: ``> 0`` beside a range's ``>= 0``)."""
+    signs = dict(_BOUNDS)
+    lower = [(v, attr == "gt") for attr, v in bounds if attr in ("ge", "gt")]
+    upper = [(v, attr == "lt") for attr, v in bounds if attr in ("le", "lt")]
+    out = []
+    if lower:
+        value, strict = max(lower)  # the largest bound; on a tie the strict one (True > False)
+        out.append(f"{signs['gt' if strict else 'ge']} {_g(value)}")
+    if upper:
+        value, strict = min(upper, key=lambda b: (b[0], not b[1]))
+        out.append(f"{signs['lt' if strict else 'le']} {_g(value)}")
+    return out
+
+
 def _words(ann: Any, metadata: list[Any]) -> str:
     """``ann`` with its constraints ``metadata``, in words."""
     optional = False
@@ -389,12 +417,13 @@ def _words(ann: Any, metadata: list[Any]) -> str:
         ranges = [m for m in metadata if isinstance(m, Range)]
         if ann is float and (ranges or any(getattr(m, "allow_inf_nan", True) is False for m in metadata)):
             text = "a finite number"
-        limits = [f"{sign} {_g(getattr(m, attr))}" for m in metadata for attr, sign in _BOUNDS
-                  if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
+        found = [(attr, getattr(m, attr)) for m in metadata for attr, _ in _BOUNDS
+                 if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
         for rng in ranges:
-            limits.append(f"{'>' if rng.low_open else '>='} {_g(float(rng.low))}")
+            found.append(("gt" if rng.low_open else "ge", float(rng.low)))
             if rng.high != float("inf"):
-                limits.append(f"<= {_g(float(rng.high))}")
+                found.append(("le", float(rng.high)))
+        limits = _tightest(found)
         if limits:
             text += " " + " and ".join(limits)
     return ("null or " if optional else "") + text

@@ -95,6 +95,8 @@ class AlexNet(SplittableModel, Component):
             "1/sqrt(3)) the signal shrinks layer by layer and the network measured no progress in 200 such steps "
             "on Fashion-MNIST (loss stuck at ln 10).")] = "kaiming_normal"
 
+    params: Params
+
     def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
         Component.__init__(self, **params)
         dropout, init = self.params.dropout, self.params.init

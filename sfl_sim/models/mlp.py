@@ -52,6 +52,8 @@ class MLP(SplittableModel, Component):
         hidden_features: Annotated[positive_ints(2), Doc(  # type: ignore[valid-type]
             "Widths of the two hidden layers.")] = (200, 200)
 
+    params: Params
+
     def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
         Component.__init__(self, **params)
         shape = tuple(input_shape)

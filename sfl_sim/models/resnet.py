@@ -140,6 +140,8 @@ class ResNet18(SplittableModel, Component):
             "Start each block's last BN at weight 0, so every residual branch starts as the identity (Goyal et "
             "al., 2017).  Off by default, as in torchvision.")] = False
 
+    params: Params
+
     def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
         Component.__init__(self, **params)
         width, zero_init_residual = self.params.width, self.params.zero_init_residual

@@ -108,6 +108,8 @@ class VGG11(SplittableModel, Component):
         dropout: Annotated[UnitInterval, Doc(
             "Dropout probability before the first two linear layers, in ``[0, 1)``.")] = 0.5
 
+    params: Params
+
     def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
         Component.__init__(self, **params)
         batch_norm, dropout = self.params.batch_norm, self.params.dropout

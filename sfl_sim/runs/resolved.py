@@ -290,7 +290,13 @@ def compression_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> 
     old, new = made.get(RESOLVED_COMPRESSION) or {}, now.get(RESOLVED_COMPRESSION) or {}
     return [f"compression.{path}: made with {_plain(old.get(path, '<none>'))!r}, now "
             f"{_plain(new.get(path, '<none>'))!r}"
-            for path in dict.fromkeys([*old, *new]) if not _same(old.get(path), new.get(path))]
+            for path in dict.fromkeys([*old, *new]) if not _same(_identity(old.get(path)), _identity(new.get(path)))]
+
+
+def _identity(entry: Any) -> Any:
+    """A record entry without its ``class`` (recorded for information: a name and its parameters
+    identify a component)."""
+    return {k: v for k, v in entry.items() if k != "class"} if isinstance(entry, Mapping) else entry
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -348,14 +354,13 @@ def class_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     """``field: OLD -> NEW`` for each component whose registered name now resolves to a class at
     another import path (the code moved it); the name and parameters identify the component, so
     this is no reason to refuse a resume, only to say so."""
-    old_c, new_c = made.get("components") or {}, now.get("components") or {}
-    out = []
-    for key, old in old_c.items():
-        new = new_c.get(key)
-        if isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("name") == new.get("name") \
-                and old.get("class") and new.get("class") and old["class"] != new["class"]:
-            out.append(f"{_display(key, algorithm_field)}: {old['class']} -> {new['class']}")
-    return out
+    entries = [(_display(key, algorithm_field), old, (now.get("components") or {}).get(key))
+               for key, old in (made.get("components") or {}).items()]
+    entries += [(f"compression.{path}", old, (now.get(RESOLVED_COMPRESSION) or {}).get(path))
+                for path, old in (made.get(RESOLVED_COMPRESSION) or {}).items()]
+    return [f"{field}: {old['class']} -> {new['class']}" for field, old, new in entries
+            if isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("name") == new.get("name")
+            and old.get("class") and new.get("class") and old["class"] != new["class"]]
 
 
 def version_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

@@ -205,7 +205,7 @@ class _Declared:
         gain: float = 1.0
 
     def __init__(self, gain: float = 1.0) -> None:
-        self.gain = _Declared.Params.check(gain=gain).gain
+        self.gain = _Declared.Params.parse({"gain": gain}).gain
 
 
 def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
@@ -227,9 +227,10 @@ def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
 
 def test_a_declared_model_checks_a_direct_call_too() -> None:
     from sfl_sim.algorithms.fl.fedprox import FedProx
+    from tests.helpers import tiny_setup
 
     with pytest.raises(ValueError, match=r"^mu: got -1; allowed: a finite number >= 0$"):
-        FedProx.Params.check(mu=-1)
+        FedProx(tiny_setup(), mu=-1)
 
 
 def test_schema_command_prints_component_parameters(capsys) -> None:

@@ -78,6 +78,8 @@ class FedConcat(FedAvg):
             "How the classifier on the concatenated encoders starts: the average of the clusters' classifiers, "
             "or a fresh random layer.")] = "average"
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         # At most one cluster per client: a federation smaller than n_clusters gets one per client.

@@ -46,6 +46,8 @@ class FedDecorr(FedAvg):
         beta: Annotated[NonNegative, Doc(
             "Regulariser coefficient (>= 0; 0 is FedAvg); 0.1 is the paper's default for CIFAR.")] = 0.1
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         classifier_layer(self.model)  # fail at build time when the model has no final Linear

@@ -51,6 +51,8 @@ class FedDyn(FedAvg):
             "Regularisation coefficient (> 0; the update divides by it).  0.01 is the value of the paper's grid "
             "{0.1, 0.01, 0.001} most used in its experiments.")] = 0.01
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         self.h = torch.zeros_like(flat(p.detach() for p in self.model.parameters()))

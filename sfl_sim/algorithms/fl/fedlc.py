@@ -38,6 +38,8 @@ class FedLC(FedAvg):
             "Calibration strength (>= 0; 0 is FedAvg).  0.5 is the value the FedVLS paper (Table 10) lists for "
             "FedLC from the original paper.")] = 0.5
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         self._counts = setup.client_label_counts

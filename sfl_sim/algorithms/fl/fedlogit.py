@@ -34,6 +34,8 @@ class FedLogit(FedAvg):
         label_prior: Annotated[Literal["batch", "local_data"], Doc("Where P_k comes from (see module docstring).")] = \
             "batch"
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         counts = setup.client_label_counts

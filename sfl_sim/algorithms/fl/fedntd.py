@@ -39,6 +39,8 @@ class FedNTD(GlobalTeacherFedAvg):
         tau: Annotated[Positive, Doc(
             "Softmax temperature (> 0).  beta = tau = 1 are the authors' released settings.")] = 1.0
 
+    params: Params
+
     def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
         p = self.params

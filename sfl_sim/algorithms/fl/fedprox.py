@@ -38,6 +38,8 @@ class FedProx(FedAvg):
             "Proximal coefficient (>= 0; 0 is FedAvg).  0.01 is the value the FedVLS paper lists for FedProx from "
             "its original grid {0.001, 0.01, 0.1, 1}.")] = 0.01
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         self._global: list[torch.Tensor] = []

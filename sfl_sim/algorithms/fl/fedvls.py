@@ -78,6 +78,8 @@ class FedVLS(GlobalTeacherFedAvg):
             "L_logit as the authors' released code computes it (bounded below) or as eqs. 4-5 print it.")] = \
             "released"
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         counts = setup.client_label_counts

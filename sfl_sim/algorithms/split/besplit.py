@@ -171,6 +171,8 @@ class BESplit(SplitFedBase):
         normalise_relations: Annotated[bool, Doc("Scale-free relational matrices in KD-C (module docstring).")] = \
             True
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         self.records: dict[int, bt.StateRecord] = {}
@@ -479,6 +481,8 @@ class BESplitG(BESplit):
     class Params(BESplit.Params):
         dtd: Annotated[bool, FIXED] = False
 
+    params: Params
+
 
 @ALGORITHMS.register("besplit_a")
 class BESplitA(BESplit):
@@ -486,3 +490,5 @@ class BESplitA(BESplit):
 
     class Params(BESplit.Params):
         dtd: Annotated[bool, FIXED] = True
+
+    params: Params

@@ -54,6 +54,8 @@ class LabelAwareSelection(Selector):
         target: Annotated[Literal["global", "uniform"], Doc(
             "Label distribution the cohort's combined distribution should approach.")] = "global"
 
+    params: Params
+
     def __post_init__(self) -> None:
         self._counts: np.ndarray | None = None
         self._target: np.ndarray | None = None

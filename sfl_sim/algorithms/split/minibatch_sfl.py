@@ -58,6 +58,8 @@ class MinibatchSFL(SplitFedBase):
         server_weighting: Annotated[Literal["data_size", "samples"], Doc(
             "a_k = |D_k| / sum |D_j| (the paper) or B_k / B (mean over the concatenated samples).")] = "data_size"
 
+    params: Params
+
     def make_server_mode(self) -> ServerModeName:
         return "concatenated"
 

@@ -82,6 +82,8 @@ class SCALA(SplitFedBase):
                                  "distribution); allowed: server_adjustment=false with concatenate=false")
             return self
 
+    params: Params
+
     def make_server_mode(self) -> ServerModeName:
         return "concatenated" if self.params.concatenate else "per_client"
 
@@ -167,6 +169,8 @@ class CASFL(SCALA):
         server_adjustment: Annotated[bool, FIXED] = False
         client_adjustment: Annotated[bool, FIXED] = False
 
+    params: Params
+
 
 @ALGORITHMS.register("lla_sfl")
 class LLASFL(SCALA):
@@ -176,3 +180,5 @@ class LLASFL(SCALA):
         concatenate: Annotated[bool, FIXED] = False
         server_adjustment: Annotated[bool, FIXED] = False
         client_adjustment: Annotated[bool, FIXED] = True
+
+    params: Params

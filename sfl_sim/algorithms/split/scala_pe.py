@@ -83,6 +83,8 @@ class SCALAPE(SCALA):
             "Fixed rate of the simulated inverter's optimizer (default: the round's learning rate).")] = None
         seed: Annotated[int, Doc("Initialises the bottleneck and the simulated inverter.")] = 0
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         p = self.params

@@ -70,6 +70,8 @@ class SFLLocalLoss(SplitFedBase):
         server_mode: Annotated[Literal["per_client", "sequential"], Doc(
             "How the server works through the activations (it sends nothing back).")] = "per_client"
 
+    params: Params
+
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         hidden = self.params.aux_hidden

@@ -75,6 +75,8 @@ class SplitFedV2(SplitFedBase):
             "Clients take turns (True) or compute in parallel while the server still works through them in "
             "order (False).")] = True
 
+    params: Params
+
     def make_server_mode(self) -> SequentialServer:
         return SequentialServer(clients_take_turns=self.params.sequential_clients)
 
@@ -93,6 +95,8 @@ class SplitFedV3(SplitFedBase):
 
         eval_client_model: Annotated[Literal["average_trained", "average_all"], Doc(
             "Client-side part of the evaluated global model (see module docstring).")] = "average_trained"
+
+    params: Params
 
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)

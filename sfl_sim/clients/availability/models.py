@@ -77,6 +77,8 @@ class TraceAvailability(_Prepared):
             "A run longer than a device's trace: ``wrap`` repeats the trace over its span; ``stop`` raises "
             "TraceEndedError (one line) when a time past the end is asked.")] = "wrap"
 
+    params: Params
+
     def __post_init__(self) -> None:
         self.devices: list[DeviceTrace] = read_trace(self.params.path, self.params.format)
         self.device_of: np.ndarray | None = None
@@ -170,6 +172,8 @@ class MarkovAvailability(_Prepared):
             "Relative swing of the come-online rate over the day, in [0, 1).")] = 0.0
         peak_hour: Annotated[float, Field(ge=0, lt=24), Doc(
             "Hour of the day (simulated time 0 is midnight) at which clients come online fastest.")] = 20.0
+
+    params: Params
 
     def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
         """Seed one generator per client from ``rng`` and draw each client's initial state."""
