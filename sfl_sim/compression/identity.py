@@ -16,6 +16,10 @@ class Identity(Component):
     In a scenario's ``compression:`` block it means no codec at all: the path is sent exactly as
     without compression (no header; :mod:`sfl_sim.algorithms._exec.compressed`)."""
 
+    # its public import path, the one resolved.yaml records (`sfl_sim.compression:Identity`): which file of the
+    # package defines it is no part of a run's record (a resume would warn that the class moved)
+    __module__ = "sfl_sim.compression"
+
     def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = checked_input(tensor)
         return Payload({"values": x.contiguous().clone(), "shape": shape_header(x)}, x.dtype)

@@ -61,6 +61,10 @@ class Quantize(Component):
     equal to the distance from the level below, in steps (unbiased, error below ``step``).
     """
 
+    # its public import path, the one resolved.yaml records (`sfl_sim.compression:Quantize`): which file of the
+    # package defines it is no part of a run's record (a resume would warn that the class moved)
+    __module__ = "sfl_sim.compression"
+
     class Params(ParamsModel):
         bits: Annotated[int, Field(ge=1, le=16), Doc("Bits per code, 1..16.")] = 8
         rounding: Annotated[Literal["deterministic", "stochastic"], Doc(

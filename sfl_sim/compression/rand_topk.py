@@ -39,6 +39,10 @@ class RandTopK(Component):
     is given (the caller decides what and when).
     """
 
+    # its public import path, the one resolved.yaml records (`sfl_sim.compression:RandTopK`): which file of the
+    # package defines it is no part of a run's record (a resume would warn that the class moved)
+    __module__ = "sfl_sim.compression"
+
     class Params(ParamsModel):
         fraction: Fraction = 0.1
         alpha: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), Doc(

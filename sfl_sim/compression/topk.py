@@ -29,6 +29,10 @@ class TopK(Component):
     sample, and a tensor of fewer than two dimensions is one sample either way.
     """
 
+    # its public import path, the one resolved.yaml records (`sfl_sim.compression:TopK`): which file of the
+    # package defines it is no part of a run's record (a resume would warn that the class moved)
+    __module__ = "sfl_sim.compression"
+
     class Params(ParamsModel):
         fraction: Fraction = 0.1
         per_sample: PerSample = False

@@ -118,6 +118,18 @@ class ParamsModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, values: Any) -> Any:
+        """Refuse ``true`` where a number is expected: strict mode does for ``float``, but a
+        ``Literal[0.0, ..., 1.0]`` accepts ``True`` (``True == 1.0``)."""
+        if isinstance(values, Mapping):
+            for name, value in values.items():
+                info = cls.model_fields.get(name)
+                if isinstance(value, bool) and info is not None and bool not in _annotations_in(info.annotation):
+                    raise ValueError(f"{name}: got {value!r}; allowed: {allowed_text(info)}")
+        return values
+
     @classmethod
     def parse(cls: type[P], values: Mapping[str, Any]) -> P:
         """The validated parameters, else ``ValueError`` with one line (``mu: got -1; allowed: ...``)."""
@@ -402,8 +414,11 @@ def _words(ann: Any, metadata: list[Any]) -> str:
         ann, *more = typing.get_args(ann)
         metadata = [*metadata, *(x for m in more for x in getattr(m, "metadata", [m]))]
     origin = typing.get_origin(ann)
-    if origin is typing.Literal:
-        text = "one of " + ", ".join(str(a) for a in typing.get_args(ann))
+    if origin in _UNIONS:  # a number or a keyword: each member in words
+        text = " or ".join(_words(a, metadata) for a in args if a is not type(None))
+    elif origin is typing.Literal:
+        choices = typing.get_args(ann)
+        text = repr(choices[0]) if len(choices) == 1 else "one of " + ", ".join(str(a) for a in choices)
     elif origin in _SEQUENCES:
         item = _words((typing.get_args(ann) or (Any,))[0], [])
         lengths = {attr: getattr(m, attr) for m in metadata for attr in ("min_length", "max_length")
@@ -454,14 +469,22 @@ def allowed_text(info: FieldInfo) -> str:
     return text + (f" ({note})" if note else "")
 
 
+def _annotations_in(ann: Any) -> list[Any]:
+    """``ann`` and every annotation nested in it."""
+    return [ann, *(a for arg in typing.get_args(ann) for a in _annotations_in(arg))]
+
+
 def describe_error(exc: ValidationError, model: type[BaseModel]) -> str:
     """One line for the first error of ``exc``: ``NAME: got VALUE; allowed: WHAT``."""
     err = exc.errors(include_url=False)[0]
     loc = err["loc"]
     name = str(loc[0]) if loc else "parameters"
-    where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
-    value = err.get("input")
     info = model.model_fields.get(name)
+    # pydantic names the union member that failed in the location ("sigma_db.constrained-float"):
+    # a reader wants the field and the list index only
+    union = info is not None and any(typing.get_origin(a) in _UNIONS for a in _annotations_in(info.annotation))
+    where = name + "".join(f"[{p}]" if isinstance(p, int) else ("" if union else f".{p}") for p in loc[1:])
+    value = err.get("input")
     if err["type"] == "extra_forbidden":
         return f"{where}: unknown parameter (value {value!r}); allowed: {', '.join(model.model_fields) or 'none'}"
     if err["type"] == "missing":
@@ -472,9 +495,7 @@ def describe_error(exc: ValidationError, model: type[BaseModel]) -> str:
         return f"{where}: got {value!r}; allowed: {str(err['msg']).split(', ', 1)[-1]}"
     if info is None:
         return f"{where}: got {value!r}; allowed: {err['msg'][0].lower()}{err['msg'][1:]}"
-    if len(loc) > 1:  # one item of a list: the whole field's rule
-        return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
-    return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
+    return f"{where}: got {value!r}; allowed: {allowed_text(info)}"  # for a list item too: the field's rule
 
 
 def validate_params(cls: Any, params: Mapping[str, Any], supplied: tuple[str, ...] = ()) -> str | None:
