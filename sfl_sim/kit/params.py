@@ -445,8 +445,11 @@ def _words(ann: Any, metadata: list[Any]) -> str:
 
 
 def _range_of(info: FieldInfo) -> Range | None:
-    """The :class:`~sfl_sim.kit.ranges.Range` bounding a field, if any."""
-    found = [m for m in info.metadata if isinstance(m, Range)]
+    """The :class:`~sfl_sim.kit.ranges.Range` bounding a field (or the number in an optional or
+    keyword-or-number field), if any."""
+    nested = [m for ann in _annotations_in(info.annotation) if typing.get_origin(ann) is typing.Annotated
+              for m in typing.get_args(ann)[1:]]
+    found = [m for m in [*nested, *info.metadata] if isinstance(m, Range)]
     return found[-1] if found else None
 
 
