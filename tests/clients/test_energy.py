@@ -43,7 +43,7 @@ def test_every_constant_of_the_default_profile_is_in_the_scenario_file_with_its_
     energy = yaml.safe_load(SCENARIO.read_text())["energy"]
     built = ENERGY.build(energy["device"]["name"])
     device = {k: v for k, v in energy["device"].items() if k != "name"}
-    assert device == {"kappa": built.kappa, "flops_per_cycle": built.flops_per_cycle, **built.radio.model_dump()}
+    assert device == built.params.model_dump()
     assert energy["server_j_per_flop"] == validate({}).energy.server_j_per_flop == models.SERVER_J_PER_FLOP
     assert validate({}).energy.device.name == energy["device"]["name"] and energy["battery"] is None
     text = SCENARIO.read_text().split("\nenergy:")[1]

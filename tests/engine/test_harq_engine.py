@@ -156,7 +156,7 @@ def test_the_old_cell_harq_form_names_the_builtin_and_builds_the_same() -> None:
     assert old.cell.harq == new.cell.harq and old.cell.harq is not None and old.cell.harq.name == "harq"
     built = build_harq(old, build_cell(old))
     assert isinstance(built, Harq) and repr(built) == repr(build_harq(new, build_cell(new)))
-    assert (built.mode, built.max_transmissions, built.chase_combining) == ("sampled", 2, True)
+    assert (built.params.mode, built.params.max_transmissions, built.params.chase_combining) == ("sampled", 2, True)
     assert isinstance(build_harq(_cfg(MCS, "cell.harq=harq"), build_cell(old)), Harq)  # a bare name
 
 
