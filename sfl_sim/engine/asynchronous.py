@@ -156,7 +156,7 @@ class AsyncTraining(Protocol):
     """What the driver asks of an asynchronous algorithm (it does the torch work; the driver times)."""
 
     def dispatch(self, ctx: RoundContext, group: Sequence[Dispatch],
-                 in_flight: int) -> SimSteps[Mapping[int, simpy.Event]]:
+                 in_flight: Sequence[int]) -> SimSteps[Mapping[int, simpy.Event]]:
         """Send the current model to the ``group`` (its clients are ``ctx.cohort``) and start their
         processes; return each dispatch's ``sequence`` -> its process, whose value is the upload's
         outcome.  The model a client trains from is the one at the call (take it before any
@@ -169,12 +169,13 @@ class AsyncTraining(Protocol):
             The group's primitives (its uplink shared as by ``in_flight`` clients).
         group : sequence of Dispatch
             In the selector's order.
-        in_flight : int
-            Clients training concurrently once this group has started (for eq. (3) batch sizes).
+        in_flight : sequence of int
+            Every client in flight once this group has started, in dispatch order (the group last;
+            for eq. (3) batch sizes).
         """
         ...
 
-    def aggregate(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
+    def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         """Update the server's model from the delivered updates ``used`` (dispatch order); takes no
         simulated time."""
         ...
@@ -286,7 +287,7 @@ class AsyncDriver:
     def _aggregate(self) -> None:
         used = sorted(self._buffer, key=lambda a: a.dispatch.sequence)
         staleness = [self.version - a.dispatch.version for a in used]
-        self.training.aggregate(used, staleness)
+        self.training.aggregate_updates(used, staleness)
         self.version += 1
         self._buffer = []
         if self.policy.refill == "on_use":
@@ -310,9 +311,9 @@ class AsyncDriver:
         sharing = np.asarray(sorted(self.in_flight, key=lambda k: self.in_flight[k].sequence), dtype=np.int64)
         ctx = RoundContext(self.sim, picked, sharing=sharing)
         self.groups.append(ctx)
-        self.env.process(self._group(ctx, picked, len(self.in_flight)))
+        self.env.process(self._group(ctx, picked, sharing.tolist()))
 
-    def _group(self, ctx: RoundContext, clients: np.ndarray, in_flight: int) -> SimSteps[None]:
+    def _group(self, ctx: RoundContext, clients: np.ndarray, in_flight: list[int]) -> SimSteps[None]:
         """Start a group (the algorithm's download and client processes); each process's end is an
         arrival in the server's queue."""
         group = [self.in_flight[k] for k in clients.tolist()]

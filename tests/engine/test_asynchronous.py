@@ -55,7 +55,7 @@ class Recorder:
         self.aggregated: list[tuple[float, list[int]]] = []
 
     def dispatch(self, ctx: RoundContext, group: Sequence[Dispatch],
-                 in_flight: int) -> SimSteps[Mapping[int, simpy.Event]]:
+                 in_flight: Sequence[int]) -> SimSteps[Mapping[int, simpy.Event]]:
         jobs = {}
         for d in group:
             self.dispatched.append((ctx.now_s, d.client, d.version))
@@ -67,7 +67,7 @@ class Recorder:
         yield from ctx.compute(k, FLOPS)
         return (yield ctx.upload(k, NBYTES, "model"))
 
-    def aggregate(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
+    def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         assert all(a.arrived_s <= self.env.now for a in used)  # only what has arrived
         self.aggregated.append((self.env.now, [a.client for a in used]))
 
