@@ -155,3 +155,27 @@ def test_buffer_larger_than_the_concurrency_is_one_line():
     algo = ALGORITHMS.get("fedbuff")(conformance_setup(3), buffer_size=4, concurrency=3)
     with pytest.raises(ValueError, match=r"^buffer_size=4; allowed: an integer in \[1, concurrency=3\]"):
         algo.async_policy(10)
+
+
+@pytest.mark.slow
+def test_async_sfl_buffers_activations_and_models():
+    """C = 3 clients, model buffer K = 2, activation buffer 2: every server step concatenates two
+    uploads or (near a client's end) what is left, and w_c changes at each aggregation."""
+    setup = conformance_setup(3)
+    algo = ALGORITHMS.get("async_sfl")(setup, concurrency=3, buffer_size=2, activation_buffer=2)
+    sizes = []
+    step = algo.server_on_concatenation
+
+    def spy(uploads):
+        sizes.append(len(uploads))
+        return step(uploads)
+
+    algo.server_on_concatenation = spy
+    sim = _sim()
+    driver = AsyncDriver(sim, algo.async_policy(3), algo, _selector(4, np.random.default_rng(1)))
+    before = {k: v.clone() for k, v in algo.client_side().state_dict().items()}
+    aggs = [driver.advance() for _ in range(3)]
+    assert [len(a.used) for a in aggs] == [2, 2, 2]
+    assert sizes and all(1 <= n <= 2 for n in sizes) and sizes.count(2) > 0
+    assert any(not torch.equal(before[k], v) for k, v in algo.client_side().state_dict().items())
+    assert sim.counters.by_kind["uplink/activations"] > 0 and sim.counters.by_kind["uplink/client_model"] > 0

@@ -65,3 +65,12 @@ def test_a_resumed_asynchronous_run_equals_the_straight_one(tmp_path, capsys, gr
         extra = [r for r in resumed if r not in want]
         assert [r["round"] for r in extra] == ["3"], name
         assert [r for r in resumed if r not in extra] == want, name
+
+
+def test_async_sfl_runs_through_the_runner(tmp_path, capsys):
+    spec = {"name": "async_sfl", "concurrency": 3, "buffer_size": 2, "activation_buffer": 2}
+    _, out = finished_run(tmp_path, capsys, small_scenario(rounds=3, algorithms=[spec]))
+    rounds = read_rows(out / "async_sfl" / "rounds.csv")
+    assert [len(r["cohort"].split()) for r in rounds] == [2, 2, 2]
+    assert len(read_rows(out / "async_sfl" / "staleness.csv")) == 6
+    assert float(read_rows(out / "async_sfl" / "metrics.csv")[-1]["test_accuracy"]) >= 0.0
