@@ -19,9 +19,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, SCHEMA_VERSION
+from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, SCHEMA_VERSION, STALENESS_COLUMNS
 
-__all__ = ["RunFormatError", "read_summary", "read_scenario", "check_schema_version", "read_metrics"]
+__all__ = ["RunFormatError", "read_summary", "read_scenario", "check_schema_version", "read_metrics",
+           "read_staleness"]
 
 _INT_COLUMNS = ("round",)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in: ~10x faster
@@ -151,3 +152,22 @@ def read_metrics(path: Path) -> pd.DataFrame:
         elif len(df) == 0:
             df[col] = df[col].astype("float64")
     return df.sort_values("round", kind="stable").reset_index(drop=True)
+
+
+def read_staleness(path: Path) -> pd.DataFrame:
+    """An asynchronous run's ``staleness.csv``: columns :data:`~sfl_sim.runs.rundir.schema.STALENESS_COLUMNS`,
+    numeric, one row per update an aggregation used.
+
+    Raises
+    ------
+    RunFormatError
+        If the file cannot be parsed or its header is not exactly those columns.
+    """
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise RunFormatError(f"{path}: cannot parse CSV ({exc}); expected header {','.join(STALENESS_COLUMNS)}") \
+            from exc
+    if tuple(str(c) for c in df.columns) != STALENESS_COLUMNS:
+        raise RunFormatError(f"{path}: header {list(df.columns)}; expected {','.join(STALENESS_COLUMNS)}")
+    return df.apply(pd.to_numeric)

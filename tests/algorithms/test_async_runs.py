@@ -74,3 +74,14 @@ def test_async_sfl_runs_through_the_runner(tmp_path, capsys):
     assert [len(r["cohort"].split()) for r in rounds] == [2, 2, 2]
     assert len(read_rows(out / "async_sfl" / "staleness.csv")) == 6
     assert float(read_rows(out / "async_sfl" / "metrics.csv")[-1]["test_accuracy"]) >= 0.0
+
+
+def test_the_staleness_file_is_read_through_the_schema(tmp_path):
+    from sfl_sim.analysis.readers import RunFormatError, read_staleness
+    good = tmp_path / "staleness.csv"
+    good.write_text("round,client,dispatch,start_version,staleness,dispatched_s,arrived_s\n2,7,3,0,1,0.5,1.25\n")
+    assert read_staleness(good)["staleness"].tolist() == [1]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("round,client\n1,2\n")
+    with pytest.raises(RunFormatError, match="expected round,client,dispatch"):
+        read_staleness(bad)

@@ -13,7 +13,7 @@ import pytest
 import simpy
 
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
-from sfl_sim.engine import Simulator
+from sfl_sim.engine import Lost, Simulator
 from sfl_sim.engine.asynchronous import Aggregation, Arrival, AsyncDriver, AsyncPolicy, Dispatch
 from sfl_sim.engine.simulator import RoundContext
 from sfl_sim.engine.steps import SimSteps
@@ -145,3 +145,29 @@ def test_bad_policy_is_one_line(kwargs, field):
     with pytest.raises(ValueError, match="allowed") as info:
         AsyncPolicy(**kwargs)
     assert str(info.value).startswith(field) and "\n" not in str(info.value)
+
+
+class LosesClientOne(Recorder):
+    """Client 1's upload is lost (its link process returns Lost at the end of its compute)."""
+
+    def _client(self, ctx: RoundContext, k: int) -> SimSteps[object]:
+        yield from ctx.compute(k, FLOPS)
+        if k == 1 and not self.lost_once:
+            self.lost_once = True
+            return Lost("outage")
+        return (yield ctx.upload(k, NBYTES, "model"))
+
+    lost_once = False
+
+
+def test_a_lost_upload_frees_its_slot_at_once():
+    sim = _sim()
+    training = LosesClientOne(sim.env)
+    select = Cyclic(3, [sim])
+    driver = AsyncDriver(sim, AsyncPolicy(concurrency=2, buffer_size=1), training, select)
+    first = driver.advance()
+    # 1 is lost at 2 (its compute ends): its slot goes to 2 at once (v0), which arrives at 4; 0 at 5
+    assert (first.version, first.time_s, [a.client for a in first.used]) == (1, 4.0, [2])
+    assert [(a.client, a.arrived_s, a.outcome) for a in first.lost] == [(1, 2.0, Lost("outage"))]
+    assert training.dispatched[:3] == [(0.0, 0, 0), (0.0, 1, 0), (2.0, 2, 0)]
+    assert sim.counters.dropped_clients == 1
