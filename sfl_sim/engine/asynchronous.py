@@ -92,7 +92,8 @@ class AsyncPolicy:
     def __post_init__(self) -> None:
         if not (isinstance(self.concurrency, int) and self.concurrency >= 1):
             raise ValueError(f"concurrency={self.concurrency!r}; allowed: an integer >= 1")
-        if not (isinstance(self.buffer_size, int) and 1 <= self.buffer_size <= self.concurrency):
+        if not (isinstance(self.buffer_size, int) and 1 <= self.buffer_size <= (
+                self.concurrency if self.period_s is None else self.buffer_size)):
             raise ValueError(f"buffer_size={self.buffer_size!r}; allowed: an integer in [1, concurrency="
                              f"{self.concurrency}] (K arrivals need K clients in flight)")
         if self.period_s is not None and not (math.isfinite(self.period_s) and self.period_s > 0):

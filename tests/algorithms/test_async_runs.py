@@ -85,3 +85,16 @@ def test_the_staleness_file_is_read_through_the_schema(tmp_path):
     bad.write_text("round,client\n1,2\n")
     with pytest.raises(RunFormatError, match="expected round,client,dispatch"):
         read_staleness(bad)
+
+
+@pytest.mark.parametrize(("algorithm", "extra", "message"), [
+    ({"name": "fedavg"}, {"eval_every_sim_s": 5.0}, "eval_every_sim_s: got 5.0; allowed: null with the synchronous"),
+    ({"name": "fedbuff", "buffer_size": 4}, {},
+     "algorithms[0].buffer_size=4; allowed: an integer in [1, concurrency=3]"),
+    ({"name": "fedasync"}, {"stragglers": {"policy": "deadline", "deadline_s": 1.0}},
+     "stragglers.policy: got 'deadline'; allowed: wait_all with the asynchronous"),
+])
+def test_bad_asynchronous_settings_stop_the_check_in_one_line(tmp_path, capsys, algorithm, extra, message):
+    data = {**small_scenario(algorithms=[algorithm]), **extra}
+    code, err = run_cli(capsys, str(write_yaml(tmp_path, data)), "-o", str(tmp_path / "out"), "--check")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
