@@ -48,7 +48,7 @@ from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Rep
 from sfl_sim.algorithms.split.scala import SCALA
 from sfl_sim.engine import Lost, Outcome, RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, Dispatch
-from sfl_sim.kit.params import Doc
+from sfl_sim.kit.params import FIXED, Doc
 
 __all__ = ["AsyncSFL"]
 
@@ -64,6 +64,10 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
 
     class Params(SCALA.Params, AsyncParams):
         """The asynchronous SFL's parameters (what a scenario sets beside ``name``)."""
+
+        concatenate: Annotated[bool, FIXED] = True  # the activation buffer is concatenated
+        trigger_clients: Annotated[int | None, FIXED] = None  # its own buffer times the server step
+        window_s: Annotated[float | None, FIXED] = None
 
         server_adjustment: Annotated[bool, Doc(
             "Adjust the server loss by log P_s (SCALA eq. 14); off: plain cross-entropy, as GAS.")] = False
