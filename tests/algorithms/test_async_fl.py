@@ -151,6 +151,7 @@ def test_bad_parameters_are_one_line(name, params, field):
     assert field in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.slow
 def test_buffer_larger_than_the_concurrency_is_one_line():
     algo = ALGORITHMS.get("fedbuff")(conformance_setup(3), buffer_size=4, concurrency=3)
     with pytest.raises(ValueError, match=r"^buffer_size=4; allowed: an integer in \[1, concurrency=3\]"):
