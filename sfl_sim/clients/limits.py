@@ -11,7 +11,7 @@ to the same bounds.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -19,7 +19,7 @@ from sfl_sim.channel.limits import BANDWIDTH_HZ, CLIENT_TX_POWER_W, SPECTRAL_EFF
 from sfl_sim.kit.ranges import Range
 
 __all__ = ["COMPUTE_FLOPS_PER_S", "LINK_RATE_BPS", "MS_PER_SAMPLE", "TRACE_TIME_S", "KAPPA", "FLOPS_PER_CYCLE",
-           "J_PER_FLOP", "DEVICE_POWER_W", "TAIL_S", "BATTERY_CAPACITY_J", "bounded", "allowed"]
+           "J_PER_FLOP", "DEVICE_POWER_W", "TAIL_S", "BATTERY_CAPACITY_J", "range_field", "allowed"]
 
 #: A device's (or the server's) compute speed, FLOP/s: ``clients.compute_flops_per_s_min``/``_max``,
 #: ``server.compute_flops_per_s`` and every speed a capability trace gives.
@@ -74,13 +74,13 @@ BATTERY_CAPACITY_J = Range(
 )
 
 
-def bounded(rng: Range) -> Any:
-    """The pydantic type of a finite float inside ``rng`` (for a component's declared ``Params``),
-    described as the range with its unit and reason in error messages and the schema."""
+def range_field(rng: Range) -> Any:
+    """The pydantic field of a finite float inside ``rng``, for a component's declared ``Params``
+    (``Annotated[float, range_field(KAPPA)]``): its error messages and schema show the range with
+    its unit and reason."""
     unit = f"{rng.unit}: " if rng.unit else ""
-    field = Field(allow_inf_nan=False, gt=rng.low if rng.low_open else None, ge=None if rng.low_open else rng.low,
-                  le=rng.high, description=f"{unit}{rng.reason}")
-    return Annotated[float, field]
+    return Field(allow_inf_nan=False, gt=rng.low if rng.low_open else None, ge=None if rng.low_open else rng.low,
+                 le=rng.high, description=f"{unit}{rng.reason}")
 
 
 def allowed(rng: Range) -> str:

@@ -50,8 +50,9 @@ from typing import Annotated
 
 from pydantic import Field
 
+from sfl_sim.clients import limits
 from sfl_sim.clients.energy.base import ENERGY
-from sfl_sim.kit.params import NonNegative, ParamsModel, Positive
+from sfl_sim.kit.params import ParamsModel
 
 __all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
            "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE"]
@@ -73,18 +74,25 @@ PA_EFFICIENCY = 0.35
 FLOPS_PER_CYCLE = 8.0
 
 PaEfficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+# Every other constant keeps a physical range (sfl_sim.clients.limits), so that no accepted value
+# turns a round's joules into inf (kappa 1e300) or a division by zero (1e-300 FLOPs per cycle).
+PowerW = Annotated[float, limits.range_field(limits.DEVICE_POWER_W)]
+TailS = Annotated[float, limits.range_field(limits.TAIL_S)]
+JPerFlop = Annotated[float, limits.range_field(limits.J_PER_FLOP)]
+Kappa = Annotated[float, limits.range_field(limits.KAPPA)]
+FlopsPerCycle = Annotated[float, limits.range_field(limits.FLOPS_PER_CYCLE)]
 
 
 class RadioParams(ParamsModel):
     """The radio constants every device energy model takes (see the module table)."""
 
     pa_efficiency: PaEfficiency = PA_EFFICIENCY
-    circuit_power_w: NonNegative = HUANG_2012["beta_w"]
-    rx_power_w: NonNegative = HUANG_2012["beta_w"]
-    idle_power_w: NonNegative = HUANG_2012["tail_power_w"]
+    circuit_power_w: PowerW = HUANG_2012["beta_w"]
+    rx_power_w: PowerW = HUANG_2012["beta_w"]
+    idle_power_w: PowerW = HUANG_2012["tail_power_w"]
     rrc_tail: bool = False
-    tail_power_w: NonNegative = HUANG_2012["tail_power_w"]
-    tail_s: NonNegative = HUANG_2012["tail_s"]
+    tail_power_w: PowerW = HUANG_2012["tail_power_w"]
+    tail_s: TailS = HUANG_2012["tail_s"]
 
 
 class _Radio:
@@ -130,7 +138,7 @@ class PerFlopEnergy(_Radio):
     """
 
     class Params(RadioParams):
-        j_per_flop: NonNegative = HOROWITZ_2014_J_PER_FLOP
+        j_per_flop: JPerFlop = HOROWITZ_2014_J_PER_FLOP
 
     def __init__(self, j_per_flop: float = HOROWITZ_2014_J_PER_FLOP, pa_efficiency: float = PA_EFFICIENCY,
                  circuit_power_w: float = HUANG_2012["beta_w"], rx_power_w: float = HUANG_2012["beta_w"],
@@ -170,8 +178,8 @@ class DvfsEnergy(_Radio):
     """
 
     class Params(RadioParams):
-        kappa: NonNegative = YANG_2021_KAPPA
-        flops_per_cycle: Positive = FLOPS_PER_CYCLE
+        kappa: Kappa = YANG_2021_KAPPA
+        flops_per_cycle: FlopsPerCycle = FLOPS_PER_CYCLE
 
     def __init__(self, kappa: float = YANG_2021_KAPPA, flops_per_cycle: float = FLOPS_PER_CYCLE,
                  pa_efficiency: float = PA_EFFICIENCY, circuit_power_w: float = HUANG_2012["beta_w"],
