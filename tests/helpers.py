@@ -17,7 +17,7 @@ from torch import nn
 from sfl_sim.algorithms import TrainingSetup
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.cli import main
-from sfl_sim.engine import Simulator
+from sfl_sim.engine import Battery, Simulator
 from sfl_sim.models import SplittableModel
 from sfl_sim.runs.rundir.schema import HOST_TIME_COLUMNS
 
@@ -66,13 +66,14 @@ def tiny_setup(n_clients: int = 2, samples_per_client: int = 8, batch_size: int 
                          minibatch_rng=np.random.default_rng(seed))
 
 
-def two_client_simulator() -> Simulator:
-    """Two clients at 50 m and 400 m on a 1 MHz uplink, 1e6 FLOP/s each, a 1e8 FLOP/s server."""
+def two_client_simulator(battery: Battery | None = None) -> Simulator:
+    """Two clients at 50 m and 400 m on a 1 MHz uplink, 1e6 FLOP/s each, a 1e8 FLOP/s server (and
+    ``battery``, what their batteries allow)."""
     rng = np.random.default_rng(0)
     cell = Cell(FixedDistancePlacement([50.0, 400.0]), TR36814Macro(), NoShadowing(), ShannonRate(), EqualAllocation(),
                 n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=1e6,
                 placement_rng=rng, shadowing_rng=rng)
-    return Simulator(cell, np.array([1e6, 1e6]), 1e8)
+    return Simulator(cell, np.array([1e6, 1e6]), 1e8, battery=battery)
 
 
 # -- small real scenarios ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from sfl_sim.algorithms._exec.working_copies import Key, WorkingCopyPools
 from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, to_device
 from sfl_sim.algorithms.protocols import LocalModelObserver
 from sfl_sim.engine import RoundContext, SimSteps
+from sfl_sim.kit.component import Component
 from sfl_sim.kit.registry import Registry
 from sfl_sim.models import SplittableModel
 from sfl_sim.optim import OptimizerBank, TrainingSettings
@@ -227,8 +228,13 @@ def state_bytes(module: nn.Module) -> int:
     return tensor_bytes(*module.state_dict().values())
 
 
-class Algorithm(abc.ABC):
+class Algorithm(Component, abc.ABC):
     """Base of every training algorithm.
+
+    An algorithm's scenario parameters are its ``Params`` model (:class:`sfl_sim.kit.component.Component`):
+    a subclass extends its base's (``class Params(FedAvg.Params): ...``), reads them as
+    ``self.params.<name>``, and its constructor takes ``(setup, **params)`` and passes the
+    parameters on to ``super().__init__``.
 
     Parameters
     ----------
@@ -246,8 +252,10 @@ class Algorithm(abc.ABC):
 
     default_selection: dict[str, Any] | None = None
     stacked_steps: ClassVar[StackedSteps | None] = None
+    supplied_args: ClassVar[tuple[str, ...]] = ("setup",)
 
-    def __init__(self, setup: TrainingSetup) -> None:
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(**params)
         self.setup = setup
         self.meter = FlopMeter()
         self.optimizers = OptimizerBank(setup.training, setup.learning_rate)

@@ -5,21 +5,17 @@ As :mod:`sfl_sim.channel.limits` does for the radio, each :class:`~sfl_sim.kit.r
 deliberately wide box (orders of magnitude around every real device) with a one-line reason: it
 stops a typo or a unit slip before it becomes an infinite energy, a round of 1e307 s or an
 overflow.  The scenario (:mod:`sfl_sim.config`), the device trace readers
-(:mod:`sfl_sim.clients.availability`) and the energy models (:mod:`sfl_sim.clients.energy`) check
-against the same constants, so a trace value and a scenario field of the same quantity are held
-to the same bounds.
+(:mod:`sfl_sim.clients.availability`) and the energy models (:mod:`sfl_sim.clients.energy`, whose
+``Params`` bound a field with one: ``Annotated[float, KAPPA]``) check against the same constants,
+so a trace value and a scenario field of the same quantity are held to the same bounds.
 """
 from __future__ import annotations
-
-from typing import Any
-
-from pydantic import Field
 
 from sfl_sim.channel.limits import BANDWIDTH_HZ, CLIENT_TX_POWER_W, SPECTRAL_EFFICIENCY_BPS_PER_HZ
 from sfl_sim.kit.ranges import Range
 
 __all__ = ["COMPUTE_FLOPS_PER_S", "LINK_RATE_BPS", "MS_PER_SAMPLE", "TRACE_TIME_S", "KAPPA", "FLOPS_PER_CYCLE",
-           "J_PER_FLOP", "DEVICE_POWER_W", "TAIL_S", "BATTERY_CAPACITY_J", "range_field", "allowed"]
+           "J_PER_FLOP", "DEVICE_POWER_W", "TAIL_S", "BATTERY_CAPACITY_J", "allowed"]
 
 #: A device's (or the server's) compute speed, FLOP/s: ``clients.compute_flops_per_s_min``/``_max``,
 #: ``server.compute_flops_per_s`` and every speed a capability trace gives.
@@ -72,15 +68,6 @@ BATTERY_CAPACITY_J = Range(
     0.0, 1e12, "> 0 (an empty battery never takes part in a round); 1e12 J (278 MWh) is no battery a client "
     "carries", "J", low_open=True,
 )
-
-
-def range_field(rng: Range) -> Any:
-    """The pydantic field of a finite float inside ``rng``, for a component's declared ``Params``
-    (``Annotated[float, range_field(KAPPA)]``): its error messages and schema show the range with
-    its unit and reason."""
-    unit = f"{rng.unit}: " if rng.unit else ""
-    return Field(allow_inf_nan=False, gt=rng.low if rng.low_open else None, ge=None if rng.low_open else rng.low,
-                 le=rng.high, description=f"{unit}{rng.reason}")
 
 
 def allowed(rng: Range) -> str:

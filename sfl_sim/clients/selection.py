@@ -14,19 +14,20 @@ needs it only with an availability model other than ``always``.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from sfl_sim.clients.protocols import SelectorProtocol
-from sfl_sim.kit.params import NonNegative, ParamsModel, Positive
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, NonNegative, ParamsModel, Positive
 from sfl_sim.kit.registry import Registry
 
 SELECTORS = Registry("selector", protocol=SelectorProtocol)
 
 
-class Selector:
-    """Base of client selectors.
+class Selector(Component):
+    """Base of the shipped client selectors (one of one's own needs only the protocol's methods).
 
     Subclasses implement :meth:`select`; selectors that need to know the clients' data override
     :meth:`prepare`, which the runner calls once before the first round.
@@ -155,31 +156,20 @@ class ClassBalancedSelection(Selector):
     with QCID floored at ``qcid_floor`` (a perfectly balanced group would otherwise give 1/0).
     All randomness comes from the ``rng`` argument.  The selection counts T_n and the round t are
     state: :meth:`state_dict` / :meth:`load_state_dict` (the runner checkpoints them).
-
-    Parameters
-    ----------
-    beta_first, beta_last : float, default 1 and 10
-        Exponents of the first and last draw (> 0); the authors' released values.
-    exploration : float, default 10
-        Weight lambda of the exploration bonus of the first draw (>= 0; 0 turns it off).
-    qcid_floor : float, default 1e-6
-        Lower bound of QCID in the weights (> 0).
     """
 
     class Params(ParamsModel):
         """ClassBalancedSelection's parameters (what a scenario sets beside ``name``)."""
 
-        beta_first: Positive = 1.0
-        beta_last: Positive = 10.0
-        exploration: NonNegative = 10.0
-        qcid_floor: Positive = 1e-6
+        beta_first: Annotated[Positive, Doc("Exponent of the first draw (> 0); the authors' released value.")] = 1.0
+        beta_last: Annotated[Positive, Doc("Exponent of the last draw (> 0); the authors' released value.")] = 10.0
+        exploration: Annotated[NonNegative, Doc(
+            "Weight lambda of the exploration bonus of the first draw (>= 0; 0 turns it off).")] = 10.0
+        qcid_floor: Annotated[Positive, Doc("Lower bound of QCID in the weights (> 0).")] = 1e-6
 
-    def __init__(self, beta_first: float = 1.0, beta_last: float = 10.0, exploration: float = 10.0,
-                 qcid_floor: float = 1e-6) -> None:
-        params = ClassBalancedSelection.Params.check(beta_first=beta_first, beta_last=beta_last,
-                                                     exploration=exploration, qcid_floor=qcid_floor)
-        self.beta_first, self.beta_last = params.beta_first, params.beta_last
-        self.exploration, self.qcid_floor = params.exploration, params.qcid_floor
+    params: Params
+
+    def __post_init__(self) -> None:
         self.counts: np.ndarray | None = None
         self.times_selected: np.ndarray | None = None
         self.round = 0
@@ -206,7 +196,7 @@ class ClassBalancedSelection(Selector):
         """``-beta * log max(QCID, floor)`` of each row of (n, N) grouped counts."""
         p = group_counts / group_counts.sum(axis=1, keepdims=True)
         q = ((p - 1.0 / group_counts.shape[1]) ** 2).sum(axis=1)
-        return -beta * np.log(np.maximum(q, self.qcid_floor))
+        return -beta * np.log(np.maximum(q, self.params.qcid_floor))
 
     def select(self, n_clients: int, n_selected: int, rng: np.random.Generator,
                available: np.ndarray | None = None) -> np.ndarray:
@@ -216,15 +206,15 @@ class ClassBalancedSelection(Selector):
             raise ValueError(f"n_clients={n_clients} does not match the {len(self.counts)} clients given to prepare")
         left = candidates(n_clients, n_selected, available)
         self.round += 1
-        betas = (np.linspace(self.beta_first, self.beta_last, n_selected) if n_selected > 1
-                 else np.array([self.beta_first]))
+        betas = (np.linspace(self.params.beta_first, self.params.beta_last, n_selected) if n_selected > 1
+                 else np.array([self.params.beta_first]))
         chosen: list[int] = []
         group = np.zeros(self.counts.shape[1])
         for j in range(n_selected):
             cand = np.flatnonzero(left)
             logw = self._log_inverse_qcid(group[None, :] + self.counts[cand], betas[j])
-            if j == 0 and self.exploration > 0:
-                bonus = self.exploration * np.sqrt(3.0 * np.log(self.round) / (2.0 * self.times_selected[cand]))
+            if j == 0 and self.params.exploration > 0:
+                bonus = self.params.exploration * np.sqrt(3.0 * np.log(self.round) / (2.0 * self.times_selected[cand]))
                 w = np.exp(logw - logw.max()) + bonus * np.exp(-logw.max())
             else:
                 w = np.exp(logw - logw.max())
@@ -248,7 +238,7 @@ class BatteryAwareSelection(Selector):
     infinite) it draws like ``uniform``.
     """
 
-    def __init__(self) -> None:
+    def __post_init__(self) -> None:
         self.remaining_j: np.ndarray | None = None
 
     def observe_battery(self, remaining_j: np.ndarray) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 import torch
 
 from sfl_sim.compression.base import COMPRESSORS, Payload, checked_input, shape_header
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.component import Component
 
 __all__ = ["Identity"]
 
 
 @COMPRESSORS.register("identity")
-class Identity:
+class Identity(Component):
     """No compression: the tensor as it is (values in their dtype plus the shape header).
 
     In a scenario's ``compression:`` block it means no codec at all: the path is sent exactly as
@@ -19,9 +19,6 @@ class Identity:
     # its public import path, the one resolved.yaml records (`sfl_sim.compression:Identity`): which file of the
     # package defines it is no part of a run's record (a resume would warn that the class moved)
     __module__ = "sfl_sim.compression"
-
-    class Params(ParamsModel):
-        pass
 
     def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = checked_input(tensor)
@@ -33,6 +30,3 @@ class Identity:
     def codec_flops(self, shape: tuple[int, ...]) -> tuple[float, float]:
         """(encode, decode) FLOPs for a tensor of ``shape``: none, nothing is computed."""
         return 0.0, 0.0
-
-    def __repr__(self) -> str:
-        return "Identity()"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 from pydantic import Field
 
 from sfl_sim.compression.base import COMPRESSORS, Payload, checked_input, needs_generator, shape_header
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 
 __all__ = ["Quantize", "pack_bits", "unpack_bits"]
 
@@ -48,7 +49,7 @@ def unpack_bits(packed: torch.Tensor, bits: int, count: int) -> torch.Tensor:
 
 
 @COMPRESSORS.register("quantize")
-class Quantize:
+class Quantize(Component):
     """Uniform ``bits``-bit quantization over ``[-s, s]``, ``s = max |x|``; packed codes plus scales.
 
     Code ``q`` in ``[0, 2**bits - 1]`` stands for ``-s + q * step`` with ``step = 2 s / (2**bits - 1)``,
@@ -58,16 +59,6 @@ class Quantize:
     change and FedAvg diverges with them).  Deterministic rounding takes the nearest level (error at most
     ``step / 2 = s / (2**bits - 1)``); stochastic rounding takes the level above with probability
     equal to the distance from the level below, in steps (unbiased, error below ``step``).
-
-    Parameters
-    ----------
-    bits : int
-        Bits per code, 1..16.
-    rounding : {"deterministic", "stochastic"}
-        Nearest level, or unbiased random rounding (draws from the ``generator`` given to encode).
-    scale : {"per_tensor", "per_channel"}
-        One ``float32`` scale ``s``, or one per index of dimension 1 (channels of an activation
-        ``(B, C, ...)``; a tensor of fewer than two dimensions has one scale either way).
     """
 
     # its public import path, the one resolved.yaml records (`sfl_sim.compression:Quantize`): which file of the
@@ -75,20 +66,20 @@ class Quantize:
     __module__ = "sfl_sim.compression"
 
     class Params(ParamsModel):
-        bits: int = Field(8, ge=1, le=16, description="Bits per code, 1..16.")
-        rounding: Literal["deterministic", "stochastic"] = Field(
-            "deterministic", description="Nearest level, or unbiased random rounding.")
-        scale: Literal["per_tensor", "per_channel"] = Field(
-            "per_tensor", description="One float32 scale, or one per channel (dimension 1).")
+        bits: Annotated[int, Field(ge=1, le=16), Doc("Bits per code, 1..16.")] = 8
+        rounding: Annotated[Literal["deterministic", "stochastic"], Doc(
+            "Nearest level, or unbiased random rounding (draws from the ``generator`` given to encode).")] = \
+            "deterministic"
+        scale: Annotated[Literal["per_tensor", "per_channel"], Doc(
+            "One ``float32`` scale ``s``, or one per index of dimension 1 (channels of an activation ``(B, C, ...)``; "
+            "a tensor of fewer than two dimensions has one scale either way).")] = "per_tensor"
 
-    def __init__(self, bits: int = 8, rounding: str = "deterministic", scale: str = "per_tensor") -> None:
-        p = Quantize.Params.check(bits=bits, rounding=rounding, scale=scale)
-        self.bits, self.rounding, self.scale = p.bits, p.rounding, p.scale
+    params: Params
 
     def _scales(self, x: torch.Tensor) -> torch.Tensor:
         """``s`` as float32, rounded up so that ``|x| <= s`` holds for a float64 ``x`` too: shape
         (1,) per tensor, (C,) per channel."""
-        if self.scale == "per_channel" and x.dim() >= 2:
+        if self.params.scale == "per_channel" and x.dim() >= 2:
             s = x.abs().transpose(0, 1).reshape(x.shape[1], -1).amax(dim=1) if x.numel() \
                 else torch.zeros(x.shape[1], dtype=x.dtype, device=x.device)
         else:
@@ -104,13 +95,13 @@ class Quantize:
 
     def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         x = checked_input(tensor)
-        top = 2 ** self.bits - 1
+        top = 2 ** self.params.bits - 1
         s = self._scales(x)
         # float64 arithmetic: the code of a value is not perturbed by float32 rounding of x/step.
-        sb = self._broadcast(s, tuple(x.shape), self.scale == "per_channel").to(torch.float64)
+        sb = self._broadcast(s, tuple(x.shape), self.params.scale == "per_channel").to(torch.float64)
         step = 2.0 * sb / top
         t = (x.to(torch.float64) + sb) / torch.where(step > 0, step, torch.ones_like(step))
-        if self.rounding == "stochastic":
+        if self.params.rounding == "stochastic":
             gen = needs_generator("quantize", generator)
             low = torch.floor(t)
             u = torch.rand(t.shape, generator=gen, dtype=torch.float64, device=gen.device).to(t.device)
@@ -118,8 +109,8 @@ class Quantize:
         else:
             q = torch.floor(t + 0.5)
         q = q.clamp(0, top).to(torch.int64)
-        return Payload({"codes": pack_bits(q, self.bits), "scales": s, "shape": shape_header(x)}, x.dtype,
-                       {"bits": self.bits, "scale": self.scale})
+        return Payload({"codes": pack_bits(q, self.params.bits), "scales": s, "shape": shape_header(x)}, x.dtype,
+                       {"bits": self.params.bits, "scale": self.params.scale})
 
     def decode(self, payload: Payload) -> torch.Tensor:
         shape = payload.shape
@@ -137,7 +128,7 @@ class Quantize:
         ``n`` for stochastic rounding's comparison with the draw; decode ``2 n`` (multiply by the
         step, shift back).  Bit packing is integer work and not counted."""
         n = float(math.prod(shape))
-        return (6.0 if self.rounding == "stochastic" else 5.0) * n, 2.0 * n
+        return (6.0 if self.params.rounding == "stochastic" else 5.0) * n, 2.0 * n
 
     def __repr__(self) -> str:
-        return f"Quantize(bits={self.bits}, rounding={self.rounding!r}, scale={self.scale!r})"
+        return f"Quantize(bits={self.params.bits}, rounding={self.params.rounding!r}, scale={self.params.scale!r})"

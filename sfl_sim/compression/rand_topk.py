@@ -4,13 +4,15 @@ drawn without replacement, each top-k entry with weight ``(1 - alpha) / k`` and 
 with weight ``alpha / (n - k)``."""
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from pydantic import Field
 
 from sfl_sim.compression.base import COMPRESSORS, Payload, checked_input, needs_generator
 from sfl_sim.compression.sparse import (
-    FRACTION_FIELD,
-    PER_SAMPLE_FIELD,
+    Fraction,
+    PerSample,
     as_rows,
     kept_entries,
     magnitude_order,
@@ -18,13 +20,14 @@ from sfl_sim.compression.sparse import (
     sparse_flops,
     sparse_payload,
 )
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 
 __all__ = ["RandTopK"]
 
 
 @COMPRESSORS.register("rand_topk")
-class RandTopK:
+class RandTopK(Component):
     """Randomized top-k (arXiv:2305.18469): k entries drawn, the top-k likely, the others sometimes.
 
     The ``k = ceil(fraction * n)`` kept entries are drawn without replacement with weight
@@ -34,16 +37,6 @@ class RandTopK:
     :class:`~sfl_sim.compression.topk.TopK`.  The paper draws per sample (``per_sample: true``, each row of a batch of
     cut-layer activations) and uses plain top-k at inference; this class sparsifies whatever it
     is given (the caller decides what and when).
-
-    Parameters
-    ----------
-    fraction : float
-        Share of the entries kept, in (0, 1].
-    alpha : float
-        Total weight of the non-top-k entries, in [0, 1).
-    per_sample : bool
-        Draw ``ceil(fraction * m)`` entries in each sample (index of dimension 0) instead of over
-        the whole tensor.
     """
 
     # its public import path, the one resolved.yaml records (`sfl_sim.compression:RandTopK`): which file of the
@@ -51,29 +44,27 @@ class RandTopK:
     __module__ = "sfl_sim.compression"
 
     class Params(ParamsModel):
-        fraction: float = FRACTION_FIELD
-        alpha: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False,
-                             description="Total selection weight of the non-top-k entries, in [0, 1).")
-        per_sample: bool = PER_SAMPLE_FIELD
+        fraction: Fraction = 0.1
+        alpha: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False), Doc(
+            "Total selection weight of the non-top-k entries, in [0, 1).")] = 0.1
+        per_sample: PerSample = False
 
-    def __init__(self, fraction: float = 0.1, alpha: float = 0.1, per_sample: bool = False) -> None:
-        p = RandTopK.Params.check(fraction=fraction, alpha=alpha, per_sample=per_sample)
-        self.fraction, self.alpha, self.per_sample = p.fraction, p.alpha, p.per_sample
+    params: Params
 
     def encode(self, tensor: torch.Tensor, generator: torch.Generator | None = None) -> Payload:
         gen = needs_generator("rand_topk", generator)
         x = checked_input(tensor)
-        rows = as_rows(x, self.per_sample)
+        rows = as_rows(x, self.params.per_sample)
         n_rows, m = rows.shape
-        k = kept_entries(m, self.fraction)
+        k = kept_entries(m, self.params.fraction)
         order = magnitude_order(rows)
         if k in (0, m) or n_rows == 0:
-            return sparse_payload(x, rows, order[:, :k], self.per_sample)
+            return sparse_payload(x, rows, order[:, :k], self.params.per_sample)
         order_at_gen = order.to(gen.device)
-        weights = torch.full((n_rows, m), self.alpha / (m - k), dtype=torch.float64, device=gen.device)
-        weights.scatter_(1, order_at_gen[:, :k], (1.0 - self.alpha) / k)
+        weights = torch.full((n_rows, m), self.params.alpha / (m - k), dtype=torch.float64, device=gen.device)
+        weights.scatter_(1, order_at_gen[:, :k], (1.0 - self.params.alpha) / k)
         chosen = torch.multinomial(weights, k, replacement=False, generator=gen).to(x.device)
-        return sparse_payload(x, rows, chosen, self.per_sample)
+        return sparse_payload(x, rows, chosen, self.params.per_sample)
 
     def decode(self, payload: Payload) -> torch.Tensor:
         return sparse_decode(payload)
@@ -82,7 +73,8 @@ class RandTopK:
         """(encode, decode) FLOPs on ``shape`` (``n`` entries in rows of ``m``): encode
         ``n (1 + ceil(log2 m)) + 2 n`` (magnitudes, comparison sort, the selection weights and
         their running sum for the draw), decode 0 (a scatter)."""
-        return sparse_flops(shape, self.per_sample, 2.0)
+        return sparse_flops(shape, self.params.per_sample, 2.0)
 
     def __repr__(self) -> str:
-        return f"RandTopK(fraction={self.fraction}, alpha={self.alpha}, per_sample={self.per_sample})"
+        p = self.params
+        return f"RandTopK(fraction={p.fraction}, alpha={p.alpha}, per_sample={p.per_sample})"

@@ -9,21 +9,24 @@ tensor.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from pydantic import Field
 
 from sfl_sim.compression.base import Payload, shape_header
+from sfl_sim.kit.params import Doc
 
-__all__ = ["FRACTION_FIELD", "PER_SAMPLE_FIELD", "index_dtype", "kept_entries", "row_count", "as_rows",
+__all__ = ["Fraction", "PerSample", "index_dtype", "kept_entries", "row_count", "as_rows",
            "magnitude_order", "sparse_payload", "sparse_decode", "sparse_flops"]
 
-#: The ``fraction`` parameter of every sparsifier.
-FRACTION_FIELD = Field(0.1, gt=0, le=1, allow_inf_nan=False,
-                       description="Share of the entries kept, in (0, 1]; ceil(fraction * n) entries.")
-#: The ``per_sample`` parameter of every sparsifier.
-PER_SAMPLE_FIELD = Field(False, description="Select in each sample (row of dimension 0) rather than over the "
-                                            "whole tensor.")
+#: The ``fraction`` parameter of every sparsifier (default 0.1).
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False), Doc(
+    "Share of the entries kept, in (0, 1]; ceil(fraction * n) entries.")]
+#: The ``per_sample`` parameter of every sparsifier (default false).
+PerSample = Annotated[bool, Doc(
+    "Select ceil(fraction * m) entries in each sample (row of dimension 0, m entries) rather than over the whole "
+    "tensor.")]
 
 
 def index_dtype(numel: int) -> torch.dtype:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from sfl_sim.data.datasets import DATASETS
 from sfl_sim.data.images import DatasetFormatError, LocalImageDataset, check_labels
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.params import Doc
 
 __all__ = ["CIFAR10", "CIFAR100", "CIFAR10_FILES", "CIFAR100_FILES", "read_cifar_batch"]
 
@@ -187,9 +187,6 @@ class CIFAR100(_CifarPickles):
     ----------
     data_root, max_train_samples, max_test_samples
         See :class:`~sfl_sim.data.images.LocalImageDataset`.
-    label_type : {"fine", "coarse"}, default "fine"
-        ``fine``: the 100 classes (``fine_labels``; the SCALA papers' setting); ``coarse``: the 20
-        superclasses (``coarse_labels``).
 
     Raises
     ------
@@ -208,25 +205,22 @@ class CIFAR100(_CifarPickles):
     how_to_get = ("download cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html "
                   f"and unpack it (it creates {CIFAR100_DIR}/)")
 
-    class Params(ParamsModel):
-        """CIFAR-100's own parameter (the others are :class:`~sfl_sim.data.datasets.LoaderParams`)."""
+    class Params(LocalImageDataset.Params):
+        """CIFAR-100's parameters: the loaders' (:class:`~sfl_sim.data.datasets.LoaderParams`) and its own."""
 
-        label_type: Literal["fine", "coarse"] = "fine"
+        label_type: Annotated[Literal["fine", "coarse"], Doc(
+            "``fine``: the 100 classes (``fine_labels``; the SCALA papers' setting); ``coarse``: the 20 "
+            "superclasses (``coarse_labels``).")] = "fine"
 
-    def __init__(
-        self,
-        data_root: str | None = None,
-        max_train_samples: int | None = None,
-        max_test_samples: int | None = None,
-        label_type: str = "fine",
-    ) -> None:
-        super().__init__(data_root, max_train_samples, max_test_samples)
-        self.label_type = CIFAR100.Params.check(label_type=label_type).label_type
-        self.num_classes = 100 if label_type == "fine" else 20
+    params: Params
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.num_classes = 100 if self.params.label_type == "fine" else 20
 
     @property
     def label_key(self) -> str:
-        return f"{self.label_type}_labels"
+        return f"{self.params.label_type}_labels"
 
     def _params(self) -> list[str]:
-        return super()._params() + [f"label_type={self.label_type!r}"]
+        return super()._params() + [f"label_type={self.params.label_type!r}"]

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated
 
 import numpy as np
 
 from sfl_sim.data.datasets import DATASETS
 from sfl_sim.data.images import DatasetFormatError, LocalImageDataset
-from sfl_sim.kit.params import ParamsModel, PositiveInt
+from sfl_sim.kit.params import Doc, PositiveInt
 
 __all__ = ["CINIC10", "CINIC10_CLASSES", "list_image_folder", "read_png_rgb32"]
 
@@ -123,12 +124,6 @@ class CINIC10(LocalImageDataset):
     ----------
     data_root, max_train_samples, max_test_samples
         See :class:`~sfl_sim.data.images.LocalImageDataset`.
-    include_valid_in_train : bool, default False
-        Append the ``valid/`` split to the training set (180 000 training images).  The SCALA
-        papers train on the 90 000 ``train`` images.
-    num_workers : int or None, default None
-        Threads decoding PNGs (Pillow releases the GIL while decoding); ``None``:
-        ``min(8, os.cpu_count())``.  The result does not depend on it.
 
     Raises
     ------
@@ -148,27 +143,20 @@ class CINIC10(LocalImageDataset):
     how_to_get = ("download CINIC-10.tar.gz (https://github.com/BayesWatch/cinic-10, "
                   "https://datashare.ed.ac.uk/handle/10283/3192) and unpack it into a folder")
 
-    class Params(ParamsModel):
-        """CINIC-10's own parameters (the others are :class:`~sfl_sim.data.datasets.LoaderParams`)."""
+    class Params(LocalImageDataset.Params):
+        """CINIC-10's parameters: the loaders' (:class:`~sfl_sim.data.datasets.LoaderParams`) and its own."""
 
-        include_valid_in_train: bool = False
-        num_workers: PositiveInt | None = None
+        include_valid_in_train: Annotated[bool, Doc(
+            "Append the ``valid/`` split to the training set (180 000 training images).  The SCALA papers train "
+            "on the 90 000 ``train`` images.")] = False
+        num_workers: Annotated[PositiveInt | None, Doc(
+            "Threads decoding PNGs (Pillow releases the GIL while decoding); ``None``: ``min(8, os.cpu_count())``.  "
+            "The result does not depend on it.")] = None
 
-    def __init__(
-        self,
-        data_root: str | None = None,
-        max_train_samples: int | None = None,
-        max_test_samples: int | None = None,
-        include_valid_in_train: bool = False,
-        num_workers: int | None = None,
-    ) -> None:
-        super().__init__(data_root, max_train_samples, max_test_samples)
-        CINIC10.Params.check(include_valid_in_train=include_valid_in_train, num_workers=num_workers)
-        self.include_valid_in_train = include_valid_in_train
-        self.num_workers = num_workers
+    params: Params
 
     def _splits(self) -> tuple[str, ...]:
-        return ("train", "valid", "test") if self.include_valid_in_train else ("train", "test")
+        return ("train", "valid", "test") if self.params.include_valid_in_train else ("train", "test")
 
     def _resolve(self, root: str) -> tuple[str, list[str]]:
         best: tuple[str, list[str]] | None = None
@@ -185,7 +173,7 @@ class CINIC10(LocalImageDataset):
         out = np.empty((len(paths), 32, 32, 3), dtype=np.uint8)
         if not paths:
             return out
-        workers = self.num_workers or min(8, os.cpu_count() or 1)
+        workers = self.params.num_workers or min(8, os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for i, img in enumerate(pool.map(read_png_rgb32, paths, chunksize=256)):
                 out[i] = img
@@ -197,16 +185,17 @@ class CINIC10(LocalImageDataset):
             raise self._not_found(f"missing folder(s) {', '.join(missing)} in {folder!r}")
         lists = {split: list_image_folder(os.path.join(folder, split)) for split in self._splits()}
         train_paths, train_y = lists["train"]
-        if self.include_valid_in_train:
+        if self.params.include_valid_in_train:
             train_paths = train_paths + lists["valid"][0]
             train_y = np.concatenate([train_y, lists["valid"][1]])
         test_paths, test_y = lists["test"]
         # Decode only what max_*_samples keeps (the base class cuts the same prefix again).
-        n_train = len(train_paths) if self.max_train_samples is None else min(len(train_paths), self.max_train_samples)
-        n_test = len(test_paths) if self.max_test_samples is None else min(len(test_paths), self.max_test_samples)
+        max_train, max_test = self.params.max_train_samples, self.params.max_test_samples
+        n_train = len(train_paths) if max_train is None else min(len(train_paths), max_train)
+        n_test = len(test_paths) if max_test is None else min(len(test_paths), max_test)
         return (self._decode(train_paths[:n_train]), train_y[:n_train],
                 self._decode(test_paths[:n_test]), test_y[:n_test])
 
     def _params(self) -> list[str]:
-        return super()._params() + [f"include_valid_in_train={self.include_valid_in_train!r}",
-                                    f"num_workers={self.num_workers!r}"]
+        return super()._params() + [f"include_valid_in_train={self.params.include_valid_in_train!r}",
+                                    f"num_workers={self.params.num_workers!r}"]

@@ -10,13 +10,14 @@ import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
 from sfl_sim.data.idx import read_idx
 from sfl_sim.data.protocols import DatasetLoader
-from sfl_sim.kit.params import ParamsModel, PositiveInt
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, PositiveInt
 from sfl_sim.kit.registry import Registry
 
 if TYPE_CHECKING:  # annotations only: the data layer needs torch only in tensors()
@@ -171,9 +172,14 @@ class LoaderParams(ParamsModel):
     """The parameters every image data set loader takes (the ``Params`` of
     :class:`IdxImageDataset` and :class:`~sfl_sim.data.images.LocalImageDataset`)."""
 
-    data_root: str | Path | None = None
-    max_train_samples: PositiveInt | None = None
-    max_test_samples: PositiveInt | None = None
+    data_root: Annotated[str | Path | None, Doc(
+        "Folder holding the files.  ``None``: the loader's environment variable, else its default directory "
+        "(if it has one).  Resolved when the loader is built.")] = None
+    max_train_samples: Annotated[PositiveInt | None, Doc(
+        "Keep only the *first* n samples of the training split (deterministic prefix, no shuffling; for tests "
+        "and quick runs).  ``None`` keeps all; a value above the split's size keeps all.")] = None
+    max_test_samples: Annotated[PositiveInt | None, Doc(
+        "Keep only the *first* n samples of the test split, as ``max_train_samples``.")] = None
 
 
 def resolve_data_root(data_root: Any, env_var: str, default_dir: str | None) -> tuple[str | None, str]:
@@ -196,20 +202,17 @@ def resolve_data_root(data_root: Any, env_var: str, default_dir: str | None) -> 
     return None, ""
 
 
-class IdxImageDataset:
+class IdxImageDataset(Component):
     """Base loader for a 28x28 gray-scale dataset stored as the four MNIST-layout IDX files.
 
     Subclasses set :attr:`name`, :attr:`env_var`, :attr:`default_dir`, :attr:`mean`,
     :attr:`std`, :attr:`num_classes` and :attr:`how_to_get`.
 
-    Parameters
+    Attributes
     ----------
-    data_root : str or None, default None
-        Folder holding the files.  ``None``: the environment variable :attr:`env_var`, else
-        :attr:`default_dir` (if the subclass has one).  Resolved when the loader is built.
-    max_train_samples, max_test_samples : int or None, default None
-        Keep only the *first* n samples of the split (deterministic prefix, no shuffling; for
-        tests and quick runs).  ``None`` keeps all; a value above the split's size keeps all.
+    data_root : str or None
+        The folder the files are read from: the parameter, else the environment variable
+        :attr:`env_var`, else :attr:`default_dir`.
 
     Raises
     ------
@@ -225,17 +228,13 @@ class IdxImageDataset:
     num_classes: int = 10
     how_to_get: str = ""
 
-    Params = LoaderParams
+    class Params(LoaderParams):
+        """The loader's parameters (:class:`LoaderParams`)."""
 
-    def __init__(
-        self,
-        data_root: str | None = None,
-        max_train_samples: int | None = None,
-        max_test_samples: int | None = None,
-    ) -> None:
-        limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
-        self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
-        self.data_root, self._source = resolve_data_root(data_root, self.env_var, self.default_dir)
+    params: Params
+
+    def __post_init__(self) -> None:
+        self.data_root, self._source = resolve_data_root(self.params.data_root, self.env_var, self.default_dir)
 
     def _not_found(self, missing: list[str]) -> DatasetNotFoundError:
         files = ", ".join(f"{f}[.gz]" for f in IDX_FILES)
@@ -286,8 +285,8 @@ class IdxImageDataset:
         arrays = [read_idx(paths[base]) for base in IDX_FILES]  # type: ignore[arg-type]
         out = {}
         for split, (xi, yi), limit in (
-            ("train", (0, 1), self.max_train_samples),
-            ("test", (2, 3), self.max_test_samples),
+            ("train", (0, 1), self.params.max_train_samples),
+            ("test", (2, 3), self.params.max_test_samples),
         ):
             x, y = arrays[xi], arrays[yi]
             xp, yp = paths[IDX_FILES[xi]], paths[IDX_FILES[yi]]
@@ -321,8 +320,9 @@ class IdxImageDataset:
         )
 
     def __repr__(self) -> str:
+        p = self.params
         return (f"{type(self).__name__}(data_root={self.data_root!r}, "
-                f"max_train_samples={self.max_train_samples!r}, max_test_samples={self.max_test_samples!r})")
+                f"max_train_samples={p.max_train_samples!r}, max_test_samples={p.max_test_samples!r})")
 
 
 @DATASETS.register("fashion_mnist")

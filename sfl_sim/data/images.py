@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from sfl_sim.data.datasets import ArrayDataset, DatasetNotFoundError, LoaderParams, resolve_data_root
+from sfl_sim.kit.component import Component
 
 __all__ = ["DatasetFormatError", "LocalImageDataset"]
 
@@ -22,21 +23,18 @@ class DatasetFormatError(ValueError):
     """
 
 
-class LocalImageDataset:
+class LocalImageDataset(Component):
     """Base of the loaders that read 3×32×32 colour images from a local folder.
 
     Subclasses set :attr:`name`, :attr:`env_var`, :attr:`num_classes`, :attr:`mean`,
     :attr:`std`, :attr:`expected` (a description of the files for error messages) and
     :attr:`how_to_get`, and implement :meth:`_read` returning the four arrays.
 
-    Parameters
+    Attributes
     ----------
-    data_root : str or None, default None
-        Folder holding the data set.  ``None``: the environment variable :attr:`env_var`; if that
-        is unset too, :meth:`load` raises :class:`DatasetNotFoundError`.
-    max_train_samples, max_test_samples : int or None, default None
-        Keep only the *first* n samples of the split, in the order the loader defines (see the
-        subclass).  ``None`` keeps all; a value above the split's size keeps all.
+    data_root : str or None
+        The folder the data set is read from: the parameter, else the environment variable
+        :attr:`env_var`; if that is unset too, :meth:`load` raises :class:`DatasetNotFoundError`.
 
     Raises
     ------
@@ -53,17 +51,13 @@ class LocalImageDataset:
     expected: str = ""
     how_to_get: str = ""
 
-    Params = LoaderParams
+    class Params(LoaderParams):
+        """The loader's parameters (:class:`~sfl_sim.data.datasets.LoaderParams`)."""
 
-    def __init__(
-        self,
-        data_root: str | None = None,
-        max_train_samples: int | None = None,
-        max_test_samples: int | None = None,
-    ) -> None:
-        limits = LoaderParams.check(max_train_samples=max_train_samples, max_test_samples=max_test_samples)
-        self.max_train_samples, self.max_test_samples = limits.max_train_samples, limits.max_test_samples
-        self.data_root, self._source = resolve_data_root(data_root, self.env_var, None)
+    params: Params
+
+    def __post_init__(self) -> None:
+        self.data_root, self._source = resolve_data_root(self.params.data_root, self.env_var, None)
 
     def _not_found(self, problem: str) -> DatasetNotFoundError:
         if self.data_root is None:
@@ -99,10 +93,11 @@ class LocalImageDataset:
         if self.data_root is None:
             raise self._not_found("no directory")
         train_x, train_y, test_x, test_y = self._read(self.data_root)
-        if self.max_train_samples is not None:
-            train_x, train_y = train_x[: self.max_train_samples], train_y[: self.max_train_samples]
-        if self.max_test_samples is not None:
-            test_x, test_y = test_x[: self.max_test_samples], test_y[: self.max_test_samples]
+        n_train, n_test = self.params.max_train_samples, self.params.max_test_samples
+        if n_train is not None:
+            train_x, train_y = train_x[:n_train], train_y[:n_train]
+        if n_test is not None:
+            test_x, test_y = test_x[:n_test], test_y[:n_test]
         return ArrayDataset(
             name=self.name,
             train_x=np.ascontiguousarray(train_x),
@@ -116,8 +111,8 @@ class LocalImageDataset:
         )
 
     def _params(self) -> list[str]:
-        return [f"data_root={self.data_root!r}", f"max_train_samples={self.max_train_samples!r}",
-                f"max_test_samples={self.max_test_samples!r}"]
+        return [f"data_root={self.data_root!r}", f"max_train_samples={self.params.max_train_samples!r}",
+                f"max_test_samples={self.params.max_test_samples!r}"]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(self._params())})"

@@ -12,13 +12,14 @@ which FedVLS and BESplit use.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from sfl_sim.data.protocols import PartitionerProtocol
 from sfl_sim.kit.checks import check_int
-from sfl_sim.kit.params import ParamsModel, Positive, PositiveInt
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, Positive, PositiveInt
 from sfl_sim.kit.registry import Registry
 
 __all__ = [
@@ -55,8 +56,8 @@ def _finish(parts: list[np.ndarray]) -> list[np.ndarray]:
     return [np.sort(np.asarray(p, dtype=np.int64)) for p in parts]
 
 
-class Partitioner:
-    """Interface of a partitioner (documentation only; duck typing is enough)."""
+class Partitioner(Component):
+    """Base of the shipped partitioners (a partitioner of one's own needs only :meth:`split`)."""
 
     def split(self, labels: np.ndarray, n_clients: int, num_classes: int,
               rng: np.random.Generator) -> list[np.ndarray]:
@@ -100,8 +101,6 @@ class IIDPartitioner(Partitioner):
         arr = _check_inputs(labels, n_clients, num_classes, rng)
         return _finish(np.array_split(rng.permutation(arr.size), int(n_clients)))
 
-    def __repr__(self) -> str:
-        return "IIDPartitioner()"
 
 
 @PARTITIONERS.register("quantity")
@@ -125,11 +124,6 @@ class QuantityLabelSkew(Partitioner):
     3. Each class's samples are shuffled and cut into as many near-equal portions as clients
        hold it; all samples are used.
 
-    Parameters
-    ----------
-    alpha : int
-        Classes per client, ``1 <= alpha <= num_classes`` (checked in :meth:`split`).
-
     Raises
     ------
     ValueError
@@ -139,10 +133,9 @@ class QuantityLabelSkew(Partitioner):
     class Params(ParamsModel):
         """QuantityLabelSkew's parameters (what a scenario sets beside ``name``)."""
 
-        alpha: PositiveInt
+        alpha: Annotated[PositiveInt, Doc("Classes per client, ``1 <= alpha <= num_classes`` (checked in split).")]
 
-    def __init__(self, alpha: int) -> None:
-        self.alpha = QuantityLabelSkew.Params.check(alpha=alpha).alpha
+    params: Params
 
     def assign_classes(self, n_clients: int, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """Decide which ``alpha`` distinct classes each client holds.
@@ -169,7 +162,7 @@ class QuantityLabelSkew(Partitioner):
         """
         k_total = check_int("n_clients", n_clients, minimum=1)
         n = check_int("num_classes", num_classes, minimum=1)
-        a = self.alpha
+        a = self.params.alpha
         if a > n:
             raise ValueError(f"alpha must be between 1 and num_classes={n}, got {a}")
         slots = k_total * a
@@ -210,7 +203,7 @@ class QuantityLabelSkew(Partitioner):
             if holders.size == 0:
                 if idx.size:  # only when n_clients * alpha < num_classes
                     raise ValueError(
-                        f"n_clients*alpha ({n_clients}*{self.alpha}) is smaller than num_classes={num_classes}, "
+                        f"n_clients*alpha ({n_clients}*{self.params.alpha}) is smaller than num_classes={num_classes}, "
                         f"so the {idx.size} samples of class {c} would be dropped; use more clients or a "
                         f"larger alpha"
                     )
@@ -218,25 +211,21 @@ class QuantityLabelSkew(Partitioner):
             if idx.size < holders.size:
                 raise ValueError(
                     f"class {c} has {idx.size} samples but {holders.size} clients must each hold a "
-                    f"portion of it (n_clients={n_clients}, alpha={self.alpha}, num_classes={num_classes}); "
+                    f"portion of it (n_clients={n_clients}, alpha={self.params.alpha}, num_classes={num_classes}); "
                     f"use fewer clients, a smaller alpha or more data"
                 )
             for holder, portion in zip(holders, np.array_split(rng.permutation(idx), holders.size), strict=True):
                 parts[holder].append(portion)
         return _finish([np.concatenate(p) for p in parts])
 
-    def __repr__(self) -> str:
-        return f"QuantityLabelSkew(alpha={self.alpha})"
 
 
 class _RedrawnDirichlet(Partitioner):
     """What the two Dirichlet partitioners share: draws are repeated until every client holds at
-    least ``min_samples_per_client`` samples (at most ``max_attempts`` draws).  Subclasses set
-    ``beta``, ``min_samples_per_client`` and ``max_attempts`` and implement :meth:`draw`."""
+    least ``min_samples_per_client`` samples (at most ``max_attempts`` draws).  Subclasses have
+    ``beta``, ``min_samples_per_client`` and ``max_attempts`` parameters and implement :meth:`draw`."""
 
-    beta: float
-    min_samples_per_client: int
-    max_attempts: int
+    params: Any  # a model with beta, min_samples_per_client and max_attempts
 
     def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> list[np.ndarray]:
@@ -255,21 +244,21 @@ class _RedrawnDirichlet(Partitioner):
         """
         arr = _check_inputs(labels, n_clients, num_classes, rng)
         k_total, n = int(n_clients), int(num_classes)
-        if k_total * self.min_samples_per_client > arr.size:
+        if k_total * self.params.min_samples_per_client > arr.size:
             raise ValueError(
-                f"min_samples_per_client={self.min_samples_per_client} times n_clients={k_total} exceeds "
+                f"min_samples_per_client={self.params.min_samples_per_client} times n_clients={k_total} exceeds "
                 f"the {arr.size} samples available"
             )
         class_idx = [np.flatnonzero(arr == c) for c in range(n)]
         smallest = 0
-        for _ in range(self.max_attempts):
+        for _ in range(self.params.max_attempts):
             parts = self.draw(class_idx, k_total, arr.size, rng)
             smallest = min(p.size for p in parts)
-            if smallest >= self.min_samples_per_client:
+            if smallest >= self.params.min_samples_per_client:
                 return _finish(parts)
         raise ValueError(
-            f"{type(self).__name__}(beta={self.beta}): no partition with min_samples_per_client="
-            f"{self.min_samples_per_client} found in max_attempts={self.max_attempts} draws "
+            f"{type(self).__name__}(beta={self.params.beta}): no partition with min_samples_per_client="
+            f"{self.params.min_samples_per_client} found in max_attempts={self.params.max_attempts} draws "
             f"(last smallest client had {smallest} samples); raise beta or max_attempts, or lower "
             f"min_samples_per_client or n_clients"
         )
@@ -285,15 +274,6 @@ class DirichletLabelSkew(_RedrawnDirichlet):
     ``min_samples_per_client`` samples.  Small ``beta`` gives strong skew (few classes per
     client), large ``beta`` approaches IID.
 
-    Parameters
-    ----------
-    beta : float
-        Concentration, > 0.
-    min_samples_per_client : int, default 10
-        Smallest acceptable client size (>= 1).
-    max_attempts : int, default 1000
-        Number of draws before giving up.
-
     Raises
     ------
     ValueError
@@ -303,21 +283,17 @@ class DirichletLabelSkew(_RedrawnDirichlet):
     class Params(ParamsModel):
         """DirichletLabelSkew's parameters (what a scenario sets beside ``name``)."""
 
-        beta: Positive
-        min_samples_per_client: PositiveInt = 10
-        max_attempts: PositiveInt = 1000
+        beta: Annotated[Positive, Doc("Concentration, > 0.")]
+        min_samples_per_client: Annotated[PositiveInt, Doc("Smallest acceptable client size (>= 1).")] = 10
+        max_attempts: Annotated[PositiveInt, Doc("Number of draws before giving up.")] = 1000
 
-    def __init__(self, beta: float, min_samples_per_client: int = 10, max_attempts: int = 1000) -> None:
-        params = DirichletLabelSkew.Params.check(beta=beta, min_samples_per_client=min_samples_per_client,
-                                                 max_attempts=max_attempts)
-        self.beta, self.min_samples_per_client = params.beta, params.min_samples_per_client
-        self.max_attempts = params.max_attempts
+    params: Params
 
     def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> list[np.ndarray]:
         """One draw: a Dir_N(beta) class mix per client, each class cut among the clients by it."""
         n = len(class_idx)
-        props = rng.dirichlet(np.full(n, self.beta), size=n_clients)  # (K, N), rows sum to 1
+        props = rng.dirichlet(np.full(n, self.params.beta), size=n_clients)  # (K, N), rows sum to 1
         parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
         for c in range(n):
             idx = class_idx[c]
@@ -331,9 +307,6 @@ class DirichletLabelSkew(_RedrawnDirichlet):
                 parts[k].append(portion)
         return [np.concatenate(p) for p in parts]
 
-    def __repr__(self) -> str:
-        return (f"DirichletLabelSkew(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
-                f"max_attempts={self.max_attempts})")
 
 
 @PARTITIONERS.register("dirichlet_over_clients")
@@ -349,17 +322,6 @@ class DirichletOverClients(_RedrawnDirichlet):
     Unlike ``dirichlet`` (a draw per client over the classes), a class here tends to go to few
     clients and clients differ much in size.
 
-    Parameters
-    ----------
-    beta : float
-        Concentration, > 0 (FedVLS's beta, BESplit's kappa).
-    min_samples_per_client : int, default 10
-        Smallest acceptable client size (>= 1); NIID-Bench uses 10.
-    cap_at_mean : bool, default True
-        NIID-Bench's cap at N/K samples (False: BESplit's plain per-class split).
-    max_attempts : int, default 1000
-        Number of draws before giving up.
-
     Raises
     ------
     ValueError
@@ -369,17 +331,14 @@ class DirichletOverClients(_RedrawnDirichlet):
     class Params(ParamsModel):
         """DirichletOverClients's parameters (what a scenario sets beside ``name``)."""
 
-        beta: Positive
-        min_samples_per_client: PositiveInt = 10
-        cap_at_mean: bool = True
-        max_attempts: PositiveInt = 1000
+        beta: Annotated[Positive, Doc("Concentration, > 0 (FedVLS's beta, BESplit's kappa).")]
+        min_samples_per_client: Annotated[PositiveInt, Doc(
+            "Smallest acceptable client size (>= 1); NIID-Bench uses 10.")] = 10
+        cap_at_mean: Annotated[bool, Doc(
+            "NIID-Bench's cap at N/K samples (False: BESplit's plain per-class split).")] = True
+        max_attempts: Annotated[PositiveInt, Doc("Number of draws before giving up.")] = 1000
 
-    def __init__(self, beta: float, min_samples_per_client: int = 10, cap_at_mean: bool = True,
-                 max_attempts: int = 1000) -> None:
-        params = DirichletOverClients.Params.check(beta=beta, min_samples_per_client=min_samples_per_client,
-                                                   cap_at_mean=cap_at_mean, max_attempts=max_attempts)
-        self.beta, self.cap_at_mean = params.beta, params.cap_at_mean
-        self.min_samples_per_client, self.max_attempts = params.min_samples_per_client, params.max_attempts
+    params: Params
 
     def draw(self, class_idx: list[np.ndarray], n_clients: int, n_samples: int,
              rng: np.random.Generator) -> list[np.ndarray]:
@@ -389,8 +348,8 @@ class DirichletOverClients(_RedrawnDirichlet):
         sizes = np.zeros(n_clients, dtype=np.int64)
         for c in range(len(class_idx)):
             idx = rng.permutation(class_idx[c])
-            share = rng.dirichlet(np.full(n_clients, self.beta))
-            if self.cap_at_mean:
+            share = rng.dirichlet(np.full(n_clients, self.params.beta))
+            if self.params.cap_at_mean:
                 share = share * (sizes < mean_size)
             total = share.sum()
             share = share / total if total > 0 and np.isfinite(total) else np.full(n_clients, 1.0 / n_clients)
@@ -400,9 +359,6 @@ class DirichletOverClients(_RedrawnDirichlet):
                 sizes[k] += portion.size
         return [np.concatenate(p) for p in parts]
 
-    def __repr__(self) -> str:
-        return (f"DirichletOverClients(beta={self.beta}, min_samples_per_client={self.min_samples_per_client}, "
-                f"cap_at_mean={self.cap_at_mean}, max_attempts={self.max_attempts})")
 
 
 def label_histogram(labels: np.ndarray, parts: list[np.ndarray], num_classes: int) -> np.ndarray:

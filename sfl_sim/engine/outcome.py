@@ -1,9 +1,10 @@
 """What a transfer or a client's part of a round comes to: delivered, or lost with a reason.
 
-An upload event of :class:`~sfl_sim.engine.RoundContext` resolves to :data:`DELIVERED` or to a
-:class:`Lost` naming why the payload never arrived; a client's process returns the same, so the
-reason travels with the event to whoever waits on it (the straggler policy records it in
-``RoundContext.dropped`` and ``rounds.csv``).  Test with ``isinstance(value, Lost)``.
+An upload of :class:`~sfl_sim.engine.RoundContext` (its link process, :mod:`sfl_sim.engine.link`)
+resolves to :data:`DELIVERED` or to a :class:`Lost` naming why the payload never arrived; a
+client's process returns the same, so the reason travels with the event to whoever waits on it
+(the straggler decision records it in ``RoundContext.dropped`` and ``rounds.csv``).  Test with
+``isinstance(value, Lost)``: both are plain values, neither is falsy.
 """
 from __future__ import annotations
 
@@ -28,10 +29,7 @@ DELIVERED = Delivered()
 
 @dataclass(frozen=True)
 class Lost:
-    """The payload (or the client) is out of the round, and why.
-
-    Falsy, so that code written when uploads resolved to ``True``/``False`` still branches the
-    same way; new code tests ``isinstance(value, Lost)`` and reads :attr:`reason`.
+    """The payload (or the client) is out of the round, and why (test ``isinstance(value, Lost)``).
 
     Attributes
     ----------
@@ -40,9 +38,6 @@ class Lost:
     """
 
     reason: LossReason
-
-    def __bool__(self) -> bool:
-        return False
 
 
 Outcome = Delivered | Lost

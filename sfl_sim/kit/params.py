@@ -1,29 +1,32 @@
 """Typed component parameters: one pydantic model per component class.
 
+(The radio layer imports pydantic only through this module: :func:`Field`,
+:func:`field_validator` and :func:`model_validator` are pydantic's, re-exported for its models.)
+
 A component's parameters are the keys a scenario puts beside its ``name``.  Their model is
 
-- **declared** when a class defines ``Params`` in its own body, a subclass of :class:`ParamsModel`
-  whose fields (types, defaults, bounds, ``Literal`` choices) mirror the constructor's keyword
-  parameters; the constructor calls ``Params.check(...)`` so that a direct Python call is
-  checked by the same model.  A subclass's parameter of the same name as one its base declares
-  takes the base's declaration;
-- **derived** otherwise, by :func:`params_model`, from the constructor's typed signature: each
-  keyword parameter becomes a field of its annotation and default (a parameter without an
-  annotation, or with one pydantic cannot check from YAML data, e.g. ``np.ndarray``, takes
-  anything).  An annotation
-  ``Annotated[float, RANGE]`` with a :class:`sfl_sim.kit.ranges.Range` (the channel components' form,
-  which needs no pydantic) becomes a finite number bounded by that range (``Annotated[int, RANGE]``
-  an integer).
+- **declared** by the shipped components, :class:`sfl_sim.kit.component.Component` subclasses:
+  the nested ``Params`` (a :class:`ParamsModel`) is the one place each parameter's name, type,
+  default, bounds (``Annotated[float, RANGE]`` with a :class:`sfl_sim.kit.ranges.Range`, or
+  pydantic's ``Field``), choices (``Literal``) and description (:class:`Doc`) are stated.  The
+  constructor, the JSON Schema (:func:`params_schema`), ``sfl-sim list``, the class docstring's
+  ``Parameters`` section and the run's ``resolved.yaml`` (:func:`parameter_values`) are derived
+  from it.  A field marked :data:`FIXED` is one its class sets for a base's parameter (CA-SFL is
+  SCALA with fixed flags): recorded, never a scenario key;
+- **derived** for a class of one's own (a plug-in), by :func:`params_model`, from the
+  constructor's typed signature: each keyword parameter becomes a field of its annotation and
+  default (a parameter without an annotation, or with one pydantic cannot check from YAML data,
+  e.g. ``np.ndarray``, takes anything); ``Annotated[float, RANGE]`` is a finite number bounded by
+  that range.  A constructor taking ``**kwargs`` that forwards them to its base class gets the
+  base's parameters too (up the MRO while each takes ``**kwargs``, up to a declared component);
+  one that keeps ``**kwargs`` open accepts any further key unchecked.  A plug-in may also declare
+  a ``Params`` model of its own.  A class whose signature cannot be read has no model and is not
+  checked.
 
-A constructor taking ``**kwargs`` that forwards them to its base class gets the base's parameters
-too (up the MRO while each takes ``**kwargs``; ``fixed_params`` names the base parameters the
-subclass sets itself); one that keeps ``**kwargs`` open accepts any further key unchecked.  A
-class whose signature cannot be read has no model and is not checked.
-
-:class:`~sfl_sim.kit.registry.Registry` validates the parameters of every component it builds with this
-model (the values themselves are passed on unchanged), and :func:`params_schema` gives the JSON
-Schema of a component's parameters for ``sfl-sim schema``.  Every failure is one line in the
-project's ``NAME: got VALUE; allowed: WHAT`` format (:mod:`sfl_sim.kit.checks`).
+:class:`~sfl_sim.kit.registry.Registry` validates the parameters of every component it builds with
+this model, :func:`params_schema` gives the JSON Schema for ``sfl-sim schema``, and
+:func:`parameter_values` the full parameters a build uses, for ``resolved.yaml``.  Every failure is
+one line in the project's ``NAME: got VALUE; allowed: WHAT`` format (:mod:`sfl_sim.kit.checks`).
 """
 from __future__ import annotations
 
@@ -37,13 +40,23 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from sfl_sim.kit.ranges import Range
 
-__all__ = ["ParamsModel", "params_model", "declared_params", "is_declared", "validate_params", "params_schema",
-           "doc_descriptions", "describe_error", "allowed_text", "NonNegative", "Positive", "PositiveInt",
+__all__ = ["ParamsModel", "Doc", "FIXED", "Field", "field_validator", "model_validator", "params_model",
+           "declared_params", "is_declared", "validate_params", "params_schema", "parameter_values",
+           "doc_descriptions", "field_doc", "describe_error", "allowed_text", "NonNegative", "Positive", "PositiveInt",
            "NonNegativeInt", "UnitInterval", "positive_ints"]
 
 P = TypeVar("P", bound="ParamsModel")
@@ -65,26 +78,63 @@ def positive_ints(length: int) -> Any:
     return typing.Annotated[typing.Sequence[PositiveInt], Field(min_length=length, max_length=length)]
 
 
+class Doc:
+    """What a parameter is, in ``Annotated`` metadata: the one description of it that the JSON
+    Schema, ``sfl-sim list`` and the class docstring show.
+
+    >>> mu: Annotated[float, Field(ge=0), Doc("Proximal coefficient; 0 is FedAvg.")] = 0.01
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = " ".join(text.split())
+
+    def __repr__(self) -> str:
+        return f"Doc({self.text!r})"
+
+
+class _Fixed:
+    def __repr__(self) -> str:
+        return "FIXED"
+
+
+#: ``Annotated`` metadata of a field whose class sets it for a base's parameter (its default is
+#: the value): recorded in ``resolved.yaml``, never a scenario key, not in the schema or the list.
+FIXED = _Fixed()
+
+
 class ParamsModel(BaseModel):
     """Base of a declared parameter model: strict types (no ``"1"`` for 1, no ``true`` for 1),
     unknown keys refused, frozen.
 
     Examples
     --------
-    >>> class FedProx(Algorithm):
-    ...     class Params(ParamsModel):
-    ...         mu: NonNegative = 0.01
-    ...     def __init__(self, setup, mu: float = 0.01):
-    ...         self.mu = FedProx.Params.check(mu=mu).mu
+    >>> class FedProx(FedAvg):
+    ...     class Params(FedAvg.Params):
+    ...         mu: Annotated[float, Field(ge=0), Doc("Proximal coefficient.")] = 0.01
+    ...     def local_loss(self, ...): ... self.params.mu ...
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+    @model_validator(mode="before")
     @classmethod
-    def check(cls: type[P], **values: Any) -> P:
+    def _no_bool_for_a_number(cls, values: Any) -> Any:
+        """Refuse ``true`` where a number is expected: strict mode does for ``float``, but a
+        ``Literal[0.0, ..., 1.0]`` accepts ``True`` (``True == 1.0``)."""
+        if isinstance(values, Mapping):
+            for name, value in values.items():
+                info = cls.model_fields.get(name)
+                if isinstance(value, bool) and info is not None and bool not in _annotations_in(info.annotation):
+                    raise ValueError(f"{name}: got {value!r}; allowed: {allowed_text(info)}")
+        return values
+
+    @classmethod
+    def parse(cls: type[P], values: Mapping[str, Any]) -> P:
         """The validated parameters, else ``ValueError`` with one line (``mu: got -1; allowed: ...``)."""
         try:
-            return cls.model_validate(values)
+            return cls.model_validate(dict(values))
         except ValidationError as exc:
             raise ValueError(describe_error(exc, cls)) from None
 
@@ -173,15 +223,54 @@ def _owners(cls: type) -> list[type]:
     return [k for k in cls.__mro__ if "__init__" in vars(k) and k is not object]
 
 
+def declares_model(cls: Any) -> bool:
+    """Whether ``cls``'s parameters are its ``Params`` model (a :class:`~sfl_sim.kit.component.Component`
+    whose constructor takes nothing else), not a signature to derive a model from."""
+    return isinstance(cls, type) and bool(vars(cls).get("__params_declared__"))
+
+
+def _declared_model(cls: type) -> type[BaseModel]:
+    """The ``Params`` model of a declared component."""
+    return typing.cast(type[BaseModel], cls.Params)  # type: ignore[attr-defined]
+
+
+def _fixed(info: FieldInfo) -> bool:
+    return any(m is FIXED for m in info.metadata)
+
+
+@cache
+def _user_model(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` without its :data:`FIXED` fields: what a scenario may set."""
+    if not any(_fixed(info) for info in model.model_fields.values()):
+        return model  # the declaration itself, validators included
+    fields = {name: (info.annotation, info) for name, info in model.model_fields.items() if not _fixed(info)}
+    return create_model(model.__name__, __config__=model.model_config, **fields)  # type: ignore[call-overload]
+
+
+def fixed_values(cls: Any) -> dict[str, Any]:
+    """The :data:`FIXED` fields of a declared component's model with their values."""
+    if not declares_model(cls):
+        return {}
+    return {name: info.default for name, info in _declared_model(cls).model_fields.items() if _fixed(info)}
+
+
 def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool, bool] | None:
-    """(fields, open, declared) of ``cls``'s parameters, or None without a readable signature."""
-    fixed = set(getattr(cls, "fixed_params", None) or {})
-    owners = _owners(cls)
+    """(fields, open, declared) of ``cls``'s parameters, or None without a readable signature.
+
+    The constructors ``**kwargs`` reach are walked up the MRO; a declared component on the way
+    contributes its model's fields and closes the walk (its constructor takes nothing else)."""
+    owners = [k for k in cls.__mro__[1:] if declares_model(k) or "__init__" in vars(k) and k is not object]
+    if "__init__" in vars(cls):
+        owners.insert(0, cls)
     if not owners:
         return {}, False, False
     fields: dict[str, Any] = {}
     declared = False
     for owner in owners:
+        if declares_model(owner):
+            for name, field in _user_model(_declared_model(owner)).model_fields.items():
+                fields.setdefault(name, (field.annotation, field))
+            return fields, False, True
         init = vars(owner)["__init__"]
         try:
             signature = inspect.signature(init)
@@ -192,8 +281,7 @@ def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool,
             if p.kind is p.VAR_KEYWORD:
                 forwards = True
                 continue
-            if p.kind is p.VAR_POSITIONAL or p.name == "self" or p.name in supplied or p.name in fixed \
-                    or p.name in fields:
+            if p.kind is p.VAR_POSITIONAL or p.name == "self" or p.name in supplied or p.name in fields:
                 continue
             info = _declared_field(cls, p.name)
             if info is not None:
@@ -212,6 +300,8 @@ def _fields(cls: type, supplied: tuple[str, ...]) -> tuple[dict[str, Any], bool,
 
 @cache
 def _model(cls: type, supplied: tuple[str, ...]) -> type[BaseModel] | None:
+    if declares_model(cls):
+        return _user_model(_declared_model(cls))
     own = declared_params(cls)
     found = _fields(cls, supplied)
     if found is None:
@@ -229,8 +319,8 @@ def _model(cls: type, supplied: tuple[str, ...]) -> type[BaseModel] | None:
 
 
 def params_model(cls: Any, supplied: tuple[str, ...] = ()) -> type[BaseModel] | None:
-    """The parameter model of a component class (declared or derived), or None when its
-    constructor's signature cannot be read.
+    """The parameter model of a component class (declared or derived): the keys a scenario may
+    set; None when its constructor's signature cannot be read.
 
     Parameters
     ----------
@@ -242,6 +332,38 @@ def params_model(cls: Any, supplied: tuple[str, ...] = ()) -> type[BaseModel] | 
     if not isinstance(cls, type):
         return None
     return _model(cls, tuple(supplied))
+
+
+def parameter_values(cls: Any, given: Mapping[str, Any], supplied: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every parameter of ``cls`` with the value a build with ``given`` uses: the model's defaults
+    filled in, a declared component's :data:`FIXED` fields included (what ``resolved.yaml`` records).
+
+    Parameters
+    ----------
+    cls : type
+        The component class.
+    given : mapping
+        The parameters the scenario gives.
+    supplied : tuple of str
+        Parameters the simulator passes itself, left out.
+
+    Returns
+    -------
+    dict
+        In the model's field order, then any key a ``**kwargs`` constructor keeps open; ``given``
+        as it is for a class without a model.  Values are the ones a build passes on (the given
+        value where given, else the default).
+    """
+    given = {k: v for k, v in given.items() if k not in supplied}
+    model = params_model(cls, tuple(supplied))
+    if model is None:
+        return dict(given)
+    out = {name: given[name] if name in given else info.get_default(call_default_factory=True)
+           for name, info in model.model_fields.items() if name in given or not info.is_required()}
+    out.update(fixed_values(cls))
+    for name, value in given.items():
+        out.setdefault(name, value)
+    return out
 
 
 def is_declared(cls: Any, supplied: tuple[str, ...] = ()) -> bool:
@@ -264,6 +386,22 @@ _PLURALS = {"an integer": "integers", "a number": "numbers", "a finite number": 
             "true or false": "booleans", "a string": "strings"}
 
 
+def _tightest(bounds: list[tuple[str, Any]]) -> list[str]:
+    """The tightest lower and upper bound of ``(ge|gt|le|lt, value)`` pairs, in words (a field may
+    carry a range and a stricter bound of its own: ``> 0`` beside a range's ``>= 0``)."""
+    signs = dict(_BOUNDS)
+    lower = [(v, attr == "gt") for attr, v in bounds if attr in ("ge", "gt")]
+    upper = [(v, attr == "lt") for attr, v in bounds if attr in ("le", "lt")]
+    out = []
+    if lower:
+        value, strict = max(lower)  # the largest bound; on a tie the strict one (True > False)
+        out.append(f"{signs['gt' if strict else 'ge']} {_g(value)}")
+    if upper:
+        value, strict = min(upper, key=lambda b: (b[0], not b[1]))
+        out.append(f"{signs['lt' if strict else 'le']} {_g(value)}")
+    return out
+
+
 def _words(ann: Any, metadata: list[Any]) -> str:
     """``ann`` with its constraints ``metadata``, in words."""
     optional = False
@@ -276,8 +414,11 @@ def _words(ann: Any, metadata: list[Any]) -> str:
         ann, *more = typing.get_args(ann)
         metadata = [*metadata, *(x for m in more for x in getattr(m, "metadata", [m]))]
     origin = typing.get_origin(ann)
-    if origin is typing.Literal:
-        text = "one of " + ", ".join(str(a) for a in typing.get_args(ann))
+    if origin in _UNIONS:  # a number or a keyword: each member in words
+        text = " or ".join(_words(a, metadata) for a in args if a is not type(None))
+    elif origin is typing.Literal:
+        choices = typing.get_args(ann)
+        text = repr(choices[0]) if len(choices) == 1 else "one of " + ", ".join(str(a) for a in choices)
     elif origin in _SEQUENCES:
         item = _words((typing.get_args(ann) or (Any,))[0], [])
         lengths = {attr: getattr(m, attr) for m in metadata for attr in ("min_length", "max_length")
@@ -288,20 +429,52 @@ def _words(ann: Any, metadata: list[Any]) -> str:
         text = f"a list of {count}{_PLURALS.get(word, word)}" + (f" >{bounds}" if bounds else "")
     else:
         text = _TYPE_WORDS.get(ann) or getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
-        if ann is float and any(getattr(m, "allow_inf_nan", True) is False for m in metadata):
+        ranges = [m for m in metadata if isinstance(m, Range)]
+        if ann is float and (ranges or any(getattr(m, "allow_inf_nan", True) is False for m in metadata)):
             text = "a finite number"
-        limits = [f"{sign} {_g(getattr(m, attr))}" for m in metadata for attr, sign in _BOUNDS
-                  if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
+        found = [(attr, getattr(m, attr)) for m in metadata for attr, _ in _BOUNDS
+                 if getattr(m, attr, None) is not None]  # annotated_types' Ge, Gt, Le, Lt
+        for rng in ranges:
+            found.append(("gt" if rng.low_open else "ge", float(rng.low)))
+            if rng.high != float("inf"):
+                found.append(("le", float(rng.high)))
+        limits = _tightest(found)
         if limits:
             text += " " + " and ".join(limits)
     return ("null or " if optional else "") + text
 
 
+def _range_of(info: FieldInfo) -> Range | None:
+    """The :class:`~sfl_sim.kit.ranges.Range` bounding a field (or the number in an optional or
+    keyword-or-number field), if any."""
+    nested = [m for ann in _annotations_in(info.annotation) if typing.get_origin(ann) is typing.Annotated
+              for m in typing.get_args(ann)[1:]]
+    found = [m for m in [*nested, *info.metadata] if isinstance(m, Range)]
+    return found[-1] if found else None
+
+
+def _range_note(rng: Range) -> str:
+    return f"{rng.unit}: {rng.reason}" if rng.unit else rng.reason
+
+
+def field_doc(info: FieldInfo) -> str | None:
+    """What a declared field is (its :class:`Doc`), or None."""
+    docs = [m.text for m in info.metadata if isinstance(m, Doc)]
+    return docs[-1] if docs else None
+
+
 def allowed_text(info: FieldInfo) -> str:
     """What a field accepts, in words: ``a finite number >= 0``, ``one of batch, local_data``,
-    ``a list of 5 integers >= 1``."""
+    ``a list of 5 integers >= 1``; a range's reason in brackets."""
     text = _words(info.annotation, list(info.metadata))
-    return text + (f" ({info.description})" if info.description else "")
+    rng = _range_of(info)
+    note = info.description or (_range_note(rng) if rng is not None else None)
+    return text + (f" ({note})" if note else "")
+
+
+def _annotations_in(ann: Any) -> list[Any]:
+    """``ann`` and every annotation nested in it."""
+    return [ann, *(a for arg in typing.get_args(ann) for a in _annotations_in(arg))]
 
 
 def describe_error(exc: ValidationError, model: type[BaseModel]) -> str:
@@ -309,9 +482,12 @@ def describe_error(exc: ValidationError, model: type[BaseModel]) -> str:
     err = exc.errors(include_url=False)[0]
     loc = err["loc"]
     name = str(loc[0]) if loc else "parameters"
-    where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
-    value = err.get("input")
     info = model.model_fields.get(name)
+    # pydantic names the union member that failed in the location ("sigma_db.constrained-float"):
+    # a reader wants the field and the list index only
+    union = info is not None and any(typing.get_origin(a) in _UNIONS for a in _annotations_in(info.annotation))
+    where = name + "".join(f"[{p}]" if isinstance(p, int) else ("" if union else f".{p}") for p in loc[1:])
+    value = err.get("input")
     if err["type"] == "extra_forbidden":
         return f"{where}: unknown parameter (value {value!r}); allowed: {', '.join(model.model_fields) or 'none'}"
     if err["type"] == "missing":
@@ -322,9 +498,7 @@ def describe_error(exc: ValidationError, model: type[BaseModel]) -> str:
         return f"{where}: got {value!r}; allowed: {str(err['msg']).split(', ', 1)[-1]}"
     if info is None:
         return f"{where}: got {value!r}; allowed: {err['msg'][0].lower()}{err['msg'][1:]}"
-    if len(loc) > 1:  # one item of a list: the whole field's rule
-        return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
-    return f"{where}: got {value!r}; allowed: {allowed_text(info)}"
+    return f"{where}: got {value!r}; allowed: {allowed_text(info)}"  # for a list item too: the field's rule
 
 
 def validate_params(cls: Any, params: Mapping[str, Any], supplied: tuple[str, ...] = ()) -> str | None:
@@ -350,9 +524,15 @@ _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}$", re.M)
 
 
 def doc_descriptions(cls: Any) -> dict[str, str]:
-    """Parameter name -> its description in the numpy-style ``Parameters`` section of the class's
-    docstring or, for a parameter it does not describe, of the nearest base's; one line each."""
+    """Parameter name -> its description: a declared field's :class:`Doc`; else (a plug-in) the
+    numpy-style ``Parameters`` section of the class's docstring or, for a parameter it does not
+    describe, of the nearest base's; one line each."""
     out: dict[str, str] = {}
+    model = params_model(cls)
+    for name, info in (model.model_fields.items() if model is not None else ()):
+        text = field_doc(info)
+        if text:
+            out[name] = text
     for k in getattr(cls, "__mro__", (cls,)):
         doc = k.__doc__ if isinstance(k.__doc__, str) else ""
         for name, text in _doc_section(inspect.cleandoc(doc)).items():
@@ -395,7 +575,11 @@ def params_schema(cls: Any, supplied: tuple[str, ...] = ()) -> dict[str, Any]:
     schema.setdefault("properties", {})
     described = doc_descriptions(cls)
     for name, prop in schema["properties"].items():
-        if name in described:  # the docstring's words first, a range's reason after them
+        info = model.model_fields.get(name)
+        rng = _range_of(info) if info is not None else None
+        if rng is not None and "description" not in prop:  # a declared field's range: its reason
+            prop["description"] = _range_note(rng)
+        if name in described:  # the parameter's own words first, a range's reason after them
             prop["description"] = described[name] + (f" ({prop['description']})" if "description" in prop else "")
     schema["additionalProperties"] = model.model_config.get("extra") == "allow"
     return schema

@@ -86,6 +86,17 @@ class Range:
             raise ValueError(self.message(name, value))
         return float(value)
 
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        """``Annotated[float, RANGE]`` in a parameter model: a finite number inside the range (an
+        ``int`` annotation stays an integer, a count); pydantic calls this when it builds the model."""
+        schema = dict(handler(source))
+        schema["gt" if self.low_open else "ge"] = self.low
+        if self.high != float("inf"):
+            schema["le"] = self.high
+        if schema.get("type") == "float":
+            schema["allow_inf_nan"] = False
+        return schema
+
     def check_array(self, name: str, value: Any) -> np.ndarray:
         """Return ``value`` as a float array whose every entry lies in the range, else raise.
 

@@ -13,12 +13,13 @@ such a scenario is a scaled-down model, not the paper's, and results should say 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import torch
 from torch import nn
 
-from sfl_sim.kit.params import ParamsModel, UnitInterval, positive_ints
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, UnitInterval, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
 
@@ -46,7 +47,7 @@ def _int_tuple(name: str, value: object, length: int, minimum: int, allowed: str
 
 
 @MODELS.register("alexnet")
-class AlexNet(SplittableModel):
+class AlexNet(SplittableModel, Component):
     """AlexNet for small images as six blocks: five conv blocks and the classifier.
 
     Blocks (``c1..c5 = conv_channels``, ``f1, f2 = fc_features``, ``C, H, W = input_shape``)::
@@ -69,18 +70,6 @@ class AlexNet(SplittableModel):
         ``W`` must be at least 8 so that three poolings leave at least 1×1.
     num_classes : int
         Number of output classes, at least 2.
-    conv_channels : sequence of 5 int, default (64, 192, 384, 256, 256)
-        Output channels of conv layers 1..5 (the paper-scale widths by default).
-    fc_features : sequence of 2 int, default (1024, 1024)
-        Widths of the two hidden fully-connected layers.
-    dropout : float, default 0.5
-        Dropout probability before the first two linear layers, in ``[0, 1)``.
-    init : {"kaiming_normal", "pytorch_default"}, default "kaiming_normal"
-        Weight initialisation.  ``kaiming_normal`` (He et al., 2015: N(0, 2/fan_in) for every conv
-        and hidden linear layer, zero biases; the output layer keeps PyTorch's default) lets this
-        8-layer ReLU network without normalisation learn with plain SGD at lr 0.01.  With PyTorch's
-        default init (uniform, gain 1/sqrt(3)) the signal shrinks layer by layer and the network
-        measured no progress in 200 such steps on Fashion-MNIST (loss stuck at ln 10).
 
     Raises
     ------
@@ -88,23 +77,29 @@ class AlexNet(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    supplied_args = ("input_shape", "num_classes")
+
     class Params(ParamsModel):
         """AlexNet's parameters (``model.params``; the input shape and class count come from the data set)."""
 
-        conv_channels: positive_ints(5) = (64, 192, 384, 256, 256)  # type: ignore[valid-type]
-        fc_features: positive_ints(2) = (1024, 1024)  # type: ignore[valid-type]
-        dropout: UnitInterval = 0.5
-        init: Literal["kaiming_normal", "pytorch_default"] = "kaiming_normal"
+        conv_channels: Annotated[positive_ints(5), Doc(  # type: ignore[valid-type]
+            "Output channels of conv layers 1..5 (the paper-scale widths by default).")] = (64, 192, 384, 256, 256)
+        fc_features: Annotated[positive_ints(2), Doc(  # type: ignore[valid-type]
+            "Widths of the two hidden fully-connected layers.")] = (1024, 1024)
+        dropout: Annotated[UnitInterval, Doc(
+            "Dropout probability before the first two linear layers, in ``[0, 1)``.")] = 0.5
+        init: Annotated[Literal["kaiming_normal", "pytorch_default"], Doc(
+            "Weight initialisation.  ``kaiming_normal`` (He et al., 2015: N(0, 2/fan_in) for every conv and hidden "
+            "linear layer, zero biases; the output layer keeps PyTorch's default) lets this 8-layer ReLU network "
+            "without normalisation learn with plain SGD at lr 0.01.  With PyTorch's default init (uniform, gain "
+            "1/sqrt(3)) the signal shrinks layer by layer and the network measured no progress in 200 such steps "
+            "on Fashion-MNIST (loss stuck at ln 10).")] = "kaiming_normal"
 
-    def __init__(
-        self,
-        input_shape: Sequence[int],
-        num_classes: int,
-        conv_channels: Sequence[int] = (64, 192, 384, 256, 256),
-        fc_features: Sequence[int] = (1024, 1024),
-        dropout: float = 0.5,
-        init: str = "kaiming_normal",
-    ) -> None:
+    params: Params
+
+    def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
+        Component.__init__(self, **params)
+        dropout, init = self.params.dropout, self.params.init
         shape = _int_tuple("input_shape", input_shape, 3, 1, "3 positive ints (C, H, W)")
         in_ch, height, width = shape
         if height < 8 or width < 8:
@@ -114,10 +109,8 @@ class AlexNet(SplittableModel):
             )
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        params = AlexNet.Params.check(conv_channels=conv_channels, fc_features=fc_features, dropout=dropout,
-                                      init=init)
-        c1, c2, c3, c4, c5 = params.conv_channels
-        f1, f2 = params.fc_features
+        c1, c2, c3, c4, c5 = self.params.conv_channels
+        f1, f2 = self.params.fc_features
 
         def conv(cin: int, cout: int) -> nn.Conv2d:
             return nn.Conv2d(cin, cout, kernel_size=3, padding=1)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Annotated, Any
 
 from torch import nn
 
-from sfl_sim.kit.params import ParamsModel, positive_ints
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
 
 
 @MODELS.register("mlp")
-class MLP(SplittableModel):
+class MLP(SplittableModel, Component):
     """Three fully-connected layers with ReLU (FedVLS's MNIST DNN by default), as three blocks.
 
     Blocks (``h1, h2 = hidden_features``, ``D = C*H*W``)::
@@ -35,8 +37,6 @@ class MLP(SplittableModel):
         Per-sample input shape ``(C, H, W)``, e.g. ``(1, 28, 28)``.
     num_classes : int
         At least 2.
-    hidden_features : sequence of 2 int, default (200, 200)
-        Widths of the two hidden layers.
 
     Raises
     ------
@@ -44,19 +44,24 @@ class MLP(SplittableModel):
         If an argument is outside these ranges.
     """
 
+    supplied_args = ("input_shape", "num_classes")
+
     class Params(ParamsModel):
         """MLP's parameters (``model.params``; the input shape and class count come from the data set)."""
 
-        hidden_features: positive_ints(2) = (200, 200)  # type: ignore[valid-type]
+        hidden_features: Annotated[positive_ints(2), Doc(  # type: ignore[valid-type]
+            "Widths of the two hidden layers.")] = (200, 200)
 
-    def __init__(self, input_shape: Sequence[int], num_classes: int,
-                 hidden_features: Sequence[int] = (200, 200)) -> None:
+    params: Params
+
+    def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
+        Component.__init__(self, **params)
         shape = tuple(input_shape)
         if len(shape) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in shape):
             raise ValueError(f"input_shape = {input_shape!r} is invalid; allowed: 3 positive ints (C, H, W)")
         if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        h1, h2 = MLP.Params.check(hidden_features=hidden_features).hidden_features
+        h1, h2 = self.params.hidden_features
         blocks = [nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), h1), nn.ReLU()),
                   nn.Sequential(nn.Linear(h1, h2), nn.ReLU()),
                   nn.Linear(h2, num_classes)]

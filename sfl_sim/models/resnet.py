@@ -42,10 +42,12 @@ leaf tensor that requires grad (the server's copy of the activations).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated, Any
 
 from torch import Tensor, nn
 
-from sfl_sim.kit.params import ParamsModel, PositiveInt
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, PositiveInt
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
 
@@ -100,7 +102,7 @@ class BasicBlock(nn.Module):
 
 
 @MODELS.register("resnet18")
-class ResNet18(SplittableModel):
+class ResNet18(SplittableModel, Component):
     """ResNet-18 for small images (CIFAR stem), as 10 splittable blocks.
 
     See the module docstring for the architecture and the split points ``S1``..``S4`` (journal
@@ -113,13 +115,6 @@ class ResNet18(SplittableModel):
         ``W`` must be at least 8 (three stride-2 stages leave at least 1×1).
     num_classes : int
         Number of output classes, at least 2.
-    width : int, default 64
-        Channels of the stem and stage 1; stages 2-4 have 2, 4 and 8 times as many.  64 is the
-        standard ResNet-18 (11.2 M parameters for 10 classes); tests use a narrow one (e.g. 4).
-    zero_init_residual : bool, default False
-        Start each block's last BN at weight 0, so every residual branch starts as the identity
-        (Goyal et al., 2017).  Off by default, as in torchvision.
-
     Notes
     -----
     Initialisation as torchvision: He-normal (fan-out) conv weights, BN weight 1 and bias 0,
@@ -133,19 +128,23 @@ class ResNet18(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    supplied_args = ("input_shape", "num_classes")
+
     class Params(ParamsModel):
         """ResNet18's parameters (``model.params``; the input shape and class count come from the data set)."""
 
-        width: PositiveInt = 64
-        zero_init_residual: bool = False
+        width: Annotated[PositiveInt, Doc(
+            "Channels of the stem and stage 1; stages 2-4 have 2, 4 and 8 times as many.  64 is the standard "
+            "ResNet-18 (11.2 M parameters for 10 classes); tests use a narrow one (e.g. 4).")] = 64
+        zero_init_residual: Annotated[bool, Doc(
+            "Start each block's last BN at weight 0, so every residual branch starts as the identity (Goyal et "
+            "al., 2017).  Off by default, as in torchvision.")] = False
 
-    def __init__(
-        self,
-        input_shape: Sequence[int],
-        num_classes: int,
-        width: int = 64,
-        zero_init_residual: bool = False,
-    ) -> None:
+    params: Params
+
+    def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
+        Component.__init__(self, **params)
+        width, zero_init_residual = self.params.width, self.params.zero_init_residual
         try:
             shape = tuple(input_shape)
         except TypeError:
@@ -160,7 +159,6 @@ class ResNet18(SplittableModel):
             )
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        ResNet18.Params.check(width=width, zero_init_residual=zero_init_residual)
 
         widths = (width, 2 * width, 4 * width, 8 * width)
         blocks: list[nn.Module] = [

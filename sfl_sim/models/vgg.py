@@ -35,11 +35,12 @@ S8    conv1-8 (+pool)         (512, 1, 1)       (512, 1, 1)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from torch import nn
 
-from sfl_sim.kit.params import ParamsModel, UnitInterval, positive_ints
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, UnitInterval, positive_ints
 from sfl_sim.models.registry import MODELS
 from sfl_sim.models.split import SplittableModel
 
@@ -67,7 +68,7 @@ def _int_tuple(name: str, value: object, length: int, allowed: str) -> tuple[int
 
 
 @MODELS.register("vgg11")
-class VGG11(SplittableModel):
+class VGG11(SplittableModel, Component):
     """VGG-11 (configuration A) for small images as nine blocks: eight conv blocks and the classifier.
 
     See the module docstring for the layout, the small-input adaptation and the split points
@@ -80,15 +81,6 @@ class VGG11(SplittableModel):
         ``W`` at least 8.
     num_classes : int
         Number of output classes, at least 2.
-    batch_norm : bool, default True
-        BatchNorm after every conv (then the convs have no bias).  Without it the convs have
-        biases.
-    conv_channels : sequence of 8 int, default (64, 128, 256, 256, 512, 512, 512, 512)
-        Output channels of conv layers 1..8 (configuration A by default; tests use narrow ones).
-    fc_features : sequence of 2 int, default (512, 512)
-        Widths of the two hidden linear layers.
-    dropout : float, default 0.5
-        Dropout probability before the first two linear layers, in ``[0, 1)``.
 
     Notes
     -----
@@ -101,33 +93,34 @@ class VGG11(SplittableModel):
         If any argument is outside the ranges above.
     """
 
+    supplied_args = ("input_shape", "num_classes")
+
     class Params(ParamsModel):
         """VGG11's parameters (``model.params``; the input shape and class count come from the data set)."""
 
-        batch_norm: bool = True
-        conv_channels: positive_ints(8) = _DEFAULT_CHANNELS  # type: ignore[valid-type]
-        fc_features: positive_ints(2) = (512, 512)  # type: ignore[valid-type]
-        dropout: UnitInterval = 0.5
+        batch_norm: Annotated[bool, Doc(
+            "BatchNorm after every conv (then the convs have no bias).  Without it the convs have biases.")] = True
+        conv_channels: Annotated[positive_ints(8), Doc(  # type: ignore[valid-type]
+            "Output channels of conv layers 1..8 (configuration A by default; tests use narrow ones).")] = \
+            _DEFAULT_CHANNELS
+        fc_features: Annotated[positive_ints(2), Doc(  # type: ignore[valid-type]
+            "Widths of the two hidden linear layers.")] = (512, 512)
+        dropout: Annotated[UnitInterval, Doc(
+            "Dropout probability before the first two linear layers, in ``[0, 1)``.")] = 0.5
 
-    def __init__(
-        self,
-        input_shape: Sequence[int],
-        num_classes: int,
-        batch_norm: bool = True,
-        conv_channels: Sequence[int] = _DEFAULT_CHANNELS,
-        fc_features: Sequence[int] = (512, 512),
-        dropout: float = 0.5,
-    ) -> None:
+    params: Params
+
+    def __init__(self, input_shape: Sequence[int], num_classes: int, **params: Any) -> None:
+        Component.__init__(self, **params)
+        batch_norm, dropout = self.params.batch_norm, self.params.dropout
         shape = _int_tuple("input_shape", input_shape, 3, "3 positive ints (C, H, W)")
         in_ch, height, width = shape
         if height < 8 or width < 8:
             raise ValueError(f"input_shape = {tuple(input_shape)!r} is invalid; allowed: spatial size H, W >= 8")
         if not _is_int(num_classes) or num_classes < 2:
             raise ValueError(f"num_classes = {num_classes!r} is invalid; allowed: an int >= 2")
-        params = VGG11.Params.check(batch_norm=batch_norm, conv_channels=conv_channels, fc_features=fc_features,
-                                    dropout=dropout)
-        channels = tuple(params.conv_channels)
-        f1, f2 = params.fc_features
+        channels = tuple(self.params.conv_channels)
+        f1, f2 = self.params.fc_features
 
         blocks = []
         cin, h, w = in_ch, height, width

@@ -478,15 +478,17 @@ def _execution_request(cfg: Scenario, device: torch.device) -> ExecutionRequest:
 def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | None = None,
                     fading_rng: np.random.Generator | None = None,
                     harq_rng: np.random.Generator | None = None) -> Simulator:
-    """The engine of a run (its clock, cell, compute budgets, outage, HARQ and straggler rules)."""
+    """The engine of a run (its clock, cell, compute budgets, outage, HARQ and straggler rules, and
+    the client state it is given: availability, and the energy ledger where batteries run out)."""
     cfg = run.cfg
+    battery = run.ledger if run.ledger is not None and run.ledger.battery else None
     return Simulator(run.cell, run.client_flops_per_s, cfg.server.compute_flops_per_s,
                      cfg.cell.downlink.mode, start_time_s=start_time_s, counters=counters,
                      fading_rng=fading_rng, coherence=cfg.cell.coherence, outage=build_outage(cfg),
                      straggler_policy=cfg.stragglers.policy, deadline_s=cfg.stragglers.deadline_s,
                      keep_clients=cohort_size(cfg.clients.count, cfg.clients.participation),
                      harq=build_harq(cfg, run.cell), harq_rng=harq_rng,
-                     availability=run.availability,
+                     availability=run.availability, battery=battery,
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
                      downlink_bps=None if run.capability is None else run.capability.downlink_bps)
 

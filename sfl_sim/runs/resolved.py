@@ -1,11 +1,12 @@
 """What a run resolved to, recorded in its directory (``resolved.yaml``) and checked on resume.
 
 A scenario names each component and the parameters the user gave; every other parameter comes
-from the constructor's default, and defaults change with the code (FedVLS's ``suppression_form``
-went from the printed to the released form).  :func:`resolve_run` derives, from the real
-constructors, every component's full parameters — ``inspect.signature`` defaults merged with what
-the scenario gave, following ``**kwargs`` up to the base class that names them — so any
-component, a plug-in included, is recorded without a list per component.  With them go the run's
+from the component's default, and defaults change with the code (FedVLS's ``suppression_form``
+went from the printed to the released form).  :func:`resolve_run` records every component's full
+parameters from its parameter model (:func:`sfl_sim.kit.params.parameter_values`: the declared
+``Params`` of a shipped component, the model derived from the constructor of a plug-in) — the
+same model the registry validates with and the schema shows — so any component is recorded
+without a list per component.  With them go the run's
 training settings and the versions of the code (sfl-sim, its git commit when run from a checkout,
 torch, numpy, Python).
 
@@ -43,7 +44,6 @@ Layout of ``resolved.yaml``::
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import platform
 import subprocess
@@ -57,6 +57,7 @@ from typing import Any
 from sfl_sim.channel.kinds import CELL_KINDS
 from sfl_sim.errors import ConfigError, RunDirError
 from sfl_sim.kit.checks import one_line
+from sfl_sim.kit.params import parameter_values
 from sfl_sim.runs.rundir.schema import (
     ENERGY_DEVICE_FIELD,
     ENERGY_FROM_ROUND,
@@ -65,7 +66,7 @@ from sfl_sim.runs.rundir.schema import (
     RESOLVED_FILE,
 )
 
-__all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "constructor_params", "code_versions",
+__all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "code_versions",
            "resolve_run", "parameter_differences", "version_differences", "recorded_fields", "check_resolution",
            "class_differences", "compression_record", "compression_differences", "COMPONENT_FIELDS", "VERSION_KEYS",
            "ENERGY_DEVICE_FIELD"]
@@ -153,57 +154,6 @@ def _plain(value: Any) -> Any:
     return f"<{type(value).__module__}.{type(value).__qualname__}>" if " at 0x" in text else text
 
 
-def constructor_params(cls: Any, given: Mapping[str, Any], supplied: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every constructor parameter of ``cls`` with the value a build with ``given`` uses.
-
-    Parameters
-    ----------
-    cls : class
-        The component class.
-    given : mapping
-        The parameters the scenario gives.
-    supplied : tuple of str
-        Parameters the simulator passes itself (an algorithm's ``setup``), left out.
-
-    Returns
-    -------
-    dict
-        In signature order: the given value, else the default (as plain YAML-able data).  A
-        constructor taking ``**kwargs`` also gets the given names it does not list and, when it
-        forwards them to its base class, the base constructor's parameters (up the MRO while each
-        takes ``**kwargs``); a class attribute ``fixed_params`` (a mapping) names the base
-        parameters such a subclass sets itself, with their values.  A constructor whose signature
-        cannot be read gives ``given``.
-    """
-    fixed = dict(getattr(cls, "fixed_params", None) or {})
-    # inspect.signature(cls) reads the first constructor of the MRO; **kwargs go to the next one.
-    owners = [k for k in getattr(cls, "__mro__", ()) if "__init__" in vars(k) and k is not object]
-    targets = [cls, *(k.__init__ for k in owners[1:])]
-    out: dict[str, Any] = {}
-    for target in targets:
-        try:
-            signature = inspect.signature(target)
-        except (TypeError, ValueError):  # some builtins and C extensions have no readable signature
-            break
-        forwards = False
-        for p in signature.parameters.values():
-            if p.kind is p.VAR_KEYWORD:
-                forwards = True
-            elif p.kind is p.VAR_POSITIONAL or p.name in supplied or p.name == "self" or p.name in out:
-                continue
-            elif p.name in fixed:
-                out[p.name] = fixed[p.name]
-            elif p.name in given:
-                out[p.name] = given[p.name]
-            elif p.default is not p.empty:
-                out[p.name] = p.default
-        if not forwards:
-            break
-    for name, value in {**fixed, **given}.items():
-        out.setdefault(name, value)
-    return {k: _plain(v) for k, v in out.items()}
-
-
 def _class_id(cls: Any) -> str:
     return f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', type(cls).__qualname__)}"
 
@@ -220,7 +170,8 @@ def _resolve(registry: Any, name: str, given: Mapping[str, Any], field: str,
         raise ConfigError(f"{field}.name: {exc}") from None
     except ComponentProtocolError as exc:
         raise ConfigError(f"{field}: {one_line(exc)}") from None
-    return {"name": name, "class": _class_id(cls), "params": constructor_params(cls, given, supplied)}
+    params = parameter_values(cls, given, supplied)
+    return {"name": name, "class": _class_id(cls), "params": {k: _plain(v) for k, v in params.items()}}
 
 
 def _git_dir() -> Path | None:
@@ -339,7 +290,13 @@ def compression_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> 
     old, new = made.get(RESOLVED_COMPRESSION) or {}, now.get(RESOLVED_COMPRESSION) or {}
     return [f"compression.{path}: made with {_plain(old.get(path, '<none>'))!r}, now "
             f"{_plain(new.get(path, '<none>'))!r}"
-            for path in dict.fromkeys([*old, *new]) if not _same(old.get(path), new.get(path))]
+            for path in dict.fromkeys([*old, *new]) if not _same(_identity(old.get(path)), _identity(new.get(path)))]
+
+
+def _identity(entry: Any) -> Any:
+    """A record entry without its ``class`` (recorded for information: a name and its parameters
+    identify a component)."""
+    return {k: v for k, v in entry.items() if k != "class"} if isinstance(entry, Mapping) else entry
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -397,14 +354,13 @@ def class_differences(made: Mapping[str, Any], now: Mapping[str, Any],
     """``field: OLD -> NEW`` for each component whose registered name now resolves to a class at
     another import path (the code moved it); the name and parameters identify the component, so
     this is no reason to refuse a resume, only to say so."""
-    old_c, new_c = made.get("components") or {}, now.get("components") or {}
-    out = []
-    for key, old in old_c.items():
-        new = new_c.get(key)
-        if isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("name") == new.get("name") \
-                and old.get("class") and new.get("class") and old["class"] != new["class"]:
-            out.append(f"{_display(key, algorithm_field)}: {old['class']} -> {new['class']}")
-    return out
+    entries = [(_display(key, algorithm_field), old, (now.get("components") or {}).get(key))
+               for key, old in (made.get("components") or {}).items()]
+    entries += [(f"compression.{path}", old, (now.get(RESOLVED_COMPRESSION) or {}).get(path))
+                for path, old in (made.get(RESOLVED_COMPRESSION) or {}).items()]
+    return [f"{field}: {old['class']} -> {new['class']}" for field, old, new in entries
+            if isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("name") == new.get("name")
+            and old.get("class") and new.get("class") and old["class"] != new["class"]]
 
 
 def version_differences(made: Mapping[str, Any], now: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

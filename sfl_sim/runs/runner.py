@@ -236,8 +236,6 @@ class _Session:
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
         self.sim = build_simulator(run, start_time_s=sim_time_s, counters=counters, fading_rng=self.streams.fading,
                                    harq_rng=self.streams.harq)
-        if run.ledger is not None and run.ledger.battery:
-            self.sim.upload_guard = run.ledger.upload_guard
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
 
@@ -266,8 +264,10 @@ class _Session:
         duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
         after = sim.counters.as_dict()
-        row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s,
-               **{k: after.get(k, 0) - before.get(k, 0) for k in _ROUND_COUNTERS},
+        counted = {k: after[k] - before[k] for k in _ROUND_COUNTERS}
+        if not after["harq_retransmissions"]:  # no HARQ copy in the run so far: rounds.csv writes 0, not 0.0
+            counted["harq_retransmissions"] = 0
+        row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s, **counted,
                "online_clients": n_online,
                "unavailable_clients": sum(1 for why in sim.last_round.dropped.values() if why == "unavailable"),
                "availability_wait_s": waited_s,

@@ -2,6 +2,7 @@
 shows it, and a wrong parameter is refused by the schema and by the run's one-line error."""
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -11,14 +12,22 @@ import numpy as np
 import pytest
 import yaml
 
-from sfl_sim.catalog import registries
+from sfl_sim.catalog import parameters, registries
 from sfl_sim.catalog.component_schema import json_schema
 from sfl_sim.channel import CELL_KINDS, CHANNEL_KINDS
 from sfl_sim.cli import main
 from sfl_sim.config import Scenario, yaml_load
-from sfl_sim.kit.params import ParamsModel, declared_params, params_model, validate_params
+from sfl_sim.kit.params import (
+    ParamsModel,
+    declares_model,
+    field_doc,
+    parameter_values,
+    params_model,
+    params_schema,
+    validate_params,
+)
 from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, Registry
-from sfl_sim.runs.resolved import COMPONENT_FIELDS, constructor_params
+from sfl_sim.runs.resolved import COMPONENT_FIELDS
 from sfl_sim.study.plan import expand, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,45 +130,30 @@ def test_a_right_component_parameter_passes_schema(schema) -> None:
 
 
 @pytest.mark.parametrize("kind, name", BUILT_IN, ids=[f"{k}:{n}" for k, n in BUILT_IN])
-def test_every_built_in_component_has_a_parameter_model(kind, name) -> None:
+def test_every_built_in_component_declares_its_parameters_once(kind, name) -> None:
+    """A built-in's ``Params`` model is the one statement of its parameters: its constructor's
+    signature, the class docstring, ``sfl-sim list``, the JSON Schema and the resolved record all
+    derive from it, and every parameter has a description."""
     registry = registries()[kind]
     cls = registry.get(name)
+    assert declares_model(cls), f"{cls.__qualname__} states its parameters outside a Params model"
     model = params_model(cls, registry.supplied)
-    assert model is not None
-    assert model.model_config.get("extra") == "forbid"  # no built-in takes keys it does not name
-    # The model names exactly the parameters a build records (less those a subclass fixes itself,
-    # e.g. besplit_g's dtd), with the constructor's defaults.
-    defaults = constructor_params(cls, {}, registry.supplied)
-    optional = {f for f, info in model.model_fields.items() if not info.is_required()}
-    assert optional == set(defaults) - set(getattr(cls, "fixed_params", None) or {})
-    for field, info in model.model_fields.items():
-        if not info.is_required():
-            got = info.default if not isinstance(info.default, tuple) else list(info.default)
-            assert json.loads(json.dumps(got)) == defaults[field], (field, info.default, defaults[field])
-
-
-def test_declared_models_mirror_their_constructor() -> None:
-    """A class's own ``Params`` lists its constructor's parameters with the same defaults."""
-    seen = 0
-    for registry in registries().values():
-        for name in registry.names():
-            cls = registry.get(name)
-            for owner in cls.__mro__:
-                own = declared_params(owner)
-                if own is None or "__init__" not in vars(owner):
-                    continue
-                seen += 1
-                import inspect
-
-                signature = inspect.signature(vars(owner)["__init__"])
-                for field, info in own.model_fields.items():
-                    assert field in signature.parameters, (owner, field)
-                    default = signature.parameters[field].default
-                    if default is inspect.Parameter.empty:
-                        assert info.is_required(), (owner, field)
-                    else:
-                        assert info.default == default, (owner, field, info.default, default)
-    assert seen >= 20
+    assert model is not None and model.model_config.get("extra") == "forbid"
+    fields = model.model_fields
+    signature = inspect.signature(cls)
+    shown = {n: p for n, p in signature.parameters.items() if n not in registry.supplied}
+    assert list(shown) == list(fields)
+    for field, info in fields.items():
+        assert field_doc(info), f"{name}.{field} has no description (Doc)"
+        if info.is_required():
+            assert shown[field].default is inspect.Parameter.empty
+        else:
+            assert shown[field].default == info.get_default(call_default_factory=True)
+            assert parameter_values(cls, {}, registry.supplied)[field] == shown[field].default
+        assert f"{field} : " in (cls.__doc__ or ""), f"{name}.{field} is missing from the docstring"
+    listed = [p.split("=")[0] for p in parameters(cls, registry.supplied)]
+    assert listed == list(fields)
+    assert set(params_schema(cls, registry.supplied)["properties"]) == set(fields)
 
 
 def test_schema_entries_are_told_apart_by_name(schema) -> None:
@@ -172,7 +166,7 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
     algorithms = {s["title"]: s for s in schema["$defs"]["AlgorithmSpec"]["oneOf"] if "title" in s}
     mu = algorithms["fedprox"]["properties"]["mu"]
     assert (mu["type"], mu["default"], mu["minimum"]) == ("number", 0.01, 0)
-    assert mu["description"].startswith("Proximal coefficient")  # from the class's docstring
+    assert mu["description"].startswith("Proximal coefficient")  # from the parameter's Doc
     assert {"label", "training"} <= set(algorithms["fedprox"]["properties"])
 
 
@@ -211,7 +205,7 @@ class _Declared:
         gain: float = 1.0
 
     def __init__(self, gain: float = 1.0) -> None:
-        self.gain = _Declared.Params.check(gain=gain).gain
+        self.gain = _Declared.Params.parse({"gain": gain}).gain
 
 
 def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
@@ -233,9 +227,10 @@ def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
 
 def test_a_declared_model_checks_a_direct_call_too() -> None:
     from sfl_sim.algorithms.fl.fedprox import FedProx
+    from tests.helpers import tiny_setup
 
     with pytest.raises(ValueError, match=r"^mu: got -1; allowed: a finite number >= 0$"):
-        FedProx.Params.check(mu=-1)
+        FedProx(tiny_setup(), mu=-1)
 
 
 def test_schema_command_prints_component_parameters(capsys) -> None:

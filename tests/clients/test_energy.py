@@ -43,7 +43,7 @@ def test_every_constant_of_the_default_profile_is_in_the_scenario_file_with_its_
     energy = yaml.safe_load(SCENARIO.read_text())["energy"]
     built = ENERGY.build(energy["device"]["name"])
     device = {k: v for k, v in energy["device"].items() if k != "name"}
-    assert device == {"kappa": built.kappa, "flops_per_cycle": built.flops_per_cycle, **built.radio.model_dump()}
+    assert device == built.params.model_dump()
     assert energy["server_j_per_flop"] == validate({}).energy.server_j_per_flop == models.SERVER_J_PER_FLOP
     assert validate({}).energy.device.name == energy["device"]["name"] and energy["battery"] is None
     text = SCENARIO.read_text().split("\nenergy:")[1]
@@ -406,11 +406,10 @@ def test_no_batteries_means_no_battery_column_and_no_depleted_count(tmp_path, ca
 
 
 def test_an_upload_that_would_empty_the_battery_ends_when_it_empties() -> None:
-    sim = two_client_simulator()  # 1e6 FLOP/s clients on a 1 MHz uplink
     model = PerFlopEnergy(j_per_flop=1e-6, pa_efficiency=0.5, circuit_power_w=0.1, idle_power_w=0.01)
     # client 0 can afford its 1 J of compute and a bit of its upload, client 1 everything
-    ledger = EnergyLedger(model, sim.client_flops_per_s, 0.0, capacity_j=np.array([1.02, 100.0]))
-    sim.upload_guard = ledger.upload_guard
+    ledger = EnergyLedger(model, np.array([1e6, 1e6]), 0.0, capacity_j=np.array([1.02, 100.0]))
+    sim = two_client_simulator(battery=ledger)  # 1e6 FLOP/s clients on a 1 MHz uplink
     outcomes = {}
 
     def client(ctx, k):

@@ -409,7 +409,7 @@ def test_sfl_sim_list_shows_the_compressors() -> None:
 
 def test_a_compressor_of_ones_own_is_found_by_import_path() -> None:
     comp = COMPRESSORS.build("sfl_sim.compression:TopK", fraction=0.5)
-    assert isinstance(comp, TopK) and comp.fraction == 0.5
+    assert isinstance(comp, TopK) and comp.params.fraction == 0.5
     assert np.isclose(COMPRESSORS.build("quantize", bits=4).encode(torch.ones(8)).size_bytes, 4 + 4 + 4)
 
 

@@ -151,8 +151,8 @@ def test_input_validation():
 def test_registry():
     assert {"iid", "quantity", "dirichlet"} <= set(PARTITIONERS.names())
     assert isinstance(PARTITIONERS.create("iid"), IIDPartitioner)
-    assert PARTITIONERS.create("quantity", alpha=2).alpha == 2
-    assert PARTITIONERS.create("dirichlet", beta=0.1).beta == 0.1
+    assert PARTITIONERS.create("quantity", alpha=2).params.alpha == 2
+    assert PARTITIONERS.create("dirichlet", beta=0.1).params.beta == 0.1
     assert PARTITIONERS.get("sfl_sim.data.partition:DirichletLabelSkew") is DirichletLabelSkew
 
 

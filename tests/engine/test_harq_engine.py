@@ -28,7 +28,7 @@ def _upload(sim, client):
 
     def round_process(ctx):
         start = ctx.now_s
-        out["rate"], out["snr_db"] = ctx.uplink_rate_bps(client), ctx._uplink_snr_db[client]
+        out["rate"], out["snr_db"] = ctx.uplink_rate_bps(client), ctx.uplink_snr_db(client)
         out["result"] = yield ctx.upload(client, NBYTES, "payload")
         out["duration"] = ctx.now_s - start
 
@@ -66,12 +66,12 @@ def test_a_block_failing_after_the_last_copy_is_an_outage_for_the_policy():
     assert _upload(sim, 1)["result"] == Lost("outage") and sim.counters.dropped_transmissions == 1
 
 
-def test_counters_without_harq_keep_their_old_record_and_resume():
+def test_counters_record_every_counter_and_read_records_from_before_harq():
     c = Counters()
-    assert "harq_retransmissions" not in c.as_dict()  # a run without HARQ records what it did before
+    assert c.as_dict()["harq_retransmissions"] == 0.0  # every counter, 0 included
     c.harq_retransmissions = 2.5
     assert Counters.from_dict(c.as_dict()).harq_retransmissions == 2.5
-    old = {k: v for k, v in Counters().as_dict().items()}
+    old = {k: v for k, v in Counters().as_dict().items() if k != "harq_retransmissions"}
     assert Counters.from_dict(old).harq_retransmissions == 0.0  # a checkpoint from before the counter
 
 
@@ -156,7 +156,7 @@ def test_the_old_cell_harq_form_names_the_builtin_and_builds_the_same() -> None:
     assert old.cell.harq == new.cell.harq and old.cell.harq is not None and old.cell.harq.name == "harq"
     built = build_harq(old, build_cell(old))
     assert isinstance(built, Harq) and repr(built) == repr(build_harq(new, build_cell(new)))
-    assert (built.mode, built.max_transmissions, built.chase_combining) == ("sampled", 2, True)
+    assert (built.params.mode, built.params.max_transmissions, built.params.chase_combining) == ("sampled", 2, True)
     assert isinstance(build_harq(_cfg(MCS, "cell.harq=harq"), build_cell(old)), Harq)  # a bare name
 
 

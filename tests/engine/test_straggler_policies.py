@@ -1,11 +1,14 @@
-"""Straggler policies of the engine: wait for all, per-iteration deadline, over-selection."""
+"""Straggler policies of the engine: wait for all, per-iteration deadline, over-selection; the
+decision itself (arrivals in, kept and dropped out) without SimPy."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import simpy
 
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
-from sfl_sim.engine import Simulator
+from sfl_sim.engine import DELIVERED, Deadline, Decision, Lost, OverSelection, Simulator, WaitAll, decide
+from sfl_sim.engine.stragglers import fired, straggler_rule
 
 COMPUTE_S = {0: 1.0, 1: 2.0, 2: 5.0}  # each client's compute time before its (tiny) upload
 
@@ -154,3 +157,67 @@ def test_gather_records_the_reason_a_lost_value_carries() -> None:
     sim = _sim()
     sim.run_round(round_process, [0, 1, 2])
     assert out == [([0, 2], {1: "outage"})] and sim.counters.dropped_clients == 1
+
+
+# -- the decision, a pure function ---------------------------------------------------------------------
+def test_decide_keeps_the_delivered_and_carries_the_reasons_of_the_lost() -> None:
+    got = decide({3: DELIVERED, 1: Lost("outage"), 2: DELIVERED, 0: Lost("unavailable")})
+    assert got == Decision(kept=[3, 2], dropped={1: "outage", 0: "unavailable"})
+
+
+def test_decide_drops_those_still_on_their_way_for_the_policys_reason() -> None:
+    got = decide({0: DELIVERED, 1: None, 2: Lost("battery")}, late="deadline")
+    assert got == Decision(kept=[0], dropped={1: "deadline", 2: "battery"})
+
+
+def test_decide_keeps_at_most_keep_in_arrival_order() -> None:
+    got = decide({5: DELIVERED, 4: DELIVERED, 3: None, 2: DELIVERED}, late="over_selection", keep=2)
+    assert got.kept == [5, 4] and got.dropped == {3: "over_selection", 2: "over_selection"}
+    assert decide({0: DELIVERED}, keep=2).kept == [0]
+
+
+def test_decide_without_a_late_reason_refuses_a_pending_arrival() -> None:
+    with pytest.raises(ValueError, match="client 1 has not arrived"):
+        decide({0: DELIVERED, 1: None})
+
+
+# -- the policy objects, on a bare SimPy clock ------------------------------------------------------
+def _arrivals(env: simpy.Environment, times_s: dict[int, float], lost: frozenset = frozenset()) -> dict:
+    """One process per client, as a round's are: its outcome after ``times_s[k]``."""
+    def client(k: int):
+        yield env.timeout(times_s[k])
+        return Lost("outage") if k in lost else DELIVERED
+
+    return {k: env.process(client(k)) for k in times_s}
+
+
+def _wait(rule, times_s: dict[int, float], local_iterations: int = 1, lost: frozenset = frozenset()):
+    env = simpy.Environment()
+    proc = env.process(rule.wait(env, _arrivals(env, times_s, lost), local_iterations))
+    env.run(proc)
+    return proc.value, env.now
+
+
+def test_any_value_but_a_lost_is_an_arrival() -> None:
+    env = simpy.Environment()
+    events = {0: env.event().succeed(None), 1: env.event().succeed({"payload": 1}),
+              2: env.event().succeed(Lost("outage")), 3: env.event()}
+    assert fired(events) == {0: DELIVERED, 1: DELIVERED, 2: Lost("outage"), 3: None}
+
+
+def test_the_policies_stop_waiting_when_they_say() -> None:
+    times = {0: 1.0, 1: 2.0, 2: 5.0}
+    assert _wait(WaitAll(), times) == (Decision([0, 1, 2], {}), 5.0)
+    assert _wait(Deadline(1.5), times, local_iterations=2) == (Decision([0, 1], {2: "deadline"}), 3.0)
+    assert _wait(OverSelection(2), times) == (Decision([0, 1], {2: "over_selection"}), 2.0)
+    # a lost payload does not count towards the kept ones: the next delivery is waited for
+    assert _wait(OverSelection(2), times, lost=frozenset({0})) == \
+        (Decision([1, 2], {0: "outage"}), 5.0)
+
+
+def test_straggler_rule_builds_the_policy_or_names_the_bad_field() -> None:
+    assert straggler_rule("wait_all") == WaitAll()
+    assert straggler_rule("deadline", deadline_s=2.0) == Deadline(2.0)
+    assert straggler_rule("over_selection", keep_clients=3) == OverSelection(3)
+    with pytest.raises(ValueError, match=r"keep_clients=0; allowed: an integer >= 1"):
+        straggler_rule("over_selection", keep_clients=0)

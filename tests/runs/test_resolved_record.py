@@ -9,7 +9,6 @@ existed resumes with one line saying its defaults cannot be checked.
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 from pathlib import Path
 
@@ -23,8 +22,9 @@ from sfl_sim.algorithms.fl.fedvls import FedVLS
 from sfl_sim.cli import main
 from sfl_sim.clients.energy.models import PA_EFFICIENCY, SERVER_J_PER_FLOP, YANG_2021_KAPPA
 from sfl_sim.config import validate
+from sfl_sim.kit.params import parameter_values
 from sfl_sim.runs import resolved
-from sfl_sim.runs.resolved import constructor_params, parameter_differences, resolve_run
+from sfl_sim.runs.resolved import parameter_differences, resolve_run
 from sfl_sim.runs.rundir import upgrade
 from tests.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
 
@@ -40,11 +40,13 @@ def record_of(run_dir: Path) -> dict:
 
 
 def set_fedvls_default(monkeypatch, form: str) -> None:
-    """FedVLS's ``suppression_form`` default as it was in another version of the code."""
-    defaults = list(FedVLS.__init__.__defaults__)
-    names = [p.name for p in inspect.signature(FedVLS.__init__).parameters.values() if p.default is not p.empty]
-    defaults[names.index("suppression_form")] = form
-    monkeypatch.setattr(FedVLS.__init__, "__defaults__", tuple(defaults))
+    """FedVLS's ``suppression_form`` default as it was in another version of the code (its parameter
+    model's default; the model's compiled validator and schema come back with the rest on undo)."""
+    model = FedVLS.Params
+    for compiled in ("__pydantic_validator__", "__pydantic_serializer__", "__pydantic_core_schema__"):
+        monkeypatch.setattr(model, compiled, getattr(model, compiled))
+    monkeypatch.setattr(model.model_fields["suppression_form"], "default", form)
+    model.model_rebuild(force=True)
 
 
 @pytest.fixture
@@ -83,11 +85,11 @@ def test_record_holds_every_component_the_training_settings_and_the_versions(tmp
     assert set(resolved.VERSION_KEYS) <= set(versions)
 
 
-def test_parameters_come_from_the_constructors_through_kwargs_and_fixed_params() -> None:
-    # besplit_a takes **params and fixes dtd itself: BESplit's parameters, dtd as it sets it
-    besplit_a = constructor_params(ALGORITHMS.get("besplit_a"), {"tau": 3.0}, ("setup",))
+def test_parameters_come_from_the_models_fixed_fields_and_plug_in_constructors() -> None:
+    # besplit_a fixes dtd itself: BESplit's parameters, dtd as it sets it
+    besplit_a = parameter_values(ALGORITHMS.get("besplit_a"), {"tau": 3.0}, ("setup",))
     assert besplit_a["dtd"] is True and besplit_a["tau"] == 3.0 and besplit_a["ea"] is True
-    assert constructor_params(ALGORITHMS.get("besplit_g"), {}, ("setup",))["dtd"] is False
+    assert parameter_values(ALGORITHMS.get("besplit_g"), {}, ("setup",))["dtd"] is False
 
     class Base:
         def __init__(self, a: int = 1, b: tuple = (1, 2)) -> None:
@@ -97,8 +99,9 @@ def test_parameters_come_from_the_constructors_through_kwargs_and_fixed_params()
         def __init__(self, c: str = "x", **kwargs) -> None:
             super().__init__(**kwargs)
 
-    assert constructor_params(Plugin, {"a": 5, "extra": None}) == {"c": "x", "a": 5, "b": [1, 2], "extra": None}
-    assert constructor_params(dict, {"k": 1}) == {"k": 1}  # no readable signature: what was given
+    # a plug-in's model comes from its constructor, through **kwargs to its base's
+    assert parameter_values(Plugin, {"a": 5, "extra": None}) == {"c": "x", "a": 5, "b": (1, 2), "extra": None}
+    assert parameter_values(dict, {"k": 1}) == {"k": 1}  # no readable signature: what was given
 
 
 def test_a_selector_from_the_algorithms_default_is_recorded() -> None:

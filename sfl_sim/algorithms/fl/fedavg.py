@@ -74,8 +74,8 @@ class FedAvg(Algorithm):
         "compression.updates is set; the stacked step trains the models after they are uploaded, so the "
         "update cannot be encoded at the upload")
 
-    def __init__(self, setup: TrainingSetup) -> None:
-        super().__init__(setup)
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self.model = copy.deepcopy(setup.model)
 
     def global_model(self) -> nn.Module:
@@ -296,8 +296,8 @@ class GlobalTeacherFedAvg(FedAvg):
     FedVLS override only that method.  Abstract and not registered: a base, not an algorithm.
     """
 
-    def __init__(self, setup: TrainingSetup) -> None:
-        super().__init__(setup)
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self._teacher: nn.Module | None = None
 
     def begin_round(self, cohort: np.ndarray) -> None:

@@ -33,7 +33,7 @@ Choices (each a parameter):
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -50,7 +50,7 @@ from sfl_sim.algorithms.terms.fl import (
     kmeans_label_clusters,
 )
 from sfl_sim.engine import Outcome, RoundContext, SimSteps
-from sfl_sim.kit.params import NonNegativeInt, ParamsModel, PositiveInt
+from sfl_sim.kit.params import Doc, NonNegativeInt, PositiveInt
 
 
 @ALGORITHMS.register("fedconcat")
@@ -60,30 +60,30 @@ class FedConcat(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    n_clusters : int, default 4
-        J, number of label-distribution clusters (>= 1; capped at the number of clients).
-    encoder_rounds : int, default 120
-        Rounds of stage 1 (>= 0); rounds after it train the classifier.
-    classifier_init : {"average", "random"}, default "average"
+
+    Attributes
+    ----------
+    n_clusters : int
+        The clusters used: ``params.n_clusters``, at most one per client.
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedConcat's parameters (what a scenario sets beside ``name``)."""
 
-        n_clusters: PositiveInt = 4
-        encoder_rounds: NonNegativeInt = 120
-        classifier_init: Literal["average", "random"] = "average"
+        n_clusters: Annotated[PositiveInt, Doc(
+            "J, number of label-distribution clusters (>= 1; capped at the number of clients).")] = 4
+        encoder_rounds: Annotated[NonNegativeInt, Doc(
+            "Rounds of stage 1 (>= 0); rounds after it train the classifier.")] = 120
+        classifier_init: Annotated[Literal["average", "random"], Doc(
+            "How the classifier on the concatenated encoders starts: the average of the clusters' classifiers, "
+            "or a fresh random layer.")] = "average"
 
-    def __init__(self, setup: TrainingSetup, n_clusters: int = 4, encoder_rounds: int = 120,
-                 classifier_init: str = "average") -> None:
-        super().__init__(setup)
-        n = len(setup.client_indices)
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         # At most one cluster per client: a federation smaller than n_clusters gets one per client.
-        params = FedConcat.Params.check(n_clusters=n_clusters, encoder_rounds=encoder_rounds,
-                                        classifier_init=classifier_init)
-        self.n_clusters = min(params.n_clusters, n)
-        self.encoder_rounds = params.encoder_rounds
-        self.classifier_init = params.classifier_init
+        self.n_clusters = min(self.params.n_clusters, len(setup.client_indices))
         classifier_layer(self.model)  # the model must end with a Linear classifier
         counts = setup.client_label_counts.cpu().numpy().astype(float)
         self.clusters = kmeans_label_clusters(counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0),
@@ -97,7 +97,7 @@ class FedConcat(FedAvg):
     @property
     def stage(self) -> int:
         """1 while the cluster models train, 2 once the classifier trains."""
-        return 1 if self.rounds_done < self.encoder_rounds else 2
+        return 1 if self.rounds_done < self.params.encoder_rounds else 2
 
     def _build_concat(self, init: str) -> ConcatenatedModel:
         """Concatenated model of the current cluster models; head by ``init`` ("random" draws from
@@ -134,7 +134,7 @@ class FedConcat(FedAvg):
             yield from self._encoder_round(ctx, cohort)
         else:
             if self.concat is None:
-                self.concat = self._build_concat(self.classifier_init)
+                self.concat = self._build_concat(self.params.classifier_init)
             yield from self._classifier_round(ctx, cohort)
         self.rounds_done += 1
 

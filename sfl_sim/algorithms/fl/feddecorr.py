@@ -14,6 +14,8 @@ fully-connected layer after its ReLU.  Same traffic as FedAvg.
 """
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -21,7 +23,7 @@ from torch import nn
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fl.fedavg import FedAvg
 from sfl_sim.algorithms.terms.fl import classifier_layer, decorrelation_loss, features_and_logits
-from sfl_sim.kit.params import NonNegative, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegative
 
 
 @ALGORITHMS.register("feddecorr")
@@ -31,8 +33,6 @@ class FedDecorr(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    beta : float, default 0.1
-        Regulariser coefficient (>= 0; 0 is FedAvg); 0.1 is the paper's default for CIFAR.
 
     Raises
     ------
@@ -40,16 +40,18 @@ class FedDecorr(FedAvg):
         If ``beta`` is negative, or the model's last block does not end with an ``nn.Linear``.
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedDecorr's parameters (what a scenario sets beside ``name``)."""
 
-        beta: NonNegative = 0.1
+        beta: Annotated[NonNegative, Doc(
+            "Regulariser coefficient (>= 0; 0 is FedAvg); 0.1 is the paper's default for CIFAR.")] = 0.1
 
-    def __init__(self, setup: TrainingSetup, beta: float = 0.1) -> None:
-        super().__init__(setup)
-        self.beta = FedDecorr.Params.check(beta=beta).beta
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         classifier_layer(self.model)  # fail at build time when the model has no final Linear
 
     def local_objective(self, client: int, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         feats, logits = features_and_logits(model, x)
-        return F.cross_entropy(logits, y) + self.beta * decorrelation_loss(feats)
+        return F.cross_entropy(logits, y) + self.params.beta * decorrelation_loss(feats)

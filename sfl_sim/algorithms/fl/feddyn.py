@@ -15,7 +15,7 @@ that have taken part (others are zero) and are saved in :meth:`FedDyn.state_dict
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
@@ -32,7 +32,7 @@ from sfl_sim.algorithms.terms.fl import (
     feddyn_server_state,
     flat,
 )
-from sfl_sim.kit.params import ParamsModel, Positive
+from sfl_sim.kit.params import Doc, Positive
 
 
 @ALGORITHMS.register("feddyn")
@@ -42,19 +42,19 @@ class FedDyn(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    alpha : float, default 0.01
-        Regularisation coefficient (> 0; the update divides by it).  0.01 is the value of the
-        paper's grid {0.1, 0.01, 0.001} most used in its experiments.
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedDyn's parameters (what a scenario sets beside ``name``)."""
 
-        alpha: Positive = 0.01
+        alpha: Annotated[Positive, Doc(
+            "Regularisation coefficient (> 0; the update divides by it).  0.01 is the value of the paper's grid "
+            "{0.1, 0.01, 0.001} most used in its experiments.")] = 0.01
 
-    def __init__(self, setup: TrainingSetup, alpha: float = 0.01) -> None:
-        super().__init__(setup)
-        self.alpha = FedDyn.Params.check(alpha=alpha).alpha
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self.h = torch.zeros_like(flat(p.detach() for p in self.model.parameters()))
         self.client_grads: dict[int, torch.Tensor] = {}
         self._global: list[torch.Tensor] = []
@@ -76,20 +76,21 @@ class FedDyn(FedAvg):
         self._global_flat = flat(self._global)
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        reg = feddyn_regularizer(list(model.parameters()), self._global, self._grad_state(client), self.alpha)
+        reg = feddyn_regularizer(list(model.parameters()), self._global, self._grad_state(client), self.params.alpha)
         return F.cross_entropy(logits, labels) + reg
 
     def after_local_training(self, client: int, model: nn.Module) -> None:
         local = flat(p.detach() for p in model.parameters())
-        self.client_grads[client] = feddyn_client_state(self._grad_state(client), local, self._global_flat, self.alpha)
+        self.client_grads[client] = feddyn_client_state(self._grad_state(client), local, self._global_flat,
+                                                        self.params.alpha)
 
     def aggregate(self, cohort: np.ndarray, local: dict[int, nn.Module]) -> None:
         clients = cohort.tolist()
         thetas = [flat(p.detach() for p in local[k].parameters()) for k in clients]
         n_clients = len(self.setup.client_indices)
-        self.h = feddyn_server_state(self.h, thetas, self._global_flat, self.alpha, n_clients)
+        self.h = feddyn_server_state(self.h, thetas, self._global_flat, self.params.alpha, n_clients)
         # Buffers (if any) as FedAvg; the parameters are then overwritten by the FedDyn rule.
         weights = self.setup.client_data_sizes[cohort].astype(float)
         self.model.load_state_dict(weighted_average([local[k].state_dict() for k in clients], weights))
         with torch.no_grad():
-            vector_to_parameters(feddyn_server_model(thetas, self.h, self.alpha), self.model.parameters())
+            vector_to_parameters(feddyn_server_model(thetas, self.h, self.params.alpha), self.model.parameters())

@@ -10,13 +10,15 @@ Same traffic as FedAvg; the label counts are the client's own and never sent.
 """
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import torch
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fl.fedavg import FedAvg
 from sfl_sim.algorithms.terms.fl import logit_calibrated_cross_entropy
-from sfl_sim.kit.params import NonNegative, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegative
 
 
 @ALGORITHMS.register("fedla")
@@ -27,20 +29,20 @@ class FedLC(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    tau : float, default 0.5
-        Calibration strength (>= 0; 0 is FedAvg).  0.5 is the value the FedVLS paper (Table 10)
-        lists for FedLC from the original paper.
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedLC's parameters (what a scenario sets beside ``name``)."""
 
-        tau: NonNegative = 0.5
+        tau: Annotated[NonNegative, Doc(
+            "Calibration strength (>= 0; 0 is FedAvg).  0.5 is the value the FedVLS paper (Table 10) lists for "
+            "FedLC from the original paper.")] = 0.5
 
-    def __init__(self, setup: TrainingSetup, tau: float = 0.5) -> None:
-        super().__init__(setup)
-        self.tau = FedLC.Params.check(tau=tau).tau
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self._counts = setup.client_label_counts
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return logit_calibrated_cross_entropy(logits, labels, self._counts[client], self.tau)
+        return logit_calibrated_cross_entropy(logits, labels, self._counts[client], self.params.tau)

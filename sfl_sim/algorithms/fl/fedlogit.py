@@ -8,7 +8,7 @@ distribution.  Same traffic as FedAvg.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import torch
 from torch import nn
@@ -16,7 +16,7 @@ from torch import nn
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fl.fedavg import FedAvg
 from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.params import Doc
 
 
 @ALGORITHMS.register("fedlogit")
@@ -26,23 +26,23 @@ class FedLogit(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    label_prior : {"batch", "local_data"}, default "batch"
-        Where P_k comes from (see module docstring).
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedLogit's parameters (what a scenario sets beside ``name``)."""
 
-        label_prior: Literal["batch", "local_data"] = "batch"
+        label_prior: Annotated[Literal["batch", "local_data"], Doc("Where P_k comes from (see module docstring).")] = \
+            "batch"
 
-    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
-        super().__init__(setup)
-        self.label_prior = FedLogit.Params.check(label_prior=label_prior).label_prior
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         counts = setup.client_label_counts
         self._local_prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if self.label_prior == "batch":
+        if self.params.label_prior == "batch":
             prior = label_distribution(labels, self.setup.num_classes).to(logits.device)
         else:
             prior = self._local_prior[client]

@@ -12,13 +12,15 @@ Same traffic as FedAvg (the client already holds the global model it received).
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
+from sfl_sim.algorithms.base import ALGORITHMS
 from sfl_sim.algorithms.fl.fedavg import GlobalTeacherFedAvg
 from sfl_sim.algorithms.terms.fl import not_true_distillation_loss
-from sfl_sim.kit.params import NonNegative, ParamsModel, Positive
+from sfl_sim.kit.params import Doc, NonNegative, Positive
 
 
 @ALGORITHMS.register("fedntd")
@@ -28,23 +30,18 @@ class FedNTD(GlobalTeacherFedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    beta : float, default 1.0
-        Weight of the distillation term (>= 0; 0 is FedAvg).
-    tau : float, default 1.0
-        Softmax temperature (> 0).  beta = tau = 1 are the authors' released settings.
     """
 
-    class Params(ParamsModel):
+    class Params(GlobalTeacherFedAvg.Params):
         """FedNTD's parameters (what a scenario sets beside ``name``)."""
 
-        beta: NonNegative = 1.0
-        tau: Positive = 1.0
+        beta: Annotated[NonNegative, Doc("Weight of the distillation term (>= 0; 0 is FedAvg).")] = 1.0
+        tau: Annotated[Positive, Doc(
+            "Softmax temperature (> 0).  beta = tau = 1 are the authors' released settings.")] = 1.0
 
-    def __init__(self, setup: TrainingSetup, beta: float = 1.0, tau: float = 1.0) -> None:
-        super().__init__(setup)
-        params = FedNTD.Params.check(beta=beta, tau=tau)
-        self.beta, self.tau = params.beta, params.tau
+    params: Params
 
     def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits, y) + self.beta * not_true_distillation_loss(logits, global_logits, y, self.tau)
+        p = self.params
+        return F.cross_entropy(logits, y) + p.beta * not_true_distillation_loss(logits, global_logits, y, p.tau)

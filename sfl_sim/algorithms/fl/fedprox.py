@@ -9,6 +9,8 @@ client's T iterations instead).
 """
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -17,7 +19,7 @@ from torch import nn
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fl.fedavg import FedAvg
 from sfl_sim.algorithms.terms.fl import proximal_term
-from sfl_sim.kit.params import NonNegative, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegative
 
 
 @ALGORITHMS.register("fedprox")
@@ -27,23 +29,23 @@ class FedProx(FedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    mu : float, default 0.01
-        Proximal coefficient (>= 0; 0 is FedAvg).  0.01 is the value the FedVLS paper lists for
-        FedProx from its original grid {0.001, 0.01, 0.1, 1}.
     """
 
-    class Params(ParamsModel):
+    class Params(FedAvg.Params):
         """FedProx's parameters (what a scenario sets beside ``name``)."""
 
-        mu: NonNegative = 0.01
+        mu: Annotated[NonNegative, Doc(
+            "Proximal coefficient (>= 0; 0 is FedAvg).  0.01 is the value the FedVLS paper lists for FedProx from "
+            "its original grid {0.001, 0.01, 0.1, 1}.")] = 0.01
 
-    def __init__(self, setup: TrainingSetup, mu: float = 0.01) -> None:
-        super().__init__(setup)
-        self.mu = FedProx.Params.check(mu=mu).mu
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self._global: list[torch.Tensor] = []
 
     def begin_round(self, cohort: np.ndarray) -> None:
         self._global = [p.detach().clone() for p in self.model.parameters()]
 
     def local_loss(self, client: int, model: nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits, labels) + proximal_term(model.parameters(), self._global, self.mu)
+        return F.cross_entropy(logits, labels) + proximal_term(model.parameters(), self._global, self.params.mu)

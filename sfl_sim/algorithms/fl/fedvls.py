@@ -48,14 +48,14 @@ Choices
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import torch
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.fl.fedavg import GlobalTeacherFedAvg
 from sfl_sim.algorithms.terms.fl import SUPPRESSION_FORMS, fedvls_objective
-from sfl_sim.kit.params import NonNegative, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegative
 
 
 @ALGORITHMS.register("fedvls")
@@ -65,33 +65,28 @@ class FedVLS(GlobalTeacherFedAvg):
     Parameters
     ----------
     setup : TrainingSetup
-    lam : float, default 0.1
-        Weight lambda of the vacant-class distillation (>= 0).
-    suppression_weight : float, default 0.005
-        Weight of L_logit (>= 0); 0.005 is the authors' code, 1 is eq. 6 as printed (diverges in
-        the default scenario, see the module docstring).
-    suppression_form : {"released", "paper"}, default "released"
-        L_logit as the authors' released code computes it (bounded below) or as eqs. 4-5 print it.
     """
 
-    class Params(ParamsModel):
+    class Params(GlobalTeacherFedAvg.Params):
         """FedVLS's parameters (what a scenario sets beside ``name``)."""
 
-        lam: NonNegative = 0.1
-        suppression_weight: NonNegative = 0.005
-        suppression_form: Literal[SUPPRESSION_FORMS] = "released"  # type: ignore[valid-type]
+        lam: Annotated[NonNegative, Doc("Weight lambda of the vacant-class distillation (>= 0).")] = 0.1
+        suppression_weight: Annotated[NonNegative, Doc(
+            "Weight of L_logit (>= 0); 0.005 is the authors' code, 1 is eq. 6 as printed (diverges in the default "
+            "scenario, see the module docstring).")] = 0.005
+        suppression_form: Annotated[Literal[SUPPRESSION_FORMS], Doc(  # type: ignore[valid-type]
+            "L_logit as the authors' released code computes it (bounded below) or as eqs. 4-5 print it.")] = \
+            "released"
 
-    def __init__(self, setup: TrainingSetup, lam: float = 0.1, suppression_weight: float = 0.005,
-                 suppression_form: str = "released") -> None:
-        super().__init__(setup)
-        params = FedVLS.Params.check(lam=lam, suppression_weight=suppression_weight,
-                                     suppression_form=suppression_form)
-        self.lam, self.suppression_weight = params.lam, params.suppression_weight
-        self.suppression_form = params.suppression_form
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         counts = setup.client_label_counts
         self._prior = counts / counts.sum(dim=1, keepdim=True).clamp_min(1.0)
 
     def distilled_loss(self, client: int, logits: torch.Tensor, global_logits: torch.Tensor,
                        y: torch.Tensor) -> torch.Tensor:
-        return fedvls_objective(logits, global_logits, y, self._prior[client], self.lam, self.suppression_weight,
-                                self.suppression_form)
+        p = self.params
+        return fedvls_objective(logits, global_logits, y, self._prior[client], p.lam, p.suppression_weight,
+                                p.suppression_form)

@@ -102,8 +102,6 @@ class SplitFedBase(Algorithm):
     Parameters
     ----------
     setup : TrainingSetup
-    server_mode : {"concatenated", "per_client", "sequential"} or ServerMode
-        How the server works through the activations (:mod:`sfl_sim.algorithms.split.server_modes`).
 
     Attributes
     ----------
@@ -114,6 +112,8 @@ class SplitFedBase(Algorithm):
         of :meth:`state_dict`.  A subclass that replaces a part (SCALA-PE adds a bottleneck)
         assigns a new one made of the new parts.
     server_mode : ServerMode
+        How the server works through the activations (:mod:`sfl_sim.algorithms.split.server_modes`):
+        what :meth:`make_server_mode` gives.
     server_replies : bool
         Class attribute: the server sends each client a :class:`Reply` per iteration (False for
         methods whose clients learn from a local loss; the server then computes no G_k at all).
@@ -133,12 +133,18 @@ class SplitFedBase(Algorithm):
         step="client step", module=lambda algo: algo.client_side(), what="client side",
         condition=lambda algo: algo._stacking_condition())
 
-    def __init__(self, setup: TrainingSetup, server_mode: ServerModeName | ServerMode = "per_client") -> None:
-        super().__init__(setup)
-        self.server_mode = server_modes.server_mode(server_mode)
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
+        self.server_mode = server_modes.server_mode(self.make_server_mode())
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
         self.full_model: nn.Module = model
+
+    def make_server_mode(self) -> ServerModeName | ServerMode:
+        """How the server works through the activations: ``"concatenated"``, ``"per_client"`` (the
+        default), ``"sequential"`` or a :class:`~sfl_sim.algorithms.split.server_modes.ServerMode`;
+        called once, in the constructor, after the parameters are set (``self.params``)."""
+        return "per_client"
 
     # -- state -----------------------------------------------------------------------------------
     def global_model(self) -> nn.Module:

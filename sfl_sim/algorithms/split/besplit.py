@@ -100,7 +100,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import (
     Annotated,
     Any,
-    ClassVar,
     Literal,
     cast,
 )
@@ -117,7 +116,7 @@ from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Rep
 from sfl_sim.algorithms.split.server_modes import PerClientServer, ServerSide
 from sfl_sim.algorithms.terms import besplit as bt
 from sfl_sim.engine import Lost, RoundContext, SimSteps
-from sfl_sim.kit.params import ParamsModel, Positive, PositiveInt
+from sfl_sim.kit.params import FIXED, Doc, Positive, PositiveInt
 from sfl_sim.models.evaluation import Scores, class_accuracy_of
 
 #: BCC plan of a round: per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j.
@@ -142,67 +141,40 @@ class BESplit(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    dtd : bool
-        Train and report the clients' auxiliary models (BESplit-A).
-    ea, bcc : bool
-        Evidential Aggregation (else |D_k| weights) and Bias-Compensated Collaboration.
-    evidence : {"softplus", "relu", "exp"}
-    anneal_rounds : int
-    ema_beta : float in (0, 1)
-    eps : float
-    uncertainty_reduce : {"sum", "mean"}
-    epistemic : {"relative_entropy", "entropy"}
-        Epistemic measure the state records sum (:func:`besplit_terms.epistemic_measure`).
-    rho_max : float in [0, 1]
-    tau, lambda_c, lambda_g : float
-        DTD temperature and weights (eq. 18).
-    eval_clients : {"cohort", "all"}
-    eval_on : {"local", "global"}
-        Test distribution the auxiliary models are scored on (module docstring).
-    aux_head : {"pool", "flatten"}
-        Architecture of the auxiliary head W_Ah.
-    normalise_relations : bool
-        Scale-free relational matrices in KD-C (module docstring).
     """
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """BESplit's parameters (what a scenario sets beside ``name``)."""
 
-        dtd: bool = False
-        ea: bool = True
-        bcc: bool = True
-        evidence: Literal[bt.EVIDENCE_FUNCTIONS] = "softplus"  # type: ignore[valid-type]
-        anneal_rounds: PositiveInt = 10
-        ema_beta: Annotated[float, Field(gt=0, lt=1)] = 0.5
-        eps: float = 1e-8
-        uncertainty_reduce: Literal["sum", "mean"] = "mean"
-        epistemic: Literal[bt.EPISTEMIC_MEASURES] = "relative_entropy"  # type: ignore[valid-type]
-        rho_max: Annotated[float, Field(ge=0, le=1)] = 1.0
-        tau: Positive = 5.0
-        lambda_c: float = 0.2
-        lambda_g: float = 0.3
-        eval_clients: Literal["cohort", "all"] = "cohort"
-        eval_on: Literal["local", "global"] = "local"
-        aux_head: Literal["pool", "flatten"] = "pool"
-        normalise_relations: bool = True
+        dtd: Annotated[bool, Doc("Train and report the clients' auxiliary models (BESplit-A).")] = False
+        ea: Annotated[bool, Doc("Evidential Aggregation (else |D_k| weights).")] = True
+        bcc: Annotated[bool, Doc("Bias-Compensated Collaboration.")] = True
+        evidence: Annotated[Literal[bt.EVIDENCE_FUNCTIONS], Doc(  # type: ignore[valid-type]
+            "The evidence function of the evidential loss.")] = "softplus"
+        anneal_rounds: Annotated[PositiveInt, Doc("Rounds over which the annealing coefficient reaches 1.")] = 10
+        ema_beta: Annotated[float, Field(gt=0, lt=1), Doc("Decay of the clients' state records (EMA).")] = 0.5
+        eps: Annotated[float, Doc("Small constant of the EA weights.")] = 1e-8
+        uncertainty_reduce: Annotated[Literal["sum", "mean"], Doc(
+            "How a client's per-class uncertainties reduce to one number (module docstring).")] = "mean"
+        epistemic: Annotated[Literal[bt.EPISTEMIC_MEASURES], Doc(  # type: ignore[valid-type]
+            "Epistemic measure the state records sum (:func:`sfl_sim.algorithms.terms.besplit.epistemic_measure`)."
+        )] = "relative_entropy"
+        rho_max: Annotated[float, Field(ge=0, le=1), Doc("Largest share of a class sent to a partner.")] = 1.0
+        tau: Annotated[Positive, Doc("DTD temperature (eq. 18).")] = 5.0
+        lambda_c: Annotated[float, Doc("DTD weight lambda_c (eq. 18).")] = 0.2
+        lambda_g: Annotated[float, Doc("DTD weight lambda_g (eq. 18).")] = 0.3
+        eval_clients: Annotated[Literal["cohort", "all"], Doc(
+            "Whose auxiliary models are scored: the latest cohort's or every client's.")] = "cohort"
+        eval_on: Annotated[Literal["local", "global"], Doc(
+            "Test distribution the auxiliary models are scored on (module docstring).")] = "local"
+        aux_head: Annotated[Literal["pool", "flatten"], Doc("Architecture of the auxiliary head W_Ah.")] = "pool"
+        normalise_relations: Annotated[bool, Doc("Scale-free relational matrices in KD-C (module docstring).")] = \
+            True
 
-    def __init__(self, setup: TrainingSetup, dtd: bool = False, ea: bool = True, bcc: bool = True,
-                 evidence: str = "softplus", anneal_rounds: int = 10, ema_beta: float = 0.5, eps: float = 1e-8,
-                 uncertainty_reduce: str = "mean", epistemic: str = "relative_entropy", rho_max: float = 1.0,
-                 tau: float = 5.0, lambda_c: float = 0.2, lambda_g: float = 0.3, eval_clients: str = "cohort",
-                 eval_on: str = "local", aux_head: str = "pool", normalise_relations: bool = True) -> None:
-        super().__init__(setup, server_mode=BCCServer())
-        BESplit.Params.check(
-            dtd=dtd, ea=ea, bcc=bcc, evidence=evidence, anneal_rounds=anneal_rounds, ema_beta=ema_beta, eps=eps,
-            uncertainty_reduce=uncertainty_reduce, epistemic=epistemic, rho_max=rho_max, tau=tau, lambda_c=lambda_c,
-            lambda_g=lambda_g, eval_clients=eval_clients, eval_on=eval_on, aux_head=aux_head,
-            normalise_relations=normalise_relations)
-        self.dtd, self.ea, self.bcc = bool(dtd), bool(ea), bool(bcc)
-        self.evidence_fn, self.anneal_rounds, self.ema_beta, self.eps = evidence, int(anneal_rounds), ema_beta, eps
-        self.uncertainty_reduce, self.epistemic, self.rho_max = uncertainty_reduce, epistemic, rho_max
-        self.tau, self.lambda_c, self.lambda_g, self.eval_clients = tau, lambda_c, lambda_g, eval_clients
-        self.eval_on, self.aux_head = eval_on, aux_head
-        self.normalise_relations = bool(normalise_relations)
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self.records: dict[int, bt.StateRecord] = {}
         # This round's server outputs per client, kept on the device and folded into a record at
         # commit time: one host transfer per client and round instead of one per server step.
@@ -210,12 +182,15 @@ class BESplit(SplitFedBase):
         self._round = 0
         self.last_finished: list[int] = []
         self.aux_models: dict[int, nn.Module] = {}
-        self._aux_head_init = self._make_aux_head() if self.dtd else None
+        self._aux_head_init = self._make_aux_head() if self.params.dtd else None
 
     # -- auxiliary model ---------------------------------------------------------------------------
+    def make_server_mode(self) -> BCCServer:
+        return BCCServer()
+
     def _make_aux_head(self) -> nn.Module:
         shape = self.activation_shape
-        if len(shape) == 3 and self.aux_head == "pool":
+        if len(shape) == 3 and self.params.aux_head == "pool":
             head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(shape[0], self.setup.num_classes))
         else:
             head = nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(shape)), self.setup.num_classes))
@@ -228,12 +203,12 @@ class BESplit(SplitFedBase):
     # -- evaluation and state --------------------------------------------------------------------
     def evaluate(self, evaluate_fn: Callable[..., tuple[float, float]], x: torch.Tensor, y: torch.Tensor,
                  batch_size: int) -> tuple[float, float]:
-        if not self.dtd:
+        if not self.params.dtd:
             return super().evaluate(evaluate_fn, x, y, batch_size)
         pairs = self.evaluation_pairs()
         n = self.setup.num_classes
         rows: Sequence[tuple[float, ...]]
-        if self.eval_on == "global":
+        if self.params.eval_on == "global":
             results = [evaluate_fn(m, x, y, batch_size) for _, m in pairs]
             rows, per_class = [tuple(r) for r in results], [class_accuracy_of(r, n) for r in results]
         else:
@@ -245,11 +220,11 @@ class BESplit(SplitFedBase):
         return Scores(float(scores[:, 0].mean()), float(scores[:, 1].mean()), class_accuracy)
 
     def evaluation_description(self) -> str | None:
-        if not self.dtd:
+        if not self.params.dtd:
             return super().evaluation_description()
-        which = "latest cohort's" if self.eval_clients == "cohort" else "every client's"
+        which = "latest cohort's" if self.params.eval_clients == "cohort" else "every client's"
         where = ("each on its client's label distribution (class accuracies of the test set weighted by P_k)"
-                 if self.eval_on == "local" else "each on the whole test set")
+                 if self.params.eval_on == "local" else "each on the whole test set")
         return f"mean over the {which} auxiliary models, {where}"
 
     def _local_scores(self, evaluate_fn: Callable[..., tuple[float, float]],
@@ -291,9 +266,9 @@ class BESplit(SplitFedBase):
     def evaluation_pairs(self) -> list[tuple[int | None, nn.Module]]:
         """(client, model) pairs :meth:`evaluate` averages the scores of; BESplit-G: the global
         model (client ``None``); BESplit-A: the auxiliary models, or the initial one (``None``)."""
-        if not self.dtd:
+        if not self.params.dtd:
             return [(None, self.global_model())]
-        ks = self.last_finished if self.eval_clients == "cohort" else sorted(self.aux_models)
+        ks = self.last_finished if self.params.eval_clients == "cohort" else sorted(self.aux_models)
         ks = [k for k in ks if k in self.aux_models]
         return [(k, self.aux_models[k]) for k in ks] if ks else [(None, self._new_aux())]
 
@@ -328,7 +303,7 @@ class BESplit(SplitFedBase):
 
     def distribute(self, ctx: RoundContext, clients: list[int]) -> SimSteps[dict[int, nn.Module]]:
         local = yield from super().distribute(ctx, clients)
-        if self.dtd:
+        if self.params.dtd:
             for k in clients:  # first participation: W_Ae from the received w_c (on the device)
                 if k not in self.aux_models:
                     self.aux_models[k] = nn.Sequential(copy.deepcopy(local[k]),
@@ -338,15 +313,17 @@ class BESplit(SplitFedBase):
     def _commit_records(self) -> None:
         for k, batches in self._fresh.items():
             fresh = bt.StateRecord.empty(self.setup.num_classes)
-            fresh.accumulate(torch.cat([a for a, _ in batches]), torch.cat([y for _, y in batches]), self.epistemic)
-            self.records[k] = bt.ema_update(self.records.get(k), fresh, self.ema_beta, self._round)
+            fresh.accumulate(torch.cat([a for a, _ in batches]), torch.cat([y for _, y in batches]),
+                             self.params.epistemic)
+            self.records[k] = bt.ema_update(self.records.get(k), fresh, self.params.ema_beta, self._round)
         self._fresh = {}
 
     def _weights(self, clients: list[int]) -> np.ndarray:
-        if not self.ea:
+        if not self.params.ea:
             return self.setup.client_data_sizes[clients].astype(float)
         empty = bt.StateRecord.empty(self.setup.num_classes)
-        return bt.ea_weights([self.records.get(k, empty) for k in clients], self.eps, self.uncertainty_reduce)
+        return bt.ea_weights([self.records.get(k, empty) for k in clients], self.params.eps,
+                             self.params.uncertainty_reduce)
 
     def aggregate(self, cohort: np.ndarray, local: dict[int, nn.Module],
                   servers: dict[int, nn.Module] | None) -> None:
@@ -363,7 +340,7 @@ class BESplit(SplitFedBase):
     def plan_bcc(self, clients: list[int]) -> tuple[list[tuple[int, int]], Share]:
         """Pairs of the round and, per ordered pair (i, j), {class: rho} of i's rows sent to W_S,j."""
         known = [k for k in clients if k in self.records and self.records[k].counts.sum() > 0]
-        if not self.bcc or len(known) < 2:
+        if not self.params.bcc or len(known) < 2:
             return [], {}
         total = cast(np.ndarray, sum(r.counts for r in self.records.values()))  # known: records exist
         p_g = total / total.sum()
@@ -374,7 +351,8 @@ class BESplit(SplitFedBase):
         share: Share = {}
         for i, j in pairs:
             for a, b in ((i, j), (j, i)):
-                share[(a, b)] = {int(n): bt.transfer_ratio(dists[a][n], dists[b][n], p_g[n], w[a], w[b], self.rho_max)
+                share[(a, b)] = {int(n): bt.transfer_ratio(dists[a][n], dists[b][n], p_g[n], w[a], w[b],
+                                                            self.params.rho_max)
                                  for n in bt.overrepresented_classes(dists[a], dists[b])}
         return pairs, share
 
@@ -393,9 +371,9 @@ class BESplit(SplitFedBase):
     # -- server --------------------------------------------------------------------------------------
     def _server_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor, n_own: int) -> torch.Tensor:
         """Evidential loss (eq. 5); the first ``n_own`` rows go into client k's fresh record."""
-        alpha = bt.evidence(logits, self.evidence_fn) + 1
+        alpha = bt.evidence(logits, self.params.evidence) + 1
         self._fresh.setdefault(k, []).append((alpha[:n_own].detach(), labels[:n_own].detach()))
-        return bt.evidential_loss(alpha, labels, bt.annealing(self._round, self.anneal_rounds))
+        return bt.evidential_loss(alpha, labels, bt.annealing(self._round, self.params.anneal_rounds))
 
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self._server_loss(k, logits, labels, len(labels))
@@ -430,13 +408,13 @@ class BESplit(SplitFedBase):
 
     def _reply(self, grad: torch.Tensor, logits: torch.Tensor) -> Reply:
         """G_k, with the server's logits for the batch as KD-G teacher when the clients distil."""
-        return Reply(grad, {"teacher_logits": logits.detach()} if self.dtd else {})
+        return Reply(grad, {"teacher_logits": logits.detach()} if self.params.dtd else {})
 
     # -- client --------------------------------------------------------------------------------------
     def client_on_reply(self, ctx: RoundContext, step: ClientStep, reply: Reply) -> SimSteps[None]:
         """Backward of G_k, then (BESplit-A) one auxiliary DTD step on the same batch."""
         yield from super().client_on_reply(ctx, step, reply)
-        if self.dtd:
+        if self.params.dtd:
             teacher = reply.extras["teacher_logits"]
             yield from self.client_compute(ctx, step, "aux_step", lambda: self._aux_step(step, teacher))
 
@@ -446,8 +424,9 @@ class BESplit(SplitFedBase):
         aux = cast(nn.Sequential, self.aux_models[step.client])  # (client side, head), made by distribute
         z_c = step.activations.detach()
         z_ae = aux[0](step.x)
-        loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, self.tau, self.lambda_c, self.lambda_g,
-                           bt.annealing(self._round, self.anneal_rounds), self.evidence_fn, self.normalise_relations)
+        p = self.params
+        loss = bt.dtd_loss(aux[1](z_ae), step.y, z_c, z_ae, teacher, p.tau, p.lambda_c, p.lambda_g,
+                           bt.annealing(self._round, p.anneal_rounds), p.evidence, p.normalise_relations)
         loss.backward()
         self.optimizer_step(self.client_optimizer(step.client, aux.parameters(), name="aux"))
 
@@ -499,23 +478,17 @@ class BCCServer(PerClientServer):
 class BESplitG(BESplit):
     """BESplit-G: EA + BCC, reports the global model."""
 
-    #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.runs.resolved.constructor_params`).
-    fixed_params: ClassVar[dict[str, Any]] = {"dtd": False}
+    class Params(BESplit.Params):
+        dtd: Annotated[bool, FIXED] = False
 
-    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
-        if "dtd" in params:
-            raise ValueError("besplit_g has no dtd parameter (use besplit_a)")
-        super().__init__(setup, **self.fixed_params, **params)
+    params: Params
 
 
 @ALGORITHMS.register("besplit_a")
 class BESplitA(BESplit):
     """BESplit-A: EA + BCC + DTD, reports the clients' auxiliary models."""
 
-    #: The BESplit parameters this variant sets itself (read by :func:`sfl_sim.runs.resolved.constructor_params`).
-    fixed_params: ClassVar[dict[str, Any]] = {"dtd": True}
+    class Params(BESplit.Params):
+        dtd: Annotated[bool, FIXED] = True
 
-    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
-        if "dtd" in params:
-            raise ValueError("besplit_a has no dtd parameter (use besplit_g)")
-        super().__init__(setup, **self.fixed_params, **params)
+    params: Params

@@ -29,7 +29,7 @@ that report is not counted as traffic.
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 
@@ -37,31 +37,26 @@ from sfl_sim.algorithms.base import ALGORITHMS
 from sfl_sim.algorithms.split.splitfed import SplitFedV1
 from sfl_sim.clients.selection import SELECTORS, Selector
 from sfl_sim.clients.selection import candidates as selectable
-from sfl_sim.kit.params import NonNegative, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegative, ParamsModel
 
 
 @SELECTORS.register("label_aware")
 class LabelAwareSelection(Selector):
     """Sequential, softly greedy choice of a class-balanced cohort (see module docstring).
 
-    Parameters
-    ----------
-    temperature : float
-        Softness of each draw (>= 0; 0 = greedy).  Distances are in [0, 1].
-    target : {"global", "uniform"}
-        Label distribution the cohort's combined distribution should approach.
     """
 
     class Params(ParamsModel):
         """LabelAwareSelection's parameters (what a scenario sets beside ``name``)."""
 
-        temperature: NonNegative = 0.02
-        target: Literal["global", "uniform"] = "global"
+        temperature: Annotated[NonNegative, Doc(
+            "Softness of each draw (>= 0; 0 = greedy).  Distances are in [0, 1].")] = 0.02
+        target: Annotated[Literal["global", "uniform"], Doc(
+            "Label distribution the cohort's combined distribution should approach.")] = "global"
 
-    def __init__(self, temperature: float = 0.02, target: str = "global") -> None:
-        LabelAwareSelection.Params.check(temperature=temperature, target=target)
-        self.temperature = float(temperature)
-        self.target = target
+    params: Params
+
+    def __post_init__(self) -> None:
         self._counts: np.ndarray | None = None
         self._target: np.ndarray | None = None
 
@@ -72,7 +67,7 @@ class LabelAwareSelection(Selector):
         self._counts = counts
         n = counts.shape[1]
         total = counts.sum(axis=0)
-        if self.target == "uniform" or total.sum() == 0:
+        if self.params.target == "uniform" or total.sum() == 0:
             self._target = np.full(n, 1.0 / n)
         else:
             self._target = total / total.sum()
@@ -99,11 +94,11 @@ class LabelAwareSelection(Selector):
         for _ in range(n_selected - 1):
             candidates = np.flatnonzero(remaining)
             d = self.distance(acc[None, :] + self._counts[candidates])
-            if self.temperature == 0:
+            if self.params.temperature == 0:
                 best = np.flatnonzero(d <= d.min() + 1e-12)
                 pick = int(candidates[best[rng.integers(len(best))]])
             else:
-                w = np.exp(-(d - d.min()) / self.temperature)
+                w = np.exp(-(d - d.min()) / self.params.temperature)
                 pick = int(candidates[rng.choice(len(candidates), p=w / w.sum())])
             chosen.append(pick)
             remaining[pick] = False

@@ -30,16 +30,17 @@ Differences from ``ca_sfl`` (CA-SFL = SCALA without adjustments):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Annotated, Literal, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
+from sfl_sim.algorithms.base import ALGORITHMS, to_device
 from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.messages import ClientActivations, Reply
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.algorithms.split.server_modes import ServerModeName
+from sfl_sim.kit.params import Doc
 
 
 @ALGORITHMS.register("minibatch_sfl")
@@ -49,23 +50,22 @@ class MinibatchSFL(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    server_weighting : {"data_size", "samples"}
-        a_k = |D_k| / sum |D_j| (the paper) or B_k / B (mean over the concatenated samples).
     """
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """MinibatchSFL's parameters (what a scenario sets beside ``name``)."""
 
-        server_weighting: Literal["data_size", "samples"] = "data_size"
+        server_weighting: Annotated[Literal["data_size", "samples"], Doc(
+            "a_k = |D_k| / sum |D_j| (the paper) or B_k / B (mean over the concatenated samples).")] = "data_size"
 
-    def __init__(self, setup: TrainingSetup, server_weighting: str = "data_size") -> None:
-        MinibatchSFL.Params.check(server_weighting=server_weighting)
-        super().__init__(setup, server_mode="concatenated")
-        self.server_weighting = server_weighting
+    params: Params
+
+    def make_server_mode(self) -> ServerModeName:
+        return "concatenated"
 
     def _weights(self, clients: list[int], sizes: list[int]) -> np.ndarray:
         """a_k as float32 host numbers (computed in float64, as the paper's ratio)."""
-        if self.server_weighting == "data_size":
+        if self.params.server_weighting == "data_size":
             w = np.asarray(self.setup.client_data_sizes[clients], dtype=np.float64)
         else:
             w = np.asarray(sizes, dtype=np.float64)

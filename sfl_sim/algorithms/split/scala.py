@@ -37,16 +37,18 @@ this module adds the priors, the concatenated server step and LLA-SFL's per-clie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Annotated, Literal, cast
 
 import numpy as np
 import torch
+from pydantic import model_validator
 
-from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, to_device
+from sfl_sim.algorithms.base import ALGORITHMS, to_device
 from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.messages import ClientActivations, Reply
+from sfl_sim.algorithms.split.server_modes import ServerModeName
 from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.params import FIXED, Doc
 
 #: Where the label priors P_s and P_k come from.
 LabelPrior = Literal["batch", "local_data"]
@@ -59,37 +61,31 @@ class SCALA(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    concatenate : bool
-        Train one server-side model on the concatenated activations (True, SCALA/CA-SFL) or one
-        copy per client on its own activations (False, LLA-SFL).
-    server_adjustment : bool
-        Adjust the server-side update loss by log P_s (eq. 14).  Only with ``concatenate``.
-    client_adjustment : bool
-        Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).
-    label_prior : {"batch", "local_data"}
-        Where P_s and P_k come from.
     """
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """SCALA's parameters (what a scenario sets beside ``name``)."""
 
-        concatenate: bool = True
-        server_adjustment: bool = True
-        client_adjustment: bool = True
-        label_prior: LabelPrior = "batch"
+        concatenate: Annotated[bool, Doc(
+            "Train one server-side model on the concatenated activations (True, SCALA/CA-SFL) or one copy per "
+            "client on its own activations (False, LLA-SFL).")] = True
+        server_adjustment: Annotated[bool, Doc(
+            "Adjust the server-side update loss by log P_s (eq. 14).  Only with ``concatenate``.")] = True
+        client_adjustment: Annotated[bool, Doc(
+            "Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).")] = True
+        label_prior: Annotated[LabelPrior, Doc("Where P_s and P_k come from.")] = "batch"
 
-    def __init__(self, setup: TrainingSetup, concatenate: bool = True, server_adjustment: bool = True,
-                 client_adjustment: bool = True, label_prior: str = "batch") -> None:
-        super().__init__(setup, server_mode="concatenated" if concatenate else "per_client")
-        SCALA.Params.check(concatenate=concatenate, server_adjustment=server_adjustment,
-                           client_adjustment=client_adjustment, label_prior=label_prior)
-        if server_adjustment and not concatenate:
-            raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
-                             "distribution); allowed: server_adjustment=false with concatenate=false")
-        self.concatenate = concatenate
-        self.server_adjustment = server_adjustment
-        self.client_adjustment = client_adjustment
-        self.label_prior = label_prior
+        @model_validator(mode="after")
+        def _server_adjustment_needs_concatenation(self) -> SCALA.Params:
+            if self.server_adjustment and not self.concatenate:
+                raise ValueError("server_adjustment=true needs concatenate=true (P_s is the concatenated label "
+                                 "distribution); allowed: server_adjustment=false with concatenate=false")
+            return self
+
+    params: Params
+
+    def make_server_mode(self) -> ServerModeName:
+        return "concatenated" if self.params.concatenate else "per_client"
 
     # -- priors ----------------------------------------------------------------------------------
     def _uniform(self) -> torch.Tensor:
@@ -100,7 +96,7 @@ class SCALA(SplitFedBase):
         """Distribution used for the logit adjustment; uniform (i.e. no adjustment) when off."""
         if not adjust:
             return self._uniform()
-        if self.label_prior == "batch":
+        if self.params.label_prior == "batch":
             return label_distribution(labels, self.setup.num_classes)
         counts = self.setup.client_label_counts.index_select(
             0, to_device(np.asarray(clients, dtype=np.int64), self.setup.device)).sum(dim=0)
@@ -110,12 +106,12 @@ class SCALA(SplitFedBase):
     def losses_coincide(self) -> bool:
         """No adjustment anywhere (CA-SFL): the server loss and the clients' losses are the same
         cross-entropy, so one backward gives both w_s's gradient and every G_k (and one is charged)."""
-        return not self.server_adjustment and not self.client_adjustment
+        return not self.params.server_adjustment and not self.params.client_adjustment
 
     # -- the delta to the split-learning round (split_base.SplitFedBase) ------------------------
     def per_client_loss(self, k: int, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Without concatenation: client k's loss adjusted by its own P_k (LLA-SFL)."""
-        return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.client_adjustment))
+        return logit_adjusted_cross_entropy(logits, labels, self._prior(labels, [k], self.params.client_adjustment))
 
     def server_on_concatenation(self, uploads: Sequence[ClientActivations]) -> list[Reply]:
         """Server-side update on the concatenated activations and the gradients G_k (eqs. 5-8, 14, 15).
@@ -137,7 +133,8 @@ class SCALA(SplitFedBase):
         logits = self.server_model(acts)
         params = list(self.server_model.parameters())
         # eq. (14) with P_s: the loss that updates w_s (eq. 7).
-        server_loss = logit_adjusted_cross_entropy(logits, labels, self._prior(labels, clients, self.server_adjustment))
+        server_prior = self._prior(labels, clients, self.params.server_adjustment)
+        server_loss = logit_adjusted_cross_entropy(logits, labels, server_prior)
         if self.losses_coincide:
             # Both losses are plain cross-entropy: the server loss is the mean over the B samples,
             # sum_k (B_k / B) F_k, so client k's gradient dF_k/dA_k is (B / B_k) times the server
@@ -153,7 +150,7 @@ class SCALA(SplitFedBase):
         # w.r.t. A_k is exactly G_k.  With adjustments off the prior is uniform, a constant shift of
         # the logits, i.e. plain cross-entropy.
         client_loss = cast(torch.Tensor, sum(  # a sum of tensors (one per client of the concatenation)
-            logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.client_adjustment))
+            logit_adjusted_cross_entropy(lk, yk, self._prior(yk, [k], self.params.client_adjustment))
             for k, lk, yk in zip(clients, logits.split(sizes), labels.split(sizes), strict=True)))
         param_grads = torch.autograd.grad(server_loss, params, retain_graph=True)
         act_grad = torch.autograd.grad(client_loss, acts)[0]
@@ -167,15 +164,21 @@ class SCALA(SplitFedBase):
 class CASFL(SCALA):
     """CA-SFL: SCALA's concatenated activations without any logit adjustment (journal §5.2)."""
 
-    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
-        super().__init__(setup, concatenate=True, server_adjustment=False, client_adjustment=False,
-                         label_prior=label_prior)
+    class Params(SCALA.Params):
+        concatenate: Annotated[bool, FIXED] = True
+        server_adjustment: Annotated[bool, FIXED] = False
+        client_adjustment: Annotated[bool, FIXED] = False
+
+    params: Params
 
 
 @ALGORITHMS.register("lla_sfl")
 class LLASFL(SCALA):
     """LLA-SFL: SplitFedV1-style per-client server copies with the local logit adjustment P_k."""
 
-    def __init__(self, setup: TrainingSetup, label_prior: str = "batch") -> None:
-        super().__init__(setup, concatenate=False, server_adjustment=False, client_adjustment=True,
-                         label_prior=label_prior)
+    class Params(SCALA.Params):
+        concatenate: Annotated[bool, FIXED] = False
+        server_adjustment: Annotated[bool, FIXED] = False
+        client_adjustment: Annotated[bool, FIXED] = True
+
+    params: Params

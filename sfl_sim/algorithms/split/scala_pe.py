@@ -46,7 +46,7 @@ Choices where the journal is silent (its numbers were lost; each is a parameter)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -56,7 +56,7 @@ from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup
 from sfl_sim.algorithms.split.messages import ClientStep, Reply
 from sfl_sim.algorithms.split.scala import SCALA
 from sfl_sim.engine import RoundContext, SimSteps
-from sfl_sim.kit.params import NonNegative, ParamsModel, Positive, PositiveInt
+from sfl_sim.kit.params import Doc, NonNegative, Positive, PositiveInt
 from sfl_sim.models import output_shape
 from sfl_sim.privacy.inversion import InversionModel
 
@@ -70,42 +70,24 @@ class SCALAPE(SCALA):
     setup : TrainingSetup
         Its client-side part must output ``(C, h, w)`` feature maps (e.g. VGG-11 or AlexNet at a
         conv split point).
-    alpha : float
-        Weight α >= 0 of the reconstruction term in the client loss.
-    bottleneck_channels, bottleneck_stride : int
-        Channels c_b and stride s of the bottleneck's encoder.
-    inverter_channels : int
-        Internal channel size of the simulated inverter.
-    inverter_lr : float, optional
-        Fixed rate of the simulated inverter's optimizer (default: the round's learning rate).
-    seed : int
-        Initialises the bottleneck and the simulated inverter.
-    **scala : the :class:`~sfl_sim.algorithms.split.scala.SCALA` flags (``label_prior``...).
     """
 
-    class Params(ParamsModel):
-        """SCALAPE's parameters (what a scenario sets beside ``name``)."""
+    class Params(SCALA.Params):
+        """SCALAPE's parameters (what a scenario sets beside ``name``): SCALA's, and these."""
 
-        alpha: NonNegative = 0.5
-        bottleneck_channels: PositiveInt = 8
-        bottleneck_stride: PositiveInt = 2
-        inverter_channels: PositiveInt = 32
-        inverter_lr: Positive | None = None
-        seed: int = 0
+        alpha: Annotated[NonNegative, Doc("Weight α >= 0 of the reconstruction term in the client loss.")] = 0.5
+        bottleneck_channels: Annotated[PositiveInt, Doc("Channels c_b of the bottleneck's encoder.")] = 8
+        bottleneck_stride: Annotated[PositiveInt, Doc("Stride s of the bottleneck's encoder.")] = 2
+        inverter_channels: Annotated[PositiveInt, Doc("Internal channel size of the simulated inverter.")] = 32
+        inverter_lr: Annotated[Positive | None, Doc(
+            "Fixed rate of the simulated inverter's optimizer (default: the round's learning rate).")] = None
+        seed: Annotated[int, Doc("Initialises the bottleneck and the simulated inverter.")] = 0
 
-    def __init__(self, setup: TrainingSetup, alpha: float = 0.5, bottleneck_channels: int = 8,
-                 bottleneck_stride: int = 2, inverter_channels: int = 32, inverter_lr: float | None = None,
-                 seed: int = 0, **scala: Any) -> None:
-        super().__init__(setup, **scala)
-        params = SCALAPE.Params.check(alpha=alpha, bottleneck_channels=bottleneck_channels,
-                                      bottleneck_stride=bottleneck_stride, inverter_channels=inverter_channels,
-                                      inverter_lr=inverter_lr, seed=seed)
-        self.alpha = params.alpha
-        self.bottleneck_channels = params.bottleneck_channels
-        self.bottleneck_stride = params.bottleneck_stride
-        self.inverter_channels = params.inverter_channels
-        self.inverter_lr = params.inverter_lr
+    params: Params
 
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
+        p = self.params
         image_shape = tuple(setup.train_x.shape[1:])
         base_client, base_server = self.client_model, self.server_model
         cut_shape = output_shape(base_client, image_shape)
@@ -115,12 +97,12 @@ class SCALAPE(SCALA):
         c, h, w = cut_shape
         device = setup.train_x.device
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            encoder = nn.Conv2d(c, self.bottleneck_channels, 3, stride=self.bottleneck_stride, padding=1)
+            torch.manual_seed(p.seed)
+            encoder = nn.Conv2d(c, p.bottleneck_channels, 3, stride=p.bottleneck_stride, padding=1)
             decoder = nn.Sequential(nn.Upsample(size=(h, w), mode="nearest"),
-                                    nn.Conv2d(self.bottleneck_channels, c, 3, padding=1))
+                                    nn.Conv2d(p.bottleneck_channels, c, 3, padding=1))
             act_shape = output_shape(encoder, cut_shape)
-            inverter = InversionModel(act_shape, image_shape, channels=self.inverter_channels, sigmoid=False)
+            inverter = InversionModel(act_shape, image_shape, channels=p.inverter_channels, sigmoid=False)
         # The clients' activations are now the encoder's: ``activation_shape`` (a dry run of the
         # client model, on first use) is the compressed shape.
         self.client_model = nn.Sequential(base_client, encoder.to(device))
@@ -161,15 +143,15 @@ class SCALAPE(SCALA):
         # Reconstruction error R of the simulated inverter on this batch's activations.
         err = F.mse_loss(bundle["inverter"](step.activations), step.x)
         inv_grads = torch.autograd.grad(err, inv_params, retain_graph=True)
-        if self.alpha > 0:
-            ext_grads = torch.autograd.grad(-self.alpha * err, ext_params, retain_graph=True)
+        if self.params.alpha > 0:
+            ext_grads = torch.autograd.grad(-self.params.alpha * err, ext_params, retain_graph=True)
             for p, g in zip(ext_params, ext_grads, strict=True):
                 p.grad = g
         for p, g in zip(inv_params, inv_grads, strict=True):
             p.grad = g
         # The simulated inverter is the client's own model: its own optimizer (the scenario's kind),
         # at inverter_lr when given, else at the round's rate.
-        self.optimizer_step(self.client_optimizer(step.client, inv_params, name="inverter", lr=self.inverter_lr))
+        self.optimizer_step(self.client_optimizer(step.client, inv_params, name="inverter", lr=self.params.inverter_lr))
 
 
 __all__ = ["SCALAPE"]

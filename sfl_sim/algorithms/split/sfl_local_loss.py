@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +47,7 @@ from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.messages import ClientStep
 from sfl_sim.algorithms.split.server_modes import ServerModeName
 from sfl_sim.engine import Lost, Outcome, RoundContext, SimSteps
-from sfl_sim.kit.params import NonNegativeInt, ParamsModel
+from sfl_sim.kit.params import Doc, NonNegativeInt
 
 
 @ALGORITHMS.register("sfl_local_loss")
@@ -57,31 +57,35 @@ class SFLLocalLoss(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    aux_hidden : int
-        Hidden width of the auxiliary head; 0 for a single linear layer.
-    server_mode : {"per_client", "sequential"}
     """
 
     server_replies = False  # nothing goes back: the server computes no activation gradient
     client_forward_kind = "client_step"  # the client's whole local step happens before its upload
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """SFLLocalLoss's parameters (what a scenario sets beside ``name``)."""
 
-        aux_hidden: NonNegativeInt = 0
-        server_mode: Literal["per_client", "sequential"] = "per_client"
+        aux_hidden: Annotated[NonNegativeInt, Doc(
+            "Hidden width of the auxiliary head; 0 for a single linear layer.")] = 0
+        server_mode: Annotated[Literal["per_client", "sequential"], Doc(
+            "How the server works through the activations (it sends nothing back).")] = "per_client"
 
-    def __init__(self, setup: TrainingSetup, aux_hidden: int = 0, server_mode: str = "per_client") -> None:
-        SFLLocalLoss.Params.check(aux_hidden=aux_hidden, server_mode=server_mode)
-        super().__init__(setup, server_mode=cast(ServerModeName, server_mode))  # checked just above
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
+        hidden = self.params.aux_hidden
         n_features = math.prod(self.activation_shape)
         layers: list[nn.Module] = [nn.Flatten()]
-        if aux_hidden:
-            layers += [nn.Linear(n_features, aux_hidden), nn.ReLU()]
-            n_features = aux_hidden
+        if hidden:
+            layers += [nn.Linear(n_features, hidden), nn.ReLU()]
+            n_features = hidden
         layers.append(nn.Linear(n_features, setup.num_classes))
         self.aux_head = nn.Sequential(*layers).to(setup.device)
         self._client_side = nn.ModuleDict({"body": self.client_model, "aux": self.aux_head})
+
+    def make_server_mode(self) -> ServerModeName:
+        return self.params.server_mode
 
     # -- state -----------------------------------------------------------------------------------
     def extra_state(self) -> dict[str, Any]:

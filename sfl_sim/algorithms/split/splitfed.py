@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from torch import nn
@@ -51,15 +51,12 @@ from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weig
 from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.server_modes import SequentialServer
 from sfl_sim.engine import DELIVERED, Outcome, RoundContext, SimSteps
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.params import Doc
 
 
 @ALGORITHMS.register("splitfed_v1")
 class SplitFedV1(SplitFedBase):
     """SplitFedV1: per-client server-side copies in parallel, both sides averaged (see module docstring)."""
-
-    def __init__(self, setup: TrainingSetup) -> None:
-        super().__init__(setup, server_mode="per_client")
 
 
 @ALGORITHMS.register("splitfed_v2")
@@ -69,20 +66,19 @@ class SplitFedV2(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    sequential_clients : bool
-        Clients take turns (True) or compute in parallel while the server still works through
-        them in order (False).
     """
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """SplitFedV2's parameters (what a scenario sets beside ``name``)."""
 
-        sequential_clients: bool = True
+        sequential_clients: Annotated[bool, Doc(
+            "Clients take turns (True) or compute in parallel while the server still works through them in "
+            "order (False).")] = True
 
-    def __init__(self, setup: TrainingSetup, sequential_clients: bool = True) -> None:
-        SplitFedV2.Params.check(sequential_clients=sequential_clients)
-        super().__init__(setup, server_mode=SequentialServer(clients_take_turns=sequential_clients))
-        self.sequential_clients = sequential_clients
+    params: Params
+
+    def make_server_mode(self) -> SequentialServer:
+        return SequentialServer(clients_take_turns=self.params.sequential_clients)
 
 
 @ALGORITHMS.register("splitfed_v3")
@@ -92,25 +88,25 @@ class SplitFedV3(SplitFedBase):
     Parameters
     ----------
     setup : TrainingSetup
-    eval_client_model : {"average_trained", "average_all"}
-        Client-side part of the evaluated global model (see module docstring).
     """
 
-    class Params(ParamsModel):
+    class Params(SplitFedBase.Params):
         """SplitFedV3's parameters (what a scenario sets beside ``name``)."""
 
-        eval_client_model: Literal["average_trained", "average_all"] = "average_trained"
+        eval_client_model: Annotated[Literal["average_trained", "average_all"], Doc(
+            "Client-side part of the evaluated global model (see module docstring).")] = "average_trained"
 
-    def __init__(self, setup: TrainingSetup, eval_client_model: str = "average_trained") -> None:
-        super().__init__(setup, server_mode="per_client")
-        self.eval_client_model = SplitFedV3.Params.check(eval_client_model=eval_client_model).eval_client_model
+    params: Params
+
+    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
+        super().__init__(setup, **params)
         self._initial_client = copy.deepcopy(self.client_model)
         self.client_models: dict[int, nn.Module] = {}
 
     # -- state -----------------------------------------------------------------------------------
     def global_model(self) -> nn.Module:
         sizes = self.setup.client_data_sizes
-        ks = list(range(len(sizes))) if self.eval_client_model == "average_all" else sorted(self.client_models)
+        ks = list(range(len(sizes))) if self.params.eval_client_model == "average_all" else sorted(self.client_models)
         if ks:
             states = [self.client_models.get(k, self._initial_client).state_dict() for k in ks]
             self.client_model.load_state_dict(weighted_average(states, sizes[ks].astype(float)))

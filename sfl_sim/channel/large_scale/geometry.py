@@ -12,7 +12,9 @@ import numpy as np
 
 from sfl_sim.channel.limits import CELL_RADIUS_M, CLIENT_DISTANCE_M, MIN_DISTANCE_M
 from sfl_sim.channel.protocols import Placement
-from sfl_sim.kit.checks import check_array, check_count
+from sfl_sim.kit.checks import check_count
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["PLACEMENTS", "UniformDiscPlacement", "FixedDistancePlacement", "distances_m"]
@@ -21,17 +23,8 @@ PLACEMENTS = Registry("placement", protocol=Placement)
 
 
 @PLACEMENTS.register("uniform_disc")
-class UniformDiscPlacement:
+class UniformDiscPlacement(Component):
     """Clients uniform over the area of the annulus ``min_distance_m <= r <= radius_m``.
-
-    Parameters
-    ----------
-    radius_m : float, default 500.0
-        Cell radius in metres, in ``sfl_sim.channel.limits.CELL_RADIUS_M``; must be > ``min_distance_m``.
-    min_distance_m : float, default 35.0
-        Exclusion radius around the base station in metres, in ``sfl_sim.channel.limits.MIN_DISTANCE_M``.
-        Keeps the path-loss model inside its validity range and away from d = 0: the default
-        35 m is where the default path loss (TR 36.814 macro) starts to hold.
 
     Raises
     ------
@@ -39,17 +32,33 @@ class UniformDiscPlacement:
         If either radius is out of its range or ``radius_m <= min_distance_m``.
     """
 
-    def __init__(self, radius_m: Annotated[float, CELL_RADIUS_M] = 500.0,
-                 min_distance_m: Annotated[float, MIN_DISTANCE_M] = 35.0) -> None:
-        self.min_distance_m = MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
-        self.radius_m = CELL_RADIUS_M.check("radius_m", radius_m)
-        if self.radius_m <= self.min_distance_m:
-            raise ValueError(
-                f"radius_m must be > min_distance_m ({self.min_distance_m:g} m), got {radius_m!r}"
-            )
+    class Params(ParamsModel):
+        radius_m: Annotated[float, CELL_RADIUS_M, Doc(
+            "Cell radius in metres, in ``sfl_sim.channel.limits.CELL_RADIUS_M``; must be > ``min_distance_m``.")] = \
+            500.0
+        min_distance_m: Annotated[float, MIN_DISTANCE_M, Doc(
+            "Exclusion radius around the base station in metres, in ``sfl_sim.channel.limits.MIN_DISTANCE_M``. "
+            "Keeps the path-loss model inside its validity range and away from d = 0: the default 35 m is where "
+            "the default path loss (TR 36.814 macro) starts to hold.")] = 35.0
 
-    def __repr__(self) -> str:
-        return f"UniformDiscPlacement(radius_m={self.radius_m!r}, min_distance_m={self.min_distance_m!r})"
+        @model_validator(mode="after")
+        def _annulus(self) -> UniformDiscPlacement.Params:
+            if self.radius_m <= self.min_distance_m:
+                raise ValueError(f"radius_m must be > min_distance_m ({self.min_distance_m:g} m), "
+                                 f"got {self.radius_m!r}")
+            return self
+
+    params: Params
+
+    @property
+    def radius_m(self) -> float:
+        """The cell radius, metres (the :class:`~sfl_sim.channel.protocols.DiscPlacement` the cell reads)."""
+        return self.params.radius_m
+
+    @property
+    def min_distance_m(self) -> float:
+        """The exclusion radius around the base station, metres."""
+        return self.params.min_distance_m
 
     def sample_positions_m(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
         """Draw client positions.
@@ -76,14 +85,8 @@ class UniformDiscPlacement:
 
 
 @PLACEMENTS.register("fixed_distances")
-class FixedDistancePlacement:
+class FixedDistancePlacement(Component):
     """Clients on the positive x axis at given distances (deterministic; for hand-checked tests).
-
-    Parameters
-    ----------
-    distances_m : sequence of float, length n
-        Distance of each client from the base station in metres, each in
-        ``sfl_sim.channel.limits.CLIENT_DISTANCE_M`` (> 0, <= 100 km).
 
     Raises
     ------
@@ -91,12 +94,17 @@ class FixedDistancePlacement:
         If ``distances_m`` is empty, not 1-D, or has an entry <= 0 or non-finite.
     """
 
-    def __init__(self, distances_m: Sequence[Annotated[float, CLIENT_DISTANCE_M]]) -> None:
-        arr = check_array("distances_m", distances_m, minimum=0.0, strict=True)
-        CLIENT_DISTANCE_M.check_array("distances_m", arr)
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"distances_m must be a non-empty 1-D list of distances, got {distances_m!r}")
-        self.distances_m = tuple(float(d) for d in arr)
+    class Params(ParamsModel):
+        distances_m: Annotated[Sequence[Annotated[float, CLIENT_DISTANCE_M]], Field(min_length=1), Doc(
+            "Distance of each client from the base station in metres, each in "
+            "``sfl_sim.channel.limits.CLIENT_DISTANCE_M`` (> 0, <= 100 km).")]
+
+    params: Params
+
+    @property
+    def distances_m(self) -> tuple[float, ...]:
+        """The clients' distances, metres."""
+        return tuple(float(d) for d in self.params.distances_m)
 
     def __repr__(self) -> str:
         return f"FixedDistancePlacement(distances_m={list(self.distances_m)!r})"

@@ -19,6 +19,8 @@ import numpy as np
 from sfl_sim.channel.limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
 from sfl_sim.channel.protocols import Mobility
 from sfl_sim.kit.checks import check_scalar, check_state_keys, state_array
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
 from sfl_sim.kit.ranges import Range
 from sfl_sim.kit.registry import Registry
 
@@ -72,13 +74,10 @@ def _uniform_annulus(n: int, radius_m: float, min_distance_m: float, rng: np.ran
 
 
 @MOBILITY.register("static")
-class StaticMobility:
+class StaticMobility(Component):
     """Clients never move."""
 
     max_speed_m_per_s = 0.0
-
-    def __repr__(self) -> str:
-        return "StaticMobility()"
 
     def reset(self) -> None:
         """Nothing to forget."""
@@ -96,7 +95,7 @@ class StaticMobility:
 
 
 @MOBILITY.register("random_waypoint")
-class RandomWaypointMobility:
+class RandomWaypointMobility(Component):
     """Random waypoint: walk straight to a waypoint uniform over the cell, pause, repeat.
 
     Each leg's speed is uniform in ``[speed_min_m_per_s, speed_max_m_per_s]``; after arriving a
@@ -104,51 +103,44 @@ class RandomWaypointMobility:
     ``min_distance_m <= r <= radius_m``; the straight leg between two of them can cross the
     exclusion circle, where the position is pushed radially out to it.
 
-    Parameters
-    ----------
-    speed_min_m_per_s : float, default 0.5
-        Lowest leg speed in m/s, > 0 (0 would let clients stall forever).
-    speed_max_m_per_s : float, default 1.5
-        Highest leg speed in m/s, >= ``speed_min_m_per_s``.
-    pause_s : float, default 0.0
-        Pause at each waypoint in seconds, >= 0.
-    radius_m, min_distance_m : float, optional
-        Cell radius and exclusion distance in metres; the Cell passes its own to :meth:`step`.
-
     Raises
     ------
     ValueError
         For a parameter out of range.
     """
 
-    def __init__(
-        self,
-        speed_min_m_per_s: Annotated[float, SPEED_M_PER_S] = 0.5,
-        speed_max_m_per_s: Annotated[float, SPEED_M_PER_S] = 1.5,
-        pause_s: Annotated[float, PAUSE_S] = 0.0,
-        radius_m: Annotated[float, CELL_RADIUS_M] | None = None,
-        min_distance_m: Annotated[float, MIN_DISTANCE_M] | None = None,
-    ) -> None:
-        # > 0: a zero leg speed would let a client stall forever.
-        check_scalar("speed_min_m_per_s", speed_min_m_per_s, strict=True)
-        self.speed_min_m_per_s = SPEED_M_PER_S.check("speed_min_m_per_s", speed_min_m_per_s)
-        self.speed_max_m_per_s = SPEED_M_PER_S.check("speed_max_m_per_s", speed_max_m_per_s)
-        if self.speed_max_m_per_s < self.speed_min_m_per_s:
-            raise ValueError(
-                f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), "
-                f"got {speed_max_m_per_s!r}"
-            )
-        self.pause_s = PAUSE_S.check("pause_s", pause_s)
-        self.radius_m = None if radius_m is None else CELL_RADIUS_M.check("radius_m", radius_m)
-        self.min_distance_m = None if min_distance_m is None else MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
-        self.max_speed_m_per_s = self.speed_max_m_per_s
+    class Params(ParamsModel):
+        speed_min_m_per_s: Annotated[float, SPEED_M_PER_S, Field(gt=0), Doc(
+            "Lowest leg speed in m/s, > 0 (0 would let clients stall forever).")] = 0.5
+        speed_max_m_per_s: Annotated[float, SPEED_M_PER_S, Doc(
+            "Highest leg speed in m/s, >= ``speed_min_m_per_s``.")] = 1.5
+        pause_s: Annotated[float, PAUSE_S, Doc("Pause at each waypoint in seconds, >= 0.")] = 0.0
+        radius_m: Annotated[Annotated[float, CELL_RADIUS_M] | None, Doc(
+            "Cell radius in metres; the Cell passes its own to step.")] = None
+        min_distance_m: Annotated[Annotated[float, MIN_DISTANCE_M] | None, Doc(
+            "Exclusion distance in metres; the Cell passes its own to step.")] = None
+
+        @model_validator(mode="after")
+        def _speeds(self) -> RandomWaypointMobility.Params:
+            if self.speed_max_m_per_s < self.speed_min_m_per_s:
+                raise ValueError(f"speed_max_m_per_s must be >= speed_min_m_per_s ({self.speed_min_m_per_s:g}), "
+                                 f"got {self.speed_max_m_per_s!r}")
+            return self
+
+    params: Params
+
+    def __post_init__(self) -> None:
         self.reset()
 
+    @property
+    def max_speed_m_per_s(self) -> float:
+        """The fastest a client moves, m/s (the bound the cell checks displacements against)."""
+        return self.params.speed_max_m_per_s
+
     def __repr__(self) -> str:
-        return (
-            f"RandomWaypointMobility(speed_min_m_per_s={self.speed_min_m_per_s!r}, "
-            f"speed_max_m_per_s={self.speed_max_m_per_s!r}, pause_s={self.pause_s!r})"
-        )
+        p = self.params
+        return (f"RandomWaypointMobility(speed_min_m_per_s={p.speed_min_m_per_s!r}, "
+                f"speed_max_m_per_s={p.speed_max_m_per_s!r}, pause_s={p.pause_s!r})")
 
     def reset(self) -> None:
         """Forget waypoints, speeds and pauses (the next step draws new ones)."""
@@ -214,13 +206,13 @@ class RandomWaypointMobility:
             New positions in metres, inside the annulus.
         """
         pos, dt, radius, r0 = _check_step_args(
-            positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
+            positions_m, dt_s, radius_m, min_distance_m, self.params.radius_m, self.params.min_distance_m
         )
         n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._waypoint_m is None or self._waypoint_m.shape[0] != n:
             self._waypoint_m = _uniform_annulus(n, radius, r0, rng)
-            self._speed_m_per_s = rng.uniform(self.speed_min_m_per_s, self.speed_max_m_per_s, n)
+            self._speed_m_per_s = rng.uniform(self.params.speed_min_m_per_s, self.params.speed_max_m_per_s, n)
             self._pause_left_s = np.zeros(n)
         left = np.full(n, dt)
         for _ in range(_MAX_LEGS):
@@ -248,26 +240,20 @@ class RandomWaypointMobility:
                 pos[done] = self._waypoint_m[done]
                 left[done] -= dist[arrive] / speed[arrive]
                 left[done] = np.maximum(left[done], 0.0)
-                self._pause_left_s[done] = self.pause_s
+                self._pause_left_s[done] = self.params.pause_s
                 self._waypoint_m[done] = _uniform_annulus(done.size, radius, r0, rng)
-                self._speed_m_per_s[done] = rng.uniform(self.speed_min_m_per_s, self.speed_max_m_per_s, done.size)
+                p = self.params
+                self._speed_m_per_s[done] = rng.uniform(p.speed_min_m_per_s, p.speed_max_m_per_s, done.size)
         return _into_annulus(pos, radius, r0)
 
 
 @MOBILITY.register("random_direction")
-class RandomDirectionMobility:
+class RandomDirectionMobility(Component):
     """Random direction: straight lines at constant speed; at the cell edge, a new heading.
 
     Each client keeps a heading (uniform on the first step) until it reaches the edge of the
     disc, then turns to a heading uniform over the directions pointing into the disc.  A
     position that crosses the exclusion circle is pushed radially out to it.
-
-    Parameters
-    ----------
-    speed_m_per_s : float, default 1.0
-        Speed in m/s, >= 0.
-    radius_m, min_distance_m : float, optional
-        Cell radius and exclusion distance in metres; the Cell passes its own to :meth:`step`.
 
     Raises
     ------
@@ -275,19 +261,25 @@ class RandomDirectionMobility:
         For a parameter out of range.
     """
 
-    def __init__(
-        self, speed_m_per_s: Annotated[float, SPEED_M_PER_S] = 1.0,
-        radius_m: Annotated[float, CELL_RADIUS_M] | None = None,
-        min_distance_m: Annotated[float, MIN_DISTANCE_M] | None = None,
-    ) -> None:
-        self.speed_m_per_s = SPEED_M_PER_S.check("speed_m_per_s", speed_m_per_s)
-        self.radius_m = None if radius_m is None else CELL_RADIUS_M.check("radius_m", radius_m)
-        self.min_distance_m = None if min_distance_m is None else MIN_DISTANCE_M.check("min_distance_m", min_distance_m)
-        self.max_speed_m_per_s = self.speed_m_per_s
+    class Params(ParamsModel):
+        speed_m_per_s: Annotated[float, SPEED_M_PER_S, Doc("Speed in m/s, >= 0.")] = 1.0
+        radius_m: Annotated[Annotated[float, CELL_RADIUS_M] | None, Doc(
+            "Cell radius in metres; the Cell passes its own to step.")] = None
+        min_distance_m: Annotated[Annotated[float, MIN_DISTANCE_M] | None, Doc(
+            "Exclusion distance in metres; the Cell passes its own to step.")] = None
+
+    params: Params
+
+    def __post_init__(self) -> None:
         self.reset()
 
+    @property
+    def max_speed_m_per_s(self) -> float:
+        """The fastest a client moves, m/s (the bound the cell checks displacements against)."""
+        return self.params.speed_m_per_s
+
     def __repr__(self) -> str:
-        return f"RandomDirectionMobility(speed_m_per_s={self.speed_m_per_s!r})"
+        return f"RandomDirectionMobility(speed_m_per_s={self.params.speed_m_per_s!r})"
 
     def reset(self) -> None:
         """Forget the headings."""
@@ -336,15 +328,15 @@ class RandomDirectionMobility:
             New positions in metres, inside the annulus.
         """
         pos, dt, radius, r0 = _check_step_args(
-            positions_m, dt_s, radius_m, min_distance_m, self.radius_m, self.min_distance_m
+            positions_m, dt_s, radius_m, min_distance_m, self.params.radius_m, self.params.min_distance_m
         )
         n: int = pos.shape[0]
         pos = _into_annulus(pos, radius, r0)
         if self._heading_rad is None or self._heading_rad.shape[0] != n:
             self._heading_rad = rng.uniform(0.0, 2.0 * np.pi, n)
-        if self.speed_m_per_s == 0.0 or dt == 0.0:
+        if self.params.speed_m_per_s == 0.0 or dt == 0.0:
             return pos
-        travel_left = np.full(n, self.speed_m_per_s * dt)
+        travel_left = np.full(n, self.params.speed_m_per_s * dt)
         for _ in range(_MAX_LEGS):
             active = np.flatnonzero(travel_left > 0)
             if active.size == 0:

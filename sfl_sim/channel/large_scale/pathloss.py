@@ -38,7 +38,9 @@ from sfl_sim.channel.limits import (
     SHADOWING_SIGMA_DB,
 )
 from sfl_sim.channel.protocols import PathLoss
-from sfl_sim.kit.checks import check_array, check_scalar
+from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, Field, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["PATHLOSS", "TR36814Macro", "FreeSpace", "LogDistance", "SPEED_OF_LIGHT_M_PER_S"]
@@ -50,7 +52,7 @@ PATHLOSS = Registry("pathloss", protocol=PathLoss)
 
 
 @PATHLOSS.register("tr36814_macro")
-class TR36814Macro:
+class TR36814Macro(Component):
     """3GPP TR 36.814 macro-cell path loss: ``128.1 + 37.6 log10(d_km)`` dB.
 
     No parameters; the model is defined for the 2 GHz carrier of the 3GPP evaluation setup.
@@ -78,8 +80,6 @@ class TR36814Macro:
         """Shadowing decorrelation distance, 50 m for every client (``los`` is ignored)."""
         return _per_client(self.decorrelation_m, los)
 
-    def __repr__(self) -> str:
-        return "TR36814Macro()"
 
     def loss_db(self, distance_m: Any) -> np.ndarray:
         """Path loss at each distance.
@@ -112,13 +112,8 @@ def _per_client(value: float, los: Any) -> np.ndarray:
 
 
 @PATHLOSS.register("free_space")
-class FreeSpace:
+class FreeSpace(Component):
     """Friis free-space path loss ``20 log10(4 pi d f_c / c)`` dB.
-
-    Parameters
-    ----------
-    carrier_frequency_hz : float, default 2.0e9
-        Carrier frequency in Hz, > 0.
 
     Notes
     -----
@@ -127,16 +122,15 @@ class FreeSpace:
     2 GHz).  No shadowing of its own: ``shadowing_sigma_db`` is 0 dB.
     """
 
-    def __init__(self, carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9) -> None:
-        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
+    class Params(ParamsModel):
+        carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ, Doc("Carrier frequency in Hz, > 0.")] = 2.0e9
+
+    params: Params
 
     @property
     def valid_distance_m(self) -> tuple:
         """``(wavelength, inf)`` in metres: the far field."""
-        return (SPEED_OF_LIGHT_M_PER_S / self.carrier_frequency_hz, float("inf"))
-
-    def __repr__(self) -> str:
-        return f"FreeSpace(carrier_frequency_hz={self.carrier_frequency_hz!r})"
+        return (SPEED_OF_LIGHT_M_PER_S / self.params.carrier_frequency_hz, float("inf"))
 
     def loss_db(self, distance_m: Any) -> np.ndarray:
         """Free-space loss at each distance.
@@ -152,7 +146,7 @@ class FreeSpace:
             Path loss in dB, same shape as ``distance_m``.
         """
         d_m = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        return 20.0 * np.log10(4.0 * np.pi * d_m * self.carrier_frequency_hz / SPEED_OF_LIGHT_M_PER_S)
+        return 20.0 * np.log10(4.0 * np.pi * d_m * self.params.carrier_frequency_hz / SPEED_OF_LIGHT_M_PER_S)
 
     def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
         """0 dB: free space has no shadowing."""
@@ -164,24 +158,13 @@ class FreeSpace:
 
 
 @PATHLOSS.register("log_distance")
-class LogDistance:
+class LogDistance(Component):
     """Log-distance path loss ``PL(d0) + 10 n log10(d / d0)`` dB.
 
-    Parameters
+    Attributes
     ----------
-    exponent : float, default 3.0
-        Path-loss exponent ``n``, > 0 (2 = free space, 2.7-3.5 urban, 4 dense urban).
-    reference_distance_m : float, default 1.0
-        Reference distance ``d0`` in metres, > 0.
-    reference_loss_db : float or None, default None
-        Loss at ``d0`` in dB; None takes the free-space loss at ``d0`` and
-        ``carrier_frequency_hz``.
-    carrier_frequency_hz : float, default 2.0e9
-        Carrier in Hz, > 0; used only when ``reference_loss_db`` is None.
-    shadowing_sigma_db : float, default 0.0
-        The model's shadowing standard deviation in dB, >= 0 (used by ``sigma_db: model``).
-    shadowing_decorrelation_m : float, default 50.0
-        The model's shadowing decorrelation distance in metres, > 0.
+    reference_loss_db : float
+        The loss at ``d0`` in use: the parameter, else free space at ``d0``.
 
     Raises
     ------
@@ -194,34 +177,37 @@ class LogDistance:
     outwards only.
     """
 
-    def __init__(
-        self,
-        exponent: Annotated[float, PATHLOSS_EXPONENT] = 3.0,
-        reference_distance_m: Annotated[float, CLIENT_DISTANCE_M] = 1.0,
-        reference_loss_db: float | None = None,
-        carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ] = 2.0e9,
-        shadowing_sigma_db: Annotated[float, SHADOWING_SIGMA_DB] = 0.0,
-        shadowing_decorrelation_m: Annotated[float, DECORRELATION_M] = 50.0,
-    ) -> None:
-        self.exponent = PATHLOSS_EXPONENT.check("exponent", exponent)
-        self.reference_distance_m = CLIENT_DISTANCE_M.check("reference_distance_m", reference_distance_m)
-        self.carrier_frequency_hz = CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
-        if reference_loss_db is None:
-            reference_loss_db = float(FreeSpace(self.carrier_frequency_hz).loss_db(self.reference_distance_m))
-        self.reference_loss_db = check_scalar("reference_loss_db", reference_loss_db, minimum=-np.inf)
-        self.sigma_db = SHADOWING_SIGMA_DB.check("shadowing_sigma_db", shadowing_sigma_db)
-        self.decorrelation_m = DECORRELATION_M.check("shadowing_decorrelation_m", shadowing_decorrelation_m)
+    class Params(ParamsModel):
+        exponent: Annotated[float, PATHLOSS_EXPONENT, Doc(
+            "Path-loss exponent ``n``, > 0 (2 = free space, 2.7-3.5 urban, 4 dense urban).")] = 3.0
+        reference_distance_m: Annotated[float, CLIENT_DISTANCE_M, Doc(
+            "Reference distance ``d0`` in metres, > 0.")] = 1.0
+        reference_loss_db: Annotated[Annotated[float, Field(allow_inf_nan=False)] | None, Doc(
+            "Loss at ``d0`` in dB; null takes the free-space loss at ``d0`` and ``carrier_frequency_hz``.")] = None
+        carrier_frequency_hz: Annotated[float, CARRIER_FREQUENCY_HZ, Doc(
+            "Carrier in Hz, > 0; used only when ``reference_loss_db`` is null.")] = 2.0e9
+        shadowing_sigma_db: Annotated[float, SHADOWING_SIGMA_DB, Doc(
+            "The model's shadowing standard deviation in dB, >= 0 (used by ``sigma_db: model``).")] = 0.0
+        shadowing_decorrelation_m: Annotated[float, DECORRELATION_M, Doc(
+            "The model's shadowing decorrelation distance in metres, > 0.")] = 50.0
+
+    params: Params
+
+    def __post_init__(self) -> None:
+        p = self.params
+        self.reference_loss_db = (
+            float(FreeSpace(p.carrier_frequency_hz).loss_db(p.reference_distance_m)) if p.reference_loss_db is None
+            else p.reference_loss_db)
 
     @property
     def valid_distance_m(self) -> tuple:
         """``(reference_distance_m, inf)`` in metres."""
-        return (self.reference_distance_m, float("inf"))
+        return (self.params.reference_distance_m, float("inf"))
 
     def __repr__(self) -> str:
-        return (
-            f"LogDistance(exponent={self.exponent!r}, reference_distance_m={self.reference_distance_m!r}, "
-            f"reference_loss_db={self.reference_loss_db!r})"
-        )
+        p = self.params
+        return (f"LogDistance(exponent={p.exponent!r}, reference_distance_m={p.reference_distance_m!r}, "
+                f"reference_loss_db={self.reference_loss_db!r})")
 
     def loss_db(self, distance_m: Any) -> np.ndarray:
         """Loss at each distance.
@@ -237,12 +223,12 @@ class LogDistance:
             Path loss in dB, same shape as ``distance_m``.
         """
         d_m = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        return self.reference_loss_db + 10.0 * self.exponent * np.log10(d_m / self.reference_distance_m)
+        return self.reference_loss_db + 10.0 * self.params.exponent * np.log10(d_m / self.params.reference_distance_m)
 
     def shadowing_sigma_db(self, los: Any = None) -> np.ndarray:
         """``shadowing_sigma_db`` for every client."""
-        return _per_client(self.sigma_db, los)
+        return _per_client(self.params.shadowing_sigma_db, los)
 
     def shadowing_decorrelation_m(self, los: Any = None) -> np.ndarray:
         """``shadowing_decorrelation_m`` for every client."""
-        return _per_client(self.decorrelation_m, los)
+        return _per_client(self.params.shadowing_decorrelation_m, los)

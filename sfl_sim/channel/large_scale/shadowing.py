@@ -30,7 +30,8 @@ import scipy.spatial.distance
 from sfl_sim.channel.limits import DECORRELATION_M, SHADOWING_SIGMA_DB
 from sfl_sim.channel.protocols import Shadowing, ShadowingSite
 from sfl_sim.kit.checks import check_count
-from sfl_sim.kit.ranges import Range
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["SHADOWING", "NoShadowing", "LogNormalShadowing", "CorrelatedShadowing"]
@@ -40,15 +41,6 @@ MODEL: Literal["model"] = "model"
 SigmaDb = Annotated[float, SHADOWING_SIGMA_DB] | Literal["model"]
 #: A decorrelation distance: metres, or "model" (the path-loss model's own value).
 DecorrelationM = Annotated[float, DECORRELATION_M] | Literal["model"]
-
-
-def _value_or_model(name: str, value: Any, limit: Range) -> Any:
-    """``"model"`` stays a marker; anything else must be a number inside ``limit``."""
-    if isinstance(value, str):
-        if value != MODEL:
-            raise ValueError(f"{name} must be a number or 'model' (the path-loss model's value), got {value!r}")
-        return MODEL
-    return limit.check(name, value)
 
 
 def _resolve(name: str, value: Any, model_value: np.ndarray | None, n: int) -> np.ndarray:
@@ -66,11 +58,8 @@ SHADOWING = Registry("shadowing", protocol=Shadowing)
 
 
 @SHADOWING.register("none")
-class NoShadowing:
+class NoShadowing(Component):
     """No shadowing: every client gets 0 dB."""
-
-    def __repr__(self) -> str:
-        return "NoShadowing()"
 
     def sample_db(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
         """Return zeros.
@@ -101,18 +90,12 @@ class NoShadowing:
 
 
 @SHADOWING.register("lognormal")
-class LogNormalShadowing:
+class LogNormalShadowing(Component):
     """Log-normal shadowing: zero-mean Gaussian in dB with standard deviation ``sigma_db``.
 
     Independent between clients.  Each client keeps a unit normal ``z`` for the whole run; its
     shadowing is ``sigma z`` (with ``sigma_db: model``, ``sigma`` follows the client's LOS state,
     so a LOS change after a move rescales it).
-
-    Parameters
-    ----------
-    sigma_db : float or "model", default 8.0
-        Standard deviation in dB, >= 0 (8 dB is the TR 36.814 macro value), or ``"model"`` for
-        the path-loss model's sigma per client (only inside a Cell, through ``sample_site_db``).
 
     Raises
     ------
@@ -120,11 +103,12 @@ class LogNormalShadowing:
         If ``sigma_db`` is negative, non-finite, or a string other than ``"model"``.
     """
 
-    def __init__(self, sigma_db: SigmaDb = 8.0) -> None:
-        self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
+    class Params(ParamsModel):
+        sigma_db: Annotated[SigmaDb, Doc(
+            "Standard deviation in dB, >= 0 (8 dB is the TR 36.814 macro value), or ``\"model\"`` for the path-loss "
+            "model's sigma per client (only inside a Cell, through ``sample_site_db``).")] = 8.0
 
-    def __repr__(self) -> str:
-        return f"LogNormalShadowing(sigma_db={self.sigma_db!r})"
+    params: Params
 
     def sample_db(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
         """Draw one shadowing value per client.
@@ -142,12 +126,12 @@ class LogNormalShadowing:
             Shadowing in dB (positive = extra loss).
         """
         n = check_count("n_clients", n_clients)
-        if self.sigma_db == MODEL:
+        if self.params.sigma_db == MODEL:
             raise ValueError(
                 "sigma_db='model' takes the path-loss model's sigma, which sample_db(n_clients, rng) "
                 "does not know; use sample_site_db(site, rng) (what Cell does) or give a number"
             )
-        return rng.normal(0.0, self.sigma_db, n)
+        return rng.normal(0.0, self.params.sigma_db, n)
 
     def sample_site_db(self, site: ShadowingSite, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """One draw per client of ``site``.
@@ -167,7 +151,7 @@ class LogNormalShadowing:
             The unit normals ``z``.
         """
         n = site.n_clients
-        sigma = _resolve("sigma_db", self.sigma_db, site.model_sigma_db, n)
+        sigma = _resolve("sigma_db", self.params.sigma_db, site.model_sigma_db, n)
         z = rng.standard_normal(n)
         return sigma * z, z
 
@@ -175,12 +159,12 @@ class LogNormalShadowing:
         self, state: np.ndarray, old_site: ShadowingSite, new_site: ShadowingSite, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         """Keep each client's ``z``; rescale by the (possibly new) sigma.  ``rng`` is not consumed."""
-        sigma = _resolve("sigma_db", self.sigma_db, new_site.model_sigma_db, new_site.n_clients)
+        sigma = _resolve("sigma_db", self.params.sigma_db, new_site.model_sigma_db, new_site.n_clients)
         return sigma * state, state
 
 
 @SHADOWING.register("correlated")
-class CorrelatedShadowing:
+class CorrelatedShadowing(Component):
     """Spatially correlated log-normal shadowing (exponential correlation, Gudmundson model).
 
     Two independent zero-mean, unit-variance Gaussian fields over the plane — one for clients in
@@ -196,15 +180,6 @@ class CorrelatedShadowing:
       client that did not move keeps its value exactly; clients stay jointly correlated by their
       separations.  Conditioning is on the last positions only (a Markov approximation).
 
-    Parameters
-    ----------
-    sigma_db : float or "model", default "model"
-        Standard deviation in dB, >= 0, or the path-loss model's sigma per client / LOS state.
-    decorrelation_m : float or "model", default "model"
-        Decorrelation distance ``d_corr`` in metres, > 0, or the path-loss model's (TR 38.901
-        Table 7.5-6: UMa 37 m LOS / 50 m NLOS, UMi 10 m / 13 m).  With ``"model"`` the LOS and
-        NLOS fields take the model's LOS and NLOS values.
-
     Notes
     -----
     Cost is O(n^3) in the number of clients per draw (n = 1000 takes well under a second).
@@ -216,22 +191,25 @@ class CorrelatedShadowing:
         For a negative or non-finite number, or a string other than ``"model"``.
     """
 
-    def __init__(self, sigma_db: SigmaDb = MODEL, decorrelation_m: DecorrelationM = MODEL) -> None:
-        self.sigma_db = _value_or_model("sigma_db", sigma_db, SHADOWING_SIGMA_DB)
-        self.decorrelation_m = _value_or_model("decorrelation_m", decorrelation_m, DECORRELATION_M)
+    class Params(ParamsModel):
+        sigma_db: Annotated[SigmaDb, Doc(
+            "Standard deviation in dB, >= 0, or the path-loss model's sigma per client / LOS state.")] = MODEL
+        decorrelation_m: Annotated[DecorrelationM, Doc(
+            "Decorrelation distance ``d_corr`` in metres, > 0, or the path-loss model's (TR 38.901 Table 7.5-6: UMa "
+            "37 m LOS / 50 m NLOS, UMi 10 m / 13 m).  With ``\"model\"`` the LOS and NLOS fields take the model's LOS "
+            "and NLOS values.")] = MODEL
 
-    def __repr__(self) -> str:
-        return f"CorrelatedShadowing(sigma_db={self.sigma_db!r}, decorrelation_m={self.decorrelation_m!r})"
+    params: Params
 
     def sample_db(self, n_clients: int, rng: np.random.Generator) -> np.ndarray:
         """Independent draws (no positions known); needs a numeric ``sigma_db``."""
         n = check_count("n_clients", n_clients)
-        if self.sigma_db == MODEL:
+        if self.params.sigma_db == MODEL:
             raise ValueError(
                 "sigma_db='model' takes the path-loss model's sigma, which sample_db(n_clients, rng) "
                 "does not know; use sample_site_db(site, rng) (what Cell does) or give a number"
             )
-        return rng.normal(0.0, self.sigma_db, n)
+        return rng.normal(0.0, self.params.sigma_db, n)
 
     # ------------------------------------------------------------------ site methods
     def sample_site_db(self, site: ShadowingSite, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
@@ -314,8 +292,8 @@ class CorrelatedShadowing:
     # ------------------------------------------------------------------ helpers
     def _field_decorrelation_m(self, site: ShadowingSite) -> tuple[float, float]:
         """(LOS-field, NLOS-field) decorrelation distances in metres."""
-        if self.decorrelation_m != MODEL:
-            return float(self.decorrelation_m), float(self.decorrelation_m)
+        if self.params.decorrelation_m != MODEL:
+            return float(self.params.decorrelation_m), float(self.params.decorrelation_m)
         model = site.model_decorrelation_m
         if model is None:
             raise ValueError(
@@ -333,7 +311,7 @@ class CorrelatedShadowing:
 
     def _values_db(self, state: dict, site: ShadowingSite) -> np.ndarray:
         n = site.n_clients
-        sigma = _resolve("sigma_db", self.sigma_db, site.model_sigma_db, n)
+        sigma = _resolve("sigma_db", self.params.sigma_db, site.model_sigma_db, n)
         los = site.los if site.los is not None else np.zeros(n, dtype=bool)
         return sigma * np.where(los, state["fields"][0], state["fields"][1])
 

@@ -50,6 +50,8 @@ import numpy as np
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS
 from sfl_sim.channel.large_scale.tables import TR38901_UMA, TR38901_UMI, Tr38901Scenario
 from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.ranges import Range
 
 __all__ = ["TR38901UMa", "TR38901UMi", "C_3GPP_M_PER_S", "ENVIRONMENT_HEIGHT_M"]
@@ -64,14 +66,33 @@ TR38901_CARRIER_FREQUENCY_HZ = Range(0.5e9, 100e9, "the TR 38.901 range", "Hz")
 ANTENNA_HEIGHT_M = Range(ENVIRONMENT_HEIGHT_M, float("inf"), "> h_E = 1 m (the effective environment height)", "m",
                          low_open=True)
 
-_LOS_MODES = ("stochastic", "los", "nlos")
+class _TR38901Base(Component):
+    """Shared machinery of the 38.901 models; subclasses name their scenario's constants.
 
-
-class _TR38901Base:
-    """Shared machinery of the 38.901 models; subclasses name their scenario's constants."""
+    Attributes
+    ----------
+    bs_height_m : float
+        The base-station height in use: the parameter, else the scenario's (Table 7.4.1-1).
+    breakpoint_m : float
+        The LOS breakpoint distance d'_BP, metres.
+    """
 
     #: The scenario's constants (:mod:`sfl_sim.channel.large_scale.tables`).
     constants: Tr38901Scenario
+
+    class Params(ParamsModel):
+        carrier_frequency_hz: Annotated[float, TR38901_CARRIER_FREQUENCY_HZ, Doc(
+            "Carrier in Hz, in [0.5e9, 100e9].")] = 3.5e9
+        bs_height_m: Annotated[Annotated[float, ANTENNA_HEIGHT_M] | None, Doc(
+            "Base-station antenna height in metres, > 1; null: the scenario's (TR 38.901 Table 7.4.1-1: UMa 25 m, "
+            "UMi 10 m).")] = None
+        ut_height_m: Annotated[float, ANTENNA_HEIGHT_M, Doc(
+            "Terminal height in metres, > 1 and at most the scenario's highest terminal (UMa 23 m, UMi 22.5 m).")] = \
+            1.5
+        los: Annotated[Literal["stochastic", "los", "nlos"], Doc("How each client's LOS state is set.")] = \
+            "stochastic"
+
+    params: Params
 
     @property
     def los_decorrelation_m(self) -> float:
@@ -83,56 +104,44 @@ class _TR38901Base:
         """2-D distances the path-loss formulas hold for (Table 7.4.1-1), metres."""
         return self.constants.valid_distance_m
 
-    def __init__(
-        self,
-        carrier_frequency_hz: Annotated[float, TR38901_CARRIER_FREQUENCY_HZ] = 3.5e9,
-        bs_height_m: Annotated[float, ANTENNA_HEIGHT_M] | None = None,
-        ut_height_m: Annotated[float, ANTENNA_HEIGHT_M] = 1.5,
-        los: Literal["stochastic", "los", "nlos"] = "stochastic",
-    ) -> None:
-        f = TR38901_CARRIER_FREQUENCY_HZ.check("carrier_frequency_hz", carrier_frequency_hz)
-        if bs_height_m is None:
-            bs_height_m = self.constants.default_bs_height_m
-        h_bs = ANTENNA_HEIGHT_M.check("bs_height_m", bs_height_m)
-        h_ut = ANTENNA_HEIGHT_M.check("ut_height_m", ut_height_m)
+    def __post_init__(self) -> None:
+        p = self.params
+        h_ut = p.ut_height_m
         if h_ut > self.constants.max_ut_height_m:
             raise ValueError(
                 f"ut_height_m must be > {ENVIRONMENT_HEIGHT_M:g} m and <= {self.constants.max_ut_height_m:g} m "
-                f"for {self.constants.name}, got {ut_height_m!r}"
+                f"for {self.constants.name}, got {h_ut!r}"
             )
-        if los not in _LOS_MODES:
-            raise ValueError(f"los must be one of {', '.join(_LOS_MODES)}, got {los!r}")
-        self.carrier_frequency_hz = f
+        h_bs = p.bs_height_m if p.bs_height_m is not None else self.constants.default_bs_height_m
         self.bs_height_m = h_bs
-        self.ut_height_m = h_ut
-        self.los = los
         self.breakpoint_m = (
-            4.0 * (h_bs - ENVIRONMENT_HEIGHT_M) * (h_ut - ENVIRONMENT_HEIGHT_M) * f / C_3GPP_M_PER_S
+            4.0 * (h_bs - ENVIRONMENT_HEIGHT_M) * (h_ut - ENVIRONMENT_HEIGHT_M) * p.carrier_frequency_hz
+            / C_3GPP_M_PER_S
         )
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(carrier_frequency_hz={self.carrier_frequency_hz!r}, "
-            f"bs_height_m={self.bs_height_m!r}, ut_height_m={self.ut_height_m!r}, los={self.los!r})"
+            f"{type(self).__name__}(carrier_frequency_hz={self.params.carrier_frequency_hz!r}, "
+            f"bs_height_m={self.bs_height_m!r}, ut_height_m={self.params.ut_height_m!r}, los={self.params.los!r})"
         )
 
     # ------------------------------------------------------------------ geometry
     def distance_3d_m(self, distance_m: Any) -> np.ndarray:
         """3-D distance ``sqrt(d_2D^2 + (h_BS - h_UT)^2)`` in metres, same shape as ``distance_m``."""
         d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        return np.hypot(d_2d, self.bs_height_m - self.ut_height_m)
+        return np.hypot(d_2d, self.bs_height_m - self.params.ut_height_m)
 
     # ------------------------------------------------------------------ path loss
     def loss_los_db(self, distance_m: Any) -> np.ndarray:
         """LOS path loss in dB at 2-D distance(s) ``distance_m`` (m, > 0); same shape."""
         d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        d_3d = np.hypot(d_2d, self.bs_height_m - self.ut_height_m)
-        fc_ghz = self.carrier_frequency_hz / 1e9
+        d_3d = np.hypot(d_2d, self.bs_height_m - self.params.ut_height_m)
+        fc_ghz = self.params.carrier_frequency_hz / 1e9
         a, b1, c1 = self.constants.los_db
         pl1 = a + b1 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
         pl2 = (
             a + 40.0 * np.log10(d_3d) + 20.0 * np.log10(fc_ghz)
-            - c1 * np.log10(self.breakpoint_m**2 + (self.bs_height_m - self.ut_height_m) ** 2)
+            - c1 * np.log10(self.breakpoint_m**2 + (self.bs_height_m - self.params.ut_height_m) ** 2)
         )
         return np.where(d_2d <= self.breakpoint_m, pl1, pl2)
 
@@ -164,12 +173,12 @@ class _TR38901Base:
             If a distance is <= 0, or ``los`` is omitted in ``"stochastic"`` mode.
         """
         if los is None:
-            if self.los == "stochastic":
+            if self.params.los == "stochastic":
                 raise ValueError(
                     f"los must be given (a bool array, True = LOS) when {type(self).__name__} has "
                     f"los='stochastic', got None; draw it with sample_los(distance_m, rng)"
                 )
-            los = self.los == "los"
+            los = self.params.los == "los"
         los_arr = np.asarray(los, dtype=bool)
         return np.where(los_arr, self.loss_los_db(distance_m), self.loss_nlos_db(distance_m))
 
@@ -189,9 +198,9 @@ class _TR38901Base:
             zeros in ``"nlos"``; same shape as ``distance_m``.
         """
         d_2d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        if self.los == "los":
+        if self.params.los == "los":
             return np.ones_like(d_2d)
-        if self.los == "nlos":
+        if self.params.los == "nlos":
             return np.zeros_like(d_2d)
         return self.los_probability_table(d_2d)
 
@@ -236,30 +245,19 @@ class _TR38901Base:
     # ------------------------------------------------------------------ helpers
     def _los_or_mode(self, los: Any) -> np.ndarray:
         if los is None:
-            return np.asarray(self.los == "los")
+            return np.asarray(self.params.los == "los")
         return np.asarray(los, dtype=bool)
 
     def _nlos_prime_db(self, d_3d: np.ndarray) -> np.ndarray:
         """``PL'_NLOS`` of Table 7.4.1-1 in dB at 3-D distance(s) ``d_3d``."""
         a, b, c, d = self.constants.nlos_db
-        fc_ghz = self.carrier_frequency_hz / 1e9
-        return a + b * np.log10(d_3d) + c * np.log10(fc_ghz) - d * (self.ut_height_m - 1.5)
+        fc_ghz = self.params.carrier_frequency_hz / 1e9
+        return a + b * np.log10(d_3d) + c * np.log10(fc_ghz) - d * (self.params.ut_height_m - 1.5)
 
 
 @PATHLOSS.register("tr38901_uma")
 class TR38901UMa(_TR38901Base):
     """TR 38.901 Urban Macro path loss, LOS and NLOS (see the module docstring for the equations).
-
-    Parameters
-    ----------
-    carrier_frequency_hz : float, default 3.5e9
-        Carrier in Hz, in [0.5e9, 100e9].
-    bs_height_m : float, default 25.0
-        Base-station antenna height in metres, > 1 (38.901 UMa: 25 m).
-    ut_height_m : float, default 1.5
-        Terminal height in metres, in (1, 23] (38.901: 1.5-22.5 m).
-    los : {"stochastic", "los", "nlos"}, default "stochastic"
-        How each client's LOS state is set.
 
     Notes
     -----
@@ -270,7 +268,7 @@ class TR38901UMa(_TR38901Base):
 
     def los_probability_table(self, distance_m: Any) -> np.ndarray:
         d = check_array("distance_m", distance_m, minimum=0.0, strict=True)
-        h = self.ut_height_m
+        h = self.params.ut_height_m
         c_prime = 0.0 if h <= 13.0 else ((h - 13.0) / 10.0) ** 1.5
         with np.errstate(over="ignore"):
             far = (18.0 / d + np.exp(-d / 63.0) * (1.0 - 18.0 / d)) * (
@@ -282,17 +280,6 @@ class TR38901UMa(_TR38901Base):
 @PATHLOSS.register("tr38901_umi")
 class TR38901UMi(_TR38901Base):
     """TR 38.901 Urban Micro - Street Canyon path loss, LOS and NLOS (equations in the module docstring).
-
-    Parameters
-    ----------
-    carrier_frequency_hz : float, default 3.5e9
-        Carrier in Hz, in [0.5e9, 100e9].
-    bs_height_m : float, default 10.0
-        Base-station antenna height in metres, > 1 (38.901 UMi: 10 m).
-    ut_height_m : float, default 1.5
-        Terminal height in metres, in (1, 22.5].
-    los : {"stochastic", "los", "nlos"}, default "stochastic"
-        How each client's LOS state is set.
 
     Notes
     -----

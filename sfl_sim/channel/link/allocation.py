@@ -24,6 +24,8 @@ import scipy.optimize
 
 from sfl_sim.channel.protocols import Allocator
 from sfl_sim.kit.checks import check_array, check_scalar
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.ranges import Range
 from sfl_sim.kit.registry import Registry
 
@@ -62,11 +64,8 @@ RELATIVE_TOLERANCE = Range(0.0, float("inf"), "> 0 (the bisection stops within i
 
 
 @ALLOCATORS.register("equal")
-class EqualAllocation:
+class EqualAllocation(Component):
     """Every active client gets ``total_bandwidth_hz / n``."""
-
-    def __repr__(self) -> str:
-        return "EqualAllocation()"
 
     def allocate_hz(
         self, total_bandwidth_hz: float, payload_bits: Any | None, gain_linear: Any
@@ -100,14 +99,11 @@ class EqualAllocation:
 
 
 @ALLOCATORS.register("proportional_payload")
-class ProportionalPayloadAllocation:
+class ProportionalPayloadAllocation(Component):
     """Share proportional to the payload: ``b_k = B p_k / sum(p)``.
 
     Without payloads (``payload_bits`` None) or when they are all 0, the band is split equally.
     """
-
-    def __repr__(self) -> str:
-        return "ProportionalPayloadAllocation()"
 
     def allocate_hz(self, total_bandwidth_hz: float, payload_bits: Any | None, gain_linear: Any) -> np.ndarray:
         """Split the band in proportion to the payloads.
@@ -137,7 +133,7 @@ class ProportionalPayloadAllocation:
 
 
 @ALLOCATORS.register("equal_finish_time")
-class EqualFinishTimeAllocation:
+class EqualFinishTimeAllocation(Component):
     """The split of the whole band under which every client finishes at the same time.
 
     Finds ``T`` and ``b_k`` with ``payload_k / rate_k(b_k) = T`` for every client with a payload
@@ -150,18 +146,13 @@ class EqualFinishTimeAllocation:
     taken equal, which equalises the clients' rates (max-min fair rates).  Clients with a zero
     payload get 0 Hz; clients that cannot send at any bandwidth (rate 0 on the whole band) get
     0 Hz and the others share the band.
-
-    Parameters
-    ----------
-    rtol : float, default 1e-9
-        Relative tolerance on the finish time and the bandwidths, > 0.
     """
 
-    def __init__(self, rtol: Annotated[float, RELATIVE_TOLERANCE] = 1e-9) -> None:
-        self.rtol = RELATIVE_TOLERANCE.check("rtol", rtol)
+    class Params(ParamsModel):
+        rtol: Annotated[float, RELATIVE_TOLERANCE, Doc(
+            "Relative tolerance on the finish time and the bandwidths, > 0.")] = 1e-9
 
-    def __repr__(self) -> str:
-        return f"EqualFinishTimeAllocation(rtol={self.rtol!r})"
+    params: Params
 
     def allocate_hz(
         self,
@@ -239,7 +230,7 @@ class EqualFinishTimeAllocation:
         elif f_lo <= 0.0:
             t_star = t_lo
         else:
-            t_star = scipy.optimize.brentq(excess_hz, t_lo, t_hi, rtol=self.rtol)
+            t_star = scipy.optimize.brentq(excess_hz, t_lo, t_hi, rtol=self.params.rtol)
         b = self._bandwidth_for(rate_live, p / t_star, total)
         # Hand out the rounding remainder in proportion, so the whole band is used exactly.
         shares[idx] = b * (total / b.sum())
@@ -255,6 +246,6 @@ class EqualFinishTimeAllocation:
             enough = rate_live(mid) >= target_bps
             hi = np.where(enough, mid, hi)
             lo = np.where(enough, lo, mid)
-            if np.all(hi - lo <= self.rtol * total * 1e-3):
+            if np.all(hi - lo <= self.params.rtol * total * 1e-3):
                 break
         return hi

@@ -15,6 +15,8 @@ import numpy as np
 from sfl_sim.channel.limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
 from sfl_sim.channel.protocols import Fading
 from sfl_sim.kit.checks import check_count
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["FADING", "NoFading", "RayleighFading", "RicianFading", "NakagamiFading"]
@@ -23,11 +25,8 @@ FADING = Registry("fading", protocol=Fading)
 
 
 @FADING.register("none")
-class NoFading:
+class NoFading(Component):
     """No small-scale fading: every gain is exactly 1."""
-
-    def __repr__(self) -> str:
-        return "NoFading()"
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Ones, shape (n,); ``rng`` is not consumed (switching fading off moves no other draw)."""
@@ -35,11 +34,8 @@ class NoFading:
 
 
 @FADING.register("rayleigh")
-class RayleighFading:
+class RayleighFading(Component):
     """Rayleigh fading: ``h`` circularly-symmetric complex Gaussian, so ``|h|^2 ~ Exp(1)``."""
-
-    def __repr__(self) -> str:
-        return "RayleighFading()"
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw n power gains.
@@ -60,16 +56,11 @@ class RayleighFading:
 
 
 @FADING.register("rician")
-class RicianFading:
+class RicianFading(Component):
     """Rician fading with K factor ``K`` (LOS-to-scattered power ratio), unit mean power.
 
     ``h = nu + s (X + jY)`` with ``X, Y ~ N(0, 1)``, ``nu^2 = K / (K + 1)`` and
     ``2 s^2 = 1 / (K + 1)``, so ``E|h|^2 = 1`` and ``|h|`` is Rice(``nu / s``, scale ``s``).
-
-    Parameters
-    ----------
-    k_factor_db : float, default 9.0
-        K in dB, in [-100, 100] (38.901 UMi LOS mean: 9 dB; very negative -> Rayleigh).
 
     Raises
     ------
@@ -77,12 +68,16 @@ class RicianFading:
         If ``k_factor_db`` is not a finite number.
     """
 
-    def __init__(self, k_factor_db: Annotated[float, RICIAN_K_FACTOR_DB] = 9.0) -> None:
-        self.k_factor_db = RICIAN_K_FACTOR_DB.check("k_factor_db", k_factor_db)
-        self.k_factor_linear = 10.0 ** (self.k_factor_db / 10.0)
+    class Params(ParamsModel):
+        k_factor_db: Annotated[float, RICIAN_K_FACTOR_DB, Doc(
+            "K in dB, in [-100, 100] (38.901 UMi LOS mean: 9 dB; very negative -> Rayleigh).")] = 9.0
 
-    def __repr__(self) -> str:
-        return f"RicianFading(k_factor_db={self.k_factor_db!r})"
+    params: Params
+
+    @property
+    def k_factor_linear(self) -> float:
+        """K as a power ratio."""
+        return 10.0 ** (self.params.k_factor_db / 10.0)
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw n power gains.
@@ -109,13 +104,8 @@ class RicianFading:
 
 
 @FADING.register("nakagami")
-class NakagamiFading:
+class NakagamiFading(Component):
     """Nakagami-m fading: ``|h|^2 ~ Gamma(shape m, scale 1/m)``, unit mean power.
-
-    Parameters
-    ----------
-    m : float, default 1.0
-        Shape, in [0.5, 1e6] (m = 1 is Rayleigh; larger m, milder fading).
 
     Raises
     ------
@@ -123,12 +113,13 @@ class NakagamiFading:
         If ``m`` is below 0.5 or non-finite.
     """
 
-    def __init__(self, m: Annotated[float, NAKAGAMI_M] = 1.0) -> None:
-        self.m = NAKAGAMI_M.check("m", m)
+    class Params(ParamsModel):
+        m: Annotated[float, NAKAGAMI_M, Doc("Shape, in [0.5, 1e6] (m = 1 is Rayleigh; larger m, milder fading).")] = \
+            1.0
 
-    def __repr__(self) -> str:
-        return f"NakagamiFading(m={self.m!r})"
+    params: Params
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw n power gains, Gamma(m, 1/m) (mean 1, variance 1/m); shape (n,)."""
-        return rng.gamma(self.m, 1.0 / self.m, check_count("n", n))
+        m = self.params.m
+        return rng.gamma(m, 1.0 / m, check_count("n", n))

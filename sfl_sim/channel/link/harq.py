@@ -58,7 +58,8 @@ from sfl_sim.channel.limits import HARQ_RTT_S, MAX_TRANSMISSIONS, SLOT_S
 from sfl_sim.channel.link.bler import code_blocks, cqi_curves, transport_block_error_rate
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
 from sfl_sim.channel.protocols import HarqModel, HarqSend
-from sfl_sim.kit.checks import check_bool, check_choice, check_int
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["HARQ", "Harq", "NoHarq", "HarqSend", "HARQ_MODES"]
@@ -71,7 +72,7 @@ _MIN_TB_BITS = 24.0
 
 
 @HARQ.register("none")
-class NoHarq:
+class NoHarq(Component):
     """No HARQ: each payload goes once at the link rate, and arrives (the default).
 
     A link abstraction without block errors (Shannon capacity): the outage policy alone decides
@@ -84,11 +85,11 @@ class NoHarq:
         The cell's rate model (not used).
     """
 
-    def __init__(self, rate: Any = None) -> None:
-        self.rate = rate
+    supplied_args = ("rate",)
 
-    def __repr__(self) -> str:
-        return "NoHarq()"
+    def __init__(self, rate: Any = None, **params: Any) -> None:
+        super().__init__(**params)
+        self.rate = rate
 
     def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
              rng: np.random.Generator | None = None) -> HarqSend:
@@ -103,24 +104,13 @@ class NoHarq:
 
 
 @HARQ.register("harq")
-class Harq:
+class Harq(Component):
     """Uplink HARQ over an ``mcs_table`` rate: transport blocks fail with their BLER and are resent.
 
     Parameters
     ----------
     rate : channel.McsTableRate
         The cell's rate model: it picks the CQI at each SINR (and so the BLER curve).
-    mode : {"expected", "sampled"}, default "expected"
-        ``expected``: deterministic expected transmissions; ``sampled``: draws from the ``harq`` stream.
-    max_transmissions : int, default 4
-        Copies per transport block in all, in [1, 64] (1: no retransmission).
-    harq_rtt_s : float, default 8e-3
-        HARQ round-trip time, s, in [0, 1].
-    chase_combining : bool, default False
-        Whether the receiver combines the copies of a block (their SINRs add, linear).
-    slot_s : float, default 1e-3
-        Slot duration, s, in [1/32 ms, 10 ms]: a transport block is what the allocation carries in
-        one slot.
 
     Raises
     ------
@@ -128,32 +118,42 @@ class Harq:
         For a parameter out of range or a rate model without CQIs.
     """
 
-    def __init__(self, rate: Any, mode: Literal["expected", "sampled"] = "expected",
-                 max_transmissions: Annotated[int, MAX_TRANSMISSIONS] = 4,
-                 harq_rtt_s: Annotated[float, HARQ_RTT_S] = 8e-3, chase_combining: bool = False,
-                 slot_s: Annotated[float, SLOT_S] = 1e-3) -> None:
+    supplied_args = ("rate",)
+
+    class Params(ParamsModel):
+        mode: Annotated[Literal["expected", "sampled"], Doc(
+            "``expected``: deterministic expected transmissions; ``sampled``: draws from the ``harq`` stream.")] = \
+            "expected"
+        max_transmissions: Annotated[int, MAX_TRANSMISSIONS, Doc(
+            "Copies per transport block in all, in [1, 64] (1: no retransmission).")] = 4
+        harq_rtt_s: Annotated[float, HARQ_RTT_S, Doc("HARQ round-trip time, s, in [0, 1].")] = 8e-3
+        chase_combining: Annotated[bool, Doc(
+            "Whether the receiver combines the copies of a block (their SINRs add, linear).")] = False
+        slot_s: Annotated[float, SLOT_S, Doc(
+            "Slot duration, s, in [1/32 ms, 10 ms]: a transport block is what the allocation carries in one slot.")] = \
+            1e-3
+
+    params: Params
+
+    def __init__(self, rate: Any, **params: Any) -> None:
         if not (hasattr(rate, "cqi") and getattr(rate, "table", None) in CQI_TABLES):
             raise ValueError(f"rate: HARQ needs an MCS rate model (cell.rate: mcs_table), whose CQIs have BLER "
                              f"curves; got {rate!r}")
+        super().__init__(**params)
         self.rate = rate
-        self.mode = check_choice("mode", mode, HARQ_MODES)
-        self.max_transmissions = check_int("max_transmissions", max_transmissions, int(MAX_TRANSMISSIONS.low),
-                                           int(MAX_TRANSMISSIONS.high))
-        self.harq_rtt_s = HARQ_RTT_S.check("harq_rtt_s", harq_rtt_s)
-        self.chase_combining = check_bool("chase_combining", chase_combining)
-        self.slot_s = SLOT_S.check("slot_s", slot_s)
         rows = CQI_TABLES[rate.table]
         self._curves = cqi_curves(rate.table)
         self._code_rate = [r[2] / 1024.0 for r in rows]
 
     def __repr__(self) -> str:
-        return (f"Harq(mode={self.mode!r}, max_transmissions={self.max_transmissions!r}, "
-                f"harq_rtt_s={self.harq_rtt_s!r}, chase_combining={self.chase_combining!r}, slot_s={self.slot_s!r})")
+        p = self.params
+        return (f"Harq(mode={p.mode!r}, max_transmissions={p.max_transmissions!r}, "
+                f"harq_rtt_s={p.harq_rtt_s!r}, chase_combining={p.chase_combining!r}, slot_s={p.slot_s!r})")
 
     def blocks(self, payload_bits: float, rate_bps: float) -> int:
         """Transport blocks of a payload: ``ceil(B / max(r slot_s, 24))`` (>= 1; 24 bits is NR's
         smallest transport block, TS 38.214 Table 5.1.3.2-1)."""
-        return max(1, math.ceil(payload_bits / max(rate_bps * self.slot_s, _MIN_TB_BITS)))
+        return max(1, math.ceil(payload_bits / max(rate_bps * self.params.slot_s, _MIN_TB_BITS)))
 
     def failure_chain(self, payload_bits: float, rate_bps: float, sinr_db: float) -> np.ndarray:
         """``q_0 .. q_M``: probability that the first ``m`` copies of a block all fail.
@@ -171,12 +171,12 @@ class Harq:
             Non-increasing, ``q_0 = 1``; all ones where the SINR is below CQI 1.
         """
         cqi = int(self.rate.cqi(10.0 ** (sinr_db / 10.0)))
-        m = np.arange(1, self.max_transmissions + 1)
+        m = np.arange(1, self.params.max_transmissions + 1)
         if cqi < 1:
-            return np.ones(self.max_transmissions + 1)
+            return np.ones(self.params.max_transmissions + 1)
         n = self.blocks(payload_bits, rate_bps)
         cb_bits, n_cb = code_blocks(payload_bits / n, self._code_rate[cqi - 1])
-        sinr = 10.0 ** (sinr_db / 10.0) * (m if self.chase_combining else np.ones_like(m))
+        sinr = 10.0 ** (sinr_db / 10.0) * (m if self.params.chase_combining else np.ones_like(m))
         with np.errstate(divide="ignore"):
             sinr_m_db = 10.0 * np.log10(sinr)
         p = transport_block_error_rate(self._curves[cqi - 1].bler(sinr_m_db, cb_bits), n_cb)
@@ -202,8 +202,8 @@ class Harq:
         mean = np.full(rates.shape, np.nan)
         for i, (r, s) in enumerate(zip(rates.tolist(), sinrs.tolist(), strict=True)):
             if r > 0:
-                q = self.failure_chain(max(r * self.slot_s, _MIN_TB_BITS), r, s)
-                first[i], mean[i] = q[1], q[:self.max_transmissions].sum()
+                q = self.failure_chain(max(r * self.params.slot_s, _MIN_TB_BITS), r, s)
+                first[i], mean[i] = q[1], q[:self.params.max_transmissions].sum()
         return first, mean
 
     def send(self, payload_bits: float, rate_bps: float, sinr_db: float,
@@ -228,12 +228,12 @@ class Harq:
         n = self.blocks(payload_bits, rate_bps)
         q = self.failure_chain(payload_bits, rate_bps, sinr_db)
         copy_s = payload_bits / (n * rate_bps)
-        big_m = self.max_transmissions
-        if self.mode == "expected":
+        big_m = self.params.max_transmissions
+        if self.params.mode == "expected":
             mean_n = float(q[:big_m].sum())
             mean_max = float((1.0 - (1.0 - q[:big_m]) ** n).sum())
             lost = 1.0 - (1.0 - q[big_m]) ** n >= 0.5
-            return HarqSend(n * mean_n * copy_s + (mean_max - 1.0) * self.harq_rtt_s, n * (mean_n - 1.0),
+            return HarqSend(n * mean_n * copy_s + (mean_max - 1.0) * self.params.harq_rtt_s, n * (mean_n - 1.0),
                             not lost, n)
         if rng is None:
             raise ValueError("rng: HARQ mode sampled draws from the harq stream; pass a numpy Generator")
@@ -242,5 +242,5 @@ class Harq:
         copies = 1 + np.searchsorted(-q[1:big_m], -u, side="left")
         failed = bool(np.any(u < q[big_m]))
         total = int(copies.sum())
-        return HarqSend(total * copy_s + (int(copies.max()) - 1) * self.harq_rtt_s, float(total - n),
+        return HarqSend(total * copy_s + (int(copies.max()) - 1) * self.params.harq_rtt_s, float(total - n),
                         not failed, n)

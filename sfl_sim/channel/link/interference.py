@@ -25,6 +25,8 @@ import numpy as np
 from sfl_sim.channel.large_scale.geometry import distances_m
 from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB
 from sfl_sim.channel.protocols import Interference, LosAwarePathLoss, UplinkScene
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["INTERFERENCE", "NoInterference", "NoiseRise", "FirstTierInterference", "first_tier_sites_m"]
@@ -33,11 +35,8 @@ INTERFERENCE = Registry("interference", protocol=Interference)
 
 
 @INTERFERENCE.register("none")
-class NoInterference:
+class NoInterference(Component):
     """No interference: the noise rise is 1 and the SINR is the SNR."""
-
-    def __repr__(self) -> str:
-        return "NoInterference()"
 
     def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> None:
         """Nothing to place."""
@@ -49,17 +48,11 @@ class NoInterference:
 
 
 @INTERFERENCE.register("noise_rise")
-class NoiseRise:
+class NoiseRise(Component):
     """A fixed interference over thermal: ``I = N0 F (10^(IoT/10) - 1)`` on the uplink.
 
     The usual abstraction of other-cell interference in uplink link budgets (3GPP TR 36.942
     clause 4.5 and TR 38.901-based budgets quote an IoT target or "noise rise" of a few dB).
-
-    Parameters
-    ----------
-    noise_rise_db : float
-        Interference over thermal in dB, in [0, 60] (0: no interference); no default: a value
-        says what is assumed of the neighbours.
 
     Raises
     ------
@@ -67,12 +60,15 @@ class NoiseRise:
         For a value out of range.
     """
 
-    def __init__(self, noise_rise_db: Annotated[float, NOISE_RISE_DB]) -> None:
-        self.noise_rise_db = NOISE_RISE_DB.check("noise_rise_db", noise_rise_db)
-        self._rise = 10.0 ** (self.noise_rise_db / 10.0)
+    class Params(ParamsModel):
+        noise_rise_db: Annotated[float, NOISE_RISE_DB, Doc(
+            "Interference over thermal in dB, in [0, 60] (0: no interference); no default: a value says what is "
+            "assumed of the neighbours.")]
 
-    def __repr__(self) -> str:
-        return f"NoiseRise(noise_rise_db={self.noise_rise_db!r})"
+    params: Params
+
+    def __post_init__(self) -> None:
+        self._rise = 10.0 ** (self.params.noise_rise_db / 10.0)
 
     def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> None:
         """Nothing to place."""
@@ -97,7 +93,7 @@ def first_tier_sites_m(inter_site_distance_m: float) -> np.ndarray:
 
 
 @INTERFERENCE.register("first_tier")
-class FirstTierInterference:
+class FirstTierInterference(Component):
     """Uplink interference from the six first-tier cells of a hexagonal layout (reuse 1).
 
     Geometry: the neighbouring base stations sit at :func:`first_tier_sites_m` (``ISD`` =
@@ -117,39 +113,25 @@ class FirstTierInterference:
     a given sub-band, the expected PSD there is ``sum_j p_j g_j / B``.  The noise rise is
     ``1 + I / (N0 F)``.
 
-    Parameters
-    ----------
-    activity : float
-        Probability that a neighbouring client transmits in a round, in [0, 1] (0: no
-        interference).  With fixed power every active client adds its full power, so this sets
-        the neighbours' load: ``clients.participation`` (0.1 in the shipped scenario: 10 of 100
-        clients) loads each neighbour like the cell, whose cohort is what transmits at once; 1
-        would have all of a neighbour's clients on the air.  No default, for that reason.
-    inter_site_distance_m : float or None, default None
-        Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when
-        the cell deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this
-        cell); None: ``sqrt(3) R``.
-
     Raises
     ------
     ValueError
         For a parameter out of range (an inter-site distance below ``sqrt(3) R``: at deployment).
     """
 
-    def __init__(
-        self,
-        activity: Annotated[float, ACTIVITY],
-        inter_site_distance_m: Annotated[float, INTER_SITE_DISTANCE_M] | None = None,
-    ) -> None:
-        self.activity = ACTIVITY.check("activity", activity)
-        self.inter_site_distance_m = (
-            None if inter_site_distance_m is None
-            else INTER_SITE_DISTANCE_M.check("inter_site_distance_m", inter_site_distance_m)
-        )
+    class Params(ParamsModel):
+        activity: Annotated[float, ACTIVITY, Doc(
+            "Probability that a neighbouring client transmits in a round, in [0, 1] (0: no interference).  With "
+            "fixed power every active client adds its full power, so this sets the neighbours' load: "
+            "``clients.participation`` (0.1 in the shipped scenario: 10 of 100 clients) loads each neighbour like "
+            "the cell, whose cohort is what transmits at once; 1 would have all of a neighbour's clients on the "
+            "air.  No default, for that reason.")]
+        inter_site_distance_m: Annotated[Annotated[float, INTER_SITE_DISTANCE_M] | None, Doc(
+            "Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when the cell "
+            "deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this cell); null: "
+            "``sqrt(3) R``.")] = None
 
-    def __repr__(self) -> str:
-        return (f"FirstTierInterference(activity={self.activity!r}, "
-                f"inter_site_distance_m={self.inter_site_distance_m!r})")
+    params: Params
 
     def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Drop each neighbour's clients and draw their losses to both base stations.
@@ -164,7 +146,7 @@ class FirstTierInterference:
         """
         n = scene.n_clients
         hexagon_isd_m = math.sqrt(3.0) * scene.radius_m  # hexagons of circumradius R tile at sqrt(3) R
-        isd = self.inter_site_distance_m if self.inter_site_distance_m is not None else hexagon_isd_m
+        isd = self.params.inter_site_distance_m if self.params.inter_site_distance_m is not None else hexagon_isd_m
         if isd < hexagon_isd_m * (1.0 - 1e-9):  # closer, the neighbours' hexagons overlap this cell
             raise ValueError(f"inter_site_distance_m: got {isd:g} m; allowed: at least sqrt(3) R = "
                              f"{hexagon_isd_m:g} m for the cell radius R = {scene.radius_m:g} m (hexagonal cells of "
@@ -207,5 +189,5 @@ class FirstTierInterference:
 
     def noise_rise_linear(self, scene: UplinkScene, layout: dict[str, np.ndarray], rng: np.random.Generator) -> float:
         """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``."""
-        active = rng.random(layout["cell"].shape) < self.activity
+        active = rng.random(layout["cell"].shape) < self.params.activity
         return 1.0 + self.interference_psd_w_per_hz(scene, layout, active) / scene.noise_floor_w_per_hz

@@ -31,6 +31,8 @@ from sfl_sim.channel.limits import (
 from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
 from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, model_validator
 
 __all__ = ["ShannonGapRate", "AttenuatedShannonRate", "McsTableRate", "gap_from_ber", "TR36942_DEFAULTS"]
 
@@ -48,14 +50,21 @@ def gap_from_ber(ber_target: float) -> float:
     return -math.log(5.0 * ber_target) / 1.5
 
 
-class _SinrRate:
+class _SinrRate(Component):
     """The SINR of the link, as :class:`~sfl_sim.channel.link.rate.ShannonRate` computes it, plus
-    ``rate = b x SE(SINR)`` with a zero rate on a zero share."""
+    ``rate = b x SE(SINR)`` with a zero rate on a zero share.  Subclasses' ``Params`` have a
+    ``noise_figure_db``."""
 
-    def __init__(self, noise_figure_db: float) -> None:
-        self._snr = ShannonRate(noise_figure_db=noise_figure_db)
-        self.noise_figure_db = self._snr.noise_figure_db
-        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
+    params: Any
+
+    def __post_init__(self) -> None:
+        self._snr = ShannonRate(noise_figure_db=self.params.noise_figure_db)
+        self._noise_factor = 10.0 ** (self.params.noise_figure_db / 10.0)
+
+    @property
+    def noise_figure_db(self) -> float:
+        """The receiver noise figure, dB."""
+        return self.params.noise_figure_db
 
     def snr_linear(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
         """Received SINR (linear), as :meth:`sfl_sim.channel.link.rate.ShannonRate.snr_linear`."""
@@ -94,15 +103,10 @@ class ShannonGapRate(_SinrRate):
     Technol. 60(2), 2011, the LTE AMC model of ns-3, ``LteAmc``), or given directly in dB.
     At BER 5e-5 (ns-3's default) ``Gamma = 5.529`` (7.43 dB).
 
-    Parameters
+    Attributes
     ----------
-    gap_db : float or None, default None
-        The gap ``Gamma`` in dB, in [0, 30].  Give this or ``ber_target``, not both.
-    ber_target : float or None, default None
-        Bit-error-rate target, in (0, 0.0446] (above it ``Gamma < 1`` and the model would beat
-        capacity; the formula's gap is negative from 0.2).  Neither given: 5e-5 (ns-3's default).
-    noise_figure_db : float, default 0.0
-        Receiver noise figure in dB, >= 0 (as for ``shannon``).
+    gap_linear : float
+        The gap ``Gamma`` in use (linear).
 
     Raises
     ------
@@ -110,30 +114,35 @@ class ShannonGapRate(_SinrRate):
         For a parameter out of range, or both ``gap_db`` and ``ber_target`` given.
     """
 
-    def __init__(
-        self,
-        gap_db: Annotated[float, SNR_GAP_DB] | None = None,
-        ber_target: Annotated[float, BER_TARGET] | None = None,
-        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
-    ) -> None:
-        if gap_db is not None and ber_target is not None:
-            raise ValueError(
-                f"gap_db and ber_target are two ways to set the same gap: give one, got gap_db={gap_db!r} "
-                f"and ber_target={ber_target!r}"
-            )
-        super().__init__(noise_figure_db)
-        if gap_db is not None:
-            self.gap_db: float | None = SNR_GAP_DB.check("gap_db", gap_db)
-            self.ber_target: float | None = None
-            self.gap_linear = 10.0 ** (self.gap_db / 10.0)
-        else:
-            self.gap_db = None
-            self.ber_target = BER_TARGET.check("ber_target", DEFAULT_BER_TARGET if ber_target is None else ber_target)
-            self.gap_linear = gap_from_ber(self.ber_target)
+    class Params(ParamsModel):
+        gap_db: Annotated[Annotated[float, SNR_GAP_DB] | None, Doc(
+            "The gap ``Gamma`` in dB, in [0, 30].  Give this or ``ber_target``, not both.")] = None
+        ber_target: Annotated[Annotated[float, BER_TARGET] | None, Doc(
+            "Bit-error-rate target, in (0, 0.0446] (above it ``Gamma < 1`` and the model would beat capacity; the "
+            "formula's gap is negative from 0.2).  Neither given: 5e-5 (ns-3's default).")] = None
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc(
+            "Receiver noise figure in dB, >= 0 (as for ``shannon``).")] = 0.0
+
+        @model_validator(mode="after")
+        def _one_way(self) -> ShannonGapRate.Params:
+            if self.gap_db is not None and self.ber_target is not None:
+                raise ValueError(f"gap_db and ber_target are two ways to set the same gap: give one, got "
+                                 f"gap_db={self.gap_db!r} and ber_target={self.ber_target!r}")
+            return self
+
+    params: Params
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        p = self.params
+        self.gap_linear = (10.0 ** (p.gap_db / 10.0) if p.gap_db is not None
+                           else gap_from_ber(DEFAULT_BER_TARGET if p.ber_target is None else p.ber_target))
 
     def __repr__(self) -> str:
-        setting = f"gap_db={self.gap_db!r}" if self.gap_db is not None else f"ber_target={self.ber_target!r}"
-        return f"ShannonGapRate({setting}, noise_figure_db={self.noise_figure_db!r})"
+        p = self.params
+        ber = DEFAULT_BER_TARGET if p.ber_target is None else p.ber_target
+        setting = f"gap_db={p.gap_db!r}" if p.gap_db is not None else f"ber_target={ber!r}"
+        return f"ShannonGapRate({setting}, noise_figure_db={p.noise_figure_db!r})"
 
     def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
         """``log2(1 + SINR / Gamma)`` for linear SINR(s) >= 0; same shape."""
@@ -159,19 +168,10 @@ class AttenuatedShannonRate(_SinrRate):
         SINR_MIN    -10 dB    -10 dB    QPSK, 1/8 rate (DL); QPSK 1/5 rate (UL)
         Thr_MAX     4.4       2.0       bps/Hz; 64QAM 4/5 (DL); 16QAM 3/4 (UL)
 
-    Parameters
+    Attributes
     ----------
-    link : {"uplink", "downlink"}, default "uplink"
-        Which column of the table gives the defaults (the cell's uplink is where the clients
-        send; use ``downlink`` for a server-side rate).
-    alpha : float or None, default None
-        Attenuation in (0, 1]; None: the link's default.
-    sinr_min_db : float or None, default None
-        The floor in dB, in [-50, 50]; None: the link's default.
-    max_spectral_efficiency_bps_per_hz : float or None, default None
-        ``Thr_max`` in bit/s/Hz, in (0, 100]; None: the link's default.
-    noise_figure_db : float, default 0.0
-        Receiver noise figure in dB, >= 0.
+    alpha, sinr_min_db, max_spectral_efficiency_bps_per_hz : float
+        The values in use: the parameter, else the link's default.
 
     Raises
     ------
@@ -179,29 +179,33 @@ class AttenuatedShannonRate(_SinrRate):
         For a parameter out of range.
     """
 
-    def __init__(
-        self,
-        link: Literal["uplink", "downlink"] = "uplink",
-        alpha: Annotated[float, SHANNON_ATTENUATION] | None = None,
-        sinr_min_db: Annotated[float, SINR_MIN_DB] | None = None,
-        max_spectral_efficiency_bps_per_hz: Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None = None,
-        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
-    ) -> None:
-        if link not in TR36942_DEFAULTS:
-            raise ValueError(f"link must be one of uplink, downlink, got {link!r}")
-        super().__init__(noise_figure_db)
-        d_alpha, d_min, d_max = TR36942_DEFAULTS[link]
-        self.link = link
-        self.alpha = SHANNON_ATTENUATION.check("alpha", d_alpha if alpha is None else alpha)
-        self.sinr_min_db = SINR_MIN_DB.check("sinr_min_db", d_min if sinr_min_db is None else sinr_min_db)
-        self.max_spectral_efficiency_bps_per_hz = SPECTRAL_EFFICIENCY_BPS_PER_HZ.check(
-            "max_spectral_efficiency_bps_per_hz",
-            d_max if max_spectral_efficiency_bps_per_hz is None else max_spectral_efficiency_bps_per_hz,
-        )
+    class Params(ParamsModel):
+        link: Annotated[Literal["uplink", "downlink"], Doc(
+            "Which column of the table gives the defaults (the cell's uplink is where the clients send; use "
+            "``downlink`` for a server-side rate).")] = "uplink"
+        alpha: Annotated[Annotated[float, SHANNON_ATTENUATION] | None, Doc(
+            "Attenuation in (0, 1]; null: the link's default.")] = None
+        sinr_min_db: Annotated[Annotated[float, SINR_MIN_DB] | None, Doc(
+            "The floor in dB, in [-50, 50]; null: the link's default.")] = None
+        max_spectral_efficiency_bps_per_hz: Annotated[Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None, Doc(
+            "``Thr_max`` in bit/s/Hz, in (0, 100]; null: the link's default.")] = None
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc("Receiver noise figure in dB, >= 0.")] = 0.0
+
+    params: Params
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        p = self.params
+        d_alpha, d_min, d_max = TR36942_DEFAULTS[p.link]
+        self.alpha = d_alpha if p.alpha is None else p.alpha
+        self.sinr_min_db = d_min if p.sinr_min_db is None else p.sinr_min_db
+        self.max_spectral_efficiency_bps_per_hz = (
+            d_max if p.max_spectral_efficiency_bps_per_hz is None else p.max_spectral_efficiency_bps_per_hz)
         self._sinr_min_linear = 10.0 ** (self.sinr_min_db / 10.0)
 
     def __repr__(self) -> str:
-        return (f"AttenuatedShannonRate(link={self.link!r}, alpha={self.alpha!r}, sinr_min_db={self.sinr_min_db!r}, "
+        return (f"AttenuatedShannonRate(link={self.params.link!r}, alpha={self.alpha!r}, "
+                f"sinr_min_db={self.sinr_min_db!r}, "
                 f"max_spectral_efficiency_bps_per_hz={self.max_spectral_efficiency_bps_per_hz!r}, "
                 f"noise_figure_db={self.noise_figure_db!r})")
 
@@ -232,68 +236,57 @@ class McsTableRate(_SinrRate):
     Below CQI 1 the link is out of range and the rate is 0 (the cell's outage policy makes that an
     outage).
 
-    Parameters
-    ----------
-    table : {"cqi_table1", "cqi_table2", "cqi_table3"}, default "cqi_table1"
-        TS 38.214 Table 5.2.2.1-2 (up to 64QAM), 5.2.2.1-3 (up to 256QAM) or 5.2.2.1-4 (low SE).
-    mapping : {"gap", "bler"}, default "gap"
-        How the SINR picks the CQI (see above).
-    ber_target : float, default 5e-5
-        Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).
-    bler_target : float, default 0.1
-        Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).
-    code_block_bits : float, default 2000
-        Code-block size of the bler mapping, bits, in [24, 8448].
-    overhead_fraction : float, default 0.0
-        Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306
-        clause 4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.
-    noise_figure_db : float, default 0.0
-        Receiver noise figure in dB, >= 0.
-
     Raises
     ------
     ValueError
         For a parameter out of range or an unknown table or mapping.
     """
 
-    def __init__(
-        self,
-        table: Literal["cqi_table1", "cqi_table2", "cqi_table3"] = "cqi_table1",
-        mapping: Literal["gap", "bler"] = "gap",
-        ber_target: Annotated[float, BER_TARGET] = DEFAULT_BER_TARGET,
-        bler_target: Annotated[float, BLER_TARGET] = 0.1,
-        code_block_bits: Annotated[float, CODE_BLOCK_BITS] = float(TABLE_CODE_BLOCK_BITS_MAX),
-        overhead_fraction: Annotated[float, OVERHEAD_FRACTION] = 0.0,
-        noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
-    ) -> None:
-        if table not in CQI_TABLES:
-            raise ValueError(f"table must be one of {', '.join(CQI_TABLES)}, got {table!r}")
-        if mapping not in ("gap", "bler"):
-            raise ValueError(f"mapping must be one of gap, bler, got {mapping!r}")
-        super().__init__(noise_figure_db)
-        self.table, self.mapping = table, mapping
-        self.ber_target = BER_TARGET.check("ber_target", ber_target)
-        self.bler_target = BLER_TARGET.check("bler_target", bler_target)
-        self.code_block_bits = CODE_BLOCK_BITS.check("code_block_bits", code_block_bits)
-        self.overhead_fraction = OVERHEAD_FRACTION.check("overhead_fraction", overhead_fraction)
-        self.gap_linear = gap_from_ber(self.ber_target)
-        rows = CQI_TABLES[table]
+    class Params(ParamsModel):
+        table: Annotated[Literal["cqi_table1", "cqi_table2", "cqi_table3"], Doc(
+            "TS 38.214 Table 5.2.2.1-2 (up to 64QAM), 5.2.2.1-3 (up to 256QAM) or 5.2.2.1-4 (low SE).")] = \
+            "cqi_table1"
+        mapping: Annotated[Literal["gap", "bler"], Doc("How the SINR picks the CQI (see above).")] = "gap"
+        ber_target: Annotated[float, BER_TARGET, Doc(
+            "Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).")] = DEFAULT_BER_TARGET
+        bler_target: Annotated[float, BLER_TARGET, Doc(
+            "Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).")] = 0.1
+        code_block_bits: Annotated[float, CODE_BLOCK_BITS, Doc(
+            "Code-block size of the bler mapping, bits, in [24, 8448].")] = float(TABLE_CODE_BLOCK_BITS_MAX)
+        overhead_fraction: Annotated[float, OVERHEAD_FRACTION, Doc(
+            "Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306 clause "
+            "4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.")] = 0.0
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc("Receiver noise figure in dB, >= 0.")] = 0.0
+
+    params: Params
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.gap_linear = gap_from_ber(self.params.ber_target)
+        rows = CQI_TABLES[self.params.table]
         self.efficiency_bps_per_hz = np.array([r[3] for r in rows])  # ascending with the CQI index
         self.cqi_index = np.array([r[0] for r in rows])
 
+    @property
+    def table(self) -> str:
+        """The CQI table in use (what HARQ reads the same curves from)."""
+        return self.params.table
+
     def __repr__(self) -> str:
-        target = f"ber_target={self.ber_target!r}" if self.mapping == "gap" else \
-            f"bler_target={self.bler_target!r}, code_block_bits={self.code_block_bits!r}"
-        return (f"McsTableRate(table={self.table!r}, mapping={self.mapping!r}, {target}, "
-                f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={self.noise_figure_db!r})")
+        p = self.params
+        target = f"ber_target={p.ber_target!r}" if p.mapping == "gap" else \
+            f"bler_target={p.bler_target!r}, code_block_bits={p.code_block_bits!r}"
+        return (f"McsTableRate(table={p.table!r}, mapping={p.mapping!r}, {target}, "
+                f"overhead_fraction={p.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r})")
 
     def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
         """1 + the index of the row the mapping picks at each SINR (0: below CQI 1)."""
         sinr = np.asarray(sinr_linear, dtype=float)
-        if self.mapping == "bler":
+        if self.params.mapping == "bler":
             with np.errstate(divide="ignore"):
                 sinr_db = 10.0 * np.log10(sinr)
-            ok = np.stack([c.bler(sinr_db, self.code_block_bits) <= self.bler_target for c in cqi_curves(self.table)])
+            p = self.params
+            ok = np.stack([c.bler(sinr_db, p.code_block_bits) <= p.bler_target for c in cqi_curves(p.table)])
             # the highest row meeting the target (rows are in increasing efficiency)
             return np.where(ok.any(axis=0), len(ok) - np.argmax(ok[::-1], axis=0), 0)
         se = np.log2(1.0 + sinr / self.gap_linear)
@@ -308,4 +301,4 @@ class McsTableRate(_SinrRate):
         """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1)."""
         k = self._rows_allowed(sinr_linear)
         eff = np.where(k > 0, self.efficiency_bps_per_hz[np.maximum(k - 1, 0)], 0.0)
-        return eff * (1.0 - self.overhead_fraction)
+        return eff * (1.0 - self.params.overhead_fraction)

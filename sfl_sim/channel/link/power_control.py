@@ -13,7 +13,6 @@ estimates from the downlink reference signals; small-scale fading is not compens
 """
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -21,6 +20,8 @@ import numpy as np
 from sfl_sim.channel.limits import CLIENT_MAX_POWER_DBM, NOMINAL_RX_POWER_DBM, SUBCARRIER_SPACING_HZ
 from sfl_sim.channel.protocols import PowerControl
 from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, field_validator
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["POWER_CONTROL", "FixedPower", "OpenLoopPowerControl", "PATHLOSS_COMPENSATION_FACTORS",
@@ -59,11 +60,8 @@ def resource_blocks(bandwidth_hz: Any, subcarrier_spacing_hz: float) -> np.ndarr
 
 
 @POWER_CONTROL.register("fixed")
-class FixedPower:
+class FixedPower(Component):
     """Every client sends at its configured power (``cell.client_tx_power_w``), whatever its share."""
-
-    def __repr__(self) -> str:
-        return "FixedPower()"
 
     def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
         """The configured power, broadcast to the shape of the arguments.
@@ -84,7 +82,7 @@ class FixedPower:
 
 
 @POWER_CONTROL.register("open_loop")
-class OpenLoopPowerControl:
+class OpenLoopPowerControl(Component):
     """Open-loop fractional uplink power control of 3GPP TS 38.213 clause 7.1.1 (PUSCH).
 
     ``P = min(P_max, P0 + 10 log10(M_RB) + alpha PL)`` in dBm, with ``M_RB`` the resource blocks
@@ -99,54 +97,40 @@ class OpenLoopPowerControl:
     neighbouring cells).  A client given no band (0 Hz) sends nothing.  The configured
     ``cell.client_tx_power_w`` is not used: ``P_max`` is the cap.
 
-    Parameters
-    ----------
-    p0_dbm : float, default -90.0
-        Target received power per RB ``P0`` in dBm, in [-202, 24] (TS 38.331
-        ``p0-NominalWithGrant`` spans -202..24 dBm).
-    alpha : float, default 1.0
-        Path-loss compensation factor, one of 0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1
-        (TS 38.213 clause 7.1.1 / TS 38.331 ``Alpha``).
-    p_max_dbm : float, default 23.0
-        Maximum transmit power ``P_CMAX`` in dBm, in [-40, 40] (23 dBm: power class 3, TS 38.101-1).
-    subcarrier_spacing_hz : float, default 30000.0
-        Subcarrier spacing in Hz, one of 15, 30, 60, 120, 240 kHz (TS 38.211 Table 4.2-1).
-
     Raises
     ------
     ValueError
         For a parameter out of its range or set.
     """
 
-    def __init__(
-        self,
-        p0_dbm: Annotated[float, NOMINAL_RX_POWER_DBM] = -90.0,
-        # Float literals are not PEP 586 types, but pydantic reads them: the scenario schema gets
-        # the enum and a wrong value is refused with the allowed set before any work.
-        alpha: Literal[0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] = 1.0,  # type: ignore[valid-type]
-        p_max_dbm: Annotated[float, CLIENT_MAX_POWER_DBM] = 23.0,
-        subcarrier_spacing_hz: Annotated[float, SUBCARRIER_SPACING_HZ] = 30000.0,
-    ) -> None:
-        self.p0_dbm = NOMINAL_RX_POWER_DBM.check("p0_dbm", p0_dbm)
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
-                not any(math.isclose(float(alpha), a, abs_tol=1e-12) for a in PATHLOSS_COMPENSATION_FACTORS):
-            raise ValueError(
-                f"alpha: got {alpha!r}; allowed: one of {', '.join(f'{a:g}' for a in PATHLOSS_COMPENSATION_FACTORS)} "
-                f"(TS 38.213 clause 7.1.1 path-loss compensation factors)"
-            )
-        self.alpha = float(alpha)
-        self.p_max_dbm = CLIENT_MAX_POWER_DBM.check("p_max_dbm", p_max_dbm)
-        scs = SUBCARRIER_SPACING_HZ.check("subcarrier_spacing_hz", subcarrier_spacing_hz)
-        if scs not in _NR_SUBCARRIER_SPACINGS_HZ:
-            raise ValueError(
-                f"subcarrier_spacing_hz: got {subcarrier_spacing_hz!r}; allowed: one of "
-                f"{', '.join(f'{s:g}' for s in _NR_SUBCARRIER_SPACINGS_HZ)} (TS 38.211 Table 4.2-1)"
-            )
-        self.subcarrier_spacing_hz = scs
+    class Params(ParamsModel):
+        p0_dbm: Annotated[float, NOMINAL_RX_POWER_DBM, Doc(
+            "Target received power per RB ``P0`` in dBm, in [-202, 24] (TS 38.331 ``p0-NominalWithGrant`` spans "
+            "-202..24 dBm).")] = -90.0
+        # Float literals are not PEP 586 types, but pydantic reads them: the scenario schema gets the
+        # enum and a wrong value is refused with the allowed set before any work.
+        alpha: Annotated[Literal[0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], Doc(  # type: ignore[valid-type]
+            "Path-loss compensation factor, one of 0, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1 (TS 38.213 clause 7.1.1 / "
+            "TS 38.331 ``Alpha``).")] = 1.0
+        p_max_dbm: Annotated[float, CLIENT_MAX_POWER_DBM, Doc(
+            "Maximum transmit power ``P_CMAX`` in dBm, in [-40, 40] (23 dBm: power class 3, TS 38.101-1).")] = 23.0
+        subcarrier_spacing_hz: Annotated[float, SUBCARRIER_SPACING_HZ, Doc(
+            "Subcarrier spacing in Hz, one of 15, 30, 60, 120, 240 kHz (TS 38.211 Table 4.2-1).")] = 30000.0
+
+        @field_validator("subcarrier_spacing_hz")
+        @classmethod
+        def _numerology(cls, value: float) -> float:
+            if value not in _NR_SUBCARRIER_SPACINGS_HZ:
+                raise ValueError(f"one of {', '.join(f'{s:g}' for s in _NR_SUBCARRIER_SPACINGS_HZ)} "
+                                 f"(TS 38.211 Table 4.2-1)")
+            return value
+
+    params: Params
 
     def __repr__(self) -> str:
-        return (f"OpenLoopPowerControl(p0_dbm={self.p0_dbm!r}, alpha={self.alpha!r}, p_max_dbm={self.p_max_dbm!r}, "
-                f"subcarrier_spacing_hz={self.subcarrier_spacing_hz!r})")
+        p = self.params
+        return (f"OpenLoopPowerControl(p0_dbm={p.p0_dbm!r}, alpha={float(p.alpha)!r}, p_max_dbm={p.p_max_dbm!r}, "
+                f"subcarrier_spacing_hz={p.subcarrier_spacing_hz!r})")
 
     def tx_power_dbm(self, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
         """``min(P_max, P0 + 10 log10(M_RB) + alpha PL)`` in dBm (``-inf`` on a 0 Hz share).
@@ -163,11 +147,11 @@ class OpenLoopPowerControl:
         numpy.ndarray
             Transmit power in dBm, broadcast shape.
         """
-        rbs = resource_blocks(bandwidth_hz, self.subcarrier_spacing_hz)
+        rbs = resource_blocks(bandwidth_hz, self.params.subcarrier_spacing_hz)
         pl = check_array("coupling_loss_db", coupling_loss_db)
         with np.errstate(divide="ignore"):
-            wanted = self.p0_dbm + 10.0 * np.log10(rbs) + self.alpha * pl
-        return np.minimum(self.p_max_dbm, wanted)
+            wanted = self.params.p0_dbm + 10.0 * np.log10(rbs) + float(self.params.alpha) * pl
+        return np.minimum(self.params.p_max_dbm, wanted)
 
     def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
         """Transmit power in W (0 on a 0 Hz share); ``nominal_tx_power_w`` only sets the shape.

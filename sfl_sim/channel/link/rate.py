@@ -14,6 +14,8 @@ from sfl_sim.channel.limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_
 from sfl_sim.channel.protocols import Rate
 from sfl_sim.channel.units import linear_to_db
 from sfl_sim.kit.checks import check_array
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["RATES", "ShannonRate"]
@@ -33,19 +35,10 @@ def _check_link(
 
 
 @RATES.register("shannon")
-class ShannonRate:
+class ShannonRate(Component):
     """Shannon capacity of an AWGN link: ``b log2(1 + p g / (b N0 F))``, optionally capped.
 
     All arguments of its methods broadcast against each other (numpy rules).
-
-    Parameters
-    ----------
-    noise_figure_db : float, default 0.0
-        Receiver noise figure ``F`` in dB, >= 0; multiplies the noise PSD by ``10^(F/10)``.
-    max_spectral_efficiency_bps_per_hz : float or None, default None
-        Cap on the rate per Hz, > 0 (the highest modulation and coding scheme; e.g. 7.4063 for
-        256-QAM at code rate 948/1024 in 5G NR); None = no cap.  The rate becomes
-        ``min(b log2(1 + snr), b * cap)``.
 
     Raises
     ------
@@ -53,27 +46,29 @@ class ShannonRate:
         For a parameter out of range.
     """
 
-    def __init__(
-        self, noise_figure_db: Annotated[float, NOISE_FIGURE_DB] = 0.0,
-        max_spectral_efficiency_bps_per_hz: Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None = None
-    ) -> None:
-        self.noise_figure_db = NOISE_FIGURE_DB.check("noise_figure_db", noise_figure_db)
-        self.max_spectral_efficiency_bps_per_hz = (
-            None
-            if max_spectral_efficiency_bps_per_hz is None
-            else SPECTRAL_EFFICIENCY_BPS_PER_HZ.check(
-                "max_spectral_efficiency_bps_per_hz", max_spectral_efficiency_bps_per_hz
-            )
-        )
-        self._noise_factor = 10.0 ** (self.noise_figure_db / 10.0)
+    class Params(ParamsModel):
+        noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc(
+            "Receiver noise figure ``F`` in dB, >= 0; multiplies the noise PSD by ``10^(F/10)``.")] = 0.0
+        max_spectral_efficiency_bps_per_hz: Annotated[Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None, Doc(
+            "Cap on the rate per Hz, > 0 (the highest modulation and coding scheme; e.g. 7.4063 for 256-QAM at code "
+            "rate 948/1024 in 5G NR); null = no cap.  The rate becomes ``min(b log2(1 + snr), b * cap)``.")] = None
+
+    params: Params
+
+    def __post_init__(self) -> None:
+        self._noise_factor = 10.0 ** (self.params.noise_figure_db / 10.0)
+
+    @property
+    def noise_figure_db(self) -> float:
+        """The receiver noise figure, dB (the :class:`~sfl_sim.channel.protocols.NoiseFigureRate` the budget reads)."""
+        return self.params.noise_figure_db
 
     def __repr__(self) -> str:
-        if self.noise_figure_db == 0.0 and self.max_spectral_efficiency_bps_per_hz is None:
+        p = self.params
+        if p.noise_figure_db == 0.0 and p.max_spectral_efficiency_bps_per_hz is None:
             return "ShannonRate()"
-        return (
-            f"ShannonRate(noise_figure_db={self.noise_figure_db!r}, "
-            f"max_spectral_efficiency_bps_per_hz={self.max_spectral_efficiency_bps_per_hz!r})"
-        )
+        return (f"ShannonRate(noise_figure_db={p.noise_figure_db!r}, "
+                f"max_spectral_efficiency_bps_per_hz={p.max_spectral_efficiency_bps_per_hz!r})")
 
     def snr_linear(
         self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any
@@ -135,6 +130,7 @@ class ShannonRate:
         # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
         safe_b = np.where(positive, b, 1.0)
         rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0 * self._noise_factor))
-        if self.max_spectral_efficiency_bps_per_hz is not None:
-            rate = np.minimum(rate, safe_b * self.max_spectral_efficiency_bps_per_hz)
+        cap = self.params.max_spectral_efficiency_bps_per_hz
+        if cap is not None:
+            rate = np.minimum(rate, safe_b * cap)
         return np.where(positive, rate, 0.0)

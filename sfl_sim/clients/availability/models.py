@@ -4,7 +4,7 @@ from __future__ import annotations
 import bisect
 import math
 import typing
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -13,7 +13,8 @@ from sfl_sim.clients.availability.base import AVAILABILITY
 from sfl_sim.clients.availability.files import shown
 from sfl_sim.clients.availability.readers import DeviceTrace, TraceEndedError, TraceError, read_trace
 from sfl_sim.kit.checks import check_int
-from sfl_sim.kit.params import ParamsModel, Positive
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel, Positive
 
 __all__ = ["AlwaysAvailable", "TraceAvailability", "MarkovAvailability", "DAY_S"]
 
@@ -28,7 +29,7 @@ def _check_prepare(n_clients: int, rng: np.random.Generator) -> int:
     return n
 
 
-class _Prepared:
+class _Prepared(Component):
     _n: int | None = None
 
     def _clients(self, clients: typing.Any) -> np.ndarray:
@@ -57,49 +58,39 @@ class AlwaysAvailable(_Prepared):
         self._clients([client])
         return math.inf
 
-    def __repr__(self) -> str:
-        return "AlwaysAvailable()"
 
 
 @AVAILABILITY.register("trace")
 class TraceAvailability(_Prepared):
     """Replays an availability trace file (CSV intervals, FLASH JSON or FedScale pickle).
-
-    Parameters
-    ----------
-    path : str
-        The trace file.
-    format : {'csv', 'flash', 'fedscale'}
-        Its format (see :mod:`sfl_sim.clients.availability.readers`).
-    mapping : {'seeded', 'order'}
-        How simulated clients get trace devices: ``seeded`` draws them from the prepare ``rng``
-        (distinct devices when the trace has at least as many as there are clients, else with
-        repeats); ``order`` gives client ``i`` the trace's ``i``-th device (the file's order;
-        FedScale's by client id) and needs at least as many devices as clients.
-    on_end : {'wrap', 'stop'}
-        A run longer than a device's trace: ``wrap`` repeats the trace over its span;
-        ``stop`` raises :class:`TraceEndedError` (one line) when a time past the end is asked.
     """
 
     class Params(ParamsModel):
-        path: str
-        format: Literal["csv", "flash", "fedscale"] = "csv"
-        mapping: Literal["seeded", "order"] = "seeded"
-        on_end: Literal["wrap", "stop"] = "wrap"
+        path: Annotated[str, Doc("The trace file.")]
+        format: Annotated[Literal["csv", "flash", "fedscale"], Doc(
+            "Its format (see :mod:`sfl_sim.clients.availability.readers`).")] = "csv"
+        mapping: Annotated[Literal["seeded", "order"], Doc(
+            "How simulated clients get trace devices: ``seeded`` draws them from the prepare ``rng`` (distinct "
+            "devices when the trace has at least as many as there are clients, else with repeats); ``order`` gives "
+            "client ``i`` the trace's ``i``-th device (the file's order; FedScale's by client id) and needs at "
+            "least as many devices as clients.")] = "seeded"
+        on_end: Annotated[Literal["wrap", "stop"], Doc(
+            "A run longer than a device's trace: ``wrap`` repeats the trace over its span; ``stop`` raises "
+            "TraceEndedError (one line) when a time past the end is asked.")] = "wrap"
 
-    def __init__(self, path: str, format: str = "csv", mapping: str = "seeded", on_end: str = "wrap") -> None:
-        params = TraceAvailability.Params.check(path=path, format=format, mapping=mapping, on_end=on_end)
-        self.path, self.format, self.mapping, self.on_end = params.path, params.format, params.mapping, params.on_end
-        self.devices: list[DeviceTrace] = read_trace(self.path, self.format)
+    params: Params
+
+    def __post_init__(self) -> None:
+        self.devices: list[DeviceTrace] = read_trace(self.params.path, self.params.format)
         self.device_of: np.ndarray | None = None
 
     def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
         """Map the ``n_clients`` clients to trace devices (see ``mapping``)."""
         n = _check_prepare(n_clients, rng)
         count = len(self.devices)
-        if self.mapping == "order":
+        if self.params.mapping == "order":
             if n > count:
-                raise TraceError(f"{self.path}: mapping 'order' got {n} clients for {count} trace devices; "
+                raise TraceError(f"{self.params.path}: mapping 'order' got {n} clients for {count} trace devices; "
                                  f"allowed: at most {count} clients, or mapping 'seeded'")
             self.device_of = np.arange(n, dtype=np.int64)
         else:
@@ -115,10 +106,11 @@ class TraceAvailability(_Prepared):
         """``t_s`` in the device's trace span (wrapped), or the error for ``stop``."""
         span = device.end_s - device.origin_s
         if t_s < device.end_s:
-            if t_s >= device.origin_s or self.on_end == "stop":
+            if t_s >= device.origin_s or self.params.on_end == "stop":
                 return t_s  # before its first message a stopped trace knows no interval: offline
-        elif self.on_end == "stop":
-            raise TraceEndedError(f"{self.path}: time {t_s:g} s is past the end of device {shown(device.device)}'s "
+        elif self.params.on_end == "stop":
+            raise TraceEndedError(f"{self.params.path}: time {t_s:g} s is past the end of device "
+                                  f"{shown(device.device)}'s "
                                   f"trace ({device.end_s:g} s) and on_end is 'stop'; allowed: a shorter run, "
                                   f"or on_end 'wrap'")
         return device.origin_s + (t_s - device.origin_s) % span
@@ -151,19 +143,16 @@ class TraceAvailability(_Prepared):
                 at = shift + b
                 if at <= t_s:
                     continue
-                if self.on_end == "stop" and at >= device.end_s:
+                if self.params.on_end == "stop" and at >= device.end_s:
                     return device.end_s
                 # the state at shift + b, from b itself (no float modulo): the span's end is its origin
                 local = b if b < device.end_s else device.origin_s
                 if self._inside(device, local) != state:
                     return float(at)
-            if self.on_end == "stop":
+            if self.params.on_end == "stop":
                 return device.end_s
         return math.inf
 
-    def __repr__(self) -> str:
-        return (f"TraceAvailability(path={self.path!r}, format={self.format!r}, mapping={self.mapping!r}, "
-                f"on_end={self.on_end!r})")
 
 
 @AVAILABILITY.register("markov")
@@ -176,43 +165,31 @@ class MarkovAvailability(_Prepared):
     ``mean_on_s / (mean_on_s + mean_off_s)``.  A client starts online with that probability.
     Each client draws from its own generator seeded from the prepare ``rng``, so a client's
     path does not depend on the order in which clients are asked about.
-
-    Parameters
-    ----------
-    mean_on_s, mean_off_s : float
-        Mean online and offline durations without modulation, seconds (> 0).
-    diurnal_amplitude : float
-        Relative swing of the come-online rate over the day, in [0, 1).
-    peak_hour : float
-        Hour of the day (simulated time 0 is midnight) at which clients come online fastest.
     """
 
     class Params(ParamsModel):
-        mean_on_s: Positive
-        mean_off_s: Positive
-        diurnal_amplitude: typing.Annotated[float, Field(ge=0, lt=1)] = 0.0
-        peak_hour: typing.Annotated[float, Field(ge=0, lt=24)] = 20.0
+        mean_on_s: Annotated[Positive, Doc("Mean online duration without modulation, seconds (> 0).")]
+        mean_off_s: Annotated[Positive, Doc("Mean offline duration without modulation, seconds (> 0).")]
+        diurnal_amplitude: Annotated[float, Field(ge=0, lt=1), Doc(
+            "Relative swing of the come-online rate over the day, in [0, 1).")] = 0.0
+        peak_hour: Annotated[float, Field(ge=0, lt=24), Doc(
+            "Hour of the day (simulated time 0 is midnight) at which clients come online fastest.")] = 20.0
 
-    def __init__(self, mean_on_s: float, mean_off_s: float, diurnal_amplitude: float = 0.0,
-                 peak_hour: float = 20.0) -> None:
-        p = MarkovAvailability.Params.check(mean_on_s=mean_on_s, mean_off_s=mean_off_s,
-                                            diurnal_amplitude=diurnal_amplitude, peak_hour=peak_hour)
-        self.mean_on_s, self.mean_off_s = p.mean_on_s, p.mean_off_s
-        self.diurnal_amplitude, self.peak_hour = p.diurnal_amplitude, p.peak_hour
+    params: Params
 
     def prepare(self, n_clients: int, rng: np.random.Generator) -> None:
         """Seed one generator per client from ``rng`` and draw each client's initial state."""
         n = _check_prepare(n_clients, rng)
         seeds = rng.integers(0, 2**63 - 1, size=n)
         self._rngs = [np.random.default_rng(int(s)) for s in seeds]
-        p_on = self.mean_on_s / (self.mean_on_s + self.mean_off_s)
+        p_on = self.params.mean_on_s / (self.params.mean_on_s + self.params.mean_off_s)
         self._start_online = [bool(r.random() < p_on) for r in self._rngs]
         self._changes: list[list[float]] = [[] for _ in range(n)]
         self._n = n
 
     def _on_rate(self, t_s: float) -> float:
-        phase = 2 * math.pi * (t_s - self.peak_hour * 3600.0) / DAY_S
-        return (1 + self.diurnal_amplitude * math.cos(phase)) / self.mean_off_s
+        phase = 2 * math.pi * (t_s - self.params.peak_hour * 3600.0) / DAY_S
+        return (1 + self.params.diurnal_amplitude * math.cos(phase)) / self.params.mean_off_s
 
     def _extend(self, c: int, t_s: float) -> None:
         """Draw client ``c``'s switching times until one lies after ``t_s``."""
@@ -221,9 +198,9 @@ class MarkovAvailability(_Prepared):
             now = changes[-1] if changes else 0.0
             online = self._start_online[c] != (len(changes) % 2 == 1)
             if online:
-                changes.append(now + rng.exponential(self.mean_on_s))
+                changes.append(now + rng.exponential(self.params.mean_on_s))
                 continue
-            top = (1 + self.diurnal_amplitude) / self.mean_off_s
+            top = (1 + self.params.diurnal_amplitude) / self.params.mean_off_s
             while True:  # thinning: candidates at the top rate, kept with probability rate/top
                 now += rng.exponential(1 / top)
                 if rng.random() * top <= self._on_rate(now):
@@ -247,6 +224,3 @@ class MarkovAvailability(_Prepared):
         changes = self._changes[c]
         return float(changes[bisect.bisect_right(changes, float(t_s))])
 
-    def __repr__(self) -> str:
-        return (f"MarkovAvailability(mean_on_s={self.mean_on_s!r}, mean_off_s={self.mean_off_s!r}, "
-                f"diurnal_amplitude={self.diurnal_amplitude!r}, peak_hour={self.peak_hour!r})")

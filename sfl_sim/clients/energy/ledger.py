@@ -34,11 +34,12 @@ Each client starts with its drawn capacity and every round's charge is taken fro
 * Selection: a client is selectable (:meth:`EnergyLedger.selectable`) while its charge left covers
   its *expected round cost*: what it spent in the last round it took part in, or, for a client
   that never took part, the mean cost per client of the latest round (0 before the first round).
-* During a round, before each upload (:meth:`EnergyLedger.upload_guard`, the engine's
-  ``upload_guard``): when the client's energy from the round's start to the end of that upload
-  exceeds its charge, it empties at the moment the two are equal (found by bisection on the
-  ledger's own sums); the upload resolves to ``Lost("battery")`` there, the client leaves the round
-  and the straggler accounting records it dropped with cause ``battery``.
+* During a round, before each upload (:meth:`EnergyLedger.upload_guard`; the engine is given the
+  ledger as its ``battery``, :class:`sfl_sim.engine.Battery`): when the client's energy from the
+  round's start to the end of that upload exceeds its charge, it empties at the moment the two are
+  equal (found by bisection on the ledger's own sums); the upload resolves to ``Lost("battery")``
+  there, the client leaves the round and the straggler accounting records it dropped with cause
+  ``battery``.
 * At the round's end, a client whose charge does not cover its round (it emptied after its last
   upload, or a retransmission the guard could not foresee took it over) is charged up to the
   moment it emptied; it keeps what it delivered.  Either way its charge is 0 from then on, it is
@@ -50,13 +51,20 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from sfl_sim.clients.energy.base import DeviceEnergy
 
-__all__ = ["ClientEnergy", "EnergyLedger", "busy_seconds"]
+__all__ = ["BUSY_KINDS", "BusyKind", "ClientEnergy", "EnergyLedger", "busy_seconds"]
+
+BusyKind = Literal["compute", "uplink", "downlink"]
+"""What keeps a client busy in an interval the engine notes (:class:`sfl_sim.engine.Busy`): each
+kind is charged through its own term of the device energy model (module docstring).  Defined here,
+by the reader of the notes, so that the engine (a layer above) uses the same names."""
+
+BUSY_KINDS: tuple[BusyKind, ...] = get_args(BusyKind)
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class _Upload:
     """An upload about to start (the fields of :class:`~sfl_sim.engine.Busy`, which the ledger
     reads by name only, so that it needs no engine import)."""
 
-    kind: str
+    kind: BusyKind
     start_s: float
     end_s: float
     flops: float
@@ -173,8 +181,9 @@ class EnergyLedger:
         return float(self.remaining_j[client])
 
     def upload_guard(self, ctx: Any, client: int, duration_s: float, tx_power_w: float) -> float | None:
-        """The engine's ``upload_guard`` (see "Batteries"): None when ``client``'s charge covers the
-        round up to the end of an upload of ``duration_s`` starting now, else when it empties."""
+        """What the battery allows (the engine's :class:`sfl_sim.engine.Battery`; see "Batteries"):
+        None when ``client``'s charge covers the round up to the end of an upload of ``duration_s``
+        starting now, else when it empties."""
         now = ctx.now_s
         if ctx.left_s.get(client, math.inf) <= now:  # its part of the round is over
             return now
@@ -228,7 +237,7 @@ class EnergyLedger:
                 downlink += model.receive_j(length)
                 last_transfer_end = max(last_transfer_end, hi)
             else:
-                raise ValueError(f"busy kind {b.kind!r} of client {client}; allowed: compute, uplink, downlink")
+                raise ValueError(f"busy kind {b.kind!r} of client {client}; allowed: {', '.join(BUSY_KINDS)}")
         idle_s = max(0.0, (end_s - start_s) - busy_seconds(spans))
         idle = model.idle_j(idle_s)
         if tail and last_transfer_end > -math.inf:

@@ -52,7 +52,8 @@ from pydantic import Field
 
 from sfl_sim.clients import limits
 from sfl_sim.clients.energy.base import ENERGY
-from sfl_sim.kit.params import ParamsModel
+from sfl_sim.kit.component import Component
+from sfl_sim.kit.params import Doc, ParamsModel
 
 __all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
            "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE"]
@@ -73,90 +74,76 @@ PA_EFFICIENCY = 0.35
 #: Our choice: fp32 FLOPs per cycle of a mobile CPU core (4-lane FMA).
 FLOPS_PER_CYCLE = 8.0
 
-PaEfficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-# Every other constant keeps a physical range (sfl_sim.clients.limits), so that no accepted value
+# Every other constant keeps a physical range of sfl_sim.clients.limits, so that no accepted value
 # turns a round's joules into inf (kappa 1e300) or a division by zero (1e-300 FLOPs per cycle).
-PowerW = Annotated[float, limits.range_field(limits.DEVICE_POWER_W)]
-TailS = Annotated[float, limits.range_field(limits.TAIL_S)]
-JPerFlop = Annotated[float, limits.range_field(limits.J_PER_FLOP)]
-Kappa = Annotated[float, limits.range_field(limits.KAPPA)]
-FlopsPerCycle = Annotated[float, limits.range_field(limits.FLOPS_PER_CYCLE)]
+PaEfficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
 class RadioParams(ParamsModel):
     """The radio constants every device energy model takes (see the module table)."""
 
-    pa_efficiency: PaEfficiency = PA_EFFICIENCY
-    circuit_power_w: PowerW = HUANG_2012["beta_w"]
-    rx_power_w: PowerW = HUANG_2012["beta_w"]
-    idle_power_w: PowerW = HUANG_2012["tail_power_w"]
-    rrc_tail: bool = False
-    tail_power_w: PowerW = HUANG_2012["tail_power_w"]
-    tail_s: TailS = HUANG_2012["tail_s"]
+    pa_efficiency: Annotated[PaEfficiency, Doc("Power-amplifier efficiency eta_PA, in (0, 1] (our choice).")] = \
+        PA_EFFICIENCY
+    circuit_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Circuit power while transmitting, W (Huang et al. 2012, beta).")] = HUANG_2012["beta_w"]
+    rx_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Power while receiving, W (Huang et al. 2012, beta).")] = HUANG_2012["beta_w"]
+    idle_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Power while waiting in the round, W (Huang et al. 2012, the RRC_CONNECTED tail power).")] = \
+        HUANG_2012["tail_power_w"]
+    rrc_tail: Annotated[bool, Doc("Charge the RRC tail after a client's last transfer.")] = False
+    tail_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Power in the RRC tail, W (Huang et al. 2012, Table 3).")] = HUANG_2012["tail_power_w"]
+    tail_s: Annotated[float, limits.TAIL_S, Doc(
+        "Length of the RRC tail, s (Huang et al. 2012, Table 3).")] = HUANG_2012["tail_s"]
 
 
-class _Radio:
-    """The radio part shared by the models (transmit, receive, idle, tail)."""
+class _Radio(Component):
+    """The radio part shared by the models (transmit, receive, idle, tail); reads the radio fields
+    (:class:`RadioParams`) of the model's parameters."""
 
-    radio: RadioParams
+    params: RadioParams
 
     def transmit_j(self, tx_power_w: float, seconds: float) -> float:
         """``(P_tx / eta_PA + P_circuit) * t_tx``."""
-        r = self.radio
+        r = self.params
         return (tx_power_w / r.pa_efficiency + r.circuit_power_w) * seconds
 
     def receive_j(self, seconds: float) -> float:
         """``P_rx * t_rx``."""
-        return self.radio.rx_power_w * seconds
+        return self.params.rx_power_w * seconds
 
     def idle_j(self, seconds: float) -> float:
         """``P_idle * t_wait``."""
-        return self.radio.idle_power_w * seconds
+        return self.params.idle_power_w * seconds
 
     def tail_j(self, seconds_after_round: float, idle_since_transfer_s: float) -> float:
         """``P_tail`` times the part of ``T_tail`` (from the last transfer's end) past the round's
         end, at most ``seconds_after_round``; 0 with ``rrc_tail`` off."""
-        r = self.radio
+        r = self.params
         if not r.rrc_tail:
             return 0.0
         return r.tail_power_w * max(0.0, min(r.tail_s - idle_since_transfer_s, seconds_after_round))
-
-    def _radio_text(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in self.radio.model_dump().items())
 
 
 @ENERGY.register("per_flop")
 class PerFlopEnergy(_Radio):
     """Compute energy proportional to the FLOPs: ``E = j_per_flop * FLOPs``; the shared radio model.
 
-    Parameters
-    ----------
-    j_per_flop : float
-        Joules per FLOP (>= 0); default Horowitz (ISSCC 2014) fp32 arithmetic.
-    pa_efficiency, circuit_power_w, rx_power_w, idle_power_w, rrc_tail, tail_power_w, tail_s
-        The radio (:class:`RadioParams`, module table).
     """
 
-    class Params(RadioParams):
-        j_per_flop: JPerFlop = HOROWITZ_2014_J_PER_FLOP
+    class _Compute(ParamsModel):
+        j_per_flop: Annotated[float, limits.J_PER_FLOP, Doc(
+            "Joules per FLOP; default Horowitz (ISSCC 2014) fp32 arithmetic.")] = HOROWITZ_2014_J_PER_FLOP
 
-    def __init__(self, j_per_flop: float = HOROWITZ_2014_J_PER_FLOP, pa_efficiency: float = PA_EFFICIENCY,
-                 circuit_power_w: float = HUANG_2012["beta_w"], rx_power_w: float = HUANG_2012["beta_w"],
-                 idle_power_w: float = HUANG_2012["tail_power_w"], rrc_tail: bool = False,
-                 tail_power_w: float = HUANG_2012["tail_power_w"], tail_s: float = HUANG_2012["tail_s"]) -> None:
-        p = PerFlopEnergy.Params.check(j_per_flop=j_per_flop, pa_efficiency=pa_efficiency,
-                                       circuit_power_w=circuit_power_w, rx_power_w=rx_power_w,
-                                       idle_power_w=idle_power_w, rrc_tail=rrc_tail, tail_power_w=tail_power_w,
-                                       tail_s=tail_s)
-        self.j_per_flop = p.j_per_flop
-        self.radio = RadioParams(**p.model_dump(exclude={"j_per_flop"}))
+    class Params(RadioParams, _Compute):  # the compute parameter first, then the radio's
+        """PerFlopEnergy's parameters (what a scenario sets beside ``name``)."""
+
+    params: Params
 
     def compute_j(self, flops: float, flops_per_s: float) -> float:
         """``j_per_flop * flops`` (the device's speed does not matter)."""
-        return self.j_per_flop * flops
-
-    def __repr__(self) -> str:
-        return f"PerFlopEnergy(j_per_flop={self.j_per_flop!r}, {self._radio_text()})"
+        return self.params.j_per_flop * flops
 
 
 @ENERGY.register("dvfs")
@@ -167,39 +154,25 @@ class DvfsEnergy(_Radio):
     client's FLOP/s budget, so a faster client pays more per FLOP (``E = kappa * FLOPs *
     flops_per_s^2 / flops_per_cycle^3``).
 
-    Parameters
-    ----------
-    kappa : float
-        Effective switched capacitance, J/cycle/Hz^2 (>= 0); default Yang et al. 2021, Sec. VI.
-    flops_per_cycle : float
-        FLOPs a core completes per clock cycle (> 0).
-    pa_efficiency, circuit_power_w, rx_power_w, idle_power_w, rrc_tail, tail_power_w, tail_s
-        The radio (:class:`RadioParams`, module table).
     """
 
-    class Params(RadioParams):
-        kappa: Kappa = YANG_2021_KAPPA
-        flops_per_cycle: FlopsPerCycle = FLOPS_PER_CYCLE
+    class _Compute(ParamsModel):
+        kappa: Annotated[float, limits.KAPPA, Doc(
+            "Effective switched capacitance, J/cycle/Hz^2; default Yang et al. 2021, Sec. VI.")] = \
+            YANG_2021_KAPPA
+        flops_per_cycle: Annotated[float, limits.FLOPS_PER_CYCLE, Doc(
+            "FLOPs a core completes per clock cycle.")] = FLOPS_PER_CYCLE
 
-    def __init__(self, kappa: float = YANG_2021_KAPPA, flops_per_cycle: float = FLOPS_PER_CYCLE,
-                 pa_efficiency: float = PA_EFFICIENCY, circuit_power_w: float = HUANG_2012["beta_w"],
-                 rx_power_w: float = HUANG_2012["beta_w"], idle_power_w: float = HUANG_2012["tail_power_w"],
-                 rrc_tail: bool = False, tail_power_w: float = HUANG_2012["tail_power_w"],
-                 tail_s: float = HUANG_2012["tail_s"]) -> None:
-        p = DvfsEnergy.Params.check(kappa=kappa, flops_per_cycle=flops_per_cycle, pa_efficiency=pa_efficiency,
-                                    circuit_power_w=circuit_power_w, rx_power_w=rx_power_w,
-                                    idle_power_w=idle_power_w, rrc_tail=rrc_tail, tail_power_w=tail_power_w,
-                                    tail_s=tail_s)
-        self.kappa, self.flops_per_cycle = p.kappa, p.flops_per_cycle
-        self.radio = RadioParams(**p.model_dump(exclude={"kappa", "flops_per_cycle"}))
+    class Params(RadioParams, _Compute):  # the compute parameters first, then the radio's
+        """DvfsEnergy's parameters (what a scenario sets beside ``name``)."""
+
+    params: Params
 
     def compute_j(self, flops: float, flops_per_s: float) -> float:
         """``kappa * (flops / flops_per_cycle) * (flops_per_s / flops_per_cycle) ** 2``."""
         if not math.isfinite(flops_per_s) or flops_per_s <= 0:
             raise ValueError(f"flops_per_s: got {flops_per_s!r}; allowed: a finite number > 0")
-        cycles = flops / self.flops_per_cycle
-        f_hz = flops_per_s / self.flops_per_cycle
-        return self.kappa * cycles * f_hz * f_hz
-
-    def __repr__(self) -> str:
-        return f"DvfsEnergy(kappa={self.kappa!r}, flops_per_cycle={self.flops_per_cycle!r}, {self._radio_text()})"
+        p = self.params
+        cycles = flops / p.flops_per_cycle
+        f_hz = flops_per_s / p.flops_per_cycle
+        return p.kappa * cycles * f_hz * f_hz

@@ -223,8 +223,8 @@ def test_invalid_parameters_raise_naming_them(params: dict, name: str) -> None:
 
 def test_defaults_are_the_papers() -> None:
     algo = ALGORITHMS.get("fedvls")(tiny_setup())
-    assert algo.lam == 0.1 and algo.suppression_weight == 0.005  # lambda: paper; 0.005: authors' code
-    assert algo.suppression_form == "released"  # L_logit as the authors' code (eqs. 4-5 collapse, see fedvls.py)
+    assert algo.params.lam == 0.1 and algo.params.suppression_weight == 0.005  # lambda: paper; 0.005: authors' code
+    assert algo.params.suppression_form == "released"  # L_logit as the authors' code (eqs. 4-5 collapse, see fedvls.py)
 
 
 def test_teacher_forward_is_metered_and_traffic_is_fedavgs() -> None:

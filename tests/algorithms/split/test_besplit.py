@@ -126,7 +126,7 @@ def test_besplit_a_evaluates_auxiliary_models_not_the_global_one() -> None:
     # Only client 1 in the next round: "cohort" scores its auxiliary model only, "all" both.
     round_counts(simulator(), algo, [1])
     assert algo.evaluation_pairs() == [(1, algo.aux_models[1])]
-    algo.eval_clients = "all"
+    algo.params = algo.params.model_copy(update={"eval_clients": "all"})
     assert algo.evaluation_pairs() == [(0, algo.aux_models[0]), (1, algo.aux_models[1])]
     g = BESplitG(tiny_setup())
     assert g.evaluation_pairs() == [(None, g.global_model())]
@@ -166,7 +166,7 @@ def test_besplit_a_local_evaluation_weights_classes_by_the_client_distribution()
     # With the real scorer, "local" and "global" differ for personal models on a skewed split.
     from sfl_sim.runs.runner import evaluate
     local = algo.evaluate(evaluate, x, y, 4)
-    algo.eval_on = "global"
+    algo.params = algo.params.model_copy(update={"eval_on": "global"})
     assert local != algo.evaluate(evaluate, x, y, 4)
 
 

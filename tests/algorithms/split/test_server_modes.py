@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.server_modes import ConcatenatedServer, PerClientServer, SequentialServer, server_mode
 from sfl_sim.algorithms.split.sfl_local_loss import SFLLocalLoss
 from tests.helpers import tiny_setup
@@ -20,7 +19,7 @@ def test_names_give_their_strategy(name: str, cls: type) -> None:
 def test_unknown_name_lists_the_allowed_ones() -> None:
     with pytest.raises(ValueError,
                        match="server_mode: got 'pairs'; allowed: one of concatenated, per_client, sequential"):
-        SplitFedBase(tiny_setup(), server_mode="pairs")
+        server_mode("pairs")
 
 
 @pytest.mark.parametrize("name", ["per_client", "sequential"])

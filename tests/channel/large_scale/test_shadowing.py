@@ -34,4 +34,4 @@ def test_negative_sigma_raises_naming_parameter():
 
 def test_registry_creates_with_params():
     model = SHADOWING.create("lognormal", sigma_db=6.0)
-    assert isinstance(model, LogNormalShadowing) and model.sigma_db == 6.0
+    assert isinstance(model, LogNormalShadowing) and model.params.sigma_db == 6.0

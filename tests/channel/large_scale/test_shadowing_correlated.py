@@ -93,7 +93,7 @@ def test_model_sigma_without_model_value_raises():
         LogNormalShadowing("model").sample_db(3, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("kwargs, match", [({"sigma_db": "auto"}, r"sigma_db.*'model'.*auto"),
+@pytest.mark.parametrize("kwargs, match", [({"sigma_db": "auto"}, r"sigma_db: got 'auto'.*'model'"),
                                            ({"decorrelation_m": 0.0}, r"decorrelation_m.*0"),
                                            ({"sigma_db": -1.0}, r"sigma_db.*-1")])
 def test_bad_parameters_raise(kwargs, match):

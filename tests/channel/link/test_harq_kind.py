@@ -34,7 +34,7 @@ def test_harq_is_a_kind_of_the_channel_table_held_by_the_engine_not_the_cell():
 def test_registry_builds_with_the_rate_model_first_and_checks_typed_parameters():
     rate = McsTableRate(mapping="bler")
     h = HARQ.build("harq", rate, mode="sampled", max_transmissions=2, harq_rtt_s=0.004, chase_combining=True)
-    assert isinstance(h, Harq) and h.rate is rate and (h.mode, h.max_transmissions) == ("sampled", 2)
+    assert isinstance(h, Harq) and h.rate is rate and (h.params.mode, h.params.max_transmissions) == ("sampled", 2)
     for params, words in [({"max_transmissions": 0}, ["max_transmissions", "0", "an integer >= 1 and <= 64"]),
                           ({"max_transmissions": 2.5}, ["max_transmissions", "2.5"]),
                           ({"mode": "average"}, ["mode", "average", "expected, sampled"]),

@@ -74,7 +74,7 @@ def test_builtin_power_controls_pass_conformance(name) -> None:
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(alpha=0.3), ["alpha", "0.3", "0, 0.4, 0.5"]),
+    (dict(alpha=0.3), ["alpha", "0.3", "0.0, 0.4, 0.5"]),
     (dict(alpha=True), ["alpha", "True"]),
     (dict(p0_dbm=50.0), ["p0_dbm", "50"]),
     (dict(p_max_dbm=60.0), ["p_max_dbm", "60"]),

@@ -32,7 +32,8 @@ def test_shannon_gap_from_db_and_default():
     # Gamma = 3 dB: SE = log2(1 + 10 / 10^0.3) at 10 dB.
     assert ShannonGapRate(gap_db=3.0).spectral_efficiency_bps_per_hz(10.0) == pytest.approx(
         math.log2(1 + 10 / 10 ** 0.3))
-    assert ShannonGapRate().ber_target == 5e-5  # ns-3's default when neither is given
+    default = ShannonGapRate()  # neither given: ns-3's default BER 5e-5, Gamma = -ln(2.5e-4) / 1.5
+    assert default.gap_linear == pytest.approx(-math.log(5 * 5e-5) / 1.5) and "ber_target=5e-05" in repr(default)
     assert ShannonGapRate(gap_db=0.0).rate_bps(1e6, 0.2, 1e-12, N0_W_PER_HZ) == pytest.approx(
         RATES.create("shannon").rate_bps(1e6, 0.2, 1e-12, N0_W_PER_HZ))
 

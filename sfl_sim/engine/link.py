@@ -1,0 +1,155 @@
+"""The link process: one uplink transfer, from its first bit to delivered or lost.
+
+:meth:`Link.send` starts one SimPy process per transfer, always; its value is
+:data:`~sfl_sim.engine.outcome.DELIVERED` or a :class:`~sfl_sim.engine.outcome.Lost`.  Inside it,
+in this order (see :mod:`sfl_sim.engine.simulator` for the model):
+
+1. departure: a client already offline is ``Lost("unavailable")`` at once; one that goes offline
+   while its transfer is on the air is ``Lost("unavailable")`` at its offline time (a transfer
+   that ends exactly then was delivered);
+2. battery: a transfer the client's battery cannot see through ends when the battery empties,
+   ``Lost("battery")``;
+3. fading: a new draw by coherence block;
+4. attempts: each attempt is counted and noted busy; a rate (or SNR) below the outage threshold
+   fails, HARQ resends transport blocks of one that is not; a failed attempt is retransmitted on
+   a fresh fading draw while the outage policy allows, else dropped, ``Lost("outage")``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from sfl_sim.channel.link.outage import OutagePolicy
+from sfl_sim.channel.protocols import HarqModel
+from sfl_sim.config.choices import OnOutage
+from sfl_sim.engine.accounting import Counters, RoundNotes
+from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
+from sfl_sim.engine.radio import Uplink
+from sfl_sim.engine.steps import SimSteps
+
+__all__ = ["BatteryCheck", "Link"]
+
+#: ``check(client, duration_s, tx_power_w)``: None, or when ``client``'s battery empties during an
+#: upload of ``duration_s`` starting now (:class:`sfl_sim.engine.client_state.Battery`).
+BatteryCheck = Callable[[int, float, float], "float | None"]
+
+
+class Link:
+    """The uplink transfers of one round.
+
+    Parameters
+    ----------
+    env : simpy.Environment
+    uplink : Uplink
+        The round's shares and rates (fading redrawn here, by the coherence rule and per retransmission).
+    counters : Counters
+        Bytes of every attempt, retransmissions, drops and HARQ copies are counted here.
+    notes : RoundNotes
+        Each attempt's air time is noted busy; a client whose transfer is lost to outage or battery leaves.
+    outage : OutagePolicy or None
+        The outage rule (None: no threshold; a zero rate still fails, once).
+    harq : HarqModel or None
+    harq_rng : numpy.random.Generator
+        The ``harq`` stream (HARQ's ``sampled`` mode).
+    battery : callable or None
+        :data:`BatteryCheck`, asked before each transfer that gets air time.
+    offline_s : mapping of int to float
+        Cohort clients that go offline in the round, and when.
+    """
+
+    def __init__(self, env: simpy.Environment, uplink: Uplink, counters: Counters, notes: RoundNotes,
+                 outage: OutagePolicy | None, harq: HarqModel | None, harq_rng: np.random.Generator,
+                 battery: BatteryCheck | None, offline_s: Mapping[int, float]) -> None:
+        self._env, self._uplink, self._counters, self._notes = env, uplink, counters, notes
+        self._outage, self._harq, self._harq_rng = outage, harq, harq_rng
+        self._battery, self._offline_s = battery, offline_s
+
+    def send(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Process:
+        """Client -> server transfer of ``nbytes`` of kind ``what`` in coherence block ``block``;
+        the process's value is ``DELIVERED`` or the ``Lost`` that ended it."""
+        return self._env.process(self._transfer(client, nbytes, what, block))
+
+    def _transfer(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
+        env, uplink, notes = self._env, self._uplink, self._notes
+        start_s = env.now
+        leaving: _Departure | None = None
+        if client in self._offline_s:
+            left_s = self._offline_s[client] - start_s
+            if left_s <= 0:
+                return Lost("unavailable")
+            leaving = _Departure(env.timeout(left_s, value=Lost("unavailable")), start_s + left_s)
+        if self._battery is not None and uplink.rate_bps(client) > 0:
+            empty_s = self._battery(client, 8.0 * nbytes / uplink.rate_bps(client), uplink.tx_power_w(client))
+            if empty_s is not None:
+                # on the air until it empties (no byte counted: nothing was delivered or sent whole)
+                if empty_s > start_s:
+                    notes.note_busy(client, "uplink", start_s, empty_s - start_s, tx_power_w=uplink.tx_power_w(client))
+                notes.note_left(client, max(empty_s, start_s))
+                on_air = yield self._air(max(0.0, empty_s - start_s), leaving)
+                return on_air if isinstance(on_air, Lost) else Lost("battery")
+        uplink.enter_block(client, block)
+        policy, harq, counters = self._outage, self._harq, self._counters
+        attempt = 1
+        while True:
+            counters.count_upload(nbytes, what)
+            rate = uplink.rate_bps(client)
+            # A zero rate (a link abstraction found no usable MCS: out of range) delivers nothing,
+            # whatever the policy's thresholds; the policy still decides what follows.
+            failed = rate <= 0.0 or (policy is not None and policy.active and bool(
+                policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
+            if not failed and harq is None:
+                notes.note_busy(client, "uplink", env.now, 8.0 * nbytes / rate, tx_power_w=uplink.tx_power_w(client))
+                return (yield self._air(8.0 * nbytes / rate, leaving))
+            if policy is None:
+                policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
+            if not failed:
+                # HARQ: transport blocks resent while they fail; one still failing is an outage.
+                assert harq is not None
+                sent = harq.send(8.0 * nbytes, rate, uplink.snr_db(client), self._harq_rng)
+                counters.count_harq(sent.retransmissions, what)
+                # on the air for its copies (sum of N_i blocks of B / n bits); the round trips between
+                # copies are waiting, which the energy ledger counts as idle
+                air_s = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / (sent.blocks * rate)
+                notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
+                on_air = yield self._air(sent.time_s, leaving)
+                if isinstance(on_air, Lost) or sent.delivered:
+                    return on_air
+            else:
+                # A failed attempt occupies the air for the payload at its rate (or the threshold
+                # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
+                attempt_rate = max(rate, policy.min_rate_bps)
+                attempt_s = 8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0
+                notes.note_busy(client, "uplink", env.now, attempt_s, tx_power_w=uplink.tx_power_w(client))
+                on_air = yield self._air(attempt_s, leaving)
+                if isinstance(on_air, Lost):
+                    return on_air
+            action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
+            if action == "drop":
+                counters.count_dropped_transmission(what)
+                notes.note_left(client, env.now)
+                return Lost("outage")
+            counters.count_retransmission(what)
+            attempt += 1
+            uplink.redraw(client)  # a retransmission sees a fresh fading draw
+
+    def _air(self, duration_s: float, leaving: _Departure | None) -> simpy.Timeout:
+        """What a transfer on the air for ``duration_s`` waits on: a timeout whose value is
+        ``DELIVERED``, or, when the client goes offline first, its departure, whose value is
+        ``Lost("unavailable")`` (one that ends exactly at the offline time was online until then)."""
+        env = self._env
+        if leaving is None or env.now + duration_s <= leaving.at_s:
+            return env.timeout(duration_s, value=DELIVERED)
+        return leaving.event
+
+
+@dataclass(frozen=True)
+class _Departure:
+    """The timeout that fires when a client goes offline (value ``Lost("unavailable")``), and its
+    time: ``now + delay``, the sum SimPy schedules a timeout at (so a transfer's end compares with
+    it bit for bit)."""
+
+    event: simpy.Timeout
+    at_s: float

@@ -1,0 +1,136 @@
+"""One round's links as the cell gives them: band shares, rates, SNRs and powers (no scheduling).
+
+:class:`Uplink` holds the cohort's uplink shares and rates for the round, allocated from the
+large-scale gains, the round's fading draw and the payloads the algorithm declares, and applies
+the coherence rule (a new fading draw per block) that the link process asks for
+(:mod:`sfl_sim.engine.link`).  :class:`Downlink` holds the round's unicast and broadcast rates.
+Traced rates (``uplink_bps`` / ``downlink_bps`` of a device trace) replace the cell's where given.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+import numpy as np
+
+from sfl_sim.channel.cell import Cell
+from sfl_sim.config.choices import Coherence, DownlinkMode
+
+__all__ = ["Downlink", "Uplink"]
+
+
+class Uplink:
+    """The cohort's uplink in one round.
+
+    Parameters
+    ----------
+    cell : Cell
+    cohort : ndarray of int, shape (k,)
+    coherence : {"per_round", "per_iteration", "per_transmission"}
+        Coherence block of the fading (see "Small-scale fading and outage" in
+        :mod:`sfl_sim.engine.simulator`).
+    fading_rng : numpy.random.Generator
+        The run's fading stream; the round's draw is taken here, redraws later.
+    traced_bps : mapping of int to float
+        Clients whose uplink rate a device trace fixes, bit/s (no fading redraw for them).
+    """
+
+    def __init__(self, cell: Cell, cohort: np.ndarray, coherence: Coherence, fading_rng: np.random.Generator,
+                 traced_bps: Mapping[int, float]) -> None:
+        self._cell, self._cohort, self._coherence = cell, cohort, coherence
+        self._rng, self._traced = fading_rng, traced_bps
+        self._round_fading = cell.sample_fading(cohort, fading_rng)
+        self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
+        self.allocate(None)
+
+    def allocate(self, payload_bits: Mapping[int, float] | None) -> None:
+        """(Re)allocate the band among the cohort, for ``payload_bits`` (client -> bits) or, with
+        None, for no declared payload (:meth:`sfl_sim.engine.RoundContext.allocate_uplink`)."""
+        ids = self._cohort.tolist()
+        payload = None if payload_bits is None else np.array([float(payload_bits[k]) for k in ids])
+        link = self._cell.uplink_link(self._cohort, payload_bits=payload, fading_gain=self._round_fading)
+        self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
+        self._rate_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
+        self._snr_db = dict(zip(ids, link.snr_db.tolist(), strict=True))
+        self._tx_power_w = dict(zip(ids, link.tx_power_w.tolist(), strict=True))
+        for k in ids:
+            if k in self._traced:
+                self._rate_bps[k] = self._traced[k]
+
+    def share_hz(self, client: int) -> float:
+        """Bandwidth allocated to ``client``, Hz."""
+        return self._share_hz[client]
+
+    def rate_bps(self, client: int) -> float:
+        """Rate of ``client`` now (after its latest fading draw), bit/s."""
+        return self._rate_bps[client]
+
+    def snr_db(self, client: int) -> float:
+        """SNR of ``client`` now, dB."""
+        return self._snr_db[client]
+
+    def tx_power_w(self, client: int) -> float:
+        """Transmit power of ``client`` on its share (the cell's power control), W."""
+        return self._tx_power_w[client]
+
+    def enter_block(self, client: int, block: Hashable) -> None:
+        """A transfer of ``client`` in coherence block ``block`` starts: a new fading draw for every
+        transfer (``per_transmission``) or when the block differs from its last one (``per_iteration``)."""
+        if self._coherence == "per_transmission" or (
+                self._coherence == "per_iteration" and block is not None and self._block.get(client, block) != block):
+            self.redraw(client)
+        if block is not None:
+            self._block[client] = block
+
+    def redraw(self, client: int) -> None:
+        """New fading draw for ``client`` on the share it holds (none for a traced rate)."""
+        if client in self._traced:
+            return
+        fading = self._cell.sample_fading([client], self._rng)
+        link = self._cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
+        self._rate_bps[client] = float(link.rate_bps[0])
+        self._snr_db[client] = float(link.snr_db[0])
+
+
+class Downlink:
+    """The cohort's downlink in one round: one fading draw per round.
+
+    Parameters
+    ----------
+    cell : Cell
+    cohort : ndarray of int, shape (k,)
+    mode : {"ideal", "broadcast", "unicast"}
+        ``ideal`` draws nothing and has no rates.
+    fading_rng : numpy.random.Generator
+    traced_bps : mapping of int to float
+        Clients whose downlink rate a device trace fixes, bit/s (a broadcast goes at the slowest
+        of the channel's rate and the cohort's traced rates).
+    """
+
+    def __init__(self, cell: Cell, cohort: np.ndarray, mode: DownlinkMode, fading_rng: np.random.Generator,
+                 traced_bps: Mapping[int, float]) -> None:
+        self._cell = cell
+        self.unicast_bps: dict[int, float] = {}
+        self.broadcast_bps = 0.0
+        if mode == "ideal":
+            return
+        ids = cohort.tolist()
+        fading = cell.sample_fading(cohort, fading_rng)
+        self.unicast_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=fading).tolist(), strict=True))
+        if mode == "broadcast":
+            self.broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=fading))
+        if traced_bps:
+            traced = {k: traced_bps[k] for k in ids if k in traced_bps}
+            self.unicast_bps.update(traced)
+            if mode == "broadcast":
+                self.broadcast_bps = min([self.broadcast_bps, *traced.values()])
+
+    def rate_bps(self, what: str, who: int, rate_bps: float) -> float:
+        """``rate_bps`` (of the ``what`` ``who``, for the message), or a clear error where a link
+        abstraction gives the downlink no usable MCS (there is no downlink outage rule to apply)."""
+        if rate_bps <= 0.0:
+            raise ValueError(
+                f"cell.downlink: the {what} {who} has rate 0 (rate model {self._cell.rate!r} finds no usable "
+                f"MCS at its SINR) and a downlink outage is not modelled; use cell.downlink.mode: ideal, a larger "
+                f"cell.downlink.server_tx_power_w, or a rate model without an SINR floor"
+            )
+        return rate_bps

@@ -1,0 +1,99 @@
+"""One link process per upload: always a SimPy process whose value is DELIVERED or a Lost, whichever
+path the transfer takes (plain, outage, HARQ, departure, battery)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from sfl_sim.channel import FixedDistancePlacement, Harq, McsTableRate, OutagePolicy
+from sfl_sim.engine import DELIVERED, Lost, Simulator
+from tests.channel.helpers import small_cell
+
+
+class _Empty:
+    """A battery that empties 0.5 s into any upload of client 0."""
+
+    def upload_guard(self, ctx, client, duration_s, tx_power_w):
+        return ctx.now_s + 0.5 if client == 0 else None
+
+
+class _LeavesAt:
+    """Client 0 goes offline at ``t_s``; client 1 never."""
+
+    def __init__(self, t_s: float) -> None:
+        self.t_s = t_s
+
+    def online(self, clients, t_s):
+        return np.array([k != 0 or t_s < self.t_s for k in clients])
+
+    def next_change_s(self, client, t_s):
+        return self.t_s if client == 0 and t_s < self.t_s else np.inf
+
+
+def _sim(**kwargs) -> Simulator:
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), rate=kwargs.pop("rate", None), n_clients=2)
+    return Simulator(cell, np.ones(2), 1.0, **kwargs)
+
+
+def _send(sim: Simulator, client: int = 0, nbytes: int = 60_000) -> tuple[simpy.Event, object, float]:
+    seen = {}
+
+    def round_process(ctx):
+        sending = ctx.upload(client, nbytes, "payload")
+        seen["event"] = sending
+        seen["value"] = yield sending
+        seen["at"] = ctx.now_s
+
+    sim.run_round(round_process, np.array([0, 1]))
+    return seen["event"], seen["value"], seen["at"]
+
+
+@pytest.mark.parametrize("case, kwargs, value", [
+    ("plain", {}, DELIVERED),
+    ("per_transmission", {"coherence": "per_transmission"}, DELIVERED),
+    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=2)}, Lost("outage")),
+    ("harq", {"rate": McsTableRate(mapping="bler"), "harq": "harq"}, DELIVERED),
+    ("battery", {"battery": _Empty()}, Lost("battery")),
+    ("departure", {"availability": _LeavesAt(1e-4)}, Lost("unavailable")),
+])
+def test_every_upload_is_one_process_whose_value_is_delivered_or_lost(case, kwargs, value) -> None:
+    if kwargs.get("harq") == "harq":
+        kwargs["harq"] = Harq(kwargs["rate"], max_transmissions=4)
+    event, got, _ = _send(_sim(**kwargs))
+    assert isinstance(event, simpy.Process) and got == value
+
+
+def test_an_offline_client_is_lost_at_once_and_counts_nothing() -> None:
+    sim = _sim(availability=_LeavesAt(0.0))
+    event, got, at = _send(sim)
+    assert isinstance(event, simpy.Process) and got == Lost("unavailable") and at == 0.0
+    assert sim.counters.uplink_bytes == 0
+
+
+def test_a_battery_that_empties_ends_the_upload_then_and_the_client_leaves() -> None:
+    sim = _sim(battery=_Empty())
+    _, got, at = _send(sim)
+    assert got == Lost("battery") and at == 0.5
+    assert sim.last_round.left_s == {0: 0.5} and sim.counters.uplink_bytes == 0
+    [busy] = sim.last_round.busy[0]
+    assert (busy.kind, busy.start_s, busy.end_s) == ("uplink", 0.0, 0.5)
+    _, got, _ = _send(sim, client=1)  # the battery lets client 1 through
+    assert got == DELIVERED
+
+
+def test_a_download_to_a_client_that_left_is_lost_at_once() -> None:
+    sim = _sim(availability=_LeavesAt(0.0), downlink_mode="unicast")
+    got = {}
+
+    def round_process(ctx):
+        got[0] = yield ctx.download(0, 1000, "model")
+        got[1] = yield ctx.download(1, 1000, "model")
+
+    sim.run_round(round_process, np.array([0, 1]))
+    assert got == {0: Lost("unavailable"), 1: DELIVERED} and sim.counters.downlink_bytes == 1000
+
+
+def test_lost_is_a_plain_value_not_a_false_one() -> None:
+    """Callers test isinstance(value, Lost); a Lost is not falsy (no branch on truthiness)."""
+    assert Lost("outage") and DELIVERED
