@@ -439,12 +439,14 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
 # ----------------------------------------------------------------------------- studies
 
 
-def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Plan:
+def _plan(study: _Study, workers: int = 1, strict_versions: bool = False, progress: bool = False) -> Plan:
+    import sys
+
     from sfl_sim.study.execute import is_complete
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
-    runs = expand(study.spec, study.base)
+    runs = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     planned = tuple(PlannedRun(r.name, study.out / r.name, is_complete(r, study.out / r.name, strict_versions),
                                dict(r.coordinates))
                     for r in runs)
@@ -454,6 +456,8 @@ def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Pla
 def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: str | None = None,
                threads_per_worker: int | None = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
                progress: bool = False, strict_versions: bool = False) -> list[RunResult]:
+    import sys
+
     import yaml
 
     from sfl_sim.runs.rundir.files import check_writable
@@ -461,7 +465,7 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
-    runs: list[StudyRun] = expand(study.spec, study.base)
+    runs: list[StudyRun] = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     out = study.out
     check_writable(out, "study output_dir")
     out.mkdir(parents=True, exist_ok=True)
@@ -475,13 +479,17 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
 
 
 def plan_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
-               strict_versions: bool = False) -> Plan:
+               strict_versions: bool = False, progress: bool = False) -> Plan:
     """The runs of a study file and which are done, running nothing (``sfl-sim study --dry-run``).
+
+    Every grid point is checked as its runs' builds would check it, as :func:`run_study` does.
 
     Parameters
     ----------
     study, output_dir, workers, strict_versions
         As for :func:`run_study` (``workers`` is checked as a run would check it).
+    progress : bool
+        For a large grid, say its size and how far its checks have come on stderr.
 
     Returns
     -------
@@ -491,7 +499,7 @@ def plan_study(study: PathLike, *, output_dir: PathLike | None = None, workers: 
     ------
     ConfigError, ScenarioNotFoundError
     """
-    return _plan(_study_file(study, output_dir), workers, strict_versions)
+    return _plan(_study_file(study, output_dir), workers, strict_versions, progress)
 
 
 def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
@@ -520,7 +528,8 @@ def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: i
     cpus_per_run, gpus_per_run : float
         Ray resources each run asks for.
     progress : bool
-        Print one line per finished run (and an overall bar on a terminal or in a notebook).
+        Print one line per finished run (and an overall bar on a terminal or in a notebook); for a
+        large grid, its size and how far its checks have come first.
     strict_versions : bool
         Refuse, instead of a warning line, to continue or reuse a run made with other versions
         of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).

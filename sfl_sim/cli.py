@@ -150,7 +150,7 @@ def _report_failures(results: list[api.RunResult]) -> int:
 def _study(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers,
-                                          strict_versions=args.strict_versions))
+                                          strict_versions=args.strict_versions, progress=not args.no_progress))
     return _study_outcome(api.run_study(
         args.path, output_dir=args.output_dir, workers=args.workers, executor=args.executor, address=args.address,
         threads_per_worker=args.threads_per_worker, cpus_per_run=args.cpus_per_run,

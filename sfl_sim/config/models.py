@@ -30,6 +30,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
+from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
     Coherence,
     CompressionPath,
@@ -385,15 +386,15 @@ class CellSection(Section):
 
 
 JoulesPerFlop = Annotated[float, Number(0, 1.0, unit="J/FLOP")]
-Joules = Annotated[float, Number(0, 1e12, unit="J")]
+BatteryJoules = Annotated[float, Number.of_range(BATTERY_CAPACITY_J)]
 
 
 class Battery(Section):
     """``energy.battery:``: each client's battery capacity, drawn once per run (stream ``battery``)
     uniformly in ``[capacity_min_j, capacity_max_j]``; equal bounds give every client the same."""
 
-    capacity_min_j: Joules = 5_000.0
-    capacity_max_j: Joules = 20_000.0
+    capacity_min_j: BatteryJoules = 5_000.0
+    capacity_max_j: BatteryJoules = 20_000.0
 
 
 class EnergySection(Section):

@@ -104,6 +104,25 @@ def test_ledger_rules_overlap_cut_at_the_end_and_a_client_that_left() -> None:
                                    "client_energy_j_max": zero.total_j, "server_energy_j": 2.0}
 
 
+def test_a_non_finite_charge_is_refused_where_it_arises_and_never_recorded() -> None:
+    class Overflowing(PerFlopEnergy):  # a plug-in whose arithmetic overflows
+        def compute_j(self, flops: float, flops_per_s: float) -> float:
+            return math.inf
+
+    ledger = EnergyLedger(Overflowing(), np.array([1.0]), 0.5)
+
+    class Ctx:
+        cohort = np.array([0])
+        start_s = 0.0
+        busy = {0: [Busy("compute", 0.0, 1.0, flops=2.0)]}
+        left_s: dict = {}
+
+    with pytest.raises(ValueError) as info:
+        ledger.charge_round(1, Ctx, 1.0)
+    assert "client 0" in str(info.value) and "not finite" in str(info.value) and "\n" not in str(info.value)
+    assert ledger.spent_j.tolist() == [0.0]  # nothing non-finite kept for summary.json or energy.csv
+
+
 # -- one round by hand ----------------------------------------------------------------------------------
 HAND_MODELS = {
     "per_flop": {"name": "per_flop", "j_per_flop": 1e-9, "pa_efficiency": 0.5, "circuit_power_w": 0.1,
@@ -229,7 +248,7 @@ def test_energy_disabled_writes_no_energy_file_and_an_empty_column(tmp_path, cap
     ("energy.device.pa_efficiency=-0.1", ["energy.device.pa_efficiency", "-0.1", "> 0 and <= 1"]),
     ("energy.device={name: per_flop, pa_efficiency: .inf}", ["energy.device.pa_efficiency", "inf", "finite"]),
     ("energy.device.kappa=.nan", ["energy.device.kappa", "nan", "finite"]),
-    ("energy.device.flops_per_cycle=0", ["energy.device.flops_per_cycle", "0", "> 0"]),
+    ("energy.device.flops_per_cycle=0", ["energy.device.flops_per_cycle", "0", ">= 0.001"]),
     ("energy.device.circuit_power_w=-1", ["energy.device.circuit_power_w", "-1", ">= 0"]),
     ("energy.device.rx_power_w=.nan", ["energy.device.rx_power_w", "nan", "finite"]),
     ("energy.device.tail_power_w=-0.5", ["energy.device.tail_power_w", "-0.5", ">= 0"]),
@@ -242,6 +261,13 @@ def test_energy_disabled_writes_no_energy_file_and_an_empty_column(tmp_path, cap
     ("energy.battery={capacity_min_j: -1, capacity_max_j: -0.5}", ["energy.battery.capacity_min_j", "-1"]),
     ("energy={enabled: false, battery: {capacity_min_j: 1, capacity_max_j: 2}}", ["energy.enabled", "energy.battery"]),
     ("energy.device.kapa=1e-28", ["energy.device", "kapa", "kappa"]),
+    # issue 35: ranges with physical meaning, so no accepted value gives inf joules
+    ("energy.device.kappa=1e300", ["energy.device.kappa", "1e+300", "<= 1e-20"]),
+    ("energy.device.flops_per_cycle=1e-300", ["energy.device.flops_per_cycle", "1e-300", ">= 0.001"]),
+    ("energy.device.idle_power_w=1e300", ["energy.device.idle_power_w", "1e+300", "<= 10000"]),
+    ("energy.device.tail_s=1e12", ["energy.device.tail_s", "1000000000000.0", "<= 3600"]),
+    ("energy.device={name: per_flop, j_per_flop: 1e300}", ["energy.device.j_per_flop", "1e+300", "<= 1"]),
+    ("energy.battery={capacity_min_j: 0, capacity_max_j: 0}", ["energy.battery.capacity_min_j", "0", "(0, 1e+12]"]),
     ("energy.device.name=nope", ["energy.device.name", "nope"]),
 ])
 def test_bad_energy_input_is_one_line_naming_the_field_before_any_work(tmp_path, capsys, override, words) -> None:

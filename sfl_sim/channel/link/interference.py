@@ -116,7 +116,7 @@ class FirstTierInterference(Component):
     Raises
     ------
     ValueError
-        For a parameter out of range.
+        For a parameter out of range (an inter-site distance below ``sqrt(3) R``: at deployment).
     """
 
     class Params(ParamsModel):
@@ -127,7 +127,9 @@ class FirstTierInterference(Component):
             "the cell, whose cohort is what transmits at once; 1 would have all of a neighbour's clients on the "
             "air.  No default, for that reason.")]
         inter_site_distance_m: Annotated[Annotated[float, INTER_SITE_DISTANCE_M] | None, Doc(
-            "Distance to the neighbouring base stations in metres, > 0; null: ``sqrt(3) R``.")] = None
+            "Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when the cell "
+            "deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this cell); null: "
+            "``sqrt(3) R``.")] = None
 
     params: Params
 
@@ -143,8 +145,13 @@ class FirstTierInterference(Component):
             ``nominal_tx_power_w`` (its configured power).
         """
         n = scene.n_clients
-        given = self.params.inter_site_distance_m
-        isd = given if given is not None else math.sqrt(3.0) * scene.radius_m
+        hexagon_isd_m = math.sqrt(3.0) * scene.radius_m  # hexagons of circumradius R tile at sqrt(3) R
+        isd = self.params.inter_site_distance_m if self.params.inter_site_distance_m is not None else hexagon_isd_m
+        if isd < hexagon_isd_m * (1.0 - 1e-9):  # closer, the neighbours' hexagons overlap this cell
+            raise ValueError(f"inter_site_distance_m: got {isd:g} m; allowed: at least sqrt(3) R = "
+                             f"{hexagon_isd_m:g} m for the cell radius R = {scene.radius_m:g} m (hexagonal cells of "
+                             f"circumradius R tile at that distance, TR 36.942 clause 4.2; closer neighbouring cells "
+                             f"lie on top of this one)")
         los_pathloss = scene.pathloss if isinstance(scene.pathloss, LosAwarePathLoss) else None
 
         def loss_db(distance: np.ndarray) -> np.ndarray:

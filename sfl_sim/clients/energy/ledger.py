@@ -242,11 +242,20 @@ class EnergyLedger:
         idle = model.idle_j(idle_s)
         if tail and last_transfer_end > -math.inf:
             idle += model.tail_j(math.inf, end_s - last_transfer_end)
-        return ClientEnergy(rnd, client, compute, uplink, downlink, idle)
+        row = ClientEnergy(rnd, client, compute, uplink, downlink, idle)
+        if not math.isfinite(row.total_j):  # refused where it arises: never inf in energy.csv or summary.json
+            parts = ", ".join(f"{k} {v!r}" for k, v in row.row().items() if k.endswith("_j"))
+            raise ValueError(f"energy.device: client {client}'s energy in round {rnd} is not finite ({parts}) with "
+                             f"{model!r}; allowed: a device model and parameters that give finite joules")
+        return row
 
     def server_energy_j(self, server_flops: float) -> float:
         """``server_flops x server_j_per_flop``."""
-        return float(server_flops) * self.server_j_per_flop
+        energy = float(server_flops) * self.server_j_per_flop
+        if not math.isfinite(energy):
+            raise ValueError(f"energy.server_j_per_flop: {server_flops!r} server FLOPs at {self.server_j_per_flop!r} "
+                             f"J/FLOP is not finite; allowed: a J/FLOP that gives finite joules")
+        return energy
 
     def summary(self, server_flops: float) -> dict[str, float]:
         """The ``summary.json`` fields: total client energy, the most any one client spent, server energy."""
