@@ -33,6 +33,11 @@
     (:data:`sfl_sim.runs.rundir.schema.ENERGY_COLUMNS`, ``battery_j`` too with batteries), the joules the
     energy ledger charged it (:mod:`sfl_sim.clients.energy.ledger`); appended with the round's
     ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
+``clients.csv``
+    With ``metrics.client_record`` (the default): one row per round and cohort client
+    (:data:`sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`): what the radio did for it and where its
+    time in the round went (:mod:`sfl_sim.engine.client_rounds`); appended with the round's
+    ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -80,6 +85,7 @@ from sfl_sim.runs.rundir.schema import (
     CELL_FILE,
     CHECKPOINT_FILE,
     CLASSES_FILE,
+    CLIENTS_COLUMNS,
     CLIENTS_FILE,
     COMPLETE,
     ENERGY_BATTERY_COLUMN,
@@ -178,6 +184,7 @@ class RunDir:
         self.summary_extra = dict(summary_extra or {})
         self._class_columns: tuple[str, ...] = ()
         self._energy_columns: tuple[str, ...] = ()
+        self._clients = False
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -214,6 +221,10 @@ class RunDir:
     @property
     def energy_path(self) -> Path:
         return self.path / ENERGY_FILE
+
+    @property
+    def clients_path(self) -> Path:
+        return self.path / CLIENTS_FILE
 
     @property
     def checkpoint_path(self) -> Path:
@@ -301,6 +312,17 @@ class RunDir:
         with self.metrics_path.open(newline="") as fh:
             return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
+    def read_rounds_rows(self) -> list[dict[str, str]]:
+        """The rows of ``rounds.csv`` in today's columns, as text (:func:`sfl_sim.runs.rundir.upgrade.log_rows`:
+        a column the file lacks is ``""``); none when there is no file."""
+        if not self.rounds_path.exists():
+            return []
+        with self.rounds_path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None) or []
+            return [dict(zip(ROUNDS_COLUMNS, row, strict=True))
+                    for row in upgrade.log_rows(header, reader, ROUNDS_COLUMNS)]
+
     def load_checkpoint(self) -> dict[str, Any]:
         """``checkpoint.pt`` as read, in the layout it was saved in (:func:`sfl_sim.runs.checkpoint.read`;
         :meth:`RunDirPlan.state` gives it in today's).
@@ -355,7 +377,7 @@ class RunDir:
         os.replace(tmp, self.cell_path)
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
-                   battery: bool = False) -> None:
+                   battery: bool = False, clients: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -363,7 +385,8 @@ class RunDir:
 
         Kept rows are read in today's columns (:func:`sfl_sim.runs.rundir.upgrade.log_rows`), and a
         log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
-        ``battery_j`` when ``battery``)."""
+        ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
+        recording it still cuts it back to the checkpoint)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -371,6 +394,9 @@ class RunDir:
         if energy:
             self._energy_columns = (*ENERGY_COLUMNS, *((ENERGY_BATTERY_COLUMN,) if battery else ()))
             logs.append((self.energy_path, self._energy_columns))
+        self._clients = clients
+        if clients or (keep_through_round is not None and self.clients_path.exists()):
+            logs.append((self.clients_path, CLIENTS_COLUMNS))
         for path, columns in logs:
             _start_log(path, columns, keep_through_round)
 
@@ -389,6 +415,17 @@ class RunDir:
         with self.energy_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerows([row[c] for c in self._energy_columns] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_clients(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a round's ``clients.csv`` rows (keyed by :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`;
+        NaN and None are empty cells) and flush them to disk (after :meth:`start_logs` with ``clients``)."""
+        if not self._clients:
+            raise RuntimeError("append_clients before start_logs(..., clients=True)")
+        with self.clients_path.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerows([_cell(row[c]) for c in CLIENTS_COLUMNS] for row in rows)
             fh.flush()
             os.fsync(fh.fileno())
 

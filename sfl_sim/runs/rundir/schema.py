@@ -157,6 +157,9 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
 #: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
 #: evaluation and rows, up to the checkpoint write);
+#: ``uplink_attempts`` the uplink transmissions started (every attempt of every payload, the
+#: retransmissions included; ``retransmissions + dropped_transmissions`` of them failed, so their
+#: ratio is the round's outage rate; empty in rows written before the column existed);
 #: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
 #: expected value, a real number, in mode ``expected``; 0 without HARQ);
 #: ``online_clients`` how many clients were online when the cohort was selected (all without
@@ -173,6 +176,7 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "downlink_bytes",
     "client_flops",
     "server_flops",
+    "uplink_attempts",
     "retransmissions",
     "dropped_transmissions",
     "dropped_clients",

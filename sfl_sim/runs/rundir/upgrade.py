@@ -22,8 +22,8 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     the resume says in one line.
 ``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv`` (:func:`log_rows`, :func:`log_text`)
     Cells are matched to today's columns by the file's own header: a column added after the file
-    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability and
-    energy columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
+    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
+    energy and uplink attempt columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
 ``checkpoint.pt`` (:func:`checkpoint`)
     A state the checkpoint lacks is the state of the run as built to continue it, before any
