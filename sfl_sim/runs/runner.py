@@ -390,6 +390,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     if plan is None:
         plan = files.plan(resolved_scenario(cfg, run.label, run.device), resume,
                           resolution=lambda: resolve_run(cfg, run.label))
+    if plan.overwrite:  # the new run was built and checked: only now does the old one go
+        files.clear()
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
     session = _Session(run, files, plan)
@@ -449,14 +451,16 @@ def _threads_made_with(files: RunDir) -> None:
         torch.set_num_threads(used)
 
 
-def prepare_scenario(cfg: Scenario, resume: bool = False,
-                     strict_versions: bool = False) -> list[tuple[Run, RunDirPlan]]:
+def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False,
+                     overwrite: bool = False) -> list[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
     The output directory's writability and every run directory's state (and, with ``--resume``,
     the scenario it was made with, the parameters and versions it resolved to — other versions
     refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
-    loaded; then every run is built.  ``--check`` stops here.
+    loaded; then every run is built.  ``--check`` stops here.  With ``overwrite`` a directory
+    that holds a run is planned to be cleared (:attr:`RunDirPlan.overwrite`); nothing is removed
+    here, :func:`run_one` clears it when the run starts.
 
     Raises
     ------
@@ -467,7 +471,7 @@ def prepare_scenario(cfg: Scenario, resume: bool = False,
     device = resolve_device(cfg.device)
     plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
                                            resolution=functools.partial(resolve_run, cfg, spec.label),
-                                           strict_versions=strict_versions)
+                                           strict_versions=strict_versions, overwrite=overwrite)
              for spec in cfg.algorithms]
     dataset = load_dataset(cfg)
     runs = []
@@ -480,19 +484,20 @@ def prepare_scenario(cfg: Scenario, resume: bool = False,
 
 
 def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
-                 strict_versions: bool = False) -> list[dict[str, Any]]:
+                 strict_versions: bool = False, overwrite: bool = False) -> list[dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
     Every part is built for every algorithm before the first one trains, so a bad parameter of
     the last algorithm stops the scenario before any work.  A run that fails or diverges does not
-    stop the others; its summary says why.
+    stop the others; its summary says why.  ``overwrite`` replaces the runs the directories
+    hold (each one's files removed when its new run starts, :meth:`RunDir.clear`).
 
     Raises
     ------
     ConfigError, RunDirError, CheckpointError
         Before any work (nothing is overwritten).
     """
-    prepared = prepare_scenario(cfg, resume, strict_versions)
+    prepared = prepare_scenario(cfg, resume, strict_versions, overwrite)
     summaries = []
     for i, (run, plan) in enumerate(prepared, start=1):
         try:

@@ -132,6 +132,9 @@ class RunDirPlan:
     run_dir : Path
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
+    overwrite : bool
+        The directory holds a run that ``overwrite`` asked to replace: :meth:`RunDir.clear` it
+        before the new run writes (after everything the new run needs was checked).
     checkpoint : dict or None
         The checkpoint to continue from as read (:func:`sfl_sim.runs.checkpoint.read`: in the layout
         it was saved in; :meth:`state` gives it in today's).
@@ -140,6 +143,7 @@ class RunDirPlan:
     run_dir: Path
     resume: bool
     checkpoint: dict[str, Any] | None = field(default=None, repr=False)
+    overwrite: bool = False
 
     @property
     def rounds_done(self) -> int:
@@ -233,6 +237,12 @@ class RunDir:
     def present(self) -> set[str]:
         """The names of :data:`RUN_FILES` that exist in the directory."""
         return {name for name in RUN_FILES if (self.path / name).exists()}
+
+    def clear(self) -> None:
+        """Remove the run's files (:data:`RUN_FILES`) from the directory, and nothing else: what a
+        user put beside them stays, and so does the directory."""
+        for name in sorted(self.present()):
+            (self.path / name).unlink()
 
     # -- reading -------------------------------------------------------------------------------
     def read_scenario(self, continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -437,7 +447,7 @@ class RunDir:
     # -- the decision ---------------------------------------------------------------------------
     def plan(self, resolved: Mapping[str, Any], resume: bool,
              resolution: Callable[[], resolution_record.Resolution] | None = None,
-             strict_versions: bool = False) -> RunDirPlan:
+             strict_versions: bool = False, overwrite: bool = False) -> RunDirPlan:
         """Decide whether the directory starts, restarts or resumes, and check everything it needs.
 
         Parameters
@@ -452,6 +462,9 @@ class RunDir:
             (:func:`~sfl_sim.runs.resolved.check_resolution`).  None skips that check.
         strict_versions : bool
             Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
+        overwrite : bool
+            Start from scratch even when the directory holds a run (``--overwrite``; not with
+            ``resume``): the plan says so, and nothing is removed here.
 
         Raises
         ------
@@ -470,6 +483,11 @@ class RunDir:
         if run_dir.exists() and not run_dir.is_dir():
             raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
         present = self.present()
+        if overwrite:
+            if resume:
+                raise RunDirError("overwrite: got it with resume; allowed: one of them (resume continues the run "
+                                  "in the directory, overwrite replaces it)")
+            return RunDirPlan(run_dir, resume=False, overwrite=bool(present))
         if CHECKPOINT_FILE not in present:
             # A run killed between its first evaluation row and its first checkpoint has one trained
             # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
@@ -480,8 +498,8 @@ class RunDir:
                                   f"so it can be neither continued nor overwritten; {_RERUN}")
             return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
         if not resume:
-            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
-                              f"choose another --output-dir")
+            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it, "
+                              f"--overwrite (overwrite=True) to replace it, or choose another --output-dir")
         for name in (METRICS_FILE, ROUNDS_FILE, SCENARIO_FILE):
             if name not in present:
                 raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "
