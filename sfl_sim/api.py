@@ -74,7 +74,7 @@ class RunResult:
     clients : pandas.DataFrame
         ``clients.csv``: one row per round and cohort client, what the radio did for it and where
         its time went (:data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`); empty with those
-        columns when the run wrote none (``metrics.client_record: false``, or made before the file).
+        columns when the run wrote none (``metrics.client_record: false``, or a run older than the file).
     error : str
         One line saying why the run failed or diverged; ``""`` otherwise.
     coordinates : dict

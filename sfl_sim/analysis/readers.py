@@ -177,7 +177,7 @@ def read_clients(run_dir: Path) -> pd.DataFrame:
     pandas.DataFrame
         Columns :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`: ``outcome`` as text, the
         others numeric (an empty cell is NaN: ``cqi`` without CQIs, ``downlink_rate_bps`` with
-        the ``ideal`` downlink); no rows when the run has no file (made before it, or with
+        the ``ideal`` downlink); no rows when the run has no file (older than the file, or with
         ``metrics.client_record`` off: :func:`sfl_sim.runs.rundir.upgrade.missing_file` says why).
 
     Raises
