@@ -194,6 +194,8 @@ def read_clients(run_dir: Path) -> pd.DataFrame:
         df = pd.read_csv(io.StringIO(text), dtype={"outcome": "object"}, keep_default_na=False, na_values=[""])
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
         raise RunFormatError(f"{path}: cannot parse CSV: {exc}") from exc
+    if df.empty:  # a header only (the run stopped before its first round ended): no dtype to check
+        return empty_clients()
     for c in CLIENTS_NUMERIC_COLUMNS:
         if not pd.api.types.is_numeric_dtype(df[c]):
             raise RunFormatError(f"{path}: column {c} holds a value that is not a number")

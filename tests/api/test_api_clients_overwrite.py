@@ -56,3 +56,9 @@ def test_clients_reach_the_api_and_the_study_and_overwrite_replaces_a_run(tmp_pa
     assert not (out / "fedavg" / CLIENTS_FILE).exists() and (out / "fedavg" / "mine.txt").read_text() == "kept"
     assert main(["scenario", str(path), "-o", str(out), "--overwrite", "--no-progress"]) == 0
     assert (out / "fedavg" / CLIENTS_FILE).exists()
+
+
+def test_a_file_with_its_header_only_reads_as_an_empty_frame(tmp_path: Path) -> None:
+    (tmp_path / CLIENTS_FILE).write_text(",".join(CLIENTS_COLUMNS) + "\n")  # a run that failed in round 1
+    frame = read_clients(tmp_path)
+    assert frame.empty and list(frame.columns) == list(CLIENTS_COLUMNS)
