@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
+    sc.add_argument("--overwrite", action="store_true",
+                    help="replace the runs the run directories hold (their files are removed once the new scenario "
+                         "validated and every run was built)")
     _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
@@ -125,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _scenario(args: argparse.Namespace) -> int:
     options = dict(overrides=args.overrides, output_dir=args.output_dir, seed=args.seed, rounds=args.rounds,
-                   device=args.device, strict_versions=args.strict_versions)
+                   device=args.device, strict_versions=args.strict_versions, overwrite=args.overwrite)
     if args.check:
         plan = api.check(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume, **options)
         if args.seeds is not None:

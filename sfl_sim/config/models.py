@@ -316,15 +316,20 @@ class Server(Section):
 
 
 class Metrics(Section):
-    """``metrics:``: optional measurements beyond the run's own evaluation, off by default.
+    """``metrics:``: optional records beyond the run's own evaluation.
 
-    They change what ``classes.csv`` records, never what the run trains; each costs host time at
-    every evaluated round, so a run asks only for those it reports.
+    They change what the run directory records, never what the run trains (a resume may switch
+    them: rows from then on record them or not).  ``local_vacant_class_accuracy`` costs host time
+    at every evaluated round, so it is off unless a run reports it; ``client_record`` costs little
+    (``bench/client_record.py``) and is on.
     """
 
     local_vacant_class_accuracy: Annotated[bool, Allowed(
         "true or false (FedVLS's accuracy of the round's local models on their vacant classes, in classes.csv; "
         "it scores every aggregated local model at each evaluated round)")] = False
+    client_record: Annotated[bool, Allowed(
+        "true or false (clients.csv: per round and cohort client, what the radio did and where its time "
+        "went)")] = True
 
 
 class Outage(Section):

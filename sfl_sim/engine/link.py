@@ -95,6 +95,7 @@ class Link:
         attempt = 1
         while True:
             counters.count_upload(nbytes, what)
+            notes.note_attempt(client, nbytes)
             rate = uplink.rate_bps(client)
             # A zero rate (a link abstraction found no usable MCS: out of range) delivers nothing,
             # whatever the policy's thresholds; the policy still decides what follows.
@@ -110,10 +111,12 @@ class Link:
                 assert harq is not None
                 sent = harq.send(8.0 * nbytes, rate, uplink.snr_db(client), self._harq_rng)
                 counters.count_harq(sent.retransmissions, what)
+                notes.note_harq(client, sent.retransmissions)
                 # on the air for its copies (sum of N_i blocks of B / n bits); the round trips between
                 # copies are waiting, which the energy ledger counts as idle
                 air_s = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / (sent.blocks * rate)
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
+                notes.note_harq_wait(client, env.now + air_s, env.now + sent.time_s)
                 on_air = yield self._air(sent.time_s, leaving)
                 if isinstance(on_air, Lost) or sent.delivered:
                     return on_air
@@ -129,9 +132,11 @@ class Link:
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.count_dropped_transmission(what)
+                notes.note_dropped_transmission(client)
                 notes.note_left(client, env.now)
                 return Lost("outage")
             counters.count_retransmission(what)
+            notes.note_retransmission(client)
             attempt += 1
             uplink.redraw(client)  # a retransmission sees a fresh fading draw
 

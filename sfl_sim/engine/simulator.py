@@ -226,6 +226,14 @@ class RoundContext:
         control: ``cell.client_tx_power_w`` with ``fixed``)."""
         return self._uplink.tx_power_w(client)
 
+    def uplink_fading_gain(self, client: int) -> float:
+        """The fading power gain ``client``'s uplink rate was last computed with (linear)."""
+        return self._uplink.fading_gain(client)
+
+    def downlink_rate_bps(self, client: int) -> float | None:
+        """Unicast downlink rate of ``client`` in this round, bit/s; None with the ``ideal`` downlink."""
+        return self._downlink.unicast_bps.get(client)
+
     # -- the primitives ----------------------------------------------------------------------------
     def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
@@ -234,6 +242,7 @@ class RoundContext:
             sim.counters.count_flops(True, flops, what)
             with sim.server.request() as slot:
                 yield slot
+                self.notes.note_server_busy(self.now_s, flops / sim.server_flops_per_s)
                 yield self.env.timeout(flops / sim.server_flops_per_s)
         else:
             duration_s = flops / sim.client_flops_per_s[who]
@@ -275,6 +284,7 @@ class RoundContext:
         if self._offline_s.get(client, math.inf) <= self.now_s:
             return self.env.timeout(0.0, value=Lost("unavailable"))
         self._sim.counters.count_download(nbytes, what)
+        self.notes.note_download(client, nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
         downlink = self._downlink
@@ -286,6 +296,8 @@ class RoundContext:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
         per client).  Its value is ``DELIVERED``."""
         self._sim.counters.count_download(nbytes * len(self.cohort), what)
+        for client in self.cohort.tolist():
+            self.notes.note_download(client, nbytes)
         mode, downlink = self._sim.downlink_mode, self._downlink
         if mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)

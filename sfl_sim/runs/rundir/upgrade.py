@@ -22,8 +22,8 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     the resume says in one line.
 ``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv`` (:func:`log_rows`, :func:`log_text`)
     Cells are matched to today's columns by the file's own header: a column added after the file
-    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability and
-    energy columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
+    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
+    energy and uplink attempt columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
 ``checkpoint.pt`` (:func:`checkpoint`)
     A state the checkpoint lacks is the state of the run as built to continue it, before any
@@ -47,6 +47,7 @@ from typing import Any, Generic, TypeVar
 
 from sfl_sim.runs.rundir.schema import (
     CLASSES_FILE,
+    CLIENTS_FILE,
     ENERGY_DEVICE_FIELD,
     ENERGY_FILE,
     ENERGY_FROM_ROUND,
@@ -74,6 +75,7 @@ FILES_ADDED_LATER: dict[str, str] = {
     RESOLVED_FILE: "the parameters and versions it resolved to",
     CLASSES_FILE: "per-class accuracy",
     ENERGY_FILE: "client energy",
+    CLIENTS_FILE: "what the radio did per client and round, and where each client's time went",
 }
 
 #: Fields of ``checkpoint.pt`` (:class:`sfl_sim.runs.checkpoint.RunState`) added after runs were
