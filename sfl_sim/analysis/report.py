@@ -57,11 +57,9 @@ from sfl_sim.analysis.tables import (
     tta_table,
 )
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
-from sfl_sim.runs.rundir.schema import COMPLETE
+from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION
 
 __all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
-
-_GLOBAL = "global model on the test set"
 
 
 def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
@@ -300,7 +298,7 @@ def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> 
     notes = []
     evaluated = study.runs.drop_duplicates("algorithm")[["algorithm", "evaluated"]]
     for r in evaluated.itertuples(index=False):
-        if r.evaluated and r.evaluated != _GLOBAL:
+        if r.evaluated and r.evaluated != GLOBAL_MODEL_EVALUATION:
             notes.append(f"{r.algorithm}: accuracy is of the {r.evaluated}, not the global model.")
     if len(left_out):
         notes.append(f"{len(left_out)} run(s) not complete, left out (see runs.csv).")

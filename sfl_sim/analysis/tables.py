@@ -51,7 +51,7 @@ from sfl_sim.analysis.stats import (
     describe,
     paired_speedup,
 )
-from sfl_sim.analysis.study_data import StudyData, short_field_names
+from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData, short_field_names
 from sfl_sim.analysis.tta import best_test_accuracy, first_reaching
 from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
 from sfl_sim.runs.rundir.schema import CUMULATIVE_COLUMNS, FIRST_TRAINED_ROUND
@@ -83,7 +83,7 @@ __all__ = [
     "tta_cell",
 ]
 
-_KEYS = ["setting", "algorithm"]
+_KEYS = list(GROUP_KEYS)
 _UNIT = {"uplink_bytes": BYTES_PER_MB, "downlink_bytes": BYTES_PER_MB,
          "client_flops": FLOPS_PER_GFLOP, "server_flops": FLOPS_PER_GFLOP}
 _OVERHEAD_HEADERS = {"uplink_bytes": "Uplink (MB)", "downlink_bytes": "Downlink (MB)",
