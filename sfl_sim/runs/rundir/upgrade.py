@@ -47,6 +47,7 @@ from typing import Any, Generic, TypeVar
 
 from sfl_sim.runs.rundir.schema import (
     CLASSES_FILE,
+    CLIENTS_FILE,
     ENERGY_DEVICE_FIELD,
     ENERGY_FILE,
     ENERGY_FROM_ROUND,
@@ -74,6 +75,7 @@ FILES_ADDED_LATER: dict[str, str] = {
     RESOLVED_FILE: "the parameters and versions it resolved to",
     CLASSES_FILE: "per-class accuracy",
     ENERGY_FILE: "client energy",
+    CLIENTS_FILE: "what the radio did per client and round, and where each client's time went",
 }
 
 #: Fields of ``checkpoint.pt`` (:class:`sfl_sim.runs.checkpoint.RunState`) added after runs were
