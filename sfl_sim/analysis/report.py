@@ -35,9 +35,13 @@ from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, 
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
 from sfl_sim.analysis.report_figures import (
     ACROSS_SETTINGS_DIR,
+    RADIO_DIR,
+    SWEEP_DIR,
     CurveOptions,
     compression_levels,
     curve_figures,
+    radio_figures,
+    sweep_figures,
     write_figures,
 )
 from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
@@ -251,7 +255,11 @@ def write_report(
         options = CurveOptions(band=band, targets=targets if target_lines else (), width_in=figure_width_in,
                                seed_lines=seed_lines, smooth=smooth, log_x=log_x, n_boot=n_boot,
                                bootstrap_seed=bootstrap_seed)
-        drawn = curve_figures(curves, algorithms, options, taken=set())
+        taken: set[str] = set()
+        drawn = curve_figures(curves, algorithms, options, taken=taken)
+        drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
+                               bootstrap_seed=bootstrap_seed)
+        drawn += radio_figures(study, algorithms, figure_width_in, taken)
         files, figure_section, tex = write_figures(out, drawn)
         written += files
         _write(out / "figures.tex", tex, written)
@@ -365,6 +373,8 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
               "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
               "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
               "- `figures/<setting>/accuracy_vs_{time,uplink}.{png,pdf}` (one line per algorithm), "
-              f"`figures/{ACROSS_SETTINGS_DIR}/<algorithm>/…` (one line per setting); `figures.tex`: every figure as "
-              "a LaTeX float with its caption.", ""]
+              f"`figures/{ACROSS_SETTINGS_DIR}/<algorithm>/…` (one line per setting), `figures/{SWEEP_DIR}/` (a "
+              f"metric against a numeric setting field), `figures/{RADIO_DIR}/` (round-time breakdown, SINR and "
+              "rate CDFs from clients.csv; energy per client); `figures.tex`: every figure as a LaTeX float with its "
+              "caption.", ""]
     return "\n".join(lines)

@@ -24,14 +24,29 @@ from matplotlib.figure import Figure
 
 from sfl_sim.analysis.figure_style import save_figure, setting_slug
 from sfl_sim.analysis.figures import common_limits, curves_caption, levels_figure, setting_figure
+from sfl_sim.analysis.radio_data import client_energy, energy_fairness, read_clients, time_breakdown
+from sfl_sim.analysis.radio_figures import (
+    breakdown_caption,
+    breakdown_figure,
+    cdf_caption,
+    cdf_figure,
+    energy_caption,
+    energy_figure,
+)
 from sfl_sim.analysis.study_data import StudyData, short_field_names
-from sfl_sim.analysis.tables import latex_escape
+from sfl_sim.analysis.sweep import numeric_fields, sweep_caption, sweep_figure, sweep_groups
+from sfl_sim.analysis.tables import latex_escape, per_run_accuracy, setting_headers, target_text
+from sfl_sim.analysis.tta import first_reaching
 
-__all__ = ["ReportFigure", "CurveOptions", "curve_figures", "compression_levels", "write_figures",
-           "ACROSS_SETTINGS_DIR"]
+__all__ = ["ReportFigure", "CurveOptions", "curve_figures", "radio_figures", "sweep_figures", "compression_levels",
+           "write_figures", "ACROSS_SETTINGS_DIR", "RADIO_DIR", "SWEEP_DIR"]
 
 #: The folder (under ``figures/``) of the figures with one line per setting.
 ACROSS_SETTINGS_DIR = "across_settings"
+#: The folder of the figures of what the radio did, where the time went and the clients' energy.
+RADIO_DIR = "radio"
+#: The folder of the metric-against-parameter figures.
+SWEEP_DIR = "sweep"
 
 
 @dataclass
@@ -156,6 +171,84 @@ def curve_figures(curves: Mapping[str, StudyData], algorithms: Sequence[str], op
                         fig)
     for figs in by_kind.values():
         common_limits(figs)
+    return out
+
+
+def _setting_names(study: StudyData) -> dict[str, str]:
+    return {s: ", ".join(h) for s, h in setting_headers(study).items()}
+
+
+def radio_figures(study: StudyData, algorithms: Sequence[str], width_in: float, taken: set[str]) -> list[ReportFigure]:
+    """The round-time breakdown, the SINR and rate CDFs (from ``clients.csv``) and the clients' energy
+    (from ``energy.csv``), for the runs that recorded them; none when no run did.
+
+    Returns
+    -------
+    list of ReportFigure
+        Under ``figures/radio/``.
+    """
+    out: list[ReportFigure] = []
+    names = _setting_names(study)
+    section = "What the radio did, where the time went, energy per client"
+    clients = read_clients(study)
+    if not clients.empty:
+        table = time_breakdown(clients)
+        out.append(ReportFigure(f"figures/{RADIO_DIR}/round_time_breakdown", section, "round-time breakdown",
+                                breakdown_caption(table),
+                                breakdown_figure(table, study.settings, algorithms, setting_names=names,
+                                                 width_in=width_in)))
+        for column, stem in (("sinr_db", "sinr_cdf"), ("uplink_rate_bps", "uplink_rate_cdf"),
+                             ("downlink_rate_bps", "downlink_rate_cdf")):
+            if clients[column].notna().any():
+                out.append(ReportFigure(f"figures/{RADIO_DIR}/{stem}", section, stem.replace("_", " "),
+                                        cdf_caption(column),
+                                        cdf_figure(clients, column, study.settings, setting_names=names,
+                                                   width_in=width_in)))
+    energy = client_energy(study)
+    if not energy.empty:
+        out.append(ReportFigure(f"figures/{RADIO_DIR}/client_energy_cdf", section, "energy per client",
+                                energy_caption(),
+                                energy_figure(energy, energy_fairness(energy), study.settings, algorithms,
+                                              setting_names=names, width_in=width_in)))
+    if out:
+        taken.add(RADIO_DIR)
+    return out
+
+
+def sweep_figures(study: StudyData, algorithms: Sequence[str], targets: Sequence[float], width_in: float,
+                  taken: set[str], *, n_boot: int = 10_000, bootstrap_seed: int = 0) -> list[ReportFigure]:
+    """Per numeric setting field: time to the first target and best accuracy against it, one line per
+    algorithm (:mod:`sfl_sim.analysis.sweep`); none without a numeric field.
+
+    Returns
+    -------
+    list of ReportFigure
+        Under ``figures/sweep/``.
+    """
+    fields = numeric_fields(study)
+    if not fields:
+        return []
+    per_run = per_run_accuracy(study)[["run_id", "setting", "algorithm", "best_test_accuracy"]].copy()
+    per_run["best_test_accuracy"] *= 100
+    metrics = [("best_test_accuracy", "best test accuracy (%)", "the best test accuracy")]
+    if targets:
+        hit = first_reaching(study.metrics, targets[0])
+        per_run["tta_s"] = per_run["run_id"].map(hit["sim_time_s"]).astype(float)
+        t = target_text(targets[0])
+        metrics.insert(0, ("tta_s", f"simulated time to {t} (s)", f"the simulated time to {t} test accuracy"))
+    taken.add(SWEEP_DIR)
+    short = short_field_names(study.setting_fields)
+    within: set[str] = set()
+    out = []
+    for field in fields:
+        for rest, points in sweep_groups(study, field):
+            for column, label, what in metrics:
+                title = f"{label.split(' (')[0]} against {short[field]}" + (f" ({rest})" if rest else "")
+                stem = setting_slug(f"{column}_vs_{short[field]}" + (f"_{rest}" if rest else ""), within)
+                fig = sweep_figure(per_run, column, label, field, points, algorithms, title=title, width_in=width_in,
+                                   n_boot=n_boot, bootstrap_seed=bootstrap_seed)
+                out.append(ReportFigure(f"figures/{SWEEP_DIR}/{stem}", "Against a numeric setting field", title,
+                                        sweep_caption(what, field, n_boot), fig))
     return out
 
 

@@ -487,7 +487,7 @@ def settings_layout(study: StudyData, table: pd.DataFrame | None = None) -> Layo
     headers name it), one column per setting field (full name), then the algorithm and run counts."""
     table = settings_table(study) if table is None else table
     headers = setting_headers(study)
-    columns = [(f,) for f in study.setting_fields] + [("Algorithms",), ("Runs",)]
+    columns: list[tuple[str, ...]] = [(f,) for f in (*study.setting_fields, "Algorithms", "Runs")]
     rows = [(", ".join(headers[r["setting"]]), [*(str(r[f]) for f in study.setting_fields), str(r["algorithms"]),
                                                  str(r["runs"])]) for _, r in table.iterrows()]
     return Layout("Settings: the scenario fields in which the study's settings differ", columns, [(None, rows)],
