@@ -15,6 +15,7 @@ writes beside it.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -94,21 +95,29 @@ def breakdown_figure(table: pd.DataFrame, settings: Sequence[str], algorithms: S
     ncol = legend_columns(labels, width_in, small)
     fig = new_figure(width_in, -(-len(labels) // ncol) if labels else 0)
     ax = fig.add_subplot()
-    x, ticks, gap = [], [], 0.6
+    x, ticks, centres, group_names, gap = [], [], [], [], 0.6
     pos = 0.0
-    for i, s in enumerate(settings):
+    for s in settings:
         group = [a for a in algorithms if (s, a) in index]
+        if not group:
+            continue
+        centres.append(pos + (len(group) - 1) / 2)
+        group_names.append(names.get(s, s))
         for a in group:
             x.append(pos)
-            ticks.append(f"{a}\n{names.get(s, s)}" if len(settings) > 1 else a)
+            ticks.append(a)
             pos += 1.0
-        pos += gap if i < len(settings) - 1 else 0.0
+        pos += gap
     bottom = np.zeros(len(bars))
     for k, p in enumerate(parts):
         h = np.array([getattr(index[b], p) for b in bars], dtype=float)
         ax.bar(x, h, bottom=bottom, width=0.8, color=f"C{k}", label=TIME_PART_LABELS[p])
         bottom += h
     ax.set_xticks(x, ticks, fontsize=small)
+    if len(group_names) > 1:  # the setting once under its group of bars, wrapped to the group's width
+        chars = max(12, int(width_in * 72 / (0.55 * small) / len(group_names)))
+        ax.set_xticks(centres, ["\n".join(textwrap.wrap(n, chars)) for n in group_names], minor=True, fontsize=small)
+        ax.tick_params(axis="x", which="minor", length=0, pad=2.2 * small)
     _axes_text(ax, width_in, "", "mean client time per round (s)", "Where a client's time in a round went")
     ax.grid(True, axis="y", alpha=0.3)
     ax.grid(False, axis="x")
