@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from sfl_sim.analysis.energy_data import ENERGY_CURVE_COLUMN
@@ -448,6 +449,11 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
 
     if log_x:
         ax.set_xscale("log")
+        # 1-2-5 ticks in plain numbers: matplotlib's default labels minor log ticks when the axis
+        # spans less than a decade, at its default size and overlapping
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     elif drawn and min(float(sx[0]) for _, _, seeds, _, _ in drawn for sx, _ in seeds) >= 0:
         ax.set_xlim(left=0)
     _draw_targets(ax, targets, y_axis, small)

@@ -43,8 +43,8 @@ def read_clients(study: StudyData) -> pd.DataFrame:
     pandas.DataFrame
         ``run_id``, ``setting``, ``algorithm``, ``seed``, then
         :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS` (numeric ones as floats, ``outcome`` as
-        text). Runs without the file (made before it, or with ``metrics.client_record`` off) have
-        no rows.
+        text). Runs without the file (:data:`sfl_sim.runs.rundir.upgrade.FILES_ADDED_LATER`, or
+        ``metrics.client_record`` off) have no rows.
 
     Raises
     ------

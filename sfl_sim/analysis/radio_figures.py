@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
 from sfl_sim.analysis.figure_style import (
     DEFAULT_WIDTH_IN,
@@ -179,6 +180,9 @@ def cdf_figure(clients: pd.DataFrame, column: str, settings: Sequence[str], *,
         handles.append(h)
     if log_x and lines:
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # as in the accuracy figures
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(0, 1)
     _axes_text(ax, width_in, axis_label, "fraction of client-rounds", f"CDF of the {axis_label.split(' (')[0]}")
     legend_below(fig, handles, width_in)

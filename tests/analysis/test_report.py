@@ -443,3 +443,13 @@ def test_target_lines_only_when_targets_are_asked_for(study, tmp_path, monkeypat
     seen.clear()
     write_report(root, tmp_path / "b", targets=(0.6,))
     assert set(seen) == {(0.6,)}
+
+
+@pytest.mark.slow
+def test_log_x_figure_labels_1_2_5_ticks_only(study):
+    from matplotlib.ticker import NullFormatter
+
+    st = load_study(study[0])
+    ax = setting_figure(st, st.settings[0], log_x=True).axes[0]
+    assert ax.get_xscale() == "log" and isinstance(ax.xaxis.get_minor_formatter(), NullFormatter)
+    assert min(ax.lines[0].get_xdata()) > 0  # the round-0 evaluation is left out
