@@ -585,7 +585,8 @@ def _paths(dirs: PathLike | Iterable[PathLike]) -> list[str]:
 def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = None,
            reference: str | None = None, targets: str | Sequence[float] | None = None, band: str = "std",
            ignore: Sequence[str] = (), include_incomplete: bool = False, figures: bool = True,
-           figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0) -> Report:
+           figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0,
+           log_x: bool = False) -> Report:
     """Tables and figures of a study or any set of run directories (``sfl-sim report``).
 
     Parameters
@@ -599,7 +600,8 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     targets : sequence of float or str, optional
         Accuracy targets as fractions (or the CLI's ``"0.6,0.7"``), also drawn in the figures.
         Default: the scenarios' ``target_accuracies``, no lines.
-    band : {"std", "minmax"}
+    band : {"std", "ci", "minmax"}
+        The figures' band: ± 1 std, 95 % bootstrap CI of the mean (5 seeds or more) or min-max.
     ignore : sequence of str
         Scenario fields not to split settings by.
     include_incomplete : bool
@@ -612,6 +614,8 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
         Also draw every seed as a thin line (no band).
     smooth : int
         Rolling mean over this many evaluations of each seed in the figures (0: none).
+    log_x : bool
+        Log x axes in the accuracy figures.
 
     Returns
     -------
@@ -633,7 +637,7 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     files = write_report(paths, out, reference=reference, targets=parsed, band=band, ignore=list(ignore),
                          include_incomplete=include_incomplete, figures=figures,
                          figure_width_in=DEFAULT_WIDTH_IN if figure_width_in is None else figure_width_in,
-                         seed_lines=seed_lines, smooth=smooth)
+                         seed_lines=seed_lines, smooth=smooth, log_x=log_x)
     tables = {stem: pd.read_csv(out / f"{stem}.csv") for stem in ("accuracy", "tta", "overhead", "runs")}
     return Report(path=out, files=files, **tables)
 

@@ -71,6 +71,7 @@ from sfl_sim.runs.rundir.schema import (
 )
 
 __all__ = [
+    "GROUP_KEYS",
     "NON_SETTING_FIELDS",
     "StudyError",
     "StudyData",
@@ -100,6 +101,9 @@ NON_SETTING_FIELDS: tuple[str, ...] = (
     "data.dataset.data_root",
     *HOST_ONLY_FIELDS,
 )
+
+#: The columns runs are grouped by, seeds being replicates: every table's (setting, algorithm).
+GROUP_KEYS: tuple[str, str] = ("setting", "algorithm")
 
 _MISSING = object()  # a field absent from one run's scenario
 

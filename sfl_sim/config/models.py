@@ -419,6 +419,7 @@ class Scenario(Section):
     name: str = "scenario"
     seed: Annotated[int, Field(ge=0, lt=2**63), Allowed("an integer >= 0 (below 2**63)")] = 0
     rounds: PositiveInt = 40
+    max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],

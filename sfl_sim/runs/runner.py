@@ -64,11 +64,21 @@ from sfl_sim.runs.resolved import (
     resolve_run,
 )
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
-from sfl_sim.runs.rundir.schema import CLIENT_KEPT, COMPLETE, DIVERGED, FAILED, RUNNING, RunStatus
+from sfl_sim.runs.rundir.schema import (
+    CLIENT_KEPT,
+    COMPLETE,
+    DIVERGED,
+    FAILED,
+    RUNNING,
+    STOP_REASON,
+    STOPPED_AT_ROUNDS,
+    STOPPED_AT_TIME_BUDGET,
+    RunStatus,
+)
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
            "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
-           "prepare_scenario", "selected_per_round"]
+           "prepare_scenario", "selected_per_round", "time_budget_spent"]
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[str, Any]:
@@ -79,6 +89,12 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[s
     scenario["device_used"] = str(device)
     scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
+
+
+def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
+    """Whether a run's simulated clock has reached the scenario's ``max_sim_time_s`` (never without
+    one): the run stops at the end of the round that reached it, which is evaluated as its last."""
+    return cfg.max_sim_time_s is not None and now_s >= cfg.max_sim_time_s
 
 
 def _all_finite(module: torch.nn.Module) -> bool:
@@ -167,6 +183,7 @@ class _Trained:
     host_start_s: float
     energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
     client_rows: list[dict[str, Any]]  # its clients.csv rows (none with metrics.client_record off)
+    last: bool  # the run's last round: its rounds are done, or its clock reached max_sim_time_s
 
 
 def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
@@ -235,7 +252,8 @@ class _Session:
                 run.ledger.load_state_dict(state.energy)
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._logs())
             self.drops = run_summary.Drops.of_rounds(files.read_rounds_rows())
-            if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
+            if self.round < cfg.rounds and not time_budget_spent(cfg, sim_time_s):
+                # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 # which code trained the rounds after it, the record in today's shape
                 files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
@@ -291,7 +309,8 @@ class _Session:
         energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)
         self.drops.add(len(cohort), notes.dropped.values(), row["uplink_attempts"])
         finite = _all_finite(run.algorithm.global_model())
-        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows, clients)
+        last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)
+        return _Trained(rnd, cohort, row, due or last or not finite, finite, host_start_s, energy_rows, clients, last)
 
     def evaluate(self, rnd: int) -> dict[str, Any]:
         """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
@@ -311,6 +330,8 @@ class _Session:
     def summarize(self, status: RunStatus) -> None:
         """Rewrite ``summary.json`` with ``status`` after the rows so far."""
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
+        if status == COMPLETE:
+            self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET
         self.files.write_summary(self.summary)
 
     def record(self, trained: _Trained, evaluation: dict[str, Any] | None) -> None:
@@ -322,7 +343,7 @@ class _Session:
                                                     trained.weights_finite, self.drops)
                 self.files.write_summary(self.summary)
             else:
-                self.summarize(COMPLETE if trained.round == self.cfg.rounds else RUNNING)
+                self.summarize(COMPLETE if trained.last else RUNNING)
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:
@@ -404,6 +425,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             session.evaluate(0)  # the initial model: curves start at t = 0
             session.summarize(RUNNING if cfg.rounds else COMPLETE)
         for rnd in range(session.round + 1, cfg.rounds + 1):
+            if time_budget_spent(cfg, session.sim.now_s):  # stopped at its budget (a resume has nothing to do)
+                break
             trained = session.train_round(rnd)
             gc_pause.after_round()
             evaluation = session.evaluate(rnd) if trained.evaluate else None

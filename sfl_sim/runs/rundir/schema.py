@@ -23,6 +23,10 @@ __all__ = [
     "DIVERGED",
     "FAILED",
     "RUN_STATUSES",
+    "StopReason",
+    "STOP_REASON",
+    "STOPPED_AT_ROUNDS",
+    "STOPPED_AT_TIME_BUDGET",
     "SCENARIO_FILE",
     "RESOLVED_FILE",
     "METRICS_FILE",
@@ -80,6 +84,15 @@ DIVERGED: RunStatus = "diverged"
 FAILED: RunStatus = "failed"
 #: Every :data:`RunStatus`, in the order above.
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+#: Why a ``complete`` run stopped, ``summary.json``'s :data:`STOP_REASON`: it ran the scenario's
+#: ``rounds``, or its simulated clock reached the scenario's ``max_sim_time_s`` at the end of a round
+#: (fewer rounds than planned; every seed of a study then ends at about the same simulated time).
+StopReason = Literal["rounds", "max_sim_time_s"]
+STOPPED_AT_ROUNDS: StopReason = "rounds"
+STOPPED_AT_TIME_BUDGET: StopReason = "max_sim_time_s"
+#: The ``summary.json`` key of a complete run's :data:`StopReason`.
+STOP_REASON = "stop_reason"
 
 #: The resolved scenario of one run (a YAML mapping).
 SCENARIO_FILE = "scenario.yaml"
