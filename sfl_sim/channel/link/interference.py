@@ -24,6 +24,7 @@ import numpy as np
 
 from sfl_sim.channel.large_scale.geometry import distances_m
 from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB
+from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.protocols import Interference, LosAwarePathLoss, UplinkScene
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel
@@ -175,8 +176,8 @@ class FirstTierInterference(Component):
         band = scene.uplink_bandwidth_hz
         k_active = np.bincount(layout["cell"][active], minlength=6)
         share = np.where(active, band / np.maximum(k_active[layout["cell"]], 1), 0.0)
-        power = np.asarray(scene.power_control.tx_power_w(layout["nominal_tx_power_w"], share,
-                                                          layout["coupling_own_db"]), dtype=float)
+        power = transmit_power_w(scene.power_control, layout["nominal_tx_power_w"], share, layout["coupling_own_db"],
+                                 band)
         received = np.where(active, power * 10.0 ** (-layout["coupling_ours_db"] / 10.0), 0.0)
         return float(received.sum() / band)
 
