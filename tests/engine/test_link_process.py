@@ -52,7 +52,7 @@ def _send(sim: Simulator, client: int = 0, nbytes: int = 60_000) -> tuple[simpy.
 @pytest.mark.parametrize("case, kwargs, value", [
     ("plain", {}, DELIVERED),
     ("per_transmission", {"coherence": "per_transmission"}, DELIVERED),
-    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=2)}, Lost("outage")),
+    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=2, on_outage="retransmit")}, Lost("outage")),
     ("harq", {"rate": McsTableRate(mapping="bler"), "harq": "harq"}, DELIVERED),
     ("battery", {"battery": _Empty()}, Lost("battery")),
     ("departure", {"availability": _LeavesAt(1e-4)}, Lost("unavailable")),
