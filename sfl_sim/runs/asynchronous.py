@@ -38,7 +38,7 @@ from sfl_sim.clients.selection import cohort_size, select_online
 from sfl_sim.engine.asynchronous import Aggregation, AsyncDriver
 from sfl_sim.engine.simulator import RoundContext
 from sfl_sim.runs.checkpoint import CheckpointError, RunState
-from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort
+from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort, time_budget_spent
 from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, RUNNING
 
 __all__ = ["run_asynchronously"]
@@ -79,6 +79,7 @@ class _Loop:
         self.last_s = session.sim.now_s  # the previous aggregation's time (the mobility step, round_sim_time_s)
         self.counted = session.sim.counters.as_dict()
         self.pending: list[RoundContext] = []  # dispatch groups with clients still out
+        self.attempts: dict[int, int] = {}  # id of a pending group -> its uplink attempts already in a row
 
     def next_grid_s(self) -> float | None:
         return None if self.grid_s is None else self.grid_index * self.grid_s
@@ -116,18 +117,35 @@ class _Loop:
                "online_clients": online, "unavailable_clients": sum(1 for _, why in lost if why == "unavailable"),
                "availability_wait_s": 0.0, "cohort": " ".join(map(str, used.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(lost))}
+        self.pending.extend(self.driver.take_groups())
+        attempts = self._uplink_attempts()
+        row["uplink_attempts"] = attempts
         energy_rows = self._charge(agg.version)
+        self.session.drops.add(len(agg.used) + len(agg.lost), [why for _, why in lost], attempts)
         row["client_energy_j"] = "" if run.ledger is None else math.fsum(r["total_j"] for r in energy_rows)
-        due = (self.grid_s is None and agg.version % cfg.eval_every_rounds == 0) or agg.version == cfg.rounds
+        last = agg.version == cfg.rounds or time_budget_spent(cfg, agg.time_s)
+        due = (self.grid_s is None and agg.version % cfg.eval_every_rounds == 0) or last
         finite = all_finite(run.algorithm.global_model())
-        return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows)
+        # no clients.csv rows: the per-client record reads a synchronous round (sfl_sim.engine.client_rounds)
+        return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows, [], last)
+
+    def _uplink_attempts(self) -> int:
+        """Uplink attempts since the previous aggregation, over every dispatch group still out."""
+        new = 0
+        for group in self.pending:
+            total = group.notes.uplink_attempts()
+            new += total - self.attempts.get(id(group), 0)
+            self.attempts[id(group)] = total
+        return new
 
     def _charge(self, version: int) -> list[dict[str, Any]]:
-        """Charge the dispatch groups whose clients have all arrived (at aggregation ``version``)."""
-        self.pending.extend(self.driver.take_groups())
+        """Charge the dispatch groups whose clients have all arrived (at aggregation ``version``);
+        they leave :attr:`pending`."""
         ledger = self.run.ledger
         done = [g for g in self.pending if all(k in g.left_s for k in g.cohort.tolist())]
         self.pending = [g for g in self.pending if g not in done]
+        for group in done:
+            self.attempts.pop(id(group), None)
         if ledger is None:
             return []
         rows = []
@@ -181,7 +199,7 @@ def run_asynchronously(session: Any, bar: Any, on_round: Callable[[int, dict[str
         session.evaluate(0)
         session.summarize(RUNNING if cfg.rounds else COMPLETE)
     host_start_s = time.perf_counter()
-    while loop.driver.version < cfg.rounds:
+    while loop.driver.version < cfg.rounds and not time_budget_spent(cfg, session.sim.now_s):
         agg = loop.step()
         gc_pause.after_round()
         if agg is None:  # a grid time: the model the server holds now

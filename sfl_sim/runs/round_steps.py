@@ -1,6 +1,7 @@
 """What the synchronous and the asynchronous loops of the runner share about one trained round:
 its record before it is logged, the counters ``rounds.csv`` differences, the check of a
-selector's pick and of the weights (:mod:`sfl_sim.runs.runner`, :mod:`sfl_sim.runs.asynchronous`)."""
+selector's pick and of the weights, and the simulated-time budget
+(:mod:`sfl_sim.runs.runner`, :mod:`sfl_sim.runs.asynchronous`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +10,15 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort"]
+from sfl_sim.config import Scenario
+
+__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort", "time_budget_spent"]
+
+
+def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
+    """Whether a run's simulated clock has reached the scenario's ``max_sim_time_s`` (never without
+    one): the run stops at the end of the round that reached it, which is evaluated as its last."""
+    return cfg.max_sim_time_s is not None and now_s >= cfg.max_sim_time_s
 
 
 def all_finite(module: torch.nn.Module) -> bool:
@@ -45,5 +54,5 @@ class Trained:
     weights_finite: bool
     host_start_s: float
     energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
-
-
+    client_rows: list[dict[str, Any]]  # its clients.csv rows (none with metrics.client_record off)
+    last: bool  # the run's last round: its rounds are done, or its clock reached max_sim_time_s
