@@ -33,6 +33,7 @@ import pandas as pd
 
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
+from sfl_sim.analysis.radio_table import has_radio_losses, radio_layouts, radio_table
 from sfl_sim.analysis.report_figures import (
     ACROSS_SETTINGS_DIR,
     RADIO_DIR,
@@ -238,6 +239,10 @@ def write_report(
         tables.append(_write_table(out, "energy", en, energy_layouts(en, study, algorithms, reference, notes,
                                                                       n_boot=n_boot),
                                    "Client energy to accuracy", written))
+
+    if has_radio_losses(study):  # drops, failed attempts or HARQ copies: what the radio lost, and where time went
+        radio = radio_table(study, algorithms)
+        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), "What the radio lost", written))
 
     runs = loaded.runs.drop(columns=["run_id"]).copy()
     per_run = per_run_accuracy(loaded).set_index("run_id")
