@@ -29,6 +29,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
+from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
@@ -333,13 +334,23 @@ class Metrics(Section):
 
 
 class Outage(Section):
-    """``cell.outage:``: when an upload fails and what happens then."""
+    """``cell.outage:``: when a transfer fails and what happens then (:class:`sfl_sim.channel.OutagePolicy`):
+    ``drop`` (the default) drops the payload at its first outage; ``retransmit`` sends it again on a
+    fresh fading draw, ``max_attempts`` (>= 2) attempts in all."""
 
     min_rate_bps: Annotated[float, Number(0), Allowed("a number >= 0 (0 and no min_snr_db: no outage)")] = 0.0
     min_snr_db: Annotated[float, Number(-100.0, 100.0, unit="dB")] | None = None
     max_attempts: Annotated[int, Integer(1, 1000),
-                            Allowed("an integer in [1, 1000] (attempts in all, 1 = no retransmission)")] = 1
-    on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
+                            Allowed("an integer in [1, 1000] (attempts in all: 1 with drop, >= 2 with retransmit)")] = 1
+    on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "drop"
+
+    @model_validator(mode="after")
+    def _names_say_what_happens(self) -> Outage:
+        problem = outage_rule_problem(self.on_outage, self.max_attempts)
+        if problem is not None:
+            field, allowed = problem
+            raise CrossFieldError(field, getattr(self, field), allowed, relative=True)
+        return self
 
 
 class HarqSpec(ComponentSpec):

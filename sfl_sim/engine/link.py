@@ -28,7 +28,7 @@ from sfl_sim.config.choices import OnOutage
 from sfl_sim.engine.accounting import Counters, RoundNotes
 from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
 from sfl_sim.engine.radio import Uplink
-from sfl_sim.engine.steps import SimSteps
+from sfl_sim.engine.steps import SimSteps, stoppable
 
 __all__ = ["BatteryCheck", "Link"]
 
@@ -69,8 +69,9 @@ class Link:
 
     def send(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Process:
         """Client -> server transfer of ``nbytes`` of kind ``what`` in coherence block ``block``;
-        the process's value is ``DELIVERED`` or the ``Lost`` that ended it."""
-        return self._env.process(self._transfer(client, nbytes, what, block))
+        the process's value is ``DELIVERED`` or the ``Lost`` that ended it (``round_over`` when the
+        round's end stops it: :func:`~sfl_sim.engine.steps.stoppable`)."""
+        return self._env.process(stoppable(self._transfer(client, nbytes, what, block)))
 
     def _transfer(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
         env, uplink, notes = self._env, self._uplink, self._notes

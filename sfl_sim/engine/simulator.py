@@ -108,7 +108,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import simpy
@@ -122,12 +122,10 @@ from sfl_sim.engine.client_state import Battery, Presence, departures
 from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
-from sfl_sim.engine.steps import SimSteps
+from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 
 __all__ = ["SERVER", "RoundContext", "Simulator"]
-
-_T = TypeVar("_T")
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
@@ -276,7 +274,9 @@ class RoundContext:
             :class:`~sfl_sim.engine.outcome.Lost`: ``outage`` (dropped after its last attempt),
             ``unavailable`` (the client went offline) or ``battery`` (its battery emptied).
         """
-        return self._link.send(client, nbytes, what, block)
+        proc = self._link.send(client, nbytes, what, block)
+        self._processes.append(proc)  # stopped at the round's end like every process of the round
+        return proc
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
         """Server → client unicast of ``nbytes``; ``yield`` it.  Its value is ``DELIVERED``, or
@@ -348,9 +348,10 @@ class RoundContext:
 
         Processes still running when the round ends (a client dropped by the straggler policy
         and still computing or sending) are stopped then, so nothing of one round runs in the
-        next.
+        next; so are the link processes of the round's uploads (:meth:`upload`): an upload still
+        retransmitting when the round ends counts what it sent until then and draws no more.
         """
-        proc = self.env.process(_stoppable(generator))
+        proc = self.env.process(stoppable(generator))
         self._processes.append(proc)
         return proc
 
@@ -369,14 +370,6 @@ class RoundContext:
     def event(self) -> simpy.Event:
         """A fresh event an algorithm triggers itself (e.g. 'gradient ready for client k')."""
         return self.env.event()
-
-
-def _stoppable(generator: SimSteps[_T]) -> SimSteps[_T | Lost]:
-    """``generator``, ended with ``Lost("round_over")`` when the round's end interrupts it."""
-    try:
-        return (yield from generator)
-    except simpy.Interrupt:
-        return Lost("round_over")
 
 
 class Simulator:

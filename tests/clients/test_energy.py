@@ -432,19 +432,67 @@ def test_an_upload_that_would_empty_the_battery_ends_when_it_empties() -> None:
     assert ledger.summary(0.0)["depleted_clients"] == 1
 
 
-def test_a_battery_emptied_by_the_rrc_tail_after_the_round_is_charged_exactly_its_charge() -> None:
-    model = PerFlopEnergy(j_per_flop=0.0, pa_efficiency=1.0, circuit_power_w=0.0, idle_power_w=0.0, rrc_tail=True,
-                          tail_power_w=1.0, tail_s=10.0)
-    ledger = EnergyLedger(model, np.ones(1), 0.0, capacity_j=np.array([3.0]))
-
+def _tail_ctx(start_s: float, busy: list, cohort=(0,)):
     class Ctx:
-        cohort = np.array([0])
-        start_s = 0.0
-        busy = {0: [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]}  # 1 J, then a 10 s tail from t = 1 s
-        left_s: dict = {}
+        pass
 
-    (row,) = ledger.charge_round(1, Ctx, 2.0)  # 1 s of the tail inside the round (idle at 0 W), 9 s after it
-    assert row.total_j == pytest.approx(3.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+    ctx = Ctx()
+    ctx.cohort, ctx.start_s, ctx.busy, ctx.left_s = np.array(cohort), start_s, {0: busy}, {}
+    return ctx
+
+
+def _tail_model(idle_power_w: float = 0.0) -> PerFlopEnergy:
+    return PerFlopEnergy(j_per_flop=0.0, pa_efficiency=1.0, circuit_power_w=0.0, idle_power_w=idle_power_w,
+                         rrc_tail=True, tail_power_w=1.0, tail_s=10.0)
+
+
+def test_the_rrc_tail_by_hand_over_two_rounds() -> None:
+    """P_tail = 1 W, T_tail = 10 s, idle 0 W.  Round 1 [0, 2]: upload [0, 1] (1 J).  The client sits out
+    rounds until round 2 starts at 6 s: its tail ran from 2 s to 6 s (the first second of it, in round 1,
+    is idle there): 4 J carried into round 2.  Round 2 [6, 8]: upload [6, 7]; the tail from 7 s ends at
+    17 s, but the client's next round starts at once (8 s): nothing carried, its tail there is idle."""
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    (one,) = ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    assert (one.uplink_j, one.idle_j) == (1.0, 0.0)  # nothing after the round is known yet
+    (two,) = ledger.charge_round(2, _tail_ctx(6.0, [Busy("uplink", 6.0, 7.0, tx_power_w=1.0)]), 8.0)
+    assert (two.uplink_j, two.idle_j) == (1.0, pytest.approx(4.0))
+    (three,) = ledger.charge_round(3, _tail_ctx(8.0, []), 9.0)
+    assert three.idle_j == 0.0
+    # sitting out 20 s after round 3: the tail from 7 s ran out at 17 s, 8 s of it after round 3
+    (four,) = ledger.charge_round(4, _tail_ctx(29.0, []), 30.0)
+    assert four.idle_j == pytest.approx(8.0)
+
+
+def test_over_back_to_back_rounds_the_tail_is_charged_once() -> None:
+    """Over n back-to-back rounds of 0.49 s a client's tail energy is at most P_tail x (its span + T_tail)
+    (it was T_tail per round: ~12 J a round)."""
+    ledger = EnergyLedger(_tail_model(idle_power_w=1.0), np.ones(1), 0.0)
+    idle_j, t = 0.0, 0.0
+    for rnd in range(1, 31):
+        ctx = _tail_ctx(t, [Busy("uplink", t, t + 0.1, tx_power_w=1.0)])
+        (row,) = ledger.charge_round(rnd, ctx, t + 0.49)
+        idle_j += row.idle_j
+        t += 0.49
+    span_s = t
+    assert idle_j <= 1.0 * (span_s + 10.0)
+    assert idle_j == pytest.approx(30 * 0.39)  # the idle seconds of the rounds, nothing more
+
+
+def test_a_battery_emptied_by_the_rrc_tail_between_rounds_is_charged_exactly_its_charge() -> None:
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0, capacity_j=np.array([3.0]))
+    (row,) = ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    assert row.total_j == pytest.approx(1.0) and ledger.remaining_j[0] == pytest.approx(2.0)
+    # 6 s later: 6 J of tail ran before the round, more than the 2 J left: it emptied there
+    (row,) = ledger.charge_round(2, _tail_ctx(8.0, [Busy("uplink", 8.0, 9.0, tx_power_w=1.0)]), 10.0)
+    assert row.total_j == pytest.approx(2.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+
+
+def test_a_resumed_ledger_carries_the_pending_tail() -> None:
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    again = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    again.load_state_dict(ledger.state_dict())
+    assert again.carried_tail_j(0, 6.0) == ledger.carried_tail_j(0, 6.0) == pytest.approx(4.0)
 
 
 @pytest.mark.slow

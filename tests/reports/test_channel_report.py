@@ -98,8 +98,9 @@ def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
     np.testing.assert_array_equal(table["mcs_efficiency_bps_per_hz"], [efficiency.get(c, 0.0) for c in cqi])
     # Rate = table efficiency x share (no overhead) on the cohort's 2.5 MHz share.
     np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], table["mcs_efficiency_bps_per_hz"] * 2.5e6)
-    # Open loop: P0 + 10 log10(M_RB) + 0.8 PL, 2.5 MHz = 6.9 -> 7 RBs at 30 kHz, capped at 23 dBm.
-    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(7) + 0.8 * table["pathloss_db"])
+    # Open loop (TS 38.213 7.1.1): P0 + 10 log10(2^mu M_RB) + 0.8 PL, mu = 1 at 30 kHz; 2.5 MHz of the 10 MHz
+    # channel's 24 RBs (TS 38.101-1 Table 5.3.2-1) = 6 RBs; capped at 23 dBm.
+    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(2 * 6) + 0.8 * table["pathloss_db"])
     np.testing.assert_allclose(table["tx_power_w"], 10 ** ((p_dbm - 30) / 10), rtol=1e-12)
 
 

@@ -28,12 +28,12 @@ def _lossy(cell: dict, stragglers: dict) -> dict:
 
 #: Outage drops (a threshold, one retransmission) with HARQ; the server waits for every client.
 OUTAGE = _lossy({"harq": {"mode": "sampled", "max_transmissions": 4},
-                 "outage": {"min_snr_db": 26.0, "max_attempts": 2}}, {"policy": "wait_all"})
+                 "outage": {"min_snr_db": 26.0, "on_outage": "retransmit", "max_attempts": 2}}, {"policy": "wait_all"})
 #: Deadline drops, no outage threshold: an upload the deadline cut off ends without counting more.
 DEADLINE = _lossy({}, {"policy": "deadline", "deadline_s": 0.045})
 #: Both: an upload cut off by the deadline while it retransmits after an outage.
 BOTH = _lossy({"harq": {"mode": "sampled", "max_transmissions": 4},
-               "outage": {"min_snr_db": 26.0, "max_attempts": 2}}, {"policy": "deadline", "deadline_s": 0.045})
+               "outage": {"min_snr_db": 26.0, "on_outage": "retransmit", "max_attempts": 2}}, {"policy": "deadline", "deadline_s": 0.045})
 
 #: clients.csv columns that sum over a round's rows to its rounds.csv value.
 SUMMED = ("uplink_attempts", "retransmissions", "dropped_transmissions", "harq_retransmissions", "uplink_bytes",
@@ -49,9 +49,7 @@ def _run(tmp_path: Path, data: dict, out: str = "out") -> Path:
 @pytest.mark.parametrize(("data", "wanted"), [
     (OUTAGE, {"outage"}),
     (DEADLINE, {"deadline"}),
-    pytest.param(BOTH, {"outage", "deadline"}, marks=pytest.mark.xfail(
-        reason="issue 36 (open): an upload the round's end cut off while it retransmits runs on into the next "
-               "round and counts there; the record gives it to its own round", strict=False)),
+    (BOTH, {"outage", "deadline"}),
 ], ids=["outage+harq", "deadline", "deadline+outage_retransmission"])
 def test_the_record_adds_up_to_the_rounds_for_split_and_fl(tmp_path: Path, data: dict, wanted: set) -> None:
     out = _run(tmp_path, data)

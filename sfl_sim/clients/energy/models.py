@@ -10,8 +10,10 @@ Both models share the radio part (:class:`RadioParams`):
 * idle: ``P_idle * t_wait`` for the time a client is in the round and neither computes nor
   transfers;
 * RRC tail (off by default): after its last transfer an LTE radio stays in RRC_CONNECTED at
-  ``P_tail`` for ``T_tail`` (Huang et al., MobiSys 2012); inside the round that time is already
-  charged as idle, so the tail charges only the part that runs past the round's end.
+  ``P_tail`` for ``T_tail`` (Huang et al., MobiSys 2012), until its next transfer; inside a round
+  the client takes part in that time is already charged as idle, so the tail charges only the part
+  that runs between its rounds (the ledger charges it when the client's next round starts:
+  :mod:`sfl_sim.clients.energy.ledger`, "RRC tail").
 
 Default constants and their sources (every one is also in ``scenarios/cellular_100clients.yaml``):
 
@@ -119,7 +121,8 @@ class _Radio(Component):
 
     def tail_j(self, seconds_after_round: float, idle_since_transfer_s: float) -> float:
         """``P_tail`` times the part of ``T_tail`` (from the last transfer's end) past the round's
-        end, at most ``seconds_after_round``; 0 with ``rrc_tail`` off."""
+        end, at most ``seconds_after_round`` (the time until the client's next round); 0 with
+        ``rrc_tail`` off."""
         r = self.params
         if not r.rrc_tail:
             return 0.0
