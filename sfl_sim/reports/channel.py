@@ -195,8 +195,8 @@ def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DE
     exact per-client values (which depend on the cohorts and on redraws within a round:
     ``per_iteration`` / ``per_transmission`` coherence, retransmissions).
 
-    Outage: the ``cell.outage`` rule (rate below ``min_rate_bps`` or SINR below ``min_snr_db``);
-    with no rule, a rate of 0 (out of range, or below the MCS table's lowest CQI).
+    Outage: the ``cell.outage`` rule (rate below ``min_rate_bps`` or SINR below ``min_snr_db``),
+    and always a rate of 0 (no usable MCS), as the engine has it.
 
     Returns
     -------
@@ -229,7 +229,7 @@ def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DE
                     down_bps = np.full(ids.size, cell.broadcast_rate_bps(ids, fading_gain=down_gain))
                 else:
                     down_bps = cell.downlink_rates_bps(ids, fading_gain=down_gain)
-            failed = (outage.is_outage(up.rate_bps, up.snr_db) if outage.active else up.rate_bps <= 0.0)
+            failed = outage.is_outage(up.rate_bps, up.snr_db) | (up.rate_bps <= 0.0)
             row = {
                 "round": np.full(ids.size, r), "client": ids, "distance_m": cell.distance_m[ids],
                 "los": np.full(ids.size, -1) if cell.los is None else cell.los[ids].astype(int),
@@ -305,7 +305,7 @@ def _outage_rule(cfg: Scenario) -> str:
     o = cfg.cell.outage
     parts = ([f"rate < {o.min_rate_bps / 1e6:g} Mbit/s"] if o.min_rate_bps > 0 else []) + (
         [f"SINR < {o.min_snr_db:g} dB"] if o.min_snr_db is not None else [])
-    return "cell.outage: " + " or ".join(parts) if parts else "no cell.outage rule: rate 0"
+    return "rate 0" + "".join(f" or {p}" for p in parts) + (" (cell.outage)" if parts else "")
 
 
 def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -115,15 +115,23 @@ def _per_client(draws: Mapping[str, np.ndarray], column: str, n: int, how: str =
     return np.median(values, axis=0) if how == "median" else values.mean(axis=0)
 
 
-def _neighbour_sites(cell: Cell) -> tuple[np.ndarray, np.ndarray] | None:
-    """(site centres (6, 2), their clients' positions (6 n, 2)) of a first-tier interference, else None."""
+def _neighbour_sites(cell: Cell) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """(site centres (6, 2), their clients' positions (6 n, 2), inter-site distance in m) of a first-tier
+    interference, else None."""
     layout = cell.interference_layout
     if not isinstance(layout, Mapping) or "positions_m" not in layout:
         return None
     isd = getattr(getattr(cell.interference, "params", None), "inter_site_distance_m", None)
     # FirstTierInterference's default inter-site distance: hexagons of circumradius R, sqrt(3) R
-    sites = first_tier_sites_m(isd if isd is not None else math.sqrt(3.0) * cell.radius_m)
-    return sites, np.asarray(layout["positions_m"], dtype=float)
+    isd = isd if isd is not None else math.sqrt(3.0) * cell.radius_m
+    return first_tier_sites_m(isd), np.asarray(layout["positions_m"], dtype=float), isd
+
+
+def _hexagon_m(centre: np.ndarray, inter_site_distance_m: float) -> np.ndarray:
+    """Corners (7, 2), closed, of a site's hexagon (:func:`sfl_sim.channel.link.interference.in_own_hexagon`):
+    circumradius ISD / sqrt(3), corners at 0, 60, ... degrees (the sides face the neighbours at 30 + k 60)."""
+    angles = np.arange(7) * np.pi / 3.0
+    return centre + inter_site_distance_m / math.sqrt(3.0) * np.stack([np.cos(angles), np.sin(angles)], axis=1)
 
 
 def cell_figure(cfg: Scenario, cell: Cell, table: Mapping[str, np.ndarray], draws: Mapping[str, np.ndarray],
@@ -144,13 +152,14 @@ def cell_figure(cfg: Scenario, cell: Cell, table: Mapping[str, np.ndarray], draw
     extent = 1.05 * radius
     neighbours = _neighbour_sites(cell)
     if neighbours is not None:
-        sites, others = neighbours
+        sites, others, isd = neighbours
         ax.scatter(others[:, 0], others[:, 1], s=4, color="0.75", label="neighbouring cells' clients", zorder=1)
         ax.plot(sites[:, 0], sites[:, 1], marker="^", color="0.35", markersize=9, linestyle="none",
                 label="neighbouring sites")
-        for x, y in sites:
-            ax.add_patch(plt.Circle((x, y), radius, fill=False, color="0.75", linestyle=":"))
-        extent = float(np.max(np.abs(sites))) + 1.05 * radius
+        for centre in sites:
+            corners = _hexagon_m(centre, isd)
+            ax.plot(corners[:, 0], corners[:, 1], color="0.6", linestyle=":", linewidth=0.8)
+        extent = float(np.max(np.abs(sites))) + isd / math.sqrt(3.0) * 1.02
     if colour_by == "cqi":
         value = np.asarray(table["cqi"], dtype=int)
         top = int(max(15, value.max()))
@@ -186,10 +195,14 @@ def cell_figure(cfg: Scenario, cell: Cell, table: Mapping[str, np.ndarray], draw
     ax.set_ylabel("y, m")
     ax.set_title(f"{n} clients; {type(cell.pathloss).__name__}; {share.mean():.1%} of client-draws in outage",
                  fontsize=10)
-    legend = ax.legend(loc="upper right", fontsize=7, framealpha=0.85)
-    for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
-        if text.get_text() in ("LOS", "NLOS") and handle is not None:
-            handle.set_facecolor("0.7")  # the shape is the point, not the colour of whichever client came first
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels()
+    # LOS / NLOS: the shape is the point, not the colour of whichever client came first
+    shapes = {name: marker for marker, name in LOS_MARKERS.values() if name}
+    handles = [Line2D([], [], marker=shapes[lb], color="0.6", markeredgecolor="k", linestyle="none")
+               if lb in shapes else h for h, lb in zip(handles, labels, strict=True)]
+    ax.legend(handles, labels, loc="upper right", fontsize=7, framealpha=0.85)
 
     box = fig.add_subplot(grid[0, 1])
     box.axis("off")

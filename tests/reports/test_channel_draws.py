@@ -67,7 +67,7 @@ def test_draws_use_the_runs_streams_as_the_engine_does():
             np.testing.assert_array_equal(draws["uplink_rate_bps"][at], up.rate_bps)
             np.testing.assert_array_equal(draws["downlink_rate_bps"][at],
                                           cell.downlink_rates_bps(ids, fading_gain=down_gain))
-            np.testing.assert_array_equal(draws["outage"][at], (up.snr_db < 0.0).astype(int))
+            np.testing.assert_array_equal(draws["outage"][at], ((up.snr_db < 0.0) | (up.rate_bps <= 0)).astype(int))
     assert len(np.unique(draws["noise_rise_db"])) == ROUNDS  # redrawn every round
     np.testing.assert_allclose(draws["snr_db"] - draws["sinr_db"], draws["noise_rise_db"])
     again = round_draws(cfg, ROUNDS)
@@ -79,7 +79,7 @@ def test_statistics_are_over_clients_and_draws_and_say_the_outage_share():
     stats = draw_statistics(draws)
     p5, p50, p95 = stats["sinr_db"]
     assert p50 == pytest.approx(np.median(draws["sinr_db"])) and p5 <= p50 <= p95
-    assert stats["outage"][1] == pytest.approx(np.mean(draws["sinr_db"] < 0.0))
+    assert stats["outage"][1] == pytest.approx(np.mean((draws["sinr_db"] < 0.0) | (draws["uplink_rate_bps"] <= 0)))
     ideal = draw_statistics(round_draws(cfg_with(), 2))
     assert np.isnan(ideal["downlink_rate_bps"]).all() and ideal["outage"][1] == 0.0
 
@@ -96,7 +96,7 @@ def test_report_prints_the_draws_and_writes_them_and_the_figures(tmp_path):
     text = out.getvalue()
     assert f"over {ROUNDS} rounds' draws x 8 clients (fading, interference, positions (static))" in text
     assert all(name in text for _, name, _ in DRAW_SUMMARY_COLUMNS)
-    assert "uplink outage (share of draws)" in text and "(cell.outage: SINR < 0 dB)" in text
+    assert "uplink outage (share of draws)" in text and "(rate 0 or SINR < 0 dB (cell.outage))" in text
 
 
 def test_bad_rounds_is_one_line(tmp_path):
