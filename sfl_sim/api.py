@@ -173,14 +173,19 @@ class ChannelReport:
         One row per client, the columns of :data:`sfl_sim.runs.rundir.schema.CELL_REPORT_COLUMNS` (position
         in m, LOS, path loss and shadowing in dB, SNR in dB, uplink rates in bit/s).
     path : pathlib.Path
-        The folder holding ``cell.csv`` and ``cell.png``.
+        The folder holding the files.
     files : list of pathlib.Path
-        ``cell.csv`` and ``cell.png``.
+        ``cell.csv``, ``channel_draws.csv``, then the figures
+        (:data:`sfl_sim.reports.channel.FIGURES`).
+    draws : pandas.DataFrame
+        The rounds' draws, one row per round and client (:data:`sfl_sim.reports.channel.DRAW_COLUMNS`,
+        as in ``channel_draws.csv``).
     """
 
     table: pd.DataFrame = field(repr=False)
     path: Path
     files: list[Path]
+    draws: pd.DataFrame | None = field(default=None, repr=False)
 
 
 # ----------------------------------------------------------------------------- scenarios
@@ -670,8 +675,10 @@ def plot(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = N
 
 def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
                    seed: int | None = None, stream: TextIO | None = None,
-                   colour_by: str = "rate") -> ChannelReport:
-    """A scenario's cell per client, without training (``sfl-sim channel``); writes cell.csv and cell.png.
+                   colour_by: str = "rate", rounds: int | None = None,
+                   round_s: float | None = None) -> ChannelReport:
+    """A scenario's cell per client and over rounds' draws, without training (``sfl-sim channel``);
+    writes cell.csv, channel_draws.csv and the figures (:func:`sfl_sim.reports.channel.channel_report`).
 
     Parameters
     ----------
@@ -685,6 +692,11 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
         Where to print the per-client table as the CLI does; None prints nothing.
     colour_by : {"rate", "cqi"}, default "rate"
         What colours the clients in ``cell.png`` (``cqi`` needs ``cell.rate: mcs_table``).
+    rounds : int, optional
+        Rounds of fading and interference drawn (default :data:`sfl_sim.reports.channel.DEFAULT_ROUNDS`).
+    round_s : float, optional
+        Simulated seconds between drawn rounds, for mobility (default
+        :data:`sfl_sim.reports.channel.DEFAULT_ROUND_S`).
 
     Returns
     -------
@@ -701,10 +713,14 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
 
     cfg = _load(scenario, overrides, {"seed": seed})
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
-    table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream,
-                                       colour_by=colour_by)
+    drawn: dict[str, Any] = {}
+    table = cell_report.channel_report(
+        cfg, out, stream=io.StringIO() if stream is None else stream, colour_by=colour_by,
+        rounds=cell_report.DEFAULT_ROUNDS if rounds is None else rounds,
+        round_s=cell_report.DEFAULT_ROUND_S if round_s is None else round_s, draws_out=drawn)
     return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
-                         files=[out / CELL_FILE, out / "cell.png"])
+                         files=[out / CELL_FILE, out / cell_report.DRAWS_FILE, *(out / f for f in cell_report.FIGURES)],
+                         draws=pd.DataFrame({c: drawn[c] for c in cell_report.DRAW_COLUMNS}))
 
 
 def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availability",

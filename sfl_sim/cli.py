@@ -72,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--no-progress", action="store_true", help="no progress output")
     _debug_flag(st)
 
-    ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
+    ch = sub.add_parser("channel", help="print and plot a scenario's cell and its rounds' draws (SNR, SINR, rates, "
+                                            "outage, path loss)")
     ch.add_argument("path", help="scenario YAML, or a shipped scenario's name")
     ch.add_argument("--output-dir", "-o",
                     help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
@@ -80,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
     ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
                     help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
+    ch.add_argument("--rounds", type=int, default=None,
+                    help="rounds of fading and interference drawn for the distributions (default 20)")
+    ch.add_argument("--round-s", type=float, default=None,
+                    help="simulated seconds between drawn rounds: how far mobile clients move (default 1)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
     _debug_flag(ch)
@@ -190,8 +195,9 @@ def _print_summaries(summaries: list[dict], out: Path) -> None:
 
 def _channel(args: argparse.Namespace) -> int:
     cell = api.channel_report(args.path, overrides=args.overrides, output_dir=args.output_dir, seed=args.seed,
-                              stream=sys.stdout, colour_by=args.colour_by)
-    print(f"wrote {cell.files[0]} and {cell.files[1]}")
+                              stream=sys.stdout, colour_by=args.colour_by, rounds=args.rounds,
+                              round_s=args.round_s)
+    print(f"wrote {', '.join(map(str, cell.files[:-1]))} and {cell.files[-1]}")
     return 0
 
 

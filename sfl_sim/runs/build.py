@@ -180,6 +180,14 @@ def build_outage(cfg: Scenario) -> OutagePolicy:
         raise ConfigError(f"cell.outage: {exc}") from None
 
 
+def drawn_compute_flops_per_s(cfg: Scenario) -> np.ndarray:
+    """Each client's compute speed, FLOP/s, shape (clients.count,), as a run without a device trace
+    (``clients.capability``) draws it: uniform in [``compute_flops_per_s_min``, ``_max``] from the
+    seeded stream ``compute``."""
+    c = cfg.clients
+    return stream(cfg.seed, "compute").uniform(c.compute_flops_per_s_min, c.compute_flops_per_s_max, size=c.count)
+
+
 def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     """The HARQ model of a scenario's ``cell.harq``, built with the cell's rate model as its first
     argument; None for no HARQ (the field absent, or ``none``: the engine's plain upload path)."""
@@ -323,14 +331,9 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
-    clients = cfg.clients
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
-    if capability is None:
-        client_flops_per_s = stream(seed, "compute").uniform(
-            clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
-    else:
-        client_flops_per_s = capability.compute_flops_per_s
+    client_flops_per_s = drawn_compute_flops_per_s(cfg) if capability is None else capability.compute_flops_per_s
     availability = build_availability(cfg)
     test_x, test_y = dataset.tensors("test", device)
     if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
