@@ -134,8 +134,9 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
     """
     causes = sorted(c for c in table.columns if c.startswith("drops_"))
     split = [c for c in CLIENT_TIME_COLUMNS if c in table.columns and table[c].notna().any()]
-    columns: list[tuple[str, ...]] = [("seeds",), ("drop %",), *[(f"{c.removeprefix('drops_')} %",) for c in causes], ("outage %",),
-               ("HARQ copies / round",), ("round s",), *[(c,) for c in split]]
+    columns: list[tuple[str, ...]] = [
+        ("seeds",), ("drop %",), *[(f"{c.removeprefix('drops_')} %",) for c in causes], ("outage %",),
+        ("HARQ copies / round",), ("round s",), *[(c,) for c in split]]
     groups: list[tuple[str | None, list[tuple[str, list[str]]]]] = []
     for setting in study.settings:
         part = table.loc[table["setting"] == setting]
