@@ -250,7 +250,8 @@ def write_report(
 
     if has_radio_losses(study):  # drops, failed attempts or HARQ copies: what the radio lost, and where time went
         radio = radio_table(study, algorithms)
-        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), "What the radio lost", written))
+        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), "What the radio lost", written,
+                                   readme_notes))
 
     runs = loaded.runs.drop(columns=["run_id"]).copy()
     per_run = per_run_accuracy(loaded).set_index("run_id")
