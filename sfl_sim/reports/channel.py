@@ -72,6 +72,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     if colour_by not in COLOUR_BY:
         raise ConfigError(f"colour_by: got {colour_by!r}; allowed: one of {', '.join(COLOUR_BY)}")
 
+    from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
 
     cell = build_cell(cfg)
@@ -112,6 +113,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     _write_csv(table, out / CELL_FILE)
     _plot(cell, table, out / "cell.png", k, colour_by)
     _print_table(table, stream or sys.stdout, cell, k)
+    print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=stream or sys.stdout)
     return table
 
 
