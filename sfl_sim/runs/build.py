@@ -19,6 +19,7 @@ from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
 from sfl_sim.channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
+from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.protocols import HarqModel
@@ -119,6 +120,9 @@ def build_cell(cfg: Scenario) -> Cell:
     parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
              for kind in CELL_KINDS}
     downlink_rate = component(RATES, downlink_rate_spec(c), "cell.downlink.rate")
+    for kind in CELL_KINDS:
+        conform(kind.name, parts[str(kind.cell_argument)], kind.field, cfg.clients.count)
+    conform("rate", downlink_rate, "cell.downlink.rate", cfg.clients.count)
     try:
         return Cell(
             **parts,
@@ -139,6 +143,20 @@ def build_cell(cfg: Scenario) -> Cell:
         raise
     except Exception as exc:  # components run inside the cell: a plug-in may raise anything
         raise ConfigError(f"cell: {one_line(exc)}") from exc
+
+
+def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
+    """Refuse a component that fails its kind's conformance check (a path loss with a flipped sign,
+    a fading whose mean power is not 1: :func:`sfl_sim.channel.conformance.conformance_problem`),
+    in one line naming the scenario field.
+
+    Raises
+    ------
+    ConfigError
+    """
+    problem = conformance_problem(kind, part, n_clients)
+    if problem is not None:
+        raise ConfigError(f"{field}: not physically possible: {problem}")
 
 
 def downlink_rate_spec(c: CellSection) -> ComponentSpec:
@@ -178,7 +196,10 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     if cfg.cell.harq is None:
         return None
     harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
-    return None if isinstance(harq, NoHarq) else harq
+    if isinstance(harq, NoHarq):
+        return None
+    conform("harq", harq, "cell.harq", cfg.clients.count)
+    return harq
 
 
 def load_dataset(cfg: Scenario) -> ArrayDataset:
