@@ -192,8 +192,11 @@ class Harq(Component):
             return np.concatenate(([1.0], np.cumprod(np.full(m.size, p))))
         with np.errstate(divide="ignore"):
             sinr_m_db = 10.0 * np.log10(10.0 ** (sinr_db / 10.0) * m)
-        # nested: q_m = TBLER(m gamma)
-        q = transport_block_error_rate(_beyond_the_table(curve, sinr_m_db, cb_bits), n_cb)
+        # nested: q_m = TBLER(m gamma); the first copy reads the curve as the rate model does (held at
+        # the table's end), combined copies continue it past the end
+        bler = _beyond_the_table(curve, sinr_m_db, cb_bits)
+        bler[0] = float(curve.bler(sinr_db, cb_bits))
+        q = transport_block_error_rate(bler, n_cb)
         return np.concatenate(([1.0], np.minimum.accumulate(q)))
 
     def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -264,7 +267,8 @@ def _beyond_the_table(curve: BlerCurve, sinr_db: np.ndarray, cb_bits: float) -> 
     """The curve's BLER at combined SINRs, continued past its last tabulated SINR.
 
     The tables stop at 20 or 25 dB, where a high-rate curve may not have fallen to zero; held flat
-    there, combining copies would stop helping at the table's end.  Our reading (no source gives
+    there (as the rate model and a first copy read it), combining copies would stop helping at the
+    table's end.  Our reading (no source gives
     the curves beyond their last point): past it the waterfall goes on at the slope, in log10 BLER
     per dB, of its last tabulated step (never rising; a flat end stays flat).
     """

@@ -144,3 +144,16 @@ def test_combined_sinr_past_the_table_continues_the_last_slope_by_hand():
     # within the table it is the curve itself
     inside = np.linspace(float(curve.snr_db[0]), last, 7)
     np.testing.assert_array_equal(_beyond_the_table(curve, inside, 2000.0), curve.bler(inside, 2000.0))
+
+
+def test_past_the_table_the_first_copy_reads_the_curve_and_combined_copies_keep_helping():
+    rate = McsTableRate(mapping="gap")  # the gap mapping picks CQI 15 where its curve has not reached 0
+    harq = Harq(rate, chase_combining=True, max_transmissions=4)
+    curve = cqi_curves("cqi_table1")[14]
+    sinr_db = float(curve.snr_db[-1]) + 6.0
+    assert int(rate.cqi(10 ** (sinr_db / 10))) == 15
+    q = harq.failure_chain(1e3, 1e6, sinr_db)
+    cb, n_cb = code_blocks(1e3, 948 / 1024)
+    held = 1 - (1 - float(curve.bler(sinr_db, cb))) ** n_cb
+    assert q[1] == pytest.approx(held, rel=1e-12) and held > 0
+    assert np.all(np.diff(q[1:]) < 0)  # each combined copy lowers the failure probability
