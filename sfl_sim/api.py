@@ -132,12 +132,16 @@ class Plan:
     seeds : tuple of int
         The root seeds the runs use.
     runs : tuple of PlannedRun
+    radio : tuple of str
+        What :func:`check` found about the cell, one line each (how many clients are in downlink
+        outage); empty for a study's plan.
     """
 
     path: Path
     base: Path | None
     seeds: tuple[int, ...]
     runs: tuple[PlannedRun, ...]
+    radio: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -394,12 +398,25 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
                 path=path)
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
+    from sfl_sim.runs.build import build_cell, build_harq
 
+    # The scenario's components (conformance checks included) before the output directory: a
+    # leftover run directory must not hide a mistake in the scenario.
+    build_harq(cfg, build_cell(cfg))
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)
                  for run, plan in prepared)
-    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs)
+    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs, _radio_lines(cfg, prepared[0][0].cell))
+
+
+def _radio_lines(cfg: Scenario, cell: Any) -> tuple[str, ...]:
+    """What ``--check`` says about the cell: how many clients are in downlink outage (every run of a
+    scenario has the same cell)."""
+    from sfl_sim.channel.link.downlink import downlink_outage
+    from sfl_sim.runs.build import selected_per_round
+
+    return (downlink_outage(cell, selected_per_round(cfg)).line(cfg.cell.downlink.mode),)
 
 
 def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,

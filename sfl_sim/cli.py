@@ -141,6 +141,8 @@ def _scenario(args: argparse.Namespace) -> int:
         if args.seeds is not None:
             return _print_plan(plan)
         print(f"scenario {args.path}: valid; {len(plan.runs)} run(s) build")
+        for line in plan.radio:
+            print(line)
         return 0
     results = api.run(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume,
                       progress=not args.no_progress, **options)

@@ -29,6 +29,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
+from sfl_sim.channel.limits import NOISE_FIGURE_DB
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
@@ -371,11 +372,21 @@ class HarqSpec(ComponentSpec):
 
 
 class Downlink(Section):
-    """``cell.downlink:``: whether and how server-to-client transfers take time."""
+    """``cell.downlink:``: whether and how server-to-client transfers take time, and the downlink's
+    own rate model (:mod:`sfl_sim.channel.link.downlink`).
+
+    ``rate`` absent: the uplink's model (``cell.rate``) with the downlink's own values of the
+    parameters it declares (``link: downlink``, TS 38.306's ``overhead_fraction`` 0.14, and
+    ``ue_noise_figure_db`` when given).  A client with no usable downlink rate is in downlink
+    outage: ``cell.outage`` decides (retransmit on a fresh fading draw, or drop,
+    ``downlink_outage`` in rounds.csv and clients.csv).
+    """
 
     mode: Annotated[DownlinkMode, OneOf(DownlinkMode)] = "ideal"
     server_tx_power_w: ServerPowerW = 10.0
     bandwidth_hz: BandwidthHz = 20.0e6
+    rate: ComponentSpec | None = None
+    ue_noise_figure_db: Annotated[float, Number.of_range(NOISE_FIGURE_DB)] | None = None
 
 
 class CellSection(Section):

@@ -161,7 +161,8 @@ class RoundContext:
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
-        self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps)
+        self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps,
+                                  sim.outage)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
                           None if sim.battery is None else self._battery_empties_at, self._offline_s)
 
@@ -290,21 +291,24 @@ class RoundContext:
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
         """Server → client unicast of ``nbytes``; ``yield`` it.  Its value is ``DELIVERED``, or
-        ``Lost("unavailable")`` at once for a client that has left (nothing is sent)."""
+        ``Lost("unavailable")`` at once for a client that has left (nothing is sent), or
+        ``Lost("downlink_outage")`` at once for a client in downlink outage (it leaves the round)."""
         if self._offline_s.get(client, math.inf) <= self.now_s:
             return self.env.timeout(0.0, value=Lost("unavailable"))
         self._sim.counters.count_download(nbytes, what)
         self.notes.note_download(client, nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
-        downlink = self._downlink
-        duration_s = 8.0 * nbytes / downlink.rate_bps("download to client", client, downlink.unicast_bps[client])
+        if client in self._downlink.outage:
+            return self.env.timeout(0.0, value=self._lost_downlink(client, what))
+        duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
-        per client).  Its value is ``DELIVERED``."""
+        per client).  Its value is ``DELIVERED``; a client in downlink outage leaves the round
+        (``downlink_outage``) and the others receive at the rate of the slowest that can decode."""
         self._sim.counters.count_download(nbytes * len(self.cohort), what)
         for client in self.cohort.tolist():
             self.notes.note_download(client, nbytes)
@@ -312,18 +316,34 @@ class RoundContext:
         if mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
         now = self.now_s
+        receivers = [k for k in self.cohort.tolist() if k not in downlink.outage]
+        for client in self.cohort.tolist():
+            if client in downlink.outage:
+                self._lost_downlink(client, what)
+        if not receivers:
+            return self.env.timeout(0.0, value=DELIVERED)
         if mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
-            copy_s = {k: 8.0 * nbytes / downlink.rate_bps("copy to client", k, downlink.unicast_bps[k])
-                      for k in self.cohort.tolist()}
+            copy_s = {k: 8.0 * nbytes / downlink.unicast_bps[k] for k in receivers}
             for client, duration_s in copy_s.items():
                 self.notes.note_busy(client, "downlink", now, duration_s)
             return self.env.timeout(max(copy_s.values()), value=DELIVERED)
-        duration_s = 8.0 * nbytes / downlink.rate_bps("broadcast to the cohort of", len(self.cohort),
-                                                      downlink.broadcast_bps)
-        for client in self.cohort.tolist():
+        duration_s = 8.0 * nbytes / downlink.broadcast_bps
+        for client in receivers:
             self.notes.note_busy(client, "downlink", now, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
+
+    def _lost_downlink(self, client: int, what: str) -> Lost:
+        """A payload for ``client``, in downlink outage after its last attempt, is dropped: the
+        client leaves the round now (its later transfers find it gone), ``downlink_outage``."""
+        lost = Lost("downlink_outage")
+        if self._offline_s.get(client, math.inf) > self.now_s:
+            self._sim.counters.count_dropped_transmission(what)
+            self.notes.note_dropped_transmission(client)
+            self.notes.note_dropped(client, lost.reason)
+            self.notes.note_left(client, self.now_s)
+            self._offline_s[client] = self.now_s
+        return lost
 
     def gather(self, arrivals: Mapping[int, simpy.Event], local_iterations: int = 1) -> SimSteps[list[int]]:
         """Wait for clients' deliveries under the straggler policy; ``yield from`` it.

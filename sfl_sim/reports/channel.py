@@ -127,6 +127,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
         raise ConfigError(f"round_s: got {round_s!r}; allowed: a number of seconds > 0")
 
+    from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
 
     cell = build_cell(cfg)
@@ -173,6 +174,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)
     text = stream or sys.stdout
     _print_table(table, text, cell, k)
+    print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
     return table
 

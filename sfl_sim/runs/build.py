@@ -20,6 +20,9 @@ from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionReques
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
 from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm
 from sfl_sim.channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
+from sfl_sim.channel.conformance import conformance_problem
+from sfl_sim.channel.link.downlink import downlink_rate_params
+from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.protocols import HarqModel
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -27,13 +30,13 @@ from sfl_sim.clients.energy import ENERGY, EnergyLedger
 from sfl_sim.clients.selection import SELECTORS, cohort_size, takes_available
 from sfl_sim.compression import COMPRESSORS
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
-from sfl_sim.config.models import CompressorSpec
+from sfl_sim.config.models import CellSection, CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.protocols import ComponentProtocolError
-from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
+from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError, accepted_params
 from sfl_sim.kit.seeding import stream, torch_seed
 from sfl_sim.models import build_model
 from sfl_sim.optim import check_optimizer, settings_from_config
@@ -117,6 +120,10 @@ def build_cell(cfg: Scenario) -> Cell:
     down = c.downlink
     parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
              for kind in CELL_KINDS}
+    downlink_rate = component(RATES, downlink_rate_spec(c), "cell.downlink.rate")
+    for kind in CELL_KINDS:
+        conform(kind.name, parts[str(kind.cell_argument)], kind.field, cfg.clients.count)
+    conform("rate", downlink_rate, "cell.downlink.rate", cfg.clients.count)
     try:
         return Cell(
             **parts,
@@ -131,11 +138,39 @@ def build_cell(cfg: Scenario) -> Cell:
             los_rng=stream(seed, "los"),
             interference_rng=stream(seed, "interference"),
             out_of_range=c.out_of_range,
+            downlink_rate=downlink_rate,
         )
     except ConfigError:
         raise
     except Exception as exc:  # components run inside the cell: a plug-in may raise anything
         raise ConfigError(f"cell: {one_line(exc)}") from exc
+
+
+def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
+    """Refuse a component that fails its kind's conformance check (a path loss with a flipped sign,
+    a fading whose mean power is not 1: :func:`sfl_sim.channel.conformance.conformance_problem`),
+    in one line naming the scenario field.
+
+    Raises
+    ------
+    ConfigError
+    """
+    problem = conformance_problem(kind, part, n_clients)
+    if problem is not None:
+        raise ConfigError(f"{field}: not physically possible: {problem}")
+
+
+def downlink_rate_spec(c: CellSection) -> ComponentSpec:
+    """``cell.downlink.rate``, or the uplink's ``cell.rate`` with the downlink's own parameters
+    (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
+    if c.downlink.rate is not None:
+        return c.downlink.rate
+    try:
+        declared = accepted_params(RATES.get(c.rate.name))
+    except Exception:  # an unknown name is refused where cell.rate is built, with its own line
+        declared = None
+    params = downlink_rate_params(c.rate.params, declared, c.downlink.ue_noise_figure_db)
+    return ComponentSpec(name=c.rate.name, **params)
 
 
 def selected_per_round(cfg: Scenario) -> int:
@@ -194,7 +229,10 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     if cfg.cell.harq is None:
         return None
     harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
-    return None if isinstance(harq, NoHarq) else harq
+    if isinstance(harq, NoHarq):
+        return None
+    conform("harq", harq, "cell.harq", cfg.clients.count)
+    return harq
 
 
 def load_dataset(cfg: Scenario) -> ArrayDataset:
