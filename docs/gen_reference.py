@@ -97,6 +97,8 @@ def _range(prop: dict[str, Any]) -> str:
     for key in ("anyOf", "oneOf"):
         parts = [_range(p) for p in prop.get(key, ()) if p.get("type") != "null"]
         parts = [p for p in parts if p]
+        if any(p.get("pattern") == "^[^:]+:[^:]+$" for p in prop.get(key, ())):
+            parts.append("a class of your own, `package.module:Class`")
         if parts:
             return "; ".join(parts)
     return ""
@@ -204,19 +206,34 @@ def _allowed(model: Any, name: str) -> str:
     return ""
 
 
-def _dig(data: Any, path: str) -> Any:
+_MISSING = object()
+
+
+def _dig(obj: Any, path: str) -> Any:
+    """The attribute at dotted ``path`` of a scenario object (``_MISSING`` past a null section)."""
     for key in path.split("."):
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data
+        if obj is None or not hasattr(obj, key):
+            return _MISSING
+        obj = getattr(obj, key)
+    return obj
 
 
 def _default_text(value: Any) -> str:
-    if isinstance(value, dict) and set(value) == {"name"}:
-        return _cell(value["name"])
-    if isinstance(value, dict) and "name" in value and "params" in value:
-        return _cell({"name": value["name"], **value["params"]} if value["params"] else value["name"])
+    """A default as a table cell: a component as its name (and parameters), a float as in YAML."""
+    from pydantic import BaseModel
+
+    from sfl_sim.config.models import ComponentSpec
+
+    if value is _MISSING:
+        return ""
+    if value is None:
+        return "`null`"
+    if isinstance(value, ComponentSpec):
+        return _cell({"name": value.name, **value.params} if value.params else value.name)
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, list):
+        value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
     if isinstance(value, float):
         return _cell(_number(value))
     return _cell(value)
@@ -232,7 +249,7 @@ def scenario_page() -> str:
     schema = json_schema()
     defs = schema["$defs"]
     models = _model_classes()
-    defaults = Scenario().model_dump()
+    defaults = Scenario()
     comments = scenario_comments(shipped_scenarios()[DEFAULT_SCENARIO].read_text())
     kind_of_spec = {f"{kind.capitalize()}Spec": kind for kind in KINDS}
     kind_of_spec.update({"DatasetSpec": "dataset", "PartitionerSpec": "partitioner", "SelectorSpec": "selector",
@@ -281,7 +298,7 @@ def scenario_page() -> str:
                 kind += " or null"
             default = "" if kind.startswith("section") else _default_text(_dig(defaults, field))
             rows.append((f"`{name}`", kind, default, _prose(_allowed(model, name) or _range(target)),
-                         _prose(comments.get(field, ""))))
+                         _prose(comments.get(field) or comments.get(f"{field}.name", ""))))
         out += [_table(("field", "type", "default", "allowed", "in the default scenario"), rows), ""]
         if path == "training":
             for field, spec in (("training.optimizer", "OptimizerSpec"), ("training.lr_schedule", "LrScheduleSpec")):
@@ -435,9 +452,31 @@ def run_directory_page() -> str:
 
 # --- the Python API --------------------------------------------------------------------------------------
 
+def _api_directives(module: str) -> str:
+    """The mkdocstrings directives of one module's page.
+
+    A package that exports its names lazily (a PEP 562 ``__getattr__`` over an ``_EXPORTS`` table,
+    as :mod:`sfl_sim.analysis` does) shows no members to a static reader: its page documents each
+    exported function and class from the module that defines it (constants stay on their own page).
+    """
+    import importlib
+    import inspect
+
+    package = importlib.import_module(module)
+    exports = getattr(package, "_EXPORTS", None)
+    if not isinstance(exports, dict):
+        return f"::: {module}\n"
+    lines = [f"::: {module}", "    options:", "      members: false", ""]
+    for name, where in exports.items():
+        defining = where if "." in where else f"{module}.{where}"
+        if inspect.isfunction(obj := getattr(package, name)) or inspect.isclass(obj):
+            lines += [f"::: {defining}.{name}", ""]
+    return "\n".join(lines)
+
+
 def api_pages() -> dict[str, str]:
     """One mkdocstrings page per module of :data:`API_MODULES`, and an index of them."""
-    pages = {f"api/{module}.md": f"# {title}\n\n::: {module}\n" for module, title in API_MODULES.items()}
+    pages = {f"api/{module}.md": f"# {title}\n\n{_api_directives(module)}" for module, title in API_MODULES.items()}
     index = ["# Python API", "", "Generated from the docstrings (numpy style) by mkdocstrings. "
              "`import sfl_sim` gives the functions of `sfl_sim.api` and the errors at the top level "
              "(`sfl_sim.run`, `sfl_sim.ConfigError`...).", ""]

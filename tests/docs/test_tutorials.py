@@ -1,6 +1,7 @@
 """Every tutorial of the documentation runs end to end as written (``docs/tutorials/``)."""
 from __future__ import annotations
 
+import resource
 import time
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def test_every_tutorial_is_listed_and_runs_something() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("page", tutorial_pages(), ids=lambda p: p.stem)
 def test_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     outputs = run_tutorial(page, tmp_path)
     assert outputs, page.name
-    print(f"{page.name}: {time.perf_counter() - start:.1f} s")
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"{page.name}: {time.perf_counter() - start:.1f} s wall, "
+          f"{used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:.1f} s CPU")  # -s shows it
