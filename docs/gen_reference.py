@@ -402,11 +402,39 @@ def schema_comments(source: str) -> dict[str, str]:
         block: list[str] = []
         i = node.lineno - 2
         while i >= 0 and lines[i].startswith("#:"):
-            block.insert(0, lines[i][2:].strip())
+            block.insert(0, lines[i][3:] if lines[i].startswith("#: ") else lines[i][2:])
             i -= 1
         if block:
-            found[names[0]] = " ".join(block)
+            found[names[0]] = "\n".join(block).strip()
     return found
+
+
+def _block(text: str | None) -> str:
+    """A ``#:`` comment as Markdown: its lines and bullet lists kept, reST code and roles as code spans."""
+    if not text:
+        return ""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+    text = re.sub(r":(?:class|func|mod|data|meth|attr):`~?([^`]+)`", r"`\1`", text)
+    lines: list[str] = []
+    for line in text.splitlines():
+        aligned = re.match(r"(`\w+`)\s{2,}(.*)", line)  # a column-aligned table of names: a list
+        if aligned is None and lines and lines[-1].startswith("- `"):  # its widest name has one space
+            aligned = re.match(r"(`\w+`)\s+(.*)", line)
+        if aligned:
+            lines.append(f"- {aligned[1]}: {aligned[2]}")
+        elif lines and lines[-1].startswith("- `") and re.match(r"\s{8,}\S", line):
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(re.sub(r"^\* ", "- ", line))
+    return "\n".join(lines)
+
+
+#: Further column notes of :mod:`sfl_sim.runs.rundir.schema` shown under a file's columns.
+_COLUMN_NOTES: dict[str, tuple[str, ...]] = {
+    "ENERGY_FILE": ("ENERGY_BATTERY_COLUMN",),
+    "CLASSES_FILE": ("VACANT_ACCURACY_COLUMN", "CLASS_ACCURACY_COLUMN"),
+    "CLIENTS_FILE": ("CLIENT_SPAN_COLUMN", "CLIENT_TIME_COLUMNS"),
+}
 
 
 def run_directory_page() -> str:
@@ -421,6 +449,7 @@ def run_directory_page() -> str:
         ("ENERGY_FILE", (*s.ENERGY_COLUMNS, f"({s.ENERGY_BATTERY_COLUMN})"), "ENERGY_COLUMNS"),
         ("CLASSES_FILE", (*s.CLASSES_LEADING_COLUMNS, s.CLASS_ACCURACY_COLUMN.format("<n>") + " ..."),
          "CLASSES_LEADING_COLUMNS"),
+        ("CLIENTS_FILE", s.CLIENTS_COLUMNS, "CLIENTS_COLUMNS"),
         ("SUMMARY_FILE", (), ""), ("CELL_FILE", s.CELL_COLUMNS, "CELL_COLUMNS"),
         ("CHECKPOINT_FILE", (), ""), ("STUDY_FILE", (), ""),
     ]
@@ -433,14 +462,12 @@ def run_directory_page() -> str:
     for const, columns, columns_const in files:
         if not columns:
             continue
-        out += [f"## `{getattr(s, const)}`", "", _prose(notes.get(columns_const, "")), ""]
-        if const == "ENERGY_FILE":
-            out += [_prose(notes.get("ENERGY_BATTERY_COLUMN", "")), ""]
-        if const == "CLASSES_FILE":
-            out += [_prose(notes.get("VACANT_ACCURACY_COLUMN", "")), "",
-                    _prose(notes.get("CLASS_ACCURACY_COLUMN", "")), ""]
+        out += [f"## `{getattr(s, const)}`", "", _block(notes.get(columns_const, "")), ""]
+        for extra in _COLUMN_NOTES.get(const, ()):
+            name = getattr(s, extra) if isinstance(getattr(s, extra), str) else extra
+            out += [f"**`{name}`**: " + _block(notes.get(extra, "")), ""]
         out += ["Columns, in order: " + ", ".join(f"`{c}`" for c in columns), ""]
-    out += ["## The cell report's `cell.csv`", "", _prose(notes.get("CELL_REPORT_COLUMNS", "")), "",
+    out += ["## The cell report's `cell.csv`", "", _block(notes.get("CELL_REPORT_COLUMNS", "")), "",
             "Columns, in order: " + ", ".join(f"`{c}`" for c in s.CELL_REPORT_COLUMNS), "",
             "## Statuses and host-only fields", "", _prose(notes.get("RunStatus", "")), "",
             "Statuses: " + ", ".join(f"`{x}`" for x in s.RUN_STATUSES), "",

@@ -26,7 +26,7 @@ def test_comments_of_a_yaml_file_by_dotted_path() -> None:
 
 def test_doc_comments_of_module_constants() -> None:
     source = "#: the first\n#: and second line\nA = 1\nB: int = 2\n#: of C\nC = (1,)\n"
-    assert _generator().schema_comments(source) == {"A": "the first and second line", "C": "of C"}
+    assert _generator().schema_comments(source) == {"A": "the first\nand second line", "C": "of C"}
 
 
 @pytest.mark.slow
@@ -53,10 +53,12 @@ def test_every_field_component_command_and_column_is_on_its_page() -> None:
         assert f"## `sfl-sim {command}`" in cli, command
     assert _parser().format_usage().split()[1] in cli
     rundir = gen.run_directory_page()
-    for column in (*schema.METRICS_COLUMNS, *schema.ROUNDS_COLUMNS, *schema.ENERGY_COLUMNS, *schema.CELL_COLUMNS,
+    for column in (*schema.METRICS_COLUMNS, *schema.ROUNDS_COLUMNS, *schema.ENERGY_COLUMNS, *schema.CLIENTS_COLUMNS,
+                   *schema.CELL_COLUMNS,
                    *schema.CELL_REPORT_COLUMNS):
         assert f"`{column}`" in rundir, column
-    for name in (schema.SUMMARY_FILE, schema.RESOLVED_FILE, schema.CHECKPOINT_FILE, schema.CLASSES_FILE):
+    for name in (schema.SUMMARY_FILE, schema.RESOLVED_FILE, schema.CHECKPOINT_FILE, schema.CLASSES_FILE,
+                 schema.CLIENTS_FILE):
         assert f"`{name}`" in rundir, name
     pages = gen.pages()
     assert {f"api/{m}.md" for m in gen.API_MODULES} <= set(pages)
