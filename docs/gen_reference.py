@@ -442,17 +442,18 @@ def run_directory_page() -> str:
     from sfl_sim.runs.rundir import schema as s
 
     notes = schema_comments(Path(s.__file__).read_text())
-    files: list[tuple[str, tuple[str, ...], str]] = [
-        ("SCENARIO_FILE", (), ""), ("RESOLVED_FILE", (), ""),
-        ("METRICS_FILE", s.METRICS_COLUMNS, "METRICS_COLUMNS"),
-        ("ROUNDS_FILE", s.ROUNDS_COLUMNS, "ROUNDS_COLUMNS"),
-        ("ENERGY_FILE", (*s.ENERGY_COLUMNS, f"({s.ENERGY_BATTERY_COLUMN})"), "ENERGY_COLUMNS"),
-        ("CLASSES_FILE", (*s.CLASSES_LEADING_COLUMNS, s.CLASS_ACCURACY_COLUMN.format("<n>") + " ..."),
-         "CLASSES_LEADING_COLUMNS"),
-        ("CLIENTS_FILE", s.CLIENTS_COLUMNS, "CLIENTS_COLUMNS"),
-        ("SUMMARY_FILE", (), ""), ("CELL_FILE", s.CELL_COLUMNS, "CELL_COLUMNS"),
-        ("CHECKPOINT_FILE", (), ""), ("STUDY_FILE", (), ""),
-    ]
+    files: list[tuple[str, tuple[str, ...], str]] = []
+    for const in s.__all__:  # every file the schema names, in its order; a new one appears by itself
+        if not const.endswith("_FILE"):
+            continue
+        columns_const = const[: -len("_FILE")] + "_COLUMNS"
+        columns: tuple[str, ...] = getattr(s, columns_const, ())
+        if const == "ENERGY_FILE":
+            columns = (*columns, f"({s.ENERGY_BATTERY_COLUMN})")
+        elif const == "CLASSES_FILE":
+            columns_const = "CLASSES_LEADING_COLUMNS"
+            columns = (*s.CLASSES_LEADING_COLUMNS, s.CLASS_ACCURACY_COLUMN.format("<n>") + " ...")
+        files.append((const, columns, columns_const if columns else ""))
     out = ["# Run-directory files", "",
            f"Schema version {s.SCHEMA_VERSION}. Generated from `sfl_sim/runs/rundir/schema.py`, where every "
            "file name and CSV header is defined once (the writer and `sfl_sim.analysis` both import it). "

@@ -432,6 +432,8 @@ class Scenario(Section):
     rounds: PositiveInt = 40
     max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
+    eval_every_sim_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False),
+                                Allowed("a number of simulated seconds > 0, or null (every eval_every_rounds)")] = None
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],
                                Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
@@ -459,6 +461,8 @@ class Scenario(Section):
         # was); one with it writes the paths it sets.
         data = handler(self)
         data.pop("compression", None)
+        if self.eval_every_sim_s is None:  # unset: scenario.yaml stays as it was before the field
+            data.pop("eval_every_sim_s", None)
         if self.compression is not None:
             data["compression"] = self.compression.as_dict()
         return data

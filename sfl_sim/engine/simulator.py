@@ -146,13 +146,18 @@ class RoundContext:
         Simulated time the round started.
     notes : RoundNotes
         What the round records for its readers (busy intervals, who left when and why).
+    sharing : ndarray of int, optional
+        The clients the uplink band is allocated among (a superset of the cohort; default the
+        cohort): an asynchronous dispatch group shares the band with every client in flight
+        (:mod:`sfl_sim.engine.asynchronous`).
     """
 
-    def __init__(self, sim: Simulator, cohort: np.ndarray) -> None:
+    def __init__(self, sim: Simulator, cohort: np.ndarray, sharing: np.ndarray | None = None) -> None:
         self._sim = sim
         self.cohort = cohort
         self._offline_s = departures(sim.availability, cohort, sim.now_s)  # client -> when it leaves
-        self._uplink = Uplink(sim.cell, cohort, sim.coherence, sim.fading_rng, sim.traced_uplink_bps)
+        self._sharing = cohort if sharing is None else sharing
+        self._uplink = Uplink(sim.cell, self._sharing, sim.coherence, sim.fading_rng, sim.traced_uplink_bps)
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
@@ -204,7 +209,12 @@ class RoundContext:
         Parameters
         ----------
         payload_bits : dict of client -> bits, or None
+            Per cohort client; a client sharing the band outside the cohort is taken to send the
+            largest of them.
         """
+        if payload_bits is not None and len(self._sharing) > len(self.cohort):
+            largest = max(payload_bits.values(), default=0.0)
+            payload_bits = {k: payload_bits.get(k, largest) for k in self._sharing.tolist()}
         self._uplink.allocate(payload_bits)
 
     def uplink_share_hz(self, client: int) -> float:

@@ -18,6 +18,7 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm
 from sfl_sim.channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
 from sfl_sim.channel.protocols import HarqModel
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
@@ -145,6 +146,30 @@ def selected_per_round(cfg: Scenario) -> int:
     if cfg.stragglers.policy == "over_selection":
         n = min(n_clients, math.ceil(n * (1.0 + cfg.stragglers.over_selection_fraction)))
     return n
+
+
+def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: str) -> None:
+    """An asynchronous algorithm's policy is valid for the scenario's cohort and has no straggler
+    policy to apply; the evaluation grid ``eval_every_sim_s`` is for asynchronous algorithms only
+    (a synchronous run is evaluated after its rounds).
+
+    Raises
+    ------
+    ConfigError
+    """
+    if not isinstance(algorithm, AsynchronousAlgorithm):
+        if cfg.eval_every_sim_s is not None:
+            raise ConfigError(f"eval_every_sim_s: got {cfg.eval_every_sim_s!r}; allowed: null with the synchronous "
+                              f"algorithm {label} (the evaluation grid is for asynchronous ones: fedbuff, fedasync, "
+                              f"async_scala)")
+        return
+    if cfg.stragglers.policy != "wait_all":
+        raise ConfigError(f"stragglers.policy: got {cfg.stragglers.policy!r}; allowed: wait_all with the asynchronous "
+                          f"algorithm {label} (its server never waits for a cohort)")
+    try:
+        algorithm.async_policy(cohort_size(cfg.clients.count, cfg.clients.participation))
+    except ValueError as exc:
+        raise ConfigError(f"{field}.{exc}, for {label}") from None
 
 
 def build_outage(cfg: Scenario) -> OutagePolicy:
@@ -325,6 +350,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"{algorithm_field}: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    _check_asynchrony(cfg, algorithm, algorithm_field, algorithm_spec.label)
     applied = applied_compression(algorithm, algorithm_spec.label, compression)
     setup.compression = CompressionPlan.of({path: compressors[path] for path in applied},
                                            torch_seed(seed, "compression"))

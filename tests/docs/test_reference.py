@@ -54,11 +54,12 @@ def test_every_field_component_command_and_column_is_on_its_page() -> None:
     assert _parser().format_usage().split()[1] in cli
     rundir = gen.run_directory_page()
     for column in (*schema.METRICS_COLUMNS, *schema.ROUNDS_COLUMNS, *schema.ENERGY_COLUMNS, *schema.CLIENTS_COLUMNS,
+                   *schema.STALENESS_COLUMNS,
                    *schema.CELL_COLUMNS,
                    *schema.CELL_REPORT_COLUMNS):
         assert f"`{column}`" in rundir, column
     for name in (schema.SUMMARY_FILE, schema.RESOLVED_FILE, schema.CHECKPOINT_FILE, schema.CLASSES_FILE,
-                 schema.CLIENTS_FILE):
+                 schema.CLIENTS_FILE, schema.STALENESS_FILE):
         assert f"`{name}`" in rundir, name
     pages = gen.pages()
     assert {f"api/{m}.md" for m in gen.API_MODULES} <= set(pages)

@@ -30,6 +30,9 @@ Choices where the paper is silent (each a parameter):
 * Labels travel as int64 tensors, as torch holds them; their bytes count as uplink (kind
   ``labels``, after the activations).
 * The server is one device: with ``concatenate=False`` the per-client server jobs queue on it.
+* Semi-asynchronous SCALA (``trigger_clients`` / ``window_s``): each server step concatenates the
+  activations that have arrived by its trigger and the others join the next step
+  (:mod:`sfl_sim.algorithms.split.triggered_server`, which states the choices it makes).
 
 The round itself (messages, timing, aggregation) is :class:`~sfl_sim.algorithms.split.base.SplitFedBase`'s;
 this module adds the priors, the concatenated server step and LLA-SFL's per-client loss.
@@ -41,12 +44,13 @@ from typing import Annotated, Literal, cast
 
 import numpy as np
 import torch
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from sfl_sim.algorithms.base import ALGORITHMS, to_device
 from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.messages import ClientActivations, Reply
-from sfl_sim.algorithms.split.server_modes import ServerModeName
+from sfl_sim.algorithms.split.server_modes import ServerMode, ServerModeName
+from sfl_sim.algorithms.split.triggered_server import TriggeredConcatenatedServer
 from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.kit.params import FIXED, Doc
 
@@ -74,6 +78,14 @@ class SCALA(SplitFedBase):
         client_adjustment: Annotated[bool, Doc(
             "Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).")] = True
         label_prior: Annotated[LabelPrior, Doc("Where P_s and P_k come from.")] = "batch"
+        trigger_clients: Annotated[int | None, Field(ge=1), Doc(
+            "Semi-asynchronous SCALA: each server step concatenates the activations that have arrived once K "
+            "clients' wait (the others join the next step; sfl_sim.algorithms.split.triggered_server).  null: "
+            "every client's activations of the iteration (SCALA).  Only with concatenate.")] = None
+        window_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False), Doc(
+            "Semi-asynchronous SCALA: each server step concatenates what has arrived window_s simulated seconds "
+            "after the first waiting upload (or sooner, once every client's has).  null: no window.  Only with "
+            "concatenate.")] = None
 
         @model_validator(mode="after")
         def _server_adjustment_needs_concatenation(self) -> SCALA.Params:
@@ -82,10 +94,20 @@ class SCALA(SplitFedBase):
                                  "distribution); allowed: server_adjustment=false with concatenate=false")
             return self
 
+        @model_validator(mode="after")
+        def _trigger_needs_concatenation(self) -> SCALA.Params:
+            if (self.trigger_clients is not None or self.window_s is not None) and not self.concatenate:
+                raise ValueError("trigger_clients / window_s need concatenate=true (they time the concatenated "
+                                 "server step); allowed: null with concatenate=false")
+            return self
+
     params: Params
 
-    def make_server_mode(self) -> ServerModeName:
-        return "concatenated" if self.params.concatenate else "per_client"
+    def make_server_mode(self) -> ServerModeName | ServerMode:
+        p = self.params
+        if p.concatenate and (p.trigger_clients is not None or p.window_s is not None):
+            return TriggeredConcatenatedServer(p.trigger_clients, p.window_s)
+        return "concatenated" if p.concatenate else "per_client"
 
     # -- priors ----------------------------------------------------------------------------------
     def _uniform(self) -> torch.Tensor:
