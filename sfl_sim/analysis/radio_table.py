@@ -135,7 +135,7 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
     causes = sorted(c for c in table.columns if c.startswith("drops_"))
     split = [c for c in CLIENT_TIME_COLUMNS if c in table.columns and table[c].notna().any()]
     columns: list[tuple[str, ...]] = [
-        ("seeds",), ("drop %",), *[(f"{c.removeprefix('drops_')} %",) for c in causes], ("outage %",),
+        ("seeds",), ("drop %",), *[(f"drop: {c.removeprefix('drops_')} %",) for c in causes], ("failed attempts %",),
         ("HARQ copies / round",), ("round s",), *[(c,) for c in split]]
     groups: list[tuple[str | None, list[tuple[str, list[str]]]]] = []
     for setting in study.settings:
@@ -149,8 +149,9 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
                      *[_sec(r[c]) for c in split]]
             rows.append((str(r["algorithm"]), cells))
         groups.append((setting if len(study.settings) > 1 else None, rows))
-    notes = ["Means over seeds of each run's rates (drops: share of client-rounds; outage: failed uplink attempts "
-             "over attempts; time split: the mean client-round, s, from clients.csv)."]
+    notes = ["Means over seeds of each run's rates (drops: share of client-rounds, in all and by cause; failed "
+             "attempts: uplink attempts in outage over attempts; time split: the mean client-round, s, from "
+             "clients.csv)."]
     lossy = table.loc[table["drop_rate"].fillna(0) > 0, "setting"].unique().tolist()
     if lossy:
         notes.append(f"{DROPS_SHORTEN_ROUNDS}: {', '.join(map(str, lossy))}.")
