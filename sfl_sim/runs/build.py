@@ -155,7 +155,12 @@ def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
     ------
     ConfigError
     """
-    problem = conformance_problem(kind, part, n_clients)
+    try:
+        problem = conformance_problem(kind, part, n_clients)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as exc:  # the component refused its own parameters on the check's scene
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
     if problem is not None:
         raise ConfigError(f"{field}: not physically possible: {problem}")
 
