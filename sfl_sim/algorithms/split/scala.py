@@ -34,7 +34,7 @@ Choices where the paper is silent (each a parameter):
   activations that have arrived by its trigger and the others join the next step
   (:mod:`sfl_sim.algorithms.split.triggered_server`, which states the choices it makes).
 
-Audit against the papers (scala-icml.md §3 and Algorithm 2; scala-journal.txt §3-5), issue 42 -- each
+How each step reads the papers (scala-icml.md §3 and Algorithm 2; scala-journal.txt §3-5): the
 reading, the paper's words, and where the code does it:
 
 ==============================  ============================================  ==================================
@@ -64,8 +64,7 @@ split after conv-relu-pool x2   "the first 6 layers as the client-side         `
                                 at the second convolutional layer" (journal)
 ==============================  ============================================  ==================================
 
-No defect was found; what the measured gap to the paper's Table 4 is due to is in
-``studies/scala_gap_ablations.yaml``.
+The ablations that compare this setting with the paper's Table 4 are ``studies/scala_gap_*.yaml``.
 
 The round itself (messages, timing, aggregation) is :class:`~sfl_sim.algorithms.split.base.SplitFedBase`'s;
 this module adds the priors, the concatenated server step and LLA-SFL's per-client loss.
