@@ -32,7 +32,8 @@ from sfl_sim.clients.availability import round_start
 from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
-from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine import Counters, RoundContext, Simulator
+from sfl_sim.engine.record import Recorder
 from sfl_sim.errors import RunFailed
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
@@ -60,6 +61,7 @@ from sfl_sim.runs.resolved import (
     compression_record,
     resolve_run,
 )
+from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, FAILED, RUNNING, RunStatus
 
@@ -83,6 +85,11 @@ def _all_finite(module: torch.nn.Module) -> bool:
     flags = [torch.isfinite(t).all() for t in list(module.parameters()) + list(module.buffers())
              if torch.is_floating_point(t)]
     return bool(torch.stack(flags).all()) if flags else True
+
+
+#: The shared random streams whose draws an algorithm makes at its events (minibatches, dropout;
+#: ``torch_cuda`` on a GPU): the order in which a round's processes draw from them is recorded.
+WATCHED_STREAMS = ("minibatch", "torch", "torch_cuda")
 
 
 class _Streams:
@@ -193,9 +200,12 @@ class _Session:
     ``rounds.csv``), :meth:`checkpoint` after an evaluation.
     """
 
-    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan) -> None:
+    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan, record_work: bool = True) -> None:
         self.run, self.cfg, self.files, self.plan = run, run.cfg, files, plan
         self.streams = _Streams(self.cfg.seed)
+        # what the clock needed, per round (work.jsonl.gz), and the streams whose draw order is a decision
+        watched = WATCHED_STREAMS if run.device.type == "cuda" else WATCHED_STREAMS[:2]
+        self.recorder = Recorder(watched, self._draw_state) if record_work else None
         torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
         self.round = 0
         self.summary: dict[str, Any] = {}
@@ -224,6 +234,8 @@ class _Session:
             if run.ledger is not None:
                 run.ledger.load_state_dict(state.energy)
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
+            if self.recorder is not None:
+                work.keep_through(files.path, self.round)
             if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 # which code trained the rounds after it, the record in today's shape
@@ -231,6 +243,8 @@ class _Session:
             self.summary = files.read_summary() or {}
         else:
             files.start_logs(run.setup.num_classes, **self._energy_logs())
+            if self.recorder is not None:
+                work.start(files.path)
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label, applied).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
@@ -245,6 +259,14 @@ class _Session:
         run = self.run
         return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
                 "energy": run.ledger.state_dict() if run.ledger is not None else {}}
+
+    def _draw_state(self) -> tuple[object, ...]:
+        """The state of each of :data:`WATCHED_STREAMS` now (compared, not kept)."""
+        state: tuple[object, ...] = (self.run.setup.minibatch_rng.bit_generator.state,
+                                     torch.get_rng_state().numpy().tobytes())
+        if self.run.device.type == "cuda":
+            state += (torch.cuda.get_rng_state(self.run.device).numpy().tobytes(),)
+        return state
 
     def _energy_logs(self) -> dict[str, bool]:
         """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
@@ -261,7 +283,11 @@ class _Session:
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
         # a wait for anyone to come online belongs to the round (the clock's rows add up)
-        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        context = RoundContext if self.recorder is None else self.recorder.context
+        if self.recorder is not None:
+            self.recorder.round = rnd
+        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort,
+                                              context)
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
         after = sim.counters.as_dict()
         counted = {k: after[k] - before[k] for k in _ROUND_COUNTERS}
@@ -311,6 +337,8 @@ class _Session:
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:
             self.files.append_energy(trained.energy_rows)
+        if self.recorder is not None and self.recorder.last is not None:
+            work.append_round(self.files.path, self.recorder.last.as_dict())
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:
@@ -334,7 +362,7 @@ class _Session:
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
             on_round: Callable[[int, dict[str, Any]], None] | None = None,
             plan: RunDirPlan | None = None, coordinates: dict[str, Any] | None = None,
-            position: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+            position: tuple[int, int] = (1, 1), record_work: bool = True) -> dict[str, Any]:
     """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
@@ -354,6 +382,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
     position : (int, int)
         This run's place among the scenario's runs (i of n), for the header line.
+    record_work : bool
+        Write what the clock needed (``work.jsonl.gz``, :mod:`sfl_sim.engine.record`) as the run goes.
 
     Returns
     -------
@@ -374,7 +404,7 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
                           resolution=lambda: resolve_run(cfg, run.label))
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
-    session = _Session(run, files, plan)
+    session = _Session(run, files, plan, record_work)
     session.restore()
     bar = RunProgress(progress)
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, session.round)

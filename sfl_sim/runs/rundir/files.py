@@ -93,6 +93,7 @@ from sfl_sim.runs.rundir.schema import (
     SCENARIO_FILE,
     SCHEMA_VERSION,
     SUMMARY_FILE,
+    WORK_FILE,
     classes_columns,
 )
 
@@ -101,7 +102,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE)
+             CLASSES_FILE, ENERGY_FILE, WORK_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
