@@ -398,7 +398,8 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
         lines += ["## Figures", ""]
         lines += [f"{link}\n" for link in figure_links]
     lines += ["## Files", "",
-              "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
+              "- `runs.csv`: every run found, its coordinates, status, how it was made (`made_by`: trained or "
+              "re-timed), final and best accuracy, `in_report`.",
               "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
               "- `figures/<setting>/accuracy_vs_time.{png,pdf}`, `accuracy_vs_uplink.{png,pdf}`.", ""]
     return "\n".join(lines)

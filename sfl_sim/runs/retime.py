@@ -25,8 +25,6 @@ set is loaded for the partition the selectors and ``cell.csv`` need.
 from __future__ import annotations
 
 import copy
-import csv
-import math
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -44,7 +42,7 @@ from sfl_sim.models.evaluation import Scores
 from sfl_sim.runs.retime_fields import changed_fields, training_changes
 from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir
-from sfl_sim.runs.rundir.schema import CLASSES_LEADING_COLUMNS, COMPLETE, RETIMED_FROM
+from sfl_sim.runs.rundir.schema import COMPLETE, RETIMED_FROM
 
 __all__ = ["ReplayAlgorithm", "RetimeRefused", "retime", "retime_config", "source_scenario"]
 
@@ -110,7 +108,7 @@ class ReplayAlgorithm:
         The built (untrained) algorithm.
     records : dict of int to RoundRecord
     scores : dict of int to Scores
-        Each evaluated round's recorded accuracy, loss and per-class accuracy.
+        Each evaluated round's recorded accuracy and loss.
     """
 
     def __init__(self, algorithm: Algorithm, records: Mapping[int, RoundRecord], scores: Mapping[int, Scores]) -> None:
@@ -133,16 +131,8 @@ class ReplayAlgorithm:
 
 
 def _read_scores(run_dir: Path) -> dict[int, Scores]:
-    files = RunDir(run_dir)
-    per_class: dict[int, np.ndarray] = {}
-    if files.classes_path.exists():
-        with files.classes_path.open(newline="") as fh:
-            for row in csv.reader(fh):
-                if row and row[0] != CLASSES_LEADING_COLUMNS[0]:
-                    per_class[int(row[0])] = np.array([float(c) if c else math.nan
-                                                       for c in row[len(CLASSES_LEADING_COLUMNS):]])
-    return {int(r["round"]): Scores(r["test_accuracy"], r["test_loss"], per_class.get(int(r["round"])))
-            for r in files.read_metrics_rows()}
+    """Each evaluated round's recorded accuracy and loss (``classes.csv`` is copied whole)."""
+    return {int(r["round"]): Scores(r["test_accuracy"], r["test_loss"]) for r in RunDir(run_dir).read_metrics_rows()}
 
 
 def _records(run_dir: Path, rounds: int) -> dict[int, RoundRecord]:
@@ -159,7 +149,7 @@ def _records(run_dir: Path, rounds: int) -> dict[int, RoundRecord]:
 
 def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None = None,
            progress: bool = False, scenario: Mapping[str, Any] | None = None,
-           coordinates: Mapping[str, Any] | None = None) -> dict[str, Any]:
+           coordinates: Mapping[str, Any] | None = None, dataset: Any = None) -> dict[str, Any]:
     """Re-time the finished run ``run_dir`` under ``overrides`` into ``output`` (module docstring).
 
     Parameters
@@ -176,6 +166,8 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         The re-timed run's whole scenario (one algorithm) instead of ``overrides`` (a study's run).
     coordinates : mapping, optional
         A study run's coordinates, recorded in ``summary.json``.
+    dataset : sfl_sim.data.ArrayDataset, optional
+        The data set, already loaded (a sweep loads it once).
 
     Returns
     -------
@@ -211,7 +203,7 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     records = _records(source, cfg.rounds)
     scores = _read_scores(source)
     spec = cfg.algorithms[0]
-    run = build_run(cfg, spec)
+    run = build_run(cfg, spec, dataset)
     algorithm = run.algorithm
     algorithm.meter.load_state_dict(summary.get("flops_per_sample") or {})
     run.algorithm = cast(Algorithm, ReplayAlgorithm(algorithm, records, scores))
@@ -229,6 +221,8 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
             raise
         (staging / RunDir(staging).checkpoint_path.name).unlink(missing_ok=True)  # nothing trained to resume
         shutil.copyfile(work.work_path(source), work.work_path(staging))  # the same work: re-timable again
+        if RunDir(source).classes_path.exists():  # every cell is training's (per-class, local models)
+            shutil.copyfile(RunDir(source).classes_path, RunDir(staging).classes_path)
         files = RunDir(staging)
         record = files.read_resolved(resolve_run(cfg, spec.label).record).value or {}
         record[RETIMED_FROM] = {"run": str(source.resolve()), "set": changes}
