@@ -120,9 +120,26 @@ class RoundRecord:
                    data.get("unreplayable"))
 
     def client_of(self, pid: int) -> int | None:
-        """The client process ``pid`` works for: the first client its ops name (None: the server's)."""
+        """The client process ``pid`` works for: the first client its ops name, else (a server job)
+        the client of the first event it waits on — a transfer, or an event a client's process
+        triggers; None for the round's own process and the server's other work."""
+        direct = self._direct_client(pid)
+        if direct is not None or pid == 0:
+            return direct
+        owners: dict[int, int] = {}  # event number -> its client
+        for other, ops in enumerate(self.processes):
+            client = self._direct_client(other)
+            for op in ops:
+                if op[0] in ("u", "d"):
+                    owners[op[-1]] = int(op[1])
+                elif op[0] == "t" and client is not None:
+                    owners.setdefault(op[1], client)
+        waited = [op[1] for op in self.processes[pid] if op[0] == "y"]
+        return next((owners[h] for h in waited if h in owners), None)
+
+    def _direct_client(self, pid: int) -> int | None:
         for op in self.processes[pid]:
-            if op[0] == "c" and op[1] >= 0 or op[0] in ("u", "d"):
+            if (op[0] == "c" and op[1] >= 0) or op[0] in ("u", "d"):
                 return int(op[1])
         return None
 

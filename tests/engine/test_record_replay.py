@@ -197,3 +197,14 @@ def test_recording_changes_nothing_the_engine_times() -> None:
 def test_outcomes_round_trip(value: object) -> None:
     code = encode_outcome(value)
     assert encode_outcome(decode_outcome(code)) == code
+
+
+def test_a_server_job_is_named_by_the_client_it_serves() -> None:
+    record = RoundRecord(1, [4, 5], processes=[
+        [["p", 1, 1], ["p", 2, 2], ["p", 3, 3]],
+        [["c", 4, 1.0, "client_forward"], ["u", 4, 10, "activations", 0, 4], ["y", 4, "D"], ["t", 5, "O"],
+         ["r", "D"]],
+        [["y", 5, "O"], ["c", -1, 1.0, "server_step"], ["r", None]],  # waits on what client 4 triggered
+        [["c", -1, 1.0, "aggregate"], ["r", None]],
+    ])
+    assert [record.client_of(p) for p in range(4)] == [None, 4, 4, None]
