@@ -193,9 +193,11 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         raise RunDirError("output: missing; allowed: a directory for the re-timed run (-o OUT)")
     out = Path(output)
     summary = RunDir(source).read_summary()
-    if summary is None or summary.get("status") != COMPLETE:
-        status = None if summary is None else summary.get("status")
-        raise RunDirError(f"{source}: status {status!r}; allowed: a complete run directory to re-time")
+    if summary is None:
+        raise RunDirError(f"{source}: no readable summary.json, so not a run directory; allowed: a complete run "
+                          f"directory to re-time")
+    if summary.get("status") != COMPLETE:
+        raise RunDirError(f"{source}: status {summary.get('status')!r}; allowed: a complete run directory to re-time")
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: not empty; allowed: a new or empty directory for the re-timed run")
     before, cfg = retime_config(source, overrides, out, scenario)
