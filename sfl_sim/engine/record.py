@@ -359,14 +359,32 @@ class RecordingContext(RoundContext):
         return kept
 
     # -- reads that would make training depend on the link -----------------------------------------
+    def _read_by_the_round(self, what: str) -> None:
+        """A read of the link from inside the round's processes could steer training by the link;
+        one after the round (the runner's per-client record) cannot."""
+        if self.env.active_process is not None and self.env.active_process in self._pid_of:
+            self.unreplayable(f"the algorithm read a client's {what}")
+
     def uplink_rate_bps(self, client: int) -> float:
-        self.unreplayable("the algorithm read a client's uplink rate")
+        self._read_by_the_round("uplink rate")
         return super().uplink_rate_bps(client)
 
     def uplink_snr_db(self, client: int) -> float:
-        self.unreplayable("the algorithm read a client's uplink SNR")
+        self._read_by_the_round("uplink SNR")
         return super().uplink_snr_db(client)
 
     def uplink_share_hz(self, client: int) -> float:
-        self.unreplayable("the algorithm read a client's uplink share")
+        self._read_by_the_round("uplink share")
         return super().uplink_share_hz(client)
+
+    def uplink_tx_power_w(self, client: int) -> float:
+        self._read_by_the_round("uplink transmit power")
+        return super().uplink_tx_power_w(client)
+
+    def uplink_fading_gain(self, client: int) -> float:
+        self._read_by_the_round("uplink fading gain")
+        return super().uplink_fading_gain(client)
+
+    def downlink_rate_bps(self, client: int) -> float | None:
+        self._read_by_the_round("downlink rate")
+        return super().downlink_rate_bps(client)

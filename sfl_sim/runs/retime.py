@@ -121,13 +121,18 @@ class ReplayAlgorithm:
     def run_round(self, ctx: RoundContext, cohort: np.ndarray, local_model_observer: object = None) -> SimSteps[None]:
         """Round ``n`` (the next one): the cohort compared with the record, then its steps replayed."""
         self._round += 1
-        record = self._records[self._round]
+        record = self._records.get(self._round)
+        if record is None:
+            raise Diverged(self._round, None, "the record has no such round")
         check_cohort(record, [int(k) for k in cohort.tolist()])
         yield from replay(record)(ctx)
 
     def evaluate(self, evaluate_fn: object, x: object, y: object, batch_size: int) -> Scores:
         """The recorded scores of the round just run (round 0 first)."""
-        return self._scores[self._round]
+        scores = self._scores.get(self._round)
+        if scores is None:
+            raise Diverged(self._round, None, "evaluated here, but the record has no evaluation of this round")
+        return scores
 
 
 def _read_scores(run_dir: Path) -> dict[int, Scores]:
@@ -201,6 +206,9 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: not empty; allowed: a new or empty directory for the re-timed run")
     before, cfg = retime_config(source, overrides, out, scenario)
+    if before.max_sim_time_s is not None:
+        raise RetimeRefused(f"max_sim_time_s: {source} ran under a simulated-time budget, so which rounds it "
+                            f"trained depends on its timing; allowed: a run without max_sim_time_s")
     changes = {f: _value_at(cfg.to_yaml_dict(), f) for f in _changed(before.to_yaml_dict(), cfg.to_yaml_dict())}
     records = _records(source, cfg.rounds)
     scores = _read_scores(source)

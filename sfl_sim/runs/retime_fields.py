@@ -29,6 +29,7 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "target_accuracies": TIMING,  # which times-to-accuracy the summary reports
     "seed": TRAINING,  # every stream: partition, initial weights, minibatches...
     "rounds": TRAINING,
+    "max_sim_time_s": TRAINING,  # which rounds run: a run with a time budget is not re-timed at all
     "eval_every_rounds": TRAINING,  # which rounds have recorded scores
     "eval_samples": TRAINING,
     "eval_batch_size": TRAINING,  # the test loss's summation order
@@ -40,6 +41,7 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "model": TRAINING,
     "compression": TRAINING,
     "metrics": TRAINING,  # the local models' scores are not recorded
+    "metrics.client_record": TIMING,  # clients.csv: what the radio did, written by the replay too
     "clients.count": TRAINING,  # the partition
     "clients.participation": TRAINING,  # the cohort size
     "clients.selection": TRAINING,  # the cohorts (a channel-aware selector: the replay checks them anyway)

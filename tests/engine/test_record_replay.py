@@ -183,6 +183,15 @@ def test_a_round_the_recorder_could_not_describe_is_refused() -> None:
         two_client_simulator().run_round(replay(recorder.last), [0, 1])
 
 
+def test_a_read_after_the_round_is_no_decision() -> None:
+    """The runner's per-client record reads the link after the round: the round stays replayable."""
+    sim = two_client_simulator()
+    recorder = Recorder()
+    sim.run_round(_toy_round(_Stream()), [0, 1], context=recorder.context)
+    sim.last_round.uplink_snr_db(0), sim.last_round.downlink_rate_bps(1)
+    assert recorder.last is not None and recorder.last.unreplayable is None
+
+
 def test_recording_changes_nothing_the_engine_times() -> None:
     plain, recorded = two_client_simulator(), two_client_simulator()
     stream = _Stream()

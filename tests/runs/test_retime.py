@@ -25,7 +25,7 @@ from sfl_sim.runs.rundir.schema import RETIMED_FROM
 from tests.helpers import read_rows, small_scenario
 
 #: Files compared between a re-timed and a full run (host-time columns left out).
-COMPARED = ("metrics.csv", "rounds.csv", "energy.csv", "classes.csv", "cell.csv")
+COMPARED = ("metrics.csv", "rounds.csv", "energy.csv", "classes.csv", "cell.csv", "clients.csv")
 
 #: The kinds of change the exactness tests re-time under.
 CHANGES: dict[str, list[str]] = {
