@@ -41,6 +41,7 @@ def _trained(name: str, distances_m: list[float]) -> tuple[dict[str, torch.Tenso
     return {k: v.clone() for k, v in algo.global_model().state_dict().items()}, order
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["splitfed_v1", "cs_sfl"])
 def test_the_arrival_order_changes_when_the_copies_step_never_what_they_learn(name: str) -> None:
     fast_first, order_a = _trained(name, [60.0, 200.0, 470.0, 380.0])
@@ -50,6 +51,7 @@ def test_the_arrival_order_changes_when_the_copies_step_never_what_they_learn(na
     assert all(torch.equal(fast_first[k], slow_first[k]) for k in fast_first)
 
 
+@pytest.mark.slow
 def test_the_clients_generators_resume_with_the_run() -> None:
     algo = ALGORITHMS.build("splitfed_v1", conformance_setup(11, init_seed=1, minibatch_seed=5))
     algo._client_streams = {2: [torch.get_rng_state()]}
