@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sfl_sim.study.plan import StudyRun, StudySpec
 
 __all__ = ["RunResult", "PlannedRun", "Plan", "Report", "ChannelReport", "Overrides", "load_scenario", "check",
-           "run", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
+           "run", "retime", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
 
 #: ``--set`` overrides: ``"FIELD=VALUE"`` strings (VALUE in YAML syntax), applied in order, or a
 #: mapping of dotted field names to Python values (``{"clients.participation": 0.2}``).
@@ -479,6 +479,45 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
     write_summary_files(summaries, out)
     return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
                                                                                             strict=True)]
+
+
+def retime(run_dir: PathLike, *, overrides: Overrides = (), output_dir: PathLike,
+           progress: bool = False) -> RunResult:
+    """Time a finished run again under other timing-only settings, without training (``sfl-sim retime``).
+
+    The run's recorded work (``work.jsonl.gz``) is replayed on the engine built with
+    ``overrides`` (the cell, the server's and clients' compute budgets, availability, energy,
+    the straggler policy); every decision is compared with the record.  The new run directory
+    has the new simulated times, bytes, FLOPs and energy with the recorded accuracies, and its
+    ``resolved.yaml`` names the run it came from (:mod:`sfl_sim.runs.retime`).
+
+    Parameters
+    ----------
+    run_dir : path
+        A complete run directory (one algorithm's).
+    overrides : sequence of str or mapping, optional
+        ``--set`` overrides of timing-only fields (see :func:`load_scenario`).
+    output_dir : path
+        The re-timed run directory (new or empty).
+    progress : bool
+        Show the progress bar on stderr.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    RetimeRefused
+        A field that changes training, or a decision that goes otherwise (one line naming the round,
+        the client and the decision); nothing is written.
+    ConfigError, RunDirError, DatasetNotFoundError
+    """
+    from sfl_sim.runs.retime import retime as retime_run  # imported late: torch is slow to import
+
+    out = Path(output_dir)
+    summary = retime_run(Path(run_dir), overrides, out, progress=progress)
+    return _result(str(summary.get("label", out.name)), out, summary=summary)
 
 
 # ----------------------------------------------------------------------------- studies

@@ -57,6 +57,15 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
     _debug_flag(sc)
 
+    rt = sub.add_parser("retime", help="time a finished run again under other timing-only settings, without "
+                                       "training")
+    rt.add_argument("run_dir", metavar="RUN_DIR", help="a complete run directory (one algorithm's)")
+    rt.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a timing-only field, e.g. --set cell.uplink_bandwidth_hz=5e6 (repeatable)")
+    rt.add_argument("--output-dir", "-o", required=True, help="the re-timed run directory (new or empty)")
+    rt.add_argument("--no-progress", action="store_true", help="no progress output")
+    _debug_flag(rt)
+
     st = sub.add_parser("study", help="run a study (base scenario x seeds x grid), resumably, in parallel")
     st.add_argument("path", help="study YAML (base, seeds, grid, set, output_dir)")
     st.add_argument("--output-dir", "-o", help="study directory (default: the study's output_dir, else "
@@ -150,6 +159,13 @@ def _scenario(args: argparse.Namespace) -> int:
         return _study_outcome(results)
     _print_summaries([r.summary for r in results], results[0].path.parent)
     return _report_failures(results)
+
+
+def _retime(args: argparse.Namespace) -> int:
+    result = api.retime(args.run_dir, overrides=args.overrides, output_dir=args.output_dir,
+                        progress=not args.no_progress)
+    _print_summaries([result.summary], result.path.parent)
+    return _report_failures([result])
 
 
 def _report_failures(results: list[api.RunResult]) -> int:
@@ -279,8 +295,8 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "traces": _traces, "plot": _plot,
-            "report": _report,
+COMMANDS = {"scenario": _scenario, "retime": _retime, "study": _study, "channel": _channel, "traces": _traces,
+            "plot": _plot, "report": _report,
             "scenarios": _scenarios, "list": _list, "schema": _schema}
 
 

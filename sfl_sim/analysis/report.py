@@ -384,7 +384,8 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
     if figure_section:
         lines += ["## Figures", "", *figure_section]
     lines += ["## Files", "",
-              "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
+              "- `runs.csv`: every run found, its coordinates, status, how it was made (`made_by`: trained or "
+              "re-timed), final and best accuracy, `in_report`.",
               "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
               "- `figures/<setting>/accuracy_vs_{time,uplink}.{png,pdf}` (one line per algorithm), "
               f"`figures/{ACROSS_SETTINGS_DIR}/<algorithm>/…` (one line per setting), `figures/{SWEEP_DIR}/` (a "

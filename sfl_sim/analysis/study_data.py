@@ -840,6 +840,10 @@ def study_of(
             "label": [str(s.get("label", d.name)) for s, d in zip(summaries, dirs, strict=True)],
             "status": [str(s.get("status", "")) for s in summaries],
             "evaluated": [str(s.get("evaluated", "")) for s in summaries],
+            # a study's re-timed runs, and those whose re-timing was refused (sfl_sim.study.execute)
+            "made_by": [f"re-timed from {s['retimed_from']}" if s.get("retimed_from") else
+                        f"trained, re-timing refused: {s['retime_refused']}" if s.get("retime_refused") else "trained"
+                        for s in summaries],
             "rounds_planned": [s.get("rounds_planned", sc.get("rounds")) for s, sc in zip(summaries, scenarios,
                                                                                           strict=True)],
             **{f: [v[f] for v in values] for f in fields},

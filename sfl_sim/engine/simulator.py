@@ -373,6 +373,11 @@ class RoundContext:
         self._sim.counters.dropped_clients += len(decision.dropped)
         return decision.kept
 
+    def start(self, round_process: Callable[[RoundContext], SimSteps[Any]]) -> simpy.Process:
+        """Start the round's own process, ``round_process(self)`` (:meth:`Simulator.run_round`; a
+        recording context, :mod:`sfl_sim.engine.record`, follows it from here)."""
+        return self.env.process(round_process(self))
+
     def process(self, generator: SimSteps[Any]) -> simpy.Process:
         """Start a concurrent process (e.g. one per client).
 
@@ -495,7 +500,8 @@ class Simulator:
         return self.now_s - start
 
     def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
-                  cohort: Sequence[int] | np.ndarray) -> float:
+                  cohort: Sequence[int] | np.ndarray,
+                  context: Callable[[Simulator, np.ndarray], RoundContext] = RoundContext) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
@@ -504,6 +510,9 @@ class Simulator:
             ``round_process(ctx) -> generator``, the algorithm's round.
         cohort : sequence of int or numpy.ndarray
             Clients taking part in the round.
+        context : callable, optional
+            ``context(sim, cohort)``, the round's :class:`RoundContext` (default: the plain one;
+            :class:`sfl_sim.engine.record.Recorder` gives one that records what the clock needed).
 
         Returns
         -------
@@ -511,9 +520,9 @@ class Simulator:
             Simulated duration of the round in seconds.
         """
         start = self.now_s
-        ctx = RoundContext(self, np.asarray(cohort, dtype=np.int64))
+        ctx = context(self, np.asarray(cohort, dtype=np.int64))
         self.last_round = ctx
-        self.env.run(until=self.env.process(round_process(ctx)))
+        self.env.run(until=ctx.start(round_process))
         ctx.stop_stragglers()
         gone = sum(1 for why in ctx.dropped.values() if why == "unavailable")
         if gone:  # by_kind only: the counters of runs without departures stay as they were

@@ -34,8 +34,9 @@ from sfl_sim.clients.availability import round_start
 from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
-from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine import Counters, RoundContext, Simulator
 from sfl_sim.engine.client_rounds import ClientRound, client_rounds
+from sfl_sim.engine.record import Recorder
 from sfl_sim.errors import RunFailed
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
@@ -69,6 +70,7 @@ from sfl_sim.runs.round_steps import Trained as _Trained
 from sfl_sim.runs.round_steps import all_finite as _all_finite
 from sfl_sim.runs.round_steps import check_cohort as _check_cohort
 from sfl_sim.runs.round_steps import time_budget_spent
+from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
     CLIENT_KEPT,
@@ -95,6 +97,11 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[s
     scenario["device_used"] = str(device)
     scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
+
+
+#: The shared random streams whose draws an algorithm makes at its events (minibatches, dropout;
+#: ``torch_cuda`` on a GPU): the order in which a round's processes draw from them is recorded.
+WATCHED_STREAMS = ("minibatch", "torch", "torch_cuda")
 
 
 class _Streams:
@@ -182,9 +189,12 @@ class _Session:
     ``rounds.csv``), :meth:`checkpoint` after an evaluation.
     """
 
-    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan) -> None:
+    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan, record_work: bool = True) -> None:
         self.run, self.cfg, self.files, self.plan = run, run.cfg, files, plan
         self.streams = _Streams(self.cfg.seed)
+        # what the clock needed, per round (work.jsonl.gz), and the streams whose draw order is a decision
+        watched = WATCHED_STREAMS if run.device.type == "cuda" else WATCHED_STREAMS[:2]
+        self.recorder = Recorder(watched, self._draw_state) if record_work else None
         torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
         self.round = 0
         self.summary: dict[str, Any] = {}
@@ -222,6 +232,8 @@ class _Session:
                 if run.ledger is not None:
                     run.ledger.load_state_dict(state.energy)
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._logs())
+            if self.recorder is not None:
+                work.keep_through(files.path, self.round)
             self.drops = run_summary.Drops.of_rounds(files.read_rounds_rows())
             if self.round < cfg.rounds and not time_budget_spent(cfg, state.sim_time_s):
                 # more rounds asked for: the only scenario change a resume allows
@@ -231,6 +243,8 @@ class _Session:
             self.summary = files.read_summary() or {}
         else:
             files.start_logs(run.setup.num_classes, **self._logs())
+            if self.recorder is not None:
+                work.start(files.path)
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label, applied).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
@@ -246,6 +260,14 @@ class _Session:
         run = self.run
         return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
                 "energy": run.ledger.state_dict() if run.ledger is not None else {}}
+
+    def _draw_state(self) -> tuple[object, ...]:
+        """The state of each of :data:`WATCHED_STREAMS` now (compared, not kept)."""
+        state: tuple[object, ...] = (self.run.setup.minibatch_rng.bit_generator.state,
+                                     torch.get_rng_state().numpy().tobytes())
+        if self.run.device.type == "cuda":
+            state += (torch.cuda.get_rng_state(self.run.device).numpy().tobytes(),)
+        return state
 
     def _logs(self) -> dict[str, bool]:
         """The ``energy.csv``, ``clients.csv`` and ``staleness.csv`` options of :meth:`RunDir.start_logs`
@@ -264,7 +286,11 @@ class _Session:
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
         # a wait for anyone to come online belongs to the round (the clock's rows add up)
-        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        context = RoundContext if self.recorder is None else self.recorder.context
+        if self.recorder is not None:
+            self.recorder.round = rnd
+        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort,
+                                              context)
         # read before the cell moves on: the channel the round saw
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
@@ -323,6 +349,8 @@ class _Session:
             self.files.append_energy(trained.energy_rows)
         if self.cfg.metrics.client_record:
             self.files.append_clients(trained.client_rows)
+        if self.recorder is not None and self.recorder.last is not None:
+            work.append_round(self.files.path, self.recorder.last.as_dict())
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:
@@ -346,7 +374,7 @@ class _Session:
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
             on_round: Callable[[int, dict[str, Any]], None] | None = None,
             plan: RunDirPlan | None = None, coordinates: dict[str, Any] | None = None,
-            position: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+            position: tuple[int, int] = (1, 1), record_work: bool = True) -> dict[str, Any]:
     """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
@@ -366,6 +394,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
     position : (int, int)
         This run's place among the scenario's runs (i of n), for the header line.
+    record_work : bool
+        Write what the clock needed (``work.jsonl.gz``, :mod:`sfl_sim.engine.record`) as the run goes.
 
     Returns
     -------
@@ -388,8 +418,9 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         files.clear()
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
-    session = _Session(run, files, plan)
     asynchronous = is_asynchronous(run.algorithm)
+    # an asynchronous run keeps no work record: its loop (sfl_sim.runs.asynchronous) is not re-timed
+    session = _Session(run, files, plan, record_work and not asynchronous)
     replay_to = session.restore(replay=asynchronous)
     bar = RunProgress(progress)
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, session.round)

@@ -102,6 +102,7 @@ from sfl_sim.runs.rundir.schema import (
     STALENESS_COLUMNS,
     STALENESS_FILE,
     SUMMARY_FILE,
+    WORK_FILE,
     classes_columns,
 )
 
@@ -110,7 +111,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, STALENESS_FILE)
+             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, STALENESS_FILE, WORK_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only

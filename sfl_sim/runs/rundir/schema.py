@@ -47,6 +47,9 @@ __all__ = [
     "NO_LOS_STATE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
+    "WORK_FILE",
+    "WORK_VERSION",
+    "RETIMED_FROM",
     "HOST_ONLY_FIELDS",
     "RESOLVED_COMPONENTS",
     "RESOLVED_TRAINING",
@@ -128,6 +131,17 @@ CLIENTS_FILE = "clients.csv"
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
 STUDY_FILE = "study.yaml"
+#: What the engine timed, per round: one JSON object per line, gzip-compressed, appended round by
+#: round (a gzip member each; :mod:`sfl_sim.runs.rundir.work`).  Each line is a
+#: :class:`sfl_sim.engine.record.RoundRecord` (``round``, ``cohort``, ``processes``, ``draws``,
+#: ``unreplayable`` where set); the first line is a header ``{"work_version": WORK_VERSION}``.
+#: Plain data only: reading it never runs code.  ``sfl-sim retime`` replays it.
+WORK_FILE = "work.jsonl.gz"
+#: Layout version of :data:`WORK_FILE` (its header line).
+WORK_VERSION = 1
+#: Key of a re-timed run's ``resolved.yaml``: the run directory it was re-timed from, and the
+#: fields that were changed (``{"run": path, "set": {field: value}}``).
+RETIMED_FROM = "retimed_from"
 
 #: Fields of a run's ``scenario.yaml`` that decide only how the host works or what the run
 #: records, never what it computes: where its files go, the device and execution path asked for,
