@@ -4,9 +4,12 @@ YAML, CLI and CSV plumbing around it.  Fixtures are in ``conftest.py``."""
 from __future__ import annotations
 
 import csv
+import functools
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -152,3 +155,17 @@ def doc_blocks(page: str, lang: str, heading: str | None = None) -> list[str]:
             assert start is not None, f"no heading {heading!r} in docs/{page}"
             lines = lines[start:]
     return re.findall(rf"```{lang}\n(.*?)```", "".join(lines), flags=re.S)
+
+
+@functools.lru_cache(maxsize=8)
+def _validator_of(schema_json: str) -> Any:
+    import jsonschema
+
+    schema = json.loads(schema_json)
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def schema_validator(schema: dict) -> Any:
+    """A JSON-schema validator of ``schema``, built once per schema: ``jsonschema.validate`` checks the
+    schema itself at every call (about 1 s for the scenario schema on the 2-core machine)."""
+    return _validator_of(json.dumps(schema, sort_keys=True))

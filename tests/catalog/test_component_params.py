@@ -29,6 +29,7 @@ from sfl_sim.kit.params import (
 from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, Registry
 from sfl_sim.runs.resolved import COMPONENT_FIELDS
 from sfl_sim.study.plan import expand, load_study
+from tests.helpers import schema_validator
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "sfl_sim" / "scenarios").rglob("*.yaml"))
@@ -50,16 +51,16 @@ def test_the_schema_is_a_valid_json_schema(schema) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_scenario_validates(schema, path) -> None:
-    jsonschema.validate(yaml_load(path.read_text()), schema)
+    schema_validator(schema).validate(yaml_load(path.read_text()))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.name)
 def test_every_study_base_and_run_validates(schema, path) -> None:
     spec, base = load_study(path)
-    jsonschema.validate(yaml_load(base.read_text()), schema)
+    schema_validator(schema).validate(yaml_load(base.read_text()))
     for run in expand(spec, base):  # every grid point the study runs
-        jsonschema.validate(run.scenario, schema)
+        schema_validator(schema).validate(run.scenario)
 
 
 #: (--set override, words the one-line error must hold): a wrong type, a bound, a choice, an
@@ -108,7 +109,7 @@ def _raw_with(override: str) -> dict[str, Any]:
 def test_a_wrong_component_parameter_is_refused_by_schema_and_run(tmp_path, capsys, schema, override,
                                                                   words) -> None:
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(_raw_with(override), schema)
+        schema_validator(schema).validate(_raw_with(override))
     out = tmp_path / "out"
     code = main(["scenario", str(BASE), "--check", "--no-progress", "-o", str(out), "--set", override])
     err = capsys.readouterr().err
@@ -126,7 +127,7 @@ def test_a_right_component_parameter_passes_schema(schema) -> None:
                      "carrier_frequency_hz: 2.8e10, los: nlos}", "model.params={dropout: 0.2}",
                      "cell.shadowing={name: correlated, sigma_db: model, decorrelation_m: 30}",
                      "algorithms=[{name: my_pkg.algo:Mine, anything: 1, label: mine}]"):
-        jsonschema.validate(_raw_with(override), schema)
+        schema_validator(schema).validate(_raw_with(override))
 
 
 @pytest.mark.parametrize("kind, name", BUILT_IN, ids=[f"{k}:{n}" for k, n in BUILT_IN])

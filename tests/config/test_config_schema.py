@@ -11,6 +11,7 @@ import pytest
 from sfl_sim.catalog.component_schema import json_schema
 from sfl_sim.cli import main
 from sfl_sim.config import ConfigError, Scenario, validate, yaml_load
+from tests.helpers import schema_validator
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -23,7 +24,7 @@ def schema() -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(SCENARIOS.rglob("*.yaml")), ids=lambda p: p.name)
 def test_schema_accepts_every_shipped_scenario(schema, path) -> None:
-    jsonschema.validate(yaml_load(path.read_text()), schema)
+    schema_validator(schema).validate(yaml_load(path.read_text()))
 
 
 @pytest.mark.slow
@@ -39,7 +40,7 @@ def test_schema_accepts_every_shipped_scenario(schema, path) -> None:
 ])
 def test_schema_rejects_a_bad_scenario(schema, bad) -> None:
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, schema)
+        schema_validator(schema).validate(bad)
     with pytest.raises(ConfigError):  # and so does the validator the run uses
         validate(bad)
 
@@ -68,7 +69,7 @@ def test_scenario_is_frozen() -> None:
 @pytest.mark.parametrize("execution", ["auto", "loop", "vectorised"])
 def test_schema_and_validator_accept_the_execution_field_and_eval_batch_auto(schema, execution) -> None:
     scenario = {"execution": execution, "eval_batch_size": "auto"}
-    jsonschema.validate(scenario, schema)
+    schema_validator(schema).validate(scenario)
     cfg = validate(scenario)
     assert cfg.execution == execution and cfg.eval_batch_size == "auto"
     assert validate({}).execution == "auto" and validate({"eval_batch_size": 500}).eval_batch_size == 500

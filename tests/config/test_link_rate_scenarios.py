@@ -10,6 +10,7 @@ import pytest
 from sfl_sim.catalog.component_schema import json_schema
 from sfl_sim.cli import main
 from tests.catalog.test_component_params import BASE, _raw_with
+from tests.helpers import schema_validator
 
 MCS = ("cell.rate={name: mcs_table, table: cqi_table1, mapping: gap, ber_target: 5.0e-5, "
        "overhead_fraction: 0.0}")
@@ -36,7 +37,7 @@ def schema() -> dict[str, Any]:
 @pytest.mark.slow
 @pytest.mark.parametrize("override", RIGHT)
 def test_a_link_rate_scenario_checks_and_validates(tmp_path, capsys, schema, override) -> None:
-    jsonschema.validate(_raw_with(override), schema)
+    schema_validator(schema).validate(_raw_with(override))
     code = main(["scenario", str(BASE), "--check", "--no-progress", "-o", str(tmp_path / "out"), "--set", override])
     assert code == 0, capsys.readouterr().err
 
@@ -46,7 +47,7 @@ def test_a_link_rate_scenario_checks_and_validates(tmp_path, capsys, schema, ove
 def test_a_wrong_link_rate_parameter_is_one_line(tmp_path, capsys, schema, override, words) -> None:
     if "gap_db: 3, ber_target" not in override:  # the one cross-field rule lives in the constructor only
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(_raw_with(override), schema)
+            schema_validator(schema).validate(_raw_with(override))
     code = main(["scenario", str(BASE), "--check", "--no-progress", "-o", str(tmp_path / "out"), "--set", override])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

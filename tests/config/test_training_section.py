@@ -17,7 +17,7 @@ from sfl_sim.analysis import load_classes
 from sfl_sim.catalog.component_schema import json_schema
 from sfl_sim.config import ConfigError, validate
 from sfl_sim.runs.rundir.schema import BEST_ACCURACY_DEFINITION
-from tests.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
+from tests.helpers import finished_run, read_rows, run_cli, schema_validator, small_scenario, write_yaml
 
 SMALL = small_scenario(partition={"name": "dirichlet", "beta": 0.1})
 
@@ -87,14 +87,14 @@ def test_set_builds_an_sgd_optimizer_from_a_bare_field(tmp_path, capsys) -> None
 @pytest.mark.slow
 def test_json_schema_accepts_the_new_fields_and_rejects_bad_ones() -> None:
     schema = json_schema()
-    jsonschema.validate(MIXED, schema)
-    jsonschema.validate({"training": {"optimizer": "my_pkg:Lion", "lr_schedule": "constant"}}, schema)
+    schema_validator(schema).validate(MIXED)
+    schema_validator(schema).validate({"training": {"optimizer": "my_pkg:Lion", "lr_schedule": "constant"}})
     for bad in ({"training": {"optimizer": {"name": "sgd", "momentum": "lots"}}},
                 {"training": {"lr_schedule": {"name": "step"}}},
                 {"training": {"client_optimizer_state": "keep"}},
                 {"algorithms": [{"name": "fedvls", "training": {"local_epochs": 0}}]}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, schema)
+            schema_validator(schema).validate(bad)
 
 
 PLUGIN = textwrap.dedent('''

@@ -14,6 +14,7 @@ from sfl_sim.channel import FixedDistancePlacement, Harq, McsTableRate, OutagePo
 from sfl_sim.cli import main
 from sfl_sim.engine import DELIVERED, Counters, Lost, Simulator
 from tests.channel.helpers import small_cell
+from tests.helpers import schema_validator
 
 NBYTES = 60_000
 
@@ -127,10 +128,11 @@ def test_the_json_schema_knows_cell_harq() -> None:
     from tests.catalog.test_component_params import _raw_with
 
     schema = json_schema()
-    jsonschema.validate(_raw_with("cell.harq={mode: sampled, max_transmissions: 2, chase_combining: true}"), schema)
+    validator = schema_validator(schema)
+    validator.validate(_raw_with("cell.harq={mode: sampled, max_transmissions: 2, chase_combining: true}"))
     for bad in ("cell.harq={max_transmissions: 0}", "cell.harq={mode: average}", "cell.harq={slot: 1}"):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(_raw_with(bad), schema)
+            schema_validator(schema).validate(_raw_with(bad))
 
 
 # -- cell.harq as a component kind ------------------------------------------------------------------
