@@ -40,9 +40,10 @@ from sfl_sim.engine.accounting import Busy, ClientTraffic, Interval, RoundNotes
 from sfl_sim.engine.outcome import LossReason
 
 if TYPE_CHECKING:
-    from sfl_sim.engine.simulator import Simulator
+    from sfl_sim.channel import Cell
+    from sfl_sim.engine.simulator import RoundContext, Simulator
 
-__all__ = ["TIME_PARTS", "ClientRound", "client_rounds", "time_split"]
+__all__ = ["TIME_PARTS", "ClientRound", "client_rounds", "context_clients", "time_split"]
 
 #: The parts of a client's span, in the order an instant is given to the first that applies.
 TIME_PARTS: tuple[str, ...] = ("compute_s", "uplink_air_s", "harq_wait_s", "downlink_s", "wait_server_s",
@@ -219,11 +220,29 @@ def client_rounds(sim: Simulator, waited_s: float = 0.0) -> list[ClientRound]:
     -------
     list of ClientRound
     """
-    ctx = sim.last_round
+    return context_clients(sim.last_round, sim.cell, sim.now_s, waited_s)
+
+
+def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float = 0.0) -> list[ClientRound]:
+    """The per-client record of one round context ``ctx`` that ended at ``end_s`` (a synchronous
+    round, or an asynchronous run's dispatch group once its last client arrived), with the large-scale
+    channel ``cell`` holds now; in cohort order.
+
+    Parameters
+    ----------
+    ctx : RoundContext
+    cell : Cell
+    end_s : float
+        When the context ended (a client that never left stays to it).
+    waited_s : float
+        The wait for anyone to come online before it (:func:`client_rounds`).
+
+    Returns
+    -------
+    list of ClientRound
+    """
     notes: RoundNotes = ctx.notes
-    cell = sim.cell
     ids = ctx.cohort
-    end_s = sim.now_s
     server = _ServerBusy(notes.server_busy)
     los = cell.los
     distance, pathloss, shadowing = cell.distance_m[ids], cell.pathloss_db[ids], cell.shadowing_db[ids]

@@ -36,9 +36,10 @@ import torch
 from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import cohort_size, select_online
 from sfl_sim.engine.asynchronous import Aggregation, AsyncDriver
+from sfl_sim.engine.client_rounds import context_clients
 from sfl_sim.engine.simulator import RoundContext
 from sfl_sim.runs.checkpoint import CheckpointError, RunState
-from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort, time_budget_spent
+from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort, client_rows, time_budget_spent
 from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, RUNNING
 
 __all__ = ["run_asynchronously"]
@@ -120,14 +121,14 @@ class _Loop:
         self.pending.extend(self.driver.take_groups())
         attempts = self._uplink_attempts()
         row["uplink_attempts"] = attempts
-        energy_rows = self._charge(agg.version)
+        energy_rows, client_rows = self._charge(agg.version)
         self.session.drops.add(len(agg.used) + len(agg.lost), [why for _, why in lost], attempts)
         row["client_energy_j"] = "" if run.ledger is None else math.fsum(r["total_j"] for r in energy_rows)
         last = agg.version == cfg.rounds or time_budget_spent(cfg, agg.time_s)
         due = (self.grid_s is None and agg.version % cfg.eval_every_rounds == 0) or last
         finite = all_finite(run.algorithm.global_model())
-        # no clients.csv rows: the per-client record reads a synchronous round (sfl_sim.engine.client_rounds)
-        return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows, [], last)
+        return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows, client_rows,
+                       last)
 
     def _uplink_attempts(self) -> int:
         """Uplink attempts since the previous aggregation, over every dispatch group still out."""
@@ -138,25 +139,29 @@ class _Loop:
             self.attempts[id(group)] = total
         return new
 
-    def _charge(self, version: int) -> list[dict[str, Any]]:
+    def _charge(self, version: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Charge the dispatch groups whose clients have all arrived (at aggregation ``version``);
-        they leave :attr:`pending`."""
-        ledger = self.run.ledger
+        they leave :attr:`pending`.  Returns their ``energy.csv`` rows and, with
+        ``metrics.client_record``, their ``clients.csv`` rows (under ``version``: the aggregation at
+        which the group's last client arrived)."""
+        ledger, record = self.run.ledger, self.cfg.metrics.client_record
         done = [g for g in self.pending if all(k in g.left_s for k in g.cohort.tolist())]
         self.pending = [g for g in self.pending if g not in done]
+        energy_rows: list[dict[str, Any]] = []
+        clients: list[dict[str, Any]] = []
         for group in done:
             self.attempts.pop(id(group), None)
-        if ledger is None:
-            return []
-        rows = []
-        for group in done:
             end_s = max(group.left_s[k] for k in group.cohort.tolist())
+            if record:
+                clients += client_rows(version, context_clients(group, self.run.cell, end_s))
+            if ledger is None:
+                continue
             for charged in ledger.charge_round(version, group, end_s):
                 row = charged.row()
                 if ledger.battery:
                     row["battery_j"] = ledger.battery_j(row["client"])
-                rows.append(row)
-        return rows
+                energy_rows.append(row)
+        return energy_rows, clients
 
 
 def _staleness_rows(agg: Aggregation) -> list[dict[str, Any]]:

@@ -11,8 +11,10 @@ import numpy as np
 import torch
 
 from sfl_sim.config import Scenario
+from sfl_sim.engine.client_rounds import ClientRound
+from sfl_sim.runs.rundir.schema import CLIENT_KEPT
 
-__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort", "time_budget_spent"]
+__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort", "client_rows", "time_budget_spent"]
 
 
 def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
@@ -36,6 +38,11 @@ def check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) ->
         raise ValueError(f"clients.selection: {type(selector).__name__}.select returned {cohort!r}; allowed: "
                          f"{n_selected} distinct client ids in [0, {n_clients})")
     return arr.astype(np.int64)
+
+
+def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
+    """Round ``rnd``'s ``clients.csv`` rows from the engine's per-client record."""
+    return [{"round": rnd, "outcome": c.dropped or CLIENT_KEPT, **c.fields()} for c in clients]
 
 
 #: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).

@@ -35,7 +35,7 @@ from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, RoundContext, Simulator
-from sfl_sim.engine.client_rounds import ClientRound, client_rounds
+from sfl_sim.engine.client_rounds import client_rounds
 from sfl_sim.engine.record import Recorder
 from sfl_sim.errors import RunFailed
 from sfl_sim.kit.checks import one_line
@@ -69,11 +69,10 @@ from sfl_sim.runs.round_steps import ROUND_COUNTERS as _ROUND_COUNTERS
 from sfl_sim.runs.round_steps import Trained as _Trained
 from sfl_sim.runs.round_steps import all_finite as _all_finite
 from sfl_sim.runs.round_steps import check_cohort as _check_cohort
-from sfl_sim.runs.round_steps import time_budget_spent
+from sfl_sim.runs.round_steps import client_rows, time_budget_spent
 from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
-    CLIENT_KEPT,
     COMPLETE,
     DIVERGED,
     FAILED,
@@ -154,11 +153,6 @@ def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.
     picked = select_online(run.selector, n_clients, n_cohort, rng, selectable)
     cohort = _check_cohort(picked, n_clients, min(n_cohort, int(selectable.sum())), run.selector)
     return cohort, int(online.sum()), waited_s
-
-
-def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
-    """Round ``rnd``'s ``clients.csv`` rows from the engine's per-client record."""
-    return [{"round": rnd, "outcome": c.dropped or CLIENT_KEPT, **c.fields()} for c in clients]
 
 
 def charge_energy(run: Run, sim: Simulator, rnd: int) -> tuple[list[dict[str, Any]], float | str]:

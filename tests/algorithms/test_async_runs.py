@@ -21,6 +21,13 @@ def test_fedbuff_with_k_equal_to_the_cohort_reproduces_fedavgs_rows(tmp_path, ca
     staleness = read_rows(out / "fedbuff" / "staleness.csv")
     assert len(staleness) == 9 and {r["staleness"] for r in staleness} == {"0"}
     assert not (out / "fedavg" / "staleness.csv").exists()
+    # clients.csv: the same clients per round, the same radio and the same own time (a group's spans end
+    # at each client's arrival, a synchronous round's at the round's end: the waits differ)
+    same = ("round", "client", "outcome", "sinr_db", "cqi", "uplink_rate_bps", "downlink_rate_bps", "compute_s",
+            "uplink_air_s")
+    per = {name: sorted(tuple(r[c] for c in same) for r in read_rows(out / name / "clients.csv"))
+           for name in ("fedavg", "fedbuff")}
+    assert len(per["fedbuff"]) == 9 and per["fedbuff"] == per["fedavg"]
 
 
 def test_fedasync_rows_and_the_evaluation_grid(tmp_path, capsys):
@@ -56,7 +63,7 @@ def test_a_resumed_asynchronous_run_equals_the_straight_one(tmp_path, capsys, gr
     path = write_yaml(tmp_path / "b", straight)
     code, err = run_cli(capsys, str(path), "-o", str(out), "--resume")
     assert code == 0, err
-    for name in ("rounds.csv", "staleness.csv"):
+    for name in ("rounds.csv", "staleness.csv", "clients.csv"):
         assert read_rows(out / "fedbuff" / name, host_time=False) == \
             read_rows(out_straight / "fedbuff" / name, host_time=False), name
     for name in ("metrics.csv", "classes.csv"):  # one row more: the shorter run evaluated its last round, 3

@@ -125,7 +125,8 @@ ENERGY_FILE = "energy.csv"
 STALENESS_FILE = "staleness.csv"
 #: One row per (round, client of that round's cohort), columns :data:`CLIENTS_COLUMNS`: what the
 #: radio did for the client and where its time in the round went; written unless the scenario's
-#: ``metrics.client_record`` is false.
+#: ``metrics.client_record`` is false.  An asynchronous run writes a dispatch group's rows under
+#: the aggregation at which its last client arrived (each client's span: its dispatch to its arrival).
 CLIENTS_FILE = "clients.csv"
 #: State to resume from the last evaluated round (torch; never read by :mod:`sfl_sim.analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
