@@ -100,7 +100,8 @@ class AsynchronousAlgorithm(Algorithm):
         """Refused: an asynchronous algorithm has no rounds (the runner drives it through
         :class:`sfl_sim.engine.asynchronous.AsyncDriver`)."""
         raise RuntimeError(f"{type(self).__name__} is asynchronous: it has no synchronous round; run it with "
-                           f"sfl-sim run (the runner drives it asynchronously)")
+                           f"sfl-sim scenario (the runner drives it asynchronously), or check it with "
+                           f"check_algorithm (which drives it through the AsyncDriver)")
         yield  # a generator
 
     @abc.abstractmethod

@@ -32,6 +32,16 @@ Checks, in order
 ``lost payloads``   rounds in which uploads fail after outage and a straggler misses its
                     deadline still finish, and record who was dropped (the algorithm waits
                     through ``ctx.gather`` and handles :class:`~sfl_sim.engine.Lost`).
+
+An asynchronous algorithm (:class:`~sfl_sim.algorithms.asynchronous.AsynchronousAlgorithm`) is
+driven by the :class:`~sfl_sim.engine.asynchronous.AsyncDriver` instead, with its
+``async_policy`` for a cohort of 3 (its parameters must fit the four clients: e.g.
+``concurrency=3, buffer_size=2``) and the clients picked in id order: a "round" above is an
+aggregation, ``lost payloads`` runs two aggregations with uploads lost after outage (no deadline:
+an asynchronous server waits for no cohort) and looks for the losses the driver recorded.  The
+``optimizer state`` check does not apply: the state an asynchronous run has in flight (clients
+mid-training) is no checkpoint's, and a resumed asynchronous run replays from its start
+(:mod:`sfl_sim.runs.asynchronous`).
 """
 from __future__ import annotations
 
@@ -39,12 +49,13 @@ import functools
 import io
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sfl_sim.algorithms.asynchronous import is_asynchronous
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.channel import (
     Cell,
@@ -56,6 +67,7 @@ from sfl_sim.channel import (
     TR36814Macro,
 )
 from sfl_sim.engine import Simulator
+from sfl_sim.engine.asynchronous import Aggregation, AsyncDriver
 from sfl_sim.kit.conformance import ConformanceReport
 from sfl_sim.models import build_model
 from sfl_sim.optim import TrainingSettings
@@ -125,7 +137,12 @@ def conformance_setup(seed: int = 0, training: TrainingSettings | None = None, *
                          training=training if training is not None else TrainingSettings())
 
 
-def _simulator(lossy: bool) -> Simulator:
+def _in_id_order(n: int, busy: frozenset[int]) -> np.ndarray:
+    """The asynchronous check's selector: the first ``n`` clients not in flight, by id."""
+    return np.array([k for k in range(len(DISTANCES_M)) if k not in busy][:n], dtype=np.int64)
+
+
+def _simulator(lossy: bool, asynchronous: bool = False) -> Simulator:
     rng = np.random.default_rng(0)
     cell = Cell(FixedDistancePlacement(list(DISTANCES_M)), TR36814Macro(), NoShadowing(), ShannonRate(),
                 EqualAllocation(), n_clients=len(DISTANCES_M), tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
@@ -136,6 +153,8 @@ def _simulator(lossy: bool) -> Simulator:
     # threshold) and client 0 is slow: uploads are lost and a straggler misses the deadline.
     rates = cell.uplink_rates_bps(np.array([0, 1, 2]))
     outage = OutagePolicy(min_rate_bps=float(rates[1] + rates[2]) / 2, max_attempts=1, on_outage="drop")
+    if asynchronous:  # no cohort to wait for: no deadline
+        return Simulator(cell, np.array(CLIENT_FLOPS_PER_S), SERVER_FLOPS_PER_S, outage=outage)
     return Simulator(cell, np.array(CLIENT_FLOPS_PER_S), SERVER_FLOPS_PER_S, outage=outage,
                      straggler_policy="deadline", deadline_s=0.4)
 
@@ -156,22 +175,32 @@ def _build(report: _Report, cls: type, params: dict[str, Any], seed: int,
     return report.attempt("builds", lambda: cls(setup, **params))
 
 
-def _train(report: _Report, algo: Algorithm, seed: int, lossy: bool = False) -> tuple[Simulator, list[float]]:
-    sim = _simulator(lossy)
+def _train(report: _Report, algo: Algorithm, seed: int,
+           lossy: bool = False) -> tuple[Simulator, list[float], bool]:
+    """Two rounds (an asynchronous algorithm: two aggregations) on a fresh simulator: it, their
+    simulated durations, and whether any client was recorded as dropped."""
+    asynchronous = is_asynchronous(algo)
+    sim = _simulator(lossy, asynchronous)
     torch.manual_seed(seed + 4)  # dropout
+    what = "lost payloads" if lossy else "rounds run"
+    if asynchronous:
+        policy = report.attempt("builds", lambda: algo.async_policy(len(COHORTS[0])))  # type: ignore[attr-defined]
+        driver = AsyncDriver(sim, policy, algo, _in_id_order)  # type: ignore[arg-type]
+        times = [0.0] + [cast(Aggregation, report.attempt(what, driver.advance)).time_s for _ in COHORTS]
+        lost = any(group.dropped for group in driver.take_groups())
+        return sim, [b - a for a, b in zip(times[:-1], times[1:], strict=True)], lost
     durations = []
     for cohort in COHORTS:
         cohort_ids = np.array(cohort, dtype=np.int64)
-        what = "lost payloads" if lossy else "rounds run"
         durations.append(report.attempt(what, functools.partial(_round, sim, algo, cohort_ids)))
-    return sim, durations
+    return sim, durations, bool(sim.last_round.dropped)
 
 
 def _run(report: _Report, cls: type, params: dict[str, Any],
          seed: int) -> tuple[Algorithm, Simulator, list[float], tuple[float, float]]:
     """Build, train two rounds, evaluate (evaluation may touch the state, as SplitFedV3's does)."""
     algo = _build(report, cls, params, seed)
-    sim, durations = _train(report, algo, seed)
+    sim, durations, _ = _train(report, algo, seed)
     setup = algo.setup
     scores = report.attempt("evaluates", lambda: algo.evaluate(_evaluate, setup.train_x, setup.train_y, 16))
     return algo, sim, durations, scores
@@ -298,9 +327,10 @@ def check_algorithm(spec_or_class: str | type[Algorithm] | Mapping[str, Any], se
         report.check(_same(algo.global_model().state_dict(), fresh.global_model().state_dict()), "restores",
                      "the restored global model's weights differ")
 
-        _check_optimizer_state(report, cls, params, seed)
-        lossy, _ = _train(report, _build(report, cls, params, seed), seed, lossy=True)
-        report.check(lossy.last_round.dropped, "lost payloads",
+        if not is_asynchronous(cls):  # an asynchronous run resumes by replay (module docstring)
+            _check_optimizer_state(report, cls, params, seed)
+        _, _, dropped = _train(report, _build(report, cls, params, seed), seed, lossy=True)
+        report.check(dropped, "lost payloads",
                      "no client recorded as dropped in a round where uploads fail after outage and client 0 "
                      "misses the deadline; wait for clients with ctx.gather and let a lost upload's Lost end "
                      "the client's process")

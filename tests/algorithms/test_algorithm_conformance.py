@@ -8,6 +8,7 @@ import torch
 from sfl_sim.algorithms import ALGORITHMS
 from sfl_sim.algorithms.asynchronous import is_asynchronous
 from sfl_sim.algorithms.conformance import ConformanceError, check_algorithm
+from sfl_sim.algorithms.fl.asynchronous import FedAsync
 from sfl_sim.algorithms.fl.fedavg import FedAvg
 from sfl_sim.algorithms.split.splitfed import SplitFedV1
 
@@ -21,6 +22,32 @@ def test_every_builtin_passes(name: str) -> None:
     report = check_algorithm(name)
     assert report["checks"] == ALL_CHECKS
     assert report["uplink_bytes"] > 0 and report["sim_time_s"] > 0
+
+
+#: Parameters that fit the check's four clients (a cohort of 3).
+ASYNC_PARAMS = {"fedbuff": {"concurrency": 3, "buffer_size": 2}, "fedasync": {"concurrency": 3},
+                "async_sfl": {"concurrency": 3, "buffer_size": 2, "activation_buffer": 2}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in ALGORITHMS.names() if is_asynchronous(ALGORITHMS.get(n))])
+def test_every_asynchronous_builtin_passes_through_the_driver(name: str) -> None:
+    report = check_algorithm(name, **ASYNC_PARAMS[name])
+    assert report["checks"] == [c for c in ALL_CHECKS if c != "optimizer state"]
+    assert report["uplink_bytes"] > 0 and report["sim_time_s"] > 0
+
+
+@pytest.mark.slow
+def test_rejects_an_asynchronous_algorithm_with_unseeded_randomness() -> None:
+    class NoisyFedAsync(FedAsync):
+        def aggregate_updates(self, used, staleness) -> None:
+            super().aggregate_updates(used, staleness)
+            with torch.no_grad():
+                for p in self.global_model().parameters():
+                    p.add_(float(np.random.default_rng().normal()))
+
+    with pytest.raises(ConformanceError, match="fails check 'same seed'"):
+        check_algorithm(NoisyFedAsync, concurrency=3)
 
 
 @pytest.mark.slow
