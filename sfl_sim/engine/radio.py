@@ -39,6 +39,7 @@ class Uplink:
         self._cell, self._cohort, self._coherence = cell, cohort, coherence
         self._rng, self._traced = fading_rng, traced_bps
         self._round_fading = cell.sample_fading(cohort, fading_rng)
+        self._fading = dict(zip(cohort.tolist(), self._round_fading.tolist(), strict=True))  # each one's draw now
         self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.allocate(None)
 
@@ -86,9 +87,35 @@ class Uplink:
         if client in self._traced:
             return
         fading = self._cell.sample_fading([client], self._rng)
+        self._fading[client] = float(fading[0])
         link = self._cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
         self._rate_bps[client] = float(link.rate_bps[0])
         self._snr_db[client] = float(link.snr_db[0])
+
+    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
+        """The clients' fading power gains now or, with ``redraw``, a new draw for each (a
+        scheduler's slot: :mod:`sfl_sim.engine.scheduler`); a traced client's is 1 and never drawn."""
+        ids = clients.tolist()
+        if redraw:
+            drawn = [k for k in ids if k not in self._traced]
+            if drawn:
+                self._fading.update(zip(drawn, self._cell.sample_fading(drawn, self._rng).tolist(), strict=True))
+        return np.array([self._fading[k] for k in ids])
+
+    def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
+                fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rate (bit/s), SNR (dB) and transmit power (W) of the clients on these bandwidths with
+        these fading gains (the power control sees the bandwidth: a grant's resource blocks).
+
+        The cell's :meth:`~sfl_sim.channel.Cell.uplink_link_at_bandwidth`, for links rather than
+        clients: a client may appear more than once (its table of RB counts, in one call).
+        """
+        cell = self._cell
+        now = cell.large_scale.snapshot
+        link = cell.link_budget.uplink_at_bandwidth(clients, bandwidth_hz, now.gain_linear[clients],
+                                                    now.coupling_loss_db[clients], cell.tx_power_w[clients],
+                                                    cell.noise_rise_linear, fading_gain)
+        return link.rate_bps, link.snr_db, link.tx_power_w
 
 
 class Downlink:
@@ -109,12 +136,14 @@ class Downlink:
     def __init__(self, cell: Cell, cohort: np.ndarray, mode: DownlinkMode, fading_rng: np.random.Generator,
                  traced_bps: Mapping[int, float]) -> None:
         self._cell = cell
+        self._fading: dict[int, float] = {}
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
         if mode == "ideal":
             return
         ids = cohort.tolist()
         fading = cell.sample_fading(cohort, fading_rng)
+        self._fading = dict(zip(ids, fading.tolist(), strict=True))
         self.unicast_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=fading).tolist(), strict=True))
         if mode == "broadcast":
             self.broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=fading))
@@ -123,6 +152,23 @@ class Downlink:
             self.unicast_bps.update(traced)
             if mode == "broadcast":
                 self.broadcast_bps = min([self.broadcast_bps, *traced.values()])
+
+    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
+        """The clients' downlink fading of the round (drawn once per round: ``redraw`` changes nothing)."""
+        return np.array([self._fading[k] for k in clients.tolist()])
+
+    def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
+                fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rate (bit/s), SNR (dB) and power (W) of the server's links to the clients on these
+        bandwidths: its power spread flat over the downlink band (a sub-band ``b`` carries ``P b / B``,
+        as :meth:`~sfl_sim.channel.Cell.downlink_rates_bps`); a client may appear more than once."""
+        cell = self._cell
+        band_hz, power_w = cell.downlink_bandwidth_hz, cell.server_tx_power_w
+        assert band_hz is not None and power_w is not None  # a timed downlink mode has them
+        bandwidth = np.asarray(bandwidth_hz, dtype=float)
+        gains = cell.large_scale.snapshot.gain_linear[clients] * np.asarray(fading_gain, dtype=float)
+        link = cell.link_budget.link(clients, bandwidth, power_w * bandwidth / band_hz, gains, cell.noise_psd_w_per_hz)
+        return link.rate_bps, link.snr_db, link.tx_power_w
 
     def rate_bps(self, what: str, who: int, rate_bps: float) -> float:
         """``rate_bps`` (of the ``what`` ``who``, for the message), or a clear error where a link

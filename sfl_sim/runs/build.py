@@ -18,8 +18,8 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
-from sfl_sim.channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
-from sfl_sim.channel.protocols import HarqModel
+from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePolicy, check_component
+from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
 from sfl_sim.clients.energy import ENERGY, EnergyLedger
@@ -164,6 +164,19 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     return None if isinstance(harq, NoHarq) else harq
 
 
+def build_scheduler(cfg: Scenario) -> Scheduler:
+    """The MAC scheduler of a scenario's ``cell.scheduler``; a dynamic one must pass the scheduler
+    conformance check first (a plug-in granting more RBs than exist, RBs to an empty buffer or
+    negative grants is refused in one line, before any work)."""
+    scheduler = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
+    if getattr(scheduler, "dynamic", True):
+        try:
+            check_component("scheduler", scheduler)
+        except AssertionError as exc:
+            raise ConfigError(f"cell.scheduler: {one_line(exc)}") from None
+    return scheduler
+
+
 def load_dataset(cfg: Scenario) -> ArrayDataset:
     """Load the scenario's data set; a missing, corrupt or refused file is one line naming it.
 
@@ -298,6 +311,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
+    build_scheduler(cfg)  # likewise
     clients = cfg.clients
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
@@ -490,7 +504,8 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      harq=build_harq(cfg, run.cell), harq_rng=harq_rng,
                      availability=run.availability, battery=battery,
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
-                     downlink_bps=None if run.capability is None else run.capability.downlink_bps)
+                     downlink_bps=None if run.capability is None else run.capability.downlink_bps,
+                     scheduler=build_scheduler(cfg), numerology=cfg.cell.numerology)
 
 
 def cell_table(run: Run) -> dict[str, Any]:
