@@ -71,6 +71,10 @@ class RunResult:
         ``metrics.csv``: one row per evaluation (``round``, ``sim_time_s``, ``test_accuracy``,
         ``test_loss``, bytes, FLOPs, ``host_time_s``); empty with those columns when the run
         wrote none.
+    clients : pandas.DataFrame
+        ``clients.csv``: one row per round and cohort client, what the radio did for it and where
+        its time went (:data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`); empty with those
+        columns when the run wrote none (``metrics.client_record: false``, or a run older than the file).
     error : str
         One line saying why the run failed or diverged; ``""`` otherwise.
     coordinates : dict
@@ -82,6 +86,7 @@ class RunResult:
     status: str
     summary: dict[str, Any] = field(repr=False)
     metrics: pd.DataFrame = field(repr=False)
+    clients: pd.DataFrame = field(repr=False)
     error: str = ""
     coordinates: dict[str, Any] = field(default_factory=dict)
 
@@ -333,19 +338,28 @@ def _result(label: str, run_dir: Path, status: str | None = None, error: str | N
             coordinates: dict[str, Any] | None = None, summary: dict[str, Any] | None = None) -> RunResult:
     """The result of ``run_dir`` as its files say (``summary`` stands in when none was written)."""
     on_disk = _summary(run_dir) or dict(summary or {})
+    from sfl_sim.analysis.readers import read_clients
+
     return RunResult(label=label, path=run_dir, status=status or on_disk.get("status", FAILED),
                      summary=on_disk, metrics=_metrics(run_dir),
                      error=on_disk.get("error", "") if error is None else error,
-                     coordinates=dict(coordinates or {}))
+                     coordinates=dict(coordinates or {}), clients=read_clients(run_dir))
 
 
 # ----------------------------------------------------------------------------- check and run
 
 
+def _check_no_overwrite(overwrite: bool) -> None:
+    """A study keeps the runs it finished, so ``overwrite`` is refused with ``seeds``."""
+    if overwrite:
+        raise ConfigError("overwrite: got it with seeds; allowed: without seeds (a study reuses the runs it "
+                          "finished: choose another output_dir to start over)")
+
+
 def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
           seed: int | None = None, seeds: str | Iterable[int] | None = None, rounds: int | None = None,
           device: str | None = None, workers: int = 1, resume: bool = False,
-          strict_versions: bool = False) -> Plan:
+          strict_versions: bool = False, overwrite: bool = False) -> Plan:
     """Everything a run does before training, and nothing after (``sfl-sim scenario --check``).
 
     Without ``seeds``: validates the scenario, checks the output directory and every run
@@ -355,8 +369,9 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
 
     Parameters
     ----------
-    scenario, overrides, output_dir, seed, seeds, rounds, device, workers, resume, strict_versions
-        As for :func:`run`.
+    scenario, overrides, output_dir, seed, seeds, rounds, device, workers, resume, strict_versions, overwrite
+        As for :func:`run` (with ``overwrite``, a run directory that holds a run is no error, and
+        nothing is removed).
 
     Returns
     -------
@@ -367,6 +382,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     ConfigError, ScenarioNotFoundError, RunDirError, CheckpointError, DatasetNotFoundError
     """
     if seeds is not None:
+        _check_no_overwrite(overwrite)
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
         return _plan(study, workers, strict_versions)
     path = _scenario_file(scenario)
@@ -374,7 +390,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
                 path=path)
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
 
-    prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions)
+    prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)
                  for run, plan in prepared)
@@ -384,7 +400,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
 def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
         seeds: str | Iterable[int] | None = None, workers: int = 1, resume: bool = False,
         progress: bool = False, seed: int | None = None, rounds: int | None = None,
-        device: str | None = None, strict_versions: bool = False) -> list[RunResult]:
+        device: str | None = None, strict_versions: bool = False, overwrite: bool = False) -> list[RunResult]:
     """Run every algorithm of a scenario (``sfl-sim scenario``), writing the same files as the CLI.
 
     Parameters
@@ -410,6 +426,11 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
     strict_versions : bool
         Refuse, instead of a warning line, to continue or reuse a run made with other versions
         of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
+    overwrite : bool
+        Replace the runs the run directories hold (the CLI's ``--overwrite``; never the default,
+        not with ``resume`` or ``seeds``): their files (and nothing else in the directories) are
+        removed only after the new scenario validated and every run was built, each when its new
+        run starts.  Without it a directory that holds a run is refused.
 
     Returns
     -------
@@ -423,13 +444,15 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
         Before any work: nothing is run or overwritten.
     """
     if seeds is not None:
+        _check_no_overwrite(overwrite)
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
         return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
     from sfl_sim.analysis.comparison import write_summary_files
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
 
-    summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions)
+    summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions,
+                                    overwrite=overwrite)
     out = Path(cfg.output_dir)
     write_summary_files(summaries, out)
     return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
@@ -439,12 +462,14 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
 # ----------------------------------------------------------------------------- studies
 
 
-def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Plan:
+def _plan(study: _Study, workers: int = 1, strict_versions: bool = False, progress: bool = False) -> Plan:
+    import sys
+
     from sfl_sim.study.execute import is_complete
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
-    runs = expand(study.spec, study.base)
+    runs = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     planned = tuple(PlannedRun(r.name, study.out / r.name, is_complete(r, study.out / r.name, strict_versions),
                                dict(r.coordinates))
                     for r in runs)
@@ -454,6 +479,8 @@ def _plan(study: _Study, workers: int = 1, strict_versions: bool = False) -> Pla
 def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: str | None = None,
                threads_per_worker: int | None = None, cpus_per_run: float = 1.0, gpus_per_run: float = 0.0,
                progress: bool = False, strict_versions: bool = False) -> list[RunResult]:
+    import sys
+
     import yaml
 
     from sfl_sim.runs.rundir.files import check_writable
@@ -461,7 +488,7 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
-    runs: list[StudyRun] = expand(study.spec, study.base)
+    runs: list[StudyRun] = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     out = study.out
     check_writable(out, "study output_dir")
     out.mkdir(parents=True, exist_ok=True)
@@ -475,13 +502,17 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
 
 
 def plan_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
-               strict_versions: bool = False) -> Plan:
+               strict_versions: bool = False, progress: bool = False) -> Plan:
     """The runs of a study file and which are done, running nothing (``sfl-sim study --dry-run``).
+
+    Every grid point is checked as its runs' builds would check it, as :func:`run_study` does.
 
     Parameters
     ----------
     study, output_dir, workers, strict_versions
         As for :func:`run_study` (``workers`` is checked as a run would check it).
+    progress : bool
+        For a large grid, say its size and how far its checks have come on stderr.
 
     Returns
     -------
@@ -491,7 +522,7 @@ def plan_study(study: PathLike, *, output_dir: PathLike | None = None, workers: 
     ------
     ConfigError, ScenarioNotFoundError
     """
-    return _plan(_study_file(study, output_dir), workers, strict_versions)
+    return _plan(_study_file(study, output_dir), workers, strict_versions, progress)
 
 
 def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: int = 1,
@@ -520,7 +551,8 @@ def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: i
     cpus_per_run, gpus_per_run : float
         Ray resources each run asks for.
     progress : bool
-        Print one line per finished run (and an overall bar on a terminal or in a notebook).
+        Print one line per finished run (and an overall bar on a terminal or in a notebook); for a
+        large grid, its size and how far its checks have come first.
     strict_versions : bool
         Refuse, instead of a warning line, to continue or reuse a run made with other versions
         of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
@@ -553,7 +585,8 @@ def _paths(dirs: PathLike | Iterable[PathLike]) -> list[str]:
 def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = None,
            reference: str | None = None, targets: str | Sequence[float] | None = None, band: str = "std",
            ignore: Sequence[str] = (), include_incomplete: bool = False, figures: bool = True,
-           figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0) -> Report:
+           figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0,
+           log_x: bool = False) -> Report:
     """Tables and figures of a study or any set of run directories (``sfl-sim report``).
 
     Parameters
@@ -567,7 +600,8 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     targets : sequence of float or str, optional
         Accuracy targets as fractions (or the CLI's ``"0.6,0.7"``), also drawn in the figures.
         Default: the scenarios' ``target_accuracies``, no lines.
-    band : {"std", "minmax"}
+    band : {"std", "ci", "minmax"}
+        The figures' band: ± 1 std, 95 % bootstrap CI of the mean (5 seeds or more) or min-max.
     ignore : sequence of str
         Scenario fields not to split settings by.
     include_incomplete : bool
@@ -580,6 +614,8 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
         Also draw every seed as a thin line (no band).
     smooth : int
         Rolling mean over this many evaluations of each seed in the figures (0: none).
+    log_x : bool
+        Log x axes in the accuracy figures.
 
     Returns
     -------
@@ -601,7 +637,7 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     files = write_report(paths, out, reference=reference, targets=parsed, band=band, ignore=list(ignore),
                          include_incomplete=include_incomplete, figures=figures,
                          figure_width_in=DEFAULT_WIDTH_IN if figure_width_in is None else figure_width_in,
-                         seed_lines=seed_lines, smooth=smooth)
+                         seed_lines=seed_lines, smooth=smooth, log_x=log_x)
     tables = {stem: pd.read_csv(out / f"{stem}.csv") for stem in ("accuracy", "tta", "overhead", "runs")}
     return Report(path=out, files=files, **tables)
 

@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
+    sc.add_argument("--overwrite", action="store_true",
+                    help="replace the runs the run directories hold (their files are removed once the new scenario "
+                         "validated and every run was built)")
     _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
@@ -103,8 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--reference", metavar="ALG", help="algorithm label to report speed-ups against, e.g. fedavg")
     rp.add_argument("--targets", metavar="T1,T2", help="accuracy targets as fractions, e.g. 0.6,0.7, also drawn "
                     "as lines in the figures (default: the scenarios' target_accuracies, no lines)")
-    rp.add_argument("--band", choices=["std", "minmax"], default="std",
-                    help="shaded band of the figures: mean ± 1 std (default) or min-max over seeds")
+    rp.add_argument("--band", choices=["std", "ci", "minmax"], default="std",
+                    help="shaded band of the figures: mean ± 1 std (default), 95%% bootstrap CI of the mean "
+                    "(5 seeds or more) or min-max over seeds")
     rp.add_argument("--ignore-field", dest="ignore", action="append", default=[], metavar="FIELD",
                     help="scenario field not to split settings by, e.g. rounds (repeatable)")
     rp.add_argument("--include-incomplete", action="store_true", help="also report runs that did not finish")
@@ -114,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed-lines", action="store_true", help="also draw every seed as a thin line (no band)")
     rp.add_argument("--smooth", type=int, default=0, metavar="K",
                     help="rolling mean over K evaluations of each seed in the figures (default 0: none)")
+    rp.add_argument("--log-x", action="store_true", help="log x axes in the accuracy figures")
 
     # Listings: sfl_sim.config.scenario_files, sfl_sim.catalog
     sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
@@ -125,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _scenario(args: argparse.Namespace) -> int:
     options = dict(overrides=args.overrides, output_dir=args.output_dir, seed=args.seed, rounds=args.rounds,
-                   device=args.device, strict_versions=args.strict_versions)
+                   device=args.device, strict_versions=args.strict_versions, overwrite=args.overwrite)
     if args.check:
         plan = api.check(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume, **options)
         if args.seeds is not None:
@@ -150,7 +155,7 @@ def _report_failures(results: list[api.RunResult]) -> int:
 def _study(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers,
-                                          strict_versions=args.strict_versions))
+                                          strict_versions=args.strict_versions, progress=not args.no_progress))
     return _study_outcome(api.run_study(
         args.path, output_dir=args.output_dir, workers=args.workers, executor=args.executor, address=args.address,
         threads_per_worker=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
@@ -218,7 +223,7 @@ def _report(args: argparse.Namespace) -> int:
         report = api.report(args.dirs, output_dir=args.out, reference=args.reference, targets=args.targets,
                             band=args.band, ignore=args.ignore, include_incomplete=args.include_incomplete,
                             figures=not args.no_figures, figure_width_in=args.figure_width,
-                            seed_lines=args.seed_lines, smooth=args.smooth)
+                            seed_lines=args.seed_lines, smooth=args.smooth, log_x=args.log_x)
     except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
         print(f"sfl-sim report: {exc}", file=sys.stderr)
         return 2

@@ -9,13 +9,17 @@ Files (:func:`write_summary_files`), so they say exactly what the run directorie
 
 ``summary.csv``
     One row per run, the numbers of its ``summary.json`` under the same names
-    (:data:`CSV_COLUMNS`), then one ``tta_<target>_s`` column per target accuracy: simulated
-    seconds to reach it, empty when it was not reached.
+    (:data:`CSV_COLUMNS`), then one ``dropped_<cause>_clients`` column per drop cause any run had
+    (client-rounds dropped for it, :func:`drop_cause_column`), then one ``tta_<target>_s`` column
+    per target accuracy: simulated seconds to reach it, empty when it was not reached.
 ``summary.md``
-    The same runs as two Markdown tables, totals and time to accuracy.
+    The same runs as Markdown tables: totals, what the radio lost (drops by cause, outage, HARQ
+    copies) and time to accuracy.
 
-The printed form (:func:`format_tables`) fits 80 columns: the totals, then time to accuracy in a
-table of its own (one row per run, one column per target).
+The printed form (:func:`format_tables`) fits 80 columns: the totals (with the drop rate when a
+run dropped clients), then time to accuracy in a table of its own (one row per run, one column
+per target).  Both forms end with the runs' warnings (every round lost every selected client)
+and, when a run dropped clients, the note that drops shorten rounds (:func:`notes`).
 """
 from __future__ import annotations
 
@@ -33,13 +37,19 @@ from sfl_sim.analysis.tta import DEFAULT_TARGETS, best_test_accuracy, time_to_ac
 from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
 from sfl_sim.runs.rundir.schema import GLOBAL_MODEL_EVALUATION
 
-__all__ = ["CSV_COLUMNS", "csv_rows", "format_tables", "markdown", "notes", "run_summary", "summary_paths",
-           "summary_table", "write_summary_files"]
+__all__ = ["CSV_COLUMNS", "DROPS_NOTE", "csv_rows", "drop_cause_column", "format_tables", "markdown", "notes",
+           "run_summary", "summary_paths", "summary_table", "write_summary_files"]
 
-#: Columns of ``summary.csv`` before the time-to-accuracy columns: keys of ``summary.json``.
+#: Columns of ``summary.csv`` before the drop-cause and time-to-accuracy columns: keys of ``summary.json``.
 CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
                "final_test_accuracy", "best_test_accuracy", "final_sim_time_s", "host_time_s", "uplink_bytes",
-               "downlink_bytes", "client_flops", "server_flops", "client_energy_j")
+               "downlink_bytes", "client_flops", "server_flops", "client_energy_j", "client_rounds",
+               "dropped_clients", "drop_rate", "rounds_all_lost", "uplink_attempts", "outage_rate",
+               "retransmissions", "dropped_transmissions", "harq_retransmissions")
+
+#: Why drops matter when runs are compared by simulated time (printed once, after the tables).
+DROPS_NOTE = ("drops shorten rounds: the server does not wait for a dropped client, so a run that "
+              "drops clients looks faster in simulated time than it would without its losses")
 
 Summary = Mapping[str, Any]
 
@@ -54,6 +64,16 @@ def _targets(summaries: Sequence[Summary]) -> list[str]:
     for s in summaries:
         keys.update(dict.fromkeys(s.get("time_to_accuracy_s") or {}))
     return list(keys)
+
+
+def _causes(summaries: Sequence[Summary]) -> list[str]:
+    """The drop causes of the summaries (``dropped_clients_by_cause`` keys), sorted."""
+    return sorted({cause for s in summaries for cause in (s.get("dropped_clients_by_cause") or {})})
+
+
+def drop_cause_column(cause: str) -> str:
+    """The ``summary.csv`` column of client-rounds dropped for ``cause``: ``dropped_<cause>_clients``."""
+    return f"dropped_{cause}_clients"
 
 
 def csv_rows(summaries: Sequence[Summary],
@@ -71,16 +91,22 @@ def csv_rows(summaries: Sequence[Summary],
     Returns
     -------
     columns : list of str
-        :data:`CSV_COLUMNS`, then ``tta_<target>_s`` per target (:func:`sfl_sim.analysis.tta.tta_column_name`).
+        :data:`CSV_COLUMNS`, then :func:`drop_cause_column` per drop cause of any summary (sorted),
+        then ``tta_<target>_s`` per target (:func:`sfl_sim.analysis.tta.tta_column_name`).
     rows : list of dict
-        One per non-empty summary; a missing value or an unreached target is ``None``.
+        One per non-empty summary; a missing value or an unreached target is ``None``; a cause
+        a run did not drop for is 0 (None for a summary without drop counts).
     """
     present = _present(summaries)
     targets = _targets(present) if targets is None else list(targets)
-    columns = list(CSV_COLUMNS) + [tta_column_name(float(t)) for t in targets]
+    causes = _causes(present)
+    columns = list(CSV_COLUMNS) + [drop_cause_column(c) for c in causes] + [tta_column_name(float(t))
+                                                                            for t in targets]
     rows = []
     for s in present:
         row = {c: s.get(c) for c in CSV_COLUMNS}
+        by_cause = s.get("dropped_clients_by_cause")
+        row.update({drop_cause_column(c): None if by_cause is None else by_cause.get(c, 0) for c in causes})
         tta = s.get("time_to_accuracy_s") or {}
         row.update({tta_column_name(float(t)): tta.get(t) for t in targets})
         rows.append(row)
@@ -111,6 +137,14 @@ def _giga(v: Any) -> str:
     return "-" if v is None else f"{v / FLOPS_PER_GFLOP:,.1f}"
 
 
+def _percent(v: Any) -> str:
+    return "-" if v is None else f"{100 * v:.1f}"
+
+
+def _dropped(s: Summary) -> int:
+    return sum((s.get("dropped_clients_by_cause") or {}).values())
+
+
 # (header, summary key, formatter, also in the 80-column printout)
 _TOTALS: tuple[tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("algorithm", "algorithm", lambda v: "-" if v is None else str(v), False),
@@ -126,6 +160,7 @@ _TOTALS: tuple[tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("client GFLOP", "client_flops", _giga, False),
     ("server GFLOP", "server_flops", _giga, False),
     ("client J", "client_energy_j", _joules, False),
+    ("drop %", "drop_rate", _percent, False),
 )
 
 _LEGEND = ("acc: test accuracy (a fraction); sim s: simulated seconds;",
@@ -140,6 +175,24 @@ def _totals(summaries: Sequence[Summary], short: bool) -> tuple[list[str], list[
 
 
 _ENERGY_LEGEND = "client J: joules all clients spent (the energy ledger)"
+_DROP_LEGEND = "drop %: selected client-rounds dropped"
+
+
+def _per_round(total: Any, rounds: Any) -> Any:
+    return total / rounds if isinstance(total, (int, float)) and isinstance(rounds, int) and rounds > 0 else None
+
+
+def _drops(summaries: Sequence[Summary]) -> tuple[list[str], list[list[str]]]:
+    """What the radio lost, per run: drops by cause, the drop and outage rates, HARQ copies per round."""
+    causes = _causes(summaries)
+    header = ["run", "client-rounds", *(f"{c} drops" for c in causes), "drop %", "outage %", "HARQ copies/round",
+              "rounds all lost"]
+    rows = [[str(s.get("label", "?")), _number("d")(s.get("client_rounds")),
+             *(_number("d")((s.get("dropped_clients_by_cause") or {}).get(c, 0)) for c in causes),
+             _percent(s.get("drop_rate")), _percent(s.get("outage_rate")),
+             _number(".3g")(_per_round(s.get("harq_retransmissions"), s.get("rounds_completed"))),
+             _number("d")(s.get("rounds_all_lost"))] for s in summaries]
+    return header, rows
 
 
 def _tta(summaries: Sequence[Summary]) -> tuple[list[str], list[list[str]]]:
@@ -176,9 +229,18 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
 
 
 def notes(summaries: Sequence[Summary]) -> list[str]:
-    """One line per run whose accuracy is not the global model's, so it is not compared unawares."""
-    return [f"note: {s['label']} accuracy is of the {s['evaluated']}" for s in _present(summaries)
-            if s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION]
+    """What the tables must not hide, one line each: each run's ``warnings`` (every round lost every
+    selected client), a run whose accuracy is not the global model's (so it is not compared
+    unawares), and, once, :data:`DROPS_NOTE` with the runs that dropped clients."""
+    present = _present(summaries)
+    lines = [f"warning: {s.get('label', '?')}: {w}" for s in present for w in s.get("warnings") or ()]
+    lines += [f"note: {s['label']} accuracy is of the {s['evaluated']}" for s in present
+              if s.get("evaluated", GLOBAL_MODEL_EVALUATION) != GLOBAL_MODEL_EVALUATION]
+    lossy = [f"{s.get('label', '?')} {_dropped(s)} of {s.get('client_rounds')} client-rounds" for s in present
+             if _dropped(s)]
+    if lossy:
+        lines.append(f"note: {DROPS_NOTE} (dropped: {'; '.join(lossy)})")
+    return lines
 
 
 def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
@@ -192,15 +254,20 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
         No line is longer than this (labels are cut with ``~`` when needed; the files keep them whole).
     """
     present = _present(summaries)
-    totals, legend = _plain(*_totals(present, short=True), width=width), list(_LEGEND)
-    if any(s.get("client_energy_j") is not None for s in present):
-        # the client energy column when it fits the width (it always is in summary.csv and summary.md)
-        header, rows = _totals(present, short=True)
-        header, rows = header + ["client J"], [r + [_joules(s.get("client_energy_j"))] for r, s in zip(rows, present,
-                                                                                                       strict=True)]
-        with_energy = _plain(header, rows, width=10**6)
-        if max(len(line) for line in with_energy.splitlines()) <= width:  # no label cut for it
-            totals, legend = with_energy, [*legend[:-1], legend[-1] + ";", _ENERGY_LEGEND]
+    header, rows = _totals(present, short=True)
+    totals, legend = _plain(header, rows, width=width), list(_LEGEND)
+    # Columns the files always have, printed when a run has them and they fit the width without
+    # cutting a label (the note after the tables gives the drops in any case), in this order.
+    optional = [("drop %", "drop_rate", _percent, _DROP_LEGEND, any(_dropped(s) for s in present)),
+                ("client J", "client_energy_j", _joules, _ENERGY_LEGEND,
+                 any(s.get("client_energy_j") is not None for s in present))]
+    for name, key, fmt, explained, wanted in optional:
+        if not wanted:
+            continue
+        wider = header + [name], [r + [fmt(s.get(key))] for r, s in zip(rows, present, strict=True)]
+        text = _plain(*wider, width=10**6)
+        if max(len(line) for line in text.splitlines()) <= width:
+            (header, rows), totals, legend = wider, text, [*legend[:-1], legend[-1] + ";", explained]
     parts = [totals, *legend]
     if _targets(present):
         parts += ["", "simulated time to accuracy (s; - = not reached)", _plain(*_tta(present), width=width)]
@@ -212,7 +279,13 @@ def markdown(summaries: Sequence[Summary]) -> str:
     """``summary.md``: every total of every run, then time to accuracy, as Markdown tables."""
     present = _present(summaries)
     parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "",
-             " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative."]
+             " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative; " + _DROP_LEGEND + ".",
+             "", "# What the radio lost", "", _markdown(*_drops(present)), "",
+             "client-rounds: clients selected, summed over the rounds; drops by cause (outage: its upload failed "
+             "after its last attempt; deadline, over_selection: the straggler policy left it out; unavailable: it "
+             "went offline; battery: its battery emptied); outage %: uplink attempts that failed; HARQ "
+             "copies/round: transport-block copies beyond the first, per round; rounds all lost: rounds that "
+             "dropped every selected client."]
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)
@@ -245,6 +318,13 @@ def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> tu
     return csv_path, md_path
 
 
+#: What the radio lost, as ``summary.json`` says it (:mod:`sfl_sim.runs.summary`); a loaded run
+#: takes these from its summary, the rows of ``metrics.csv`` do not hold them.
+_RADIO_KEYS = ("client_rounds", "dropped_clients", "dropped_clients_by_cause", "drop_rate", "rounds_all_lost",
+               "uplink_attempts", "outage_rate", "retransmissions", "dropped_transmissions", "harq_retransmissions",
+               "warnings")
+
+
 def _last(metrics: pd.DataFrame, column: str) -> float | None:
     if column not in metrics.columns:
         return None
@@ -269,8 +349,8 @@ def run_summary(run: Run, targets: Sequence[float] = DEFAULT_TARGETS) -> dict[st
         when not reached): the final, best (:func:`sfl_sim.analysis.tta.best_test_accuracy`) and
         cumulative numbers of the last evaluated row, ``rounds_completed`` of ``summary.json``
         (else the last evaluated round), ``seed`` and ``rounds_planned`` of ``summary.json``
-        (else of ``scenario.yaml``), ``status`` and ``evaluated`` of ``summary.json``; None where
-        there is nothing to take it from.
+        (else of ``scenario.yaml``), ``status``, ``evaluated``, the drop and outage counts and
+        ``warnings`` of ``summary.json``; None where there is nothing to take it from.
     """
     m, s = run.metrics, run.summary
     missing = [c for c in ("round", "sim_time_s", "test_accuracy") if c not in m.columns]
@@ -295,6 +375,7 @@ def run_summary(run: Run, targets: Sequence[float] = DEFAULT_TARGETS) -> dict[st
         "final_sim_time_s": _last(m, "sim_time_s"),
         **{c: _last(m, c) for c in ("host_time_s", "uplink_bytes", "downlink_bytes", "client_flops", "server_flops")},
         "client_energy_j": s.get("client_energy_j"),
+        **{key: s.get(key) for key in _RADIO_KEYS},
         "time_to_accuracy_s": {k: None if math.isnan(v) else v for k, v in tta.items()},
     }
 

@@ -21,13 +21,12 @@ import pandas as pd
 from sfl_sim.analysis.energy_data import (
     ENERGY_CURVE_COLUMN,
     MaxClientEnergy,
-    cumulative_energy_j,
     energy_to_target_per_run,
     has_energy,
     metrics_with_energy,
 )
 from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, N_BOOT, describe, paired_speedup
-from sfl_sim.analysis.study_data import StudyData
+from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData
 from sfl_sim.analysis.tables import (
     SPEEDUP_COLUMNS,
     Layout,
@@ -42,12 +41,12 @@ from sfl_sim.analysis.tables import (
     with_coordinates,
 )
 
-__all__ = ["ENERGY_CURVE", "ENERGY_CURVE_COLUMN", "cumulative_energy_j", "metrics_with_energy", "has_energy",
+__all__ = ["ENERGY_CURVE", "ENERGY_CURVE_COLUMN", "metrics_with_energy", "has_energy",
            "energy_table", "energy_layouts"]
 
 #: The report's accuracy-versus-energy figure kind (:data:`sfl_sim.analysis.figures.EXTRA_CURVES`).
 ENERGY_CURVE = "accuracy_vs_energy"
-_KEYS = ["setting", "algorithm"]
+_KEYS = list(GROUP_KEYS)
 _QUANTITIES = {"energy_j": "total client energy", "energy_max_j": "most any one client spent"}
 
 

@@ -19,24 +19,21 @@ Imports neither torch nor the engine (only the run files, through :mod:`sfl_sim.
 """
 from __future__ import annotations
 
-import io
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sfl_sim.analysis.study_data import StudyData
+from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData
 from sfl_sim.analysis.tta import first_reaching
-from sfl_sim.runs.rundir import upgrade
-from sfl_sim.runs.rundir.schema import ENERGY_FILE, ROUNDS_COLUMNS, ROUNDS_FILE
+from sfl_sim.runs.rundir.schema import ENERGY_FILE
 
-__all__ = ["ENERGY_CURVE_COLUMN", "has_energy", "recorded_energy", "metrics_with_energy", "cumulative_energy_j",
+__all__ = ["ENERGY_CURVE_COLUMN", "has_energy", "recorded_energy", "metrics_with_energy",
            "MaxClientEnergy", "energy_to_target_per_run", "energy_per_round_per_run"]
 
 #: The cumulative client-energy column :func:`metrics_with_energy` adds to the metrics (J).
 ENERGY_CURVE_COLUMN = "client_energy_j"
-_KEYS = ["setting", "algorithm"]
+_KEYS = list(GROUP_KEYS)
 
 
 def has_energy(study: StudyData) -> bool:
@@ -72,26 +69,6 @@ def metrics_with_energy(study: StudyData) -> pd.DataFrame:
     values[~m["run_id"].map(recorded_energy(study)).fillna(False).to_numpy(dtype=bool)] = np.nan
     m[ENERGY_CURVE_COLUMN] = values
     return m
-
-
-def cumulative_energy_j(run_dir: str | Path, rounds: Sequence[int] | np.ndarray) -> np.ndarray:
-    """One run's cumulative client energy (J) at each of ``rounds`` (0 at round 0), from its
-    ``rounds.csv``; ``nan`` throughout when the run recorded no energy."""
-    wanted = np.asarray(rounds, dtype=float)
-    file = Path(run_dir) / ROUNDS_FILE
-    nan = np.full(wanted.shape, np.nan)
-    if not file.is_file():
-        return nan
-    r = pd.read_csv(io.StringIO(upgrade.log_text(file.read_text(), ROUNDS_COLUMNS)))
-    if r.empty:
-        return nan
-    energy = pd.to_numeric(r["client_energy_j"], errors="coerce")
-    if energy.isna().any():
-        return nan
-    cum = pd.Series(energy.cumsum().to_numpy(), index=r["round"].to_numpy())
-    out = cum.reindex(wanted).to_numpy(dtype=float).copy()
-    out[wanted == 0] = 0.0
-    return out
 
 
 class MaxClientEnergy:

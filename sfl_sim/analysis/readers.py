@@ -2,7 +2,8 @@
 
 ``summary.json`` (a JSON object carrying ``schema_version`` 1; unknown keys kept),
 ``scenario.yaml`` (a YAML mapping, read with the safe loader) and ``metrics.csv`` (exactly the
-columns of :data:`~sfl_sim.runs.rundir.schema.METRICS_COLUMNS`, all numeric). The study-data
+columns of :data:`~sfl_sim.runs.rundir.schema.METRICS_COLUMNS`, all numeric), ``clients.csv``
+(:func:`read_clients`, empty when the run has none). The study-data
 loader (:func:`sfl_sim.analysis.study_data.read_run_dirs`) reads every run directory through
 these; it parses the ``metrics.csv`` files of many runs in one call and comes here for a file
 that call cannot take, so the error names the file and what is wrong in it.
@@ -12,6 +13,7 @@ This module imports neither torch, simpy nor the simulator.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,17 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sfl_sim.runs.rundir.schema import METRICS_COLUMNS, SCHEMA_VERSION
+from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir.schema import (
+    CLIENTS_COLUMNS,
+    CLIENTS_FILE,
+    CLIENTS_NUMERIC_COLUMNS,
+    METRICS_COLUMNS,
+    SCHEMA_VERSION,
+)
 
-__all__ = ["RunFormatError", "read_summary", "read_scenario", "check_schema_version", "read_metrics"]
+__all__ = ["RunFormatError", "read_summary", "read_scenario", "check_schema_version", "read_metrics", "read_clients",
+           "empty_clients"]
 
 _INT_COLUMNS = ("round",)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in: ~10x faster
@@ -151,3 +161,42 @@ def read_metrics(path: Path) -> pd.DataFrame:
         elif len(df) == 0:
             df[col] = df[col].astype("float64")
     return df.sort_values("round", kind="stable").reset_index(drop=True)
+
+
+def empty_clients() -> pd.DataFrame:
+    """A ``clients.csv`` frame without rows: :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`,
+    numeric but ``outcome`` (text)."""
+    return pd.DataFrame({c: pd.Series(dtype="object" if c == "outcome" else "float64") for c in CLIENTS_COLUMNS})
+
+
+def read_clients(run_dir: Path) -> pd.DataFrame:
+    """A run's ``clients.csv``, the per-client record of every round, in today's columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`: ``outcome`` as text, the
+        others numeric (an empty cell is NaN: ``cqi`` without CQIs, ``downlink_rate_bps`` with
+        the ``ideal`` downlink); no rows when the run has no file (older than the file, or with
+        ``metrics.client_record`` off: :func:`sfl_sim.runs.rundir.upgrade.missing_file` says why).
+
+    Raises
+    ------
+    RunFormatError
+        If the file cannot be parsed, or a numeric column holds text (naming the file and column).
+    """
+    path = Path(run_dir) / CLIENTS_FILE
+    if not path.is_file():
+        return empty_clients()
+    with open(path, encoding="utf-8", newline="") as fh:
+        text = upgrade.log_text(fh.read(), CLIENTS_COLUMNS)
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype={"outcome": "object"}, keep_default_na=False, na_values=[""])
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise RunFormatError(f"{path}: cannot parse CSV: {exc}") from exc
+    if df.empty:  # a header only (the run stopped before its first round ended): no dtype to check
+        return empty_clients()
+    for c in CLIENTS_NUMERIC_COLUMNS:
+        if not pd.api.types.is_numeric_dtype(df[c]):
+            raise RunFormatError(f"{path}: column {c} holds a value that is not a number")
+    return df.astype({c: "float64" for c in CLIENTS_NUMERIC_COLUMNS if c not in ("round", "client")})

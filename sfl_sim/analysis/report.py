@@ -32,17 +32,20 @@ from pathlib import Path
 import pandas as pd
 
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
-from sfl_sim.analysis.figures import (
-    CURVES,
-    DEFAULT_WIDTH_IN,
-    check_figure_options,
-    levels_figure,
-    save_figure,
-    setting_figure,
-    setting_slug,
+from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
+from sfl_sim.analysis.report_figures import (
+    ACROSS_SETTINGS_DIR,
+    RADIO_DIR,
+    SWEEP_DIR,
+    CurveOptions,
+    compression_levels,
+    curve_figures,
+    radio_figures,
+    sweep_figures,
+    write_figures,
 )
 from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
-from sfl_sim.analysis.study_data import StudyData, StudyError, load_study, short_field_names
+from sfl_sim.analysis.study_data import StudyData, StudyError, load_study
 from sfl_sim.analysis.tables import (
     Layout,
     accuracy_layouts,
@@ -50,6 +53,8 @@ from sfl_sim.analysis.tables import (
     overhead_layouts,
     overhead_table,
     per_run_accuracy,
+    settings_layout,
+    settings_table,
     target_text,
     to_latex,
     to_markdown,
@@ -57,11 +62,9 @@ from sfl_sim.analysis.tables import (
     tta_table,
 )
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
-from sfl_sim.runs.rundir.schema import COMPLETE
+from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION
 
-__all__ = ["write_report", "default_output_dir", "parse_targets", "COMPLETE"]
-
-_GLOBAL = "global model on the test set"
+__all__ = ["write_report", "default_output_dir", "parse_targets", "compression_levels", "COMPLETE"]
 
 
 def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
@@ -137,6 +140,7 @@ def write_report(
     figure_width_in: float = DEFAULT_WIDTH_IN,
     seed_lines: bool = False,
     smooth: int = 0,
+    log_x: bool = False,
     n_boot: int = N_BOOT,
     bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
@@ -153,8 +157,8 @@ def write_report(
     targets : sequence of float, optional
         Accuracy targets (fractions). Default: the ``target_accuracies`` common to every run's
         scenario, else :data:`sfl_sim.analysis.tta.DEFAULT_TARGETS`.
-    band : {"std", "minmax"}
-        Shaded band of the figures.
+    band : {"std", "ci", "minmax"}
+        Shaded band of the figures: ± 1 std, a bootstrap CI of the mean (from 5 seeds on) or min–max.
     ignore : sequence of str, optional
         Scenario fields to leave out of the setting (e.g. ``("rounds",)``).
     include_incomplete : bool, optional
@@ -171,6 +175,8 @@ def write_report(
         Also draw every seed as a thin line (instead of the band).
     smooth : int, optional
         Rolling mean over this many evaluations of each seed before the mean and band (0: none).
+    log_x : bool, optional
+        Log x axes in the accuracy curves (the evaluation of the initial model, at 0, is left out).
     n_boot, bootstrap_seed : int, optional
         Bootstrap resamples and seed of the speed-up CIs.
 
@@ -209,6 +215,11 @@ def write_report(
     included = study.runs.loc[study.runs["status"] != COMPLETE]
     notes = _notes(study, left_out, included)
 
+    settings_md = ""
+    if study.setting_fields:
+        settings = settings_table(study)
+        settings_md = _write_table(out, "settings", settings, [settings_layout(study, settings)], "Settings",
+                                   written)
     acc = accuracy_table(study, algorithms)
     md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
                           "Test accuracy", written)
@@ -219,7 +230,7 @@ def write_report(
     md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),
                           "Communication and computation overhead", written)
 
-    tables = [md_acc, md_tta, md_ovh]
+    tables = [*([settings_md] if settings_md else []), md_acc, md_tta, md_ovh]
     energy = has_energy(study)
     if energy:
         en = energy_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot,
@@ -236,71 +247,35 @@ def write_report(
     runs.to_csv(out / "runs.csv", index=False)
     written.append(out / "runs.csv")
 
-    figure_links: list[str] = []
+    figure_section: list[str] = []
     if figures:
-        taken: set[str] = set()
         curves = {kind: study for kind in CURVES}
         if energy:
             curves[ENERGY_CURVE] = dataclasses.replace(study, metrics=metrics_with_energy(study))
-        for setting in study.settings:
-            slug = setting_slug(setting, taken)
-            for kind, data in curves.items():
-                fig = setting_figure(data, setting, kind, band=band, targets=targets if target_lines else (),
-                                     algorithms=algorithms, width_in=figure_width_in, seed_lines=seed_lines,
-                                     smooth=smooth)
-                files = save_figure(fig, out / "figures" / slug / kind)
-                written += files
-                figure_links.append(f"![{kind}: {setting}]({files[0].relative_to(out).as_posix()})")
-        for rest, levels in compression_levels(study):
-            for algorithm in algorithms:
-                title = f"{algorithm}: compression levels" + (f" ({rest})" if rest else "")
-                slug = setting_slug(f"compression_{algorithm}" + (f"_{rest}" if rest else ""), taken)
-                for kind in CURVES:
-                    fig = levels_figure(study, algorithm, levels, title, kind, band=band,
-                                        targets=targets if target_lines else (), width_in=figure_width_in,
-                                        seed_lines=seed_lines, smooth=smooth)
-                    if not fig.legends:  # the algorithm has no runs at these levels
-                        continue
-                    files = save_figure(fig, out / "figures" / slug / kind)
-                    written += files
-                    figure_links.append(f"![{kind}: {title}]({files[0].relative_to(out).as_posix()})")
+        options = CurveOptions(band=band, targets=targets if target_lines else (), width_in=figure_width_in,
+                               seed_lines=seed_lines, smooth=smooth, log_x=log_x, n_boot=n_boot,
+                               bootstrap_seed=bootstrap_seed)
+        taken: set[str] = set()
+        drawn = curve_figures(curves, algorithms, options, taken=taken)
+        drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
+                               bootstrap_seed=bootstrap_seed)
+        drawn += radio_figures(study, algorithms, figure_width_in, taken)
+        files, figure_section, tex = write_figures(out, drawn)
+        written += files
+        _write(out / "figures.tex", tex, written)
 
     readme = _readme(study, runs, left_out, included, targets, reference, band, ignore, n_boot, bootstrap_seed,
-                     tables, figure_links, seed_lines=seed_lines, smooth=smooth,
+                     tables, figure_section, seed_lines=seed_lines, smooth=smooth,
                      target_lines=bool(target_lines))
     _write(out / "README.md", readme, written)
     return [written[-1], *written[:-1]]
-
-
-def compression_levels(study: StudyData) -> list[tuple[str, list[tuple[str, str]]]]:
-    """The study's compression levels: settings that differ only in ``compression`` fields,
-    grouped by the rest of the setting.
-
-    Returns
-    -------
-    list of (rest, levels)
-        ``rest``: the other setting fields as ``name=value`` text ("" when there are none);
-        ``levels``: (setting, its compression fields as ``name=value`` text) of each setting of
-        the group, in study order.  Only groups of two or more levels; none without compression fields.
-    """
-    fields = [f for f in study.setting_fields if f == "compression" or f.startswith("compression.")]
-    if not fields:
-        return []
-    short = short_field_names(study.setting_fields)
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for setting in study.settings:
-        values = study.setting_values(setting)
-        rest = ", ".join(f"{short[f]}={values[f]}" for f in study.setting_fields if f not in fields)
-        level = ", ".join(f"{short[f]}={values[f]}" for f in fields)
-        groups.setdefault(rest, []).append((setting, level))
-    return [(rest, levels) for rest, levels in groups.items() if len(levels) > 1]
 
 
 def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> list[str]:
     notes = []
     evaluated = study.runs.drop_duplicates("algorithm")[["algorithm", "evaluated"]]
     for r in evaluated.itertuples(index=False):
-        if r.evaluated and r.evaluated != _GLOBAL:
+        if r.evaluated and r.evaluated != GLOBAL_MODEL_EVALUATION:
             notes.append(f"{r.algorithm}: accuracy is of the {r.evaluated}, not the global model.")
     if len(left_out):
         notes.append(f"{len(left_out)} run(s) not complete, left out (see runs.csv).")
@@ -313,7 +288,7 @@ def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> 
 def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, included: pd.DataFrame,
             targets: Sequence[float],
             reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
-            sections: Sequence[str], figure_links: Sequence[str], *, seed_lines: bool = False, smooth: int = 0,
+            sections: Sequence[str], figure_section: Sequence[str], *, seed_lines: bool = False, smooth: int = 0,
             target_lines: bool = False) -> str:
     seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
     lines = [
@@ -358,15 +333,13 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
         "(rounds.csv), then over seeds; **to a target**: cumulative counters at the first evaluation reaching it"
         + ("; client energy likewise (rounds.csv client_energy_j per round, cumulative to a target), over the "
            "seeds that recorded it" if has_energy(study) else "") + ".",
-        "- **Figures**: accuracy in %; each seed linearly interpolated between its evaluations onto a common "
-        "grid; the line is the mean over the seeds running at x (from the earliest first to the latest last "
-        "evaluation) and thins as seeds end; ○ marks each seed's last evaluation; "
-        + ("every seed is also drawn as a thin line" if seed_lines else
-           "band: " + ('± 1 std (ddof = 1) where two or more seeds run' if band == 'std'
-                       else 'min–max over the seeds running'))
+        "- **Figures**: accuracy in %; a line is the mean over its seeds (each linearly interpolated between its "
+        "evaluations) where every seed has run, each seed running on after that drawn alone as a thin dashed line; "
+        "○ marks each seed's last evaluation; " + band_text(band, seed_lines=seed_lines, n_boot=n_boot)
         + (f"; each seed smoothed by a centred rolling mean over {smooth} evaluations" if smooth > 1 else
            "; not smoothed")
-        + ("; targets drawn as labelled lines" if target_lines and targets else "") + ".",
+        + ("; targets drawn as labelled lines" if target_lines and targets else "")
+        + ". Each figure's caption is under it here and in `figures.tex`.",
         f"- Targets: {', '.join(target_text(t) for t in targets)}.",
         "",
     ]
@@ -394,11 +367,14 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
     lines += ["## Tables", ""]
     for s in sections:
         lines.append(s.replace("\n# ", "\n### ").replace("# ", "### ", 1) if s.startswith("# ") else s)
-    if figure_links:
-        lines += ["## Figures", ""]
-        lines += [f"{link}\n" for link in figure_links]
+    if figure_section:
+        lines += ["## Figures", "", *figure_section]
     lines += ["## Files", "",
               "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
               "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
-              "- `figures/<setting>/accuracy_vs_time.{png,pdf}`, `accuracy_vs_uplink.{png,pdf}`.", ""]
+              "- `figures/<setting>/accuracy_vs_{time,uplink}.{png,pdf}` (one line per algorithm), "
+              f"`figures/{ACROSS_SETTINGS_DIR}/<algorithm>/…` (one line per setting), `figures/{SWEEP_DIR}/` (a "
+              f"metric against a numeric setting field), `figures/{RADIO_DIR}/` (round-time breakdown, SINR and "
+              "rate CDFs from clients.csv; energy per client); `figures.tex`: every figure as a LaTeX float with its "
+              "caption.", ""]
     return "\n".join(lines)

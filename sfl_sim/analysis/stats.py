@@ -37,7 +37,11 @@ __all__ = [
     "N_BOOT",
     "BOOTSTRAP_SEED",
     "MIN_PAIRS_FOR_CI",
+    "MIN_SEEDS_FOR_CI",
     "SpeedUp",
+    "bootstrap_mean_ci",
+    "jain_index",
+    "km_median",
     "describe",
     "time_ratio",
     "paired_speedup",
@@ -52,6 +56,9 @@ N_BOOT = 10_000
 BOOTSTRAP_SEED = 0
 #: Fewest pairs for which a bootstrap CI is given (below it: the per-seed ratios' range).
 MIN_PAIRS_FOR_CI = 5
+#: Fewest seeds for which a bootstrap CI of a mean is given: the same small-sample rule as the
+#: speed-up's (with m seeds, each resample that repeats one seed has probability m^-m).
+MIN_SEEDS_FOR_CI = MIN_PAIRS_FOR_CI
 
 #: :attr:`SpeedUp.case` values.
 CASE_RATIO = "ratio"
@@ -230,3 +237,98 @@ def paired_speedup(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [alpha, 1.0 - alpha], method="inverted_cdf")
     return SpeedUp(ratio, float(low), float(high), m, seed_min, seed_max, case, INTERVAL_BOOTSTRAP, edge)
+
+
+def bootstrap_mean_ci(values: np.ndarray, *, n_boot: int = N_BOOT, confidence: float = 0.95,
+                      seed: int = BOOTSTRAP_SEED, min_seeds: int = MIN_SEEDS_FOR_CI) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI of the mean over seeds, at every point of a curve at once.
+
+    Parameters
+    ----------
+    values : numpy.ndarray, shape (m, g)
+        One row per seed, one column per point (e.g. a grid of simulated times), all finite.
+    n_boot, confidence, seed
+        As :func:`paired_speedup`: resamples, two-sided coverage, seed of ``numpy.random.default_rng``.
+    min_seeds : int, optional
+        Fewest seeds for an interval (default :data:`MIN_SEEDS_FOR_CI`); below it both bounds are ``nan``.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray), each shape (g,)
+        The ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles (``inverted_cdf``: resampled
+        values) of the mean over ``n_boot`` resamples of the seeds drawn with replacement; the same
+        resampled seeds at every point, so the band is the interval of one curve, point by point.
+    """
+    v = np.atleast_2d(np.asarray(values, dtype=float))
+    m, g = v.shape
+    if m < max(min_seeds, 2):
+        nan = np.full(g, np.nan)
+        return nan, nan.copy()
+    rng = np.random.default_rng(seed)
+    # each resample as counts of the seeds it drew: its mean is counts @ values / m
+    counts = rng.multinomial(m, np.full(m, 1.0 / m), size=n_boot).astype(float)
+    means = counts @ v / m
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0, method="inverted_cdf")
+    return low, high
+
+
+def jain_index(values: Sequence[float] | np.ndarray) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` of non-negative amounts (R. Jain, D. Chiu and
+    W. Hawe, "A quantitative measure of fairness and discrimination for resource allocation in shared
+    computer systems", DEC-TR-301, 1984, eq. 1).
+
+    Parameters
+    ----------
+    values : sequence of float
+        One amount per user, >= 0 (e.g. the joules each client spent).
+
+    Returns
+    -------
+    float
+        From ``1 / n`` (one user has everything) to 1 (all equal); ``nan`` without users or when
+        every amount is 0.
+
+    Raises
+    ------
+    ValueError
+        If an amount is negative or not finite.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size and (not np.all(np.isfinite(x)) or (x < 0).any()):
+        raise ValueError("Jain's index needs finite amounts >= 0")
+    total, squares = float(x.sum()), float((x ** 2).sum())
+    if x.size == 0 or squares == 0.0:
+        return float("nan")
+    return total ** 2 / (x.size * squares)
+
+
+def km_median(reached_s: Sequence[float] | np.ndarray, censored_s: Sequence[float] | np.ndarray) -> float:
+    """Kaplan–Meier median time to an event over seeds, the seeds without it counted as censored.
+
+    The survival function is :func:`scipy.stats.ecdf` of right-censored data (the Kaplan–Meier
+    product-limit estimate, E. L. Kaplan and P. Meier, JASA 53(282), 1958); its median is the
+    earliest time at which the estimated survival is 0.5 or less.
+
+    Parameters
+    ----------
+    reached_s : sequence of float
+        The times of the seeds that reached the event (e.g. a target accuracy), s.
+    censored_s : sequence of float
+        For each seed that did not, the last time it was observed (its last evaluation), s.
+
+    Returns
+    -------
+    float
+        The median, s; ``nan`` when the survival never falls to 0.5 (fewer than half of the seeds
+        reached it before the censoring left too few at risk) or there are no seeds.
+    """
+    from scipy.stats import CensoredData, ecdf
+
+    done = np.asarray(reached_s, dtype=float)
+    cens = np.asarray(censored_s, dtype=float)
+    if done.size == 0:
+        return float("nan")
+    sf = ecdf(CensoredData(uncensored=done, right=cens)).sf
+    below = np.flatnonzero(sf.probabilities <= 0.5)
+    return float(sf.quantiles[below[0]]) if below.size else float("nan")

@@ -42,14 +42,22 @@ import math
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sfl_sim.analysis.readers import RunFormatError, check_schema_version, read_metrics, read_scenario, read_summary
+from sfl_sim.analysis.readers import (
+    RunFormatError,
+    check_schema_version,
+    empty_clients,
+    read_clients,
+    read_metrics,
+    read_scenario,
+    read_summary,
+)
 from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import (
     HOST_ONLY_FIELDS,
@@ -63,6 +71,7 @@ from sfl_sim.runs.rundir.schema import (
 )
 
 __all__ = [
+    "GROUP_KEYS",
     "NON_SETTING_FIELDS",
     "StudyError",
     "StudyData",
@@ -92,6 +101,9 @@ NON_SETTING_FIELDS: tuple[str, ...] = (
     "data.dataset.data_root",
     *HOST_ONLY_FIELDS,
 )
+
+#: The columns runs are grouped by, seeds being replicates: every table's (setting, algorithm).
+GROUP_KEYS: tuple[str, str] = ("setting", "algorithm")
 
 _MISSING = object()  # a field absent from one run's scenario
 
@@ -527,6 +539,10 @@ class StudyData:
         Algorithm labels, sorted.
     targets : tuple of float
         The ``target_accuracies`` common to every run's scenario (the report's default targets).
+    clients : pandas.DataFrame
+        Every ``clients.csv`` stacked (:func:`sfl_sim.analysis.readers.read_clients`): ``run_id``,
+        ``setting``, ``algorithm``, ``seed``, then :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`;
+        sorted by ``run_id``, ``round``, then cohort order.  Runs without the file have no rows.
     """
 
     runs: pd.DataFrame
@@ -536,6 +552,7 @@ class StudyData:
     settings: tuple[str, ...]
     algorithms: tuple[str, ...]
     targets: tuple[float, ...] = ()
+    clients: pd.DataFrame = field(default_factory=lambda: _stacked_clients([]))
 
     def setting_values(self, setting: str) -> dict[str, str]:
         """``{field: display value}`` of one setting label."""
@@ -561,6 +578,7 @@ class StudyData:
             runs=runs,
             metrics=self.metrics.loc[self.metrics["run_id"].isin(keep)].reset_index(drop=True),
             rounds=self.rounds.loc[self.rounds["run_id"].isin(keep)].reset_index(drop=True),
+            clients=self.clients.loc[self.clients["run_id"].isin(keep)].reset_index(drop=True),
             setting_fields=self.setting_fields,
             settings=tuple(s for s in self.settings if s in present_s),
             algorithms=tuple(a for a in self.algorithms if a in present_a),
@@ -647,6 +665,10 @@ class RunFiles:
         Every ``rounds.csv`` stacked (numeric columns only): ``run_id``, then
         :data:`~sfl_sim.runs.rundir.schema.ROUNDS_NUMERIC_COLUMNS`; sorted likewise. Runs without the
         file (or all, when it was not asked for) have no rows.
+    clients : pandas.DataFrame
+        Every ``clients.csv`` stacked: ``run_id``, then :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`
+        (:func:`sfl_sim.analysis.readers.read_clients`); runs without the file (or all, when it was
+        not asked for) have no rows.
     """
 
     dirs: tuple[Path, ...]
@@ -654,9 +676,19 @@ class RunFiles:
     scenarios: tuple[dict[str, Any], ...]
     metrics: pd.DataFrame
     rounds: pd.DataFrame
+    clients: pd.DataFrame = field(default_factory=lambda: _stacked_clients([]))
 
 
-def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True) -> RunFiles:
+def _stacked_clients(frames: Sequence[tuple[int, pd.DataFrame]]) -> pd.DataFrame:
+    """``(run_id, clients frame)`` pairs as one frame with ``run_id`` first."""
+    parts = [frame.assign(run_id=i) for i, frame in frames if len(frame)]
+    if not parts:
+        return empty_clients().assign(run_id=pd.Series(dtype="int64"))[["run_id", *empty_clients().columns]]
+    stacked = pd.concat(parts, ignore_index=True)
+    return stacked[["run_id", *(c for c in stacked.columns if c != "run_id")]]
+
+
+def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True, clients: bool = True) -> RunFiles:
     """Read run directories, each one exactly as given (:func:`find_run_dirs` finds them below a folder).
 
     Every ``metrics.csv`` (and ``rounds.csv``) is parsed in one :func:`pandas.read_csv` call; a
@@ -669,6 +701,8 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
         Run directories, in the order their ``run_id`` numbers them.
     rounds : bool, optional
         Also read ``rounds.csv`` (default); without it :attr:`RunFiles.rounds` has no rows.
+    clients : bool, optional
+        Also read ``clients.csv`` (default); without it :attr:`RunFiles.clients` has no rows.
 
     Returns
     -------
@@ -725,7 +759,9 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
     except (pd.errors.ParserError, ValueError) as exc:
         raise RunFormatError(f"cannot parse the {ROUNDS_FILE} files: {exc}") from exc
     rounds_frame = rounds_frame.astype({"run_id": "int64"}).sort_values(["run_id", "round"], kind="stable")
-    return RunFiles(tuple(run_dirs), tuple(summaries), tuple(scenarios), metrics, rounds_frame.reset_index(drop=True))
+    clients_frame = _stacked_clients([(i, read_clients(d)) for i, d in enumerate(run_dirs)] if clients else [])
+    return RunFiles(tuple(run_dirs), tuple(summaries), tuple(scenarios), metrics, rounds_frame.reset_index(drop=True),
+                    clients_frame)
 
 
 def load_study(
@@ -832,6 +868,7 @@ def study_of(
     keys = runs[["run_id", "setting", "algorithm", "seed"]]
     metrics = keys.merge(files.metrics, on="run_id", how="right")
     rounds = keys.merge(files.rounds, on="run_id", how="right")
+    clients = keys.merge(files.clients, on="run_id", how="right")
 
     targets = _common_targets(scenarios)
     order = sorted(range(len(dirs)), key=lambda i: coords.sort_keys[i])
@@ -840,6 +877,7 @@ def study_of(
         runs=runs,
         metrics=metrics,
         rounds=rounds,
+        clients=clients,
         setting_fields=tuple(fields),
         settings=ordered_settings,
         algorithms=tuple(sorted(set(algorithms))),

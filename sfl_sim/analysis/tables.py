@@ -49,9 +49,10 @@ from sfl_sim.analysis.stats import (
     MIN_PAIRS_FOR_CI,
     N_BOOT,
     describe,
+    km_median,
     paired_speedup,
 )
-from sfl_sim.analysis.study_data import StudyData, short_field_names
+from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData, short_field_names
 from sfl_sim.analysis.tta import best_test_accuracy, first_reaching
 from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
 from sfl_sim.runs.rundir.schema import CUMULATIVE_COLUMNS, FIRST_TRAINED_ROUND
@@ -81,9 +82,12 @@ __all__ = [
     "wide_rows",
     "fmt_mean_std",
     "tta_cell",
+    "km_tta_cell",
+    "settings_table",
+    "settings_layout",
 ]
 
-_KEYS = ["setting", "algorithm"]
+_KEYS = list(GROUP_KEYS)
 _UNIT = {"uplink_bytes": BYTES_PER_MB, "downlink_bytes": BYTES_PER_MB,
          "client_flops": FLOPS_PER_GFLOP, "server_flops": FLOPS_PER_GFLOP}
 _OVERHEAD_HEADERS = {"uplink_bytes": "Uplink (MB)", "downlink_bytes": "Downlink (MB)",
@@ -181,6 +185,8 @@ def _tta_per_run(study: StudyData, target: float) -> pd.DataFrame:
     hit = first_reaching(study.metrics, target)
     out = study.runs[["run_id", *_KEYS, "seed"]].copy()
     out["tta_s"] = out["run_id"].map(hit["sim_time_s"]).astype(float)
+    # where a seed that did not reach the target was last seen: its censoring time
+    out["last_eval_s"] = out["run_id"].map(study.metrics.groupby("run_id")["sim_time_s"].max()).astype(float)
     for c in CUMULATIVE_COLUMNS:
         out[c] = out["run_id"].map(hit[c]).astype(float)
     return out
@@ -213,9 +219,12 @@ def tta_table(
     -------
     pandas.DataFrame
         Columns ``setting``, setting fields, ``algorithm``, ``target``, ``n_runs`` (seeds),
-        ``reached`` (seeds that reached the target), ``tta_s_mean``, ``tta_s_std`` (simulated s,
-        over the seeds that reached it), and with a reference the :class:`sfl_sim.analysis.stats.SpeedUp`
-        fields: ``speedup`` (``inf`` when only the algorithm met the target at t = 0),
+        ``reached`` (seeds that reached the target), ``tta_s_km_median`` (the Kaplan–Meier median
+        over all seeds, those that did not reach the target censored at their last evaluation,
+        :func:`sfl_sim.analysis.stats.km_median`; ``nan`` when it is not reached by half of them),
+        ``tta_s_mean``, ``tta_s_std`` (simulated s, over the seeds that reached it), and with a
+        reference the :class:`sfl_sim.analysis.stats.SpeedUp` fields: ``speedup`` (``inf`` when only
+        the algorithm met the target at t = 0),
         ``speedup_low``, ``speedup_high`` (bootstrap 95 % CI, ``nan`` below
         :data:`sfl_sim.analysis.stats.MIN_PAIRS_FOR_CI` pairs), ``speedup_pairs``, ``speedup_interval``
         (``bootstrap``, ``seed_range``, ``none``), ``speedup_seed_min``, ``speedup_seed_max``
@@ -230,6 +239,9 @@ def tta_table(
         table = group_sizes(study).merge(stats, on=_KEYS, how="left")
         table = table.rename(columns={"tta_s_n": "reached"})
         table.insert(2, "target", float(target))
+        km = runs.groupby(_KEYS, sort=False)[["tta_s", "last_eval_s"]].apply(
+            lambda g: km_median(g["tta_s"].dropna(), g.loc[g["tta_s"].isna(), "last_eval_s"].dropna()))
+        table = table.merge(km.rename("tta_s_km_median").reset_index(), on=_KEYS, how="left")
         if reference is not None:
             ref = runs.loc[runs["algorithm"] == reference, ["setting", "seed", "tta_s"]]
             paired = runs.merge(ref, on=["setting", "seed"], how="left", suffixes=("", "_ref"))
@@ -244,7 +256,7 @@ def tta_table(
         frames.append(table)
     table = pd.concat(frames, ignore_index=True)
     table["reached"] = table["reached"].fillna(0).astype(int)
-    cols = [*_KEYS, "target", "n_runs", "reached", "tta_s_mean", "tta_s_std"]
+    cols = [*_KEYS, "target", "n_runs", "reached", "tta_s_km_median", "tta_s_mean", "tta_s_std"]
     if reference is not None:
         cols += list(SPEEDUP_COLUMNS)
     return with_coordinates(in_study_order(table[cols], study, algorithms or study.algorithms), study)
@@ -355,6 +367,16 @@ def tta_cell(mean: float, std: float, reached: int, n: int) -> str:
     return f"{fmt_mean_std(mean, std)} ({int(reached)}/{int(n)})"
 
 
+def km_tta_cell(median: float, mean: float, std: float, reached: int, n: int) -> str:
+    """A time-to-target cell with its censoring stated: ``"median; mean ± std (k/n)"``, the median the
+    Kaplan–Meier one over all n seeds (``>`` the latest evaluation, written ``–``, when fewer than
+    half reached it); ``–`` alone when no seed did."""
+    if not reached:
+        return f"{DASH} (0/{int(n)})"
+    med = DASH if median is None or math.isnan(median) else _num(median, _decimals(median))
+    return f"{med}; {tta_cell(mean, std, reached, n)}"
+
+
 def ratio_text(x: float) -> str:
     """A speed-up as text: ``"1.23×"``, ``"∞"`` for an infinite one, ``"–"`` for ``nan``."""
     if math.isnan(x):
@@ -442,6 +464,38 @@ def setting_headers(study: StudyData) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def settings_table(study: StudyData) -> pd.DataFrame:
+    """What each setting is: its label, then one column per setting field (the full dotted name) with
+    the setting's value, and its seed and run counts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per setting, in study order: ``setting``, the setting fields, ``algorithms``
+        (how many), ``runs``.
+    """
+    rows = []
+    for s in study.settings:
+        runs = study.runs.loc[study.runs["setting"] == s]
+        rows.append({"setting": s, **study.setting_values(s), "algorithms": runs["algorithm"].nunique(),
+                     "runs": len(runs)})
+    return pd.DataFrame(rows, columns=["setting", *study.setting_fields, "algorithms", "runs"])
+
+
+def settings_layout(study: StudyData, table: pd.DataFrame | None = None) -> Layout:
+    """The settings table as a :class:`Layout`: one row per setting (named as the other tables' column
+    headers name it), one column per setting field (full name), then the algorithm and run counts."""
+    table = settings_table(study) if table is None else table
+    headers = setting_headers(study)
+    columns: list[tuple[str, ...]] = [(f,) for f in (*study.setting_fields, "Algorithms", "Runs")]
+    rows = [(", ".join(headers[r["setting"]]), [*(str(r[f]) for f in study.setting_fields), str(r["algorithms"]),
+                                                 str(r["runs"])]) for _, r in table.iterrows()]
+    return Layout("Settings: the scenario fields in which the study's settings differ", columns, [(None, rows)],
+                  ["Every other scenario field is the same in all runs (see each run's resolved.yaml). The other "
+                   "tables head their columns with the short names of these fields."],
+                  row_header="Setting", label="tab:settings")
+
+
 def _seed_note() -> str:
     return (f"mean ± std over seeds (std: sample standard deviation, ddof = {DDOF}); "
             "(n): number of seeds; – : no run")
@@ -486,11 +540,13 @@ def tta_layouts(table: pd.DataFrame, study: StudyData, algorithms: Sequence[str]
     for target, part in table.groupby("target", sort=True):
         t = target_text(target)
         rows = wide_rows(part, study, algorithms,
-                     lambda r: tta_cell(r.tta_s_mean, r.tta_s_std, r.reached, r.n_runs))
+                         lambda r: km_tta_cell(r.tta_s_km_median, r.tta_s_mean, r.tta_s_std, r.reached, r.n_runs))
         out.append(Layout(
             f"Simulated time to {t} test accuracy (s)", columns, [(None, rows)],
-            [f"mean ± std (ddof = {DDOF}) over the seeds that reached {t}; (k/n): k of n seeds reached it "
-             "(first evaluation with accuracy ≥ target).", *notes],
+            [f"median; mean ± std (k/n). The median is the Kaplan–Meier median over all n seeds, a seed that did "
+             f"not reach {t} counted as censored at its last evaluation (– : fewer than half reached it); mean ± "
+             f"std (ddof = {DDOF}) over the k seeds that reached it only (first evaluation with accuracy ≥ "
+             "target).", *notes],
             label=f"tab:tta-{t.rstrip('%')}"))
         if reference is not None:
             rows = wide_rows(part, study, algorithms, lambda r: speedup_cell(r, r.algorithm == reference))

@@ -63,6 +63,7 @@ import numpy as np
 
 from sfl_sim.channel.kinds import PROTOCOLS, REGISTRIES
 from sfl_sim.channel.link.allocation import accepts_rate_of
+from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.link.rate import ShannonRate
 from sfl_sim.channel.protocols import (
     BoundedSpeedMobility,
@@ -396,14 +397,16 @@ def _check_mobility(report: _Report, comp: Any, seed: int, counts: list[int]) ->
 def _check_power_control(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
     bands = np.array([0.0, 1.8e5, 1e6, 5e6, 2e7])
     losses = np.linspace(60.0, 160.0, 21)
-    grid = comp.tx_power_w(0.2, bands[:, None], losses[None, :])
-    grid = _float_array(report, grid, (bands.size, losses.size), "tx_power_w (broadcast)")
-    report.check(np.all(grid >= 0), "powers >= 0", f"min {grid.min():g}")
-    report.check(np.all(np.diff(grid, axis=1) >= -1e-12 * grid[:, 1:]), "power non-decreasing in coupling loss")
-    report.check(np.all(np.diff(grid, axis=0) >= -1e-12 * grid[1:]), "power non-decreasing in bandwidth")
+    for channel_hz in (2e7, 1.5e7 + 1.0):  # a channel of the TS 38.101-1 grid, and one the grid lacks
+        grid = transmit_power_w(comp, 0.2, bands[:, None], losses[None, :], channel_hz)
+        grid = _float_array(report, grid, (bands.size, losses.size), "tx_power_w (broadcast)")
+        report.check(np.all(grid >= 0), "powers >= 0", f"min {grid.min():g}")
+        report.check(np.all(np.diff(grid, axis=1) >= -1e-12 * grid[:, 1:]), "power non-decreasing in coupling loss")
+        report.check(np.all(np.diff(grid, axis=0) >= -1e-12 * grid[1:]), "power non-decreasing in bandwidth")
     rng = _rng(seed)
     for n in counts:
-        p = comp.tx_power_w(rng.uniform(0.1, 1.0, n), rng.uniform(1e5, 1e7, n), rng.uniform(60.0, 160.0, n))
+        p = transmit_power_w(comp, rng.uniform(0.1, 1.0, n), rng.uniform(1e5, 1e7, n), rng.uniform(60.0, 160.0, n),
+                             2e7)
         _float_array(report, p, (n,), "tx_power_w")
 
 

@@ -29,13 +29,15 @@ Optional capabilities
 :class:`RangedPathLoss` (``valid_distance_m``), :class:`SiteShadowing` (``sample_site_db``),
 :class:`SiteShadowingUpdate` (``update_site_db``), :class:`SnrRate` (``snr_linear``),
 :class:`NoiseFigureRate` (``noise_figure_db``),
-:class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`BoundedSpeedMobility`
+:class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`ChannelAwarePowerControl`
+(``tx_power_w(..., channel_bandwidth_hz=...)``), :class:`BoundedSpeedMobility`
 (``max_speed_m_per_s``), :class:`Resettable` (``reset()``) and :class:`Stateful`
 (``state_dict()`` / ``load_state_dict(state)``, any kind).
 
-``isinstance(obj, Protocol)`` only sees that the members exist, not their parameters; the one
-capability that lives in a parameter (``rate_of``) is detected by
-:func:`sfl_sim.channel.link.allocation.accepts_rate_of`.
+``isinstance(obj, Protocol)`` only sees that the members exist, not their parameters; the two
+capabilities that live in a parameter are detected by
+:func:`sfl_sim.channel.link.allocation.accepts_rate_of` (``rate_of``) and
+:func:`sfl_sim.channel.link.power_control.takes_channel_bandwidth` (``channel_bandwidth_hz``).
 
 :class:`ShadowingSite`, the argument of the site-aware shadowing protocols, and :class:`UplinkScene`,
 the argument of the interference protocol, and :class:`HarqSend`, what a HARQ model's ``send``
@@ -76,6 +78,7 @@ __all__ = [
     "Resettable",
     "Stateful",
     "PowerControl",
+    "ChannelAwarePowerControl",
     "UplinkScene",
     "Interference",
     "HarqSend",
@@ -318,6 +321,17 @@ class PowerControl(Protocol):
     def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
         """Transmit power in W, >= 0, finite, from the configured power (W), the share (Hz) and the
         coupling loss (path loss plus shadowing, dB)."""
+
+
+@runtime_checkable
+class ChannelAwarePowerControl(Protocol):
+    """A power control that also wants the channel the shares are cut from (its resource grid,
+    :mod:`sfl_sim.channel.link.resource_grid`): the cell passes ``channel_bandwidth_hz``, the
+    uplink band, to a ``tx_power_w`` that declares it (:func:`sfl_sim.channel.link.power_control.transmit_power_w`)."""
+
+    def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any,
+                   channel_bandwidth_hz: float | None = None) -> np.ndarray:
+        """As :meth:`PowerControl.tx_power_w`, the shares cut from a channel of ``channel_bandwidth_hz`` Hz."""
 
 
 # ---------------------------------------------------------------------- interference

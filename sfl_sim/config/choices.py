@@ -24,8 +24,9 @@ DownlinkMode = Literal["ideal", "broadcast", "unicast"]
 """Whether downlink transfers take simulated time, and whether a model for the whole cohort goes
 out once (``broadcast``) or as one copy per client (``unicast``)."""
 
-OnOutage = Literal["retransmit", "drop"]
-"""What happens to an upload that falls into outage."""
+OnOutage = Literal["drop", "retransmit"]
+"""What happens to a payload that falls into outage: dropped at once, or retransmitted while attempts
+remain (:class:`sfl_sim.channel.OutagePolicy`)."""
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 """Torch device of a run (``auto``: CUDA when available)."""

@@ -16,6 +16,7 @@ import annotated_types
 from pydantic import AllowInfNan, BaseModel, ConfigDict
 
 from sfl_sim.channel import limits
+from sfl_sim.clients import limits as clients_limits
 from sfl_sim.config.choices import allowed
 from sfl_sim.kit.ranges import Range
 
@@ -97,7 +98,8 @@ class Number(Bounds):
 
     @classmethod
     def of_range(cls, rng: Range) -> Number:
-        """The bounds of one of :mod:`sfl_sim.channel.limits`' physical ranges (one definition for both)."""
+        """The bounds of one of the physical ranges of :mod:`sfl_sim.channel.limits` or
+        :mod:`sfl_sim.clients.limits` (one definition for both)."""
         return cls(rng.low, rng.high, low_open=rng.low_open, unit=rng.unit, why=rng.reason)
 
 
@@ -132,6 +134,6 @@ BandwidthHz = Annotated[float, Number.of_range(limits.BANDWIDTH_HZ)]
 ClientPowerW = Annotated[float, Number.of_range(limits.CLIENT_TX_POWER_W)]
 ServerPowerW = Annotated[float, Number.of_range(limits.SERVER_TX_POWER_W)]
 NoisePsdDbmPerHz = Annotated[float, Number.of_range(limits.NOISE_PSD_DBM_PER_HZ)]
-ComputeFlopsPerS = Annotated[float, Number(1.0, 1e21, unit="FLOP/s", why="from a microcontroller to a supercomputer")]
+ComputeFlopsPerS = Annotated[float, Number.of_range(clients_limits.COMPUTE_FLOPS_PER_S)]  # a capability trace's too
 #: Host threads: libgomp aborts far above any real core count.
 MAX_TORCH_THREADS = 1024

@@ -29,9 +29,11 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
+from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.resource_grid import N_RB_FR1
 from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
+from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
     Coherence,
     CompressionPath,
@@ -317,25 +319,40 @@ class Server(Section):
 
 
 class Metrics(Section):
-    """``metrics:``: optional measurements beyond the run's own evaluation, off by default.
+    """``metrics:``: optional records beyond the run's own evaluation.
 
-    They change what ``classes.csv`` records, never what the run trains; each costs host time at
-    every evaluated round, so a run asks only for those it reports.
+    They change what the run directory records, never what the run trains (a resume may switch
+    them: rows from then on record them or not).  ``local_vacant_class_accuracy`` costs host time
+    at every evaluated round, so it is off unless a run reports it; ``client_record`` costs little
+    (``bench/client_record.py``) and is on.
     """
 
     local_vacant_class_accuracy: Annotated[bool, Allowed(
         "true or false (FedVLS's accuracy of the round's local models on their vacant classes, in classes.csv; "
         "it scores every aggregated local model at each evaluated round)")] = False
+    client_record: Annotated[bool, Allowed(
+        "true or false (clients.csv: per round and cohort client, what the radio did and where its time "
+        "went)")] = True
 
 
 class Outage(Section):
-    """``cell.outage:``: when an upload fails and what happens then."""
+    """``cell.outage:``: when a transfer fails and what happens then (:class:`sfl_sim.channel.OutagePolicy`):
+    ``drop`` (the default) drops the payload at its first outage; ``retransmit`` sends it again on a
+    fresh fading draw, ``max_attempts`` (>= 2) attempts in all."""
 
     min_rate_bps: Annotated[float, Number(0), Allowed("a number >= 0 (0 and no min_snr_db: no outage)")] = 0.0
     min_snr_db: Annotated[float, Number(-100.0, 100.0, unit="dB")] | None = None
     max_attempts: Annotated[int, Integer(1, 1000),
-                            Allowed("an integer in [1, 1000] (attempts in all, 1 = no retransmission)")] = 1
-    on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "retransmit"
+                            Allowed("an integer in [1, 1000] (attempts in all: 1 with drop, >= 2 with retransmit)")] = 1
+    on_outage: Annotated[OnOutage, OneOf(OnOutage)] = "drop"
+
+    @model_validator(mode="after")
+    def _names_say_what_happens(self) -> Outage:
+        problem = outage_rule_problem(self.on_outage, self.max_attempts)
+        if problem is not None:
+            field, allowed = problem
+            raise CrossFieldError(field, getattr(self, field), allowed, relative=True)
+        return self
 
 
 class HarqSpec(ComponentSpec):
@@ -425,15 +442,15 @@ def _dynamic_scheduler(name: str) -> bool:
 
 
 JoulesPerFlop = Annotated[float, Number(0, 1.0, unit="J/FLOP")]
-Joules = Annotated[float, Number(0, 1e12, unit="J")]
+BatteryJoules = Annotated[float, Number.of_range(BATTERY_CAPACITY_J)]
 
 
 class Battery(Section):
     """``energy.battery:``: each client's battery capacity, drawn once per run (stream ``battery``)
     uniformly in ``[capacity_min_j, capacity_max_j]``; equal bounds give every client the same."""
 
-    capacity_min_j: Joules = 5_000.0
-    capacity_max_j: Joules = 20_000.0
+    capacity_min_j: BatteryJoules = 5_000.0
+    capacity_max_j: BatteryJoules = 20_000.0
 
 
 class EnergySection(Section):
@@ -453,6 +470,7 @@ class Scenario(Section):
     name: str = "scenario"
     seed: Annotated[int, Field(ge=0, lt=2**63), Allowed("an integer >= 0 (below 2**63)")] = 0
     rounds: PositiveInt = 40
+    max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],

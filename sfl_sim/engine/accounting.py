@@ -4,10 +4,12 @@
 computed (by kind, e.g. ``uplink/activations``), the retransmissions and drops; they are
 checkpointed with the run and differenced per round into ``rounds.csv``.  :class:`RoundNotes`
 hold what one round leaves for the readers after it: each client's busy intervals
-(:class:`Busy`, for the energy ledger, :mod:`sfl_sim.clients.energy.ledger`), when a client's
-part of the round ended, and why a client left it.  Nothing here reads the clock or schedules
-an event: the round's processes (:class:`sfl_sim.engine.RoundContext`, :mod:`sfl_sim.engine.link`) call
-these with the times they computed.
+(:class:`Busy`, for the energy ledger, :mod:`sfl_sim.clients.energy.ledger`), its HARQ waits and
+the server's computing intervals (for the per-client record, :mod:`sfl_sim.engine.client_rounds`),
+what each client sent and received (:class:`ClientTraffic`: the round's counters, per client), when
+a client's part of the round ended, and why a client left it.  Nothing here reads the clock or
+schedules an event: the round's processes (:class:`sfl_sim.engine.RoundContext`,
+:mod:`sfl_sim.engine.link`) call these with the times they computed.
 """
 from __future__ import annotations
 
@@ -18,7 +20,10 @@ from typing import Any
 from sfl_sim.clients.energy.ledger import BusyKind
 from sfl_sim.engine.outcome import LossReason
 
-__all__ = ["Busy", "BusyKind", "Counters", "RoundNotes"]
+__all__ = ["Busy", "BusyKind", "ClientTraffic", "Counters", "Interval", "RoundNotes"]
+
+#: A stretch of simulated time, ``(start_s, end_s)``.
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,31 @@ class Counters:
                    int(data.get("dropped_clients", 0)), float(data.get("harq_retransmissions", 0.0)))
 
 
+@dataclass
+class ClientTraffic:
+    """What one client sent and received in one round, counted as :class:`Counters` counts it (so
+    each field summed over the round's clients is the round's difference of that counter).
+
+    Attributes
+    ----------
+    uplink_attempts : int
+        Uplink transmissions started (every attempt of every payload; not a :class:`Counters` field).
+    retransmissions, dropped_transmissions : int
+        Attempts repeated after an outage, and payloads dropped after their last attempt.
+    harq_retransmissions : float
+        HARQ copies beyond the first (expected, a real number, in ``expected`` mode).
+    uplink_bytes, downlink_bytes : int
+        Bytes of every uplink attempt, and bytes sent down to this client.
+    """
+
+    uplink_attempts: int = 0
+    retransmissions: int = 0
+    dropped_transmissions: int = 0
+    harq_retransmissions: float = 0.0
+    uplink_bytes: int = 0
+    downlink_bytes: int = 0
+
+
 class RoundNotes:
     """What one round leaves for its readers: busy intervals, when clients left, and why.
 
@@ -156,6 +186,13 @@ class RoundNotes:
     dropped : dict of int to str
         Why a client left the round (a :data:`~sfl_sim.engine.outcome.LossReason`); the first
         reason recorded stands.  It becomes the ``dropped`` column of ``rounds.csv``.
+    harq_waits : dict of int to list of Interval
+        Each client's waits for HARQ feedback between the copies of its transport blocks (the
+        transfer's time less its air time, noted after the air time as the engine times it).
+    server_busy : list of Interval
+        When the server computed, in the order the jobs started (one at a time: it is one device).
+    traffic : dict of int to ClientTraffic
+        What each client sent and received (clients that did neither are absent).
     """
 
     def __init__(self, start_s: float, left_s: dict[int, float] | None = None) -> None:
@@ -163,6 +200,9 @@ class RoundNotes:
         self.busy: dict[int, list[Busy]] = {}
         self.left_s: dict[int, float] = dict(left_s or {})
         self.dropped: dict[int, LossReason] = {}
+        self.harq_waits: dict[int, list[Interval]] = {}
+        self.server_busy: list[Interval] = []
+        self.traffic: dict[int, ClientTraffic] = {}
 
     def note_busy(self, client: int, kind: BusyKind, start_s: float, duration_s: float, flops: float = 0.0,
                   tx_power_w: float = 0.0) -> None:
@@ -176,3 +216,45 @@ class RoundNotes:
     def note_dropped(self, client: int, reason: LossReason) -> None:
         """``client`` left the round for ``reason`` (the first reason recorded stands)."""
         self.dropped.setdefault(client, reason)
+
+    def note_harq_wait(self, client: int, start_s: float, end_s: float) -> None:
+        """``client`` waits for HARQ feedback from ``start_s`` to ``end_s`` (nothing when it does not)."""
+        if end_s > start_s:
+            self.harq_waits.setdefault(client, []).append((start_s, end_s))
+
+    def note_server_busy(self, start_s: float, duration_s: float) -> None:
+        """The server computes from ``start_s`` for ``duration_s``."""
+        self.server_busy.append((start_s, start_s + duration_s))
+
+    def _traffic(self, client: int) -> ClientTraffic:
+        tally = self.traffic.get(client)
+        if tally is None:
+            tally = self.traffic[client] = ClientTraffic()
+        return tally
+
+    def note_attempt(self, client: int, nbytes: int) -> None:
+        """``client`` starts an uplink attempt of ``nbytes`` (:meth:`Counters.count_upload`)."""
+        tally = self._traffic(client)
+        tally.uplink_attempts += 1
+        tally.uplink_bytes += nbytes
+
+    def note_harq(self, client: int, copies: float) -> None:
+        """``copies`` HARQ copies beyond the first of a payload of ``client`` (:meth:`Counters.count_harq`)."""
+        self._traffic(client).harq_retransmissions += copies
+
+    def note_retransmission(self, client: int) -> None:
+        """An attempt of ``client`` is repeated after an outage (:meth:`Counters.count_retransmission`)."""
+        self._traffic(client).retransmissions += 1
+
+    def note_dropped_transmission(self, client: int) -> None:
+        """A payload of ``client`` is dropped after its last attempt
+        (:meth:`Counters.count_dropped_transmission`)."""
+        self._traffic(client).dropped_transmissions += 1
+
+    def note_download(self, client: int, nbytes: int) -> None:
+        """``nbytes`` are sent down to ``client`` (its share of :meth:`Counters.count_download`)."""
+        self._traffic(client).downlink_bytes += nbytes
+
+    def uplink_attempts(self) -> int:
+        """Uplink attempts of every client this round (``rounds.csv``'s ``uplink_attempts``)."""
+        return sum(t.uplink_attempts for t in self.traffic.values())

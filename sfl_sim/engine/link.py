@@ -36,7 +36,7 @@ from sfl_sim.engine.accounting import Counters, RoundNotes
 from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
 from sfl_sim.engine.radio import Uplink
 from sfl_sim.engine.scheduler import Band
-from sfl_sim.engine.steps import SimSteps
+from sfl_sim.engine.steps import SimSteps, stoppable
 
 __all__ = ["BatteryCheck", "Link"]
 
@@ -80,8 +80,9 @@ class Link:
 
     def send(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Process:
         """Client -> server transfer of ``nbytes`` of kind ``what`` in coherence block ``block``;
-        the process's value is ``DELIVERED`` or the ``Lost`` that ended it."""
-        return self._env.process(self._transfer(client, nbytes, what, block))
+        the process's value is ``DELIVERED`` or the ``Lost`` that ended it (``round_over`` when the
+        round's end stops it: :func:`~sfl_sim.engine.steps.stoppable`)."""
+        return self._env.process(stoppable(self._transfer(client, nbytes, what, block)))
 
     def _transfer(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
         env, uplink, notes = self._env, self._uplink, self._notes
@@ -108,6 +109,7 @@ class Link:
         attempt = 1
         while True:
             counters.count_upload(nbytes, what)
+            notes.note_attempt(client, nbytes)
             rate = uplink.rate_bps(client)
             # A zero rate (a link abstraction found no usable MCS: out of range) delivers nothing,
             # whatever the policy's thresholds; the policy still decides what follows.
@@ -123,10 +125,12 @@ class Link:
                 assert harq is not None
                 sent = harq.send(8.0 * nbytes, rate, uplink.snr_db(client), self._harq_rng)
                 counters.count_harq(sent.retransmissions, what)
+                notes.note_harq(client, sent.retransmissions)
                 # on the air for its copies (sum of N_i blocks of B / n bits); the round trips between
                 # copies are waiting, which the energy ledger counts as idle
                 air_s = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / (sent.blocks * rate)
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
+                notes.note_harq_wait(client, env.now + air_s, env.now + sent.time_s)
                 on_air = yield self._air(sent.time_s, leaving)
                 if isinstance(on_air, Lost) or sent.delivered:
                     return on_air
@@ -142,9 +146,11 @@ class Link:
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.count_dropped_transmission(what)
+                notes.note_dropped_transmission(client)
                 notes.note_left(client, env.now)
                 return Lost("outage")
             counters.count_retransmission(what)
+            notes.note_retransmission(client)
             attempt += 1
             uplink.redraw(client)  # a retransmission sees a fresh fading draw
 

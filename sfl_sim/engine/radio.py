@@ -39,7 +39,6 @@ class Uplink:
         self._cell, self._cohort, self._coherence = cell, cohort, coherence
         self._rng, self._traced = fading_rng, traced_bps
         self._round_fading = cell.sample_fading(cohort, fading_rng)
-        self._fading = dict(zip(cohort.tolist(), self._round_fading.tolist(), strict=True))  # each one's draw now
         self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.allocate(None)
 
@@ -49,6 +48,7 @@ class Uplink:
         ids = self._cohort.tolist()
         payload = None if payload_bits is None else np.array([float(payload_bits[k]) for k in ids])
         link = self._cell.uplink_link(self._cohort, payload_bits=payload, fading_gain=self._round_fading)
+        self._fading_gain = dict(zip(ids, self._round_fading.tolist(), strict=True))
         self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
         self._rate_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
         self._snr_db = dict(zip(ids, link.snr_db.tolist(), strict=True))
@@ -73,6 +73,10 @@ class Uplink:
         """Transmit power of ``client`` on its share (the cell's power control), W."""
         return self._tx_power_w[client]
 
+    def fading_gain(self, client: int) -> float:
+        """The fading power gain ``client``'s rate was last computed with (linear)."""
+        return self._fading_gain[client]
+
     def enter_block(self, client: int, block: Hashable) -> None:
         """A transfer of ``client`` in coherence block ``block`` starts: a new fading draw for every
         transfer (``per_transmission``) or when the block differs from its last one (``per_iteration``)."""
@@ -87,7 +91,7 @@ class Uplink:
         if client in self._traced:
             return
         fading = self._cell.sample_fading([client], self._rng)
-        self._fading[client] = float(fading[0])
+        self._fading_gain[client] = float(fading[0])
         link = self._cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
         self._rate_bps[client] = float(link.rate_bps[0])
         self._snr_db[client] = float(link.snr_db[0])
@@ -99,8 +103,8 @@ class Uplink:
         if redraw:
             drawn = [k for k in ids if k not in self._traced]
             if drawn:
-                self._fading.update(zip(drawn, self._cell.sample_fading(drawn, self._rng).tolist(), strict=True))
-        return np.array([self._fading[k] for k in ids])
+                self._fading_gain.update(zip(drawn, self._cell.sample_fading(drawn, self._rng).tolist(), strict=True))
+        return np.array([self._fading_gain[k] for k in ids])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
                 fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

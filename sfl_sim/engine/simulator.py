@@ -120,7 +120,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import simpy
@@ -136,12 +136,10 @@ from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
 from sfl_sim.engine.scheduler import Band
-from sfl_sim.engine.steps import SimSteps
+from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 
 __all__ = ["SERVER", "RoundContext", "Simulator"]
-
-_T = TypeVar("_T")
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
@@ -263,6 +261,14 @@ class RoundContext:
         control: ``cell.client_tx_power_w`` with ``fixed``)."""
         return self._uplink.tx_power_w(client)
 
+    def uplink_fading_gain(self, client: int) -> float:
+        """The fading power gain ``client``'s uplink rate was last computed with (linear)."""
+        return self._uplink.fading_gain(client)
+
+    def downlink_rate_bps(self, client: int) -> float | None:
+        """Unicast downlink rate of ``client`` in this round, bit/s; None with the ``ideal`` downlink."""
+        return self._downlink.unicast_bps.get(client)
+
     # -- the primitives ----------------------------------------------------------------------------
     def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
         """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
@@ -271,6 +277,7 @@ class RoundContext:
             sim.counters.count_flops(True, flops, what)
             with sim.server.request() as slot:
                 yield slot
+                self.notes.note_server_busy(self.now_s, flops / sim.server_flops_per_s)
                 yield self.env.timeout(flops / sim.server_flops_per_s)
         else:
             duration_s = flops / sim.client_flops_per_s[who]
@@ -304,7 +311,9 @@ class RoundContext:
             :class:`~sfl_sim.engine.outcome.Lost`: ``outage`` (dropped after its last attempt),
             ``unavailable`` (the client went offline) or ``battery`` (its battery emptied).
         """
-        return self._link.send(client, nbytes, what, block)
+        proc = self._link.send(client, nbytes, what, block)
+        self._processes.append(proc)  # stopped at the round's end like every process of the round
+        return proc
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Event:
         """Server → client unicast of ``nbytes``; ``yield`` it.  Its value is ``DELIVERED``, or
@@ -312,6 +321,7 @@ class RoundContext:
         if self._offline_s.get(client, math.inf) <= self.now_s:
             return self.env.timeout(0.0, value=Lost("unavailable"))
         self._sim.counters.count_download(nbytes, what)
+        self.notes.note_download(client, nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
         if self._downlink_band is not None:
@@ -325,6 +335,8 @@ class RoundContext:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
         per client).  Its value is ``DELIVERED``."""
         self._sim.counters.count_download(nbytes * len(self.cohort), what)
+        for client in self.cohort.tolist():
+            self.notes.note_download(client, nbytes)
         mode, downlink = self._sim.downlink_mode, self._downlink
         if mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
@@ -378,9 +390,10 @@ class RoundContext:
 
         Processes still running when the round ends (a client dropped by the straggler policy
         and still computing or sending) are stopped then, so nothing of one round runs in the
-        next.
+        next; so are the link processes of the round's uploads (:meth:`upload`): an upload still
+        retransmitting when the round ends counts what it sent until then and draws no more.
         """
-        proc = self.env.process(_stoppable(generator))
+        proc = self.env.process(stoppable(generator))
         self._processes.append(proc)
         return proc
 
@@ -402,14 +415,6 @@ class RoundContext:
     def event(self) -> simpy.Event:
         """A fresh event an algorithm triggers itself (e.g. 'gradient ready for client k')."""
         return self.env.event()
-
-
-def _stoppable(generator: SimSteps[_T]) -> SimSteps[_T | Lost]:
-    """``generator``, ended with ``Lost("round_over")`` when the round's end interrupts it."""
-    try:
-        return (yield from generator)
-    except simpy.Interrupt:
-        return Lost("round_over")
 
 
 class Simulator:

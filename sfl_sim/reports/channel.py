@@ -19,7 +19,7 @@ from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS
 if TYPE_CHECKING:
     from sfl_sim.config import Scenario
 
-__all__ = ["channel_report", "COLOUR_BY"]
+__all__ = ["channel_report", "summary_statistics", "COLOUR_BY", "SUMMARY_COLUMNS"]
 
 #: What the cell figure can colour the clients by.
 COLOUR_BY = ("rate", "cqi")
@@ -161,9 +161,52 @@ def _print_table(table: Mapping[str, np.ndarray], stream: TextIO, cell: Any, k: 
             f"{_cqi_text(table['cqi'][i]):>3} {_dbm_text(table['tx_power_w'][i]):>6} "
             f"{table['uplink_rate_cohort_share_bps'][i] / 1e6:>9.3f} "
             f"{table['uplink_rate_full_band_bps'][i] / 1e6:>9.3f} "
-            f"{table['bler'][i]:>8.2e} {table['expected_transmissions'][i]:>6.3f}",
+            f"{_maybe(table['bler'][i], '.2e'):>8} {_maybe(table['expected_transmissions'][i], '.3f'):>6}",
             file=stream,
         )
+    _print_summary(table, stream)
+
+
+#: The columns :func:`_print_summary` sums up: (column, printed name, scale dividing the column).
+SUMMARY_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("distance_m", "distance (m)", 1.0),
+    ("pathloss_db", "path loss (dB)", 1.0),
+    ("snr_db", "SNR on the share (dB)", 1.0),
+    ("sinr_db", "SINR on the share (dB)", 1.0),
+    ("uplink_rate_cohort_share_bps", "uplink rate on the share (Mbit/s)", 1e6),
+    ("uplink_rate_full_band_bps", "uplink rate on the band (Mbit/s)", 1e6),
+)
+
+
+def summary_statistics(table: Mapping[str, np.ndarray]) -> dict[str, tuple[float, float, float]]:
+    """Median and 5th/95th percentiles over the clients of the :data:`SUMMARY_COLUMNS` of a report table.
+
+    Returns
+    -------
+    dict of str to (float, float, float)
+        Column -> (5th percentile, median, 95th percentile) over its finite values, in the column's
+        units (``nan`` when it has none); numpy's default (linear) percentile interpolation.
+    """
+    out = {}
+    for column, _, _ in SUMMARY_COLUMNS:
+        v = np.asarray(table[column], dtype=float)
+        v = v[np.isfinite(v)]
+        p5, p50, p95 = np.percentile(v, [5, 50, 95]) if v.size else (np.nan,) * 3
+        out[column] = (float(p5), float(p50), float(p95))
+    return out
+
+
+def _print_summary(table: Mapping[str, np.ndarray], stream: TextIO) -> None:
+    stats = summary_statistics(table)
+    print(f"over the {len(table['client'])} clients: median [5th, 95th percentile]", file=stream)
+    for column, name, scale in SUMMARY_COLUMNS:
+        p5, p50, p95 = (x / scale for x in stats[column])
+        print(f"  {name:<34} {p50:>9.2f} [{p5:.2f}, {p95:.2f}]", file=stream)
+
+
+def _maybe(value: float, fmt: str) -> str:
+    """``value`` formatted, or ``-`` where it does not apply (NaN), as the CQI column shows it."""
+    return "-" if np.isnan(value) else format(value, fmt)
 
 
 def _cqi_text(value: Any) -> str:

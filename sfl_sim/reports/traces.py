@@ -18,12 +18,13 @@ from typing import Any, TextIO
 import numpy as np
 
 from sfl_sim.clients.availability.capability import read_capability
-from sfl_sim.clients.availability.readers import DeviceTrace, read_trace
+from sfl_sim.clients.availability.readers import DeviceTrace, TraceError, read_trace
 
 __all__ = ["TraceReport", "trace_report", "online_by_hour", "AVAILABILITY_COLUMNS", "CAPABILITY_COLUMNS",
            "TRACE_FILE", "TRACE_FIGURE"]
 
 HOUR_S = 3600.0
+DAY_S = 24 * HOUR_S
 #: The per-device table and the figure :func:`trace_report` writes.
 TRACE_FILE, TRACE_FIGURE = "traces.csv", "traces.png"
 #: Columns of ``traces.csv`` for an availability trace: span and online time in seconds.
@@ -52,7 +53,12 @@ class TraceReport:
 
 
 def _overlap_by_hour(start_s: float, end_s: float, out: np.ndarray) -> None:
-    """Add to ``out[h]`` the seconds of ``[start_s, end_s)`` that fall in hour ``h`` of the day."""
+    """Add to ``out[h]`` the seconds of ``[start_s, end_s)`` that fall in hour ``h`` of the day
+    (whole days at once, so a trace of years costs what one of a day does)."""
+    days = math.floor((end_s - start_s) / DAY_S) if end_s > start_s else 0
+    if days > 0:
+        out += days * HOUR_S
+        start_s += days * DAY_S
     t = start_s
     while t < end_s:
         nxt = min(end_s, (math.floor(t / HOUR_S) + 1) * HOUR_S)
@@ -180,6 +186,19 @@ def _plot(summary: dict[str, Any], arrays: dict[str, np.ndarray], path: Path, ti
         plt.close(fig)
 
 
+def _output_folder(out: Path) -> None:
+    """Create ``out`` for the report's files, or refuse it in one line (an existing file, a folder
+    that cannot be created)."""
+    if out.exists() and not out.is_dir():
+        raise TraceError(f"output folder (-o): got {out}, an existing file; allowed: a folder (created when "
+                         f"missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file on the way, no permission
+        raise TraceError(f"output folder (-o): {out} cannot be created ({type(exc).__name__}: "
+                         f"{exc.strerror or exc}); allowed: a folder you can write") from None
+
+
 def trace_report(path: Any, fmt: str = "csv", kind: str = "availability", out_dir: Path | None = None,
                  stream: TextIO | None = None) -> TraceReport:
     """Read the trace at ``path``, print its summary, write ``traces.csv`` and ``traces.png``.
@@ -200,11 +219,10 @@ def trace_report(path: Any, fmt: str = "csv", kind: str = "availability", out_di
     Raises
     ------
     sfl_sim.clients.availability.TraceError
-        One line when the file cannot be read in that format.
+        One line when the file cannot be read in that format, or the output folder is an
+        existing file or cannot be written (nothing is written before the file is read).
     """
     import sys
-
-    from sfl_sim.clients.availability.readers import TraceError
 
     path = Path(path)
     allowed = {"availability": ("csv", "flash", "fedscale"), "capability": ("csv", "fedscale")}
@@ -213,13 +231,17 @@ def trace_report(path: Any, fmt: str = "csv", kind: str = "availability", out_di
                          + "; ".join(f"{k}: {', '.join(v)}" for k, v in allowed.items()))
     table, summary, arrays = (_availability if kind == "availability" else _capability)(path, fmt)
     out = Path(out_dir) if out_dir is not None else path.with_name(path.name.replace(".", "_") + "_report")
-    out.mkdir(parents=True, exist_ok=True)
+    _output_folder(out)
     columns = AVAILABILITY_COLUMNS if kind == "availability" else CAPABILITY_COLUMNS
-    with open(out / TRACE_FILE, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(columns)
-        for i in range(len(table["device"])):
-            writer.writerow([_text(table[c][i]) for c in columns])
-    _plot(summary, arrays, out / TRACE_FIGURE, f"{path.name}: {summary['devices']} devices ({kind}, {fmt})")
+    try:
+        with open(out / TRACE_FILE, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            for i in range(len(table["device"])):
+                writer.writerow([_text(table[c][i]) for c in columns])
+        _plot(summary, arrays, out / TRACE_FIGURE, f"{path.name}: {summary['devices']} devices ({kind}, {fmt})")
+    except OSError as exc:  # a full disk, a file in the folder's place
+        raise TraceError(f"output folder {out}: cannot be written ({type(exc).__name__}: {exc.strerror or exc}); "
+                         f"allowed: a folder you can write") from None
     _print(summary, stream or sys.stdout)
     return TraceReport(table, summary, [out / TRACE_FILE, out / TRACE_FIGURE])

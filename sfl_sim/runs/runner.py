@@ -6,7 +6,9 @@ and then trains them one after the other.  :func:`run_one` is a loop over named 
 (continue from the checkpoint, or start the files), then per round *train* (select the cohort,
 let the engine run the algorithm's round on the simulated clock), *evaluate* at the cadence (and
 at round 0, so curves start at t = 0: the ``metrics.csv`` and ``classes.csv`` rows), *record*
-(the summary, :mod:`sfl_sim.runs.summary`, and the ``rounds.csv`` row) and *checkpoint*
+(the summary, :mod:`sfl_sim.runs.summary`, the ``rounds.csv`` row and, unless
+``metrics.client_record`` is off, the round's ``clients.csv`` rows, :mod:`sfl_sim.engine.client_rounds`)
+and *checkpoint*
 (:class:`~sfl_sim.runs.checkpoint.RunState`).  Every file goes through :class:`~sfl_sim.runs.rundir.files.RunDir`.
 An interrupted run resumes from its last checkpoint with the same numbers it would have produced.
 
@@ -33,6 +35,7 @@ from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine.client_rounds import ClientRound, client_rounds
 from sfl_sim.errors import RunFailed
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
@@ -61,11 +64,21 @@ from sfl_sim.runs.resolved import (
     resolve_run,
 )
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
-from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, FAILED, RUNNING, RunStatus
+from sfl_sim.runs.rundir.schema import (
+    CLIENT_KEPT,
+    COMPLETE,
+    DIVERGED,
+    FAILED,
+    RUNNING,
+    STOP_REASON,
+    STOPPED_AT_ROUNDS,
+    STOPPED_AT_TIME_BUDGET,
+    RunStatus,
+)
 
 __all__ = ["Run", "build_cell", "build_outage", "build_run", "build_simulator", "charge_energy", "component",
            "evaluate", "load_dataset", "resolve_device", "resolved_scenario", "run_one", "run_scenario",
-           "prepare_scenario", "selected_per_round"]
+           "prepare_scenario", "selected_per_round", "time_budget_spent"]
 
 
 def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[str, Any]:
@@ -76,6 +89,12 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[s
     scenario["device_used"] = str(device)
     scenario["torch_threads_used"] = torch.get_num_threads()
     return scenario
+
+
+def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
+    """Whether a run's simulated clock has reached the scenario's ``max_sim_time_s`` (never without
+    one): the run stops at the end of the round that reached it, which is evaluated as its last."""
+    return cfg.max_sim_time_s is not None and now_s >= cfg.max_sim_time_s
 
 
 def _all_finite(module: torch.nn.Module) -> bool:
@@ -163,6 +182,13 @@ class _Trained:
     weights_finite: bool
     host_start_s: float
     energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
+    client_rows: list[dict[str, Any]]  # its clients.csv rows (none with metrics.client_record off)
+    last: bool  # the run's last round: its rounds are done, or its clock reached max_sim_time_s
+
+
+def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
+    """Round ``rnd``'s ``clients.csv`` rows from the engine's per-client record."""
+    return [{"round": rnd, "outcome": c.dropped or CLIENT_KEPT, **c.fields()} for c in clients]
 
 
 def charge_energy(run: Run, sim: Simulator, rnd: int) -> tuple[list[dict[str, Any]], float | str]:
@@ -199,6 +225,7 @@ class _Session:
         torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
         self.round = 0
         self.summary: dict[str, Any] = {}
+        self.drops = run_summary.Drops()
         self.eval_batch = host.eval_batch_size(self.cfg.eval_batch_size, run.device)
         # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
         self.probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(),
@@ -223,14 +250,16 @@ class _Session:
             run.algorithm.meter.load_state_dict(state.flops_per_sample)
             if run.ledger is not None:
                 run.ledger.load_state_dict(state.energy)
-            files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._energy_logs())
-            if self.round < cfg.rounds:  # more rounds asked for: the only scenario change a resume allows
+            files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._logs())
+            self.drops = run_summary.Drops.of_rounds(files.read_rounds_rows())
+            if self.round < cfg.rounds and not time_budget_spent(cfg, sim_time_s):
+                # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 # which code trained the rounds after it, the record in today's shape
                 files.record_resume(self.round, code_versions(), resolve_run(cfg, run.label).record)
             self.summary = files.read_summary() or {}
         else:
-            files.start_logs(run.setup.num_classes, **self._energy_logs())
+            files.start_logs(run.setup.num_classes, **self._logs())
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label, applied).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
@@ -246,10 +275,11 @@ class _Session:
         return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
                 "energy": run.ledger.state_dict() if run.ledger is not None else {}}
 
-    def _energy_logs(self) -> dict[str, bool]:
-        """The ``energy.csv`` options of :meth:`RunDir.start_logs` for this run."""
+    def _logs(self) -> dict[str, bool]:
+        """The ``energy.csv`` and ``clients.csv`` options of :meth:`RunDir.start_logs` for this run."""
         ledger = self.run.ledger
-        return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery}
+        return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
+                "clients": self.cfg.metrics.client_record}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -262,20 +292,25 @@ class _Session:
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
         # a wait for anyone to come online belongs to the round (the clock's rows add up)
         duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        # read before the cell moves on: the channel the round saw
+        clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
         after = sim.counters.as_dict()
         counted = {k: after[k] - before[k] for k in _ROUND_COUNTERS}
         if not after["harq_retransmissions"]:  # no HARQ copy in the run so far: rounds.csv writes 0, not 0.0
             counted["harq_retransmissions"] = 0
+        notes = sim.last_round.notes
         row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s, **counted,
-               "online_clients": n_online,
-               "unavailable_clients": sum(1 for why in sim.last_round.dropped.values() if why == "unavailable"),
+               "uplink_attempts": notes.uplink_attempts(), "online_clients": n_online,
+               "unavailable_clients": sum(1 for why in notes.dropped.values() if why == "unavailable"),
                "availability_wait_s": waited_s,
                "cohort": " ".join(map(str, cohort.tolist())),
-               "dropped": " ".join(f"{k}:{why}" for k, why in sorted(sim.last_round.dropped.items()))}
+               "dropped": " ".join(f"{k}:{why}" for k, why in sorted(notes.dropped.items()))}
         energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)
+        self.drops.add(len(cohort), notes.dropped.values(), row["uplink_attempts"])
         finite = _all_finite(run.algorithm.global_model())
-        return _Trained(rnd, cohort, row, due or not finite, finite, host_start_s, energy_rows)
+        last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)
+        return _Trained(rnd, cohort, row, due or last or not finite, finite, host_start_s, energy_rows, clients, last)
 
     def evaluate(self, rnd: int) -> dict[str, Any]:
         """Score the model(s) on the test set; append the ``classes.csv`` and ``metrics.csv`` rows."""
@@ -294,7 +329,9 @@ class _Session:
 
     def summarize(self, status: RunStatus) -> None:
         """Rewrite ``summary.json`` with ``status`` after the rows so far."""
-        self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status)
+        self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
+        if status == COMPLETE:
+            self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET
         self.files.write_summary(self.summary)
 
     def record(self, trained: _Trained, evaluation: dict[str, Any] | None) -> None:
@@ -303,14 +340,16 @@ class _Session:
         if evaluation is not None:
             if not trained.weights_finite or not math.isfinite(evaluation["test_loss"]):
                 self.summary = run_summary.diverged(self.run, self.rows, self.sim.counters, trained.round,
-                                                    trained.weights_finite)
+                                                    trained.weights_finite, self.drops)
                 self.files.write_summary(self.summary)
             else:
-                self.summarize(COMPLETE if trained.round == self.cfg.rounds else RUNNING)
+                self.summarize(COMPLETE if trained.last else RUNNING)
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:
             self.files.append_energy(trained.energy_rows)
+        if self.cfg.metrics.client_record:
+            self.files.append_clients(trained.client_rows)
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:
@@ -326,7 +365,7 @@ class _Session:
     def failed(self, exc: Exception) -> RunFailed:
         """Record the error in ``summary.json``; the exception that carries it to the user."""
         message = f"{self.run.label}: round {self.round} failed: {one_line(exc, with_type=True)}"
-        summary = run_summary.failed(self.run, self.rows, self.sim.counters, message)
+        summary = run_summary.failed(self.run, self.rows, self.sim.counters, message, self.drops)
         self.files.write_summary(summary)
         return RunFailed(message, summary)
 
@@ -372,6 +411,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     if plan is None:
         plan = files.plan(resolved_scenario(cfg, run.label, run.device), resume,
                           resolution=lambda: resolve_run(cfg, run.label))
+    if plan.overwrite:  # the new run was built and checked: only now does the old one go
+        files.clear()
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
     session = _Session(run, files, plan)
@@ -384,6 +425,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
             session.evaluate(0)  # the initial model: curves start at t = 0
             session.summarize(RUNNING if cfg.rounds else COMPLETE)
         for rnd in range(session.round + 1, cfg.rounds + 1):
+            if time_budget_spent(cfg, session.sim.now_s):  # stopped at its budget (a resume has nothing to do)
+                break
             trained = session.train_round(rnd)
             gc_pause.after_round()
             evaluation = session.evaluate(rnd) if trained.evaluate else None
@@ -431,14 +474,16 @@ def _threads_made_with(files: RunDir) -> None:
         torch.set_num_threads(used)
 
 
-def prepare_scenario(cfg: Scenario, resume: bool = False,
-                     strict_versions: bool = False) -> list[tuple[Run, RunDirPlan]]:
+def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False,
+                     overwrite: bool = False) -> list[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
     The output directory's writability and every run directory's state (and, with ``--resume``,
     the scenario it was made with, the parameters and versions it resolved to — other versions
     refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
-    loaded; then every run is built.  ``--check`` stops here.
+    loaded; then every run is built.  ``--check`` stops here.  With ``overwrite`` a directory
+    that holds a run is planned to be cleared (:attr:`RunDirPlan.overwrite`); nothing is removed
+    here, :func:`run_one` clears it when the run starts.
 
     Raises
     ------
@@ -449,7 +494,7 @@ def prepare_scenario(cfg: Scenario, resume: bool = False,
     device = resolve_device(cfg.device)
     plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
                                            resolution=functools.partial(resolve_run, cfg, spec.label),
-                                           strict_versions=strict_versions)
+                                           strict_versions=strict_versions, overwrite=overwrite)
              for spec in cfg.algorithms]
     dataset = load_dataset(cfg)
     runs = []
@@ -462,19 +507,20 @@ def prepare_scenario(cfg: Scenario, resume: bool = False,
 
 
 def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
-                 strict_versions: bool = False) -> list[dict[str, Any]]:
+                 strict_versions: bool = False, overwrite: bool = False) -> list[dict[str, Any]]:
     """Run every algorithm of a validated scenario, each into ``output_dir/<label>``.
 
     Every part is built for every algorithm before the first one trains, so a bad parameter of
     the last algorithm stops the scenario before any work.  A run that fails or diverges does not
-    stop the others; its summary says why.
+    stop the others; its summary says why.  ``overwrite`` replaces the runs the directories
+    hold (each one's files removed when its new run starts, :meth:`RunDir.clear`).
 
     Raises
     ------
     ConfigError, RunDirError, CheckpointError
         Before any work (nothing is overwritten).
     """
-    prepared = prepare_scenario(cfg, resume, strict_versions)
+    prepared = prepare_scenario(cfg, resume, strict_versions, overwrite)
     summaries = []
     for i, (run, plan) in enumerate(prepared, start=1):
         try:

@@ -6,10 +6,30 @@ best accuracy is :func:`sfl_sim.runs.rundir.schema.best_trained_accuracy`, time 
 :func:`sfl_sim.runs.rundir.schema.first_time_reaching_s` — the definitions the report uses.  With an energy ledger
 it carries ``client_energy_j`` (all clients, all rounds so far), ``client_energy_j_max`` (the
 most any one client spent) and ``server_energy_j`` (:meth:`sfl_sim.clients.energy.EnergyLedger.summary`).
+
+What the radio lost (:class:`Drops`, kept from the rows of ``rounds.csv``, so a resume rebuilds
+it from the file):
+
+``client_rounds``
+    Cohort clients summed over the rounds so far (the selected client-rounds).
+``dropped_clients_by_cause``
+    Client-rounds dropped, by cause (``outage``, ``deadline``, ``over_selection``, ``unavailable``,
+    ``battery``), and ``drop_rate``, their sum over ``client_rounds``.
+``uplink_attempts``, ``outage_rate``
+    Uplink transmissions started, and the fraction that failed (``(retransmissions +
+    dropped_transmissions) / uplink_attempts``); None when a row has it empty (:mod:`~sfl_sim.runs.rundir.upgrade`).
+``harq_retransmissions``
+    HARQ copies beyond the first.
+``rounds_all_lost``
+    Rounds in which every selected client was dropped (nothing of a client reached the server).
+``warnings``
+    One line each: a run whose every round lost every selected client says so (it ends
+    ``complete``: it ran its rounds, but no client's work ever reached the server).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sfl_sim.engine import Counters
@@ -24,9 +44,84 @@ from sfl_sim.runs.rundir.schema import (
     first_time_reaching_s,
 )
 
-__all__ = ["summary", "diverged", "failed", "time_to_accuracy"]
+__all__ = ["Drops", "summary", "diverged", "failed", "time_to_accuracy"]
 
 Rows = list[dict[str, float]]
+
+
+@dataclass
+class Drops:
+    """The run's dropped clients by cause, and what they are out of, round by round.
+
+    Attributes
+    ----------
+    rounds : int
+        Rounds counted.
+    client_rounds : int
+        Cohort clients summed over them.
+    by_cause : dict of str to int
+        Client-rounds dropped, per cause.
+    rounds_all_lost : int
+        Rounds that dropped every cohort client.
+    uplink_attempts : int or None
+        Uplink transmissions started; None once a round did not record its count.
+    """
+
+    rounds: int = 0
+    client_rounds: int = 0
+    by_cause: dict[str, int] = field(default_factory=dict)
+    rounds_all_lost: int = 0
+    uplink_attempts: int | None = 0
+
+    def add(self, cohort_size: int, dropped: Iterable[str], uplink_attempts: int | None) -> None:
+        """One round of ``cohort_size`` clients that dropped clients for the causes ``dropped``
+        (one per client) after ``uplink_attempts`` uplink transmissions (None: not recorded)."""
+        causes = list(dropped)
+        self.rounds += 1
+        self.client_rounds += cohort_size
+        for cause in causes:
+            self.by_cause[cause] = self.by_cause.get(cause, 0) + 1
+        self.rounds_all_lost += int(cohort_size > 0 and len(causes) >= cohort_size)
+        self.uplink_attempts = None if self.uplink_attempts is None or uplink_attempts is None \
+            else self.uplink_attempts + uplink_attempts
+
+    @classmethod
+    def of_rounds(cls, rows: Iterable[Mapping[str, str]]) -> Drops:
+        """The tally of ``rounds.csv`` rows as text (:meth:`sfl_sim.runs.rundir.files.RunDir.read_rounds_rows`)."""
+        drops = cls()
+        for row in rows:
+            attempts = row.get("uplink_attempts", "")
+            drops.add(len(row["cohort"].split()), (entry.rpartition(":")[2] for entry in row["dropped"].split()),
+                      int(attempts) if attempts != "" else None)
+        return drops
+
+    @property
+    def dropped(self) -> int:
+        """Client-rounds dropped, all causes."""
+        return sum(self.by_cause.values())
+
+    def fields(self, counters: Counters) -> dict[str, Any]:
+        """The ``summary.json`` fields (module docstring) with the run's ``counters``."""
+        attempts = self.uplink_attempts
+        failed = counters.retransmissions + counters.dropped_transmissions
+        return {
+            "client_rounds": self.client_rounds,
+            "dropped_clients_by_cause": dict(sorted(self.by_cause.items())),
+            "drop_rate": self.dropped / self.client_rounds if self.client_rounds else None,
+            "uplink_attempts": attempts,
+            "outage_rate": failed / attempts if attempts else None,
+            "harq_retransmissions": counters.harq_retransmissions,
+            "rounds_all_lost": self.rounds_all_lost,
+            "warnings": self.warnings(),
+        }
+
+    def warnings(self) -> list[str]:
+        """One line each for what the run's tables must not hide."""
+        if self.rounds and self.rounds_all_lost == self.rounds:
+            causes = ", ".join(f"{cause} {n}" for cause, n in sorted(self.by_cause.items()))
+            return [f"every round lost every selected client ({self.rounds} of {self.rounds} rounds; {causes}): no "
+                    f"client's work reached the server, so the model never trained"]
+        return []
 
 
 def time_to_accuracy(rows: Rows, targets: Sequence[float]) -> dict[str, float | None]:
@@ -37,8 +132,9 @@ def time_to_accuracy(rows: Rows, targets: Sequence[float]) -> dict[str, float | 
     return {f"{target:g}": first_time_reaching_s(rounds, times, accuracies, target) for target in targets}
 
 
-def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus) -> dict[str, Any]:
-    """The summary of ``run`` after the evaluated ``rows`` (at least one), with ``status``."""
+def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: Drops | None = None) -> dict[str, Any]:
+    """The summary of ``run`` after the evaluated ``rows`` (at least one), with ``status`` and the
+    run's ``drops`` so far (none: no round trained)."""
     last = rows[-1]
     c = counters
     best = best_trained_accuracy((r["round"] for r in rows), (r["test_accuracy"] for r in rows))
@@ -66,6 +162,7 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus) -> dict
         "dropped_transmissions": c.dropped_transmissions,
         "dropped_clients": c.dropped_clients,
         "unavailable_clients": int(c.by_kind.get("dropped_clients/unavailable", 0)),
+        **(drops or Drops()).fields(c),
         "traffic_and_compute_by_kind": c.by_kind,
         "flops_per_sample": run.algorithm.meter.state_dict(),
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
@@ -73,7 +170,8 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus) -> dict
     }
 
 
-def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool) -> dict[str, Any]:
+def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool,
+             drops: Drops | None = None) -> dict[str, Any]:
     """The summary of a run whose weights (or else test loss) became non-finite at round ``rnd``,
     with what to try."""
     what = "the model's weights" if not weights_finite else "the test loss"
@@ -82,10 +180,10 @@ def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite:
     clip = "" if t.max_grad_norm is not None else " or clip gradients (training.max_grad_norm)"
     message = (f"{run.label}: training diverged at round {rnd} ({what} became non-finite); the rows so far are kept — "
                f"try a smaller training.learning_rate (now {lr:g}, e.g. {lr / 10:g}){clip}")
-    return {**summary(run, rows, counters, DIVERGED), "error": message}
+    return {**summary(run, rows, counters, DIVERGED, drops), "error": message}
 
 
-def failed(run: Run, rows: Rows, counters: Counters, message: str) -> dict[str, Any]:
+def failed(run: Run, rows: Rows, counters: Counters, message: str, drops: Drops | None = None) -> dict[str, Any]:
     """The summary of a run that raised: what it had evaluated (if anything) and the one-line ``message``."""
-    return {**(summary(run, rows, counters, FAILED) if rows else {"label": run.label, "status": FAILED}),
+    return {**(summary(run, rows, counters, FAILED, drops) if rows else {"label": run.label, "status": FAILED}),
             "error": message}

@@ -38,7 +38,7 @@ from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
-from sfl_sim.runs.rundir.schema import COMPLETE, FAILED
+from sfl_sim.runs.rundir.schema import COMPLETE, FAILED, STOP_REASON, STOPPED_AT_TIME_BUDGET
 from sfl_sim.study.plan import StudyRun
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
@@ -139,8 +139,9 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
     Returns
     -------
     bool
-        True when ``summary.json`` says complete with the scenario's round count, the recorded
-        ``scenario.yaml`` differs from this scenario in no field, and today's code resolves it to
+        True when ``summary.json`` says complete with the scenario's round count (or stopped at its
+        ``max_sim_time_s``), the recorded ``scenario.yaml`` differs from this scenario in no field,
+        and today's code resolves it to
         the parameters the run recorded (:func:`sfl_sim.runs.resolved.check_resolution`: other versions
         of the code are a warning, refused with ``strict_versions``); False otherwise (also for
         missing or unreadable files).
@@ -149,8 +150,9 @@ def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> 
 
     files = RunDir(run_dir)
     summary = files.read_summary()
-    if summary is None or summary.get("status") != COMPLETE or \
-            summary.get("rounds_completed") != run.scenario.get("rounds"):
+    if summary is None or summary.get("status") != COMPLETE or (
+            summary.get("rounds_completed") != run.scenario.get("rounds")
+            and summary.get(STOP_REASON) != STOPPED_AT_TIME_BUDGET):
         return False
     from sfl_sim.config import validate
     from sfl_sim.runs.build import resolve_device

@@ -28,11 +28,13 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -47,7 +49,8 @@ from sfl_sim.config import (
     validate,
 )
 
-__all__ = ["StudySpec", "StudyRun", "load_study", "expand", "study_from_scenario"]
+__all__ = ["StudySpec", "StudyRun", "load_study", "expand", "grid_size", "study_from_scenario", "LARGE_GRID_POINTS",
+           "PROGRESS_EVERY_S"]
 
 
 #: What a named grid value's label may be: it becomes part of a run directory's name.
@@ -89,6 +92,25 @@ class StudySpec(BaseModel):
         Field(default_factory=dict)
     output_dir: Annotated[str, Field(min_length=1)] | None = None
     name: Annotated[str, Field(min_length=1)] | None = None
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _each_field_named(cls, grid: Any) -> Any:
+        """Name the grid field whose values are refused (the whole grid's type error would not)."""
+        if not isinstance(grid, dict):
+            return grid  # the type's own error
+        for key, values in grid.items():
+            if not isinstance(key, str):
+                raise PydanticCustomError("label", "{allowed}", {"label": key, "allowed": (
+                    "dotted scenario field names as the grid's keys")})
+            if not isinstance(values, (list, dict)) or not values:
+                raise PydanticCustomError("label", "{allowed}", {"label": values, "allowed": (
+                    f"{key} takes a non-empty list of values (or a non-empty mapping of label to value)")})
+            bad = [k for k in values if not isinstance(k, str)] if isinstance(values, dict) else []
+            if bad:
+                raise PydanticCustomError("label", "{allowed}", {"label": bad[0], "allowed": (
+                    f"{key} labels of letters, digits and . _ + - (they name run directories)")})
+        return grid
 
     @field_validator("grid")
     @classmethod
@@ -246,8 +268,33 @@ def _digest(coordinates: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(coordinates, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def expand(spec: StudySpec, base_path: Path) -> list[StudyRun]:
+#: Grid points from which :func:`expand` says the study's size before checking it, and then
+#: how far its checks have come every :data:`PROGRESS_EVERY_S` seconds.
+LARGE_GRID_POINTS = 1000
+PROGRESS_EVERY_S = 5.0
+
+
+def grid_size(spec: StudySpec) -> int:
+    """The number of grid points of ``spec`` (the product of the grid's value counts; 1 without a grid)."""
+    return math.prod(len(values) for values in spec.grid.values())
+
+
+def expand(spec: StudySpec, base_path: Path, progress: TextIO | None = None) -> list[StudyRun]:
     """Every run of the study, in a stable order (grid points in file order, then algorithms, then seeds).
+
+    Every grid point is checked before any run starts, as each run's build would check it: the
+    scenario model, then every component (:class:`sfl_sim.study.validate.PointChecker`: the cell
+    built and deployed, the traces read, each component's parameters; each distinct component
+    spec once).
+
+    Parameters
+    ----------
+    spec : StudySpec
+    base_path : Path
+        The base scenario file.
+    progress : text stream, optional
+        Where a grid of :data:`LARGE_GRID_POINTS` points or more gets its size first and a line of
+        progress every :data:`PROGRESS_EVERY_S` seconds (the CLI passes stderr); None: silent.
 
     Raises
     ------
@@ -255,38 +302,71 @@ def expand(spec: StudySpec, base_path: Path) -> list[StudyRun]:
         If the base scenario or any grid point is invalid (the message names the grid point), or
         two runs would share a label at one grid point.
     """
-    from sfl_sim.runs.resolved import resolve_run  # imports the registries (and torch): only when expanding
+    from sfl_sim.study.validate import PointChecker  # imports the registries (and torch): only when expanding
 
     base = load_scenario_raw(base_path)
     for key, value in spec.set.items():
         apply_override(base, key.split("."), copy.deepcopy(value))
     keys = list(spec.grid)
     labels = _key_labels([k for k in keys if k != "algorithms"])
+    total = grid_size(spec)
+    say = progress if progress is not None and total >= LARGE_GRID_POINTS else None
+    if say is not None:
+        print(f"study: {total:,} grid points x {len(spec.seeds)} seeds; checking every point before any run "
+              f"starts", file=say, flush=True)
+    checker = PointChecker()
+    last_said = time.monotonic()
     runs: list[StudyRun] = []
-    for named_point in itertools.product(*(_grid_values(spec.grid[k]) for k in keys)):
+    for done, named_point in enumerate(itertools.product(*(_grid_values(spec.grid[k]) for k in keys))):
+        if say is not None and time.monotonic() - last_said >= PROGRESS_EVERY_S:
+            print(f"study: checked {done:,} of {total:,} grid points", file=say, flush=True)
+            last_said = time.monotonic()
         point = [value for _, value in named_point]
-        where = ", ".join(f"{k}={name if name is not None else json.dumps(v, default=str)}"
+        where = ", ".join(f"{k}={name if name is not None else _shown(v)}"
                           for k, (name, v) in zip(keys, named_point, strict=True))
-        raw = copy.deepcopy(base)
+        raw = dict(base)
         for key, value in zip(keys, point, strict=True):
-            apply_override(raw, key.split("."), copy.deepcopy(value))
+            path = key.split(".")
+            _copy_along(raw, path)
+            apply_override(raw, path, copy.deepcopy(value))
         try:
             cfg = validate(raw)
-            for algo in cfg.algorithms:  # every component name resolves (no run starts on a typo)
-                resolve_run(cfg, algo.label)
+            checker.check(cfg)  # no run starts on a value its build would refuse
         except ConfigError as exc:
             raise ConfigError(f"study grid point ({where or 'base'}): {exc}") from None
         # a named value's label stands for it (the run's scenario.yaml still holds the value)
         setting = {k: (name if name is not None else v) for k, (name, v) in zip(keys, named_point, strict=True)
                    if k != "algorithms"}
         prefix = [f"{labels[k]}={value_label(v)}" for k, v in setting.items()]
+        document = cfg.to_yaml_dict()
         for algo in cfg.algorithms:
             for seed in spec.seeds:
-                run_raw = {**cfg.to_yaml_dict(), "algorithms": [algo.as_dict()], "seed": seed}
+                run_raw = {**document, "algorithms": [algo.as_dict()], "seed": seed}
                 coordinates = {**setting, "algorithm": algo.label, "seed": seed}
                 name = "__".join(prefix + [f"alg={value_label(algo.label)}", f"seed={seed}"])
                 runs.append(StudyRun(name, coordinates, run_raw))
+    if say is not None:
+        print(f"study: checked all {total:,} grid points", file=say, flush=True)
     return _unique_names(runs)
+
+
+def _copy_along(raw: dict[str, Any], path: list[str]) -> None:
+    """Copy the mappings of ``raw`` along ``path`` (but the last key), so that setting the field
+    there leaves the study's base scenario, which every grid point shares, as it was (a deep copy
+    of the whole scenario per point was most of a large grid's time)."""
+    node = raw
+    for part in path[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            return  # apply_override creates, or refuses, what is missing
+        node[part] = child = dict(child)
+        node = child
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A grid value as JSON, cut to ``limit`` characters (a grid point's name in a one-line error)."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _grid_values(values: list[Any] | dict[str, Any]) -> list[tuple[str | None, Any]]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfl_sim.analysis.energy import cumulative_energy_j, energy_layouts, energy_table, has_energy, metrics_with_energy
+from sfl_sim.analysis.energy import energy_layouts, energy_table, has_energy, metrics_with_energy
 from sfl_sim.analysis.plots import ENERGY_PLOT_FILE, plot_runs
 from sfl_sim.analysis.report import write_report
 from sfl_sim.analysis.study_data import load_study
@@ -71,16 +71,16 @@ def test_report_and_plot_gain_energy_only_when_runs_recorded_it(tmp_path) -> Non
     files = write_report(tmp_path / "study", tmp_path / "report2", reference="fedavg", targets=(0.5,), n_boot=100)
     assert not {p.name for p in files} & {"energy.csv", "accuracy_vs_energy.png"}
     assert ENERGY_PLOT_FILE not in {p.name for p in plot_runs(dirs[:2], tmp_path / "plots2")}
-    assert np.isnan(cumulative_energy_j(dirs[0], [0, 2])).all()
+    assert metrics_with_energy(load_study(tmp_path / "study"))["client_energy_j"].isna().all()
 
 
 def test_cumulative_energy_reads_rounds_csv(tmp_path) -> None:
     (d,) = write_study(tmp_path / "s", algorithms=("scala",), seeds=(0,), partitions=[{"name": "iid"}])
     r = pd.read_csv(d / ROUNDS_FILE)
-    got = cumulative_energy_j(d, [0, 2, 10])
-    assert got[0] == 0.0
-    assert got[1] == pytest.approx(r["client_energy_j"][:2].sum())
-    assert got[2] == pytest.approx(r["client_energy_j"].sum())
+    m = metrics_with_energy(load_study(d)).set_index("round")["client_energy_j"]
+    assert m[0] == 0.0
+    for rnd in m.index[1:]:
+        assert m[rnd] == pytest.approx(r.loc[r["round"] <= rnd, "client_energy_j"].sum())
 
 
 @pytest.mark.slow

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfl_sim.analysis.figures import CURVES, mean_curve, setting_figure
+from sfl_sim.analysis.figures import CURVES, mean_curve, seed_tails, setting_figure
 from sfl_sim.analysis.report import default_output_dir, parse_targets, write_report
+from sfl_sim.analysis.stats import km_median
 from sfl_sim.analysis.study_data import StudyError, load_study
 from tests.analysis.synthetic_runs import PARTITIONS, write_run
 
@@ -117,8 +118,14 @@ def test_tta_and_speedup_equal_pandas_from_raw_files(study, report):
             assert g["speedup"] <= g["speedup_seed_max"] * (1 + 1e-12)
             if a == "fedavg":
                 assert g["speedup"] == g["speedup_seed_min"] == g["speedup_seed_max"] == 1.0
-    # the seed that never reached 0.6 is counted, not averaged
+    # the seed that never reached 0.6 is counted, not averaged; the median counts it as censored
     assert got.loc[("dirichlet(beta=0.1)", "fedavg", 0.6), "reached"] == 2
+    per_run = _tta_per_run(raw, 0.6)
+    g = per_run[(per_run["partition"] == "dirichlet(beta=0.1)") & (per_run["algorithm"] == "fedavg")]
+    last = raw.groupby("run")["sim_time_s"].max()
+    want = km_median(g["sim_time_s"].dropna(), g.loc[g["sim_time_s"].isna(), "run"].map(last))
+    assert got.loc[("dirichlet(beta=0.1)", "fedavg", 0.6), "tta_s_km_median"] == pytest.approx(want, rel=1e-12)
+    assert got.loc[("dirichlet(beta=0.1)", "fedavg", 0.6), "tta_s_km_median"] == max(g["sim_time_s"].dropna())
     assert got.loc[("dirichlet(beta=0.1)", "scala", 0.6), "speedup_pairs"] == 2
 
 
@@ -173,9 +180,13 @@ def test_report_layout(report):
     out, files = report
     names = {p.relative_to(out).as_posix() for p in files}
     assert files[0] == out / "README.md"
-    for stem in ("accuracy", "tta", "overhead"):
+    for stem in ("settings", "accuracy", "tta", "overhead"):
         assert {f"{stem}.csv", f"{stem}.md", f"{stem}.tex"} <= names
-    assert "runs.csv" in names
+    assert {"runs.csv", "figures.tex"} <= names
+    settings = pd.read_csv(out / "settings.csv")
+    assert sorted(settings["data.partition"]) == sorted(PARTS) and (settings["runs"] == len(ALGOS) * 3).all()
+    for a in ALGOS:  # one figure per algorithm with one line per setting
+        assert f"figures/across_settings/{a}/accuracy_vs_time.png" in names
     for slug in ("partition=quantity_alpha=2", "partition=dirichlet_beta=0.1"):
         for kind in CURVES:
             assert {f"figures/{slug}/{kind}.png", f"figures/{slug}/{kind}.pdf"} <= names
@@ -185,6 +196,9 @@ def test_report_layout(report):
     readme = (out / "README.md").read_text()
     assert "ddof = 1" in readme and "max accuracy" in readme and "bootstrap" in readme
     assert "figures/partition=quantity_alpha=2/accuracy_vs_time.png" in readme
+    assert "Kaplan–Meier median" in readme and "### Settings" in readme
+    tex = (out / "figures.tex").read_text()
+    assert tex.count("\\begin{figure}") == tex.count("\\caption{") == sum(n.endswith(".pdf") for n in names)
 
 
 @pytest.mark.slow
@@ -258,25 +272,42 @@ def test_latex_escapes_labels(tmp_path):
 # ----------------------------------------------------------------------------- figures
 
 
-def test_mean_curve_is_linear_over_the_seeds_running():
+def test_mean_curve_is_linear_and_only_where_every_seed_runs():
     a = (np.array([0.0, 10.0, 20.0]), np.array([0.1, 0.5, 0.7]))
     b = (np.array([0.0, 15.0, 25.0]), np.array([0.1, 0.3, 0.9]))
     c = mean_curve([a, b], "minmax").set_index("x")
-    assert c.index[0] == 0.0 and c.index[-1] == 25.0  # to the latest last evaluation
-    assert {0.0, 10.0, 15.0, 20.0, 25.0} <= set(c.index)  # every evaluation point is on the grid
+    assert c.index[0] == 0.0 and c.index[-1] == 20.0  # to the earliest last evaluation: no survivorship jump
+    assert {0.0, 10.0, 15.0, 20.0} <= set(c.index)  # every evaluation point inside is on the grid
+    assert (c["n"] == 2).all()
     # both seeds interpolated linearly: at 10, b is 0.1 + (0.3 - 0.1) * 10 / 15
     b10 = 0.1 + 0.2 * 10 / 15
     assert c.loc[10.0, "mean"] == pytest.approx((0.5 + b10) / 2)
     assert (c.loc[10.0, "low"], c.loc[10.0, "high"]) == pytest.approx((b10, 0.5))
-    assert c.loc[20.0, "n"] == 2 and c.loc[25.0, "n"] == 1  # a ended at 20: b alone after it
-    assert c.loc[25.0, "mean"] == c.loc[25.0, "low"] == c.loc[25.0, "high"] == pytest.approx(0.9)
     s = mean_curve([a, b], "std").set_index("x")
     assert s.loc[10.0, "high"] - s.loc[10.0, "mean"] == pytest.approx(np.std([0.5, b10], ddof=1))
-    assert np.isnan(s.loc[25.0, "low"])  # one seed running: no std
+    # b runs on alone after 20: drawn apart, from its interpolated value at 20 to its last point
+    (tx, ty), = seed_tails([a, b])
+    assert tx.tolist() == [20.0, 25.0] and ty == pytest.approx([0.1 + 0.2 + 0.6 * 5 / 10, 0.9])
     one = mean_curve([a], "std")
     assert one["low"].isna().all() and one.set_index("x").loc[[0.0, 10.0, 20.0], "mean"].tolist() == [0.1, 0.5, 0.7]
+    assert seed_tails([a]) == []
     with pytest.raises(ValueError, match="band"):
         mean_curve([a], "iqr")
+
+
+def test_ci_band_needs_enough_seeds_and_holds_the_mean():
+    runs = [(np.array([0.0, 10.0]), np.array([0.1, 0.1 * k])) for k in range(1, 7)]
+    c = mean_curve(runs, "ci", n_boot=500)
+    assert (c["low"] <= c["mean"] + 1e-12).all() and (c["mean"] <= c["high"] + 1e-12).all()
+    assert c["high"].iloc[-1] > c["low"].iloc[-1]
+    assert mean_curve(runs, "ci", n_boot=500).equals(c)  # same seed, same band
+    assert mean_curve(runs[:3], "ci", n_boot=500)["low"].isna().all()  # too few seeds for a CI
+
+
+def test_log_x_leaves_out_the_initial_evaluation():
+    a = (np.array([0.0, 1.0, 100.0]), np.array([0.1, 0.2, 0.5]))
+    c = mean_curve([a], log_x=True)
+    assert c["x"].min() == 1.0 and c["x"].max() == 100.0
 
 
 def test_mean_curve_has_no_sawtooth_when_seeds_evaluate_at_different_times():
@@ -412,3 +443,13 @@ def test_target_lines_only_when_targets_are_asked_for(study, tmp_path, monkeypat
     seen.clear()
     write_report(root, tmp_path / "b", targets=(0.6,))
     assert set(seen) == {(0.6,)}
+
+
+@pytest.mark.slow
+def test_log_x_figure_labels_1_2_5_ticks_only(study):
+    from matplotlib.ticker import NullFormatter
+
+    st = load_study(study[0])
+    ax = setting_figure(st, st.settings[0], log_x=True).axes[0]
+    assert ax.get_xscale() == "log" and isinstance(ax.xaxis.get_minor_formatter(), NullFormatter)
+    assert min(ax.lines[0].get_xdata()) > 0  # the round-0 evaluation is left out

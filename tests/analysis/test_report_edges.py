@@ -340,11 +340,17 @@ def test_figure_shows_every_seed_and_the_legend_hides_nothing(study15, kind, see
     assert fig.get_size_inches()[0] == pytest.approx(width_in)
 
 
-def test_mean_line_thins_as_seeds_end(study15):
+def test_mean_line_stops_where_a_seed_ends_and_the_rest_run_on_dashed(study15):
     st = load_study(study15)
     fig = setting_figure(st, st.settings[0], algorithms=("fedavg",))
-    widths = [ln.get_linewidth() for ln in fig.axes[0].lines if ln.get_marker() != "o"]
-    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 5  # 5 -> 1 seeds running
+    lines = [ln for ln in fig.axes[0].lines if ln.get_marker() != "o"]
+    mean, tails = lines[0], lines[1:]
+    assert mean.get_linestyle() == "-" and tails and all(t.get_linestyle() == "--" for t in tails)
+    assert all(t.get_linewidth() < mean.get_linewidth() for t in tails)
+    fedavg = st.metrics.loc[st.metrics["algorithm"] == "fedavg"]
+    ends = sorted(g["sim_time_s"].max() for _, g in fedavg.groupby("run_id"))
+    assert max(mean.get_xdata()) == pytest.approx(ends[0])  # the mean ends with the first seed to end
+    assert len(tails) == sum(e > ends[0] for e in ends)
 
 
 @pytest.mark.slow

@@ -10,7 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sfl_sim.analysis.stats import MIN_PAIRS_FOR_CI, describe, paired_speedup, time_ratio
+from sfl_sim.analysis.stats import (
+    MIN_PAIRS_FOR_CI,
+    bootstrap_mean_ci,
+    describe,
+    jain_index,
+    km_median,
+    paired_speedup,
+    time_ratio,
+)
 
 
 def test_describe_is_mean_sample_std_and_count():
@@ -154,3 +162,29 @@ def test_an_infinite_resample_gives_an_infinite_bound_not_nan():
 def test_negative_times_are_refused():
     with pytest.raises(ValueError, match=">= 0"):
         paired_speedup([1.0, -1.0], [1.0, 1.0])
+
+
+def test_km_median_counts_unreached_seeds_as_censored():
+    assert km_median([10.0, 20.0, 30.0], []) == 20.0  # no censoring: the middle time
+    # the seed censored at 15 leaves one at risk at 20, which then reaches it: survival 2/3 -> 0
+    assert km_median([10.0, 20.0], [15.0]) == 20.0
+    assert km_median([10.0], [5.0, 30.0]) == 10.0  # two at risk at 10: survival 0.5 there
+    assert math.isnan(km_median([10.0], [30.0, 30.0]))  # one of three reached it: no median
+    assert math.isnan(km_median([], [30.0]))
+
+
+def test_jain_index_from_one_over_n_to_one():
+    assert jain_index([2.0, 2.0, 2.0]) == pytest.approx(1.0)
+    assert jain_index([1.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
+    assert jain_index([1.0, 3.0]) == pytest.approx(16 / (2 * 10))
+    assert math.isnan(jain_index([])) and math.isnan(jain_index([0.0, 0.0]))
+    with pytest.raises(ValueError, match="finite amounts >= 0"):
+        jain_index([1.0, -1.0])
+
+
+def test_bootstrap_mean_ci_is_seeded_and_needs_enough_seeds():
+    v = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 2.0], [4.0, 2.0], [5.0, 2.0]])
+    low, high = bootstrap_mean_ci(v, n_boot=2000, seed=1)
+    assert low[0] < 3.0 < high[0] and low[1] == high[1] == 2.0
+    assert all((a == b).all() for a, b in zip(bootstrap_mean_ci(v, n_boot=2000, seed=1), (low, high), strict=True))
+    assert np.isnan(bootstrap_mean_ci(v[:3], n_boot=100)[0]).all()

@@ -166,9 +166,14 @@ def test_flash_ready_is_locked_on_wifi_and_charging(tmp_path):
 def test_flash_an_open_ready_period_at_the_end_is_dropped_as_flash_does(tmp_path):
     day = "2018-03-06"
     device = [f"{day} 01:00:00\twifi", f"{day} 01:00:00\tbattery_charged_on", f"{day} 02:00:00\tscreen_lock"]
-    model = _prepared(TraceAvailability(_flash(tmp_path, [device]), format="flash", mapping="order"), 1)
+    ready = [f"{day} 01:00:00\twifi", f"{day} 01:00:00\tbattery_charged_on", f"{day} 01:00:00\tscreen_lock",
+             f"{day} 03:00:00\tscreen_unlock"]
+    model = _prepared(TraceAvailability(_flash(tmp_path, [device, ready]), format="flash", mapping="order"), 2)
     assert model.online([0], 1.5 * 3600).tolist() == [False]
     assert model.next_change_s(0, 0.0) == math.inf
+    # that device alone is a trace in which nobody is ever online: refused
+    with pytest.raises(TraceError, match="no device is ever online"):
+        TraceAvailability(_flash(tmp_path, [device]), format="flash")
 
 
 @pytest.mark.parametrize("devices, words", [
@@ -260,7 +265,7 @@ def test_a_crafted_pickle_is_refused_without_running_anything(tmp_path):
     ({1: {"active": ["soon"], "inactive": [3], "finish_time": 9}}, ["key 1 active[0]", "'soon'"]),
     ({1: {"active": [0], "inactive": [30], "finish_time": 9}}, ["key 1 interval 0", "finish_time 9"]),
     ({1: {"active": [0], "inactive": [3]}}, ["key 1", "'finish_time'"]),
-    ({1.5: {"active": [0], "inactive": [3], "finish_time": 9}}, ["key 1.5", "float", "integer or a string"]),
+    ({1.5: {"active": [0], "inactive": [3], "finish_time": 9}}, ["key 1.5", "float", "integer (64 bits) or a string"]),
 ])
 def test_bad_fedscale_is_one_line(tmp_path, data, words):
     path = _pickle(tmp_path, data)

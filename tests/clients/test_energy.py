@@ -104,6 +104,25 @@ def test_ledger_rules_overlap_cut_at_the_end_and_a_client_that_left() -> None:
                                    "client_energy_j_max": zero.total_j, "server_energy_j": 2.0}
 
 
+def test_a_non_finite_charge_is_refused_where_it_arises_and_never_recorded() -> None:
+    class Overflowing(PerFlopEnergy):  # a plug-in whose arithmetic overflows
+        def compute_j(self, flops: float, flops_per_s: float) -> float:
+            return math.inf
+
+    ledger = EnergyLedger(Overflowing(), np.array([1.0]), 0.5)
+
+    class Ctx:
+        cohort = np.array([0])
+        start_s = 0.0
+        busy = {0: [Busy("compute", 0.0, 1.0, flops=2.0)]}
+        left_s: dict = {}
+
+    with pytest.raises(ValueError) as info:
+        ledger.charge_round(1, Ctx, 1.0)
+    assert "client 0" in str(info.value) and "not finite" in str(info.value) and "\n" not in str(info.value)
+    assert ledger.spent_j.tolist() == [0.0]  # nothing non-finite kept for summary.json or energy.csv
+
+
 # -- one round by hand ----------------------------------------------------------------------------------
 HAND_MODELS = {
     "per_flop": {"name": "per_flop", "j_per_flop": 1e-9, "pa_efficiency": 0.5, "circuit_power_w": 0.1,
@@ -229,7 +248,7 @@ def test_energy_disabled_writes_no_energy_file_and_an_empty_column(tmp_path, cap
     ("energy.device.pa_efficiency=-0.1", ["energy.device.pa_efficiency", "-0.1", "> 0 and <= 1"]),
     ("energy.device={name: per_flop, pa_efficiency: .inf}", ["energy.device.pa_efficiency", "inf", "finite"]),
     ("energy.device.kappa=.nan", ["energy.device.kappa", "nan", "finite"]),
-    ("energy.device.flops_per_cycle=0", ["energy.device.flops_per_cycle", "0", "> 0"]),
+    ("energy.device.flops_per_cycle=0", ["energy.device.flops_per_cycle", "0", ">= 0.001"]),
     ("energy.device.circuit_power_w=-1", ["energy.device.circuit_power_w", "-1", ">= 0"]),
     ("energy.device.rx_power_w=.nan", ["energy.device.rx_power_w", "nan", "finite"]),
     ("energy.device.tail_power_w=-0.5", ["energy.device.tail_power_w", "-0.5", ">= 0"]),
@@ -242,6 +261,13 @@ def test_energy_disabled_writes_no_energy_file_and_an_empty_column(tmp_path, cap
     ("energy.battery={capacity_min_j: -1, capacity_max_j: -0.5}", ["energy.battery.capacity_min_j", "-1"]),
     ("energy={enabled: false, battery: {capacity_min_j: 1, capacity_max_j: 2}}", ["energy.enabled", "energy.battery"]),
     ("energy.device.kapa=1e-28", ["energy.device", "kapa", "kappa"]),
+    # issue 35: ranges with physical meaning, so no accepted value gives inf joules
+    ("energy.device.kappa=1e300", ["energy.device.kappa", "1e+300", "<= 1e-20"]),
+    ("energy.device.flops_per_cycle=1e-300", ["energy.device.flops_per_cycle", "1e-300", ">= 0.001"]),
+    ("energy.device.idle_power_w=1e300", ["energy.device.idle_power_w", "1e+300", "<= 10000"]),
+    ("energy.device.tail_s=1e12", ["energy.device.tail_s", "1000000000000.0", "<= 3600"]),
+    ("energy.device={name: per_flop, j_per_flop: 1e300}", ["energy.device.j_per_flop", "1e+300", "<= 1"]),
+    ("energy.battery={capacity_min_j: 0, capacity_max_j: 0}", ["energy.battery.capacity_min_j", "0", "(0, 1e+12]"]),
     ("energy.device.name=nope", ["energy.device.name", "nope"]),
 ])
 def test_bad_energy_input_is_one_line_naming_the_field_before_any_work(tmp_path, capsys, override, words) -> None:
@@ -406,19 +432,67 @@ def test_an_upload_that_would_empty_the_battery_ends_when_it_empties() -> None:
     assert ledger.summary(0.0)["depleted_clients"] == 1
 
 
-def test_a_battery_emptied_by_the_rrc_tail_after_the_round_is_charged_exactly_its_charge() -> None:
-    model = PerFlopEnergy(j_per_flop=0.0, pa_efficiency=1.0, circuit_power_w=0.0, idle_power_w=0.0, rrc_tail=True,
-                          tail_power_w=1.0, tail_s=10.0)
-    ledger = EnergyLedger(model, np.ones(1), 0.0, capacity_j=np.array([3.0]))
-
+def _tail_ctx(start_s: float, busy: list, cohort=(0,)):
     class Ctx:
-        cohort = np.array([0])
-        start_s = 0.0
-        busy = {0: [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]}  # 1 J, then a 10 s tail from t = 1 s
-        left_s: dict = {}
+        pass
 
-    (row,) = ledger.charge_round(1, Ctx, 2.0)  # 1 s of the tail inside the round (idle at 0 W), 9 s after it
-    assert row.total_j == pytest.approx(3.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+    ctx = Ctx()
+    ctx.cohort, ctx.start_s, ctx.busy, ctx.left_s = np.array(cohort), start_s, {0: busy}, {}
+    return ctx
+
+
+def _tail_model(idle_power_w: float = 0.0) -> PerFlopEnergy:
+    return PerFlopEnergy(j_per_flop=0.0, pa_efficiency=1.0, circuit_power_w=0.0, idle_power_w=idle_power_w,
+                         rrc_tail=True, tail_power_w=1.0, tail_s=10.0)
+
+
+def test_the_rrc_tail_by_hand_over_two_rounds() -> None:
+    """P_tail = 1 W, T_tail = 10 s, idle 0 W.  Round 1 [0, 2]: upload [0, 1] (1 J).  The client sits out
+    rounds until round 2 starts at 6 s: its tail ran from 2 s to 6 s (the first second of it, in round 1,
+    is idle there): 4 J carried into round 2.  Round 2 [6, 8]: upload [6, 7]; the tail from 7 s ends at
+    17 s, but the client's next round starts at once (8 s): nothing carried, its tail there is idle."""
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    (one,) = ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    assert (one.uplink_j, one.idle_j) == (1.0, 0.0)  # nothing after the round is known yet
+    (two,) = ledger.charge_round(2, _tail_ctx(6.0, [Busy("uplink", 6.0, 7.0, tx_power_w=1.0)]), 8.0)
+    assert (two.uplink_j, two.idle_j) == (1.0, pytest.approx(4.0))
+    (three,) = ledger.charge_round(3, _tail_ctx(8.0, []), 9.0)
+    assert three.idle_j == 0.0
+    # sitting out 20 s after round 3: the tail from 7 s ran out at 17 s, 8 s of it after round 3
+    (four,) = ledger.charge_round(4, _tail_ctx(29.0, []), 30.0)
+    assert four.idle_j == pytest.approx(8.0)
+
+
+def test_over_back_to_back_rounds_the_tail_is_charged_once() -> None:
+    """Over n back-to-back rounds of 0.49 s a client's tail energy is at most P_tail x (its span + T_tail)
+    (it was T_tail per round: ~12 J a round)."""
+    ledger = EnergyLedger(_tail_model(idle_power_w=1.0), np.ones(1), 0.0)
+    idle_j, t = 0.0, 0.0
+    for rnd in range(1, 31):
+        ctx = _tail_ctx(t, [Busy("uplink", t, t + 0.1, tx_power_w=1.0)])
+        (row,) = ledger.charge_round(rnd, ctx, t + 0.49)
+        idle_j += row.idle_j
+        t += 0.49
+    span_s = t
+    assert idle_j <= 1.0 * (span_s + 10.0)
+    assert idle_j == pytest.approx(30 * 0.39)  # the idle seconds of the rounds, nothing more
+
+
+def test_a_battery_emptied_by_the_rrc_tail_between_rounds_is_charged_exactly_its_charge() -> None:
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0, capacity_j=np.array([3.0]))
+    (row,) = ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    assert row.total_j == pytest.approx(1.0) and ledger.remaining_j[0] == pytest.approx(2.0)
+    # 6 s later: 6 J of tail ran before the round, more than the 2 J left: it emptied there
+    (row,) = ledger.charge_round(2, _tail_ctx(8.0, [Busy("uplink", 8.0, 9.0, tx_power_w=1.0)]), 10.0)
+    assert row.total_j == pytest.approx(2.0) and ledger.remaining_j[0] == 0.0 and ledger.depleted[0]
+
+
+def test_a_resumed_ledger_carries_the_pending_tail() -> None:
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    again = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    again.load_state_dict(ledger.state_dict())
+    assert again.carried_tail_j(0, 6.0) == ledger.carried_tail_j(0, 6.0) == pytest.approx(4.0)
 
 
 @pytest.mark.slow

@@ -63,7 +63,8 @@ def test_client_above_threshold_is_unaffected() -> None:
     cell = _cell()
     rates = cell.uplink_rates_bps([0, 1])
     threshold = float(rates[0] + rates[1]) / 2  # between the far and the near client's rates
-    sim = Simulator(cell, np.ones(2), 1.0, outage=OutagePolicy(min_rate_bps=threshold, max_attempts=3))
+    sim = Simulator(cell, np.ones(2), 1.0,
+                    outage=OutagePolicy(min_rate_bps=threshold, max_attempts=3, on_outage="retransmit"))
     durations, results = _uploads(sim, 0, 1)
     assert results == [DELIVERED] and durations[0] == pytest.approx(8 * NBYTES / rates[0])
     assert sim.counters.retransmissions == 0
@@ -74,7 +75,8 @@ def test_fading_retransmissions_lengthen_simulated_time() -> None:
     cell = _cell(RayleighFading())
     median_rate = float(cell.uplink_rates_bps([0, 1])[0])
     totals = {}
-    for name, policy in (("none", None), ("outage", OutagePolicy(min_rate_bps=median_rate, max_attempts=8))):
+    retransmit = OutagePolicy(min_rate_bps=median_rate, max_attempts=8, on_outage="retransmit")
+    for name, policy in (("none", None), ("outage", retransmit)):
         sim = Simulator(cell, np.ones(2), 1.0, fading_rng=np.random.default_rng(5), coherence="per_transmission",
                         outage=policy)
         durations, results = _uploads(sim, 0, 200)
@@ -169,7 +171,7 @@ def test_split_uploads_see_a_new_fading_draw_per_local_iteration(tmp_path: Path)
     assert durations["per_round"] != durations["per_iteration"]
 
 
-@pytest.mark.parametrize("policy", [None, OutagePolicy(), OutagePolicy(max_attempts=3)])
+@pytest.mark.parametrize("policy", [None, OutagePolicy(), OutagePolicy(max_attempts=3, on_outage="retransmit")])
 def test_zero_rate_out_of_range_is_an_outage_not_a_division_by_zero(policy) -> None:
     from sfl_sim.channel import McsTableRate
 

@@ -52,7 +52,7 @@ def _send(sim: Simulator, client: int = 0, nbytes: int = 60_000) -> tuple[simpy.
 @pytest.mark.parametrize("case, kwargs, value", [
     ("plain", {}, DELIVERED),
     ("per_transmission", {"coherence": "per_transmission"}, DELIVERED),
-    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=2)}, Lost("outage")),
+    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=2, on_outage="retransmit")}, Lost("outage")),
     ("harq", {"rate": McsTableRate(mapping="bler"), "harq": "harq"}, DELIVERED),
     ("battery", {"battery": _Empty()}, Lost("battery")),
     ("departure", {"availability": _LeavesAt(1e-4)}, Lost("unavailable")),
@@ -97,3 +97,39 @@ def test_a_download_to_a_client_that_left_is_lost_at_once() -> None:
 def test_lost_is_a_plain_value_not_a_false_one() -> None:
     """Callers test isinstance(value, Lost); a Lost is not falsy (no branch on truthiness)."""
     assert Lost("outage") and DELIVERED
+
+
+def test_an_upload_still_retransmitting_when_the_round_ends_is_stopped_then() -> None:
+    """A client dropped by the deadline while its upload retransmits: its link process ends with the
+    round (``Lost("round_over")``), and in the next round it counts nothing and draws no fading."""
+    from sfl_sim.channel import RayleighFading
+
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, fading=RayleighFading())
+    # every attempt fails (an SNR no link reaches) and is on the air for its bits at its rate
+    sim = Simulator(cell, np.ones(2), 1.0, coherence="per_round", straggler_policy="deadline", deadline_s=1.0,
+                    outage=OutagePolicy(min_snr_db=99.0, max_attempts=1000, on_outage="retransmit"),
+                    fading_rng=np.random.default_rng(3))
+    seen = {}
+
+    def first_round(ctx):
+        seen["upload"] = ctx.upload(0, 60_000, "payload")
+        seen["kept"] = yield from ctx.gather({0: seen["upload"]})
+
+    sim.run_round(first_round, np.array([0, 1]))
+    upload = seen["upload"]
+    assert seen["kept"] == [] and not upload.is_alive and upload.value == Lost("round_over")
+    after_first = sim.counters.as_dict()
+    assert after_first["retransmissions"] >= 1  # it was retransmitting when the deadline ended the round
+    fading = np.random.default_rng()
+    fading.bit_generator.state = sim.fading_rng.bit_generator.state
+
+    def second_round(ctx):  # client 1 computes for 100 s: time for client 0's old upload to go on
+        yield from ctx.compute(1, 100.0)
+
+    sim.run_round(second_round, np.array([1]))
+    after_second = sim.counters.as_dict()
+    for key in ("uplink_bytes", "retransmissions", "dropped_transmissions"):
+        assert after_second[key] == after_first[key]
+    assert {k: v for k, v in after_second["by_kind"].items() if not k.startswith("client/")} == after_first["by_kind"]
+    cell.sample_fading(np.array([1]), fading)  # the second round's own draw, and nothing else
+    assert sim.fading_rng.bit_generator.state == fading.bit_generator.state

@@ -6,7 +6,7 @@ import pytest
 
 from sfl_sim.channel import ShannonRate, TR36814Macro, dbm_to_w
 from sfl_sim.config import validate
-from sfl_sim.reports.channel import channel_report
+from sfl_sim.reports.channel import SUMMARY_COLUMNS, channel_report, summary_statistics
 from sfl_sim.runs.rundir.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
 
 
@@ -39,7 +39,13 @@ def test_report_writes_files_and_matches_the_models(tmp_path):
     np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (2.5e6 * n0)))
     assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
     printed = out.getvalue().splitlines()
-    assert len(printed) == 2 + 1 + 8 and "client" in printed[2]
+    assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) and "client" in printed[2]
+    assert all(line.split()[-2:] == ["-", "-"] for line in printed[3:11])  # no BLER without a CQI table: '-'
+    stats = summary_statistics(table)
+    p5, p50, p95 = stats["snr_db"]
+    assert p50 == pytest.approx(np.median(table["snr_db"])) and p5 <= p50 <= p95
+    assert printed[11].startswith("over the 8 clients: median [5th, 95th percentile]")
+    assert f"{p50:.2f} [{p5:.2f}, {p95:.2f}]" in printed[12 + 2]  # the SNR row
 
 
 @pytest.mark.slow
@@ -91,8 +97,9 @@ def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
     np.testing.assert_array_equal(table["mcs_efficiency_bps_per_hz"], [efficiency.get(c, 0.0) for c in cqi])
     # Rate = table efficiency x share (no overhead) on the cohort's 2.5 MHz share.
     np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], table["mcs_efficiency_bps_per_hz"] * 2.5e6)
-    # Open loop: P0 + 10 log10(M_RB) + 0.8 PL, 2.5 MHz = 6.9 -> 7 RBs at 30 kHz, capped at 23 dBm.
-    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(7) + 0.8 * table["pathloss_db"])
+    # Open loop (TS 38.213 7.1.1): P0 + 10 log10(2^mu M_RB) + 0.8 PL, mu = 1 at 30 kHz; 2.5 MHz of the 10 MHz
+    # channel's 24 RBs (TS 38.101-1 Table 5.3.2-1) = 6 RBs; capped at 23 dBm.
+    p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(2 * 6) + 0.8 * table["pathloss_db"])
     np.testing.assert_allclose(table["tx_power_w"], 10 ** ((p_dbm - 30) / 10), rtol=1e-12)
 
 

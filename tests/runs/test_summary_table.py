@@ -13,7 +13,9 @@ def summary(label: str, **changes) -> dict:
             "rounds_planned": 150, "final_test_accuracy": 0.81234, "best_test_accuracy": 0.8255,
             "final_sim_time_s": 1234567.8, "host_time_s": 6123.4, "uplink_bytes": 123456789012,
             "downlink_bytes": 23456789012, "client_flops": 1.2e15, "server_flops": 3.4e15,
-            "client_energy_j": 54321.0,
+            "client_energy_j": 54321.0, "client_rounds": 1500, "dropped_clients": 0, "drop_rate": 0.0,
+            "dropped_clients_by_cause": {}, "rounds_all_lost": 0, "uplink_attempts": 15000, "outage_rate": 0.0,
+            "retransmissions": 0, "dropped_transmissions": 0, "harq_retransmissions": 0.0, "warnings": [],
             "time_to_accuracy_s": {"0.5": 12345.6, "0.6": 23456.7, "0.7": None, "0.8": None}}
     return {**base, **changes}
 
@@ -66,3 +68,50 @@ def test_the_printout_has_the_client_energy_column_when_it_fits_and_the_files_al
     wide = format_tables([summary("a_label_far_longer_than_any_column_should_be_allowed")])
     assert "client J" not in wide and max(len(line) for line in wide.splitlines()) <= 80
     assert "client J" in markdown([summary("scala")]) and "client_energy_j" in CSV_COLUMNS
+
+
+LOSSY = dict(client_rounds=300, dropped_clients=241, drop_rate=241 / 300, rounds_all_lost=2, uplink_attempts=900,
+             outage_rate=0.3, retransmissions=32, dropped_transmissions=238, harq_retransmissions=45.0,
+             dropped_clients_by_cause={"deadline": 3, "outage": 238})
+
+
+def test_drops_reach_the_printout_the_csv_and_the_markdown_with_the_note_once():
+    small = dict(final_sim_time_s=812.3, host_time_s=61.0, uplink_bytes=1.2e9, downlink_bytes=3.4e8)
+    text = format_tables([summary("scala", **LOSSY, **small), summary("fedavg", **small)])
+    # printed when a run dropped clients, before the client energy (which no longer fits here)
+    assert text.splitlines()[0].split()[-2:] == ["drop", "%"] and "client J" not in text
+    assert text.splitlines()[1].split()[-1] == "80.3" and text.splitlines()[2].split()[-1] == "0.0"
+    runs = [summary("scala", **LOSSY), summary("fedavg")]
+    text = format_tables(runs)  # wide numbers: no room for the column, the note says it
+    assert "drop %" not in text and max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert flat.count("drops shorten rounds") == 1 and "scala 241 of 300 client-rounds" in flat
+    assert "fedavg 0 of" not in flat
+    columns, rows = csv_rows(runs)
+    assert columns[len(CSV_COLUMNS):len(CSV_COLUMNS) + 2] == ["dropped_deadline_clients", "dropped_outage_clients"]
+    assert rows[0]["dropped_outage_clients"] == 238 and rows[1]["dropped_outage_clients"] == 0
+    assert rows[0]["drop_rate"] == 241 / 300 and rows[0]["harq_retransmissions"] == 45.0
+    md = markdown(runs)
+    assert "| scala | 300 | 3 | 238 | 80.3 | 30.0 | 0.3 | 2 |" in md  # 45 HARQ copies over 150 rounds
+    assert "| fedavg | 1500 | 0 | 0 | 0.0 | 0.0 | 0 | 0 |" in md
+    assert " ".join(md.split()).count("drops shorten rounds") == 1
+
+
+def test_a_run_without_drops_prints_no_drop_column_and_no_note():
+    text = format_tables([summary("scala"), summary("fedavg")])
+    assert "drop %" not in text and "drops shorten rounds" not in text
+    assert "drop %" in markdown([summary("scala")])  # the files always have it
+
+
+def test_a_run_that_lost_every_client_in_every_round_ends_with_a_warning_line():
+    lost = summary("scala", **{**LOSSY, "warnings": ["every round lost every selected client (150 of 150 rounds; "
+                                                     "deadline 300): no client's work reached the server"]})
+    for text in (format_tables([lost]), markdown([lost])):
+        assert "warning: scala: every round lost every selected client" in " ".join(text.split())
+
+
+def test_a_summary_from_before_the_drop_counts_reads_with_empty_cells():
+    old = {k: v for k, v in summary("scala").items() if k not in LOSSY and k != "warnings"}
+    columns, (row,) = csv_rows([old])
+    assert row["drop_rate"] is None and row["client_rounds"] is None
+    assert "drop %" not in format_tables([old]) and "| scala | - |" in markdown([old])

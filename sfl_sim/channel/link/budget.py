@@ -39,6 +39,7 @@ from sfl_sim.channel.limits import (
     UPLINK_BANDWIDTH_HZ,
 )
 from sfl_sim.channel.link.allocation import accepts_rate_of
+from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.protocols import (
     Allocator,
     LinkAwareAllocator,
@@ -189,8 +190,8 @@ class LinkBudgetModel:
         numpy.ndarray, shape (k,)
             Transmit power in W, finite and >= 0.
         """
-        power = np.asarray(self.power_control.tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db),
-                           dtype=float)
+        power = transmit_power_w(self.power_control, nominal_tx_power_w, bandwidth_hz, coupling_loss_db,
+                                 self._uplink_bandwidth_hz)
         if power.shape != np.shape(nominal_tx_power_w):
             raise ValueError(f"power_control {self.power_control!r} returned shape {power.shape}, "
                              f"expected {np.shape(nominal_tx_power_w)}")

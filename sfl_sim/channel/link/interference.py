@@ -24,12 +24,26 @@ import numpy as np
 
 from sfl_sim.channel.large_scale.geometry import distances_m
 from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB
-from sfl_sim.channel.protocols import Interference, LosAwarePathLoss, UplinkScene
+from sfl_sim.channel.link.power_control import transmit_power_w
+from sfl_sim.channel.protocols import (
+    Interference,
+    LosAwarePathLoss,
+    ShadowingDecorrelationSource,
+    ShadowingSigmaSource,
+    ShadowingSite,
+    SiteShadowing,
+    UplinkScene,
+)
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel
 from sfl_sim.kit.registry import Registry
 
-__all__ = ["INTERFERENCE", "NoInterference", "NoiseRise", "FirstTierInterference", "first_tier_sites_m"]
+__all__ = ["INTERFERENCE", "NoInterference", "NoiseRise", "FirstTierInterference", "first_tier_sites_m",
+           "in_own_hexagon"]
+
+#: Placement batches tried to fill a neighbour's hexagon before giving up (each keeps the points of
+#: the disc that fall in the hexagon: about 83 % of a uniform disc of the same circumradius).
+_HEXAGON_BATCHES = 1000
 
 INTERFERENCE = Registry("interference", protocol=Interference)
 
@@ -92,6 +106,17 @@ def first_tier_sites_m(inter_site_distance_m: float) -> np.ndarray:
     return inter_site_distance_m * np.stack([np.cos(angles), np.sin(angles)], axis=1)
 
 
+def in_own_hexagon(local_m: np.ndarray, inter_site_distance_m: float) -> np.ndarray:
+    """Whether each position (relative to its site, metres, shape (n, 2)) lies in that site's hexagon.
+
+    The hexagon of a site in the grid of :func:`first_tier_sites_m` is the set of points nearer it
+    than any other site (its Voronoi cell): the points whose projection on the direction of each of
+    the six neighbours is at most ``ISD / 2``.  A client there is associated with its own site.
+    """
+    directions = first_tier_sites_m(1.0)
+    return np.all(np.asarray(local_m, dtype=float) @ directions.T <= inter_site_distance_m / 2.0, axis=1)
+
+
 @INTERFERENCE.register("first_tier")
 class FirstTierInterference(Component):
     """Uplink interference from the six first-tier cells of a hexagonal layout (reuse 1).
@@ -100,9 +125,14 @@ class FirstTierInterference(Component):
     ``inter_site_distance_m``, default ``sqrt(3) R`` with ``R`` the cell radius: hexagons of
     circumradius ``R`` tile the plane; 3GPP TR 36.942 clause 4.2, TR 38.901 Table 7.2-1).  Each
     neighbour has as many clients as the cell, dropped once around its base station by the cell's
-    placement, with path loss (and LOS state, for LOS-aware models) and shadowing from the cell's
-    models, drawn independently for the link to its own base station and to ours (the
-    inter-site shadowing correlation of TR 38.901 is not modelled).
+    placement and kept only inside the neighbour's own hexagon (:func:`in_own_hexagon`; a point of
+    the placement outside it is drawn again): a client nearer another base station than its own
+    would be served there, and a disc of radius ``R`` around a site at ``sqrt(3) R`` puts about
+    3 % of its points nearer our base station.  Path loss (and LOS state, for LOS-aware models) and
+    shadowing come from the cell's models, drawn independently for the link to its own base station
+    and to ours (the inter-site shadowing correlation of TR 38.901 is not modelled); a site-aware
+    shadowing (``sample_site_db``, e.g. ``sigma_db: model``) sees each link's distance, LOS state
+    and the path-loss model's sigma, as in the cell.
 
     Each draw (at construction, then once per round as the cell moves on) every neighbouring
     client transmits with probability ``activity``; the active clients of a cell share the band
@@ -116,7 +146,7 @@ class FirstTierInterference(Component):
     Raises
     ------
     ValueError
-        For a parameter out of range.
+        For a parameter out of range (an inter-site distance below ``sqrt(3) R``: at deployment).
     """
 
     class Params(ParamsModel):
@@ -127,7 +157,9 @@ class FirstTierInterference(Component):
             "the cell, whose cohort is what transmits at once; 1 would have all of a neighbour's clients on the "
             "air.  No default, for that reason.")]
         inter_site_distance_m: Annotated[Annotated[float, INTER_SITE_DISTANCE_M] | None, Doc(
-            "Distance to the neighbouring base stations in metres, > 0; null: ``sqrt(3) R``.")] = None
+            "Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when the cell "
+            "deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this cell); null: "
+            "``sqrt(3) R``.")] = None
 
     params: Params
 
@@ -143,22 +175,39 @@ class FirstTierInterference(Component):
             ``nominal_tx_power_w`` (its configured power).
         """
         n = scene.n_clients
-        given = self.params.inter_site_distance_m
-        isd = given if given is not None else math.sqrt(3.0) * scene.radius_m
+        hexagon_isd_m = math.sqrt(3.0) * scene.radius_m  # hexagons of circumradius R tile at sqrt(3) R
+        isd = self.params.inter_site_distance_m if self.params.inter_site_distance_m is not None else hexagon_isd_m
+        if isd < hexagon_isd_m * (1.0 - 1e-9):  # closer, the neighbours' hexagons overlap this cell
+            raise ValueError(f"inter_site_distance_m: got {isd:g} m; allowed: at least sqrt(3) R = "
+                             f"{hexagon_isd_m:g} m for the cell radius R = {scene.radius_m:g} m (hexagonal cells of "
+                             f"circumradius R tile at that distance, TR 36.942 clause 4.2; closer neighbouring cells "
+                             f"lie on top of this one)")
         los_pathloss = scene.pathloss if isinstance(scene.pathloss, LosAwarePathLoss) else None
 
-        def loss_db(distance: np.ndarray) -> np.ndarray:
+        def coupling_db(positions_m: np.ndarray) -> np.ndarray:
+            """Path loss plus shadowing of the links from ``positions_m`` (relative to the receiving site)."""
+            distance = distances_m(positions_m)
+            los = None
             if los_pathloss is None:
-                return np.asarray(scene.pathloss.loss_db(distance), dtype=float)
-            los = rng.random(distance.shape) < np.asarray(los_pathloss.los_probability(distance), dtype=float)
-            return np.asarray(los_pathloss.loss_db(distance, los=los), dtype=float)
+                loss = np.asarray(scene.pathloss.loss_db(distance), dtype=float)
+            else:
+                los = rng.random(distance.shape) < np.asarray(los_pathloss.los_probability(distance), dtype=float)
+                loss = np.asarray(los_pathloss.loss_db(distance, los=los), dtype=float)
+            if not isinstance(scene.shadowing, SiteShadowing):
+                return loss + np.asarray(scene.shadowing.sample_db(distance.size, rng), dtype=float)
+            site = ShadowingSite(positions_m=positions_m, distance_m=distance, los=los,
+                                 model_sigma_db=_per_link(scene.pathloss, ShadowingSigmaSource,
+                                                          "shadowing_sigma_db", los, distance.size),
+                                 model_decorrelation_m=_per_link(scene.pathloss, ShadowingDecorrelationSource,
+                                                                 "shadowing_decorrelation_m", los, distance.size))
+            return loss + np.asarray(scene.shadowing.sample_site_db(site, rng)[0], dtype=float)
 
         cells, positions, own, ours = [], [], [], []
         for i, centre in enumerate(first_tier_sites_m(isd)):
-            local = np.asarray(scene.placement.sample_positions_m(n, rng), dtype=float)
+            local = self._drop_in_hexagon(scene, n, isd, rng)
             here = local + centre
-            own.append(loss_db(distances_m(local)) + np.asarray(scene.shadowing.sample_db(n, rng), dtype=float))
-            ours.append(loss_db(distances_m(here)) + np.asarray(scene.shadowing.sample_db(n, rng), dtype=float))
+            own.append(coupling_db(local))
+            ours.append(coupling_db(here))
             cells.append(np.full(n, i))
             positions.append(here)
         return {
@@ -169,14 +218,32 @@ class FirstTierInterference(Component):
             "nominal_tx_power_w": np.tile(np.asarray(scene.tx_power_w, dtype=float), 6),
         }
 
+    @staticmethod
+    def _drop_in_hexagon(scene: UplinkScene, n: int, isd: float, rng: np.random.Generator) -> np.ndarray:
+        """``n`` positions of the cell's placement (relative to the site) inside the site's hexagon."""
+        kept: list[np.ndarray] = []
+        count = 0
+        for _ in range(_HEXAGON_BATCHES):
+            if count >= n:
+                break
+            batch = np.asarray(scene.placement.sample_positions_m(n, rng), dtype=float)
+            inside = batch[in_own_hexagon(batch, isd)]
+            kept.append(inside)
+            count += len(inside)
+        if count < n:
+            raise ValueError(f"interference.inter_site_distance_m: got {isd:g} m; allowed: a distance whose "
+                             f"hexagons (circumradius ISD / sqrt(3)) hold the placement's clients (none fell "
+                             f"inside in {_HEXAGON_BATCHES} draws)")
+        return np.concatenate(kept)[:n] if n else np.zeros((0, 2))
+
     def interference_psd_w_per_hz(self, scene: UplinkScene, layout: dict[str, np.ndarray],
                                   active: np.ndarray) -> float:
         """Interference PSD ``sum_active p_j g_j / B`` at our base station for a given activity mask (W/Hz)."""
         band = scene.uplink_bandwidth_hz
         k_active = np.bincount(layout["cell"][active], minlength=6)
         share = np.where(active, band / np.maximum(k_active[layout["cell"]], 1), 0.0)
-        power = np.asarray(scene.power_control.tx_power_w(layout["nominal_tx_power_w"], share,
-                                                          layout["coupling_own_db"]), dtype=float)
+        power = transmit_power_w(scene.power_control, layout["nominal_tx_power_w"], share, layout["coupling_own_db"],
+                                 band)
         received = np.where(active, power * 10.0 ** (-layout["coupling_ours_db"] / 10.0), 0.0)
         return float(received.sum() / band)
 
@@ -184,3 +251,10 @@ class FirstTierInterference(Component):
         """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``."""
         active = rng.random(layout["cell"].shape) < self.params.activity
         return 1.0 + self.interference_psd_w_per_hz(scene, layout, active) / scene.noise_floor_w_per_hz
+
+
+def _per_link(pathloss: Any, protocol: type, method: str, los: np.ndarray | None, n: int) -> np.ndarray | None:
+    """The path-loss model's per-link shadowing parameter (``method``), broadcast to ``n`` links, or None."""
+    if not isinstance(pathloss, protocol):
+        return None
+    return np.array(np.broadcast_to(np.asarray(getattr(pathloss, method)(los), dtype=float), (n,)))

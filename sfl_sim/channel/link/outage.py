@@ -2,8 +2,12 @@
 
 :class:`OutagePolicy` is plain data plus pure decisions; the engine owns the clock.  A
 transmission is in outage when its achieved rate is below ``min_rate_bps`` or (if set) its SNR is
-below ``min_snr_db``.  After an outage the engine either retransmits after a fresh fading draw
-(``on_outage="retransmit"``, at most ``max_attempts`` attempts in all) or drops the payload.
+below ``min_snr_db`` (and always at rate 0: a link abstraction found no usable MCS).  After an
+outage the engine either drops the payload at once (``on_outage="drop"``, the default, one
+attempt) or retransmits it after a fresh fading draw (``on_outage="retransmit"``, at most
+``max_attempts >= 2`` attempts in all, then drops it).  The two names say what happens:
+``retransmit`` with one attempt (which would drop at once) and ``drop`` with more than one (which
+would never use them) are refused (:func:`outage_rule_problem`).
 """
 from __future__ import annotations
 
@@ -15,12 +19,31 @@ import numpy as np
 
 from sfl_sim.kit.checks import check_scalar
 
-__all__ = ["OutagePolicy", "DELIVER", "RETRANSMIT", "DROP"]
+__all__ = ["OutagePolicy", "DELIVER", "RETRANSMIT", "DROP", "outage_rule_problem"]
 
 DELIVER = "deliver"
 RETRANSMIT = "retransmit"
 DROP = "drop"
-_ON_OUTAGE = (RETRANSMIT, DROP)
+_ON_OUTAGE = (DROP, RETRANSMIT)
+
+
+def outage_rule_problem(on_outage: str, max_attempts: int) -> tuple[str, str] | None:
+    """Why ``on_outage`` with ``max_attempts`` does not say what happens, or None when it does.
+
+    Returns
+    -------
+    (str, str) or None
+        The field at fault (``"on_outage"`` or ``"max_attempts"``) and what is allowed, for a
+        one-line refusal: ``retransmit`` with one attempt drops at the first outage (write
+        ``drop``); ``drop`` with more than one attempt never retransmits (write ``retransmit``).
+    """
+    if on_outage == RETRANSMIT and max_attempts == 1:
+        return ("on_outage", "drop (what one attempt does: the payload is dropped at its first outage), or "
+                             "retransmit with max_attempts >= 2 (attempts in all)")
+    if on_outage == DROP and max_attempts != 1:
+        return ("max_attempts", f"1 with on_outage: drop (it never retransmits), or on_outage: retransmit to "
+                                f"retransmit up to {max_attempts} attempts in all")
+    return None
 
 
 @dataclass(frozen=True)
@@ -35,9 +58,10 @@ class OutagePolicy:
     min_snr_db : float or None, default None
         Optional SNR threshold in dB (finite); below it, outage.
     max_attempts : int, default 1
-        Attempts in all per transmission, >= 1 (1 = no retransmission).
-    on_outage : {"retransmit", "drop"}, default "retransmit"
-        What an outage leads to while attempts remain; after the last attempt it is a drop.
+        Attempts in all per transmission: 1 with ``drop``, >= 2 with ``retransmit``.
+    on_outage : {"drop", "retransmit"}, default "drop"
+        What an outage leads to: the payload is dropped, or retransmitted while attempts remain
+        (after the last attempt it is dropped).
 
     Raises
     ------
@@ -48,7 +72,7 @@ class OutagePolicy:
     min_rate_bps: float = 0.0
     min_snr_db: float | None = None
     max_attempts: int = 1
-    on_outage: str = RETRANSMIT
+    on_outage: str = DROP
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "min_rate_bps", check_scalar("min_rate_bps", self.min_rate_bps, minimum=0.0))
@@ -59,6 +83,11 @@ class OutagePolicy:
             raise ValueError(f"max_attempts must be an integer >= 1, got {attempts!r}")
         if self.on_outage not in _ON_OUTAGE:
             raise ValueError(f"on_outage must be one of {', '.join(_ON_OUTAGE)}, got {self.on_outage!r}")
+        problem = outage_rule_problem(self.on_outage, attempts)
+        if problem is not None:
+            field, allowed = problem
+            raise ValueError(f"{field}: got {getattr(self, field)!r} (on_outage={self.on_outage!r}, "
+                             f"max_attempts={attempts!r}); allowed: {allowed}")
 
     @property
     def active(self) -> bool:

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from sfl_sim.clients.availability.base import AVAILABILITY
+from sfl_sim.clients.availability.files import shown
 from sfl_sim.clients.availability.readers import DeviceTrace, TraceEndedError, TraceError, read_trace
 from sfl_sim.kit.checks import check_int
 from sfl_sim.kit.component import Component
@@ -108,7 +109,8 @@ class TraceAvailability(_Prepared):
             if t_s >= device.origin_s or self.params.on_end == "stop":
                 return t_s  # before its first message a stopped trace knows no interval: offline
         elif self.params.on_end == "stop":
-            raise TraceEndedError(f"{self.params.path}: time {t_s:g} s is past the end of device {device.device!r}'s "
+            raise TraceEndedError(f"{self.params.path}: time {t_s:g} s is past the end of device "
+                                  f"{shown(device.device)}'s "
                                   f"trace ({device.end_s:g} s) and on_end is 'stop'; allowed: a shorter run, "
                                   f"or on_end 'wrap'")
         return device.origin_s + (t_s - device.origin_s) % span

@@ -29,8 +29,9 @@ class DeviceEnergy(Protocol):
         """Energy of the radio's tail after the round ends, J.
 
         ``idle_since_transfer_s`` is how long before the round's end the client's last transfer
-        ended; ``seconds_after_round`` how long it waits after the round (``inf``: unknown, the
-        whole tail).  A model without a tail returns 0."""
+        ended; ``seconds_after_round`` how long it waits after the round until its next round
+        starts (``inf``: the whole tail).  The ledger calls it when that next round starts.  A model
+        without a tail returns 0."""
 
 
 ENERGY = Registry("energy", protocol=DeviceEnergy)

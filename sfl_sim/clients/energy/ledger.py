@@ -9,8 +9,9 @@ After each round the runner hands the round's :class:`~sfl_sim.engine.RoundConte
   at the power the cell chose for it;
 * ``downlink_j``: each ``downlink`` interval through ``receive_j`` (a broadcast charges every
   cohort member for the broadcast's air time);
-* ``idle_j``: ``idle_j(t_in_round - t_busy)`` plus the RRC tail past the round's end (0 unless
-  the model's ``rrc_tail`` is on).
+* ``idle_j``: ``idle_j(t_in_round - t_busy)`` plus the RRC tail the client's radio ran before the
+  round, since the end of the last round it took part in (0 unless the model's ``rrc_tail`` is on;
+  "RRC tail" below).
 
 Rules the numbers follow:
 
@@ -23,6 +24,20 @@ Rules the numbers follow:
 * busy time is the length of the *union* of a client's intervals: overlapping intervals (a
   client computing while its upload is on the air) are each charged in full by their own kind,
   and the idle time counts the overlap once, so idle time is never negative.
+
+RRC tail
+--------
+A client's tail runs once on the run's timeline: ``T_tail`` from the end of its last transfer,
+cut by its next one.  Inside a round it takes part in, that time is idle already (charged by
+``idle_j``); what the ledger adds is the part that runs *between* its rounds, while it is in no
+cohort.  Rounds follow one another at once, so that part is known only when the client's next
+round starts: it is charged then, in that round's ``idle_j``, as ``tail_j(gap, since)`` (``gap``
+from the end of its previous round to this round's start, ``since`` from its last transfer to that
+end).  A client in back-to-back rounds so pays no tail beyond its idle time; one that sits out
+rounds pays the tail over the rounds it missed, up to ``T_tail``.  The tail after a client's last
+round of the run runs past the run's end and is not the run's.  (Charging the whole remaining tail
+at every round's end, as before, charged the same seconds again in the next round: ``T_tail`` per
+round.)
 
 Server energy is ``server FLOPs x server_j_per_flop`` (:meth:`EnergyLedger.server_energy_j`).
 The ledger's state (each client's cumulative joules) is checkpointed with the run.
@@ -137,6 +152,18 @@ class EnergyLedger:
         self.expected_j = np.zeros(n)  # expected round cost per client (see "Batteries")
         self.depleted = np.zeros(n, dtype=bool)
         self._emptied: set[int] = set()  # clients the upload guard found empty this round
+        # the pending RRC tail of each client (see "RRC tail"): the end of the last round it took part
+        # in, and the end of its last transfer before it (nan: none pending)
+        self.tail_from_s = np.full(n, np.nan)
+        self.last_transfer_end_s = np.full(n, np.nan)
+
+    def carried_tail_j(self, client: int, start_s: float) -> float:
+        """The RRC tail ``client``'s radio ran between its previous round and a round starting at
+        ``start_s``, J (see "RRC tail")."""
+        since, last = self.tail_from_s[client], self.last_transfer_end_s[client]
+        if math.isnan(since) or math.isnan(last):
+            return 0.0
+        return float(self.model.tail_j(max(0.0, start_s - since), since - last))
 
     def charge_round(self, rnd: int, ctx: Any, end_s: float) -> list[ClientEnergy]:
         """Charge every cohort member of the round ``ctx`` (a :class:`~sfl_sim.engine.RoundContext`)
@@ -144,14 +171,17 @@ class EnergyLedger:
         rows = []
         for client in ctx.cohort.tolist():
             busy = ctx.busy.get(client, [])
-            row = self.charge_client(rnd, client, busy, ctx.start_s, min(end_s, ctx.left_s.get(client, end_s)))
+            until_s = min(end_s, ctx.left_s.get(client, end_s))
+            carried = self.carried_tail_j(client, ctx.start_s)
+            row = self._with_tail(self.charge_client(rnd, client, busy, ctx.start_s, until_s), carried)
             if self.battery and row.total_j > self.remaining_j[client]:
-                until_s = min(end_s, ctx.left_s.get(client, end_s))
-                empty_s = self._empties_at(client, busy, ctx.start_s, until_s)
-                row = self.charge_client(rnd, client, busy, ctx.start_s, empty_s, tail=False)
-                if empty_s >= until_s:  # it empties in the RRC tail, after the round: the tail takes the rest
-                    row = dataclasses.replace(row, idle_j=row.idle_j + max(0.0, self.remaining_j[client] - row.total_j))
+                if carried >= self.remaining_j[client]:  # it emptied in the tail before the round
+                    row = ClientEnergy(rnd, client, 0.0, 0.0, 0.0, float(self.remaining_j[client]))
+                else:
+                    empty_s = self._empties_at(client, busy, ctx.start_s, until_s, carried)
+                    row = self._with_tail(self.charge_client(rnd, client, busy, ctx.start_s, empty_s), carried)
                 self._emptied.add(client)
+            self._note_tail(client, busy, ctx.start_s, until_s)
             self.spent_j[client] += row.total_j
             rows.append(row)
         if self.battery:
@@ -168,6 +198,18 @@ class EnergyLedger:
                 never = self.spent_j == 0.0
                 self.expected_j[never] = mean
         return rows
+
+    @staticmethod
+    def _with_tail(row: ClientEnergy, tail_j: float) -> ClientEnergy:
+        return dataclasses.replace(row, idle_j=row.idle_j + tail_j) if tail_j else row
+
+    def _note_tail(self, client: int, busy: Sequence[Any], start_s: float, end_s: float) -> None:
+        """After ``client``'s round over ``[start_s, end_s]``: its tail runs on from ``end_s``, from its
+        last transfer in the round, or from the one before it when it made none."""
+        ends = [min(b.end_s, end_s) for b in busy if b.kind != "compute" and min(b.end_s, end_s) >= start_s]
+        if ends:
+            self.last_transfer_end_s[client] = max(ends)
+        self.tail_from_s[client] = end_s
 
     def selectable(self) -> np.ndarray:
         """A bool per client: its battery's charge covers its expected round cost (all True without
@@ -188,38 +230,39 @@ class EnergyLedger:
         if ctx.left_s.get(client, math.inf) <= now:  # its part of the round is over
             return now
         busy = [*ctx.busy.get(client, []), _Upload("uplink", now, now + duration_s, 0.0, tx_power_w)]
-        if self.charge_client(0, client, busy, ctx.start_s, now + duration_s, tail=False).total_j \
+        carried = self.carried_tail_j(client, ctx.start_s)
+        if self.charge_client(0, client, busy, ctx.start_s, now + duration_s).total_j + carried \
                 <= self.remaining_j[client]:
             return None
         self._emptied.add(client)
-        return self._empties_at(client, busy, ctx.start_s, now + duration_s)
+        return self._empties_at(client, busy, ctx.start_s, now + duration_s, carried)
 
-    def _empties_at(self, client: int, busy: Sequence[Any], start_s: float, end_s: float) -> float:
-        """The time in ``[start_s, end_s]`` at which ``client``'s energy since ``start_s`` (without
-        the tail) reaches its charge, ``end_s`` when it never does (energy grows with time, so
-        bisection; 100 halvings reach float resolution)."""
-        charge = self.remaining_j[client]
-        if self.charge_client(0, client, busy, start_s, end_s, tail=False).total_j <= charge:
-            return end_s  # the charge lasts the whole span (only a tail after it can empty it)
+    def _empties_at(self, client: int, busy: Sequence[Any], start_s: float, end_s: float,
+                    carried_j: float = 0.0) -> float:
+        """The time in ``[start_s, end_s]`` at which ``client``'s energy since ``start_s`` (after
+        ``carried_j`` of tail before it) reaches its charge, ``end_s`` when it never does (energy
+        grows with time, so bisection; 100 halvings reach float resolution)."""
+        charge = self.remaining_j[client] - carried_j
+        if self.charge_client(0, client, busy, start_s, end_s).total_j <= charge:
+            return end_s  # the charge lasts the whole span
         lo, hi = start_s, end_s
         for _ in range(100):
             mid = 0.5 * (lo + hi)
             if mid in (lo, hi):
                 break
-            if self.charge_client(0, client, busy, start_s, mid, tail=False).total_j > charge:
+            if self.charge_client(0, client, busy, start_s, mid).total_j > charge:
                 hi = mid
             else:
                 lo = mid
         return lo
 
-    def charge_client(self, rnd: int, client: int, busy: Sequence[Any], start_s: float, end_s: float,
-                      tail: bool = True) -> ClientEnergy:
+    def charge_client(self, rnd: int, client: int, busy: Sequence[Any], start_s: float,
+                      end_s: float) -> ClientEnergy:
         """One client's energy over ``[start_s, end_s]`` from its :class:`~sfl_sim.engine.Busy` notes
-        (with the RRC tail past ``end_s`` unless ``tail`` is false)."""
+        (no RRC tail: that is charged between rounds, :meth:`carried_tail_j`)."""
         model = self.model
         compute = uplink = downlink = 0.0
         spans = []
-        last_transfer_end = -math.inf
         for b in busy:
             lo, hi = max(b.start_s, start_s), min(b.end_s, end_s)
             if hi < lo:
@@ -232,21 +275,26 @@ class EnergyLedger:
                 compute += model.compute_j(flops, float(self.client_flops_per_s[client]))
             elif b.kind == "uplink":
                 uplink += model.transmit_j(b.tx_power_w, length)
-                last_transfer_end = max(last_transfer_end, hi)
             elif b.kind == "downlink":
                 downlink += model.receive_j(length)
-                last_transfer_end = max(last_transfer_end, hi)
             else:
                 raise ValueError(f"busy kind {b.kind!r} of client {client}; allowed: {', '.join(BUSY_KINDS)}")
         idle_s = max(0.0, (end_s - start_s) - busy_seconds(spans))
         idle = model.idle_j(idle_s)
-        if tail and last_transfer_end > -math.inf:
-            idle += model.tail_j(math.inf, end_s - last_transfer_end)
-        return ClientEnergy(rnd, client, compute, uplink, downlink, idle)
+        row = ClientEnergy(rnd, client, compute, uplink, downlink, idle)
+        if not math.isfinite(row.total_j):  # refused where it arises: never inf in energy.csv or summary.json
+            parts = ", ".join(f"{k} {v!r}" for k, v in row.row().items() if k.endswith("_j"))
+            raise ValueError(f"energy.device: client {client}'s energy in round {rnd} is not finite ({parts}) with "
+                             f"{model!r}; allowed: a device model and parameters that give finite joules")
+        return row
 
     def server_energy_j(self, server_flops: float) -> float:
         """``server_flops x server_j_per_flop``."""
-        return float(server_flops) * self.server_j_per_flop
+        energy = float(server_flops) * self.server_j_per_flop
+        if not math.isfinite(energy):
+            raise ValueError(f"energy.server_j_per_flop: {server_flops!r} server FLOPs at {self.server_j_per_flop!r} "
+                             f"J/FLOP is not finite; allowed: a J/FLOP that gives finite joules")
+        return energy
 
     def summary(self, server_flops: float) -> dict[str, float]:
         """The ``summary.json`` fields: total client energy, the most any one client spent, server energy."""
@@ -260,7 +308,8 @@ class EnergyLedger:
     def state_dict(self) -> dict[str, Any]:
         """What a resume needs: each client's cumulative joules."""
         return {"spent_j": self.spent_j.copy(), "remaining_j": self.remaining_j.copy(),
-                "expected_j": self.expected_j.copy(), "depleted": self.depleted.copy()}
+                "expected_j": self.expected_j.copy(), "depleted": self.depleted.copy(),
+                "tail_from_s": self.tail_from_s.copy(), "last_transfer_end_s": self.last_transfer_end_s.copy()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
@@ -269,3 +318,6 @@ class EnergyLedger:
             self.remaining_j = np.asarray(state["remaining_j"], dtype=float).copy()
             self.expected_j = np.asarray(state["expected_j"], dtype=float).copy()
             self.depleted = np.asarray(state["depleted"], dtype=bool).copy()
+        if "tail_from_s" in state:  # a checkpoint from before the tail was carried: none pending
+            self.tail_from_s = np.asarray(state["tail_from_s"], dtype=float).copy()
+            self.last_transfer_end_s = np.asarray(state["last_transfer_end_s"], dtype=float).copy()

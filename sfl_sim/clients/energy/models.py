@@ -10,8 +10,10 @@ Both models share the radio part (:class:`RadioParams`):
 * idle: ``P_idle * t_wait`` for the time a client is in the round and neither computes nor
   transfers;
 * RRC tail (off by default): after its last transfer an LTE radio stays in RRC_CONNECTED at
-  ``P_tail`` for ``T_tail`` (Huang et al., MobiSys 2012); inside the round that time is already
-  charged as idle, so the tail charges only the part that runs past the round's end.
+  ``P_tail`` for ``T_tail`` (Huang et al., MobiSys 2012), until its next transfer; inside a round
+  the client takes part in that time is already charged as idle, so the tail charges only the part
+  that runs between its rounds (the ledger charges it when the client's next round starts:
+  :mod:`sfl_sim.clients.energy.ledger`, "RRC tail").
 
 Default constants and their sources (every one is also in ``scenarios/cellular_100clients.yaml``):
 
@@ -50,9 +52,10 @@ from typing import Annotated
 
 from pydantic import Field
 
+from sfl_sim.clients import limits
 from sfl_sim.clients.energy.base import ENERGY
 from sfl_sim.kit.component import Component
-from sfl_sim.kit.params import Doc, NonNegative, ParamsModel, Positive
+from sfl_sim.kit.params import Doc, ParamsModel
 
 __all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
            "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE"]
@@ -73,6 +76,8 @@ PA_EFFICIENCY = 0.35
 #: Our choice: fp32 FLOPs per cycle of a mobile CPU core (4-lane FMA).
 FLOPS_PER_CYCLE = 8.0
 
+# Every other constant keeps a physical range of sfl_sim.clients.limits, so that no accepted value
+# turns a round's joules into inf (kappa 1e300) or a division by zero (1e-300 FLOPs per cycle).
 PaEfficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 
 
@@ -81,18 +86,18 @@ class RadioParams(ParamsModel):
 
     pa_efficiency: Annotated[PaEfficiency, Doc("Power-amplifier efficiency eta_PA, in (0, 1] (our choice).")] = \
         PA_EFFICIENCY
-    circuit_power_w: Annotated[NonNegative, Doc(
+    circuit_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
         "Circuit power while transmitting, W (Huang et al. 2012, beta).")] = HUANG_2012["beta_w"]
-    rx_power_w: Annotated[NonNegative, Doc("Power while receiving, W (Huang et al. 2012, beta).")] = \
-        HUANG_2012["beta_w"]
-    idle_power_w: Annotated[NonNegative, Doc(
+    rx_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Power while receiving, W (Huang et al. 2012, beta).")] = HUANG_2012["beta_w"]
+    idle_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
         "Power while waiting in the round, W (Huang et al. 2012, the RRC_CONNECTED tail power).")] = \
         HUANG_2012["tail_power_w"]
     rrc_tail: Annotated[bool, Doc("Charge the RRC tail after a client's last transfer.")] = False
-    tail_power_w: Annotated[NonNegative, Doc("Power in the RRC tail, W (Huang et al. 2012, Table 3).")] = \
-        HUANG_2012["tail_power_w"]
-    tail_s: Annotated[NonNegative, Doc("Length of the RRC tail, s (Huang et al. 2012, Table 3).")] = \
-        HUANG_2012["tail_s"]
+    tail_power_w: Annotated[float, limits.DEVICE_POWER_W, Doc(
+        "Power in the RRC tail, W (Huang et al. 2012, Table 3).")] = HUANG_2012["tail_power_w"]
+    tail_s: Annotated[float, limits.TAIL_S, Doc(
+        "Length of the RRC tail, s (Huang et al. 2012, Table 3).")] = HUANG_2012["tail_s"]
 
 
 class _Radio(Component):
@@ -116,7 +121,8 @@ class _Radio(Component):
 
     def tail_j(self, seconds_after_round: float, idle_since_transfer_s: float) -> float:
         """``P_tail`` times the part of ``T_tail`` (from the last transfer's end) past the round's
-        end, at most ``seconds_after_round``; 0 with ``rrc_tail`` off."""
+        end, at most ``seconds_after_round`` (the time until the client's next round); 0 with
+        ``rrc_tail`` off."""
         r = self.params
         if not r.rrc_tail:
             return 0.0
@@ -130,8 +136,8 @@ class PerFlopEnergy(_Radio):
     """
 
     class _Compute(ParamsModel):
-        j_per_flop: Annotated[NonNegative, Doc(
-            "Joules per FLOP (>= 0); default Horowitz (ISSCC 2014) fp32 arithmetic.")] = HOROWITZ_2014_J_PER_FLOP
+        j_per_flop: Annotated[float, limits.J_PER_FLOP, Doc(
+            "Joules per FLOP; default Horowitz (ISSCC 2014) fp32 arithmetic.")] = HOROWITZ_2014_J_PER_FLOP
 
     class Params(RadioParams, _Compute):  # the compute parameter first, then the radio's
         """PerFlopEnergy's parameters (what a scenario sets beside ``name``)."""
@@ -154,10 +160,11 @@ class DvfsEnergy(_Radio):
     """
 
     class _Compute(ParamsModel):
-        kappa: Annotated[NonNegative, Doc(
-            "Effective switched capacitance, J/cycle/Hz^2 (>= 0); default Yang et al. 2021, Sec. VI.")] = \
+        kappa: Annotated[float, limits.KAPPA, Doc(
+            "Effective switched capacitance, J/cycle/Hz^2; default Yang et al. 2021, Sec. VI.")] = \
             YANG_2021_KAPPA
-        flops_per_cycle: Annotated[Positive, Doc("FLOPs a core completes per clock cycle (> 0).")] = FLOPS_PER_CYCLE
+        flops_per_cycle: Annotated[float, limits.FLOPS_PER_CYCLE, Doc(
+            "FLOPs a core completes per clock cycle.")] = FLOPS_PER_CYCLE
 
     class Params(RadioParams, _Compute):  # the compute parameters first, then the radio's
         """DvfsEnergy's parameters (what a scenario sets beside ``name``)."""

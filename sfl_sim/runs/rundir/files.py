@@ -33,6 +33,11 @@
     (:data:`sfl_sim.runs.rundir.schema.ENERGY_COLUMNS`, ``battery_j`` too with batteries), the joules the
     energy ledger charged it (:mod:`sfl_sim.clients.energy.ledger`); appended with the round's
     ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
+``clients.csv``
+    With ``metrics.client_record`` (the default): one row per round and cohort client
+    (:data:`sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`): what the radio did for it and where its
+    time in the round went (:mod:`sfl_sim.engine.client_rounds`); appended with the round's
+    ``rounds.csv`` row, cut back to the checkpoint on resume like the other logs.
 ``summary.json``
     Rewritten (atomically) at each evaluation; ``status`` is ``running`` until the last round.
 ``checkpoint.pt``
@@ -80,6 +85,8 @@ from sfl_sim.runs.rundir.schema import (
     CELL_FILE,
     CHECKPOINT_FILE,
     CLASSES_FILE,
+    CLIENTS_COLUMNS,
+    CLIENTS_FILE,
     COMPLETE,
     ENERGY_BATTERY_COLUMN,
     ENERGY_COLUMNS,
@@ -101,7 +108,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE)
+             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -125,6 +132,9 @@ class RunDirPlan:
     run_dir : Path
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
+    overwrite : bool
+        The directory holds a run that ``overwrite`` asked to replace: :meth:`RunDir.clear` it
+        before the new run writes (after everything the new run needs was checked).
     checkpoint : dict or None
         The checkpoint to continue from as read (:func:`sfl_sim.runs.checkpoint.read`: in the layout
         it was saved in; :meth:`state` gives it in today's).
@@ -133,6 +143,7 @@ class RunDirPlan:
     run_dir: Path
     resume: bool
     checkpoint: dict[str, Any] | None = field(default=None, repr=False)
+    overwrite: bool = False
 
     @property
     def rounds_done(self) -> int:
@@ -177,6 +188,7 @@ class RunDir:
         self.summary_extra = dict(summary_extra or {})
         self._class_columns: tuple[str, ...] = ()
         self._energy_columns: tuple[str, ...] = ()
+        self._clients = False
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -215,12 +227,22 @@ class RunDir:
         return self.path / ENERGY_FILE
 
     @property
+    def clients_path(self) -> Path:
+        return self.path / CLIENTS_FILE
+
+    @property
     def checkpoint_path(self) -> Path:
         return self.path / CHECKPOINT_FILE
 
     def present(self) -> set[str]:
         """The names of :data:`RUN_FILES` that exist in the directory."""
         return {name for name in RUN_FILES if (self.path / name).exists()}
+
+    def clear(self) -> None:
+        """Remove the run's files (:data:`RUN_FILES`) from the directory, and nothing else: what a
+        user put beside them stays, and so does the directory."""
+        for name in sorted(self.present()):
+            (self.path / name).unlink()
 
     # -- reading -------------------------------------------------------------------------------
     def read_scenario(self, continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -300,6 +322,17 @@ class RunDir:
         with self.metrics_path.open(newline="") as fh:
             return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
+    def read_rounds_rows(self) -> list[dict[str, str]]:
+        """The rows of ``rounds.csv`` in today's columns, as text (:func:`sfl_sim.runs.rundir.upgrade.log_rows`:
+        a column the file lacks is ``""``); none when there is no file."""
+        if not self.rounds_path.exists():
+            return []
+        with self.rounds_path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None) or []
+            return [dict(zip(ROUNDS_COLUMNS, row, strict=True))
+                    for row in upgrade.log_rows(header, reader, ROUNDS_COLUMNS)]
+
     def load_checkpoint(self) -> dict[str, Any]:
         """``checkpoint.pt`` as read, in the layout it was saved in (:func:`sfl_sim.runs.checkpoint.read`;
         :meth:`RunDirPlan.state` gives it in today's).
@@ -354,7 +387,7 @@ class RunDir:
         os.replace(tmp, self.cell_path)
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
-                   battery: bool = False) -> None:
+                   battery: bool = False, clients: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -362,7 +395,8 @@ class RunDir:
 
         Kept rows are read in today's columns (:func:`sfl_sim.runs.rundir.upgrade.log_rows`), and a
         log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
-        ``battery_j`` when ``battery``)."""
+        ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
+        recording it still cuts it back to the checkpoint)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -370,6 +404,9 @@ class RunDir:
         if energy:
             self._energy_columns = (*ENERGY_COLUMNS, *((ENERGY_BATTERY_COLUMN,) if battery else ()))
             logs.append((self.energy_path, self._energy_columns))
+        self._clients = clients
+        if clients or (keep_through_round is not None and self.clients_path.exists()):
+            logs.append((self.clients_path, CLIENTS_COLUMNS))
         for path, columns in logs:
             _start_log(path, columns, keep_through_round)
 
@@ -391,6 +428,17 @@ class RunDir:
             fh.flush()
             os.fsync(fh.fileno())
 
+    def append_clients(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a round's ``clients.csv`` rows (keyed by :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`;
+        NaN and None are empty cells) and flush them to disk (after :meth:`start_logs` with ``clients``)."""
+        if not self._clients:
+            raise RuntimeError("append_clients before start_logs(..., clients=True)")
+        with self.clients_path.open("a", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerows([_cell(row[c]) for c in CLIENTS_COLUMNS] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+
     def append_classes(self, rnd: int, vacant_accuracy: float, class_accuracy: Sequence[float]) -> None:
         """Append the row of round ``rnd`` to ``classes.csv`` (NaN: not measured, an empty cell)."""
         cells = [rnd, _cell(vacant_accuracy), *(_cell(a) for a in class_accuracy)]
@@ -399,7 +447,7 @@ class RunDir:
     # -- the decision ---------------------------------------------------------------------------
     def plan(self, resolved: Mapping[str, Any], resume: bool,
              resolution: Callable[[], resolution_record.Resolution] | None = None,
-             strict_versions: bool = False) -> RunDirPlan:
+             strict_versions: bool = False, overwrite: bool = False) -> RunDirPlan:
         """Decide whether the directory starts, restarts or resumes, and check everything it needs.
 
         Parameters
@@ -414,6 +462,9 @@ class RunDir:
             (:func:`~sfl_sim.runs.resolved.check_resolution`).  None skips that check.
         strict_versions : bool
             Refuse other versions of the code (and a run without ``resolved.yaml``) instead of warning.
+        overwrite : bool
+            Start from scratch even when the directory holds a run (``--overwrite``; not with
+            ``resume``): the plan says so, and nothing is removed here.
 
         Raises
         ------
@@ -432,6 +483,11 @@ class RunDir:
         if run_dir.exists() and not run_dir.is_dir():
             raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
         present = self.present()
+        if overwrite:
+            if resume:
+                raise RunDirError("overwrite: got it with resume; allowed: one of them (resume continues the run "
+                                  "in the directory, overwrite replaces it)")
+            return RunDirPlan(run_dir, resume=False, overwrite=bool(present))
         if CHECKPOINT_FILE not in present:
             # A run killed between its first evaluation row and its first checkpoint has one trained
             # row and no checkpoint: it restarts (the row is recomputed identically).  More than that,
@@ -442,8 +498,8 @@ class RunDir:
                                   f"so it can be neither continued nor overwritten; {_RERUN}")
             return RunDirPlan(run_dir, resume=False)  # nothing, or a run that died before its first checkpoint
         if not resume:
-            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it or "
-                              f"choose another --output-dir")
+            raise RunDirError(f"output_dir: {str(run_dir)!r} already holds a run; pass --resume to continue it, "
+                              f"--overwrite (overwrite=True) to replace it, or choose another --output-dir")
         for name in (METRICS_FILE, ROUNDS_FILE, SCENARIO_FILE):
             if name not in present:
                 raise RunDirError(f"{run_dir / name} is missing, so the history before the checkpoint is lost; "

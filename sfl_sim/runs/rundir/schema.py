@@ -23,6 +23,10 @@ __all__ = [
     "DIVERGED",
     "FAILED",
     "RUN_STATUSES",
+    "StopReason",
+    "STOP_REASON",
+    "STOPPED_AT_ROUNDS",
+    "STOPPED_AT_TIME_BUDGET",
     "SCENARIO_FILE",
     "RESOLVED_FILE",
     "METRICS_FILE",
@@ -32,6 +36,13 @@ __all__ = [
     "ENERGY_FILE",
     "ENERGY_COLUMNS",
     "ENERGY_BATTERY_COLUMN",
+    "CLIENTS_FILE",
+    "CLIENTS_COLUMNS",
+    "CLIENTS_NUMERIC_COLUMNS",
+    "CLIENT_TIME_COLUMNS",
+    "CLIENT_SPAN_COLUMN",
+    "CLIENT_KEPT",
+    "NO_LOS_STATE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
     "HOST_ONLY_FIELDS",
@@ -74,6 +85,15 @@ FAILED: RunStatus = "failed"
 #: Every :data:`RunStatus`, in the order above.
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
+#: Why a ``complete`` run stopped, ``summary.json``'s :data:`STOP_REASON`: it ran the scenario's
+#: ``rounds``, or its simulated clock reached the scenario's ``max_sim_time_s`` at the end of a round
+#: (fewer rounds than planned; every seed of a study then ends at about the same simulated time).
+StopReason = Literal["rounds", "max_sim_time_s"]
+STOPPED_AT_ROUNDS: StopReason = "rounds"
+STOPPED_AT_TIME_BUDGET: StopReason = "max_sim_time_s"
+#: The ``summary.json`` key of a complete run's :data:`StopReason`.
+STOP_REASON = "stop_reason"
+
 #: The resolved scenario of one run (a YAML mapping).
 SCENARIO_FILE = "scenario.yaml"
 #: What the run resolved to: every component's full parameters after defaults, its training
@@ -95,6 +115,10 @@ CELL_FILE = "cell.csv"
 #: :data:`ENERGY_BATTERY_COLUMN` after them when batteries are on); written only when the scenario's
 #: ``energy.enabled`` is true.
 ENERGY_FILE = "energy.csv"
+#: One row per (round, client of that round's cohort), columns :data:`CLIENTS_COLUMNS`: what the
+#: radio did for the client and where its time in the round went; written unless the scenario's
+#: ``metrics.client_record`` is false.
+CLIENTS_FILE = "clients.csv"
 #: State to resume from the last evaluated round (torch; never read by :mod:`sfl_sim.analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
@@ -146,6 +170,9 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: ``sim_time_s`` is the clock at the round's end, ``round_sim_time_s`` its duration;
 #: ``round_host_time_s`` the host seconds the round took (training, and on an evaluated round its
 #: evaluation and rows, up to the checkpoint write);
+#: ``uplink_attempts`` the uplink transmissions started (every attempt of every payload, the
+#: retransmissions included; ``retransmissions + dropped_transmissions`` of them failed, so their
+#: ratio is the round's outage rate; empty in rows written before the column existed);
 #: ``harq_retransmissions`` the HARQ copies of transport blocks beyond the first (``cell.harq``; its
 #: expected value, a real number, in mode ``expected``; 0 without HARQ);
 #: ``online_clients`` how many clients were online when the cohort was selected (all without
@@ -162,6 +189,7 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "downlink_bytes",
     "client_flops",
     "server_flops",
+    "uplink_attempts",
     "retransmissions",
     "dropped_transmissions",
     "dropped_clients",
@@ -183,6 +211,90 @@ ENERGY_COLUMNS: tuple[str, ...] = ("round", "client", "compute_j", "uplink_j", "
 #: The column after :data:`ENERGY_COLUMNS` when batteries are on: the client's charge left at the
 #: round's end, J.
 ENERGY_BATTERY_COLUMN = "battery_j"
+
+#: ``los`` of a client whose path-loss model has no LOS state (1: LOS, 0: NLOS otherwise).
+NO_LOS_STATE = -1
+
+#: ``outcome`` in ``clients.csv`` of a client whose payloads the server used; any other value is
+#: why it was dropped (``rounds.csv``'s ``dropped`` reasons: ``outage``, ``deadline``,
+#: ``over_selection``, ``unavailable``, ``battery``).
+CLIENT_KEPT = "kept"
+
+#: Where a client's time in a round went, seconds: the parts add up to :data:`CLIENT_SPAN_COLUMN`
+#: (each instant of the span counts once, for the first of these that applies):
+#:
+#: ``compute_s``           computing (its ``compute`` steps);
+#: ``uplink_air_s``        on the air uplink (every attempt, failed ones too; HARQ copies included);
+#: ``harq_wait_s``         waiting for HARQ feedback between the copies of a transport block;
+#: ``downlink_s``          receiving (its unicasts and the round's broadcasts);
+#: ``wait_server_s``       idle while the server computes (its own request or another client's);
+#: ``wait_others_s``       idle while the server does not compute: waiting for the other clients;
+#: ``availability_wait_s`` the wait, at the round's start, for anyone to come online
+#:                         (``rounds.csv``'s ``availability_wait_s``; 0 without ``clients.availability``).
+CLIENT_TIME_COLUMNS: tuple[str, ...] = (
+    "compute_s",
+    "uplink_air_s",
+    "harq_wait_s",
+    "downlink_s",
+    "wait_server_s",
+    "wait_others_s",
+    "availability_wait_s",
+)
+
+#: A client's span in its round, seconds: from the round's start (before any wait for clients to
+#: come online) to the end of the client's part of it, which is the round's end, or the moment it
+#: left early (its payload lost after outage, its battery empty, it went offline).  The longest span
+#: of a round is the round's duration (``round_sim_time_s``) whenever a client stayed to its end.
+CLIENT_SPAN_COLUMN = "span_s"
+
+#: Exact header of ``clients.csv``, in order; one row per round and cohort client, in cohort order.
+#:
+#: * ``outcome``: :data:`CLIENT_KEPT`, or why the client was dropped (the first reason recorded);
+#: * the large-scale channel during the round: ``distance_m``, ``los`` (1, 0, or
+#:   :data:`NO_LOS_STATE`), ``pathloss_db``, ``shadowing_db``;
+#: * its uplink as it stood at the round's end: the share it held (``uplink_share_hz``), the
+#:   transmit power on it (``tx_power_w``) and the fading draw its rate was last computed with (its
+#:   last upload attempt's; the round's draw when it sent nothing): ``fading_gain_db``,
+#:   ``snr_db`` (signal over thermal noise), ``sinr_db`` (with the round's interference; equal to
+#:   ``snr_db`` without), ``cqi`` (empty unless the rate model has CQIs, ``cell.rate: mcs_table``;
+#:   0 below CQI 1), ``spectral_efficiency_bps_per_hz`` (rate over share) and ``uplink_rate_bps``
+#:   (a device trace's rate where one is given);
+#: * ``downlink_rate_bps``: its unicast downlink rate in the round (empty with ``ideal`` downlink);
+#: * what it sent and received, as ``rounds.csv`` counts them (each column sums over the round's rows
+#:   to that round's ``rounds.csv`` value): ``uplink_attempts``, ``retransmissions``,
+#:   ``dropped_transmissions``, ``harq_retransmissions``, ``uplink_bytes``, ``downlink_bytes``,
+#:   ``client_flops``;
+#: * :data:`CLIENT_SPAN_COLUMN` and its parts, :data:`CLIENT_TIME_COLUMNS`.
+CLIENTS_COLUMNS: tuple[str, ...] = (
+    "round",
+    "client",
+    "outcome",
+    "distance_m",
+    "los",
+    "pathloss_db",
+    "shadowing_db",
+    "fading_gain_db",
+    "snr_db",
+    "sinr_db",
+    "cqi",
+    "spectral_efficiency_bps_per_hz",
+    "uplink_share_hz",
+    "tx_power_w",
+    "uplink_rate_bps",
+    "downlink_rate_bps",
+    "uplink_attempts",
+    "retransmissions",
+    "dropped_transmissions",
+    "harq_retransmissions",
+    "uplink_bytes",
+    "downlink_bytes",
+    "client_flops",
+    CLIENT_SPAN_COLUMN,
+    *CLIENT_TIME_COLUMNS,
+)
+
+#: The numeric columns of ``clients.csv`` (all but ``outcome``).
+CLIENTS_NUMERIC_COLUMNS: tuple[str, ...] = tuple(c for c in CLIENTS_COLUMNS if c != "outcome")
 
 #: The numeric columns of ``rounds.csv`` (all but ``cohort`` and ``dropped``).
 ROUNDS_NUMERIC_COLUMNS: tuple[str, ...] = ROUNDS_COLUMNS[:-2]

@@ -11,7 +11,9 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
 ``scenario.yaml`` (:func:`scenario`)
     A field the run's scenario lacks was added to the simulator after the run was made, when the
     simulator did what that field's default does: it reads as the default (:func:`default_scenario`,
-    from :func:`sfl_sim.config.validate` itself).  A run made before energy accounting (no
+    from :func:`sfl_sim.config.validate` itself).  The outage policy's old spellings read in today's
+    names (``on_outage: retransmit, max_attempts: 1`` dropped at the first outage: ``drop``).  A run
+    made before energy accounting (no
     ``energy:``) is charged from its resume on with the ``energy:`` section of the scenario that
     continues it: the ledger only records, so it changes nothing the run computed.
 ``resolved.yaml`` (:func:`resolved`)
@@ -22,8 +24,8 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     the resume says in one line.
 ``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv`` (:func:`log_rows`, :func:`log_text`)
     Cells are matched to today's columns by the file's own header: a column added after the file
-    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability and
-    energy columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
+    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
+    energy and uplink attempt columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
 ``checkpoint.pt`` (:func:`checkpoint`)
     A state the checkpoint lacks is the state of the run as built to continue it, before any
@@ -47,6 +49,7 @@ from typing import Any, Generic, TypeVar
 
 from sfl_sim.runs.rundir.schema import (
     CLASSES_FILE,
+    CLIENTS_FILE,
     ENERGY_DEVICE_FIELD,
     ENERGY_FILE,
     ENERGY_FROM_ROUND,
@@ -74,6 +77,7 @@ FILES_ADDED_LATER: dict[str, str] = {
     RESOLVED_FILE: "the parameters and versions it resolved to",
     CLASSES_FILE: "per-class accuracy",
     ENERGY_FILE: "client energy",
+    CLIENTS_FILE: "what the radio did per client and round, and where each client's time went",
 }
 
 #: Fields of ``checkpoint.pt`` (:class:`sfl_sim.runs.checkpoint.RunState`) added after runs were
@@ -155,12 +159,33 @@ def scenario(raw: Mapping[str, Any], continued_by: Mapping[str, Any] | None = No
         ``raw`` with every field of :func:`default_scenario` it lacks at its default (the run was
         made before the field existed, when the simulator did what the default does); without
         ``energy:`` (made before energy accounting), ``continued_by``'s ``energy:`` when given: the
-        rounds it trains from then on are charged with it.
+        rounds it trains from then on are charged with it.  Its ``cell.outage`` in today's names
+        (:func:`_outage_as_named_today`: ``on_outage: retransmit, max_attempts: 1``, every run's
+        record before the names said what happens, reads ``on_outage: drop``).
     """
     out = _fill(raw, _defaults())
+    _outage_as_named_today(out)
     if RESOLVED_ENERGY not in raw and continued_by is not None and RESOLVED_ENERGY in continued_by:
         out[RESOLVED_ENERGY] = copy.deepcopy(continued_by[RESOLVED_ENERGY])
     return out
+
+
+def _outage_as_named_today(scenario: dict[str, Any]) -> None:
+    """Rename, in place, what a run's ``cell.outage`` did under the names it was written with.
+
+    Before the outage policy's names said what happens, ``on_outage: retransmit`` was the default
+    and with ``max_attempts: 1`` (the default too: every run made then records the pair) dropped
+    the payload at its first outage; ``on_outage: drop`` dropped it at once whatever
+    ``max_attempts`` said.  Both read as today's ``on_outage: drop, max_attempts: 1``
+    (:func:`sfl_sim.channel.link.outage.outage_rule_problem` refuses the old spellings).
+    """
+    cell = scenario.get("cell")
+    outage = cell.get("outage") if isinstance(cell, Mapping) else None
+    if not isinstance(outage, dict):
+        return
+    on_outage, attempts = outage.get("on_outage"), outage.get("max_attempts")
+    if (on_outage == "retransmit" and attempts == 1) or (on_outage == "drop" and attempts != 1):
+        outage.update(on_outage="drop", max_attempts=1)
 
 
 def _component_registries() -> dict[str, Any]:

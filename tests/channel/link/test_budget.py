@@ -66,11 +66,11 @@ def test_fading_multiplies_the_large_scale_gain():
 
 
 def test_power_control_sets_the_uplink_power():
-    # Open loop, TS 38.213 7.1.1: P = P0 + 10 log10(M_RB) + alpha PL, capped at P_max.  1 MHz at
-    # 30 kHz is 33.3 subcarriers = 2.78 RBs, counted as 3: -90 + 4.7712 + 0.8 x 90 = -13.2288 dBm.
+    # Open loop, TS 38.213 7.1.1: P = P0 + 10 log10(2^mu M_RB) + alpha PL, capped at P_max.  1 MHz at
+    # 30 kHz (mu = 1) is 33.3 subcarriers = 2.78 RBs, counted as 3: -90 + 10 log10(6) + 0.8 x 90 = -10.2185 dBm.
     pc = OpenLoopPowerControl(p0_dbm=-90.0, alpha=0.8, p_max_dbm=23.0, subcarrier_spacing_hz=30e3)
     link = model(power_control=pc).uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, 1.0)
-    p0_w = 10 ** ((-90.0 + 10 * math.log10(3) + 0.8 * 90.0 - 30.0) / 10)
+    p0_w = 10 ** ((-90.0 + 10 * math.log10(2 * 3) + 0.8 * 90.0 - 30.0) / 10)
     assert link.tx_power_w[0] == pytest.approx(p0_w, rel=1e-12)
     np.testing.assert_allclose(link.snr_db, 10 * np.log10(link.tx_power_w * GAIN / (1e6 * N0_W_PER_HZ)), rtol=1e-12)
 

@@ -42,7 +42,7 @@ def test_expected_mode_equals_its_closed_form(max_tx):
 
 
 def test_without_errors_the_time_is_bits_over_rate():
-    got = Harq(RATE).send(PAYLOAD_BITS, RATE_BPS, 10.0)  # BLER 0 at the chosen CQI
+    got = Harq(RATE).send(PAYLOAD_BITS, RATE_BPS, 11.0)  # BLER 0 at the chosen CQI (CQI 10, 64QAM 466)
     assert got.time_s == PAYLOAD_BITS / RATE_BPS and got.retransmissions == 0.0 and got.delivered
 
 

@@ -167,3 +167,41 @@ def test_first_tier_sites_equal_sionnas_hexagonal_grid() -> None:
     np.testing.assert_allclose(by_angle(ours), by_angle(theirs), rtol=0, atol=1e-9)
     # Their cell radius is the hexagon's circumradius: ISD = sqrt(3) R.
     assert float(grid.cell_radius) * math.sqrt(3) == pytest.approx(866.0)
+
+
+def test_a_neighbours_clients_stay_in_its_own_hexagon() -> None:
+    """Issue 36, item 6: a disc of radius R around a site at sqrt(3) R put about 3 % of a neighbour's clients
+    nearer our base station than their own; each is now dropped in its own hexagon (nearer its site than any
+    other of the grid)."""
+    from sfl_sim.channel import UniformDiscPlacement
+    from sfl_sim.channel.link.interference import in_own_hexagon
+
+    radius = 500.0
+    isd = math.sqrt(3.0) * radius
+    disc = UniformDiscPlacement(radius_m=radius, min_distance_m=35.0).sample_positions_m(20000,
+                                                                                        np.random.default_rng(1))
+    outside = ~in_own_hexagon(disc, isd)
+    assert 0.1 < outside.mean() < 0.25  # the disc's caps beyond the hexagon's sides (1 - 3 sqrt(3) / (2 pi))
+    cell = small_cell(UniformDiscPlacement(radius_m=radius, min_distance_m=35.0), n_clients=200,
+                      interference=FirstTierInterference(activity=1.0), interference_rng=np.random.default_rng(7))
+    layout = cell.interference_layout
+    sites = first_tier_sites_m(isd)
+    local = layout["positions_m"] - sites[layout["cell"]]
+    assert np.all(in_own_hexagon(local, isd))
+    ours = np.hypot(*layout["positions_m"].T)
+    assert np.all(ours >= np.hypot(*local.T))  # none nearer our base station than its own
+
+
+def test_model_sigma_shadowing_works_with_the_first_tier() -> None:
+    """Issue 36, item 7: ``shadowing: {name: lognormal, sigma_db: model}`` with ``interference: first_tier`` was
+    refused (``use sample_site_db``); the neighbours' links now take the path-loss model's sigma (8 dB)."""
+    from sfl_sim.channel import LogNormalShadowing, UniformDiscPlacement
+
+    def cell(shadowing):
+        return small_cell(UniformDiscPlacement(radius_m=500.0, min_distance_m=35.0), n_clients=50,
+                          shadowing=shadowing, interference=FirstTierInterference(activity=1.0),
+                          interference_rng=np.random.default_rng(7))
+
+    model, number = cell(LogNormalShadowing(sigma_db="model")), cell(LogNormalShadowing(sigma_db=8.0))
+    assert model.noise_rise_linear > 1.0
+    assert model.noise_rise_linear == pytest.approx(number.noise_rise_linear, rel=1e-12)  # TR 36.814: 8 dB

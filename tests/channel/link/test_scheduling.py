@@ -139,3 +139,12 @@ def test_max_rate_and_proportional_fair_order():
 def test_needed_rbs_rounds_up_and_ignores_empty_or_dead_clients():
     assert needed_rbs(np.array([0.0, 180.0, 181.0, 50.0]), np.array([1e3, 360e3, 360e3, 0.0]), 0.5e-3).tolist() == \
         [0, 1, 2, 0]
+
+
+def test_power_control_counts_the_granted_rbs():
+    from sfl_sim.channel.link.resource_grid import share_resource_blocks
+
+    for mu, bandwidth_hz in ((0, 20e6), (1, 20e6), (1, 100e6), (2, 40e6)):
+        grid = ResourceGrid(mu, bandwidth_hz)
+        m = np.arange(1, grid.n_rb + 1)
+        assert share_resource_blocks(m * grid.hz_per_rb, grid.scs_hz, bandwidth_hz).tolist() == m.tolist()

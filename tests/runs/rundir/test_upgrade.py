@@ -26,8 +26,8 @@ from tests.helpers import finished_run, read_rows, run_cli, small_scenario, writ
 
 SMALL = small_scenario(algorithms=["fedavg"])
 #: The rounds.csv columns added after runs were already being made.
-LATER_ROUND_COLUMNS = ("round_host_time_s", "harq_retransmissions", "online_clients", "unavailable_clients",
-                       "availability_wait_s", "client_energy_j")
+LATER_ROUND_COLUMNS = ("round_host_time_s", "uplink_attempts", "harq_retransmissions", "online_clients",
+                       "unavailable_clients", "availability_wait_s", "client_energy_j")
 
 
 # -- scenario.yaml ---------------------------------------------------------------------------------
@@ -61,6 +61,19 @@ def test_a_scenario_reads_the_fields_it_lacks_at_their_defaults() -> None:
     assert upgrade.scenario(old, continued_by={**today, "energy": battery})["energy"] == battery
     # a scenario that has energy keeps its own
     assert upgrade.scenario(today, continued_by={**today, "energy": battery})["energy"] == today["energy"]
+
+
+def test_the_outage_policys_old_names_read_as_what_they_did() -> None:
+    """``on_outage: retransmit, max_attempts: 1`` (every run's record before the names said what
+    happens) dropped at the first outage; ``drop`` with more attempts never used them."""
+    today = validate(SMALL).to_yaml_dict()
+    assert today["cell"]["outage"]["on_outage"] == "drop" and today["cell"]["outage"]["max_attempts"] == 1
+    cases = ((("retransmit", 1), ("drop", 1)), (("drop", 4), ("drop", 1)), (("retransmit", 3), ("retransmit", 3)))
+    for old, now in cases:
+        made = copy.deepcopy(today)
+        made["cell"]["outage"].update(on_outage=old[0], max_attempts=old[1])
+        outage = upgrade.scenario(made)["cell"]["outage"]
+        assert (outage["on_outage"], outage["max_attempts"]) == now
 
 
 # -- resolved.yaml ---------------------------------------------------------------------------------
@@ -173,6 +186,7 @@ def _make_old(run_dir: Path) -> None:
     for key in ("power_control", "interference", "harq"):
         del scenario["cell"][key]
     del scenario["energy"], scenario["metrics"]
+    scenario["cell"]["outage"].update(on_outage="retransmit", max_attempts=1)  # the outage policy's old name
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
     record = yaml.safe_load((run_dir / "resolved.yaml").read_text())
     del record["energy"], record["compression"], record["components"]["energy.device"]

@@ -1,0 +1,131 @@
+"""The report's figures of what the radio did (clients.csv), the clients' energy (energy.csv) and a metric
+against a numeric setting field: what they draw, checked on the artists, not on pixels."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from sfl_sim.analysis.radio_data import client_energy, energy_fairness, read_clients, time_breakdown
+from sfl_sim.analysis.radio_figures import TIME_PART_LABELS, breakdown_figure, cdf_figure, energy_figure
+from sfl_sim.analysis.report_figures import radio_figures, sweep_figures
+from sfl_sim.analysis.study_data import load_study
+from sfl_sim.analysis.sweep import numeric_fields, sweep_groups
+from sfl_sim.runs.rundir.schema import CLIENT_SPAN_COLUMN, CLIENT_TIME_COLUMNS, CLIENTS_COLUMNS, CLIENTS_FILE
+from tests.analysis.synthetic_runs import write_run
+
+BANDWIDTHS_HZ = (5.0e6, 20.0e6)
+ALGOS = ("scala", "fedavg")
+SEEDS = (0, 1, 2)
+
+
+def write_clients(run_dir: Path, seed: int, bandwidth_hz: float, rounds: int = 5, cohort: int = 3) -> pd.DataFrame:
+    """A clients.csv in the schema's shape: the time parts add up to the span; SINR and rate from the seed."""
+    rng = np.random.default_rng([seed, int(bandwidth_hz)])
+    rows = []
+    for r in range(1, rounds + 1):
+        for c in range(cohort):
+            parts = dict(zip(CLIENT_TIME_COLUMNS, rng.uniform(0.0, 2.0, len(CLIENT_TIME_COLUMNS)), strict=True))
+            sinr = float(rng.normal(5.0, 6.0))
+            row = {col: 0 for col in CLIENTS_COLUMNS}
+            row.update(round=r, client=c, outcome="kept" if sinr > -5 else "outage", distance_m=100.0 + 10 * c, los=-1,
+                       sinr_db=sinr, snr_db=sinr + 1, uplink_share_hz=bandwidth_hz / cohort, cqi="",
+                       uplink_rate_bps=bandwidth_hz / cohort * np.log2(1 + 10 ** (sinr / 10)), downlink_rate_bps="",
+                       **parts)
+            row[CLIENT_SPAN_COLUMN] = sum(parts.values())
+            rows.append(row)
+    with open(run_dir / CLIENTS_FILE, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(CLIENTS_COLUMNS))
+        w.writeheader()
+        w.writerows(rows)
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("radio")
+    for si, bw in enumerate(BANDWIDTHS_HZ):
+        for a in ALGOS:
+            for s in SEEDS:
+                d = write_run(root / f"bw{si}" / a / f"seed{s}", a, s, overrides={"cell.uplink_bandwidth_hz": bw},
+                              setting_index=si)
+                write_clients(d, s, bw)
+    return load_study(root)
+
+
+@pytest.mark.slow
+def test_breakdown_parts_add_up_to_the_span_and_bars_stack_them(study):
+    clients = read_clients(study)
+    assert len(clients) == len(BANDWIDTHS_HZ) * len(ALGOS) * len(SEEDS) * 5 * 3
+    table = time_breakdown(clients)
+    assert len(table) == 4 and (table["n_runs"] == 3).all() and (table["client_rounds"] == 45).all()
+    np.testing.assert_allclose(table[list(CLIENT_TIME_COLUMNS)].sum(axis=1), table[CLIENT_SPAN_COLUMN])
+    fig = breakdown_figure(table, study.settings, ALGOS)
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert len(bars) == 4 * len(CLIENT_TIME_COLUMNS)
+    tops = {}
+    for b in bars:
+        tops[round(b.get_x(), 6)] = max(tops.get(round(b.get_x(), 6), 0.0), b.get_y() + b.get_height())
+    np.testing.assert_allclose(sorted(tops.values()), sorted(table[CLIENT_SPAN_COLUMN]))
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == list(TIME_PART_LABELS.values())
+    assert ax.get_ylabel() == "mean client time per round (s)" and not fig.texts  # no caption in the image
+
+
+@pytest.mark.slow
+def test_cdfs_have_one_line_per_setting_and_end_at_one(study):
+    clients = read_clients(study)
+    for column in ("sinr_db", "uplink_rate_bps"):
+        fig = cdf_figure(clients, column, study.settings)
+        lines = fig.axes[0].lines
+        assert len(lines) == 2 and all(ln.get_ydata()[-1] == 1.0 for ln in lines)
+        assert all("(45 client-rounds)" not in t.get_text() for t in fig.legends[0].get_texts())
+        assert all("(90 client-rounds)" in t.get_text() for t in fig.legends[0].get_texts())
+    assert cdf_figure(clients, "uplink_rate_bps", study.settings).axes[0].get_xscale() == "log"
+
+
+@pytest.mark.slow
+def test_energy_per_client_and_jain_index(study):
+    energy = client_energy(study)
+    assert len(energy) == 12 * 10
+    fair = energy_fairness(energy)
+    # synthetic_runs: client c spends a (c + 1)/55 share of every round's energy
+    assert fair["jain_mean"].to_numpy() == pytest.approx(55 ** 2 / (10 * 385))
+    fig = energy_figure(energy, fair, study.settings, ALGOS)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(fig.axes[0].lines) == 4 and all(t.endswith("(J = 0.79)") for t in texts)
+
+
+@pytest.mark.slow
+def test_sweep_against_a_numeric_field(study):
+    assert numeric_fields(study) == ["cell.uplink_bandwidth_hz"]
+    (rest, points), = sweep_groups(study, "cell.uplink_bandwidth_hz")
+    assert rest == "" and [x for x, _ in points] == list(BANDWIDTHS_HZ)
+    figs = sweep_figures(study, ALGOS, (0.3,), 6.4, set(), n_boot=200)
+    assert [f.stem for f in figs] == ["figures/sweep/tta_s_vs_uplink_bandwidth_hz",
+                                      "figures/sweep/best_test_accuracy_vs_uplink_bandwidth_hz"]
+    ax = figs[0].figure.axes[0]
+    assert ax.get_xlabel() == "cell.uplink_bandwidth_hz" and "3 seeds" not in figs[0].caption
+    assert len([ln for ln in ax.lines if ln.get_marker() == "o"]) == 2  # one line per algorithm
+    assert "(3/3, 3/3 seeds)" in figs[0].figure.legends[0].get_texts()[0].get_text()
+
+
+@pytest.mark.slow
+def test_radio_figures_only_for_runs_that_recorded_them(study, tmp_path):
+    figs = radio_figures(study, ALGOS, 6.4, set())
+    assert [f.stem.rsplit("/", 1)[1] for f in figs] == ["round_time_breakdown", "sinr_cdf", "uplink_rate_cdf",
+                                                        "client_energy_cdf"]  # no downlink rate: all empty
+    bare = write_run(tmp_path / "bare", "scala", 0, with_rounds_csv=False)
+    assert radio_figures(load_study(bare), ALGOS, 6.4, set()) == []
+
+
+def test_a_clients_csv_without_a_column_is_one_line(study, tmp_path):
+    d = write_run(tmp_path / "r", "scala", 0)
+    (d / CLIENTS_FILE).write_text("round,client\n1,0\n")
+    with pytest.raises(ValueError, match="clients.csv: no column 'outcome'"):
+        read_clients(load_study(d))
