@@ -95,7 +95,13 @@ class Band:
         # the RB counts tabled per client and fading draw (see _links)
         self._steps = (np.arange(1, self._n_rb + 1, dtype=float) if self._slot
                        else self._n_rb / np.arange(1, max(int(ladder), 1) + 1, dtype=float))
-        self._table: dict[int, tuple[float, dict[float, tuple[float, float]]]] = {}
+        self._step_order = np.argsort(self._steps, kind="stable")
+        self._sorted_steps = self._steps[self._step_order]
+        rows = max(int(ladder), 1)
+        self._row: dict[int, int] = {}  # client -> its row of the tables
+        self._tab_rate = np.zeros((rows, self._steps.size))
+        self._tab_power = np.zeros((rows, self._steps.size))
+        self._tab_fading = np.full(rows, np.nan)  # the fading draw each row was tabled at
         self._tabled = not (self._slot and self._fading_per_slot)
         # per transfer on the air: bits left, rate now, power now, when it started, energy so far
         self._left: dict[int, float] = {}
@@ -196,30 +202,30 @@ class Band:
             live = rbs > 0
             return (np.where(live, np.asarray(rate, dtype=float), 0.0),
                     np.where(live, np.asarray(power, dtype=float), 0.0))
-        rates = np.zeros(ids.size)
-        powers = np.zeros(ids.size)
-        stale = [i for i, k in enumerate(ids.tolist())
-                 if (entry := self._table.get(k)) is None or entry[0] != fading[i]]
-        if stale:
+        rows = np.fromiter((self._row.setdefault(k, len(self._row)) for k in ids.tolist()), dtype=np.int64,
+                           count=ids.size)
+        if rows.max() >= self._tab_rate.shape[0]:  # more clients than rows: grow the tables
+            grow = max(rows.max() + 1, 2 * self._tab_rate.shape[0]) - self._tab_rate.shape[0]
+            self._tab_rate = np.vstack((self._tab_rate, np.zeros((grow, self._steps.size))))
+            self._tab_power = np.vstack((self._tab_power, np.zeros((grow, self._steps.size))))
+            self._tab_fading = np.concatenate((self._tab_fading, np.full(grow, np.nan)))
+        stale = np.flatnonzero(self._tab_fading[rows] != fading)  # NaN: never tabled
+        if stale.size:
             steps = self._steps
-            who = np.repeat(ids[stale], steps.size)
-            rate, _, power = self._link_at(who, np.tile(steps, len(stale)) * self._grid.hz_per_rb,
+            rate, _, power = self._link_at(np.repeat(ids[stale], steps.size),
+                                           np.tile(steps, stale.size) * self._grid.hz_per_rb,
                                            np.repeat(fading[stale], steps.size))
-            rate = np.asarray(rate, dtype=float).reshape(len(stale), steps.size)
-            power = np.asarray(power, dtype=float).reshape(len(stale), steps.size)
-            for row, i in enumerate(stale):
-                self._table[int(ids[i])] = (float(fading[i]), dict(zip(steps.tolist(), zip(
-                    rate[row].tolist(), power[row].tolist(), strict=True), strict=True)))
-        missing = []
-        for i, (k, m) in enumerate(zip(ids.tolist(), rbs.tolist(), strict=True)):
-            if m <= 0:
-                continue
-            found = self._table[k][1].get(m)
-            if found is None:
-                missing.append(i)
-            else:
-                rates[i], powers[i] = found
-        if missing:
+            self._tab_rate[rows[stale]] = np.asarray(rate, dtype=float).reshape(stale.size, steps.size)
+            self._tab_power[rows[stale]] = np.asarray(power, dtype=float).reshape(stale.size, steps.size)
+            self._tab_fading[rows[stale]] = fading[stale]
+        # the column of each RB count in the table, where it is one of the steps
+        at = np.minimum(np.searchsorted(self._sorted_steps, rbs), self._steps.size - 1)
+        col = self._step_order[at]
+        hit = self._steps[col] == rbs
+        rates = np.where(hit, self._tab_rate[rows, col], 0.0)
+        powers = np.where(hit, self._tab_power[rows, col], 0.0)
+        missing = np.flatnonzero(~hit & (rbs > 0))
+        if missing.size:
             rate, _, power = self._link_at(ids[missing], rbs[missing] * self._grid.hz_per_rb, fading[missing])
             rates[missing], powers[missing] = rate, power
         return rates, powers
