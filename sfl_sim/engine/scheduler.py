@@ -155,7 +155,16 @@ class Band:
             self._reshare()
 
     def close(self) -> None:
-        """The round is over: nothing more is served (a slot loop stops at its next slot)."""
+        """The round is over: nothing more is served (a slot loop stops at its next slot); a
+        transfer still on the air gets its busy interval up to now (its event never fires)."""
+        if self._closed:
+            return
+        self._advance()
+        for client in list(self._done):
+            self._close_transfer(client)
+        self._done.clear()
+        self._left.clear()
+        self._held.clear()
         self._closed = True
         self._wake = None
 

@@ -277,3 +277,15 @@ def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     for w in words:
         assert w in err, (w, err)
+
+
+def test_closing_the_band_notes_the_transfers_still_on_the_air():
+    env = simpy.Environment()
+    notes = []
+    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+                lambda *a: notes.append(a))
+    done = band.carry(0, 40e6)  # 1 s alone
+    env.run(until=0.25)
+    band.close()
+    env.run(until=2.0)
+    assert not done.triggered and notes == [(0, 0.0, 0.25, 1.0)]
