@@ -20,6 +20,7 @@ _EXPORTS = {
     "load_scenario": "api",
     "check": "api",
     "run": "api",
+    "retime": "api",
     "plan_study": "api",
     "run_study": "api",
     "report": "api",

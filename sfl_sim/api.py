@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sfl_sim.study.plan import StudyRun, StudySpec
 
 __all__ = ["RunResult", "PlannedRun", "Plan", "Report", "ChannelReport", "Overrides", "load_scenario", "check",
-           "run", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
+           "run", "retime", "plan_study", "run_study", "report", "plot", "channel_report", "trace_report"]
 
 #: ``--set`` overrides: ``"FIELD=VALUE"`` strings (VALUE in YAML syntax), applied in order, or a
 #: mapping of dotted field names to Python values (``{"clients.participation": 0.2}``).
@@ -132,12 +132,16 @@ class Plan:
     seeds : tuple of int
         The root seeds the runs use.
     runs : tuple of PlannedRun
+    radio : tuple of str
+        What :func:`check` found about the cell, one line each (how many clients are in downlink
+        outage); empty for a study's plan.
     """
 
     path: Path
     base: Path | None
     seeds: tuple[int, ...]
     runs: tuple[PlannedRun, ...]
+    radio: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,14 +177,19 @@ class ChannelReport:
         One row per client, the columns of :data:`sfl_sim.runs.rundir.schema.CELL_REPORT_COLUMNS` (position
         in m, LOS, path loss and shadowing in dB, SNR in dB, uplink rates in bit/s).
     path : pathlib.Path
-        The folder holding ``cell.csv`` and ``cell.png``.
+        The folder holding the files.
     files : list of pathlib.Path
-        ``cell.csv`` and ``cell.png``.
+        ``cell.csv``, ``channel_draws.csv``, then the figures
+        (:data:`sfl_sim.reports.channel.FIGURES`).
+    draws : pandas.DataFrame
+        The rounds' draws, one row per round and client (:data:`sfl_sim.reports.channel.DRAW_COLUMNS`,
+        as in ``channel_draws.csv``).
     """
 
     table: pd.DataFrame = field(repr=False)
     path: Path
     files: list[Path]
+    draws: pd.DataFrame | None = field(default=None, repr=False)
 
 
 # ----------------------------------------------------------------------------- scenarios
@@ -389,12 +398,26 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
                 path=path)
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
+    from sfl_sim.runs.build import build_cell, build_harq, build_scheduler
 
+    # The scenario's components (conformance checks included) before the output directory: a
+    # leftover run directory must not hide a mistake in the scenario.
+    build_harq(cfg, build_cell(cfg))
+    build_scheduler(cfg)
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)
                  for run, plan in prepared)
-    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs)
+    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs, _radio_lines(cfg, prepared[0][0].cell))
+
+
+def _radio_lines(cfg: Scenario, cell: Any) -> tuple[str, ...]:
+    """What ``--check`` says about the cell: how many clients are in downlink outage (every run of a
+    scenario has the same cell)."""
+    from sfl_sim.channel.link.downlink import downlink_outage
+    from sfl_sim.runs.build import selected_per_round
+
+    return (downlink_outage(cell, selected_per_round(cfg)).line(cfg.cell.downlink.mode),)
 
 
 def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
@@ -457,6 +480,45 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
     write_summary_files(summaries, out)
     return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
                                                                                             strict=True)]
+
+
+def retime(run_dir: PathLike, *, overrides: Overrides = (), output_dir: PathLike,
+           progress: bool = False) -> RunResult:
+    """Time a finished run again under other timing-only settings, without training (``sfl-sim retime``).
+
+    The run's recorded work (``work.jsonl.gz``) is replayed on the engine built with
+    ``overrides`` (the cell, the server's and clients' compute budgets, availability, energy,
+    the straggler policy); every decision is compared with the record.  The new run directory
+    has the new simulated times, bytes, FLOPs and energy with the recorded accuracies, and its
+    ``resolved.yaml`` names the run it came from (:mod:`sfl_sim.runs.retime`).
+
+    Parameters
+    ----------
+    run_dir : path
+        A complete run directory (one algorithm's).
+    overrides : sequence of str or mapping, optional
+        ``--set`` overrides of timing-only fields (see :func:`load_scenario`).
+    output_dir : path
+        The re-timed run directory (new or empty).
+    progress : bool
+        Show the progress bar on stderr.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    RetimeRefused
+        A field that changes training, or a decision that goes otherwise (one line naming the round,
+        the client and the decision); nothing is written.
+    ConfigError, RunDirError, DatasetNotFoundError
+    """
+    from sfl_sim.runs.retime import retime as retime_run  # imported late: torch is slow to import
+
+    out = Path(output_dir)
+    summary = retime_run(Path(run_dir), overrides, out, progress=progress)
+    return _result(str(summary.get("label", out.name)), out, summary=summary)
 
 
 # ----------------------------------------------------------------------------- studies
@@ -670,8 +732,10 @@ def plot(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = N
 
 def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
                    seed: int | None = None, stream: TextIO | None = None,
-                   colour_by: str = "rate") -> ChannelReport:
-    """A scenario's cell per client, without training (``sfl-sim channel``); writes cell.csv and cell.png.
+                   colour_by: str = "rate", rounds: int | None = None,
+                   round_s: float | None = None) -> ChannelReport:
+    """A scenario's cell per client and over rounds' draws, without training (``sfl-sim channel``);
+    writes cell.csv, channel_draws.csv and the figures (:func:`sfl_sim.reports.channel.channel_report`).
 
     Parameters
     ----------
@@ -685,6 +749,11 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
         Where to print the per-client table as the CLI does; None prints nothing.
     colour_by : {"rate", "cqi"}, default "rate"
         What colours the clients in ``cell.png`` (``cqi`` needs ``cell.rate: mcs_table``).
+    rounds : int, optional
+        Rounds of fading and interference drawn (default :data:`sfl_sim.reports.channel.DEFAULT_ROUNDS`).
+    round_s : float, optional
+        Simulated seconds between drawn rounds, for mobility (default
+        :data:`sfl_sim.reports.channel.DEFAULT_ROUND_S`).
 
     Returns
     -------
@@ -701,10 +770,14 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
 
     cfg = _load(scenario, overrides, {"seed": seed})
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
-    table = cell_report.channel_report(cfg, out, stream=io.StringIO() if stream is None else stream,
-                                       colour_by=colour_by)
+    drawn: dict[str, Any] = {}
+    table = cell_report.channel_report(
+        cfg, out, stream=io.StringIO() if stream is None else stream, colour_by=colour_by,
+        rounds=cell_report.DEFAULT_ROUNDS if rounds is None else rounds,
+        round_s=cell_report.DEFAULT_ROUND_S if round_s is None else round_s, draws_out=drawn)
     return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
-                         files=[out / CELL_FILE, out / "cell.png"])
+                         files=[out / CELL_FILE, out / cell_report.DRAWS_FILE, *(out / f for f in cell_report.FIGURES)],
+                         draws=pd.DataFrame({c: drawn[c] for c in cell_report.DRAW_COLUMNS}))
 
 
 def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availability",

@@ -57,6 +57,15 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
     _debug_flag(sc)
 
+    rt = sub.add_parser("retime", help="time a finished run again under other timing-only settings, without "
+                                       "training")
+    rt.add_argument("run_dir", metavar="RUN_DIR", help="a complete run directory (one algorithm's)")
+    rt.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a timing-only field, e.g. --set cell.uplink_bandwidth_hz=5e6 (repeatable)")
+    rt.add_argument("--output-dir", "-o", required=True, help="the re-timed run directory (new or empty)")
+    rt.add_argument("--no-progress", action="store_true", help="no progress output")
+    _debug_flag(rt)
+
     st = sub.add_parser("study", help="run a study (base scenario x seeds x grid), resumably, in parallel")
     st.add_argument("path", help="study YAML (base, seeds, grid, set, output_dir)")
     st.add_argument("--output-dir", "-o", help="study directory (default: the study's output_dir, else "
@@ -72,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--no-progress", action="store_true", help="no progress output")
     _debug_flag(st)
 
-    ch = sub.add_parser("channel", help="print and plot a scenario's cell (positions, path loss, SNR, rate)")
+    ch = sub.add_parser("channel", help="print and plot a scenario's cell and its rounds' draws (SNR, SINR, rates, "
+                                            "outage, path loss)")
     ch.add_argument("path", help="scenario YAML, or a shipped scenario's name")
     ch.add_argument("--output-dir", "-o",
                     help="folder for cell.csv and cell.png (default: <scenario output_dir>/cell_report)")
@@ -80,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--seed", type=int, help="root seed (placement, shadowing, LOS streams)")
     ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
                     help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
+    ch.add_argument("--rounds", type=int, default=None,
+                    help="rounds of fading and interference drawn for the distributions (default 20)")
+    ch.add_argument("--round-s", type=float, default=None,
+                    help="simulated seconds between drawn rounds: how far mobile clients move (default 1)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                     help="override any field (repeatable)")
     _debug_flag(ch)
@@ -136,6 +150,8 @@ def _scenario(args: argparse.Namespace) -> int:
         if args.seeds is not None:
             return _print_plan(plan)
         print(f"scenario {args.path}: valid; {len(plan.runs)} run(s) build")
+        for line in plan.radio:
+            print(line)
         return 0
     results = api.run(args.path, seeds=args.seeds, workers=args.workers, resume=args.resume,
                       progress=not args.no_progress, **options)
@@ -143,6 +159,13 @@ def _scenario(args: argparse.Namespace) -> int:
         return _study_outcome(results)
     _print_summaries([r.summary for r in results], results[0].path.parent)
     return _report_failures(results)
+
+
+def _retime(args: argparse.Namespace) -> int:
+    result = api.retime(args.run_dir, overrides=args.overrides, output_dir=args.output_dir,
+                        progress=not args.no_progress)
+    _print_summaries([result.summary], result.path.parent)
+    return _report_failures([result])
 
 
 def _report_failures(results: list[api.RunResult]) -> int:
@@ -190,8 +213,9 @@ def _print_summaries(summaries: list[dict], out: Path) -> None:
 
 def _channel(args: argparse.Namespace) -> int:
     cell = api.channel_report(args.path, overrides=args.overrides, output_dir=args.output_dir, seed=args.seed,
-                              stream=sys.stdout, colour_by=args.colour_by)
-    print(f"wrote {cell.files[0]} and {cell.files[1]}")
+                              stream=sys.stdout, colour_by=args.colour_by, rounds=args.rounds,
+                              round_s=args.round_s)
+    print(f"wrote {', '.join(map(str, cell.files[:-1]))} and {cell.files[-1]}")
     return 0
 
 
@@ -271,8 +295,8 @@ def _show_warning(message: Warning | str, category: type, filename: str, lineno:
     print(f"sfl-sim: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
-COMMANDS = {"scenario": _scenario, "study": _study, "channel": _channel, "traces": _traces, "plot": _plot,
-            "report": _report,
+COMMANDS = {"scenario": _scenario, "retime": _retime, "study": _study, "channel": _channel, "traces": _traces,
+            "plot": _plot, "report": _report,
             "scenarios": _scenarios, "list": _list, "schema": _schema}
 
 

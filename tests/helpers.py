@@ -134,9 +134,21 @@ def read_rows(path: Path, *, host_time: bool = True) -> list[dict]:
         return [{k: v for k, v in r.items() if host_time or k not in HOST_TIME_COLUMNS} for r in csv.DictReader(fh)]
 
 
-def readme_blocks(heading: str, lang: str) -> list[str]:
-    """The ``lang`` code blocks of the README section ``## heading``."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## " + heading)
-    section = text[start:text.index("\n## ", start + 5)]
-    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+def doc_blocks(page: str, lang: str, heading: str | None = None) -> list[str]:
+    """The ``lang`` code blocks of the documentation page ``docs/<page>``, or of its section
+    ``heading`` (a heading of any level, up to the next heading of the same or a higher level)."""
+    lines = (ROOT / "docs" / page).read_text().splitlines(keepends=True)
+    if heading is not None:
+        fenced, start, level = False, None, 0
+        for i, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            mark = re.match(r"(#+) (.*?)(?: \{.*\})?$", line.rstrip("\n")) if not fenced else None
+            if mark and start is None and mark[2] == heading:
+                start, level = i, len(mark[1])
+            elif mark and start is not None and len(mark[1]) <= level:
+                lines = lines[start:i]
+                break
+        else:
+            assert start is not None, f"no heading {heading!r} in docs/{page}"
+            lines = lines[start:]
+    return re.findall(rf"```{lang}\n(.*?)```", "".join(lines), flags=re.S)

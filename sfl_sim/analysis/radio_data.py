@@ -1,8 +1,9 @@
-"""What the radio did and where the time went, per client, as the report's figures read it: each run's
-``clients.csv`` stacked, the mean round-time breakdown, and each client's energy over its run.
+"""What the radio did and where the time went, per client, as the report's figures read it: the mean
+round-time breakdown of the per-client record, and each client's energy over its run.
 
-* **Per-client record** (:func:`read_clients`): ``clients.csv`` (:data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`)
-  of every run that wrote one, one row per (round, cohort client), kept and dropped clients alike.
+* **Per-client record**: :attr:`StudyData.clients <sfl_sim.analysis.study_data.StudyData.clients>`, every
+  run's ``clients.csv`` (:data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`) as
+  :func:`sfl_sim.analysis.readers.read_clients` reads it, one row per (round, cohort client).
 * **Round-time breakdown** (:func:`time_breakdown`): per run, the mean over its client-rounds of each
   part of a client's span (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`, which add up to
   ``span_s``), then the mean over seeds; the parts of a bar add up to the mean span.
@@ -23,49 +24,13 @@ from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData
 from sfl_sim.runs.rundir.schema import (
     CLIENT_SPAN_COLUMN,
     CLIENT_TIME_COLUMNS,
-    CLIENTS_COLUMNS,
-    CLIENTS_FILE,
-    CLIENTS_NUMERIC_COLUMNS,
     ENERGY_FILE,
 )
 
-__all__ = ["read_clients", "time_breakdown", "client_energy", "energy_fairness"]
+__all__ = ["time_breakdown", "client_energy", "energy_fairness"]
 
 _KEYS = list(GROUP_KEYS)
 _RUN_KEYS = ["run_id", *_KEYS, "seed"]
-
-
-def read_clients(study: StudyData) -> pd.DataFrame:
-    """Every run's ``clients.csv``, stacked.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``run_id``, ``setting``, ``algorithm``, ``seed``, then
-        :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS` (numeric ones as floats, ``outcome`` as
-        text). Runs without the file (:data:`sfl_sim.runs.rundir.upgrade.FILES_ADDED_LATER`, or
-        ``metrics.client_record`` off) have no rows.
-
-    Raises
-    ------
-    ValueError
-        A ``clients.csv`` without a column of the schema, in one line naming the file and the column.
-    """
-    frames = []
-    for run in study.runs[[*_RUN_KEYS, "path"]].itertuples(index=False):
-        file = Path(run.path) / CLIENTS_FILE
-        if not file.is_file():
-            continue
-        df = pd.read_csv(file)
-        missing = [c for c in CLIENTS_COLUMNS if c not in df.columns]
-        if missing:
-            raise ValueError(f"{file}: no column {missing[0]!r}; a {CLIENTS_FILE} has {', '.join(CLIENTS_COLUMNS)}")
-        df = df[list(CLIENTS_COLUMNS)].astype({c: float for c in CLIENTS_NUMERIC_COLUMNS})
-        frames.append(df.assign(run_id=run.run_id, setting=run.setting, algorithm=run.algorithm, seed=run.seed))
-    columns = [*_RUN_KEYS, *CLIENTS_COLUMNS]
-    if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in (*_KEYS, "outcome") else float) for c in columns})
-    return pd.concat(frames, ignore_index=True)[columns]
 
 
 def time_breakdown(clients: pd.DataFrame) -> pd.DataFrame:
@@ -74,7 +39,8 @@ def time_breakdown(clients: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     clients : pandas.DataFrame
-        :func:`read_clients`.
+        :attr:`StudyData.clients <sfl_sim.analysis.study_data.StudyData.clients>` (or any frame with
+        ``run_id``, ``setting``, ``algorithm`` and the time columns).
 
     Returns
     -------

@@ -143,7 +143,7 @@ def cdf_figure(clients: pd.DataFrame, column: str, settings: Sequence[str], *,
     Parameters
     ----------
     clients : pandas.DataFrame
-        :func:`sfl_sim.analysis.radio_data.read_clients`.
+        :attr:`StudyData.clients <sfl_sim.analysis.study_data.StudyData.clients>`.
     column : str
         A key of :data:`CDF_COLUMNS`.
     settings : sequence of str

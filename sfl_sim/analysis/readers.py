@@ -28,10 +28,11 @@ from sfl_sim.runs.rundir.schema import (
     CLIENTS_NUMERIC_COLUMNS,
     METRICS_COLUMNS,
     SCHEMA_VERSION,
+    STALENESS_COLUMNS,
 )
 
 __all__ = ["RunFormatError", "read_summary", "read_scenario", "check_schema_version", "read_metrics", "read_clients",
-           "empty_clients"]
+           "empty_clients", "read_staleness"]
 
 _INT_COLUMNS = ("round",)
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built in: ~10x faster
@@ -200,3 +201,22 @@ def read_clients(run_dir: Path) -> pd.DataFrame:
         if not pd.api.types.is_numeric_dtype(df[c]):
             raise RunFormatError(f"{path}: column {c} holds a value that is not a number")
     return df.astype({c: "float64" for c in CLIENTS_NUMERIC_COLUMNS if c not in ("round", "client")})
+
+
+def read_staleness(path: Path) -> pd.DataFrame:
+    """An asynchronous run's ``staleness.csv``: columns :data:`~sfl_sim.runs.rundir.schema.STALENESS_COLUMNS`,
+    numeric, one row per update an aggregation used.
+
+    Raises
+    ------
+    RunFormatError
+        If the file cannot be parsed or its header is not exactly those columns.
+    """
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise RunFormatError(f"{path}: cannot parse CSV ({exc}); expected header {','.join(STALENESS_COLUMNS)}") \
+            from exc
+    if tuple(str(c) for c in df.columns) != STALENESS_COLUMNS:
+        raise RunFormatError(f"{path}: header {list(df.columns)}; expected {','.join(STALENESS_COLUMNS)}")
+    return df.apply(pd.to_numeric)

@@ -33,6 +33,7 @@ import pandas as pd
 
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
+from sfl_sim.analysis.radio_table import has_radio_losses, radio_layouts, radio_table
 from sfl_sim.analysis.report_figures import (
     ACROSS_SETTINGS_DIR,
     RADIO_DIR,
@@ -48,6 +49,7 @@ from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOO
 from sfl_sim.analysis.study_data import StudyData, StudyError, load_study
 from sfl_sim.analysis.tables import (
     Layout,
+    StatedNotes,
     accuracy_layouts,
     accuracy_table,
     overhead_layouts,
@@ -115,15 +117,21 @@ def _write(path: Path, text: str, written: list[Path]) -> None:
 
 
 def _write_table(out: Path, stem: str, table: pd.DataFrame, layouts: Sequence[Layout], title: str,
-                 written: list[Path]) -> str:
+                 written: list[Path], readme_notes: StatedNotes) -> str:
+    """Write ``stem``.csv/.md/.tex; return the tables' Markdown for the README.
+
+    Each file states a footnote once (under the first of its tables that has it); the README, which
+    holds every file's tables, states it once in all (``readme_notes``, shared by the calls).
+    """
     table.to_csv(out / f"{stem}.csv", index=False)
     written.append(out / f"{stem}.csv")
-    md = f"# {title}\n\n" + "\n".join(to_markdown(layout) for layout in layouts)
-    _write(out / f"{stem}.md", md, written)
+    md_notes: StatedNotes = {}
+    _write(out / f"{stem}.md", f"# {title}\n\n" + "\n".join(to_markdown(lo, md_notes) for lo in layouts), written)
+    tex_notes: StatedNotes = {}
     tex = (f"% {title} -- written by sfl-sim report; needs \\usepackage{{booktabs}}\n"
-           + "\n".join(to_latex(layout) for layout in layouts))
+           + "\n".join(to_latex(lo, tex_notes) for lo in layouts))
     _write(out / f"{stem}.tex", tex, written)
-    return md
+    return f"# {title}\n\n" + "\n".join(to_markdown(lo, readme_notes) for lo in layouts)
 
 
 def write_report(
@@ -215,20 +223,21 @@ def write_report(
     included = study.runs.loc[study.runs["status"] != COMPLETE]
     notes = _notes(study, left_out, included)
 
+    readme_notes: StatedNotes = {}
     settings_md = ""
     if study.setting_fields:
         settings = settings_table(study)
         settings_md = _write_table(out, "settings", settings, [settings_layout(study, settings)], "Settings",
-                                   written)
+                                   written, readme_notes)
     acc = accuracy_table(study, algorithms)
     md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
-                          "Test accuracy", written)
+                          "Test accuracy", written, readme_notes)
     tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
     md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes, n_boot=n_boot),
-                          "Time to accuracy", written)
+                          "Time to accuracy", written, readme_notes)
     ovh = overhead_table(study, targets, algorithms)
     md_ovh = _write_table(out, "overhead", ovh, overhead_layouts(ovh, acc, study, algorithms, notes),
-                          "Communication and computation overhead", written)
+                          "Communication and computation overhead", written, readme_notes)
 
     tables = [*([settings_md] if settings_md else []), md_acc, md_tta, md_ovh]
     energy = has_energy(study)
@@ -237,7 +246,12 @@ def write_report(
                           bootstrap_seed=bootstrap_seed)
         tables.append(_write_table(out, "energy", en, energy_layouts(en, study, algorithms, reference, notes,
                                                                       n_boot=n_boot),
-                                   "Client energy to accuracy", written))
+                                   "Client energy to accuracy", written, readme_notes))
+
+    if has_radio_losses(study):  # drops, failed attempts or HARQ copies: what the radio lost, and where time went
+        radio = radio_table(study, algorithms)
+        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), "What the radio lost", written,
+                                   readme_notes))
 
     runs = loaded.runs.drop(columns=["run_id"]).copy()
     per_run = per_run_accuracy(loaded).set_index("run_id")
@@ -370,7 +384,8 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
     if figure_section:
         lines += ["## Figures", "", *figure_section]
     lines += ["## Files", "",
-              "- `runs.csv`: every run found, its coordinates, status, final and best accuracy, `in_report`.",
+              "- `runs.csv`: every run found, its coordinates, status, how it was made (`made_by`: trained or "
+              "re-timed), final and best accuracy, `in_report`.",
               "- `accuracy.*`, `tta.*`, `overhead.*`: CSV (tidy, raw units), Markdown, LaTeX (booktabs).",
               "- `figures/<setting>/accuracy_vs_{time,uplink}.{png,pdf}` (one line per algorithm), "
               f"`figures/{ACROSS_SETTINGS_DIR}/<algorithm>/…` (one line per setting), `figures/{SWEEP_DIR}/` (a "

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from sfl_sim.analysis.figure_style import save_figure, setting_slug
 from sfl_sim.analysis.figures import common_limits, curves_caption, levels_figure, setting_figure
-from sfl_sim.analysis.radio_data import client_energy, energy_fairness, read_clients, time_breakdown
+from sfl_sim.analysis.radio_data import client_energy, energy_fairness, time_breakdown
 from sfl_sim.analysis.radio_figures import (
     breakdown_caption,
     breakdown_figure,
@@ -190,7 +190,7 @@ def radio_figures(study: StudyData, algorithms: Sequence[str], width_in: float, 
     out: list[ReportFigure] = []
     names = _setting_names(study)
     section = "What the radio did, where the time went, energy per client"
-    clients = read_clients(study)
+    clients = study.clients
     if not clients.empty:
         table = time_breakdown(clients)
         out.append(ReportFigure(f"figures/{RADIO_DIR}/round_time_breakdown", section, "round-time breakdown",

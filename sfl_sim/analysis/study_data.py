@@ -35,7 +35,6 @@ read (:func:`study_of`), :func:`sfl_sim.analysis.runs.load_runs` one run object 
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import math
@@ -317,21 +316,7 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
 def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
     """``scenario`` with every field of :func:`sfl_sim.runs.rundir.upgrade.sections_added_later` it
     lacks, the parameters a default component there leaves unstated included, as the default."""
-    return _fill_defaults(scenario, upgrade.sections_added_later())
-
-
-def _fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``given`` with the keys of ``defaults`` it lacks, recursively; a component spec named other
-    than the default's keeps its own parameters (another class, other defaults)."""
-    out = dict(given)
-    for key, default in defaults.items():
-        if key not in out:
-            out[key] = copy.deepcopy(default)
-        elif isinstance(default, Mapping) and isinstance(out[key], Mapping):
-            if "name" in default and out[key].get("name") != default["name"]:
-                continue
-            out[key] = _fill_defaults(out[key], default)
-    return out
+    return upgrade.fill_defaults(scenario, upgrade.sections_added_later())
 
 
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
@@ -855,6 +840,10 @@ def study_of(
             "label": [str(s.get("label", d.name)) for s, d in zip(summaries, dirs, strict=True)],
             "status": [str(s.get("status", "")) for s in summaries],
             "evaluated": [str(s.get("evaluated", "")) for s in summaries],
+            # a study's re-timed runs, and those whose re-timing was refused (sfl_sim.study.execute)
+            "made_by": [f"re-timed from {s['retimed_from']}" if s.get("retimed_from") else
+                        f"trained, re-timing refused: {s['retime_refused']}" if s.get("retime_refused") else "trained"
+                        for s in summaries],
             "rounds_planned": [s.get("rounds_planned", sc.get("rounds")) for s, sc in zip(summaries, scenarios,
                                                                                           strict=True)],
             **{f: [v[f] for v in values] for f in fields},

@@ -68,6 +68,7 @@ __all__ = [
     "overhead_layouts",
     "to_markdown",
     "to_latex",
+    "StatedNotes",
     "latex_escape",
     "target_text",
     "ratio_text",
@@ -650,10 +651,41 @@ def _md_escape(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(layout: Layout) -> str:
+#: Footnotes already stated in a document, each mapped to how the document refers to the table
+#: under which it stands (Markdown: its title in quotes; LaTeX: ``Table~\ref{label}``). Tables
+#: rendered into one document share one, so that a note common to several tables (the seed note, a
+#: study-wide note) is stated once, under the first of them.
+StatedNotes = dict[str, str]
+
+
+def _new_notes(layout: Layout, stated: StatedNotes | None, where: str) -> tuple[list[str], list[str]]:
+    """The layout's notes not yet stated (recorded in ``stated`` as stated at ``where``), and the places
+    (in first-statement order, each once) of those it leaves out because an earlier table stated them."""
+    if stated is None:
+        return list(layout.notes), []
+    new, earlier = [], []
+    for n in dict.fromkeys(layout.notes):
+        if n in stated:
+            if stated[n] not in earlier:
+                earlier.append(stated[n])
+        else:
+            stated[n] = where
+            new.append(n)
+    return new, earlier
+
+
+def to_markdown(layout: Layout, stated: StatedNotes | None = None) -> str:
     """GitHub-flavoured Markdown: a caption line, one pipe table, the notes in italics.
 
     Multi-level column headers are joined with ", "; row groups become a leading column.
+
+    Parameters
+    ----------
+    layout : Layout
+    stated : StatedNotes, optional
+        The notes already stated in the document this table goes into (updated with this table's):
+        a note stated above is left out, and a line points to the table(s) it stands under. Without
+        it every note is printed.
     """
     grouped = any(g is not None for g, _ in layout.groups)
     head = (["Setting"] if grouped else []) + [layout.row_header] + [", ".join(c) for c in layout.columns]
@@ -665,7 +697,10 @@ def to_markdown(layout: Layout) -> str:
             first = ([_md_escape(group or "") if i == 0 else ""] if grouped else [])
             lines.append("| " + " | ".join(first + [_md_escape(label)] + [_md_escape(c) for c in cells]) + " |")
     lines.append("")
-    lines += [f"_{_md_escape(n)}_  " for n in layout.notes]
+    notes, earlier = _new_notes(layout, stated, f"“{_md_escape(layout.title)}”")
+    lines += [f"_{_md_escape(n)}_  " for n in notes]
+    if earlier:
+        lines.append("_Also the notes under " + "; ".join(earlier) + "._  ")
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -694,11 +729,18 @@ def _spans(values: Sequence[tuple[str, ...]], level: int) -> list[tuple[str, int
     return spans
 
 
-def to_latex(layout: Layout) -> str:
+def to_latex(layout: Layout, stated: StatedNotes | None = None) -> str:
     """A booktabs ``table`` float: caption, label, ``tabular`` with multi-level headers, notes.
 
     Needs ``\\usepackage{booktabs}``. Row groups are ``\\multicolumn`` header rows separated by
     ``\\midrule``; header levels with spans use ``\\multicolumn`` and ``\\cmidrule``.
+
+    Parameters
+    ----------
+    layout : Layout
+    stated : StatedNotes, optional
+        As for :func:`to_markdown`: a note stated in an earlier float of the document is left out and
+        a line refers to that float (``Table~\\ref{...}``; floats move, so a reference, not "above").
     """
     ncol = len(layout.columns)
     lead = 1
@@ -730,7 +772,12 @@ def to_latex(layout: Layout) -> str:
         for label, cells in rows:
             lines.append(" & ".join([latex_escape(label), *map(latex_escape, cells)]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    if layout.notes:
-        lines.append(r"\par\smallskip{\footnotesize " + r" \\ ".join(latex_escape(n) for n in layout.notes) + "}")
+    here = (r"Table~\ref{" + layout.label + "}") if layout.label else latex_escape(f"“{layout.title}”")
+    notes, earlier = _new_notes(layout, stated, here)
+    texts = [latex_escape(n) for n in notes]
+    if earlier:
+        texts.append("Also the notes of " + ", ".join(earlier) + ".")
+    if texts:
+        lines.append(r"\par\smallskip{\footnotesize " + r" \\ ".join(texts) + "}")
     lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"

@@ -163,6 +163,9 @@ class Cell:
     interference_rng : numpy.random.Generator, optional
         Stream of the interference model's draws; defaults to ``shadowing_rng`` (pass a separate
         stream).
+    downlink_rate : Rate, optional
+        The downlink's own rate model (the clients' receivers: their noise figure, the PDSCH's
+        overhead and curves); default ``rate``.
     """
 
     def __init__(
@@ -190,6 +193,7 @@ class Cell:
         power_control: PowerControl | None = None,
         interference: Interference | None = None,
         interference_rng: np.random.Generator | None = None,
+        downlink_rate: Rate | None = None,
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
@@ -230,8 +234,10 @@ class Cell:
         self._budget = LinkBudgetModel(
             rate, allocator, power_control, noise_psd_dbm_per_hz=noise_psd_dbm_per_hz,
             uplink_bandwidth_hz=uplink_bandwidth_hz, downlink_bandwidth_hz=downlink_bandwidth_hz,
-            server_tx_power_w=server_tx_power_w,
+            server_tx_power_w=server_tx_power_w, downlink_rate=downlink_rate,
         )
+        if downlink_rate is not None:
+            check_protocol(downlink_rate, Rate, "Cell downlink_rate")
         self._large_scale = LargeScale(
             placement, pathloss, shadowing, mobility, n_clients=n, placement_rng=placement_rng, los_rng=los_rng,
             shadowing_rng=shadowing_rng, radius_m=radius_m, min_distance_m=min_distance_m, out_of_range=out_of_range,
@@ -272,8 +278,13 @@ class Cell:
 
     @property
     def rate(self) -> Rate:
-        """The rate model."""
+        """The (uplink) rate model."""
         return self._budget.rate
+
+    @property
+    def downlink_rate(self) -> Rate:
+        """The downlink's rate model (the uplink's when the cell was given none)."""
+        return self._budget.downlink_rate
 
     @property
     def allocator(self) -> Allocator:
@@ -501,6 +512,18 @@ class Cell:
         """Downlink links of a group receiving separate data in one phase (see :meth:`downlink_rates_bps`)."""
         ids = self._check_ids(client_ids)
         return self._budget.downlink(ids, self._large_scale.snapshot.gain_linear[ids], payload_bits, fading_gain)
+
+    def downlink_link_at_bandwidth(self, client_ids: Any, bandwidth_hz: Any, fading_gain: Any = None) -> LinkBudget:
+        """Downlink links on given shares, bypassing the allocator (a share b_k carries P b_k / B)."""
+        ids = self._check_ids(client_ids)
+        return self._budget.downlink_at_bandwidth(ids, bandwidth_hz, self._large_scale.snapshot.gain_linear[ids],
+                                                  fading_gain)
+
+    def broadcast_link(self, client_ids: Any, fading_gain: Any = None) -> LinkBudget:
+        """Each receiver's link of one server transmission on the whole downlink band (its rate is
+        what that receiver could decode; :meth:`broadcast_rate_bps` is their minimum)."""
+        ids = self._check_ids(client_ids)
+        return self._budget.broadcast(ids, self._large_scale.snapshot.gain_linear[ids], fading_gain)
 
     def downlink_rates_bps(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> np.ndarray:
         """Downlink rate to each client when the server sends them separate data in one phase.

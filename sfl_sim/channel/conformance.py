@@ -82,7 +82,7 @@ from sfl_sim.channel.protocols import (
 from sfl_sim.channel.units import dbm_to_w
 from sfl_sim.kit.protocols import describe_members, missing_members
 
-__all__ = ["REGISTRIES", "check_component"]
+__all__ = ["REGISTRIES", "check_component", "conformance_problem"]
 
 
 _RADIUS_M = 500.0
@@ -107,7 +107,8 @@ class _Report:
 
 
 def check_component(
-    kind: str, component: Any, rng_seed: int = 0, client_counts: Sequence[int] = (1, 4, 25)
+    kind: str, component: Any, rng_seed: int = 0, client_counts: Sequence[int] = (1, 4, 25), *,
+    thorough: bool = True,
 ) -> dict[str, Any]:
     """Run ``component`` as a ``kind`` and check shapes, seeding and physical ranges.
 
@@ -123,6 +124,9 @@ def check_component(
         Seed of the generators the checks use.
     client_counts : sequence of int, default (1, 4, 25)
         Client counts to run with (a placement with a fixed count needs exactly that count).
+    thorough : bool, default True
+        False leaves out the one check that takes seconds: HARQ's sampled delivery probability
+        over SINR (64 draws at each of 26 SINRs); a run's build checks without it.
 
     Returns
     -------
@@ -143,7 +147,11 @@ def check_component(
     missing = missing_members(component, protocol)
     report.check(not missing, f"protocol {protocol.__name__}",
                  f"lacks {describe_members(protocol, missing)}; a {kind} component needs {describe_members(protocol)}")
-    _CHECKS[kind](report, component, int(rng_seed), [int(n) for n in client_counts])
+    counts = [int(n) for n in client_counts]
+    if kind == "harq":
+        _check_harq(report, component, int(rng_seed), counts, thorough)
+    else:
+        _CHECKS[kind](report, component, int(rng_seed), counts)
     if isinstance(component, Stateful):
         _check_state(report, kind, component, int(rng_seed), [int(n) for n in client_counts])
     return report.result()
@@ -438,7 +446,7 @@ def _check_interference(report: _Report, comp: Any, seed: int, counts: list[int]
         report.check(draws[0][1] == draws[1][1], "same seed, same noise rise", f"{draws[0][1]} vs {draws[1][1]}")
 
 
-def _check_harq(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
+def _check_harq(report: _Report, comp: Any, seed: int, counts: list[int], thorough: bool = True) -> None:
     big_m = getattr(comp, "max_transmissions", None)
     expected = getattr(comp, "mode", None) == "expected"
     sinrs_db = np.arange(-10.0, 41.0, 2.0)
@@ -470,15 +478,16 @@ def _check_harq(report: _Report, comp: Any, seed: int, counts: list[int]) -> Non
                              "same seed, same result", f"{sent!r} vs {again!r} ({where})")
                 if expected:
                     report.check(rng.bit_generator.state == before, "mode expected draws nothing", f"({where})")
-    draws = 1 if expected else 64
-    rng = _rng(seed)
-    arrives = np.array([np.mean([bool(comp.send(1e3, 1e6, float(s), rng).delivered) for _ in range(draws)])
-                        for s in sinrs_db])
-    dips = np.maximum.accumulate(arrives) - arrives
-    report.check(dips.max() <= 0.25, "delivery probability non-decreasing in SINR (within 0.25)",
-                 f"{dict(zip(sinrs_db.tolist(), arrives.tolist(), strict=True))} "
-                 f"(a one-slot block, 1 kbit at 1 Mbit/s)")
-    report.check(arrives[-1] >= 0.5, "a 40 dB link delivers", f"delivered {arrives[-1]:g} of the time")
+    if thorough or expected:
+        draws = 1 if expected else 64
+        rng = _rng(seed)
+        arrives = np.array([np.mean([bool(comp.send(1e3, 1e6, float(s), rng).delivered) for _ in range(draws)])
+                            for s in sinrs_db])
+        dips = np.maximum.accumulate(arrives) - arrives
+        report.check(dips.max() <= 0.25, "delivery probability non-decreasing in SINR (within 0.25)",
+                     f"{dict(zip(sinrs_db.tolist(), arrives.tolist(), strict=True))} "
+                     f"(a one-slot block, 1 kbit at 1 Mbit/s)")
+        report.check(arrives[-1] >= 0.5, "a 40 dB link delivers", f"delivered {arrives[-1]:g} of the time")
     rates = np.array([0.0, 1e5, 1e6, 2e7, 1e6])
     sinrs = np.array([10.0, 0.0, 10.0, 25.0, 40.0])
     first, mean = (np.asarray(a, dtype=float) for a in comp.slot_block(rates, sinrs))
@@ -543,3 +552,37 @@ _CHECKS = {
     "harq": _check_harq,
     "scheduler": _check_scheduler,
 }
+
+
+#: Components already checked in this process, by (kind, type, repr, client count): the parts of a
+#: scenario's runs are built once per algorithm with the same parameters, and checked once.
+_PASSED: set[tuple[str, type, str, int]] = set()
+
+
+def conformance_problem(kind: str, component: Any, n_clients: int) -> str | None:
+    """Why ``component`` is not a ``kind`` (:func:`check_component`'s first failing check, one
+    line), or None when it passes; what a run checks of every component it builds (without the
+    sweep that takes seconds: ``thorough=False``; a component whose type and repr passed before,
+    with the same count, is not checked again).
+
+    Parameters
+    ----------
+    kind : str
+        As for :func:`check_component`.
+    component : object
+    n_clients : int
+        The run's client count, the only count the checks use (a placement may fix it).
+
+    Returns
+    -------
+    str or None
+    """
+    key = (kind, type(component), repr(component), int(n_clients))
+    if key in _PASSED:
+        return None
+    try:
+        check_component(kind, component, client_counts=(int(n_clients),), thorough=False)
+    except AssertionError as exc:
+        return " ".join(str(exc).split())
+    _PASSED.add(key)
+    return None

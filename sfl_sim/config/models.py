@@ -29,6 +29,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
+from sfl_sim.channel.limits import NOISE_FIGURE_DB
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.resource_grid import N_RB_FR1
 from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
@@ -373,11 +374,21 @@ class HarqSpec(ComponentSpec):
 
 
 class Downlink(Section):
-    """``cell.downlink:``: whether and how server-to-client transfers take time."""
+    """``cell.downlink:``: whether and how server-to-client transfers take time, and the downlink's
+    own rate model (:mod:`sfl_sim.channel.link.downlink`).
+
+    ``rate`` absent: the uplink's model (``cell.rate``) with the downlink's own values of the
+    parameters it declares (``link: downlink``, TS 38.306's ``overhead_fraction`` 0.14, and
+    ``ue_noise_figure_db`` when given).  A client with no usable downlink rate is in downlink
+    outage: ``cell.outage`` decides (retransmit on a fresh fading draw, or drop,
+    ``downlink_outage`` in rounds.csv and clients.csv).
+    """
 
     mode: Annotated[DownlinkMode, OneOf(DownlinkMode)] = "ideal"
     server_tx_power_w: ServerPowerW = 10.0
     bandwidth_hz: BandwidthHz = 20.0e6
+    rate: ComponentSpec | None = None
+    ue_noise_figure_db: Annotated[float, Number.of_range(NOISE_FIGURE_DB)] | None = None
 
 
 class CellSection(Section):
@@ -472,6 +483,8 @@ class Scenario(Section):
     rounds: PositiveInt = 40
     max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
+    eval_every_sim_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False),
+                                Allowed("a number of simulated seconds > 0, or null (every eval_every_rounds)")] = None
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],
                                Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
@@ -499,6 +512,8 @@ class Scenario(Section):
         # was); one with it writes the paths it sets.
         data = handler(self)
         data.pop("compression", None)
+        if self.eval_every_sim_s is None:  # unset: scenario.yaml stays as it was before the field
+            data.pop("eval_every_sim_s", None)
         if self.compression is not None:
             data["compression"] = self.compression.as_dict()
         return data

@@ -124,6 +124,14 @@ class QuantityLabelSkew(Partitioner):
     3. Each class's samples are shuffled and cut into as many near-equal portions as clients
        hold it; all samples are used.
 
+    With ``distinct_classes=False`` step 2 is the paper's sentence read literally ("we divide the
+    data of each label into K*alpha/N portions, and then randomly allocate alpha portions of data to
+    each client.  Consequently, each client can obtain data from *at most* alpha classes",
+    scala-icml.md §5.1): the K*alpha portions of step 1 are shuffled and dealt alpha to each client,
+    so a client may get two portions of one class (and then holds fewer than alpha classes).  The
+    default (distinct classes, exactly alpha each) is NIID-Bench's "#C = alpha" scheme, which the
+    paper cites (Zhang et al., 2022) for these settings: our reading, since the paper's text allows both.
+
     Raises
     ------
     ValueError
@@ -134,6 +142,10 @@ class QuantityLabelSkew(Partitioner):
         """QuantityLabelSkew's parameters (what a scenario sets beside ``name``)."""
 
         alpha: Annotated[PositiveInt, Doc("Classes per client, ``1 <= alpha <= num_classes`` (checked in split).")]
+        distinct_classes: Annotated[bool, Doc(
+            "Each client's alpha portions are of distinct classes (True) or dealt at random, so that a client "
+            "may hold two portions of one class (False: 'at most alpha classes', the paper's text read "
+            "literally).")] = True
 
     params: Params
 
@@ -152,8 +164,9 @@ class QuantityLabelSkew(Partitioner):
         Returns
         -------
         numpy.ndarray
-            ``int64`` array of shape ``(K, alpha)``; row k holds client k's classes, sorted.
-            Each class appears in ``floor(K*alpha/N)`` or ``ceil(K*alpha/N)`` rows.
+            ``int64`` array of shape ``(K, alpha)``; row k holds client k's classes (one entry per
+            portion), sorted.  Each class appears ``floor(K*alpha/N)`` or ``ceil(K*alpha/N)`` times;
+            a row repeats a class only with ``distinct_classes=False``.
 
         Raises
         ------
@@ -168,6 +181,9 @@ class QuantityLabelSkew(Partitioner):
         slots = k_total * a
         quota = np.full(n, slots // n, dtype=np.int64)
         quota[rng.permutation(n)[: slots % n]] += 1
+        if not self.params.distinct_classes:
+            dealt = rng.permutation(np.repeat(np.arange(n, dtype=np.int64), quota))
+            return np.sort(dealt.reshape(k_total, a), axis=1)
         out = np.empty((k_total, a), dtype=np.int64)
         for k in range(k_total):
             left = k_total - k  # clients still to fill, this one included
@@ -198,7 +214,8 @@ class QuantityLabelSkew(Partitioner):
         assignment = self.assign_classes(n_clients, num_classes, rng)
         parts: list[list[np.ndarray]] = [[] for _ in range(int(n_clients))]
         for c in range(int(num_classes)):
-            holders = np.flatnonzero((assignment == c).any(axis=1))
+            # one entry per portion: a client dealt two portions of c appears twice
+            holders = np.flatnonzero(assignment == c) // assignment.shape[1]
             idx = np.flatnonzero(arr == c)
             if holders.size == 0:
                 if idx.size:  # only when n_clients * alpha < num_classes

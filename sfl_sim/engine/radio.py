@@ -13,6 +13,7 @@ from collections.abc import Hashable, Mapping
 import numpy as np
 
 from sfl_sim.channel.cell import Cell
+from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.config.choices import Coherence, DownlinkMode
 
 __all__ = ["Downlink", "Uplink"]
@@ -125,6 +126,14 @@ class Uplink:
 class Downlink:
     """The cohort's downlink in one round: one fading draw per round.
 
+    A client with no usable rate (the downlink rate model finds no MCS at its SINR: on its share
+    with ``unicast``, on the whole band with ``broadcast``) is in downlink outage.  The outage
+    policy decides: with ``retransmit`` each further attempt sees a fresh fading draw of that
+    client, up to ``max_attempts`` in all (a failed attempt at rate 0 takes no air time, as on
+    the uplink, so the attempts are drawn here, at the round's start); a client still without a
+    rate is in :attr:`outage`, and payloads for it are dropped (``downlink_outage``).  The
+    policy's rate and SNR thresholds are the uplink's; the downlink fails only at rate 0.
+
     Parameters
     ----------
     cell : Cell
@@ -135,52 +144,71 @@ class Downlink:
     traced_bps : mapping of int to float
         Clients whose downlink rate a device trace fixes, bit/s (a broadcast goes at the slowest
         of the channel's rate and the cohort's traced rates).
+    outage : OutagePolicy, optional
+        How many attempts a client in downlink outage gets (None: one).
+
+    Attributes
+    ----------
+    unicast_bps : dict of int to float
+        Each client's rate on its share, bit/s (0 for a client in outage).
+    broadcast_bps : float
+        Rate of a broadcast: the slowest receiver's that has a usable rate, bit/s (0 when none has).
+    outage : set of int
+        Clients in downlink outage this round.
+    attempts : dict of int to int
+        Attempts each client's downlink took (1 unless it was retransmitted).
     """
 
     def __init__(self, cell: Cell, cohort: np.ndarray, mode: DownlinkMode, fading_rng: np.random.Generator,
-                 traced_bps: Mapping[int, float]) -> None:
+                 traced_bps: Mapping[int, float], outage: OutagePolicy | None = None) -> None:
         self._cell = cell
         self._fading: dict[int, float] = {}
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
+        self.outage: set[int] = set()
+        self.attempts: dict[int, int] = {}
         if mode == "ideal":
             return
         ids = cohort.tolist()
         fading = cell.sample_fading(cohort, fading_rng)
         self._fading = dict(zip(ids, fading.tolist(), strict=True))
-        self.unicast_bps = dict(zip(ids, cell.downlink_rates_bps(cohort, fading_gain=fading).tolist(), strict=True))
+        link = cell.downlink_link(cohort, fading_gain=fading)
+        self.unicast_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
+        whole: dict[int, float] = {}
         if mode == "broadcast":
-            self.broadcast_bps = float(cell.broadcast_rate_bps(cohort, fading_gain=fading))
-        if traced_bps:
-            traced = {k: traced_bps[k] for k in ids if k in traced_bps}
-            self.unicast_bps.update(traced)
-            if mode == "broadcast":
-                self.broadcast_bps = min([self.broadcast_bps, *traced.values()])
+            whole = dict(zip(ids, cell.broadcast_link(cohort, fading_gain=fading).rate_bps.tolist(), strict=True))
+        usable = whole if mode == "broadcast" else self.unicast_bps
+        traced = {k: traced_bps[k] for k in ids if k in traced_bps}
+        max_attempts = 1 if outage is None else outage.max_attempts
+        shares = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
+        for k in ids:
+            self.attempts[k] = 1
+            while usable[k] <= 0.0 and k not in traced and self.attempts[k] < max_attempts:
+                self.attempts[k] += 1
+                redraw = cell.sample_fading([k], fading_rng)
+                self._fading[k] = float(redraw[0])
+                if mode == "broadcast":
+                    whole[k] = float(cell.broadcast_link([k], fading_gain=redraw).rate_bps[0])
+                else:
+                    self.unicast_bps[k] = float(cell.downlink_link_at_bandwidth([k], [shares[k]], redraw).rate_bps[0])
+        self.unicast_bps.update(traced)
+        self.outage = {k for k in ids if usable[k] <= 0.0 and k not in traced}
+        if mode == "broadcast":
+            decodable = [whole[k] for k in ids if k not in self.outage]
+            self.broadcast_bps = min([*decodable, *traced.values()]) if decodable or traced else 0.0
 
     def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
-        """The clients' downlink fading of the round (drawn once per round: ``redraw`` changes nothing)."""
+        """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
+        client the outage policy retransmitted to: ``redraw`` changes nothing)."""
         return np.array([self._fading[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
                 fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rate (bit/s), SNR (dB) and power (W) of the server's links to the clients on these
-        bandwidths: its power spread flat over the downlink band (a sub-band ``b`` carries ``P b / B``,
-        as :meth:`~sfl_sim.channel.Cell.downlink_rates_bps`); a client may appear more than once."""
+        bandwidths: its power spread flat over the downlink band (a sub-band ``b`` carries ``P b / B``;
+        the downlink's own rate model), as :meth:`~sfl_sim.channel.Cell.downlink_link_at_bandwidth`); a client
+        may appear more than once."""
         cell = self._cell
-        band_hz, power_w = cell.downlink_bandwidth_hz, cell.server_tx_power_w
-        assert band_hz is not None and power_w is not None  # a timed downlink mode has them
-        bandwidth = np.asarray(bandwidth_hz, dtype=float)
-        gains = cell.large_scale.snapshot.gain_linear[clients] * np.asarray(fading_gain, dtype=float)
-        link = cell.link_budget.link(clients, bandwidth, power_w * bandwidth / band_hz, gains, cell.noise_psd_w_per_hz)
+        gain_linear = cell.large_scale.snapshot.gain_linear[clients]
+        link = cell.link_budget.downlink_at_bandwidth(clients, bandwidth_hz, gain_linear, fading_gain)
         return link.rate_bps, link.snr_db, link.tx_power_w
-
-    def rate_bps(self, what: str, who: int, rate_bps: float) -> float:
-        """``rate_bps`` (of the ``what`` ``who``, for the message), or a clear error where a link
-        abstraction gives the downlink no usable MCS (there is no downlink outage rule to apply)."""
-        if rate_bps <= 0.0:
-            raise ValueError(
-                f"cell.downlink: the {what} {who} has rate 0 (rate model {self._cell.rate!r} finds no usable "
-                f"MCS at its SINR) and a downlink outage is not modelled; use cell.downlink.mode: ideal, a larger "
-                f"cell.downlink.server_tx_power_w, or a rate model without an SINR floor"
-            )
-        return rate_bps

@@ -160,17 +160,23 @@ class RoundContext:
         Simulated time the round started.
     notes : RoundNotes
         What the round records for its readers (busy intervals, who left when and why).
+    sharing : ndarray of int, optional
+        The clients the uplink band is allocated among (a superset of the cohort; default the
+        cohort): an asynchronous dispatch group shares the band with every client in flight
+        (:mod:`sfl_sim.engine.asynchronous`).
     """
 
-    def __init__(self, sim: Simulator, cohort: np.ndarray) -> None:
+    def __init__(self, sim: Simulator, cohort: np.ndarray, sharing: np.ndarray | None = None) -> None:
         self._sim = sim
         self.cohort = cohort
         self._offline_s = departures(sim.availability, cohort, sim.now_s)  # client -> when it leaves
-        self._uplink = Uplink(sim.cell, cohort, sim.coherence, sim.fading_rng, sim.traced_uplink_bps)
+        self._sharing = cohort if sharing is None else sharing
+        self._uplink = Uplink(sim.cell, self._sharing, sim.coherence, sim.fading_rng, sim.traced_uplink_bps)
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
-        self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps)
+        self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps,
+                                  sim.outage)
         self._band = None if sim.uplink_grid is None else self._scheduled_band(sim, sim.uplink_grid)
         self._downlink_band = None if sim.downlink_grid is None else self._downlink_scheduled(sim, sim.downlink_grid)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
@@ -241,7 +247,12 @@ class RoundContext:
         Parameters
         ----------
         payload_bits : dict of client -> bits, or None
+            Per cohort client; a client sharing the band outside the cohort is taken to send the
+            largest of them.
         """
+        if payload_bits is not None and len(self._sharing) > len(self.cohort):
+            largest = max(payload_bits.values(), default=0.0)
+            payload_bits = {k: payload_bits.get(k, largest) for k in self._sharing.tolist()}
         self._uplink.allocate(payload_bits)
 
     def uplink_share_hz(self, client: int) -> float:
@@ -317,23 +328,26 @@ class RoundContext:
 
     def download(self, client: int, nbytes: int, what: str) -> simpy.Event:
         """Server → client unicast of ``nbytes``; ``yield`` it.  Its value is ``DELIVERED``, or
-        ``Lost("unavailable")`` at once for a client that has left (nothing is sent)."""
+        ``Lost("unavailable")`` at once for a client that has left (nothing is sent), or
+        ``Lost("downlink_outage")`` at once for a client in downlink outage (it leaves the round)."""
         if self._offline_s.get(client, math.inf) <= self.now_s:
             return self.env.timeout(0.0, value=Lost("unavailable"))
         self._sim.counters.count_download(nbytes, what)
         self.notes.note_download(client, nbytes)
         if self._sim.downlink_mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
+        if client in self._downlink.outage:
+            return self.env.timeout(0.0, value=self._lost_downlink(client, what))
         if self._downlink_band is not None:
             return self._downlink_band.carry(client, 8.0 * nbytes)
-        downlink = self._downlink
-        duration_s = 8.0 * nbytes / downlink.rate_bps("download to client", client, downlink.unicast_bps[client])
+        duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
 
     def broadcast(self, nbytes: int, what: str) -> simpy.Event:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
-        per client).  Its value is ``DELIVERED``."""
+        per client).  Its value is ``DELIVERED``; a client in downlink outage leaves the round
+        (``downlink_outage``) and the others receive at the rate of the slowest that can decode."""
         self._sim.counters.count_download(nbytes * len(self.cohort), what)
         for client in self.cohort.tolist():
             self.notes.note_download(client, nbytes)
@@ -341,21 +355,44 @@ class RoundContext:
         if mode == "ideal":
             return self.env.timeout(0.0, value=DELIVERED)
         now = self.now_s
+        receivers = [k for k in self.cohort.tolist() if k not in downlink.outage]
+        for client in self.cohort.tolist():
+            if client in downlink.outage:
+                self._lost_downlink(client, what)
+        if not receivers:
+            return self.env.timeout(0.0, value=DELIVERED)
         if mode == "unicast" and self._downlink_band is not None:
-            band = self._downlink_band
-            return self.all_of([band.carry(k, 8.0 * nbytes) for k in self.cohort.tolist()])
+            band = self._downlink_band  # a client in downlink outage gets no copy through the band either
+            delivered = self.env.event()
+            copies = simpy.AllOf(self.env, [band.carry(k, 8.0 * nbytes) for k in receivers])
+
+            def all_delivered(_copies: simpy.Event) -> None:
+                delivered.succeed(DELIVERED)
+
+            copies.callbacks.append(all_delivered)
+            return delivered
         if mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
-            copy_s = {k: 8.0 * nbytes / downlink.rate_bps("copy to client", k, downlink.unicast_bps[k])
-                      for k in self.cohort.tolist()}
+            copy_s = {k: 8.0 * nbytes / downlink.unicast_bps[k] for k in receivers}
             for client, duration_s in copy_s.items():
                 self.notes.note_busy(client, "downlink", now, duration_s)
             return self.env.timeout(max(copy_s.values()), value=DELIVERED)
-        duration_s = 8.0 * nbytes / downlink.rate_bps("broadcast to the cohort of", len(self.cohort),
-                                                      downlink.broadcast_bps)
-        for client in self.cohort.tolist():
+        duration_s = 8.0 * nbytes / downlink.broadcast_bps
+        for client in receivers:
             self.notes.note_busy(client, "downlink", now, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
+
+    def _lost_downlink(self, client: int, what: str) -> Lost:
+        """A payload for ``client``, in downlink outage after its last attempt, is dropped: the
+        client leaves the round now (its later transfers find it gone), ``downlink_outage``."""
+        lost = Lost("downlink_outage")
+        if self._offline_s.get(client, math.inf) > self.now_s:
+            self._sim.counters.count_dropped_transmission(what)
+            self.notes.note_dropped_transmission(client)
+            self.notes.note_dropped(client, lost.reason)
+            self.notes.note_left(client, self.now_s)
+            self._offline_s[client] = self.now_s
+        return lost
 
     def gather(self, arrivals: Mapping[int, simpy.Event], local_iterations: int = 1) -> SimSteps[list[int]]:
         """Wait for clients' deliveries under the straggler policy; ``yield from`` it.
@@ -384,6 +421,11 @@ class RoundContext:
             self.notes.note_dropped(client, reason)
         self._sim.counters.dropped_clients += len(decision.dropped)
         return decision.kept
+
+    def start(self, round_process: Callable[[RoundContext], SimSteps[Any]]) -> simpy.Process:
+        """Start the round's own process, ``round_process(self)`` (:meth:`Simulator.run_round`; a
+        recording context, :mod:`sfl_sim.engine.record`, follows it from here)."""
+        return self.env.process(round_process(self))
 
     def process(self, generator: SimSteps[Any]) -> simpy.Process:
         """Start a concurrent process (e.g. one per client).
@@ -524,7 +566,8 @@ class Simulator:
         return self.now_s - start
 
     def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
-                  cohort: Sequence[int] | np.ndarray) -> float:
+                  cohort: Sequence[int] | np.ndarray,
+                  context: Callable[[Simulator, np.ndarray], RoundContext] = RoundContext) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
@@ -533,6 +576,9 @@ class Simulator:
             ``round_process(ctx) -> generator``, the algorithm's round.
         cohort : sequence of int or numpy.ndarray
             Clients taking part in the round.
+        context : callable, optional
+            ``context(sim, cohort)``, the round's :class:`RoundContext` (default: the plain one;
+            :class:`sfl_sim.engine.record.Recorder` gives one that records what the clock needed).
 
         Returns
         -------
@@ -540,9 +586,9 @@ class Simulator:
             Simulated duration of the round in seconds.
         """
         start = self.now_s
-        ctx = RoundContext(self, np.asarray(cohort, dtype=np.int64))
+        ctx = context(self, np.asarray(cohort, dtype=np.int64))
         self.last_round = ctx
-        self.env.run(until=self.env.process(round_process(ctx)))
+        self.env.run(until=ctx.start(round_process))
         ctx.stop_stragglers()
         gone = sum(1 for why in ctx.dropped.values() if why == "unavailable")
         if gone:  # by_kind only: the counters of runs without departures stay as they were

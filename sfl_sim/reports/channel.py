@@ -1,33 +1,78 @@
-"""Per-client table and picture of a scenario's cell, without training (``sfl-sim channel``).
+"""What a scenario's radio gives its clients, without training (``sfl-sim channel``).
 
 :func:`channel_report` builds the cell exactly as a run would (:func:`sfl_sim.runs.build.build_cell`,
-same seeded streams), prints one row per client and writes ``cell.csv`` and ``cell.png``.
+same seeded streams), prints one row per client (the cell as the first round finds it, no fading) and
+writes ``cell.csv``; then it draws N rounds of what a run redraws (:func:`round_draws`: fading,
+the interference of the neighbouring cells, positions under mobility), prints their median and
+5th/95th percentiles over clients and draws and writes ``channel_draws.csv``; the figures
+(:mod:`sfl_sim.reports.channel_figures`) are ``cell.png`` (map, parameters, compute budgets),
+``channel_cdfs.png`` and ``pathloss.png``.
 """
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from sfl_sim.channel import Harq, McsTableRate
+from sfl_sim.channel import Harq, McsTableRate, linear_to_db
 from sfl_sim.clients.selection import cohort_size
+from sfl_sim.kit.seeding import stream as seeded_stream
+from sfl_sim.reports import channel_figures
 from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS
 
 if TYPE_CHECKING:
     from sfl_sim.config import Scenario
 
-__all__ = ["channel_report", "summary_statistics", "COLOUR_BY", "SUMMARY_COLUMNS"]
+__all__ = ["channel_report", "round_draws", "summary_statistics", "draw_statistics", "COLOUR_BY", "SUMMARY_COLUMNS",
+           "DRAW_COLUMNS", "DRAW_SUMMARY_COLUMNS", "DEFAULT_ROUNDS", "DEFAULT_ROUND_S", "DRAWS_FILE", "FIGURES"]
 
 #: What the cell figure can colour the clients by.
 COLOUR_BY = ("rate", "cqi")
 
+#: Rounds drawn by default: 20 x the cell's clients draws, enough for the 5th and 95th percentiles.
+DEFAULT_ROUNDS = 20
+
+#: Simulated time between two drawn rounds by default, s: how far mobile clients move between them.
+DEFAULT_ROUND_S = 1.0
+
+#: The per-draw file of the report (one row per round and client, :data:`DRAW_COLUMNS`).
+DRAWS_FILE = "channel_draws.csv"
+
+#: The report's figures, in the order written.
+FIGURES = ("cell.png", "channel_cdfs.png", "pathloss.png")
+
+#: Columns of :data:`DRAWS_FILE`: per drawn round and client. ``noise_rise_db`` is the round's
+#: interference over thermal noise (0 without interference); ``snr_db`` is over thermal noise only,
+#: ``sinr_db`` with the interference; ``uplink_fading_gain_db`` / ``downlink_fading_gain_db`` the
+#: round's small-scale power gains; rates in bit/s (downlink NaN with ``cell.downlink.mode: ideal``);
+#: ``outage`` 1 where the uplink is in outage (:func:`round_draws`).
+DRAW_COLUMNS: tuple[str, ...] = (
+    "round", "client", "distance_m", "los", "pathloss_db", "shadowing_db", "noise_rise_db",
+    "uplink_fading_gain_db", "snr_db", "sinr_db", "uplink_bandwidth_hz", "tx_power_w", "uplink_rate_bps",
+    "downlink_fading_gain_db", "downlink_rate_bps", "outage",
+)
+
+#: The columns of the draws summed up in the text: (column, printed name, scale dividing the column).
+DRAW_SUMMARY_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("noise_rise_db", "interference over noise (dB)", 1.0),
+    ("uplink_fading_gain_db", "uplink fading gain (dB)", 1.0),
+    ("snr_db", "SNR (dB)", 1.0),
+    ("sinr_db", "SINR (dB)", 1.0),
+    ("uplink_rate_bps", "uplink rate (Mbit/s)", 1e6),
+    ("downlink_rate_bps", "downlink rate (Mbit/s)", 1e6),
+)
+
 
 def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
-                   colour_by: str = "rate") -> dict[str, np.ndarray]:
-    """Build the cell of a validated scenario, print its per-client table, write cell.csv and cell.png.
+                   colour_by: str = "rate", rounds: int = DEFAULT_ROUNDS,
+                   round_s: float = DEFAULT_ROUND_S,
+                   draws_out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Build the cell of a validated scenario, print its per-client table and its distribution over
+    ``rounds`` rounds' draws, write cell.csv, channel_draws.csv and the figures (:data:`FIGURES`).
 
     Parameters
     ----------
@@ -40,6 +85,12 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     colour_by : {"rate", "cqi"}, default "rate"
         What colours the clients in ``cell.png``: the uplink rate on the cohort's share, or the CQI
         there (needs ``cell.rate: mcs_table``).
+    rounds : int, default :data:`DEFAULT_ROUNDS`
+        Rounds drawn (:func:`round_draws`), >= 1.
+    round_s : float, default :data:`DEFAULT_ROUND_S`
+        Simulated time between drawn rounds, s, > 0 (how far mobile clients move; static: no effect).
+    draws_out : dict, optional
+        Filled with the draws (:func:`round_draws`' columns) when given.
 
     Returns
     -------
@@ -62,8 +113,8 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     Raises
     ------
     sfl_sim.config.ConfigError
-        If the cell cannot be built from the scenario, or ``colour_by`` is unknown or ``cqi``
-        without an MCS-table rate model.
+        If the cell cannot be built from the scenario, ``colour_by`` is unknown or ``cqi``
+        without an MCS-table rate model, or ``rounds`` or ``round_s`` is out of range.
     """
     import sys
 
@@ -71,7 +122,12 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
 
     if colour_by not in COLOUR_BY:
         raise ConfigError(f"colour_by: got {colour_by!r}; allowed: one of {', '.join(COLOUR_BY)}")
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise ConfigError(f"rounds: got {rounds!r}; allowed: an integer >= 1")
+    if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
+        raise ConfigError(f"round_s: got {round_s!r}; allowed: a number of seconds > 0")
 
+    from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
 
     cell = build_cell(cfg)
@@ -107,12 +163,151 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
         table["bler"] = table["expected_transmissions"] = np.full(n, np.nan)
     else:
         table["bler"], table["expected_transmissions"] = harq.slot_block(share.rate_bps, share.snr_db)
+    draws = round_draws(cfg, rounds, round_s)
+    if draws_out is not None:
+        draws_out.update(draws)
+    compute = _compute_flops_per_s(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_csv(table, out / CELL_FILE)
-    _plot(cell, table, out / "cell.png", k, colour_by)
-    _print_table(table, stream or sys.stdout, cell, k)
+    _write_csv(table, out / CELL_FILE, CELL_REPORT_COLUMNS)
+    _write_csv(draws, out / DRAWS_FILE, DRAW_COLUMNS)
+    channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)
+    text = stream or sys.stdout
+    _print_table(table, text, cell, k)
+    print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
+    _print_draws(draws, text, cfg, rounds)
     return table
+
+
+def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DEFAULT_ROUND_S) -> dict[str, np.ndarray]:
+    """What a run's radio redraws, over ``rounds`` rounds, for every client of the cell.
+
+    Uses the run's own streams the way the engine does: the cell is built as a run builds it
+    (:func:`sfl_sim.runs.build.build_cell`: placement, shadowing, LOS and the neighbouring cells'
+    clients from their streams, drawn once per run as in a run); each round takes the uplink and
+    then the downlink fading gains from the run's ``fading`` stream (as ``engine.radio.Uplink`` and
+    ``Downlink`` do) and, between rounds, :meth:`Cell.move <sfl_sim.channel.Cell.move>` by
+    ``round_s`` redraws the interference (which neighbouring clients transmit, from the cell's
+    ``interference`` stream) and moves the clients (``mobility`` stream; static: they stay). A run
+    draws for one cohort of ``k = round(clients.count x participation)`` clients a round; here
+    every client is drawn, as a member of a group of ``k`` (``numpy.array_split`` of the clients
+    in order: groups of ``k`` or ``k + 1``) whose members share the band as the allocator splits
+    it (no payload declared) and, for a unicast downlink, the downlink band; a broadcast goes at the
+    group's slowest full-band rate. So the draws follow the run's distributions and seeds, not its
+    exact per-client values (which depend on the cohorts and on redraws within a round:
+    ``per_iteration`` / ``per_transmission`` coherence, retransmissions).
+
+    Outage: the ``cell.outage`` rule (rate below ``min_rate_bps`` or SINR below ``min_snr_db``),
+    and always a rate of 0 (no usable MCS), as the engine has it.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, each shape (rounds x n_clients,)
+        :data:`DRAW_COLUMNS`, rounds 1..``rounds``, clients in order within a round.
+    """
+    from sfl_sim.runs.build import build_cell, build_outage  # build imports torch; keep it out of module import
+
+    cell = build_cell(cfg)
+    outage = build_outage(cfg)
+    fading_rng = seeded_stream(cfg.seed, "fading")
+    mobility_rng = seeded_stream(cfg.seed, "mobility")
+    n = cell.n_clients
+    k = cohort_size(cfg.clients.count, cfg.clients.participation)
+    groups = np.array_split(np.arange(n), max(1, n // k))
+    mode = cfg.cell.downlink.mode
+    columns: dict[str, list[np.ndarray]] = {c: [] for c in DRAW_COLUMNS}
+    for r in range(1, rounds + 1):
+        if r > 1:
+            cell.move(round_s, mobility_rng)
+        rise_db = float(linear_to_db(cell.noise_rise_linear))
+        for ids in groups:
+            up_gain = cell.sample_fading(ids, fading_rng)
+            up = cell.uplink_link(ids, fading_gain=up_gain)
+            down_gain = np.full(ids.size, np.nan)
+            down_bps = np.full(ids.size, np.nan)
+            if mode != "ideal":
+                down_gain = cell.sample_fading(ids, fading_rng)
+                if mode == "broadcast":
+                    down_bps = np.full(ids.size, cell.broadcast_rate_bps(ids, fading_gain=down_gain))
+                else:
+                    down_bps = cell.downlink_rates_bps(ids, fading_gain=down_gain)
+            failed = outage.is_outage(up.rate_bps, up.snr_db) | (up.rate_bps <= 0.0)
+            row = {
+                "round": np.full(ids.size, r), "client": ids, "distance_m": cell.distance_m[ids],
+                "los": np.full(ids.size, -1) if cell.los is None else cell.los[ids].astype(int),
+                "pathloss_db": cell.pathloss_db[ids], "shadowing_db": cell.shadowing_db[ids],
+                "noise_rise_db": np.full(ids.size, rise_db), "uplink_fading_gain_db": _db(up_gain),
+                # the noise rise is (N0 F + I) / (N0 F): over thermal noise only, the SINR times it
+                "snr_db": up.snr_db + rise_db, "sinr_db": up.snr_db, "uplink_bandwidth_hz": up.bandwidth_hz,
+                "tx_power_w": up.tx_power_w, "uplink_rate_bps": up.rate_bps,
+                "downlink_fading_gain_db": _db(down_gain), "downlink_rate_bps": down_bps,
+                "outage": failed.astype(int),
+            }
+            for c in DRAW_COLUMNS:
+                columns[c].append(np.asarray(row[c]))
+    return {c: np.concatenate(v) for c, v in columns.items()}
+
+
+def _db(gain: np.ndarray) -> np.ndarray:
+    """Power gains in dB (0 is -inf dB); NaN (a gain not drawn: the ideal downlink) stays NaN."""
+    g = np.asarray(gain, dtype=float)
+    out = np.full(g.shape, np.nan)
+    drawn = ~np.isnan(g)
+    if drawn.any():
+        out[drawn] = linear_to_db(g[drawn])
+    return out
+
+
+def _compute_flops_per_s(cfg: Scenario) -> np.ndarray | None:
+    """The clients' compute budgets as a run draws them, FLOP/s; None with a device trace (its speeds
+    need the model, which this report does not build)."""
+    if cfg.clients.capability is not None:
+        return None
+    from sfl_sim.runs.build import drawn_compute_flops_per_s
+
+    return drawn_compute_flops_per_s(cfg)
+
+
+def draw_statistics(draws: Mapping[str, np.ndarray]) -> dict[str, tuple[float, float, float]]:
+    """Median and 5th/95th percentiles over clients and draws of the :data:`DRAW_SUMMARY_COLUMNS`,
+    and the outage share.
+
+    Returns
+    -------
+    dict of str to (float, float, float)
+        Column -> (5th percentile, median, 95th percentile) over its finite values (NaN when none:
+        the downlink rate with an ideal downlink); ``outage`` -> (share, share, share) of the
+        client-draws in outage, in [0, 1].
+    """
+    out = {column: _percentiles(draws[column]) for column, _, _ in DRAW_SUMMARY_COLUMNS}
+    share = float(np.mean(draws["outage"])) if len(draws["outage"]) else math.nan
+    out["outage"] = (share, share, share)
+    return out
+
+
+def _print_draws(draws: Mapping[str, np.ndarray], stream: TextIO, cfg: Scenario, rounds: int) -> None:
+    stats = draw_statistics(draws)
+    n = len(draws["client"]) // rounds
+    redrawn = ["fading" if cfg.cell.fading.name != "none" else "fading (none)",
+               "interference" if cfg.cell.interference.name == "first_tier" else "interference (fixed)",
+               "positions" if cfg.cell.mobility.name != "static" else "positions (static)"]
+    print(f"over {rounds} rounds' draws x {n} clients ({', '.join(redrawn)}): median [5th, 95th percentile]",
+          file=stream)
+    for column, name, scale in DRAW_SUMMARY_COLUMNS:
+        p5, p50, p95 = (x / scale for x in stats[column])
+        if math.isnan(p50):
+            print(f"  {name:<34} {'-':>9} ({'ideal downlink' if 'downlink' in column else 'none'})", file=stream)
+        else:
+            print(f"  {name:<34} {p50:>9.2f} [{p5:.2f}, {p95:.2f}]", file=stream)
+    rule = _outage_rule(cfg)
+    print(f"  {'uplink outage (share of draws)':<34} {100 * stats['outage'][1]:>8.1f}% ({rule})", file=stream)
+
+
+def _outage_rule(cfg: Scenario) -> str:
+    o = cfg.cell.outage
+    parts = ([f"rate < {o.min_rate_bps / 1e6:g} Mbit/s"] if o.min_rate_bps > 0 else []) + (
+        [f"SINR < {o.min_snr_db:g} dB"] if o.min_snr_db is not None else [])
+    return "rate 0" + "".join(f" or {p}" for p in parts) + (" (cell.outage)" if parts else "")
 
 
 def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,12 +321,12 @@ def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cqi, np.array([rows.get(int(c), 0.0) for c in cqi])
 
 
-def _write_csv(table: Mapping[str, np.ndarray], path: Path) -> None:
+def _write_csv(table: Mapping[str, np.ndarray], path: Path, columns: tuple[str, ...]) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(CELL_REPORT_COLUMNS)
+        writer.writerow(columns)
         for i in range(len(table["client"])):
-            writer.writerow([_cell_text(table[c][i]) for c in CELL_REPORT_COLUMNS])
+            writer.writerow([_cell_text(table[c][i]) for c in columns])
 
 
 def _cell_text(value: Any) -> str:
@@ -187,13 +382,15 @@ def summary_statistics(table: Mapping[str, np.ndarray]) -> dict[str, tuple[float
         Column -> (5th percentile, median, 95th percentile) over its finite values, in the column's
         units (``nan`` when it has none); numpy's default (linear) percentile interpolation.
     """
-    out = {}
-    for column, _, _ in SUMMARY_COLUMNS:
-        v = np.asarray(table[column], dtype=float)
-        v = v[np.isfinite(v)]
-        p5, p50, p95 = np.percentile(v, [5, 50, 95]) if v.size else (np.nan,) * 3
-        out[column] = (float(p5), float(p50), float(p95))
-    return out
+    return {column: _percentiles(table[column]) for column, _, _ in SUMMARY_COLUMNS}
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float, float]:
+    """(5th percentile, median, 95th percentile) of the finite values; NaN when there are none."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    p5, p50, p95 = np.percentile(v, [5, 50, 95]) if v.size else (np.nan,) * 3
+    return float(p5), float(p50), float(p95)
 
 
 def _print_summary(table: Mapping[str, np.ndarray], stream: TextIO) -> None:
@@ -215,38 +412,3 @@ def _cqi_text(value: Any) -> str:
 
 def _dbm_text(power_w: float) -> str:
     return f"{10.0 * np.log10(power_w) + 30.0:.1f}" if power_w > 0 else "-inf"
-
-
-def _plot(cell: Any, table: Mapping[str, np.ndarray], path: Path, k: int, colour_by: str = "rate") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 5.5))
-    try:
-        radius = cell.radius_m
-        ax.add_patch(plt.Circle((0.0, 0.0), radius, fill=False, color="0.4", linestyle="--", label="cell edge"))
-        if colour_by == "cqi":
-            cqi = np.asarray(table["cqi"], dtype=int)
-            top = int(max(15, cqi.max()))
-            points = ax.scatter(table["x_m"], table["y_m"], c=cqi, cmap=plt.get_cmap("viridis", top + 1),
-                                vmin=-0.5, vmax=top + 0.5, s=28, edgecolors="k", linewidths=0.3)
-            fig.colorbar(points, ax=ax, label=f"CQI on band/{k} (0: out of range)", ticks=range(0, top + 1, 3))
-        else:
-            rate_mbps = table["uplink_rate_cohort_share_bps"] / 1e6
-            points = ax.scatter(table["x_m"], table["y_m"], c=rate_mbps, cmap="viridis", s=28, edgecolors="k",
-                                linewidths=0.3)
-            fig.colorbar(points, ax=ax, label=f"uplink rate on band/{k}, Mbit/s")
-        ax.plot([0.0], [0.0], marker="^", color="red", markersize=12, linestyle="none", label="base station")
-        ax.set_xlim(-1.05 * radius, 1.05 * radius)
-        ax.set_ylim(-1.05 * radius, 1.05 * radius)
-        ax.set_aspect("equal")
-        ax.set_xlabel("x, m")
-        ax.set_ylabel("y, m")
-        ax.set_title(f"{cell.n_clients} clients; {type(cell.pathloss).__name__}")
-        ax.legend(loc="upper right", fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
-    finally:
-        plt.close(fig)

@@ -18,7 +18,11 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
-from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePolicy, check_component
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm
+from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePolicy
+from sfl_sim.channel.conformance import conformance_problem
+from sfl_sim.channel.link.downlink import downlink_rate_params
+from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -26,13 +30,13 @@ from sfl_sim.clients.energy import ENERGY, EnergyLedger
 from sfl_sim.clients.selection import SELECTORS, cohort_size, takes_available
 from sfl_sim.compression import COMPRESSORS
 from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
-from sfl_sim.config.models import CompressorSpec
+from sfl_sim.config.models import CellSection, CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.protocols import ComponentProtocolError
-from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError
+from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError, accepted_params
 from sfl_sim.kit.seeding import stream, torch_seed
 from sfl_sim.models import build_model
 from sfl_sim.optim import check_optimizer, settings_from_config
@@ -116,6 +120,10 @@ def build_cell(cfg: Scenario) -> Cell:
     down = c.downlink
     parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
              for kind in CELL_KINDS}
+    downlink_rate = component(RATES, downlink_rate_spec(c), "cell.downlink.rate")
+    for kind in CELL_KINDS:
+        conform(kind.name, parts[str(kind.cell_argument)], kind.field, cfg.clients.count)
+    conform("rate", downlink_rate, "cell.downlink.rate", cfg.clients.count)
     try:
         return Cell(
             **parts,
@@ -130,11 +138,44 @@ def build_cell(cfg: Scenario) -> Cell:
             los_rng=stream(seed, "los"),
             interference_rng=stream(seed, "interference"),
             out_of_range=c.out_of_range,
+            downlink_rate=downlink_rate,
         )
     except ConfigError:
         raise
     except Exception as exc:  # components run inside the cell: a plug-in may raise anything
         raise ConfigError(f"cell: {one_line(exc)}") from exc
+
+
+def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
+    """Refuse a component that fails its kind's conformance check (a path loss with a flipped sign,
+    a fading whose mean power is not 1: :func:`sfl_sim.channel.conformance.conformance_problem`),
+    in one line naming the scenario field.
+
+    Raises
+    ------
+    ConfigError
+    """
+    try:
+        problem = conformance_problem(kind, part, n_clients)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError) as exc:  # the component refused its own parameters on the check's scene
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
+    if problem is not None:
+        raise ConfigError(f"{field}: not physically possible: {problem}")
+
+
+def downlink_rate_spec(c: CellSection) -> ComponentSpec:
+    """``cell.downlink.rate``, or the uplink's ``cell.rate`` with the downlink's own parameters
+    (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
+    if c.downlink.rate is not None:
+        return c.downlink.rate
+    try:
+        declared = accepted_params(RATES.get(c.rate.name))
+    except Exception:  # an unknown name is refused where cell.rate is built, with its own line
+        declared = None
+    params = downlink_rate_params(c.rate.params, declared, c.downlink.ue_noise_figure_db)
+    return ComponentSpec(name=c.rate.name, **params)
 
 
 def selected_per_round(cfg: Scenario) -> int:
@@ -147,6 +188,30 @@ def selected_per_round(cfg: Scenario) -> int:
     return n
 
 
+def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: str) -> None:
+    """An asynchronous algorithm's policy is valid for the scenario's cohort and has no straggler
+    policy to apply; the evaluation grid ``eval_every_sim_s`` is for asynchronous algorithms only
+    (a synchronous run is evaluated after its rounds).
+
+    Raises
+    ------
+    ConfigError
+    """
+    if not isinstance(algorithm, AsynchronousAlgorithm):
+        if cfg.eval_every_sim_s is not None:
+            raise ConfigError(f"eval_every_sim_s: got {cfg.eval_every_sim_s!r}; allowed: null with the synchronous "
+                              f"algorithm {label} (the evaluation grid is for asynchronous ones: fedbuff, fedasync, "
+                              f"async_scala)")
+        return
+    if cfg.stragglers.policy != "wait_all":
+        raise ConfigError(f"stragglers.policy: got {cfg.stragglers.policy!r}; allowed: wait_all with the asynchronous "
+                          f"algorithm {label} (its server never waits for a cohort)")
+    try:
+        algorithm.async_policy(cohort_size(cfg.clients.count, cfg.clients.participation))
+    except ValueError as exc:
+        raise ConfigError(f"{field}.{exc}, for {label}") from None
+
+
 def build_outage(cfg: Scenario) -> OutagePolicy:
     """The outage rule of a scenario's ``cell.outage`` section."""
     try:
@@ -155,13 +220,24 @@ def build_outage(cfg: Scenario) -> OutagePolicy:
         raise ConfigError(f"cell.outage: {exc}") from None
 
 
+def drawn_compute_flops_per_s(cfg: Scenario) -> np.ndarray:
+    """Each client's compute speed, FLOP/s, shape (clients.count,), as a run without a device trace
+    (``clients.capability``) draws it: uniform in [``compute_flops_per_s_min``, ``_max``] from the
+    seeded stream ``compute``."""
+    c = cfg.clients
+    return stream(cfg.seed, "compute").uniform(c.compute_flops_per_s_min, c.compute_flops_per_s_max, size=c.count)
+
+
 def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     """The HARQ model of a scenario's ``cell.harq``, built with the cell's rate model as its first
     argument; None for no HARQ (the field absent, or ``none``: the engine's plain upload path)."""
     if cfg.cell.harq is None:
         return None
     harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
-    return None if isinstance(harq, NoHarq) else harq
+    if isinstance(harq, NoHarq):
+        return None
+    conform("harq", harq, "cell.harq", cfg.clients.count)
+    return harq
 
 
 def build_scheduler(cfg: Scenario) -> Scheduler:
@@ -170,10 +246,7 @@ def build_scheduler(cfg: Scenario) -> Scheduler:
     negative grants is refused in one line, before any work)."""
     scheduler = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
     if getattr(scheduler, "dynamic", True):
-        try:
-            check_component("scheduler", scheduler)
-        except AssertionError as exc:
-            raise ConfigError(f"cell.scheduler: {one_line(exc)}") from None
+        conform("scheduler", scheduler, "cell.scheduler", cfg.clients.count)
     return scheduler
 
 
@@ -312,14 +385,9 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
     build_scheduler(cfg)  # likewise
-    clients = cfg.clients
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
-    if capability is None:
-        client_flops_per_s = stream(seed, "compute").uniform(
-            clients.compute_flops_per_s_min, clients.compute_flops_per_s_max, size=clients.count)
-    else:
-        client_flops_per_s = capability.compute_flops_per_s
+    client_flops_per_s = drawn_compute_flops_per_s(cfg) if capability is None else capability.compute_flops_per_s
     availability = build_availability(cfg)
     test_x, test_y = dataset.tensors("test", device)
     if cfg.eval_samples is not None and cfg.eval_samples < len(test_y):
@@ -339,6 +407,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"{algorithm_field}: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "
                           f"subclass of sfl_sim.algorithms.Algorithm")
+    _check_asynchrony(cfg, algorithm, algorithm_field, algorithm_spec.label)
     applied = applied_compression(algorithm, algorithm_spec.label, compression)
     setup.compression = CompressionPlan.of({path: compressors[path] for path in applied},
                                            torch_seed(seed, "compression"))

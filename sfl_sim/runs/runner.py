@@ -23,25 +23,27 @@ import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from sfl_sim.algorithms.asynchronous import is_asynchronous
 from sfl_sim.clients.availability import round_start
 from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
-from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine import Counters, RoundContext, Simulator
 from sfl_sim.engine.client_rounds import ClientRound, client_rounds
+from sfl_sim.engine.record import Recorder
 from sfl_sim.errors import RunFailed
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.seeding import stream, torch_seed
 from sfl_sim.models.evaluation import VacantClassProbe, class_accuracy_of, evaluate
 from sfl_sim.runs import host
 from sfl_sim.runs import summary as run_summary
+from sfl_sim.runs.asynchronous import run_asynchronously
 from sfl_sim.runs.build import (
     Run,
     build_cell,
@@ -63,6 +65,12 @@ from sfl_sim.runs.resolved import (
     compression_record,
     resolve_run,
 )
+from sfl_sim.runs.round_steps import ROUND_COUNTERS as _ROUND_COUNTERS
+from sfl_sim.runs.round_steps import Trained as _Trained
+from sfl_sim.runs.round_steps import all_finite as _all_finite
+from sfl_sim.runs.round_steps import check_cohort as _check_cohort
+from sfl_sim.runs.round_steps import time_budget_spent
+from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
     CLIENT_KEPT,
@@ -91,17 +99,9 @@ def resolved_scenario(cfg: Scenario, label: str, device: torch.device) -> dict[s
     return scenario
 
 
-def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
-    """Whether a run's simulated clock has reached the scenario's ``max_sim_time_s`` (never without
-    one): the run stops at the end of the round that reached it, which is evaluated as its last."""
-    return cfg.max_sim_time_s is not None and now_s >= cfg.max_sim_time_s
-
-
-def _all_finite(module: torch.nn.Module) -> bool:
-    """Whether every parameter and float buffer is finite (one device sync for the whole model)."""
-    flags = [torch.isfinite(t).all() for t in list(module.parameters()) + list(module.buffers())
-             if torch.is_floating_point(t)]
-    return bool(torch.stack(flags).all()) if flags else True
+#: The shared random streams whose draws an algorithm makes at its events (minibatches, dropout;
+#: ``torch_cuda`` on a GPU): the order in which a round's processes draw from them is recorded.
+WATCHED_STREAMS = ("minibatch", "torch", "torch_cuda")
 
 
 class _Streams:
@@ -156,36 +156,6 @@ def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.
     return cohort, int(online.sum()), waited_s
 
 
-def _check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -> np.ndarray:
-    """A selector's pick, checked: ``n_selected`` distinct client ids in range (a plug-in may err)."""
-    arr = np.asarray(cohort)
-    if arr.shape != (n_selected,) or not np.issubdtype(arr.dtype, np.integer) or \
-            (arr.size and (arr.min() < 0 or arr.max() >= n_clients)) or len(np.unique(arr)) != arr.size:
-        raise ValueError(f"clients.selection: {type(selector).__name__}.select returned {cohort!r}; allowed: "
-                         f"{n_selected} distinct client ids in [0, {n_clients})")
-    return arr.astype(np.int64)
-
-
-#: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
-_ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
-                   "dropped_transmissions", "dropped_clients", "harq_retransmissions")
-
-
-@dataclass
-class _Trained:
-    """One trained round, before its row is logged."""
-
-    round: int
-    cohort: np.ndarray
-    row: dict[str, Any]  # its rounds.csv row but the host time
-    evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
-    weights_finite: bool
-    host_start_s: float
-    energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
-    client_rows: list[dict[str, Any]]  # its clients.csv rows (none with metrics.client_record off)
-    last: bool  # the run's last round: its rounds are done, or its clock reached max_sim_time_s
-
-
 def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
     """Round ``rnd``'s ``clients.csv`` rows from the engine's per-client record."""
     return [{"round": rnd, "outcome": c.dropped or CLIENT_KEPT, **c.fields()} for c in clients]
@@ -219,9 +189,12 @@ class _Session:
     ``rounds.csv``), :meth:`checkpoint` after an evaluation.
     """
 
-    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan) -> None:
+    def __init__(self, run: Run, files: RunDir, plan: RunDirPlan, record_work: bool = True) -> None:
         self.run, self.cfg, self.files, self.plan = run, run.cfg, files, plan
         self.streams = _Streams(self.cfg.seed)
+        # what the clock needed, per round (work.jsonl.gz), and the streams whose draw order is a decision
+        watched = WATCHED_STREAMS if run.device.type == "cuda" else WATCHED_STREAMS[:2]
+        self.recorder = Recorder(watched, self._draw_state) if record_work else None
         torch.manual_seed(torch_seed(self.cfg.seed, "dropout"))
         self.round = 0
         self.summary: dict[str, Any] = {}
@@ -231,28 +204,38 @@ class _Session:
         self.probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(),
                                       self.eval_batch) if self.cfg.metrics.local_vacant_class_accuracy else None
 
-    def restore(self) -> None:
+    def restore(self, replay: bool = False) -> RunState | None:
         """Continue from the plan's checkpoint (algorithm, streams, cell, selector, meter, files),
-        or start the run directory's files; then build the engine at the restored clock."""
+        or start the run directory's files; then build the engine at the restored clock.
+
+        With ``replay`` (an asynchronous run, :mod:`sfl_sim.runs.asynchronous`) the files are
+        kept through the checkpoint but nothing is loaded: the run stays as built, its engine at
+        time 0, and the checkpoint's state is returned for the replay to reach."""
         run, cfg, files = self.run, self.cfg, self.files
         scenario = resolved_scenario(cfg, run.label, run.device)
         sim_time_s, host_offset_s, counters = 0.0, 0.0, Counters()
         applied = list(run.algorithm.setup.compression.codecs)
+        replayed: RunState | None = None
         if self.plan.resume and self.plan.checkpoint is not None:
             _check_compression(files, compression_record(cfg, run.label, applied))
             state = self.plan.state(self._as_built(), scenario)  # in today's layout, however old
-            run.algorithm.load_state_dict(state.algorithm)
-            self.round, sim_time_s, host_offset_s = state.round, state.sim_time_s, state.host_time_s
-            counters = Counters.from_dict(state.counters)
-            self.streams.load(run, state.rng)
-            run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
-            run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
-            run.algorithm.meter.load_state_dict(state.flops_per_sample)
-            if run.ledger is not None:
-                run.ledger.load_state_dict(state.energy)
+            self.round, host_offset_s = state.round, state.host_time_s
+            if replay:
+                replayed = state
+            else:
+                run.algorithm.load_state_dict(state.algorithm)
+                sim_time_s, counters = state.sim_time_s, Counters.from_dict(state.counters)
+                self.streams.load(run, state.rng)
+                run.cell.load_state_dict(state.cell)  # positions, LOS and shadowing as they were at the checkpoint
+                run.selector.load_state_dict(state.selector)  # stateful selectors (class_balanced)
+                run.algorithm.meter.load_state_dict(state.flops_per_sample)
+                if run.ledger is not None:
+                    run.ledger.load_state_dict(state.energy)
             files.start_logs(run.setup.num_classes, keep_through_round=self.round, **self._logs())
+            if self.recorder is not None:
+                work.keep_through(files.path, self.round)
             self.drops = run_summary.Drops.of_rounds(files.read_rounds_rows())
-            if self.round < cfg.rounds and not time_budget_spent(cfg, sim_time_s):
+            if self.round < cfg.rounds and not time_budget_spent(cfg, state.sim_time_s):
                 # more rounds asked for: the only scenario change a resume allows
                 files.write_scenario(scenario)
                 # which code trained the rounds after it, the record in today's shape
@@ -260,6 +243,8 @@ class _Session:
             self.summary = files.read_summary() or {}
         else:
             files.start_logs(run.setup.num_classes, **self._logs())
+            if self.recorder is not None:
+                work.start(files.path)
             files.write_scenario(scenario)
             files.write_resolved(resolve_run(cfg, run.label, applied).record)
             files.write_cell(cell_table(run))  # once, at the start: where the clients were dropped
@@ -267,6 +252,7 @@ class _Session:
                                    harq_rng=self.streams.harq)
         self.rows = files.read_metrics_rows()
         self.host_start_s = time.perf_counter() - host_offset_s
+        return replayed
 
     def _as_built(self) -> dict[str, Any]:
         """The run's state as built, before it loads a checkpoint, in the checkpoint's layout: what
@@ -275,11 +261,20 @@ class _Session:
         return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
                 "energy": run.ledger.state_dict() if run.ledger is not None else {}}
 
+    def _draw_state(self) -> tuple[object, ...]:
+        """The state of each of :data:`WATCHED_STREAMS` now (compared, not kept)."""
+        state: tuple[object, ...] = (self.run.setup.minibatch_rng.bit_generator.state,
+                                     torch.get_rng_state().numpy().tobytes())
+        if self.run.device.type == "cuda":
+            state += (torch.cuda.get_rng_state(self.run.device).numpy().tobytes(),)
+        return state
+
     def _logs(self) -> dict[str, bool]:
-        """The ``energy.csv`` and ``clients.csv`` options of :meth:`RunDir.start_logs` for this run."""
+        """The ``energy.csv``, ``clients.csv`` and ``staleness.csv`` options of :meth:`RunDir.start_logs`
+        for this run."""
         ledger = self.run.ledger
         return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
-                "clients": self.cfg.metrics.client_record}
+                "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm)}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -291,7 +286,11 @@ class _Session:
         due = rnd % cfg.eval_every_rounds == 0 or rnd == cfg.rounds
         observer = self.probe if due else None  # it sees the local models only of a round to be evaluated
         # a wait for anyone to come online belongs to the round (the clock's rows add up)
-        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort)
+        context = RoundContext if self.recorder is None else self.recorder.context
+        if self.recorder is not None:
+            self.recorder.round = rnd
+        duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort,
+                                              context)
         # read before the cell moves on: the channel the round saw
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
@@ -350,6 +349,8 @@ class _Session:
             self.files.append_energy(trained.energy_rows)
         if self.cfg.metrics.client_record:
             self.files.append_clients(trained.client_rows)
+        if self.recorder is not None and self.recorder.last is not None:
+            work.append_round(self.files.path, self.recorder.last.as_dict())
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:
@@ -373,7 +374,7 @@ class _Session:
 def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True,
             on_round: Callable[[int, dict[str, Any]], None] | None = None,
             plan: RunDirPlan | None = None, coordinates: dict[str, Any] | None = None,
-            position: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+            position: tuple[int, int] = (1, 1), record_work: bool = True) -> dict[str, Any]:
     """Train ``run`` for ``cfg.rounds`` rounds, writing ``run_dir`` as it goes.
 
     Parameters
@@ -393,6 +394,8 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         A study run's coordinates (grid fields, algorithm, seed), recorded in ``summary.json``.
     position : (int, int)
         This run's place among the scenario's runs (i of n), for the header line.
+    record_work : bool
+        Write what the clock needed (``work.jsonl.gz``, :mod:`sfl_sim.engine.record`) as the run goes.
 
     Returns
     -------
@@ -415,12 +418,16 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
         files.clear()
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
-    session = _Session(run, files, plan)
-    session.restore()
+    asynchronous = is_asynchronous(run.algorithm)
+    # an asynchronous run keeps no work record: its loop (sfl_sim.runs.asynchronous) is not re-timed
+    session = _Session(run, files, plan, record_work and not asynchronous)
+    replay_to = session.restore(replay=asynchronous)
     bar = RunProgress(progress)
     bar.start(cfg.name, run.label, position, run.device, run_dir, cfg.rounds, session.round)
     gc_pause = host.LongLivedObjects()
     try:
+        if asynchronous:  # its own loop (sfl_sim.runs.asynchronous)
+            return run_asynchronously(session, bar, on_round, gc_pause, replay_to)
         if not plan.resume:
             session.evaluate(0)  # the initial model: curves start at t = 0
             session.summarize(RUNNING if cfg.rounds else COMPLETE)

@@ -12,6 +12,14 @@ Local executor
     pool forks after the data set is loaded once, so the workers share its pages; elsewhere (and
     with CUDA, which cannot fork) each worker loads it once.  With CUDA, ``--workers`` is per GPU:
     N workers share each visible GPU (each worker is bound to one with ``torch.cuda.set_device``).
+Train once, time many
+    Runs that differ only in timing fields (:mod:`sfl_sim.runs.retime_fields`: the cell, compute
+    budgets, energy...) share their training: :func:`retime_plan` picks one run per training to
+    train (or one already complete), and the others are re-timed from it once it is done
+    (:mod:`sfl_sim.runs.retime`, seconds instead of a training).  A re-timing that is refused (a
+    decision went otherwise: an outage, a deadline, another draw order...) falls back to training;
+    the study's log, its ``runs.csv`` and each run's ``summary.json`` (``retimed_from``, or
+    ``retime_refused`` with the reason) say which runs were re-timed and which were trained.
 Ray executor
     The same runs as Ray tasks (``ray.init(address=...)``), each asking for ``cpus_per_run`` CPUs
     and ``gpus_per_run`` of a GPU.  Ray is an optional extra (``pip install -e '.[ray]'``),
@@ -44,7 +52,8 @@ from sfl_sim.study.plan import StudyRun
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
     from sfl_sim.data.datasets import ArrayDataset
 
-__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "STATUS_FILE"]
+__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "made_by", "retime_plan",
+           "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
 STATUS_FILE = "runs.csv"
@@ -60,6 +69,7 @@ class RunTask:
     coordinates: dict[str, Any]
     threads: int | None = None
     strict_versions: bool = False
+    retime_from: str | None = None  # a complete run directory with the same training: re-time it
 
 
 @functools.lru_cache(maxsize=2)
@@ -87,6 +97,12 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     """
     start = time.perf_counter()
     out: dict[str, Any] = {"name": task.name, "status": FAILED, "error": "", "traceback": ""}
+    if task.retime_from is not None:
+        refused = _retime(task, out)
+        if refused is None:
+            out["host_time_s"] = time.perf_counter() - start
+            return out
+        out["retime_refused"] = refused  # trained below instead
     try:
         import torch
 
@@ -110,6 +126,8 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         out.update(status=summary.get("status", FAILED), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
                    best_test_accuracy=summary.get("best_test_accuracy"))
+        if "retime_refused" in out:
+            _note_in_summary(Path(task.run_dir), retime_refused=out["retime_refused"])
     except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
         out["error"] = "; ".join(" ".join(line.split()) for line in str(exc).splitlines() if line.strip())
     except Exception as exc:  # a worker must report, not die: the other runs go on
@@ -117,6 +135,72 @@ def execute_run(task: RunTask) -> dict[str, Any]:
         out["traceback"] = traceback.format_exc()
     out["host_time_s"] = time.perf_counter() - start
     return out
+
+
+def _retime(task: RunTask, out: dict[str, Any]) -> str | None:
+    """Re-time ``task.retime_from`` into ``task.run_dir`` (filling ``out``); None when done, else
+    why it was not (one line: the run is then trained)."""
+    from sfl_sim.runs.retime import RetimeRefused, retime
+
+    source, target = Path(task.retime_from or ""), Path(task.run_dir)
+    if target.exists() and any(target.iterdir()):
+        return f"{target} holds an interrupted run, which resumes"
+    try:
+        summary = retime(source, output=target, scenario=task.scenario, coordinates=task.coordinates,
+                         dataset=_dataset(_dataset_key(task.scenario)))
+    except (RetimeRefused, UserError, RunFailed) as exc:
+        return one_line(exc)
+    except Exception as exc:  # a re-timing that breaks must not lose the run: it trains
+        return one_line(exc, with_type=True)
+    _note_in_summary(target, retimed_from=source.name)
+    out.update(status=summary.get("status", FAILED), error=summary.get("error", ""), retimed_from=source.name,
+               final_test_accuracy=summary.get("final_test_accuracy"),
+               best_test_accuracy=summary.get("best_test_accuracy"))
+    return None
+
+
+def _note_in_summary(run_dir: Path, **notes: str) -> None:
+    """Add ``notes`` to the run's ``summary.json`` (how the study made it)."""
+    from sfl_sim.runs.rundir.files import RunDir
+
+    files = RunDir(run_dir)
+    summary = files.read_summary()
+    if summary is not None:
+        summary.pop("schema_version", None)
+        files.write_summary({**summary, **notes})
+
+
+def retime_plan(runs: Sequence[StudyRun], done: Sequence[str], run_dirs: Callable[[StudyRun], Path]) -> dict[str, str]:
+    """Which runs to re-time, and from which: run name -> the name of the run it is re-timed from.
+
+    Runs are grouped by their training (:func:`sfl_sim.runs.retime_fields.training_key`); in each
+    group the source is a run already complete (``done``) whose directory has a work record, else
+    the group's first run, trained first.  Every other run of the group not ``done`` is re-timed.
+    """
+    from sfl_sim.runs.retime_fields import training_key
+    from sfl_sim.runs.rundir.work import work_path
+
+    groups: dict[str, list[StudyRun]] = {}
+    for run in runs:
+        groups.setdefault(training_key(run.scenario), []).append(run)
+    plan: dict[str, str] = {}
+    for members in groups.values():
+        if len(members) < 2 or _asynchronous(members[0]):  # an asynchronous run keeps no work record
+            continue
+        recorded = [r for r in members if r.name in done and work_path(run_dirs(r)).exists()]
+        source = recorded[0] if recorded else next((r for r in members if r.name not in done), None)
+        if source is None:
+            continue
+        plan.update({r.name: source.name for r in members if r.name not in done and r is not source})
+    return plan
+
+
+def _asynchronous(run: StudyRun) -> bool:
+    """Whether ``run``'s algorithm is driven asynchronously (its runs are trained, never re-timed)."""
+    from sfl_sim.algorithms import ALGORITHMS
+    from sfl_sim.algorithms.asynchronous import is_asynchronous
+
+    return is_asynchronous(ALGORITHMS.get(run.scenario["algorithms"][0]["name"]))
 
 
 def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> bool:
@@ -262,6 +346,7 @@ class _StudyProgress:
         eta = elapsed / fresh_done * (fresh_total - fresh_done) if fresh_done else float("nan")
         acc = result.get("final_test_accuracy")
         what = f"acc {acc:.4f}" if isinstance(acc, float) else result.get("error", "")
+        what += made_by(result)
         self.line(f"[{self.done}/{self.total}] {result['status']}: {result['name']} ({what}; "
                   f"{result['host_time_s']:.0f} s; study ETA {eta:.0f} s)")
         if self.bar is not None:
@@ -272,19 +357,28 @@ class _StudyProgress:
             self.bar.close()
 
 
+def made_by(result: dict[str, Any]) -> str:
+    """How a run of the study was made, for its log line (empty: trained as ever)."""
+    if result.get("retimed_from"):
+        return f"; re-timed from {result['retimed_from']}"
+    if result.get("retime_refused"):
+        return f"; trained, its re-timing refused: {result['retime_refused']}"
+    return ""
+
+
 def _write_status(path: Path, runs: Sequence[StudyRun], results: dict[str, dict[str, Any]]) -> None:
     keys = sorted({k for r in runs for k in r.coordinates})
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["name", "status", *keys, "final_test_accuracy", "error"])
+        writer.writerow(["name", "status", *keys, "final_test_accuracy", "made_by", "error"])
         for run in runs:
             res = results.get(run.name, {})
             coords = [json.dumps(run.coordinates.get(k), default=str)
                       if isinstance(run.coordinates.get(k), (dict, list)) else run.coordinates.get(k, "")
                       for k in keys]
             writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
-                             res.get("error", "")])
+                             made_by(res).removeprefix("; "), res.get("error", "")])
     os.replace(tmp, path)
 
 
@@ -332,28 +426,39 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
             summary = RunDir(study_dir / run.name).read_summary() or {}
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
                                  "final_test_accuracy": summary.get("final_test_accuracy")}
+    if executor not in ("local", "ray"):
+        raise UserError(f"--executor: got {executor!r}; allowed: local, ray")
     todo = [r for r in runs if r.name not in results]
+    sources = retime_plan(runs, list(results), lambda r: study_dir / r.name)
     threads = threads_per_worker or max(1, free_cores() // max(1, workers))
-    tasks = [RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads, strict_versions)
-             for r in todo]
+
+    def task(r: StudyRun) -> RunTask:
+        source = sources.get(r.name)
+        return RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads, strict_versions,
+                       None if source is None else str(study_dir / source))
+
+    # first the runs that train, then those re-timed from them
+    phases = [[task(r) for r in todo if r.name not in sources], [task(r) for r in todo if r.name in sources]]
     status_path = study_dir / STATUS_FILE
     _write_status(status_path, runs, results)
     bar = _StudyProgress(len(runs), len(results), progress)
     if results:
         bar.line(f"study: {len(results)} of {len(runs)} runs already finished; running {len(todo)}")
-    if executor == "local":
-        stream = _local(tasks, workers)
-    elif executor == "ray":
-        stream = _ray(tasks, address, cpus_per_run, gpus_per_run)
-    else:
-        raise UserError(f"--executor: got {executor!r}; allowed: local, ray")
+    if sources:
+        bar.line(f"study: {len(phases[1])} of {len(todo)} runs differ from another only in timing fields: "
+                 f"trained once, re-timed from it")
+    fresh = 0
     try:
-        for i, result in enumerate(stream, start=1):
-            results[result["name"]] = result
-            _write_status(status_path, runs, results)
-            bar.finished(result, i, len(tasks))
-            if on_result is not None:
-                on_result(result)
+        for tasks in phases:
+            stream = _local(tasks, workers) if executor == "local" else _ray(tasks, address, cpus_per_run,
+                                                                               gpus_per_run)
+            for result in stream:
+                fresh += 1
+                results[result["name"]] = result
+                _write_status(status_path, runs, results)
+                bar.finished(result, fresh, len(todo))
+                if on_result is not None:
+                    on_result(result)
     finally:
         bar.close()
     return results

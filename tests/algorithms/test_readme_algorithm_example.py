@@ -1,4 +1,5 @@
-"""The README's "Bring your own algorithm" example runs as written, from a directory outside the package."""
+"""The documentation's algorithm example (tutorial "Writing an algorithm") runs as written, from a directory
+outside the package."""
 from __future__ import annotations
 
 import csv
@@ -11,9 +12,9 @@ import torch
 import yaml
 
 from sfl_sim.cli import main
-from tests.helpers import ROOT, readme_blocks, small_scenario, write_yaml
+from tests.helpers import ROOT, doc_blocks, small_scenario, write_yaml
 
-SECTION = "Bring your own algorithm"
+PAGE = "tutorials/writing-an-algorithm.md"
 
 
 def _scenario(tmp_path: Path, algorithms: list) -> Path:
@@ -25,22 +26,22 @@ def _scenario(tmp_path: Path, algorithms: list) -> Path:
 
 @pytest.mark.slow
 def test_readme_algorithm_passes_conformance_and_trains_beside_splitfed(tmp_path: Path, monkeypatch) -> None:
-    (python_code,) = readme_blocks(SECTION, "python")
-    (bash_cmd,) = readme_blocks(SECTION, "bash")
-    (yaml_text,) = readme_blocks(SECTION, "yaml")
+    (python_code,) = doc_blocks(PAGE, "python")
+    bash_cmd = doc_blocks(PAGE, "bash")[0]  # the conformance check
+    (yaml_text,) = doc_blocks(PAGE, "yaml")
     user_dir = tmp_path / "user"
     user_dir.mkdir()
     (user_dir / "my_algorithm.py").write_text(python_code)
     monkeypatch.syspath_prepend(str(user_dir))
 
-    # The conformance command of the README, run as a user would (the project root on the path
+    # The conformance command of the tutorial, run as a user would (the project root on the path
     # too, so the subprocess imports this checkout rather than wherever the venv points).
     env = {"PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)}  # the user's file: found in cwd
     out = subprocess.run(bash_cmd.strip(), shell=True, cwd=user_dir, capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "'restores'" in out.stdout and "'lost payloads'" in out.stdout
 
-    algorithms = yaml.safe_load(yaml_text)["algorithms"]
+    algorithms = yaml.safe_load(yaml_text)["set"]["algorithms"]  # the study's algorithms
     assert main(["scenario", str(_scenario(tmp_path, algorithms)), "-o", str(tmp_path / "runs"), "--no-progress"]) == 0
     rows = {}
     for label in ("splitfed_v1", "splitfed_prox"):

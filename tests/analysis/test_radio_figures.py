@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
-from sfl_sim.analysis.radio_data import client_energy, energy_fairness, read_clients, time_breakdown
+from sfl_sim.analysis.radio_data import client_energy, energy_fairness, time_breakdown
 from sfl_sim.analysis.radio_figures import TIME_PART_LABELS, breakdown_figure, cdf_figure, energy_figure
+from sfl_sim.analysis.readers import read_clients
 from sfl_sim.analysis.report_figures import radio_figures, sweep_figures
 from sfl_sim.analysis.study_data import load_study
 from sfl_sim.analysis.sweep import numeric_fields, sweep_groups
@@ -60,7 +61,7 @@ def study(tmp_path_factory):
 
 @pytest.mark.slow
 def test_breakdown_parts_add_up_to_the_span_and_bars_stack_them(study):
-    clients = read_clients(study)
+    clients = study.clients
     assert len(clients) == len(BANDWIDTHS_HZ) * len(ALGOS) * len(SEEDS) * 5 * 3
     table = time_breakdown(clients)
     assert len(table) == 4 and (table["n_runs"] == 3).all() and (table["client_rounds"] == 45).all()
@@ -79,7 +80,7 @@ def test_breakdown_parts_add_up_to_the_span_and_bars_stack_them(study):
 
 @pytest.mark.slow
 def test_cdfs_have_one_line_per_setting_and_end_at_one(study):
-    clients = read_clients(study)
+    clients = study.clients
     for column in ("sinr_db", "uplink_rate_bps"):
         fig = cdf_figure(clients, column, study.settings)
         lines = fig.axes[0].lines
@@ -124,8 +125,9 @@ def test_radio_figures_only_for_runs_that_recorded_them(study, tmp_path):
     assert radio_figures(load_study(bare), ALGOS, 6.4, set()) == []
 
 
-def test_a_clients_csv_without_a_column_is_one_line(study, tmp_path):
-    d = write_run(tmp_path / "r", "scala", 0)
-    (d / CLIENTS_FILE).write_text("round,client\n1,0\n")
-    with pytest.raises(ValueError, match="clients.csv: no column 'outcome'"):
-        read_clients(load_study(d))
+def test_the_report_reads_clients_csv_through_the_one_reader(study):
+    """StudyData.clients is readers.read_clients per run, with the run's keys in front (one reader)."""
+    run = study.runs.iloc[0]
+    mine = study.clients.loc[study.clients["run_id"] == run["run_id"], list(CLIENTS_COLUMNS)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, read_clients(Path(run["path"]))[list(CLIENTS_COLUMNS)])
+    assert list(study.clients.columns[:4]) == ["run_id", "setting", "algorithm", "seed"]

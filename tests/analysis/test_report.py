@@ -410,7 +410,14 @@ def test_report_on_1000_runs(tmp_path):
     assert st.setting_fields == ("data.partition.alpha", "clients.participation")
     acc = pd.read_csv(tmp_path / "report" / "accuracy.csv")
     assert len(acc) == 50 and (acc["n_runs"] == 20).all()
-    assert sum(p.suffix == ".png" for p in files) == 30  # per setting: accuracy vs time, uplink and energy
+    pngs = [p for p in files if p.suffix == ".png"]
+    across = [p for p in pngs if "across_settings" in p.parts]
+    sweep = [p for p in pngs if "sweep" in p.parts]
+    radio = [p for p in pngs if "radio" in p.parts]
+    assert len(pngs) - len(across) - len(sweep) - len(radio) == 30  # per setting: accuracy vs time, uplink, energy
+    assert len(across) == 15  # per algorithm, the 10 settings overlaid: the same three kinds
+    assert len(sweep) == 14  # participation and alpha are numeric grid fields
+    assert [p.name for p in radio] == ["client_energy_cdf.png"]  # the runs have energy.csv, no clients.csv
     summary = json.loads((tmp_path / "study" / "p0_q0.1" / "scala" / "seed0" / "summary.json").read_text())
     assert summary["schema_version"] == 1
 
@@ -427,7 +434,7 @@ def test_speedup_cells_when_the_reference_never_reaches(tmp_path):
 
 @pytest.mark.slow
 def test_target_lines_only_when_targets_are_asked_for(study, tmp_path, monkeypatch):
-    import sfl_sim.analysis.report as report_module
+    import sfl_sim.analysis.report_figures as report_module  # where the report draws its per-setting figures
 
     seen = []
     real = report_module.setting_figure

@@ -196,12 +196,15 @@ def test_channel_report_returns_the_table_it_writes_and_prints_only_when_asked(t
     report = sfl_sim.channel_report("cellular_100clients", overrides={"clients.count": 5}, output_dir=tmp_path)
     assert capsys.readouterr().out == ""
     assert list(report.table.columns) == list(REPORT_COLUMNS) and len(report.table) == 5
-    assert report.files == [tmp_path / "cell.csv", tmp_path / "cell.png"]
+    assert report.files == [tmp_path / "cell.csv", tmp_path / "channel_draws.csv", tmp_path / "cell.png",
+                            tmp_path / "channel_cdfs.png", tmp_path / "pathloss.png"]
+    assert len(report.draws) == 20 * 5 and report.draws["round"].max() == 20  # the default rounds
     pd.testing.assert_frame_equal(report.table, pd.read_csv(tmp_path / "cell.csv"), check_exact=True)
     stream = io.StringIO()
     sfl_sim.channel_report("cellular_100clients", overrides={"clients.count": 5}, output_dir=tmp_path, stream=stream)
     code, out, _ = cli(["channel", "cellular_100clients", "--set", "clients.count=5", "-o", str(tmp_path)])
-    assert code == 0 and out == stream.getvalue() + f"wrote {tmp_path / 'cell.csv'} and {tmp_path / 'cell.png'}\n"
+    files = ", ".join(str(f) for f in report.files[:-1])
+    assert code == 0 and out == stream.getvalue() + f"wrote {files} and {report.files[-1]}\n"
 
 
 # ----------------------------------------------------------------------------- package

@@ -1,7 +1,7 @@
-"""The README's "From Python" example runs as written.
+"""The "From Python" example of the documentation (``docs/guides/python.md``) runs as written.
 
 The code block is executed verbatim in a fresh directory that holds a ``cellular_100clients.yaml``
-of its own: a file on disk wins over the shipped scenario of that name (as the README says), so
+of its own: a file on disk wins over the shipped scenario of that name (as the guide says), so
 the example's scenario is the shipped one cut to a Fashion-MNIST slice and a narrow model, and
 its rounds (set by the example itself) take seconds.
 """
@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from sfl_sim.config.scenario_files import shipped_scenarios
-from tests.helpers import readme_blocks
+from tests.helpers import doc_blocks
 
-SECTION = "From Python"
+PAGE = "guides/python.md"
 
 SMALL = {"eval_samples": 200,
          "training": {"batch_size": 32, "local_iterations": 1, "torch_threads": 1},
@@ -35,7 +35,7 @@ def _shrink(node: dict, small: dict) -> None:
 
 @pytest.mark.slow
 def test_readme_python_example_runs_two_algorithms_and_plots_accuracy_vs_time(tmp_path: Path, monkeypatch) -> None:
-    (code,) = readme_blocks(SECTION, "python")
+    (code,) = doc_blocks(PAGE, "python")
     scenario = yaml.safe_load(shipped_scenarios()["cellular_100clients"].read_text())
     _shrink(scenario, SMALL)
     scenario["data"]["dataset"].update(max_train_samples=1000, max_test_samples=300)
@@ -45,7 +45,7 @@ def test_readme_python_example_runs_two_algorithms_and_plots_accuracy_vs_time(tm
     namespace: dict = {"__name__": "__main__"}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, PAGE, "exec"), namespace)
 
     results = namespace["results"]
     assert [r.label for r in results] == ["scala", "fedavg"]

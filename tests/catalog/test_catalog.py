@@ -52,7 +52,7 @@ def test_parameters_show_defaults_and_leave_out_what_the_simulator_supplies():
     assert not any(p.startswith(("input_shape", "num_classes")) for p in alexnet.params)
     assert "dropout=0.5" in alexnet.params
     quantity = {e.name: e for e in catalog.entries("partitioner")}["quantity"]
-    assert quantity.params == ["alpha"]  # required: no default
+    assert quantity.params == ["alpha", "distinct_classes=True"]  # alpha required: no default
     free_space = {e.name: e for e in catalog.entries("pathloss")}["free_space"]
     assert free_space.params == ["carrier_frequency_hz=2e9"]
 

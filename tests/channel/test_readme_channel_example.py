@@ -1,4 +1,5 @@
-"""The README's "Bring your own channel model" example runs as written and changes the run."""
+"""The documentation's own path-loss example (tutorial "A network researcher's cell", section 3) runs as
+written and changes the run."""
 from __future__ import annotations
 
 import csv
@@ -12,9 +13,9 @@ import pytest
 import yaml
 
 from sfl_sim.cli import main
-from tests.helpers import ROOT, readme_blocks, small_scenario, write_yaml
+from tests.helpers import ROOT, doc_blocks, small_scenario, write_yaml
 
-SECTION = "Bring your own channel model"
+PAGE, SECTION = "tutorials/network-researcher.md", "3. Bring your own path loss"
 
 
 def _small_scenario(tmp_path: Path, cell: dict) -> Path:
@@ -25,15 +26,15 @@ def _small_scenario(tmp_path: Path, cell: dict) -> Path:
 
 @pytest.mark.slow
 def test_readme_component_loads_from_yaml_passes_conformance_and_changes_the_run(tmp_path: Path, monkeypatch) -> None:
-    (python_code,) = readme_blocks(SECTION, "python")
-    (yaml_text,) = readme_blocks(SECTION, "yaml")
-    (bash_cmd,) = readme_blocks(SECTION, "bash")
+    (python_code,) = doc_blocks(PAGE, "python", SECTION)
+    (yaml_text,) = doc_blocks(PAGE, "yaml", SECTION)
+    bash_cmd = doc_blocks(PAGE, "bash", SECTION)[0]  # the conformance check
     user_dir = tmp_path / "user"
     user_dir.mkdir()
     (user_dir / "my_channel.py").write_text(python_code)
     monkeypatch.syspath_prepend(str(user_dir))
 
-    # The conformance command of the README, run as a user would.
+    # The conformance command of the tutorial, run as a user would.
     out = subprocess.run(bash_cmd.strip(), shell=True, cwd=user_dir, capture_output=True, text=True,
                          env={"PYTHONPATH": str(user_dir), "PATH": str(Path(sys.executable).parent)})
     assert out.returncode == 0, out.stderr
@@ -62,7 +63,7 @@ def test_readme_component_in_the_working_directory_loads_without_pythonpath(tmp_
     only the repository (the package, not the plug-in).  A probe in the same set-up shows the
     plug-in is not importable on its own; with PYTHONSAFEPATH (Python's opt-out) it stays so.
     """
-    (python_code,) = readme_blocks(SECTION, "python")
+    (python_code,) = doc_blocks(PAGE, "python", SECTION)
     work, bin_dir = tmp_path / "work", tmp_path / "bin"
     work.mkdir()
     bin_dir.mkdir()

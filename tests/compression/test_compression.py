@@ -26,7 +26,7 @@ from sfl_sim.compression import (
 )
 from sfl_sim.compression.conformance import ConformanceError, check_compressor
 from sfl_sim.kit.registry import ComponentParameterError
-from tests.helpers import readme_blocks
+from tests.helpers import doc_blocks
 
 BUILT_INS = [("identity", {}), ("quantize", {}), ("quantize", {"bits": 1, "rounding": "stochastic"}),
              ("quantize", {"bits": 16, "scale": "per_channel"}), ("topk", {}), ("topk", {"fraction": 1.0}),
@@ -414,10 +414,10 @@ def test_a_compressor_of_ones_own_is_found_by_import_path() -> None:
 
 
 def test_readme_compressor_example_runs_and_its_hand_count_holds() -> None:
-    (code,) = readme_blocks("Compressors", "python")
+    (code,) = doc_blocks("concepts/compression.md", "python")
     x = torch.randn(10, generator=_gen(0))
     scope = {"x": x, "generator": _gen(1)}
-    exec(code, scope)  # noqa: S102 - the README's own example
+    exec(code, scope)  # noqa: S102 - the documentation's own example
     assert scope["y"].shape == x.shape
     assert scope["payload"].size_bytes == math.ceil(10 * 4 / 8) + 4 + 4  # 4-bit codes, scale, header
     twelve = COMPRESSORS.build("quantize", bits=3).encode(x)
@@ -440,7 +440,7 @@ def test_each_built_in_lives_in_its_own_module_and_the_package_names_it() -> Non
         assert COMPRESSORS.get(name) is cls
         assert cls.encode.__code__.co_filename.endswith(f"/sfl_sim/compression/{name}.py")
         assert cls.__module__ == "sfl_sim.compression"  # the class path resolved.yaml records
-    for public in package.__all__:  # the names the README documents import from the package
+    for public in package.__all__:  # the names the documentation names import from the package
         assert getattr(package, public) is not None
     assert ErrorFeedback.__module__ == "sfl_sim.compression.error_feedback"
 

@@ -211,3 +211,27 @@ def test_dirichlet_over_clients_same_seed_same_split_and_bad_parameters() -> Non
     for bad in ({"beta": 0}, {"beta": 0.1, "cap_at_mean": "yes"}, {"beta": 0.1, "min_samples_per_client": 0}):
         with pytest.raises(ValueError):
             DirichletOverClients(**bad)
+
+
+def test_quantity_skew_portions_dealt_at_random():
+    """distinct_classes=False: the K*alpha portions are dealt at random (scala-icml.md §5.1 read
+    literally), so each client still gets alpha portions but may hold fewer than alpha classes."""
+    labels = _labels(per_class=300)
+    k, alpha = 100, 2
+    single = []
+    for seed in range(20):
+        parts = QuantityLabelSkew(alpha, distinct_classes=False).split(labels, k, 10, np.random.default_rng(seed))
+        hist = _check_valid(parts, labels, k, 10)
+        # every class cut into K*alpha/N = 20 portions of 300/20 = 15 samples; every client gets 2 portions
+        assert np.all(hist.sum(axis=1) == alpha * 15)
+        assert set(np.unique(hist)) <= {0, 15, 30}
+        classes = (hist > 0).sum(axis=1)
+        assert set(classes) <= {1, 2}
+        single.append(int((classes == 1).sum()))
+    # P(a client's two portions are of one class) = 19/199 for 200 portions, 20 per class: 9.5 clients
+    # of 100 on average; over 20 seeds the mean lies within 3 standard errors of it.
+    assert abs(np.mean(single) - 100 * 19 / 199) < 3 * np.std(single) / np.sqrt(20) + 0.5
+    # the default (distinct classes) is unchanged by the new parameter
+    same = QuantityLabelSkew(alpha).split(labels, k, 10, np.random.default_rng(3))
+    explicit = QuantityLabelSkew(alpha, distinct_classes=True).split(labels, k, 10, np.random.default_rng(3))
+    assert all(np.array_equal(a, b) for a, b in zip(same, explicit, strict=True))

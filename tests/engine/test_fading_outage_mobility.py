@@ -189,20 +189,3 @@ def test_zero_rate_out_of_range_is_an_outage_not_a_division_by_zero(policy) -> N
     assert sim.counters.dropped_transmissions == 1 and sim.counters.retransmissions == attempts - 1
     durations, results = _uploads(Simulator(cell, np.ones(2), 1.0, outage=policy), 0, 1)
     assert results == [DELIVERED] and durations[0] == pytest.approx(8 * NBYTES / rates[0])
-
-
-def test_zero_downlink_rate_is_a_clear_error_not_a_division_by_zero() -> None:
-    from sfl_sim.channel import McsTableRate
-
-    rng = np.random.default_rng(0)
-    cell = Cell(FixedDistancePlacement([100.0, 450.0]), TR36814Macro(), NoShadowing(), McsTableRate(),
-                EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
-                uplink_bandwidth_hz=1e6, downlink_bandwidth_hz=20e6, server_tx_power_w=1e-6,
-                placement_rng=rng, shadowing_rng=rng)
-    sim = Simulator(cell, np.ones(2), 1.0, downlink_mode="broadcast")
-
-    def round_process(ctx):
-        yield ctx.broadcast(NBYTES, "model")
-
-    with pytest.raises(ValueError, match=r"cell.downlink: the broadcast to the cohort of 2 has rate 0"):
-        sim.run_round(round_process, np.array([0, 1]))

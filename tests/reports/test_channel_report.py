@@ -6,7 +6,7 @@ import pytest
 
 from sfl_sim.channel import ShannonRate, TR36814Macro, dbm_to_w
 from sfl_sim.config import validate
-from sfl_sim.reports.channel import SUMMARY_COLUMNS, channel_report, summary_statistics
+from sfl_sim.reports.channel import DRAW_SUMMARY_COLUMNS, SUMMARY_COLUMNS, channel_report, summary_statistics
 from sfl_sim.runs.rundir.schema import CELL_REPORT_COLUMNS as REPORT_COLUMNS
 
 
@@ -39,7 +39,10 @@ def test_report_writes_files_and_matches_the_models(tmp_path):
     np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (2.5e6 * n0)))
     assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
     printed = out.getvalue().splitlines()
-    assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) and "client" in printed[2]
+    assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1 + 1 + len(DRAW_SUMMARY_COLUMNS) + 1
+    assert "client" in printed[2]
+    assert printed[2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS)].startswith(
+        "downlink (ideal): 0 of 8 clients in downlink outage")
     assert all(line.split()[-2:] == ["-", "-"] for line in printed[3:11])  # no BLER without a CQI table: '-'
     stats = summary_statistics(table)
     p5, p50, p95 = stats["snr_db"]

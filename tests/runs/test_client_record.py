@@ -33,7 +33,8 @@ OUTAGE = _lossy({"harq": {"mode": "sampled", "max_transmissions": 4},
 DEADLINE = _lossy({}, {"policy": "deadline", "deadline_s": 0.045})
 #: Both: an upload cut off by the deadline while it retransmits after an outage.
 BOTH = _lossy({"harq": {"mode": "sampled", "max_transmissions": 4},
-               "outage": {"min_snr_db": 26.0, "on_outage": "retransmit", "max_attempts": 2}}, {"policy": "deadline", "deadline_s": 0.045})
+               "outage": {"min_snr_db": 26.0, "on_outage": "retransmit", "max_attempts": 2}},
+              {"policy": "deadline", "deadline_s": 0.045})
 
 #: clients.csv columns that sum over a round's rows to its rounds.csv value.
 SUMMED = ("uplink_attempts", "retransmissions", "dropped_transmissions", "harq_retransmissions", "uplink_bytes",

@@ -30,6 +30,41 @@ Choices where the paper is silent (each a parameter):
 * Labels travel as int64 tensors, as torch holds them; their bytes count as uplink (kind
   ``labels``, after the activations).
 * The server is one device: with ``concatenate=False`` the per-client server jobs queue on it.
+* Semi-asynchronous SCALA (``trigger_clients`` / ``window_s``): each server step concatenates the
+  activations that have arrived by its trigger and the others join the next step
+  (:mod:`sfl_sim.algorithms.split.triggered_server`, which states the choices it makes).
+
+How each step reads the papers (scala-icml.md §3 and Algorithm 2; scala-journal.txt §3-5): the
+reading, the paper's words, and where the code does it:
+
+==============================  ============================================  ==================================
+Reading                         Paper                                          Code
+==============================  ============================================  ==================================
+B_k = |D_k| B / sum |D_k|       "sets the minibatch size for each client k     ``split/messages.py`` (batch sizes),
+(B = 320)                       in proportion to its local data size" (3)      ``TrainingSetup.batch_size``
+P_s: labels of this iteration   "P_s(y) is the distribution of concatenated    ``_prior`` (``label_prior="batch"``;
+                                labels" (14)                                   ``local_data`` an ablation)
+P_k: client k's labels          "given a participating client k along with     ``_prior`` per client in
+                                the label distribution P_k(y)" (15)            ``server_on_concatenation``
+logits + log P, no temperature  "s_y(x) + log P_s(y)" (14), (15); plain s(x)   ``terms/logit_adjustment.py``
+                                at test time (13)
+w_s updated by the P_s loss     "the server adjusts the loss function using    ``server_loss`` -> ``optimizer_step``
+                                (14) and updates the server-side model
+                                using (7)"
+G_k from the P_k loss at the    "G_k = grad_{A_k} l(w_s^t; A_k, Y_k)" (8),     ``client_loss`` on the same
+pre-update w_s^t                "computes the backpropagated gradients for     forward (``autograd.grad``), then
+                                each client using (8)" with (15)               the w_s step
+w_s every local iteration       "The server-side model is centrally updated    one ``server_on_concatenation``
+                                in each local iteration"                        per iteration (T = 5)
+sum |D_k| w_c,k / sum |D_k|     eq. (10)                                       ``SplitFedBase.aggregate``
+SGD lr 0.01, no momentum        "updated via SGD optimizer with learning       scenario ``training``; fresh client
+                                rate eta = 0.01"                               optimiser each round (no state to keep)
+split after conv-relu-pool x2   "the first 6 layers as the client-side         ``models/alexnet.py`` ``S2`` (default)
+(S2)                            model" (ICML); "the split point is selected
+                                at the second convolutional layer" (journal)
+==============================  ============================================  ==================================
+
+The ablations that compare this setting with the paper's Table 4 are ``studies/scala_gap_*.yaml``.
 
 The round itself (messages, timing, aggregation) is :class:`~sfl_sim.algorithms.split.base.SplitFedBase`'s;
 this module adds the priors, the concatenated server step and LLA-SFL's per-client loss.
@@ -41,12 +76,13 @@ from typing import Annotated, Literal, cast
 
 import numpy as np
 import torch
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from sfl_sim.algorithms.base import ALGORITHMS, to_device
 from sfl_sim.algorithms.split.base import SplitFedBase
 from sfl_sim.algorithms.split.messages import ClientActivations, Reply
-from sfl_sim.algorithms.split.server_modes import ServerModeName
+from sfl_sim.algorithms.split.server_modes import ServerMode, ServerModeName
+from sfl_sim.algorithms.split.triggered_server import TriggeredConcatenatedServer
 from sfl_sim.algorithms.terms.logit_adjustment import label_distribution, logit_adjusted_cross_entropy
 from sfl_sim.kit.params import FIXED, Doc
 
@@ -74,6 +110,14 @@ class SCALA(SplitFedBase):
         client_adjustment: Annotated[bool, Doc(
             "Adjust the loss whose gradient goes back to client k by log P_k (eq. 15).")] = True
         label_prior: Annotated[LabelPrior, Doc("Where P_s and P_k come from.")] = "batch"
+        trigger_clients: Annotated[int | None, Field(ge=1), Doc(
+            "Semi-asynchronous SCALA: each server step concatenates the activations that have arrived once K "
+            "clients' wait (the others join the next step; sfl_sim.algorithms.split.triggered_server).  null: "
+            "every client's activations of the iteration (SCALA).  Only with concatenate.")] = None
+        window_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False), Doc(
+            "Semi-asynchronous SCALA: each server step concatenates what has arrived window_s simulated seconds "
+            "after the first waiting upload (or sooner, once every client's has).  null: no window.  Only with "
+            "concatenate.")] = None
 
         @model_validator(mode="after")
         def _server_adjustment_needs_concatenation(self) -> SCALA.Params:
@@ -82,10 +126,20 @@ class SCALA(SplitFedBase):
                                  "distribution); allowed: server_adjustment=false with concatenate=false")
             return self
 
+        @model_validator(mode="after")
+        def _trigger_needs_concatenation(self) -> SCALA.Params:
+            if (self.trigger_clients is not None or self.window_s is not None) and not self.concatenate:
+                raise ValueError("trigger_clients / window_s need concatenate=true (they time the concatenated "
+                                 "server step); allowed: null with concatenate=false")
+            return self
+
     params: Params
 
-    def make_server_mode(self) -> ServerModeName:
-        return "concatenated" if self.params.concatenate else "per_client"
+    def make_server_mode(self) -> ServerModeName | ServerMode:
+        p = self.params
+        if p.concatenate and (p.trigger_clients is not None or p.window_s is not None):
+            return TriggeredConcatenatedServer(p.trigger_clients, p.window_s)
+        return "concatenated" if p.concatenate else "per_client"
 
     # -- priors ----------------------------------------------------------------------------------
     def _uniform(self) -> torch.Tensor:

@@ -15,7 +15,9 @@ Uplink
 Downlink
     The server has one power amplifier: ``server_tx_power_w`` is spread over the downlink band at
     a flat spectral density, so a client's sub-band ``b_k`` carries ``P b_k / B``.  No noise rise
-    (no neighbouring base station interferes).
+    (no neighbouring base station interferes).  The downlink has its own rate model
+    (``downlink_rate``: the UE's receiver, the PDSCH's overhead and curves); without one it uses
+    the uplink's.
 Broadcast
     One server transmission on the whole downlink band that every receiver must decode: the
     minimum of their full-band rates.
@@ -103,6 +105,8 @@ class LinkBudgetModel:
         Downlink band in Hz, > 0; needed only by the downlink methods.
     server_tx_power_w : float, optional
         Server transmit power in W, > 0; needed only by the downlink methods.
+    downlink_rate : Rate, optional
+        The downlink's rate model (the clients' receivers); default ``rate``.
 
     Raises
     ------
@@ -120,6 +124,7 @@ class LinkBudgetModel:
         uplink_bandwidth_hz: float,
         downlink_bandwidth_hz: float | None = None,
         server_tx_power_w: float | None = None,
+        downlink_rate: Rate | None = None,
     ) -> None:
         self._noise_psd_dbm_per_hz = NOISE_PSD_DBM_PER_HZ.check("noise_psd_dbm_per_hz", noise_psd_dbm_per_hz)
         self._uplink_bandwidth_hz = UPLINK_BANDWIDTH_HZ.check("uplink_bandwidth_hz", uplink_bandwidth_hz)
@@ -131,9 +136,8 @@ class LinkBudgetModel:
             None if server_tx_power_w is None else SERVER_TX_POWER_W.check("server_tx_power_w", server_tx_power_w)
         )
         self.rate, self.allocator, self.power_control = rate, allocator, power_control
+        self.downlink_rate = rate if downlink_rate is None else downlink_rate
         self._noise_psd_w_per_hz = float(dbm_to_w(self._noise_psd_dbm_per_hz))
-        # Capabilities, looked up once.
-        self._snr_linear = rate.snr_linear if isinstance(rate, SnrRate) else None
         # isinstance cannot see a parameter: the allocator is link-aware when it declares rate_of.
         self._link_aware_allocator = cast(LinkAwareAllocator, allocator) if accepts_rate_of(allocator) else None
         noise_figure_db = float(rate.noise_figure_db) if isinstance(rate, NoiseFigureRate) else 0.0
@@ -255,7 +259,37 @@ class LinkBudgetModel:
             return power_w * bandwidth_hz / band
 
         return self._shared(client_ids, payload_bits, band, power_on, gain_linear, fading_gain,
-                            self._noise_psd_w_per_hz)
+                            self._noise_psd_w_per_hz, self.downlink_rate)
+
+    def downlink_at_bandwidth(self, client_ids: np.ndarray, bandwidth_hz: Any, gain_linear: np.ndarray,
+                              fading_gain: Any = None) -> LinkBudget:
+        """The downlink on given shares, bypassing the allocator (a share ``b_k`` carries
+        ``P b_k / B``; ``bandwidth_hz`` a scalar or one share per client, Hz, >= 0).
+
+        Raises
+        ------
+        ValueError
+            If the downlink is not configured.
+        """
+        band, power = self._downlink("downlink_at_bandwidth")
+        shares = np.broadcast_to(check_array("bandwidth_hz", bandwidth_hz, minimum=0.0), client_ids.shape).astype(float)
+        gains = gain_linear * _fading(fading_gain, client_ids.shape)
+        return self.link(client_ids, shares, power * shares / band, gains, self._noise_psd_w_per_hz,
+                         self.downlink_rate)
+
+    def broadcast(self, client_ids: np.ndarray, gain_linear: np.ndarray, fading_gain: Any = None) -> LinkBudget:
+        """Each receiver's link of one server transmission on the whole downlink band (arguments as
+        :meth:`uplink`): every client sees the whole band and power.
+
+        Raises
+        ------
+        ValueError
+            If the downlink is not configured.
+        """
+        band, power = self._downlink("broadcast")
+        gains = gain_linear * _fading(fading_gain, client_ids.shape)
+        return self.link(client_ids, np.full(client_ids.shape, band), power, gains, self._noise_psd_w_per_hz,
+                         self.downlink_rate)
 
     def broadcast_rate_bps(self, client_ids: np.ndarray, gain_linear: np.ndarray, fading_gain: Any = None) -> float:
         """Rate of one server transmission on the whole downlink band that all these clients decode.
@@ -269,13 +303,14 @@ class LinkBudgetModel:
             raise ValueError("client_ids must name at least one receiver for a broadcast, got []")
         band, power = self._downlink("broadcast_rate_bps")
         gains = gain_linear * _fading(fading_gain, client_ids.shape)
-        rates = np.asarray(self.rate.rate_bps(band, power, gains, self._noise_psd_w_per_hz), dtype=float)
-        check_finite(rates, f"rate {self.rate!r}", "broadcast rate_bps", minimum=0.0)
+        rate_model = self.downlink_rate
+        rates = np.asarray(rate_model.rate_bps(band, power, gains, self._noise_psd_w_per_hz), dtype=float)
+        check_finite(rates, f"rate {rate_model!r}", "broadcast rate_bps", minimum=0.0)
         return float(np.min(rates))
 
     # ------------------------------------------------------------------ the budget
     def link(self, client_ids: np.ndarray, bandwidth_hz: np.ndarray, tx_power_w: Any, gain_linear: np.ndarray,
-             noise_psd_w_per_hz: float) -> LinkBudget:
+             noise_psd_w_per_hz: float, rate_model: Rate | None = None) -> LinkBudget:
         """The budget of given links: the rate model's rate and SNR, checked.
 
         Parameters
@@ -290,23 +325,27 @@ class LinkBudgetModel:
             Channel power gain (fading included).
         noise_psd_w_per_hz : float
             Noise PSD the rate model sees (``N0``, or ``N0`` times the noise rise), W/Hz.
+        rate_model : Rate, optional
+            The link's rate model; default the uplink's (:attr:`rate`).
 
         Returns
         -------
         LinkBudget
             With the SNR ``p g / (b N0)`` (or the rate model's own, noise figure included) in dB.
         """
+        model = self.rate if rate_model is None else rate_model
         power = np.broadcast_to(np.asarray(tx_power_w, dtype=float), client_ids.shape)
-        rate = np.asarray(self.rate.rate_bps(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
-        check_finite(rate, f"rate {self.rate!r}", "rate_bps", minimum=0.0)
-        if self._snr_linear is not None:
-            snr = np.asarray(self._snr_linear(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
+        rate = np.asarray(model.rate_bps(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
+        check_finite(rate, f"rate {model!r}", "rate_bps", minimum=0.0)
+        snr_linear = model.snr_linear if isinstance(model, SnrRate) else None
+        if snr_linear is not None:
+            snr = np.asarray(snr_linear(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
         else:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 snr = power * gain_linear / (bandwidth_hz * noise_psd_w_per_hz)
             snr = np.where(np.isnan(snr), 0.0, snr)
         # An SNR is infinite only on a 0 Hz share (no noise); anywhere else it must be finite.
-        check_finite(snr, f"rate {self.rate!r}" if self._snr_linear is not None else "the link budget",
+        check_finite(snr, f"rate {model!r}" if snr_linear is not None else "the link budget",
                      "SNR (linear)", where=np.broadcast_to(bandwidth_hz, np.shape(snr)) > 0)
         return LinkBudget(
             client_ids=client_ids.copy(),
@@ -319,8 +358,10 @@ class LinkBudgetModel:
 
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
                 power_on: Callable[[np.ndarray], np.ndarray], gain_linear: np.ndarray, fading_gain: Any,
-                noise_psd_w_per_hz: float) -> LinkBudget:
-        """The links of a group that shares ``band_hz`` as the allocator splits it."""
+                noise_psd_w_per_hz: float, rate_model: Rate | None = None) -> LinkBudget:
+        """The links of a group that shares ``band_hz`` as the allocator splits it (rate model
+        ``rate_model``, default the uplink's)."""
+        model = self.rate if rate_model is None else rate_model
         if ids.size == 0:
             empty = np.zeros(0)
             return LinkBudget(ids, empty, empty, empty, empty, empty)
@@ -339,7 +380,7 @@ class LinkBudgetModel:
         if self._link_aware_allocator is not None:
             def rate_of(bandwidth_hz: np.ndarray) -> np.ndarray:
                 b = np.asarray(bandwidth_hz, dtype=float)
-                return np.asarray(self.rate.rate_bps(b, power_on(b), gains, noise_psd_w_per_hz), dtype=float)
+                return np.asarray(model.rate_bps(b, power_on(b), gains, noise_psd_w_per_hz), dtype=float)
 
             shares = self._link_aware_allocator.allocate_hz(band_hz, payload, gains, rate_of=rate_of)
         else:
@@ -354,7 +395,7 @@ class LinkBudgetModel:
             raise ValueError(
                 f"allocator {self.allocator!r} allocated {shares.sum():g} Hz, more than the band {band_hz:g} Hz"
             )
-        return self.link(ids, shares, power_on(shares), gains, noise_psd_w_per_hz)
+        return self.link(ids, shares, power_on(shares), gains, noise_psd_w_per_hz, model)
 
     def _downlink(self, method: str) -> tuple[float, float]:
         if self._downlink_bandwidth_hz is None or self._server_tx_power_w is None:

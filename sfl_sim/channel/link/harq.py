@@ -7,14 +7,24 @@ split into ``n = ceil(B / max(r tau, 24))`` transport blocks of ``B / n`` bits, 
 (``slot_s``: the allocation carries ``r tau`` information bits per slot, and a transport block is
 what one slot carries; 1 ms is the slot of NR numerology 0, 15 kHz subcarriers, TS 38.211 clause
 4.3.2).  The rate model (``mcs_table``) picks the CQI at ``gamma``; its BLER curve
-(:mod:`sfl_sim.channel.link.bler`) and the block's code-block segmentation give the probability that
-transmission ``m`` of a block fails, ``p_m = TBLER(gamma_m)`` with ``gamma_m = gamma`` or, with
-chase combining, ``gamma_m = m gamma`` (the receiver adds the copies' SINRs, linear).  All copies of
-a block see the same ``gamma``: a HARQ round trip (milliseconds) is short against the fading's
-coherence block.
+(:mod:`sfl_sim.channel.link.bler`) and the block's code-block segmentation give ``TBLER(gamma)``, the
+probability that a block decoded at SINR ``gamma`` fails.  All copies of a block see the same
+``gamma``: a HARQ round trip (milliseconds) is short against the fading's coherence block.  ``q_m``,
+the probability that the first ``m`` copies of a block all fail, is
 
-A block is sent until it decodes, at most ``M`` (``max_transmissions``) times.  With
-``q_0 = 1`` and ``q_m = p_1 p_2 ... p_m`` (the probability that the first ``m`` copies all fail):
+- without combining, ``q_m = TBLER(gamma)^m``: each copy is decoded on its own, with its own
+  noise, so the copies fail independently;
+- with chase combining, ``q_m = TBLER(m gamma)``: the receiver adds the copies' soft bits, so the
+  SINRs add (linear), and after ``m`` copies the block has failed exactly when the decode of the
+  ``m`` combined copies fails (the events are nested: a copy that adds SINR does not undo an
+  earlier success).  Multiplying ``TBLER(k gamma)`` over ``k <= m`` instead would treat the
+  combined decodes as independent, which they are not (they share the first copies' noise): with
+  ``TBLER(gamma) = 0.5`` and ``TBLER(2 gamma) = 0.1`` it gives 0.05 where the block still fails
+  after two copies with probability 0.1.  (5G-LENA computes that product: ``NrEesmCc::ComputeSINR``
+  sums the copies' SINRs, model/nr-eesm-cc.cc, and ``NrSpectrumPhy`` draws a fresh uniform per
+  reception against the resulting TBLER, model/nr-spectrum-phy.cc; we take the nested view.)
+
+A block is sent until it decodes, at most ``M`` (``max_transmissions``) times.  With ``q_0 = 1``:
 
 - ``P(N > m) = q_m`` for the transmissions ``N`` of a block, ``m < M``;
 - expected transmissions per block ``E[N] = sum_{m=0}^{M-1} q_m`` (without combining
@@ -55,7 +65,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from sfl_sim.channel.limits import HARQ_RTT_S, MAX_TRANSMISSIONS, SLOT_S
-from sfl_sim.channel.link.bler import code_blocks, cqi_curves, transport_block_error_rate
+from sfl_sim.channel.link.bler import BlerCurve, code_blocks, cqi_curves, transport_block_error_rate
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
 from sfl_sim.channel.protocols import HarqModel, HarqSend
 from sfl_sim.kit.component import Component
@@ -176,11 +186,18 @@ class Harq(Component):
             return np.ones(self.params.max_transmissions + 1)
         n = self.blocks(payload_bits, rate_bps)
         cb_bits, n_cb = code_blocks(payload_bits / n, self._code_rate[cqi - 1])
-        sinr = 10.0 ** (sinr_db / 10.0) * (m if self.params.chase_combining else np.ones_like(m))
+        curve = self._curves[cqi - 1]
+        if not self.params.chase_combining:  # independent copies: TBLER(gamma)^m
+            p = transport_block_error_rate(float(curve.bler(sinr_db, cb_bits)), n_cb)
+            return np.concatenate(([1.0], np.cumprod(np.full(m.size, p))))
         with np.errstate(divide="ignore"):
-            sinr_m_db = 10.0 * np.log10(sinr)
-        p = transport_block_error_rate(self._curves[cqi - 1].bler(sinr_m_db, cb_bits), n_cb)
-        return np.concatenate(([1.0], np.cumprod(p)))
+            sinr_m_db = 10.0 * np.log10(10.0 ** (sinr_db / 10.0) * m)
+        # nested: q_m = TBLER(m gamma); the first copy reads the curve as the rate model does (held at
+        # the table's end), combined copies continue it past the end
+        bler = _beyond_the_table(curve, sinr_m_db, cb_bits)
+        bler[0] = float(curve.bler(sinr_db, cb_bits))
+        q = transport_block_error_rate(bler, n_cb)
+        return np.concatenate(([1.0], np.minimum.accumulate(q)))
 
     def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
         """Error rate of a first transmission and expected transmissions of one slot's transport block.
@@ -244,3 +261,26 @@ class Harq(Component):
         total = int(copies.sum())
         return HarqSend(total * copy_s + (int(copies.max()) - 1) * self.params.harq_rtt_s, float(total - n),
                         not failed, n)
+
+
+def _beyond_the_table(curve: BlerCurve, sinr_db: np.ndarray, cb_bits: float) -> np.ndarray:
+    """The curve's BLER at combined SINRs, continued past its last tabulated SINR.
+
+    The tables stop at 20 or 25 dB, where a high-rate curve may not have fallen to zero; held flat
+    there (as the rate model and a first copy read it), combining copies would stop helping at the
+    table's end.  Our reading (no source gives
+    the curves beyond their last point): past it the waterfall goes on at the slope, in log10 BLER
+    per dB, of its last tabulated step (never rising; a flat end stays flat).
+    """
+    last_db = float(curve.snr_db[-1])
+    out = np.asarray(curve.bler(sinr_db, cb_bits), dtype=float)
+    beyond = sinr_db > last_db
+    if not np.any(beyond) or curve.snr_db.size < 2:
+        return out
+    step_db = last_db - float(curve.snr_db[-2])
+    at_end, before = (float(curve.bler(x, cb_bits)) for x in (last_db, last_db - step_db))
+    if at_end <= 0.0 or before <= 0.0:
+        return out
+    slope = min(0.0, (np.log10(at_end) - np.log10(before)) / step_db)
+    out[beyond] = at_end * np.power(10.0, slope * (sinr_db[beyond] - last_db))
+    return out

@@ -257,6 +257,9 @@ class McsTableRate(_SinrRate):
             "Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306 clause "
             "4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.")] = 0.0
         noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc("Receiver noise figure in dB, >= 0.")] = 0.0
+        link: Annotated[Literal["uplink", "downlink"], Doc(
+            "Whose BLER curves the bler mapping reads: ``uplink`` (PUSCH tables first) or ``downlink`` (PDSCH "
+            "tables only; :mod:`sfl_sim.channel.link.bler`).")] = "uplink"
 
     params: Params
 
@@ -277,7 +280,8 @@ class McsTableRate(_SinrRate):
         target = f"ber_target={p.ber_target!r}" if p.mapping == "gap" else \
             f"bler_target={p.bler_target!r}, code_block_bits={p.code_block_bits!r}"
         return (f"McsTableRate(table={p.table!r}, mapping={p.mapping!r}, {target}, "
-                f"overhead_fraction={p.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r})")
+                f"overhead_fraction={p.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r}"
+                + ("" if p.link == "uplink" else f", link={p.link!r}") + ")")
 
     def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
         """1 + the index of the row the mapping picks at each SINR (0: below CQI 1)."""
@@ -286,7 +290,8 @@ class McsTableRate(_SinrRate):
             with np.errstate(divide="ignore"):
                 sinr_db = 10.0 * np.log10(sinr)
             p = self.params
-            ok = np.stack([c.bler(sinr_db, p.code_block_bits) <= p.bler_target for c in cqi_curves(p.table)])
+            ok = np.stack([c.bler(sinr_db, p.code_block_bits) <= p.bler_target
+                           for c in cqi_curves(p.table, p.link)])
             # the highest row meeting the target (rows are in increasing efficiency)
             return np.where(ok.any(axis=0), len(ok) - np.argmax(ok[::-1], axis=0), 0)
         se = np.log2(1.0 + sinr / self.gap_linear)

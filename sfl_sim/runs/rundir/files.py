@@ -99,7 +99,10 @@ from sfl_sim.runs.rundir.schema import (
     ROUNDS_FILE,
     SCENARIO_FILE,
     SCHEMA_VERSION,
+    STALENESS_COLUMNS,
+    STALENESS_FILE,
     SUMMARY_FILE,
+    WORK_FILE,
     classes_columns,
 )
 
@@ -108,7 +111,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE)
+             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, STALENESS_FILE, WORK_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -225,6 +228,10 @@ class RunDir:
     @property
     def energy_path(self) -> Path:
         return self.path / ENERGY_FILE
+
+    @property
+    def staleness_path(self) -> Path:
+        return self.path / STALENESS_FILE
 
     @property
     def clients_path(self) -> Path:
@@ -387,7 +394,7 @@ class RunDir:
         os.replace(tmp, self.cell_path)
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
-                   battery: bool = False, clients: bool = False) -> None:
+                   battery: bool = False, clients: bool = False, staleness: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -396,7 +403,8 @@ class RunDir:
         Kept rows are read in today's columns (:func:`sfl_sim.runs.rundir.upgrade.log_rows`), and a
         log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
         ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
-        recording it still cuts it back to the checkpoint)."""
+        recording it still cuts it back to the checkpoint); with ``staleness`` (an asynchronous run),
+        ``staleness.csv``."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -404,6 +412,8 @@ class RunDir:
         if energy:
             self._energy_columns = (*ENERGY_COLUMNS, *((ENERGY_BATTERY_COLUMN,) if battery else ()))
             logs.append((self.energy_path, self._energy_columns))
+        if staleness:
+            logs.append((self.staleness_path, STALENESS_COLUMNS))
         self._clients = clients
         if clients or (keep_through_round is not None and self.clients_path.exists()):
             logs.append((self.clients_path, CLIENTS_COLUMNS))
@@ -425,6 +435,13 @@ class RunDir:
         with self.energy_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerows([row[c] for c in self._energy_columns] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_staleness(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append an aggregation's ``staleness.csv`` rows and flush them to disk."""
+        with self.staleness_path.open("a", newline="") as fh:
+            csv.writer(fh).writerows([row[c] for c in STALENESS_COLUMNS] for row in rows)
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -34,6 +34,8 @@ __all__ = [
     "SUMMARY_FILE",
     "CELL_FILE",
     "ENERGY_FILE",
+    "STALENESS_FILE",
+    "STALENESS_COLUMNS",
     "ENERGY_COLUMNS",
     "ENERGY_BATTERY_COLUMN",
     "CLIENTS_FILE",
@@ -45,6 +47,9 @@ __all__ = [
     "NO_LOS_STATE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
+    "WORK_FILE",
+    "WORK_VERSION",
+    "RETIMED_FROM",
     "HOST_ONLY_FIELDS",
     "RESOLVED_COMPONENTS",
     "RESOLVED_TRAINING",
@@ -115,6 +120,9 @@ CELL_FILE = "cell.csv"
 #: :data:`ENERGY_BATTERY_COLUMN` after them when batteries are on); written only when the scenario's
 #: ``energy.enabled`` is true.
 ENERGY_FILE = "energy.csv"
+#: One row per update an asynchronous run's server used (per aggregation and contribution),
+#: columns :data:`STALENESS_COLUMNS`; written only by asynchronous algorithms.
+STALENESS_FILE = "staleness.csv"
 #: One row per (round, client of that round's cohort), columns :data:`CLIENTS_COLUMNS`: what the
 #: radio did for the client and where its time in the round went; written unless the scenario's
 #: ``metrics.client_record`` is false.
@@ -123,6 +131,17 @@ CLIENTS_FILE = "clients.csv"
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
 STUDY_FILE = "study.yaml"
+#: What the engine timed, per round: one JSON object per line, gzip-compressed, appended round by
+#: round (a gzip member each; :mod:`sfl_sim.runs.rundir.work`).  Each line is a
+#: :class:`sfl_sim.engine.record.RoundRecord` (``round``, ``cohort``, ``processes``, ``draws``,
+#: ``unreplayable`` where set); the first line is a header ``{"work_version": WORK_VERSION}``.
+#: Plain data only: reading it never runs code.  ``sfl-sim retime`` replays it.
+WORK_FILE = "work.jsonl.gz"
+#: Layout version of :data:`WORK_FILE` (its header line).
+WORK_VERSION = 1
+#: Key of a re-timed run's ``resolved.yaml``: the run directory it was re-timed from, and the
+#: fields that were changed (``{"run": path, "set": {field: value}}``).
+RETIMED_FROM = "retimed_from"
 
 #: Fields of a run's ``scenario.yaml`` that decide only how the host works or what the run
 #: records, never what it computes: where its files go, the device and execution path asked for,
@@ -208,6 +227,13 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
 #: ``client_energy_j`` of ``rounds.csv`` is the sum of ``total_j`` over the round's rows; empty
 #: when the run had no energy ledger.
 ENERGY_COLUMNS: tuple[str, ...] = ("round", "client", "compute_j", "uplink_j", "downlink_j", "idle_j", "total_j")
+#: Exact header of ``staleness.csv``, in order: ``round`` is the model version the aggregation
+#: produced (its ``rounds.csv`` row), ``client`` whose update it used, ``dispatch`` the update's
+#: place among the run's dispatches (0, 1, ...), ``start_version`` the version the client trained
+#: from, ``staleness`` the aggregations between (``round - 1 - start_version``), ``dispatched_s``
+#: and ``arrived_s`` when it was sent the model and when its update arrived (simulated seconds).
+STALENESS_COLUMNS: tuple[str, ...] = ("round", "client", "dispatch", "start_version", "staleness", "dispatched_s",
+                                      "arrived_s")
 #: The column after :data:`ENERGY_COLUMNS` when batteries are on: the client's charge left at the
 #: round's end, J.
 ENERGY_BATTERY_COLUMN = "battery_j"

@@ -60,7 +60,7 @@ from sfl_sim.runs.rundir.schema import (
     RESOLVED_TRAINING,
 )
 
-__all__ = ["Upgraded", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
+__all__ = ["Upgraded", "fill_defaults", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
            "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
            "missing_file", "log_rows", "log_text", "checkpoint", "cell_state"]
 
@@ -129,7 +129,7 @@ def default_scenario() -> dict[str, Any]:
     return copy.deepcopy(_defaults())
 
 
-def _fill(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+def fill_defaults(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` with the keys of ``defaults`` it lacks, recursively; a component named other than
     the default keeps its own parameters (another class, other defaults)."""
     out = dict(given)
@@ -139,7 +139,7 @@ def _fill(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, An
         elif isinstance(default, Mapping) and isinstance(out[key], Mapping):
             if "name" in default and out[key].get("name") != default["name"]:
                 continue
-            out[key] = _fill(out[key], default)
+            out[key] = fill_defaults(out[key], default)
     return out
 
 
@@ -163,7 +163,7 @@ def scenario(raw: Mapping[str, Any], continued_by: Mapping[str, Any] | None = No
         (:func:`_outage_as_named_today`: ``on_outage: retransmit, max_attempts: 1``, every run's
         record before the names said what happens, reads ``on_outage: drop``).
     """
-    out = _fill(raw, _defaults())
+    out = fill_defaults(raw, _defaults())
     _outage_as_named_today(out)
     if RESOLVED_ENERGY not in raw and continued_by is not None and RESOLVED_ENERGY in continued_by:
         out[RESOLVED_ENERGY] = copy.deepcopy(continued_by[RESOLVED_ENERGY])

@@ -18,7 +18,7 @@ from sfl_sim.config import load_scenario, validate
 from sfl_sim.data import DATASETS
 from sfl_sim.errors import ConfigError
 from sfl_sim.runs import runner
-from tests.helpers import read_rows, readme_blocks, small_scenario, tiny_setup, two_client_simulator, write_yaml
+from tests.helpers import doc_blocks, read_rows, small_scenario, tiny_setup, two_client_simulator, write_yaml
 
 Q8 = {"name": "quantize", "bits": 8}
 
@@ -114,7 +114,7 @@ def test_a_top_level_path_applies_where_the_algorithm_has_it(tmp_path: Path) -> 
 
 
 def test_the_readme_block_is_a_valid_scenario() -> None:
-    (text,) = readme_blocks("Compressors", "yaml")
+    (text,) = doc_blocks("concepts/compression.md", "yaml")
     cfg = validate(yaml.safe_load(text))
     assert cfg.compression_for("scala")["activations"][1].params == {"bits": 8}
     assert cfg.compression_for("fedavg")["updates"][1].error_feedback is True

@@ -46,7 +46,9 @@ def test_without_errors_the_time_is_bits_over_rate():
     assert got.time_s == PAYLOAD_BITS / RATE_BPS and got.retransmissions == 0.0 and got.delivered
 
 
-def test_chase_combining_adds_the_sinrs():
+def test_chase_combining_adds_the_sinrs_and_nests_the_failures():
+    """q_m = TBLER(m gamma): after m combined copies the block has failed when their combined decode fails
+    (not the product of the TBLERs, which treats the combined decodes as independent)."""
     harq = Harq(RATE, chase_combining=True, max_transmissions=3)
     q = harq.failure_chain(PAYLOAD_BITS, RATE_BPS, SINR_DB)
     plain = Harq(RATE, max_transmissions=3)
@@ -54,8 +56,9 @@ def test_chase_combining_adds_the_sinrs():
     cb, n_cb = code_blocks(PAYLOAD_BITS / n, 308 / 1024)  # CQI 4's code rate, kept for every copy
     curve = cqi_curves("cqi_table1")[3]
     p = [1 - (1 - float(curve.bler(SINR_DB + 10 * math.log10(m), cb))) ** n_cb for m in (1, 2, 3)]
-    np.testing.assert_allclose(q, [1.0, p[0], p[0] * p[1], p[0] * p[1] * p[2]], rtol=1e-12)
+    np.testing.assert_allclose(q, [1.0, p[0], p[1], p[2]], rtol=1e-12)
     assert q[1] > 0 and q[2] < plain.failure_chain(PAYLOAD_BITS, RATE_BPS, SINR_DB)[2]
+    assert q[2] >= p[0] * p[1]  # never below the product of the TBLERs (which was optimistic)
 
 
 @pytest.mark.slow
@@ -122,3 +125,35 @@ def test_bad_parameters_give_one_line_naming_the_field(kwargs, field):
 def test_harq_needs_an_mcs_rate_model():
     with pytest.raises(ValueError, match=r"^rate: HARQ needs an MCS rate model \(cell.rate: mcs_table\)"):
         Harq(ShannonRate())
+
+
+def test_combined_sinr_past_the_table_continues_the_last_slope_by_hand():
+    """Our reading past a curve's last tabulated SINR: log10 BLER goes on at the slope of its last step."""
+    from sfl_sim.channel.link.harq import _beyond_the_table
+
+    curve = cqi_curves("cqi_table1")[14]  # CQI 15: 64QAM 948/1024, the curve that ends highest
+    last, prev = float(curve.snr_db[-1]), float(curve.snr_db[-2])
+    b_last, b_prev = float(curve.bler(last, 2000.0)), float(curve.bler(prev, 2000.0))
+    assert 0 < b_last < b_prev  # still falling where the table stops
+    slope = (math.log10(b_last) - math.log10(b_prev)) / (last - prev)
+    s = np.array([prev, last, last + 3.0, last + 6.0])
+    got = _beyond_the_table(curve, s, 2000.0)
+    np.testing.assert_allclose(got, [b_prev, b_last, b_last * 10 ** (3 * slope), b_last * 10 ** (6 * slope)],
+                               rtol=1e-12)
+    assert np.all(np.diff(got) < 0)
+    # within the table it is the curve itself
+    inside = np.linspace(float(curve.snr_db[0]), last, 7)
+    np.testing.assert_array_equal(_beyond_the_table(curve, inside, 2000.0), curve.bler(inside, 2000.0))
+
+
+def test_past_the_table_the_first_copy_reads_the_curve_and_combined_copies_keep_helping():
+    rate = McsTableRate(mapping="gap")  # the gap mapping picks CQI 15 where its curve has not reached 0
+    harq = Harq(rate, chase_combining=True, max_transmissions=4)
+    curve = cqi_curves("cqi_table1")[14]
+    sinr_db = float(curve.snr_db[-1]) + 6.0
+    assert int(rate.cqi(10 ** (sinr_db / 10))) == 15
+    q = harq.failure_chain(1e3, 1e6, sinr_db)
+    cb, n_cb = code_blocks(1e3, 948 / 1024)
+    held = 1 - (1 - float(curve.bler(sinr_db, cb))) ** n_cb
+    assert q[1] == pytest.approx(held, rel=1e-12) and held > 0
+    assert np.all(np.diff(q[1:]) < 0)  # each combined copy lowers the failure probability

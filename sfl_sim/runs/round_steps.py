@@ -1,0 +1,58 @@
+"""What the synchronous and the asynchronous loops of the runner share about one trained round:
+its record before it is logged, the counters ``rounds.csv`` differences, the check of a
+selector's pick and of the weights, and the simulated-time budget
+(:mod:`sfl_sim.runs.runner`, :mod:`sfl_sim.runs.asynchronous`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from sfl_sim.config import Scenario
+
+__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort", "time_budget_spent"]
+
+
+def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
+    """Whether a run's simulated clock has reached the scenario's ``max_sim_time_s`` (never without
+    one): the run stops at the end of the round that reached it, which is evaluated as its last."""
+    return cfg.max_sim_time_s is not None and now_s >= cfg.max_sim_time_s
+
+
+def all_finite(module: torch.nn.Module) -> bool:
+    """Whether every parameter and float buffer is finite (one device sync for the whole model)."""
+    flags = [torch.isfinite(t).all() for t in list(module.parameters()) + list(module.buffers())
+             if torch.is_floating_point(t)]
+    return bool(torch.stack(flags).all()) if flags else True
+
+
+def check_cohort(cohort: Any, n_clients: int, n_selected: int, selector: Any) -> np.ndarray:
+    """A selector's pick, checked: ``n_selected`` distinct client ids in range (a plug-in may err)."""
+    arr = np.asarray(cohort)
+    if arr.shape != (n_selected,) or not np.issubdtype(arr.dtype, np.integer) or \
+            (arr.size and (arr.min() < 0 or arr.max() >= n_clients)) or len(np.unique(arr)) != arr.size:
+        raise ValueError(f"clients.selection: {type(selector).__name__}.select returned {cohort!r}; allowed: "
+                         f"{n_selected} distinct client ids in [0, {n_clients})")
+    return arr.astype(np.int64)
+
+
+#: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
+ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
+                  "dropped_transmissions", "dropped_clients", "harq_retransmissions")
+
+
+@dataclass
+class Trained:
+    """One trained round, before its row is logged."""
+
+    round: int
+    cohort: np.ndarray
+    row: dict[str, Any]  # its rounds.csv row but the host time
+    evaluate: bool  # at the cadence, the last round, or non-finite weights (to record the divergence)
+    weights_finite: bool
+    host_start_s: float
+    energy_rows: list[dict[str, Any]]  # its energy.csv rows (none without a ledger)
+    client_rows: list[dict[str, Any]]  # its clients.csv rows (none with metrics.client_record off)
+    last: bool  # the run's last round: its rounds are done, or its clock reached max_sim_time_s

@@ -1,0 +1,39 @@
+"""The README stays a short front page whose links and examples hold (the documentation is ``docs/``)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT
+
+README = ROOT / "README.md"
+
+
+def test_readme_is_short_and_its_links_lead_somewhere() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert any(link.startswith("docs/") for link in links)
+    for link in links:
+        if not re.match(r"[a-z]+://", link):
+            assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
+
+
+def test_readme_shows_the_test_commands() -> None:
+    text = README.read_text()
+    assert '. .venv/bin/activate && python -m pytest -q\n' in text
+    assert '. .venv/bin/activate && python -m pytest -q -m "not slow"' in text
+
+
+@pytest.mark.slow
+def test_readme_study_example_plans(tmp_path: Path) -> None:
+    import sfl_sim
+
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.S) if "base:" in b]
+    study = tmp_path / "compare.yaml"
+    study.write_text(block)
+    plan = sfl_sim.plan_study(study, output_dir=tmp_path / "out")
+    assert len(plan.runs) == 3 * len(yaml.safe_load(block)["seeds"])

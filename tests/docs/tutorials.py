@@ -1,0 +1,89 @@
+"""The runnable code of the documentation's tutorials: which blocks run, and running them.
+
+A tutorial marks each block the tests run with an HTML comment on the line before its fence (the
+site does not show it):
+
+- ``<!-- test: run -->``: a ``bash`` block runs in ``bash -e``, a ``python`` block in a fresh
+  interpreter;
+- ``<!-- test: file NAME -->``: the block is written to ``NAME`` (a user's file: a module, a study).
+
+The blocks of one tutorial run in order in one directory, as a reader would type them.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+TUTORIALS = ROOT / "docs" / "tutorials"
+
+_BLOCK = re.compile(r"(?:<!-- test: (?P<what>run|file (?P<name>[\w./-]+)) -->\n)?"
+                    r"```(?P<lang>[\w-]*)[^\n]*\n(?P<code>.*?)^```[ \t]*$", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of a page."""
+
+    lang: str
+    code: str
+    action: str | None  # "run", "file" or None (shown, not run)
+    file_name: str | None = None
+
+
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of ``page`` in order, with what the tests do with it."""
+    found = []
+    for m in _BLOCK.finditer(page.read_text()):
+        action = None if m["what"] is None else ("run" if m["what"] == "run" else "file")
+        found.append(Block(m["lang"], m["code"], action, m["name"]))
+    return found
+
+
+def tutorial_pages() -> list[Path]:
+    """Every tutorial page (the index is none)."""
+    return sorted(p for p in TUTORIALS.glob("*.md") if p.name != "index.md")
+
+
+def environment() -> dict[str, str]:
+    """A reader's shell: this interpreter's ``sfl-sim`` and ``python`` first on ``PATH``, this checkout
+    on ``PYTHONPATH`` (so subprocesses import it, not wherever the environment points)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_tutorial(page: Path, workdir: Path, timeout_s: float = 600) -> list[str]:
+    """Run ``page``'s marked blocks in ``workdir``; the output of each run block, in order.
+
+    Raises
+    ------
+    AssertionError
+        Naming the block and its output when one exits non-zero.
+    """
+    outputs = []
+    env = environment()
+    for i, block in enumerate(blocks(page)):
+        if block.action == "file":
+            assert block.file_name is not None
+            (workdir / block.file_name).write_text(block.code)
+        elif block.action == "run":
+            if block.lang == "bash":
+                command = ["bash", "-e", "-c", block.code]
+            elif block.lang == "python":
+                command = [sys.executable, "-c", block.code]
+            else:
+                raise AssertionError(f"{page.name}: block {i} is marked to run but is {block.lang!r}")
+            done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
+                                  timeout=timeout_s, check=False)
+            assert done.returncode == 0, (f"{page.name}, block {i} ({block.lang}) exited {done.returncode}:\n"
+                                          f"{block.code}\n--- stdout ---\n{done.stdout[-3000:]}\n"
+                                          f"--- stderr ---\n{done.stderr[-3000:]}")
+            outputs.append(done.stdout)
+    return outputs
