@@ -537,6 +537,9 @@ def _check_scheduler(report: _Report, comp: Any, seed: int, counts: list[int]) -
             if dynamic and active.size:
                 report.check(share.sum() >= n_rb * (1 - 1e-9), "fluid_rbs work-conserving",
                              f"{share.sum():g} of {n_rb} RBs shared")
+            if getattr(comp, "fluid_equal_shares", False) and active.size:
+                report.check(bool(np.all(share == n_rb / active.size)), "fluid_rbs n_rb / n each (fluid_equal_shares)",
+                             f"got {share!r} for n = {active.size}")
 
 
 _CHECKS = {

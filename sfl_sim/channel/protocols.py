@@ -429,7 +429,10 @@ class Scheduler(Protocol):
     """A MAC scheduling policy: how many resource blocks each client with data gets now
     (:mod:`sfl_sim.channel.link.scheduling`).  Pure functions of their arguments; the engine owns
     the buffers, the clock and the averages.  ``dynamic`` False (``static``) means the engine keeps
-    the per-round split of ``cell.allocation`` and asks nothing."""
+    the per-round split of ``cell.allocation`` and asks nothing.  An optional class attribute
+    ``fluid_equal_shares`` True promises that :meth:`fluid_rbs` is ``n_rb / n`` each whatever the
+    rates (round-robin, proportional fair): the engine then reads the rates of ``n`` equal shares
+    from its tables without asking (the conformance check holds the policy to it)."""
 
     dynamic: ClassVar[bool]
 

@@ -158,13 +158,12 @@ class Link:
         """The attempts of a transfer through the scheduled band (see the module docstring)."""
         env, uplink, band = self._env, self._uplink, self._band
         assert band is not None
-        policy = self._outage if self._outage is not None else OutagePolicy()
-        harq, counters = self._harq, self._counters
+        policy, harq, counters = self._outage, self._harq, self._counters
         attempt = 1
         while True:
             counters.count_upload(nbytes, what)
             rate = uplink.rate_bps(client)
-            failed = rate <= 0.0 or (policy.active and bool(
+            failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
             bits = 8.0 * nbytes
             wait_s = 0.0
@@ -185,6 +184,8 @@ class Link:
                         return on_air
             if not failed:
                 return DELIVERED
+            if policy is None:
+                policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.count_dropped_transmission(what)

@@ -16,7 +16,11 @@ Two fidelities (the policy's ``fidelity`` parameter):
     band takes the bits sent since the last one off each buffer, asks
     :meth:`~sfl_sim.channel.protocols.Scheduler.fluid_rbs`, and schedules one wake-up at the next
     finish time ``min_k left_k / r_k``; the transfers finishing then (ties within 1e-12 relative)
-    end there exactly, so finish times are the piecewise sums of a hand calculation.
+    end there exactly, so finish times are the piecewise sums of a hand calculation.  The changes
+    of one instant (a cohort starting its uploads together, a finish and the next upload) are
+    re-shared once, after the instant's other events; the buffers, rates and powers are arrays
+    with a row per client, and each client's rates on ``n_rb / n`` RBs (``n = 1 ..`` the cohort
+    size) are tabled once per fading draw, so a change costs a few array operations.
 ``slot``
     A decision every slot ``1 ms / 2^mu`` on the slot grid ``t = j * slot_s`` (a transfer that
     starts at a slot's start is in its decision, one that starts later waits for the next slot's):
@@ -58,6 +62,20 @@ FadingOf = Callable[[np.ndarray, bool], np.ndarray]
 
 # Finish times within this relative distance of the earliest end together (fluid).
 _TIE_RTOL = 1e-12
+# SimPy's priority of the fluid re-share: after every ordinary event of the same instant.
+_LATE = simpy.events.EventPriority(simpy.events.NORMAL + 1)
+
+
+class _AfterTheInstant(simpy.Event):
+    """An event processed after every other event of the current simulated instant (an ordinary
+    event has priority NORMAL; this one, already triggered, is scheduled at ``_LATE``), so that
+    the fluid band re-shares once for all the changes of an instant."""
+
+    def __init__(self, env: simpy.Environment, callback: Callable[[simpy.Event], None]) -> None:
+        super().__init__(env)
+        self._ok, self._value = True, None  # triggered as SimPy's own Timeout is, then scheduled
+        self.callbacks.append(callback)
+        env.schedule(self, _LATE)
 
 
 class Band:
@@ -97,18 +115,31 @@ class Band:
                        else self._n_rb / np.arange(1, max(int(ladder), 1) + 1, dtype=float))
         self._step_order = np.argsort(self._steps, kind="stable")
         self._sorted_steps = self._steps[self._step_order]
-        rows = max(int(ladder), 1)
-        self._row: dict[int, int] = {}  # client -> its row of the tables
-        self._tab_rate = np.zeros((rows, self._steps.size))
-        self._tab_power = np.zeros((rows, self._steps.size))
-        self._tab_fading = np.full(rows, np.nan)  # the fading draw each row was tabled at
+        self._row: dict[int, int] = {}  # client -> its row of the tables (and of the fluid arrays)
+        self._client: list[int] = []  # row -> client
+        # per RB count (the steps) and row: [rate (bit/s), power (W)], and 1 / rate (inf where the
+        # rate is 0); a step's block is contiguous, as the fluid re-share reads it
+        self._tab = np.zeros((self._steps.size, 2, 0))
+        self._tab_inv = np.zeros((self._steps.size, 0))
+        self._tab_fading = np.full(0, np.nan)  # the fading draw each row was tabled at
         self._tabled = not (self._slot and self._fading_per_slot)
-        # per transfer on the air: bits left, rate now, power now, when it started, energy so far
+        # fluid, per row: [bits left (inf off the air), energy so far (J)], their rates of change
+        # [-rate, power] (0 off the air), and [-1, 1] on the air ([0, 0] off it)
+        self._f_state = np.zeros((2, 0))
+        self._f_speed = np.zeros((2, 0))
+        self._f_on = np.zeros((2, 0))
+        self._f_scratch = np.zeros((2, 0))
+        self._f_finish = np.zeros(0)
+        self._n_on = 0
+        # a policy whose fluid split is always n_rb / n: its rates are a column of the tables
+        self._equal_shares = bool(getattr(policy, "fluid_equal_shares", False))
+        self._fresh: list[int] = []  # clients on the air since the last re-share (their fading to table)
+        self._grow(max(int(ladder), 1))
+        self._resharing: simpy.Event | None = None
+        # slot, per transfer on the air: bits left, energy so far
         self._left: dict[int, float] = {}
-        self._rate: dict[int, float] = {}
-        self._power: dict[int, float] = {}
-        self._start_s: dict[int, float] = {}
         self._energy_j: dict[int, float] = {}
+        self._start_s: dict[int, float] = {}
         self._done: dict[int, simpy.Event] = {}
         self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
         self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
@@ -133,7 +164,8 @@ class Band:
         done = self._env.event()
         self._done[client] = done
         self._start_s[client] = self._env.now
-        self._energy_j[client] = 0.0
+        if self._slot:
+            self._energy_j[client] = 0.0
         if bits <= 0:
             self._finish(client)
         elif self._latency_s > 0:
@@ -152,7 +184,7 @@ class Band:
         self._close_transfer(client)
         self._done.pop(client)
         if not self._slot:
-            self._reshare()
+            self._reshare_soon()
 
     def close(self) -> None:
         """The round is over: nothing more is served (a slot loop stops at its next slot); a
@@ -165,6 +197,7 @@ class Band:
         self._done.clear()
         self._left.clear()
         self._held.clear()
+        self._fresh.clear()
         self._closed = True
         self._wake = None
 
@@ -173,21 +206,34 @@ class Band:
         if self._closed or client not in self._done:
             return
         self._advance()
-        self._left[client] = float(bits)
         if self._slot:
+            self._left[client] = float(bits)
             self._average.setdefault(client, 0.0)
             if not self._ticking:
                 self._ticking = True
                 self._env.process(self._slots())
-        else:
-            self._reshare()
+            return
+        row = self._row_of(client)
+        self._f_state[0, row] = float(bits)
+        self._f_on[0, row], self._f_on[1, row] = -1.0, 1.0
+        self._n_on += 1
+        self._fresh.append(client)
+        self._reshare_soon()
 
     def _close_transfer(self, client: int) -> None:
         start = self._start_s.pop(client)
         duration = self._env.now - start
-        energy = self._energy_j.pop(client)
-        self._rate.pop(client, None)
-        self._power.pop(client, None)
+        if self._slot:
+            energy = self._energy_j.pop(client)
+        else:
+            row = self._row.get(client)
+            energy = 0.0
+            if row is not None:
+                energy = float(self._f_state[1, row])
+                if self._f_on[1, row]:
+                    self._n_on -= 1
+                self._f_state[0, row], self._f_state[1, row] = np.inf, 0.0
+                self._f_on[:, row] = self._f_speed[:, row] = 0.0
         self._note_busy(client, start, duration, energy / duration if duration > 0 else 0.0)
 
     def _finish(self, client: int) -> None:
@@ -195,6 +241,44 @@ class Band:
         self._held.pop(client, None)
         self._close_transfer(client)
         self._done.pop(client).succeed(DELIVERED)
+
+    def _row_of(self, client: int) -> int:
+        row = self._row.get(client)
+        if row is None:
+            row = self._row[client] = len(self._client)
+            self._client.append(client)
+            if row >= self._f_finish.size:
+                self._grow(2 * row)
+        return row
+
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` clients in the tables and the fluid arrays (new rows empty)."""
+        extra = rows - self._f_finish.size
+        if extra <= 0:
+            return
+        steps = self._steps.size
+        self._tab = np.concatenate((self._tab, np.zeros((steps, 2, extra))), axis=2)
+        self._tab_inv = np.concatenate((self._tab_inv, np.full((steps, extra), np.inf)), axis=1)
+        self._tab_fading = np.concatenate((self._tab_fading, np.full(extra, np.nan)))
+        self._f_state = np.concatenate((self._f_state, np.vstack((np.full(extra, np.inf), np.zeros(extra)))), axis=1)
+        for name in ("_f_speed", "_f_on", "_f_scratch"):
+            setattr(self, name, np.concatenate((getattr(self, name), np.zeros((2, extra))), axis=1))
+        self._f_finish = np.concatenate((self._f_finish, np.zeros(extra)))
+
+    def _table(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> None:
+        """Table the rates and powers of the clients whose fading draw is new, in one call."""
+        stale = np.flatnonzero(self._tab_fading[rows] != fading)  # NaN: never tabled
+        if stale.size:
+            steps = self._steps
+            rate, _, power = self._link_at(np.repeat(ids[stale], steps.size),
+                                           np.tile(steps, stale.size) * self._grid.hz_per_rb,
+                                           np.repeat(fading[stale], steps.size))
+            rate = np.asarray(rate, dtype=float).reshape(stale.size, steps.size).T
+            self._tab[:, 0, rows[stale]] = rate
+            self._tab[:, 1, rows[stale]] = np.asarray(power, dtype=float).reshape(stale.size, steps.size).T
+            with np.errstate(divide="ignore"):
+                self._tab_inv[:, rows[stale]] = 1.0 / rate
+            self._tab_fading[rows[stale]] = fading[stale]
 
     def _links(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rate (bit/s) and power (W) of each client on ``rbs`` resource blocks with ``fading``.
@@ -211,28 +295,14 @@ class Band:
             live = rbs > 0
             return (np.where(live, np.asarray(rate, dtype=float), 0.0),
                     np.where(live, np.asarray(power, dtype=float), 0.0))
-        rows = np.fromiter((self._row.setdefault(k, len(self._row)) for k in ids.tolist()), dtype=np.int64,
-                           count=ids.size)
-        if rows.max() >= self._tab_rate.shape[0]:  # more clients than rows: grow the tables
-            grow = max(rows.max() + 1, 2 * self._tab_rate.shape[0]) - self._tab_rate.shape[0]
-            self._tab_rate = np.vstack((self._tab_rate, np.zeros((grow, self._steps.size))))
-            self._tab_power = np.vstack((self._tab_power, np.zeros((grow, self._steps.size))))
-            self._tab_fading = np.concatenate((self._tab_fading, np.full(grow, np.nan)))
-        stale = np.flatnonzero(self._tab_fading[rows] != fading)  # NaN: never tabled
-        if stale.size:
-            steps = self._steps
-            rate, _, power = self._link_at(np.repeat(ids[stale], steps.size),
-                                           np.tile(steps, stale.size) * self._grid.hz_per_rb,
-                                           np.repeat(fading[stale], steps.size))
-            self._tab_rate[rows[stale]] = np.asarray(rate, dtype=float).reshape(stale.size, steps.size)
-            self._tab_power[rows[stale]] = np.asarray(power, dtype=float).reshape(stale.size, steps.size)
-            self._tab_fading[rows[stale]] = fading[stale]
+        rows = np.fromiter((self._row_of(k) for k in ids.tolist()), dtype=np.int64, count=ids.size)
+        self._table(ids, rows, fading)
         # the column of each RB count in the table, where it is one of the steps
         at = np.minimum(np.searchsorted(self._sorted_steps, rbs), self._steps.size - 1)
         col = self._step_order[at]
         hit = self._steps[col] == rbs
-        rates = np.where(hit, self._tab_rate[rows, col], 0.0)
-        powers = np.where(hit, self._tab_power[rows, col], 0.0)
+        rates = np.where(hit, self._tab[col, 0, rows], 0.0)
+        powers = np.where(hit, self._tab[col, 1, rows], 0.0)
         missing = np.flatnonzero(~hit & (rbs > 0))
         if missing.size:
             rate, _, power = self._link_at(ids[missing], rbs[missing] * self._grid.hz_per_rb, fading[missing])
@@ -251,29 +321,48 @@ class Band:
         self._since_s = self._env.now
         if self._slot or dt <= 0:
             return
-        for k in self._left:
-            self._left[k] -= self._rate[k] * dt
-            self._energy_j[k] += self._power[k] * dt
+        # bits left -= rate dt and energy += power dt, in two operations (rows off the air stand still)
+        np.add(self._f_state, np.multiply(self._f_speed, dt, out=self._f_scratch), out=self._f_state)
 
-    def _reshare(self) -> None:
-        """New shares for the clients with data, and the wake-up at the next finish."""
+    def _reshare_soon(self) -> None:
+        """Re-share once the instant's other events are done (one re-share for all its changes)."""
         self._wake = None
-        if not self._left or self._closed:
+        if self._resharing is None and not self._closed:
+            self._resharing = _AfterTheInstant(self._env, self._reshare)
+
+    def _reshare(self, _event: simpy.Event | None = None) -> None:
+        """New shares for the clients with data, and the wake-up at the next finish."""
+        self._resharing = None
+        self._wake = None
+        if self._n_on == 0 or self._closed:
             return
-        ids = np.fromiter(self._left, dtype=np.int64, count=len(self._left))
-        fading = self._fading(ids, False)
-        rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._per_rb_bps(ids, fading)), dtype=float)
-        rate, power = self._links(ids, rbs, fading)
-        left = np.fromiter(self._left.values(), dtype=float, count=ids.size)
-        with np.errstate(divide="ignore"):
-            finish_s = np.where(rate > 0, np.maximum(left, 0.0) / np.where(rate > 0, rate, 1.0), np.inf)
-        for k, r, p in zip(ids.tolist(), rate.tolist(), power.tolist(), strict=True):
-            self._rate[k], self._power[k] = r, p
-        first = float(finish_s.min())
+        if self._fresh:  # table the newcomers' rates for their fading draws, in one call
+            fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
+            self._fresh.clear()
+            self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
+                        self._fading(fresh, False))
+        n, finish_s = self._n_on, self._f_finish
+        if self._equal_shares and n <= self._steps.size:
+            # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
+            np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
+            np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)
+        else:
+            rows = np.flatnonzero(self._f_on[1])
+            ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
+            rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb), dtype=float)
+            rate, power = self._links(ids, rbs, self._tab_fading[rows])
+            self._f_speed.fill(0.0)
+            self._f_speed[0, rows], self._f_speed[1, rows] = -rate, power
+            finish_s.fill(np.inf)
+            with np.errstate(divide="ignore"):
+                finish_s[rows] = self._f_state[0, rows] / rate
+        first = float(finish_s[finish_s.argmin()])
         if not math.isfinite(first):
-            raise RuntimeError(f"scheduler {self._policy!r}: clients {ids.tolist()} have data and rate 0 on their "
-                               f"resource blocks {rbs.tolist()}; no transfer can end")
-        self._finishing = ids[finish_s <= first * (1.0 + _TIE_RTOL)].tolist()
+            stuck = [self._client[r] for r in np.flatnonzero(self._f_on[1]).tolist()]
+            raise RuntimeError(f"scheduler {self._policy!r}: clients {stuck} have data and rate 0 on their resource "
+                               f"blocks; no transfer can end")
+        ties = (finish_s <= first * (1.0 + _TIE_RTOL)).nonzero()[0]
+        self._finishing = [self._client[r] for r in ties.tolist()]
         wake = self._env.timeout(first)
         self._wake = wake
         wake.callbacks.append(self._woken)
@@ -282,7 +371,7 @@ class Band:
         if event is not self._wake:  # a later change re-planned
             return
         self._advance()
-        for k in self._finishing:
+        for k in self._finishing:  # the ties end together, and the rest is re-shared at once
             self._finish(k)
         self._reshare()
 

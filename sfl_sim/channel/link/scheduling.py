@@ -225,6 +225,9 @@ class RoundRobin(_Dynamic):
     first once.  With more clients than RBs, the ``n_rb`` clients from that position get one each.
     """
 
+    #: The fluid split is ``n_rb / n`` each, whatever the rates (the engine's band need not ask).
+    fluid_equal_shares: ClassVar[bool] = True
+
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` to each of the ``n`` clients (all have data)."""
         n = np.asarray(rate_per_rb_bps).size
@@ -294,6 +297,9 @@ class ProportionalFair(_Dynamic):
             "each slot a client has data (a modelling choice; 100 slots by default)")] = 100.0
 
     params: Params
+
+    #: The fluid split is ``n_rb / n`` each, whatever the rates (the engine's band need not ask).
+    fluid_equal_shares: ClassVar[bool] = True
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` each: the proportional-fair optimum for rates linear in the RBs."""

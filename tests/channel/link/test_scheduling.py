@@ -89,7 +89,14 @@ class _Negative(_Greedy):
         return -np.ones(np.size(need_rb), dtype=int)
 
 
+class _FalseEqual(MaxRate):
+    """A broken plug-in: says its fluid split is n_rb / n each, but gives the band to the best."""
+
+    fluid_equal_shares = True
+
+
 @pytest.mark.parametrize(("plugin", "says"), [
+    (_FalseEqual(), r"fails check 'fluid_rbs n_rb / n each \(fluid_equal_shares\)'"),
     (_Greedy(), "fails check 'grant_rbs within the grid'"),
     (_Careless(), "fails check 'no RBs to an empty buffer'"),
     (_Negative(), "fails check 'grant_rbs >= 0'"),
