@@ -398,11 +398,12 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
                 path=path)
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
-    from sfl_sim.runs.build import build_cell, build_harq
+    from sfl_sim.runs.build import build_cell, build_harq, build_scheduler
 
     # The scenario's components (conformance checks included) before the output directory: a
     # leftover run directory must not hide a mistake in the scenario.
     build_harq(cfg, build_cell(cfg))
+    build_scheduler(cfg)
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)

@@ -1,5 +1,5 @@
 """Wireless channel models for sfl-sim: geometry, path loss, shadowing, fading, rates, allocation,
-mobility, uplink power control, interference, HARQ, outage.
+mobility, uplink power control, interference, HARQ, outage, MAC scheduling.
 
 Imports only numpy, scipy, the standard library and :mod:`sfl_sim.kit` (never ``sfl_sim``; pydantic
 only through :mod:`sfl_sim.kit.params`: a component declares its parameters' bounds with
@@ -42,6 +42,14 @@ from sfl_sim.channel.link.link_rate import AttenuatedShannonRate, McsTableRate, 
 from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.channel.link.power_control import POWER_CONTROL, FixedPower, OpenLoopPowerControl
 from sfl_sim.channel.link.rate import RATES, ShannonRate
+from sfl_sim.channel.link.scheduling import (
+    SCHEDULERS,
+    MaxRate,
+    ProportionalFair,
+    ResourceGrid,
+    RoundRobin,
+    StaticScheduler,
+)
 from sfl_sim.channel.protocols import ShadowingSite
 from sfl_sim.channel.units import db_to_linear, dbm_to_w, linear_to_db, w_to_dbm
 
@@ -61,6 +69,12 @@ __all__ = [
     "POWER_CONTROL",
     "INTERFERENCE",
     "HARQ",
+    "SCHEDULERS",
+    "StaticScheduler",
+    "RoundRobin",
+    "ProportionalFair",
+    "MaxRate",
+    "ResourceGrid",
     "FixedPower",
     "OpenLoopPowerControl",
     "NoInterference",

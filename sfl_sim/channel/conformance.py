@@ -43,6 +43,11 @@ Kinds and what is checked
                 0.25 (link adaptation resets the error rate to its target at each CQI step) and
                 at least 1/2 at 40 dB; ``slot_block`` gives shape (k,), NaN where the rate is 0,
                 an error rate in [0, 1] and transmissions in [1, ``max_transmissions``].
+``scheduler``   on random needs (30 % empty), rates per RB and averages, 11/51/273 RBs, three turns:
+                ``grant_rbs`` gives whole RBs >= 0, at most the grid, none to an empty buffer, the
+                same twice; a dynamic one (``dynamic`` true) grants at most each need and exactly
+                ``min(n_rb, total need)`` (work-conserving); ``fluid_rbs`` finite, >= 0, within the
+                grid, the whole grid for a dynamic one.
 any kind        when the component is :class:`~sfl_sim.channel.protocols.Stateful`: ``state_dict()`` is
                 plain data (arrays, numbers, strings, None, dicts/lists) that
                 ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
@@ -111,7 +116,7 @@ def check_component(
     ----------
     kind : str
         One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility, power_control,
-        interference, harq``.
+        interference, harq, scheduler``.
     component : object
         An instance (e.g. ``PATHLOSS.create("tr38901_uma")``; a HARQ model is built with its rate
         model, ``HARQ.build("harq", McsTableRate(mapping="bler"))``).
@@ -498,6 +503,45 @@ def _check_harq(report: _Report, comp: Any, seed: int, counts: list[int], thorou
                  "slot_block transmissions in [1, max_transmissions]", f"got {mean!r}")
 
 
+def _check_scheduler(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
+    """Grants on random buffers, rates and averages over a few grid sizes (11, 51, 273 RBs)."""
+    rng = _rng(seed)
+    dynamic = bool(getattr(comp, "dynamic", True))
+    for n in counts:
+        for n_rb in (11, 51, 273):
+            rates = rng.uniform(1e4, 1e6, n)
+            need = rng.integers(0, 2 * n_rb // max(n, 1) + 2, n)
+            need[rng.random(n) < 0.3] = 0  # empty buffers
+            average = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(1e5, 1e7, n))
+            for turn in (0, 1, 7):
+                grant = np.asarray(comp.grant_rbs(n_rb, need.copy(), rates.copy(), average.copy(), turn))
+                report.check(grant.shape == (n,), "grant_rbs shape", f"expected {(n,)}, got {grant.shape}")
+                report.check(np.all(grant == np.round(grant)), "grant_rbs whole RBs", f"got {grant!r}")
+                report.check(np.all(grant >= 0), "grant_rbs >= 0", f"got {grant!r}")
+                report.check(grant.sum() <= n_rb, "grant_rbs within the grid",
+                             f"{grant.sum():g} RBs granted of {n_rb} (n={n}, turn={turn})")
+                report.check(np.all(grant[need == 0] == 0), "no RBs to an empty buffer",
+                             f"grants {grant[need == 0]!r} to clients with need 0")
+                again = np.asarray(comp.grant_rbs(n_rb, need.copy(), rates.copy(), average.copy(), turn))
+                report.check(np.array_equal(grant, again), "grant_rbs deterministic")
+                if dynamic:
+                    report.check(np.all(grant <= need), "grant_rbs at most the need",
+                                 f"grants {grant!r} for needs {need!r}")
+                    report.check(grant.sum() == min(n_rb, int(need.sum())), "grant_rbs work-conserving",
+                                 f"{grant.sum():g} RBs granted, {min(n_rb, int(need.sum()))} could be used")
+            active = rates[need > 0]
+            share = np.asarray(comp.fluid_rbs(n_rb, active.copy()), dtype=float)
+            report.check(share.shape == active.shape, "fluid_rbs shape", f"expected {active.shape}, got {share.shape}")
+            report.check(np.all(np.isfinite(share) & (share >= 0)), "fluid_rbs finite and >= 0", f"got {share!r}")
+            report.check(share.sum() <= n_rb * (1 + 1e-9), "fluid_rbs within the grid", f"{share.sum():g} of {n_rb}")
+            if dynamic and active.size:
+                report.check(share.sum() >= n_rb * (1 - 1e-9), "fluid_rbs work-conserving",
+                             f"{share.sum():g} of {n_rb} RBs shared")
+            if getattr(comp, "fluid_equal_shares", False) and active.size:
+                report.check(bool(np.all(share == n_rb / active.size)), "fluid_rbs n_rb / n each (fluid_equal_shares)",
+                             f"got {share!r} for n = {active.size}")
+
+
 _CHECKS = {
     "placement": _check_placement,
     "pathloss": _check_pathloss,
@@ -509,6 +553,7 @@ _CHECKS = {
     "power_control": _check_power_control,
     "interference": _check_interference,
     "harq": _check_harq,
+    "scheduler": _check_scheduler,
 }
 
 

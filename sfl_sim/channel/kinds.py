@@ -3,7 +3,7 @@ schema, the builder and the catalog read.
 
 Each kind has a registry of named classes (which carries the kind's name and its protocol from
 :mod:`sfl_sim.channel.protocols`), the scenario field that names one (``cell.<kind>``) and the
-:class:`~channel.Cell` argument it is passed as (none for ``harq``, which the engine is given:
+:class:`~channel.Cell` argument it is passed as (none for ``harq`` and ``scheduler``, which the engine is given:
 :data:`CELL_KINDS` are the others).  A new kind is one row here.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from sfl_sim.channel.link.harq import HARQ
 from sfl_sim.channel.link.interference import INTERFERENCE
 from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.rate import RATES
+from sfl_sim.channel.link.scheduling import SCHEDULERS
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["ChannelKind", "CHANNEL_KINDS", "CELL_KINDS", "PROTOCOLS", "REGISTRIES"]
@@ -38,7 +39,7 @@ class ChannelKind:
         The scenario field that names one (``"cell.pathloss"``).
     cell_argument : str or None
         The :class:`~channel.Cell` constructor argument that takes one; None for a kind the cell
-        does not hold (``harq``: the engine's).
+        does not hold (``harq``, ``scheduler``: the engine's).
     implied_name : str or None
         The component a scenario mapping without ``name`` means (``cell.harq: {mode: sampled}``
         is ``harq``); None: ``name`` is required.
@@ -73,6 +74,7 @@ CHANNEL_KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(POWER_CONTROL, "cell.power_control", "power_control"),
     ChannelKind(INTERFERENCE, "cell.interference", "interference"),
     ChannelKind(HARQ, "cell.harq", None, implied_name="harq"),
+    ChannelKind(SCHEDULERS, "cell.scheduler", None),
 )
 
 #: The kinds the :class:`~channel.Cell` is built from (those with a ``cell_argument``).

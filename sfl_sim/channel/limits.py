@@ -50,6 +50,7 @@ __all__ = [
     "SUBCARRIER_SPACING_HZ",
     "NOISE_RISE_DB",
     "ACTIVITY",
+    "RB_LOAD",
     "INTER_SITE_DISTANCE_M",
     "ALL_RANGES",
 ]
@@ -175,6 +176,8 @@ SUBCARRIER_SPACING_HZ = Range(15e3, 240e3, "15 to 240 kHz: the NR numerologies o
 NOISE_RISE_DB = Range(0.0, 60.0, ">= 0 (interference adds to noise); 60 dB leaves no usable link", "dB")
 #: Probability that an interfering client transmits.
 ACTIVITY = Range(0.0, 1.0, "a probability, in [0, 1]")
+#: Fraction of a cell's resource blocks in use (its load).
+RB_LOAD = Range(0.0, 1.0, "a fraction of the resource blocks, in [0, 1]")
 #: Distance between neighbouring base stations, m.
 INTER_SITE_DISTANCE_M = Range(
     0.0, 2e5, "> 0; TR 38.901 Table 7.2-1 uses 200 m (UMi) and 500 m (UMa), 200 km spans the largest cells",

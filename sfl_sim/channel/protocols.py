@@ -48,11 +48,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
+    "Scheduler",
     "ShadowingSite",
     "Placement",
     "DiscPlacement",
@@ -420,6 +421,34 @@ class HarqModel(Protocol):
     def slot_block(self, rate_bps: Any, sinr_db: Any) -> tuple[np.ndarray, np.ndarray]:
         """First-transmission error rate and expected transmissions of one slot's transport block
         per link, each shape (k,); NaN where the rate is 0."""
+
+
+# ---------------------------------------------------------------------- scheduler
+@runtime_checkable
+class Scheduler(Protocol):
+    """A MAC scheduling policy: how many resource blocks each client with data gets now
+    (:mod:`sfl_sim.channel.link.scheduling`).  Pure functions of their arguments; the engine owns
+    the buffers, the clock and the averages.  ``dynamic`` False (``static``) means the engine keeps
+    the per-round split of ``cell.allocation`` and asks nothing.  An optional class attribute
+    ``fluid_equal_shares`` True promises that :meth:`fluid_rbs` is ``n_rb / n`` each whatever the
+    rates (round-robin, proportional fair): the engine then reads the rates of ``n`` equal shares
+    from its tables without asking (the conformance check holds the policy to it)."""
+
+    dynamic: ClassVar[bool]
+
+    def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
+        """Processor-sharing split of ``n_rb`` among the clients given (all with data), shape
+        (k,), real numbers >= 0 summing to ``n_rb``."""
+
+    def grant_rbs(self, n_rb: int, need_rb: np.ndarray, rate_per_rb_bps: np.ndarray,
+                  average_bps: np.ndarray, turn: int) -> np.ndarray:
+        """One slot's grants, integers >= 0, shape (k,): 0 where ``need_rb`` is 0 (an empty
+        buffer), at most ``need_rb`` for a dynamic one, summing to at most ``n_rb``; ``turn`` is the
+        slot's index."""
+
+    def average_bps(self, average_bps: np.ndarray, served_bps: np.ndarray) -> np.ndarray:
+        """The averaged throughputs ``grant_rbs`` is given, after a slot that served ``served_bps``
+        (each client with data; a policy that keeps no average returns ``average_bps``)."""
 
 
 # ---------------------------------------------------------------------- any kind

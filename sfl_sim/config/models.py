@@ -31,6 +31,8 @@ from pydantic_core import PydanticCustomError, core_schema
 from sfl_sim.channel.kinds import CHANNEL_KINDS
 from sfl_sim.channel.limits import NOISE_FIGURE_DB
 from sfl_sim.channel.link.outage import outage_rule_problem
+from sfl_sim.channel.link.resource_grid import N_RB_FR1
+from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
@@ -390,7 +392,14 @@ class Downlink(Section):
 
 
 class CellSection(Section):
-    """``cell:``: the radio components and the link budget."""
+    """``cell:``: the radio components and the link budget.
+
+    ``numerology`` (``mu``) sets the resource grid a dynamic ``scheduler`` hands out: subcarrier
+    spacing ``15 * 2^mu`` kHz, slot ``1 ms / 2^mu``, and the resource blocks of
+    ``uplink_bandwidth_hz`` and ``downlink.bandwidth_hz`` from TS 38.101-1 Table 5.3.2-1
+    (:class:`sfl_sim.channel.link.scheduling.ResourceGrid`); ``static`` (the default) keeps
+    ``allocation``'s per-round split and uses no grid.
+    """
 
     placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
     pathloss: ComponentSpec = _default("tr36814_macro")
@@ -406,10 +415,41 @@ class CellSection(Section):
     interference: ComponentSpec = _default("none")
     outage: Outage = Field(default_factory=Outage)
     harq: HarqSpec | None = None
+    scheduler: ComponentSpec = _default("static")
+    numerology: Annotated[int, Integer(0, 2), Allowed(
+        "0, 1 or 2 (subcarrier spacing 15 * 2^mu kHz with a column in TS 38.101-1 Table 5.3.2-1, FR1)")] = 1
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
     downlink: Downlink = Field(default_factory=Downlink)
+
+    @model_validator(mode="after")
+    def _grid_has_rows(self) -> CellSection:
+        """A dynamic scheduler needs each timed direction's bandwidth in the RB table."""
+        if not _dynamic_scheduler(self.scheduler.name):
+            return self
+        bands = [("uplink_bandwidth_hz", self.uplink_bandwidth_hz)]
+        if self.downlink.mode == "unicast":
+            bands.append(("downlink.bandwidth_hz", self.downlink.bandwidth_hz))
+        for field, bandwidth_hz in bands:
+            try:
+                ResourceGrid(self.numerology, bandwidth_hz)
+            except ValueError:
+                scs_hz = 15e3 * 2 ** self.numerology
+                rows = ", ".join(f"{mhz}e6" for mhz in N_RB_FR1[scs_hz])
+                raise CrossFieldError(field, bandwidth_hz, f"a channel bandwidth of TS 38.101-1 Table 5.3.2-1 "
+                                      f"at {scs_hz / 1e3:g} kHz (cell.numerology {self.numerology}) when "
+                                      f"cell.scheduler is {self.scheduler.name}: {rows}", relative=True) from None
+        return self
+
+
+def _dynamic_scheduler(name: str) -> bool:
+    """Whether ``cell.scheduler`` names a dynamic scheduler (an unknown name is refused when the run
+    is built, with the known names)."""
+    try:
+        return bool(getattr(SCHEDULERS.get(name), "dynamic", True))
+    except ValueError:
+        return False
 
 
 JoulesPerFlop = Annotated[float, Number(0, 1.0, unit="J/FLOP")]

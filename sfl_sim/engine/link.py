@@ -13,6 +13,13 @@ in this order (see :mod:`sfl_sim.engine.simulator` for the model):
 4. attempts: each attempt is counted and noted busy; a rate (or SNR) below the outage threshold
    fails, HARQ resends transport blocks of one that is not; a failed attempt is retransmitted on
    a fresh fading draw while the outage policy allows, else dropped, ``Lost("outage")``.
+
+With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.scheduler`) an attempt's
+bits go through the band instead of ``bits / rate`` on the round's share, and the band notes the
+busy interval; the outage rule still judges the attempt by the round's share (its rate and SNR),
+as without one.  HARQ: in the ``fluid`` form the copies' bits go through the band and the round
+trips are waited after (:meth:`HarqModel.send`'s time less the copies' air time); in the ``slot``
+form the band resends failed transport blocks itself.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ from sfl_sim.config.choices import OnOutage
 from sfl_sim.engine.accounting import Counters, RoundNotes
 from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
 from sfl_sim.engine.radio import Uplink
+from sfl_sim.engine.scheduler import Band
 from sfl_sim.engine.steps import SimSteps, stoppable
 
 __all__ = ["BatteryCheck", "Link"]
@@ -58,14 +66,17 @@ class Link:
         :data:`BatteryCheck`, asked before each transfer that gets air time.
     offline_s : mapping of int to float
         Cohort clients that go offline in the round, and when.
+    band : Band, optional
+        The scheduled band (a dynamic scheduler); None: each transfer on its share of the round.
     """
 
     def __init__(self, env: simpy.Environment, uplink: Uplink, counters: Counters, notes: RoundNotes,
                  outage: OutagePolicy | None, harq: HarqModel | None, harq_rng: np.random.Generator,
-                 battery: BatteryCheck | None, offline_s: Mapping[int, float]) -> None:
+                 battery: BatteryCheck | None, offline_s: Mapping[int, float], band: Band | None = None) -> None:
         self._env, self._uplink, self._counters, self._notes = env, uplink, counters, notes
         self._outage, self._harq, self._harq_rng = outage, harq, harq_rng
         self._battery, self._offline_s = battery, offline_s
+        self._band = band
 
     def send(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Process:
         """Client -> server transfer of ``nbytes`` of kind ``what`` in coherence block ``block``;
@@ -92,6 +103,8 @@ class Link:
                 on_air = yield self._air(max(0.0, empty_s - start_s), leaving)
                 return on_air if isinstance(on_air, Lost) else Lost("battery")
         uplink.enter_block(client, block)
+        if self._band is not None:
+            return (yield from self._scheduled(client, nbytes, what, leaving))
         policy, harq, counters = self._outage, self._harq, self._counters
         attempt = 1
         while True:
@@ -140,6 +153,61 @@ class Link:
             notes.note_retransmission(client)
             attempt += 1
             uplink.redraw(client)  # a retransmission sees a fresh fading draw
+
+    def _scheduled(self, client: int, nbytes: int, what: str, leaving: _Departure | None) -> SimSteps[Outcome]:
+        """The attempts of a transfer through the scheduled band (see the module docstring)."""
+        env, uplink, band = self._env, self._uplink, self._band
+        assert band is not None
+        policy, harq, counters = self._outage, self._harq, self._counters
+        attempt = 1
+        while True:
+            counters.count_upload(nbytes, what)
+            rate = uplink.rate_bps(client)
+            failed = rate <= 0.0 or (policy is not None and policy.active and bool(
+                policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
+            bits = 8.0 * nbytes
+            wait_s = 0.0
+            if not failed and harq is not None and not band.resends_blocks:
+                sent = harq.send(bits, rate, uplink.snr_db(client), self._harq_rng)
+                counters.count_harq(sent.retransmissions, what)
+                copies = (sent.blocks + sent.retransmissions) / sent.blocks
+                wait_s = sent.time_s - copies * bits / rate  # the round trips between copies
+                bits *= copies
+                failed = not sent.delivered
+            if rate > 0.0:
+                on_air = yield from self._through_band(client, bits, leaving)
+                if isinstance(on_air, Lost):
+                    return on_air
+                if wait_s > 0.0:
+                    on_air = yield self._air(wait_s, leaving)
+                    if isinstance(on_air, Lost):
+                        return on_air
+            if not failed:
+                return DELIVERED
+            if policy is None:
+                policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
+            action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
+            if action == "drop":
+                counters.count_dropped_transmission(what)
+                self._notes.note_left(client, env.now)
+                return Lost("outage")
+            counters.count_retransmission(what)
+            attempt += 1
+            uplink.redraw(client)
+
+    def _through_band(self, client: int, bits: float, leaving: _Departure | None) -> SimSteps[Outcome]:
+        """``bits`` of ``client`` through the band: ``DELIVERED``, or ``Lost("unavailable")`` when
+        the client goes offline first (then the band stops serving it)."""
+        band = self._band
+        assert band is not None
+        done = band.carry(client, bits)
+        if leaving is None:
+            return (yield done)
+        yield done | leaving.event
+        if done.triggered:
+            return DELIVERED
+        band.withdraw(client)
+        return Lost("unavailable")
 
     def _air(self, duration_s: float, leaving: _Departure | None) -> simpy.Timeout:
         """What a transfer on the air for ``duration_s`` waits on: a timeout whose value is

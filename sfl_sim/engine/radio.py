@@ -97,6 +97,31 @@ class Uplink:
         self._rate_bps[client] = float(link.rate_bps[0])
         self._snr_db[client] = float(link.snr_db[0])
 
+    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
+        """The clients' fading power gains now or, with ``redraw``, a new draw for each (a
+        scheduler's slot: :mod:`sfl_sim.engine.scheduler`); a traced client's is 1 and never drawn."""
+        ids = clients.tolist()
+        if redraw:
+            drawn = [k for k in ids if k not in self._traced]
+            if drawn:
+                self._fading_gain.update(zip(drawn, self._cell.sample_fading(drawn, self._rng).tolist(), strict=True))
+        return np.array([self._fading_gain[k] for k in ids])
+
+    def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
+                fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rate (bit/s), SNR (dB) and transmit power (W) of the clients on these bandwidths with
+        these fading gains (the power control sees the bandwidth: a grant's resource blocks).
+
+        The cell's :meth:`~sfl_sim.channel.Cell.uplink_link_at_bandwidth`, for links rather than
+        clients: a client may appear more than once (its table of RB counts, in one call).
+        """
+        cell = self._cell
+        now = cell.large_scale.snapshot
+        link = cell.link_budget.uplink_at_bandwidth(clients, bandwidth_hz, now.gain_linear[clients],
+                                                    now.coupling_loss_db[clients], cell.tx_power_w[clients],
+                                                    cell.noise_rise_linear, fading_gain)
+        return link.rate_bps, link.snr_db, link.tx_power_w
+
 
 class Downlink:
     """The cohort's downlink in one round: one fading draw per round.
@@ -137,6 +162,7 @@ class Downlink:
     def __init__(self, cell: Cell, cohort: np.ndarray, mode: DownlinkMode, fading_rng: np.random.Generator,
                  traced_bps: Mapping[int, float], outage: OutagePolicy | None = None) -> None:
         self._cell = cell
+        self._fading: dict[int, float] = {}
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
         self.outage: set[int] = set()
@@ -145,6 +171,7 @@ class Downlink:
             return
         ids = cohort.tolist()
         fading = cell.sample_fading(cohort, fading_rng)
+        self._fading = dict(zip(ids, fading.tolist(), strict=True))
         link = cell.downlink_link(cohort, fading_gain=fading)
         self.unicast_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
         whole: dict[int, float] = {}
@@ -159,6 +186,7 @@ class Downlink:
             while usable[k] <= 0.0 and k not in traced and self.attempts[k] < max_attempts:
                 self.attempts[k] += 1
                 redraw = cell.sample_fading([k], fading_rng)
+                self._fading[k] = float(redraw[0])
                 if mode == "broadcast":
                     whole[k] = float(cell.broadcast_link([k], fading_gain=redraw).rate_bps[0])
                 else:
@@ -168,3 +196,19 @@ class Downlink:
         if mode == "broadcast":
             decodable = [whole[k] for k in ids if k not in self.outage]
             self.broadcast_bps = min([*decodable, *traced.values()]) if decodable or traced else 0.0
+
+    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
+        """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
+        client the outage policy retransmitted to: ``redraw`` changes nothing)."""
+        return np.array([self._fading[k] for k in clients.tolist()])
+
+    def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
+                fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rate (bit/s), SNR (dB) and power (W) of the server's links to the clients on these
+        bandwidths: its power spread flat over the downlink band (a sub-band ``b`` carries ``P b / B``;
+        the downlink's own rate model), as :meth:`~sfl_sim.channel.Cell.downlink_link_at_bandwidth`); a client
+        may appear more than once."""
+        cell = self._cell
+        gain_linear = cell.large_scale.snapshot.gain_linear[clients]
+        link = cell.link_budget.downlink_at_bandwidth(clients, bandwidth_hz, gain_linear, fading_gain)
+        return link.rate_bps, link.snr_db, link.tx_power_w

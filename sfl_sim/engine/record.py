@@ -318,12 +318,12 @@ class RecordingContext(RoundContext):
         self._log(["u", int(client), int(nbytes), what, block, self._handle(proc)])
         return proc
 
-    def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
+    def download(self, client: int, nbytes: int, what: str) -> simpy.Event:
         event = super().download(client, nbytes, what)
         self._log(["d", int(client), int(nbytes), what, self._handle(event)])
         return event
 
-    def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
+    def broadcast(self, nbytes: int, what: str) -> simpy.Event:
         event = super().broadcast(nbytes, what)
         self._log(["b", int(nbytes), what, self._handle(event)])
         return event

@@ -98,6 +98,18 @@ once and a download to it takes no time, counts nothing and is ``Lost("unavailab
 client that leaves while it waits for the server is lost when it next has to send.  Without a model (``always``) nothing
 changes.
 
+MAC scheduling
+--------------
+With a dynamic scheduler (``cell.scheduler``: ``round_robin``, ``proportional_fair``,
+``max_rate``), the round's uplink is a band of resource blocks (``cell.numerology``'s grid of
+``cell.uplink_bandwidth_hz``) that :class:`~sfl_sim.engine.scheduler.Band` hands to the clients with
+data, fluid (shares change when a transfer starts or ends) or slot by slot; an upload lasts until
+its last bit is through instead of ``bits / r_k`` on a share fixed for the round.  The outage rule
+still judges each attempt by the round's share.  With ``unicast`` downlink, the replies and the
+per-client model copies go through a band of the downlink grid the same way (the server's power
+spread flat over the band; one fading draw per round; no HARQ).  ``static`` (the default) is the
+per-round split.
+
 Device traces
 -------------
 ``uplink_bps`` / ``downlink_bps`` (per client, NaN where none) replace the cell's uplink rate and
@@ -115,13 +127,15 @@ import simpy
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
-from sfl_sim.channel.protocols import HarqModel
+from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
 from sfl_sim.engine.client_state import Battery, Presence, departures
 from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
+from sfl_sim.engine.scheduler import Band
 from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 
@@ -163,8 +177,31 @@ class RoundContext:
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
         self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps,
                                   sim.outage)
+        self._band = None if sim.uplink_grid is None else self._scheduled_band(sim, sim.uplink_grid)
+        self._downlink_band = None if sim.downlink_grid is None else self._downlink_scheduled(sim, sim.downlink_grid)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
-                          None if sim.battery is None else self._battery_empties_at, self._offline_s)
+                          None if sim.battery is None else self._battery_empties_at, self._offline_s, self._band)
+
+    def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> Band:
+        """The round's uplink band under the run's dynamic scheduler (:mod:`sfl_sim.engine.scheduler`)."""
+        assert sim.scheduler is not None
+
+        def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
+            self.notes.note_busy(client, "uplink", start_s, duration_s, tx_power_w=tx_power_w)
+
+        return Band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
+                    sim.harq, sim.harq_rng, ladder=len(self.cohort))
+
+    def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> Band:
+        """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
+        downlink has no block error model here)."""
+        assert sim.scheduler is not None
+
+        def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
+            self.notes.note_busy(client, "downlink", start_s, duration_s)
+
+        return Band(sim.env, sim.scheduler, grid, self._downlink.link_at, self._downlink.fading_of, note,
+                    ladder=len(self.cohort))
 
     def _battery_empties_at(self, client: int, duration_s: float, tx_power_w: float) -> float | None:
         """The run's battery asked about an upload of ``client`` starting now (:class:`Battery`)."""
@@ -289,7 +326,7 @@ class RoundContext:
         self._processes.append(proc)  # stopped at the round's end like every process of the round
         return proc
 
-    def download(self, client: int, nbytes: int, what: str) -> simpy.Timeout:
+    def download(self, client: int, nbytes: int, what: str) -> simpy.Event:
         """Server → client unicast of ``nbytes``; ``yield`` it.  Its value is ``DELIVERED``, or
         ``Lost("unavailable")`` at once for a client that has left (nothing is sent), or
         ``Lost("downlink_outage")`` at once for a client in downlink outage (it leaves the round)."""
@@ -301,11 +338,13 @@ class RoundContext:
             return self.env.timeout(0.0, value=DELIVERED)
         if client in self._downlink.outage:
             return self.env.timeout(0.0, value=self._lost_downlink(client, what))
+        if self._downlink_band is not None:
+            return self._downlink_band.carry(client, 8.0 * nbytes)
         duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
 
-    def broadcast(self, nbytes: int, what: str) -> simpy.Timeout:
+    def broadcast(self, nbytes: int, what: str) -> simpy.Event:
         """Server → whole cohort transfer of the same ``nbytes``; ``yield`` it (``unicast``: one copy
         per client).  Its value is ``DELIVERED``; a client in downlink outage leaves the round
         (``downlink_outage``) and the others receive at the rate of the slowest that can decode."""
@@ -322,6 +361,16 @@ class RoundContext:
                 self._lost_downlink(client, what)
         if not receivers:
             return self.env.timeout(0.0, value=DELIVERED)
+        if mode == "unicast" and self._downlink_band is not None:
+            band = self._downlink_band  # a client in downlink outage gets no copy through the band either
+            delivered = self.env.event()
+            copies = simpy.AllOf(self.env, [band.carry(k, 8.0 * nbytes) for k in receivers])
+
+            def all_delivered(_copies: simpy.Event) -> None:
+                delivered.succeed(DELIVERED)
+
+            copies.callbacks.append(all_delivered)
+            return delivered
         if mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
             copy_s = {k: 8.0 * nbytes / downlink.unicast_bps[k] for k in receivers}
@@ -392,6 +441,9 @@ class RoundContext:
 
     def stop_stragglers(self) -> None:
         """Stop this round's processes that are still running (called by the engine at round end)."""
+        for band in (self._band, self._downlink_band):
+            if band is not None:
+                band.close()
         alive = [p for p in self._processes if p.is_alive]
         for proc in alive:
             proc.interrupt("round over")
@@ -447,6 +499,11 @@ class Simulator:
         What the clients' batteries allow (see "Batteries").  None: no battery runs out.
     uplink_bps, downlink_bps : ndarray, shape (n_clients,), optional
         Traced link throughputs, bit/s, NaN where the channel's rate stands (see "Device traces").
+    scheduler : sfl_sim.channel.protocols.Scheduler, optional
+        The MAC scheduler (``cell.scheduler``); None or a static one (``dynamic`` false): each
+        upload on its share of the round (see "MAC scheduling").
+    numerology : int
+        ``mu`` of the resource grid a dynamic scheduler hands out (``cell.numerology``).
 
     Attributes
     ----------
@@ -464,7 +521,8 @@ class Simulator:
                  keep_clients: int | None = None, harq: HarqModel | None = None,
                  harq_rng: np.random.Generator | None = None,
                  availability: Presence | None = None, battery: Battery | None = None,
-                 uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None) -> None:
+                 uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None,
+                 scheduler: Scheduler | None = None, numerology: int = 1) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         if outage is not None:
@@ -486,6 +544,14 @@ class Simulator:
         self.battery = battery
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
+        dynamic = scheduler is not None and bool(getattr(scheduler, "dynamic", True))
+        self.scheduler = scheduler if dynamic else None
+        #: The uplink's resource grid under a dynamic scheduler; None: the per-round shares.
+        self.uplink_grid = ResourceGrid(numerology, cell.uplink_bandwidth_hz) if dynamic else None
+        #: The unicast downlink's grid under a dynamic scheduler (``unicast`` mode); None: the per-round shares.
+        self.downlink_grid = (ResourceGrid(numerology, cell.downlink_bandwidth_hz)
+                              if dynamic and downlink_mode == "unicast" and cell.downlink_bandwidth_hz is not None
+                              else None)
 
     @property
     def now_s(self) -> float:

@@ -19,11 +19,11 @@ from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
 from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm
-from sfl_sim.channel import CELL_KINDS, HARQ, Cell, NoHarq, OutagePolicy
+from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePolicy
 from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
-from sfl_sim.channel.protocols import HarqModel
+from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
 from sfl_sim.clients.energy import ENERGY, EnergyLedger
@@ -240,6 +240,16 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     return harq
 
 
+def build_scheduler(cfg: Scenario) -> Scheduler:
+    """The MAC scheduler of a scenario's ``cell.scheduler``; a dynamic one must pass the scheduler
+    conformance check first (a plug-in granting more RBs than exist, RBs to an empty buffer or
+    negative grants is refused in one line, before any work)."""
+    scheduler = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
+    if getattr(scheduler, "dynamic", True):
+        conform("scheduler", scheduler, "cell.scheduler", cfg.clients.count)
+    return scheduler
+
+
 def load_dataset(cfg: Scenario) -> ArrayDataset:
     """Load the scenario's data set; a missing, corrupt or refused file is one line naming it.
 
@@ -374,6 +384,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
+    build_scheduler(cfg)  # likewise
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
     client_flops_per_s = drawn_compute_flops_per_s(cfg) if capability is None else capability.compute_flops_per_s
@@ -562,7 +573,8 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      harq=build_harq(cfg, run.cell), harq_rng=harq_rng,
                      availability=run.availability, battery=battery,
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
-                     downlink_bps=None if run.capability is None else run.capability.downlink_bps)
+                     downlink_bps=None if run.capability is None else run.capability.downlink_bps,
+                     scheduler=build_scheduler(cfg), numerology=cfg.cell.numerology)
 
 
 def cell_table(run: Run) -> dict[str, Any]:

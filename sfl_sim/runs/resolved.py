@@ -73,7 +73,7 @@ __all__ = ["Resolution", "ResolutionMismatchError", "ResolutionWarning", "code_v
 
 #: Scenario fields (of a run's ``scenario.yaml``) naming a component, with the registry kind
 #: (:data:`sfl_sim.catalog.KINDS`) that resolves it; the algorithm, model, selector, optimizer,
-#: availability and HARQ are resolved separately (their spec is not a plain field, or is recorded
+#: availability, HARQ and the scheduler are resolved separately (their spec is not a plain field, or is recorded
 #: only when named).
 COMPONENT_FIELDS: dict[str, str] = {
     "data.dataset": "dataset", "data.partition": "partitioner",
@@ -253,6 +253,10 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
     if harq is not None:  # recorded only when named, so older records compare equal
         components["cell.harq"] = _resolve(REGISTRIES["harq"], harq.name, harq.params, "cell.harq",
                                            REGISTRIES["harq"].supplied)
+    scheduler = cfg.cell.scheduler
+    if scheduler.name != "static":  # recorded only when named, so older records compare equal
+        components["cell.scheduler"] = _resolve(REGISTRIES["scheduler"], scheduler.name, scheduler.params,
+                                                "cell.scheduler")
     training = cfg.training_for(label)
     optimizer_field = ("algorithm.training.optimizer" if spec.training is not None
                        and "optimizer" in spec.training.model_fields_set else "training.optimizer")

@@ -98,6 +98,7 @@ def _check_cell(cfg: Scenario) -> None:
 
     cell = build.build_cell(cfg)
     build.build_harq(cfg, cell)
+    build.build_scheduler(cfg)
     build.build_outage(cfg)
 
 

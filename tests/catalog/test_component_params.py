@@ -174,12 +174,12 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
 def test_channel_kinds_table_is_the_one_list() -> None:
     names = [k.name for k in CHANNEL_KINDS]
     assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility", "power_control",
-                     "interference", "harq"]
-    assert [k.name for k in CELL_KINDS] == names[:-1]  # harq goes to the engine, not the cell
+                     "interference", "harq", "scheduler"]
+    assert [k.name for k in CELL_KINDS] == names[:-2]  # harq and the scheduler go to the engine, not the cell
     for kind in CHANNEL_KINDS:
         section, field = kind.field.split(".")
         assert field in Scenario.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
-        # resolved.yaml records cell.harq only when it is named (older records compare equal)
+        # resolved.yaml records cell.harq and cell.scheduler only when named (older records compare equal)
         assert COMPONENT_FIELDS.get(kind.field) == (kind.name if kind in CELL_KINDS else None)
         assert registries()[kind.name] is kind.registry
         assert kind.registry.protocol is kind.protocol

@@ -41,7 +41,7 @@ def test_every_builtin_passes_conformance(kind, name, params):
 
 def test_registries_cover_every_kind():
     assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
-        "power_control", "interference", "harq"}
+        "power_control", "interference", "harq", "scheduler"}
     assert channel.FADING.kind == "fading" and channel.MOBILITY.kind == "mobility"
 
 

@@ -106,3 +106,31 @@ def test_retransmit_gives_the_client_fresh_fading_draws_up_to_max_attempts(mode)
     # drop: one attempt
     down = Downlink(_cell(1e-4), COHORT, mode, np.random.default_rng(1), {}, OutagePolicy())
     assert down.outage == {1} and down.attempts[1] == 1
+
+
+def test_a_client_in_downlink_outage_gets_no_copy_through_a_scheduled_band() -> None:
+    # Unicast copies through a round-robin downlink band: client 1 (no usable rate) is dropped at
+    # once and client 0 has the whole grid to itself, so its copy takes bits / (its whole-band rate).
+    from sfl_sim.channel import RoundRobin
+
+    rng = np.random.default_rng(0)
+    cell = Cell(FixedDistancePlacement([100.0, 450.0]), TR36814Macro(), NoShadowing(), McsTableRate(),
+                EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=5e6, downlink_bandwidth_hz=20e6, server_tx_power_w=1e-4,
+                placement_rng=rng, shadowing_rng=rng)
+    sim = Simulator(cell, np.ones(2), 1.0, downlink_mode="unicast", scheduler=RoundRobin())
+    seen = {}
+
+    def round_process(ctx):
+        start = ctx.now_s
+        seen["broadcast"] = yield ctx.broadcast(NBYTES, "model")
+        seen["broadcast_s"] = ctx.now_s - start
+        seen["download"] = yield ctx.download(1, NBYTES, "gradients")
+        seen["dropped"] = dict(ctx.dropped)
+
+    sim.run_round(round_process, COHORT)
+    whole_bps = cell.downlink_link_at_bandwidth([0], [20e6]).rate_bps[0]
+    assert seen["broadcast"] == DELIVERED and seen["dropped"] == {1: "downlink_outage"}
+    assert seen["broadcast_s"] == pytest.approx(8 * NBYTES / whole_bps, rel=1e-12)
+    assert seen["download"] == Lost("unavailable")
+    assert sim.counters.dropped_transmissions == 1

@@ -211,3 +211,22 @@ def test_an_asynchronous_run_is_refused_in_one_line(tmp_path: Path) -> None:
         retime(tmp_path / "source" / "fedbuff", CHANGES["bandwidth"], tmp_path / "out")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_scheduled_run_retimes_to_the_full_run(tmp_path: Path) -> None:
+    # A round-robin band (fluid) is re-run by the replay like the static split: re-timing a scheduled
+    # run under a bandwidth change equals the full run under it, and back under static too.
+    data = small_scenario(algorithms=["fedavg", "scala"], rounds=2, local_iterations=2)
+    data["cell"] = {"downlink": {"mode": "unicast"}, "scheduler": {"name": "round_robin"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    sfl_sim.run(str(path), output_dir=tmp_path / "source")
+    change = {"cell.uplink_bandwidth_hz": 10e6}
+    sfl_sim.run(str(path), overrides=[f"{k}={v}" for k, v in change.items()], output_dir=tmp_path / "full")
+    sfl_sim.run(str(path), overrides=["cell.scheduler=static"], output_dir=tmp_path / "static")
+    for algorithm in ("fedavg", "scala"):
+        retime(tmp_path / "source" / algorithm, change, tmp_path / "retimed" / algorithm)
+        _same(tmp_path / "full" / algorithm, tmp_path / "retimed" / algorithm)
+        retime(tmp_path / "source" / algorithm, {"cell.scheduler": "static"}, tmp_path / "to_static" / algorithm)
+        _same(tmp_path / "static" / algorithm, tmp_path / "to_static" / algorithm)

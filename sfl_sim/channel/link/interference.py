@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from sfl_sim.channel.large_scale.geometry import distances_m
-from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB
+from sfl_sim.channel.limits import ACTIVITY, INTER_SITE_DISTANCE_M, NOISE_RISE_DB, RB_LOAD
 from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.protocols import (
     Interference,
@@ -143,6 +143,18 @@ class FirstTierInterference(Component):
     a given sub-band, the expected PSD there is ``sum_j p_j g_j / B``.  The noise rise is
     ``1 + I / (N0 F)``.
 
+    Load.  A neighbour whose scheduler keeps only a fraction ``rho`` of its resource blocks busy
+    (``rb_load``; its clients send on the RBs it grants and the rest are idle) puts its power on a
+    given RB of ours with probability ``rho``, so the expected PSD there is ``rho sum_j p_j g_j / B``:
+    ``I`` scales with the neighbours' RB load.  The fractional-load picture is that of Kumar et
+    al., "Autonomous inter cell interference avoidance under fractional load for downlink long
+    term evolution" (Aalborg University / Nokia Siemens Networks: under fractional load only a
+    subset of the RBs carries a cell's traffic, which lowers the inter-cell interference); Sionna
+    SYS likewise spreads a user's power over the subcarriers allocated to it only
+    (``sionna.sys.utils.spread_across_subcarriers``).  One load for all six neighbours, scaling
+    the wideband mean, is our choice.  ``rb_load`` 1 (the default) is a fully loaded neighbour:
+    the numbers without the parameter.
+
     Raises
     ------
     ValueError
@@ -160,6 +172,10 @@ class FirstTierInterference(Component):
             "Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when the cell "
             "deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this cell); null: "
             "``sqrt(3) R``.")] = None
+        rb_load: Annotated[float, RB_LOAD, Doc(
+            "Fraction of a neighbouring cell's resource blocks in use, in [0, 1]: the interference PSD scales with it "
+            "(1: fully loaded neighbours, each transmitting client's power over the whole band; 0.5: half of "
+            "their RBs idle at any time).")] = 1.0
 
     params: Params
 
@@ -238,14 +254,15 @@ class FirstTierInterference(Component):
 
     def interference_psd_w_per_hz(self, scene: UplinkScene, layout: dict[str, np.ndarray],
                                   active: np.ndarray) -> float:
-        """Interference PSD ``sum_active p_j g_j / B`` at our base station for a given activity mask (W/Hz)."""
+        """Interference PSD ``rb_load sum_active p_j g_j / B`` at our base station for a given activity
+        mask (W/Hz)."""
         band = scene.uplink_bandwidth_hz
         k_active = np.bincount(layout["cell"][active], minlength=6)
         share = np.where(active, band / np.maximum(k_active[layout["cell"]], 1), 0.0)
         power = transmit_power_w(scene.power_control, layout["nominal_tx_power_w"], share, layout["coupling_own_db"],
                                  band)
         received = np.where(active, power * 10.0 ** (-layout["coupling_ours_db"] / 10.0), 0.0)
-        return float(received.sum() / band)
+        return float(self.params.rb_load * (received.sum() / band))
 
     def noise_rise_linear(self, scene: UplinkScene, layout: dict[str, np.ndarray], rng: np.random.Generator) -> float:
         """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``."""

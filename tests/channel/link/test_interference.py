@@ -74,6 +74,17 @@ def test_first_tier_matches_a_hand_computation_for_a_fixed_placement() -> None:
     np.testing.assert_allclose(info["sinr_db"], info["snr_db"] - 10 * math.log10(rise), atol=1e-9)
 
 
+@pytest.mark.parametrize("rb_load", [0.0, 0.25, 1.0])
+def test_first_tier_interference_follows_the_neighbours_rb_load(rb_load: float) -> None:
+    # Hand calculation: a neighbour with a fraction rho of its RBs busy hits ours with probability
+    # rho, so the interference PSD is rho x the fully loaded one: IoT = 1 + rho (IoT_full - 1).
+    cell = small_cell(interference=FirstTierInterference(activity=1.0, inter_site_distance_m=1000.0,
+                                                         rb_load=rb_load),
+                      interference_rng=np.random.default_rng(7))
+    full = _hand_noise_rise([100.0, 300.0, 500.0], 1000.0, lambda d: 0.2)
+    assert cell.noise_rise_linear == pytest.approx(1.0 + rb_load * (full - 1.0), rel=1e-12)
+
+
 def test_first_tier_interferers_use_the_cells_power_control() -> None:
     distances = [100.0, 300.0, 500.0]
     pc = OpenLoopPowerControl(p0_dbm=-100.0, alpha=0.8, p_max_dbm=23.0, subcarrier_spacing_hz=15e3)

@@ -1,0 +1,88 @@
+"""Host time of the scheduled uplink against today's static shares, at 10 / 100 / 1,000 clients per round.
+
+The stand-in round of ``bench/engine_events.py`` (SCALA's event pattern, no torch work: per local
+iteration every client computes, uploads activations and labels, the server answers, the client
+downloads and computes; then every client uploads its model) runs through the real
+:class:`~sfl_sim.engine.Simulator` on the default scenario's cell (20 MHz uplink: 51 RBs at
+``cell.numerology`` 1) under three schedulers: ``static`` (the per-round split, the default),
+``round_robin`` fluid and ``proportional_fair`` slot.  The three alternate round by round in one
+process (static, fluid, slot, static, ...; a fresh simulator each, so each round starts alike), so
+machine noise hits them alike; the medians of the host milliseconds per round and their ratios to
+static are printed, with the simulated seconds per round.
+
+    python bench/scheduler.py [--sizes 10 100 1000] [--rounds 5] [--slot-rounds 2]
+
+``--slot-rounds`` caps the slot rounds at the larger sizes (a slot round does work every 0.5 ms of
+simulated time; 0 leaves the slot form out).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engine_events import round_process  # noqa: E402  (the stand-in round, defined once)
+
+SCHEDULERS = (("static", "static", {}), ("rr_fluid", "round_robin", {}),
+              ("pf_slot", "proportional_fair", {"fidelity": "slot"}))
+
+
+def measure(size: int, rounds: int, slot_rounds: int) -> dict[str, dict[str, float]]:
+    """Medians over ``rounds`` rounds (``slot_rounds`` for the slot form) at ``size`` clients per
+    round: host ms per round and simulated s per round, per scheduler."""
+    import numpy as np
+
+    from sfl_sim.channel import SCHEDULERS as REGISTRY
+    from sfl_sim.config import load_scenario
+    from sfl_sim.config.scenario_files import resolve_scenario
+    from sfl_sim.engine import SERVER, Simulator
+    from sfl_sim.runs.build import build_cell
+
+    cfg = load_scenario(resolve_scenario("cellular_100clients"),
+                        extra={"clients": {"count": 10 * size, "participation": 0.1}})
+    cell = build_cell(cfg)
+    rng = np.random.default_rng(0)
+    host: dict[str, list[float]] = {label: [] for label, _, _ in SCHEDULERS}
+    simulated: dict[str, list[float]] = {label: [] for label, _, _ in SCHEDULERS}
+    for i in range(rounds + 1):
+        cohort = np.sort(rng.choice(10 * size, size, replace=False))
+        for label, name, params in SCHEDULERS:
+            if label == "pf_slot" and (i > slot_rounds or slot_rounds == 0):
+                continue
+            sim = Simulator(cell, np.full(10 * size, 5e9), 1e12, scheduler=REGISTRY.create(name, **params),
+                            numerology=cfg.cell.numerology, fading_rng=np.random.default_rng(i))
+            start = time.perf_counter()
+            duration_s = sim.run_round(lambda ctx, ids=cohort: round_process(ctx, ids, SERVER), cohort)
+            elapsed = time.perf_counter() - start
+            if i > 0:  # the first round warms caches and imports
+                host[label].append(elapsed * 1e3)
+                simulated[label].append(duration_s)
+    return {label: {"ms_per_round": statistics.median(host[label]),
+                    "simulated_s": statistics.median(simulated[label])} for label in host if host[label]}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--slot-rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    print(f"{'clients/round':>13}  {'scheduler':>9}  {'ms/round':>9}  {'x static':>8}  {'sim s/round':>11}")
+    for size in args.sizes:
+        m: dict[str, Any] = measure(size, args.rounds, args.slot_rounds if size > 10 else args.rounds)
+        base = m["static"]["ms_per_round"]
+        for label, row in m.items():  # a size whose slot form was left out has no pf_slot row
+            print(f"{size:>13}  {label:>9}  {row['ms_per_round']:>9.1f}  {row['ms_per_round'] / base:>8.2f}  "
+                  f"{row['simulated_s']:>11.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+"""The scheduled band: one direction's resource blocks in one round, handed out by a scheduler.
+
+With a dynamic ``cell.scheduler`` (:mod:`sfl_sim.channel.link.scheduling`), the link process
+(:mod:`sfl_sim.engine.link`) does not wait ``bits / rate`` on a share fixed for the round: it puts
+its bits into the band's buffer for the client (:meth:`Band.carry`) and waits for the event that
+fires when the last bit is through.  The band owns the ``n_rb`` resource blocks of the grid and
+the clients' buffers, asks the policy for RBs, and gets each client's rate on its RBs from the
+cell (``link_at``: the rate model with the client's power control on the granted bandwidth
+``m B / N_RB`` — the channel's bandwidth per RB, :attr:`ResourceGrid.hz_per_rb`, so open-loop
+power control counts ``m`` RBs — and its fading now).
+
+Two fidelities (the policy's ``fidelity`` parameter):
+
+``fluid``
+    Processor sharing: the shares change only when a transfer starts or ends.  At each change the
+    band takes the bits sent since the last one off each buffer, asks
+    :meth:`~sfl_sim.channel.protocols.Scheduler.fluid_rbs`, and schedules one wake-up at the next
+    finish time ``min_k left_k / r_k``; the transfers finishing then (ties within 1e-12 relative)
+    end there exactly, so finish times are the piecewise sums of a hand calculation.  The changes
+    of one instant (a cohort starting its uploads together, a finish and the next upload) are
+    re-shared once, after the instant's other events; the buffers, rates and powers are arrays
+    with a row per client, and each client's rates on ``n_rb / n`` RBs (``n = 1 ..`` the cohort
+    size) are tabled once per fading draw, so a change costs a few array operations.
+``slot``
+    A decision every slot ``1 ms / 2^mu`` on the slot grid ``t = j * slot_s`` (a transfer that
+    starts at a slot's start is in its decision, one that starts later waits for the next slot's):
+    each client's need
+    (the RBs that would empty its buffer), :meth:`~sfl_sim.channel.protocols.Scheduler.grant_rbs`,
+    a transport block of ``r(m) * slot_s`` bits per grant; with a HARQ model each block fails with
+    its first-transmission error rate (``slot_block``, a draw from the ``harq`` stream) and its bits
+    come back to the buffer ``harq_rtt_s`` later, to go in a later grant (no combining gain, no
+    limit on copies).  A transfer ends at the end of the slot that empties its buffer.  With
+    ``fading_per_slot`` every client with data has a new fading draw each slot.
+
+A new transfer waits the grant latency (scheduling request + buffer status report + K2 slots)
+before it can be granted.  The energy ledger gets one busy interval per transfer, from its start
+to its end, at the mean power it sent with (energy over duration), so the energy is exact.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import simpy
+
+from sfl_sim.channel.link.scheduling import ResourceGrid, needed_rbs
+from sfl_sim.channel.protocols import HarqModel, Scheduler
+from sfl_sim.engine.outcome import DELIVERED
+from sfl_sim.engine.steps import SimSteps
+
+__all__ = ["Band", "LinkAt", "NoteBusy"]
+
+#: ``link_at(client_ids (k,), bandwidth_hz (k,), fading_gain (k,)) -> (rate_bps, snr_db, tx_power_w)``,
+#: each shape (k,): the cell's link of these clients on these bandwidths.
+LinkAt = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: ``note(client, start_s, duration_s, tx_power_w)``: a transfer's busy interval for the energy ledger.
+NoteBusy = Callable[[int, float, float, float], None]
+#: ``fading(client_ids (k,), redraw) -> fading_gain (k,)``: the clients' fading now, or a new draw.
+FadingOf = Callable[[np.ndarray, bool], np.ndarray]
+
+# Finish times within this relative distance of the earliest end together (fluid).
+_TIE_RTOL = 1e-12
+# SimPy's priority of the fluid re-share: after every ordinary event of the same instant.
+_LATE = simpy.events.EventPriority(simpy.events.NORMAL + 1)
+
+
+class _AfterTheInstant(simpy.Event):
+    """An event processed after every other event of the current simulated instant (an ordinary
+    event has priority NORMAL; this one, already triggered, is scheduled at ``_LATE``), so that
+    the fluid band re-shares once for all the changes of an instant."""
+
+    def __init__(self, env: simpy.Environment, callback: Callable[[simpy.Event], None]) -> None:
+        super().__init__(env)
+        self._ok, self._value = True, None  # triggered as SimPy's own Timeout is, then scheduled
+        self.callbacks.append(callback)
+        env.schedule(self, _LATE)
+
+
+class Band:
+    """The resource blocks of one direction in one round, shared by ``policy``.
+
+    Parameters
+    ----------
+    env : simpy.Environment
+    policy : Scheduler
+        A dynamic scheduler (its ``params`` has ``fidelity`` and the grant latency).
+    grid : ResourceGrid
+    link_at : LinkAt
+    fading : FadingOf
+    note_busy : NoteBusy
+    harq : HarqModel or None
+        Slot fidelity: transport blocks fail with its ``slot_block`` error rate.
+    harq_rng : numpy.random.Generator or None
+        The ``harq`` stream (slot fidelity with HARQ).
+    ladder : int
+        Fluid: the RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
+    """
+
+    def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
+                 fading: FadingOf, note_busy: NoteBusy, harq: HarqModel | None = None,
+                 harq_rng: np.random.Generator | None = None, ladder: int = 1) -> None:
+        self._env, self._policy, self._grid = env, policy, grid
+        self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
+        self._harq, self._harq_rng = harq, harq_rng
+        params: Any = getattr(policy, "params", None)
+        self._slot = getattr(params, "fidelity", "fluid") == "slot"
+        self._fading_per_slot = bool(getattr(params, "fading_per_slot", False))
+        latency = getattr(policy, "grant_latency_slots", None)
+        self._latency_s = (latency() if callable(latency) else 0) * grid.slot_s
+        self._n_rb = grid.n_rb
+        # the RB counts tabled per client and fading draw (see _links)
+        self._steps = (np.arange(1, self._n_rb + 1, dtype=float) if self._slot
+                       else self._n_rb / np.arange(1, max(int(ladder), 1) + 1, dtype=float))
+        self._step_order = np.argsort(self._steps, kind="stable")
+        self._sorted_steps = self._steps[self._step_order]
+        self._row: dict[int, int] = {}  # client -> its row of the tables (and of the fluid arrays)
+        self._client: list[int] = []  # row -> client
+        # per RB count (the steps) and row: [rate (bit/s), power (W)], and 1 / rate (inf where the
+        # rate is 0); a step's block is contiguous, as the fluid re-share reads it
+        self._tab = np.zeros((self._steps.size, 2, 0))
+        self._tab_inv = np.zeros((self._steps.size, 0))
+        self._tab_fading = np.full(0, np.nan)  # the fading draw each row was tabled at
+        self._tabled = not (self._slot and self._fading_per_slot)
+        # fluid, per row: [bits left (inf off the air), energy so far (J)], their rates of change
+        # [-rate, power] (0 off the air), and [-1, 1] on the air ([0, 0] off it)
+        self._f_state = np.zeros((2, 0))
+        self._f_speed = np.zeros((2, 0))
+        self._f_on = np.zeros((2, 0))
+        self._f_scratch = np.zeros((2, 0))
+        self._f_finish = np.zeros(0)
+        self._n_on = 0
+        # a policy whose fluid split is always n_rb / n: its rates are a column of the tables
+        self._equal_shares = bool(getattr(policy, "fluid_equal_shares", False))
+        self._fresh: list[int] = []  # clients on the air since the last re-share (their fading to table)
+        self._grow(max(int(ladder), 1))
+        self._resharing: simpy.Event | None = None
+        # slot, per transfer on the air: bits left, energy so far
+        self._left: dict[int, float] = {}
+        self._energy_j: dict[int, float] = {}
+        self._start_s: dict[int, float] = {}
+        self._done: dict[int, simpy.Event] = {}
+        self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
+        self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
+        self._since_s = env.now
+        self._wake: simpy.Event | None = None
+        self._finishing: list[int] = []
+        self._ticking = False
+        self._closed = False
+
+    # -- what the link process asks ----------------------------------------------------------------
+    @property
+    def resends_blocks(self) -> bool:
+        """True in the slot form with a HARQ model: the band resends failed transport blocks itself."""
+        return self._slot and self._harq is not None
+
+    def carry(self, client: int, bits: float) -> simpy.Event:
+        """Put ``bits`` of ``client`` into the band; the event fires (``DELIVERED``) when the last
+        bit is through.  One transfer per client at a time."""
+        if client in self._done:
+            raise RuntimeError(f"client {client} has a transfer in the band already; one at a time per client "
+                               f"and direction")
+        done = self._env.event()
+        self._done[client] = done
+        self._start_s[client] = self._env.now
+        if self._slot:
+            self._energy_j[client] = 0.0
+        if bits <= 0:
+            self._finish(client)
+        elif self._latency_s > 0:
+            self._env.timeout(self._latency_s).callbacks.append(lambda _e: self._arrive(client, bits))
+        else:
+            self._arrive(client, bits)
+        return done
+
+    def withdraw(self, client: int) -> None:
+        """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
+        if client not in self._done:
+            return
+        self._advance()
+        self._left.pop(client, None)
+        self._held.pop(client, None)
+        self._close_transfer(client)
+        self._done.pop(client)
+        if not self._slot:
+            self._reshare_soon()
+
+    def close(self) -> None:
+        """The round is over: nothing more is served (a slot loop stops at its next slot); a
+        transfer still on the air gets its busy interval up to now (its event never fires)."""
+        if self._closed:
+            return
+        self._advance()
+        for client in list(self._done):
+            self._close_transfer(client)
+        self._done.clear()
+        self._left.clear()
+        self._held.clear()
+        self._fresh.clear()
+        self._closed = True
+        self._wake = None
+
+    # -- both fidelities ---------------------------------------------------------------------------
+    def _arrive(self, client: int, bits: float) -> None:
+        if self._closed or client not in self._done:
+            return
+        self._advance()
+        if self._slot:
+            self._left[client] = float(bits)
+            self._average.setdefault(client, 0.0)
+            if not self._ticking:
+                self._ticking = True
+                self._env.process(self._slots())
+            return
+        row = self._row_of(client)
+        self._f_state[0, row] = float(bits)
+        self._f_on[0, row], self._f_on[1, row] = -1.0, 1.0
+        self._n_on += 1
+        self._fresh.append(client)
+        self._reshare_soon()
+
+    def _close_transfer(self, client: int) -> None:
+        start = self._start_s.pop(client)
+        duration = self._env.now - start
+        if self._slot:
+            energy = self._energy_j.pop(client)
+        else:
+            row = self._row.get(client)
+            energy = 0.0
+            if row is not None:
+                energy = float(self._f_state[1, row])
+                if self._f_on[1, row]:
+                    self._n_on -= 1
+                self._f_state[0, row], self._f_state[1, row] = np.inf, 0.0
+                self._f_on[:, row] = self._f_speed[:, row] = 0.0
+        self._note_busy(client, start, duration, energy / duration if duration > 0 else 0.0)
+
+    def _finish(self, client: int) -> None:
+        self._left.pop(client, None)
+        self._held.pop(client, None)
+        self._close_transfer(client)
+        self._done.pop(client).succeed(DELIVERED)
+
+    def _row_of(self, client: int) -> int:
+        row = self._row.get(client)
+        if row is None:
+            row = self._row[client] = len(self._client)
+            self._client.append(client)
+            if row >= self._f_finish.size:
+                self._grow(2 * row)
+        return row
+
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` clients in the tables and the fluid arrays (new rows empty)."""
+        extra = rows - self._f_finish.size
+        if extra <= 0:
+            return
+        steps = self._steps.size
+        self._tab = np.concatenate((self._tab, np.zeros((steps, 2, extra))), axis=2)
+        self._tab_inv = np.concatenate((self._tab_inv, np.full((steps, extra), np.inf)), axis=1)
+        self._tab_fading = np.concatenate((self._tab_fading, np.full(extra, np.nan)))
+        self._f_state = np.concatenate((self._f_state, np.vstack((np.full(extra, np.inf), np.zeros(extra)))), axis=1)
+        for name in ("_f_speed", "_f_on", "_f_scratch"):
+            setattr(self, name, np.concatenate((getattr(self, name), np.zeros((2, extra))), axis=1))
+        self._f_finish = np.concatenate((self._f_finish, np.zeros(extra)))
+
+    def _table(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> None:
+        """Table the rates and powers of the clients whose fading draw is new, in one call."""
+        stale = np.flatnonzero(self._tab_fading[rows] != fading)  # NaN: never tabled
+        if stale.size:
+            steps = self._steps
+            rate, _, power = self._link_at(np.repeat(ids[stale], steps.size),
+                                           np.tile(steps, stale.size) * self._grid.hz_per_rb,
+                                           np.repeat(fading[stale], steps.size))
+            rate = np.asarray(rate, dtype=float).reshape(stale.size, steps.size).T
+            self._tab[:, 0, rows[stale]] = rate
+            self._tab[:, 1, rows[stale]] = np.asarray(power, dtype=float).reshape(stale.size, steps.size).T
+            with np.errstate(divide="ignore"):
+                self._tab_inv[:, rows[stale]] = 1.0 / rate
+            self._tab_fading[rows[stale]] = fading[stale]
+
+    def _links(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rate (bit/s) and power (W) of each client on ``rbs`` resource blocks with ``fading``.
+
+        The cell's link of a client depends only on its fading and its bandwidth, so each client
+        keeps a table per fading draw of the RB counts it is likely to get — ``n_rb / n`` for
+        ``n = 1 .. ladder`` clients with data (fluid) or ``1 .. n_rb`` (slot) — filled in one call
+        for every client whose draw is new; an RB count outside the table is asked for directly
+        (and everything, with a new draw every slot).  The numbers are the cell's, bit for bit; the
+        table only saves calls.
+        """
+        if not self._tabled:  # a new fading draw every slot: a table would be used once
+            rate, _, power = self._link_at(ids, rbs * self._grid.hz_per_rb, fading)
+            live = rbs > 0
+            return (np.where(live, np.asarray(rate, dtype=float), 0.0),
+                    np.where(live, np.asarray(power, dtype=float), 0.0))
+        rows = np.fromiter((self._row_of(k) for k in ids.tolist()), dtype=np.int64, count=ids.size)
+        self._table(ids, rows, fading)
+        # the column of each RB count in the table, where it is one of the steps
+        at = np.minimum(np.searchsorted(self._sorted_steps, rbs), self._steps.size - 1)
+        col = self._step_order[at]
+        hit = self._steps[col] == rbs
+        rates = np.where(hit, self._tab[col, 0, rows], 0.0)
+        powers = np.where(hit, self._tab[col, 1, rows], 0.0)
+        missing = np.flatnonzero(~hit & (rbs > 0))
+        if missing.size:
+            rate, _, power = self._link_at(ids[missing], rbs[missing] * self._grid.hz_per_rb, fading[missing])
+            rates[missing], powers[missing] = rate, power
+        return rates, powers
+
+    def _per_rb_bps(self, ids: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        """Rate per RB of each client when it holds the whole grid (what the policy ranks by)."""
+        rate, _ = self._links(ids, np.full(ids.size, float(self._n_rb)), fading)
+        return rate / self._n_rb
+
+    # -- fluid -------------------------------------------------------------------------------------
+    def _advance(self) -> None:
+        """Take the bits sent since the last change off each buffer (fluid; a no-op in slot mode)."""
+        dt = self._env.now - self._since_s
+        self._since_s = self._env.now
+        if self._slot or dt <= 0:
+            return
+        # bits left -= rate dt and energy += power dt, in two operations (rows off the air stand still)
+        np.add(self._f_state, np.multiply(self._f_speed, dt, out=self._f_scratch), out=self._f_state)
+
+    def _reshare_soon(self) -> None:
+        """Re-share once the instant's other events are done (one re-share for all its changes)."""
+        self._wake = None
+        if self._resharing is None and not self._closed:
+            self._resharing = _AfterTheInstant(self._env, self._reshare)
+
+    def _reshare(self, _event: simpy.Event | None = None) -> None:
+        """New shares for the clients with data, and the wake-up at the next finish."""
+        self._resharing = None
+        self._wake = None
+        if self._n_on == 0 or self._closed:
+            return
+        if self._fresh:  # table the newcomers' rates for their fading draws, in one call
+            fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
+            self._fresh.clear()
+            self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
+                        self._fading(fresh, False))
+        n, finish_s = self._n_on, self._f_finish
+        if self._equal_shares and n <= self._steps.size:
+            # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
+            np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
+            np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)
+        else:
+            rows = np.flatnonzero(self._f_on[1])
+            ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
+            rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb), dtype=float)
+            rate, power = self._links(ids, rbs, self._tab_fading[rows])
+            self._f_speed.fill(0.0)
+            self._f_speed[0, rows], self._f_speed[1, rows] = -rate, power
+            finish_s.fill(np.inf)
+            with np.errstate(divide="ignore"):
+                finish_s[rows] = self._f_state[0, rows] / rate
+        first = float(finish_s[finish_s.argmin()])
+        if not math.isfinite(first):
+            stuck = [self._client[r] for r in np.flatnonzero(self._f_on[1]).tolist()]
+            raise RuntimeError(f"scheduler {self._policy!r}: clients {stuck} have data and rate 0 on their resource "
+                               f"blocks; no transfer can end")
+        ties = (finish_s <= first * (1.0 + _TIE_RTOL)).nonzero()[0]
+        self._finishing = [self._client[r] for r in ties.tolist()]
+        wake = self._env.timeout(first)
+        self._wake = wake
+        wake.callbacks.append(self._woken)
+
+    def _woken(self, event: simpy.Event) -> None:
+        if event is not self._wake:  # a later change re-planned
+            return
+        self._advance()
+        for k in self._finishing:  # the ties end together, and the rest is re-shared at once
+            self._finish(k)
+        self._reshare()
+
+    # -- slot --------------------------------------------------------------------------------------
+    def _slots(self) -> SimSteps[None]:
+        """The slot loop: runs while some client has data (or HARQ bits on their round trip)."""
+        env, slot_s, policy = self._env, self._grid.slot_s, self._policy
+        rtt_s = float(getattr(getattr(self._harq, "params", None), "harq_rtt_s", 0.0))
+        j = math.ceil(env.now / slot_s - 1e-9)
+        while (self._left or self._held) and not self._closed:
+            start = j * slot_s
+            if start > env.now:
+                yield env.timeout(start - env.now)
+            # the decision comes after the events already due at the slot's start (a transfer
+            # starting then is in it)
+            yield env.timeout(0.0)
+            if self._closed:
+                break
+            for k in list(self._held):  # HARQ copies whose round trip is over go back to the buffer
+                due = [h for h in self._held[k] if h[0] <= env.now + 1e-12]
+                if due:
+                    self._left[k] = self._left.get(k, 0.0) + sum(b for _, b in due)
+                    self._held[k] = [h for h in self._held[k] if h[0] > env.now + 1e-12]
+                    if not self._held[k]:
+                        del self._held[k]
+            ids = np.fromiter((k for k in self._left if self._left[k] > 0), dtype=np.int64)
+            sent: dict[int, float] = {}
+            if ids.size:
+                fading = self._fading(ids, self._fading_per_slot)
+                per_rb = self._per_rb_bps(ids, fading)
+                left = np.array([self._left[k] for k in ids.tolist()])
+                average = np.array([self._average[k] for k in ids.tolist()])
+                need = needed_rbs(left, per_rb, slot_s)
+                grant = np.asarray(policy.grant_rbs(self._n_rb, need, per_rb, average, j), dtype=np.int64)
+                g = grant > 0
+                served = np.zeros(ids.size)
+                if g.any():
+                    if self._harq is not None:  # its error rate needs the SNR
+                        rate, snr_db, power = self._link_at(ids[g], grant[g] * self._grid.hz_per_rb, fading[g])
+                    else:
+                        rate, power = self._links(ids[g], grant[g].astype(float), fading[g])
+                    block = np.minimum(np.asarray(rate, dtype=float) * slot_s, left[g])
+                    ok = np.ones(block.size, dtype=bool)
+                    if self._harq is not None and self._harq_rng is not None:
+                        p_fail, _ = self._harq.slot_block(rate, snr_db)
+                        ok = ~(self._harq_rng.random(block.size) < np.nan_to_num(p_fail, nan=1.0))
+                    for i, k in enumerate(ids[g].tolist()):
+                        sent[k] = float(block[i])
+                        self._energy_j[k] += float(power[i]) * slot_s
+                        if not ok[i]:
+                            self._held.setdefault(k, []).append((start + slot_s + rtt_s, float(block[i])))
+                    served[g] = np.where(ok, block, 0.0) / slot_s
+                new_average = policy.average_bps(average, served)
+                for i, k in enumerate(ids.tolist()):
+                    self._average[k] = float(new_average[i])
+            yield env.timeout(start + slot_s - env.now)
+            j += 1
+            for k, bits in sent.items():
+                if k in self._left:
+                    self._left[k] -= bits
+            for k in [k for k in self._left if self._left[k] <= 1e-9 and k not in self._held]:
+                self._finish(k)
+        self._ticking = False

@@ -1,0 +1,157 @@
+"""The scheduling policies as pure functions, the resource grid, and their bad input in one line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import SCHEDULERS, MaxRate, ProportionalFair, ResourceGrid, RoundRobin, check_component
+from sfl_sim.channel.link.scheduling import needed_rbs
+from sfl_sim.config import ConfigError
+from sfl_sim.config.loading import validate
+
+
+def test_the_grid_of_20_mhz_at_30_khz():
+    grid = ResourceGrid(1, 20e6)
+    assert (grid.scs_hz, grid.slot_s, grid.n_rb, grid.rb_hz) == (30e3, 0.5e-3, 51, 360e3)
+    assert grid.hz_per_rb == 20e6 / 51  # guard bands spread over the RBs
+    assert ResourceGrid(0, 20e6).n_rb == 106 and ResourceGrid(2, 100e6).n_rb == 135
+
+
+@pytest.mark.parametrize(("mu", "bandwidth_hz", "says"), [
+    (3, 20e6, "cell.numerology: got 3; allowed: 0, 1, 2"),
+    (1, 7e6, "bandwidth_hz: got 7000000.0 at 30000 Hz"),
+    (2, 5e6, "bandwidth_hz: got 5000000.0 at 60000 Hz"),
+])
+def test_a_grid_without_a_row_is_one_line(mu, bandwidth_hz, says):
+    with pytest.raises(ValueError, match=says) as info:
+        ResourceGrid(mu, bandwidth_hz)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("cell", "says"), [
+    ({"numerology": 3}, "cell.numerology: got 3; allowed: 0, 1 or 2"),
+    ({"scheduler": "round_robin", "uplink_bandwidth_hz": 7e6},
+     "cell.uplink_bandwidth_hz: got 7000000.0; allowed: a channel bandwidth of TS 38.101-1 Table 5.3.2-1 at 30 kHz"),
+    ({"scheduler": "round_robin", "downlink": {"mode": "unicast", "bandwidth_hz": 12e6}},
+     "cell.downlink.bandwidth_hz: got 12000000.0"),
+])
+def test_scenario_grid_errors_are_one_line(cell, says):
+    with pytest.raises(ConfigError) as info:
+        validate({"cell": cell})
+    assert str(info.value).startswith(says) and "\n" not in str(info.value)
+
+
+def test_static_needs_no_grid_row():
+    assert validate({"cell": {"uplink_bandwidth_hz": 7e6}}).cell.scheduler.name == "static"
+
+
+@pytest.mark.parametrize(("name", "params", "says"), [
+    ("proportional_fair", {"time_constant_slots": 0.0}, "time_constant_slots: got 0.0"),
+    ("round_robin", {"k2_slots": -1}, "k2_slots: got -1"),
+    ("max_rate", {"scheduling_request_slots": -2}, "scheduling_request_slots: got -2"),
+    ("round_robin", {"fidelity": "tick"}, "fidelity: got 'tick'"),
+])
+def test_bad_scheduler_parameters_are_one_line(name, params, says):
+    with pytest.raises(ValueError, match=says) as info:
+        SCHEDULERS.create(name, **params)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["static", "round_robin", "proportional_fair", "max_rate"])
+def test_every_builtin_passes_the_conformance_check(name):
+    assert check_component("scheduler", SCHEDULERS.create(name))["checks"]
+
+
+class _Greedy:
+    """A broken plug-in: the whole grid to everybody."""
+
+    dynamic = True
+
+    def fluid_rbs(self, n_rb, rate_per_rb_bps):
+        return np.full(np.size(rate_per_rb_bps), float(n_rb))
+
+    def grant_rbs(self, n_rb, need_rb, rate_per_rb_bps, average_bps, turn):
+        return np.where(np.asarray(need_rb) > 0, n_rb + 1, 0)
+
+    def average_bps(self, average_bps, served_bps):
+        return average_bps
+
+
+class _Careless(_Greedy):
+    """A broken plug-in: one RB to every client, data or not."""
+
+    def grant_rbs(self, n_rb, need_rb, rate_per_rb_bps, average_bps, turn):
+        return np.ones(np.size(need_rb), dtype=int)
+
+
+class _Negative(_Greedy):
+    def grant_rbs(self, n_rb, need_rb, rate_per_rb_bps, average_bps, turn):
+        return -np.ones(np.size(need_rb), dtype=int)
+
+
+class _FalseEqual(MaxRate):
+    """A broken plug-in: says its fluid split is n_rb / n each, but gives the band to the best."""
+
+    fluid_equal_shares = True
+
+
+@pytest.mark.parametrize(("plugin", "says"), [
+    (_FalseEqual(), r"fails check 'fluid_rbs n_rb / n each \(fluid_equal_shares\)'"),
+    (_Greedy(), "fails check 'grant_rbs within the grid'"),
+    (_Careless(), "fails check 'no RBs to an empty buffer'"),
+    (_Negative(), "fails check 'grant_rbs >= 0'"),
+])
+def test_the_conformance_check_catches_a_broken_plugin(plugin, says):
+    with pytest.raises(AssertionError, match=says) as info:
+        check_component("scheduler", plugin)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.slow  # imports the run builder (torch)
+def test_a_broken_plugin_is_refused_when_the_run_is_built():
+    from sfl_sim.runs.build import build_scheduler
+
+    cfg = validate({"cell": {"scheduler": "tests.channel.link.test_scheduling:_Greedy"}})
+    with pytest.raises(ConfigError, match=r"^cell.scheduler: .*scheduler component .* fails check "
+                                          r"'grant_rbs within the grid'") as info:
+        build_scheduler(cfg)
+    assert "\n" not in str(info.value)
+
+
+def test_round_robin_splits_equally_with_a_rotating_remainder():
+    rr = RoundRobin()
+    need = np.array([100, 0, 100, 100])
+    rates = np.ones(4)
+    grants = [rr.grant_rbs(11, need, rates, np.zeros(4), turn).tolist() for turn in range(3)]
+    # 11 RBs, three clients with data: 3 each and 2 left, one each to the first two from position turn
+    assert grants == [[4, 0, 4, 3], [3, 0, 4, 4], [4, 0, 3, 4]]
+    # a capped client's leftover goes to the others
+    assert rr.grant_rbs(11, np.array([1, 100, 100]), np.ones(3), np.zeros(3), 0).tolist() == [1, 5, 5]
+    # more clients than RBs: one each from the turn's position
+    assert rr.grant_rbs(2, np.array([5, 5, 5]), np.ones(3), np.zeros(3), 1).tolist() == [0, 1, 1]
+    assert rr.fluid_rbs(51, np.ones(3)).tolist() == [17.0, 17.0, 17.0]
+
+
+def test_max_rate_and_proportional_fair_order():
+    need = np.array([30, 30, 30])
+    rates = np.array([1.0, 3.0, 2.0])
+    assert MaxRate().grant_rbs(51, need, rates, np.zeros(3), 0).tolist() == [0, 30, 21]
+    assert MaxRate().fluid_rbs(51, rates).tolist() == [0.0, 51.0, 0.0]
+    # PF: metrics 1/1, 3/6, 2/1 -> client 2, then 0, then 1
+    pf = ProportionalFair()
+    assert pf.grant_rbs(51, need, rates, np.array([1.0, 6.0, 1.0]), 0).tolist() == [21, 0, 30]
+    assert pf.average_bps(np.array([10.0]), np.array([110.0])).tolist() == [pytest.approx(11.0)]
+
+
+def test_needed_rbs_rounds_up_and_ignores_empty_or_dead_clients():
+    assert needed_rbs(np.array([0.0, 180.0, 181.0, 50.0]), np.array([1e3, 360e3, 360e3, 0.0]), 0.5e-3).tolist() == \
+        [0, 1, 2, 0]
+
+
+def test_power_control_counts_the_granted_rbs():
+    from sfl_sim.channel.link.resource_grid import share_resource_blocks
+
+    for mu, bandwidth_hz in ((0, 20e6), (1, 20e6), (1, 100e6), (2, 40e6)):
+        grid = ResourceGrid(mu, bandwidth_hz)
+        m = np.arange(1, grid.n_rb + 1)
+        assert share_resource_blocks(m * grid.hz_per_rb, grid.scs_hz, bandwidth_hz).tolist() == m.tolist()

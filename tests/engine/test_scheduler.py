@@ -1,0 +1,291 @@
+"""The scheduled band: hand calculations of round-robin fluid and slot, a proportional-fair case
+small enough to enumerate, max-rate, grant latency, departures, and the engine's uplink through it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from sfl_sim.channel import FixedDistancePlacement, MaxRate, ProportionalFair, ResourceGrid, RoundRobin
+from sfl_sim.engine import DELIVERED, Lost, Simulator
+from sfl_sim.engine.scheduler import Band
+from tests.channel.helpers import small_cell
+
+GRID = ResourceGrid(1, 20e6)  # 51 RBs, 0.5 ms slots; m RBs are worth m x 20 MHz / 51 to the rate
+FULL_HZ = GRID.n_rb * GRID.hz_per_rb  # 20 MHz
+
+
+def _linear_link(se_bps_per_hz):
+    """A flat channel, rate linear in the bandwidth: client k sends se[k] bit/s per Hz at 1 W."""
+    se = np.asarray(se_bps_per_hz, dtype=float)
+
+    def link_at(ids, bandwidth_hz, fading):
+        rate = se[ids] * np.asarray(bandwidth_hz, dtype=float) * np.asarray(fading, dtype=float)
+        return rate, np.zeros(ids.size), np.ones(ids.size)
+
+    return link_at
+
+
+def _run(policy, se, arrivals, *, fading=None, harq=None, harq_rng=None):
+    """Transfers ``(client, start_s, bits)`` through one band; client -> finish time, and the busy notes."""
+    env = simpy.Environment()
+    notes = []
+    gains = fading if fading is not None else (lambda ids, redraw: np.ones(ids.size))
+    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, harq_rng)
+    finish = {}
+
+    def transfer(client, start_s, bits):
+        yield env.timeout(start_s)
+        value = yield band.carry(client, bits)
+        assert value == DELIVERED
+        finish[client] = env.now
+
+    for args in arrivals:
+        env.process(transfer(*args))
+    env.run()
+    return finish, notes
+
+
+# Client 0 (2 bit/s/Hz) sends alone from 0; client 1 (1 bit/s/Hz) starts at 0.2 s.  Whole band:
+# 40 Mbit/s for client 0; half each: 20 and 10 Mbit/s.
+#   client 0: 0.5 s of whole band = 20 Mbit; by 0.2 s, 8 Mbit sent, 12 left at 20 Mbit/s -> ends 0.8 s
+#   client 1: 10 Mbit; by 0.8 s, 0.6 s x 10 = 6 sent, 4 left alone at 20 Mbit/s -> ends 1.0 s
+SE = [2.0, 1.0]
+CASE = [(0, 0.0, 20e6), (1, 0.2, 10e6)]
+
+
+def test_round_robin_fluid_matches_the_hand_calculation():
+    finish, notes = _run(RoundRobin(), SE, CASE)
+    assert finish[0] == pytest.approx(0.8, rel=1e-12)
+    assert finish[1] == pytest.approx(1.0, rel=1e-12)
+    # one busy note per transfer, start to end, at the power it sent with (1 W whenever it had RBs)
+    assert sorted((c, round(s, 12), round(d, 12), p) for c, s, d, p in notes) == [(0, 0.0, 0.8, 1.0),
+                                                                                 (1, 0.2, 0.8, 1.0)]
+
+
+@pytest.mark.slow  # 2000 slots (about 1 s idle)
+def test_round_robin_slot_agrees_with_fluid_within_one_slot():
+    finish, _ = _run(RoundRobin(fidelity="slot"), SE, CASE)
+    assert abs(finish[0] - 0.8) <= GRID.slot_s + 1e-12
+    assert abs(finish[1] - 1.0) <= GRID.slot_s + 1e-12
+    # on the slot grid
+    for t in finish.values():
+        assert t / GRID.slot_s == pytest.approx(round(t / GRID.slot_s), abs=1e-6)
+
+
+def test_round_robin_slot_hand_calculation_of_a_short_case():
+    # 51 RBs, two clients with data: 26 and 25 RBs, the odd one to the client at position turn mod 2.
+    # Client 0 needs 3 slots' worth at 25 RBs: 3 x 25 x (20 MHz / 51) x 0.5 ms x 2 bit/Hz.
+    per_rb_slot = GRID.hz_per_rb * GRID.slot_s  # bits per RB per slot at 1 bit/s/Hz
+    bits0 = 3 * 25 * per_rb_slot * 2.0
+    bits1 = 10 * 51 * per_rb_slot * 1.0
+    finish, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits0), (1, 0.0, bits1)])
+    # slots 0, 1, 2: client 0 gets 26, 25, 26 RBs (77 >= 75 RB-slots) and ends after slot 2
+    assert finish[0] == pytest.approx(3 * GRID.slot_s)
+    # client 1: 25 + 26 + 25 = 76 RB-slots in slots 0-2, then 51 a slot: 510 - 76 = 434 = 8 x 51 + 26
+    assert finish[1] == pytest.approx((3 + 9) * GRID.slot_s)
+
+
+def test_max_rate_serves_the_best_channel_first():
+    finish, _ = _run(MaxRate(), SE, [(0, 0.0, 20e6), (1, 0.0, 10e6)])
+    assert finish[0] == pytest.approx(0.5, rel=1e-12)  # alone at 40 Mbit/s
+    assert finish[1] == pytest.approx(1.0, rel=1e-12)  # then 0.5 s alone at 20 Mbit/s
+
+
+def test_proportional_fair_slot_enumerated_by_hand():
+    # t_c = 2 slots: T <- T/2 + r/2.  Whole-grid rates r0 = 40, r1 = 20 Mbit/s (per RB: /51).  Slot 0:
+    # both T = 0 (metric inf): the lower index, client 0, gets all 51 RBs; T0 = 40/2 = 20, T1 = 0.
+    # Slot 1: client 1 has T = 0 -> all to 1; T1 = 10, T0 = 10.  Slot 2: metrics 40/10 vs 20/10 ->
+    # client 0; T0 = 5 + 20 = 25, T1 = 5.  Slot 3: 40/25 < 20/5 -> client 1.  So clients alternate:
+    # 0, 1, 0, 1.  Buffers of two slots' worth each
+    # (client 0: 2 x 51 RBs at 2 bit/Hz; client 1: 2 x 51 at 1): client 0 ends after slot 2, client 1
+    # after slot 3.
+    per_rb_slot = GRID.hz_per_rb * GRID.slot_s
+    bits0, bits1 = 2 * 51 * per_rb_slot * 2.0, 2 * 51 * per_rb_slot * 1.0
+    finish, _ = _run(ProportionalFair(fidelity="slot", time_constant_slots=2.0), SE,
+                     [(0, 0.0, bits0), (1, 0.0, bits1)])
+    assert finish[0] == pytest.approx(3 * GRID.slot_s)
+    assert finish[1] == pytest.approx(4 * GRID.slot_s)
+    # the fluid form (equal shares) ends the pair at the same times to within a slot here
+    fluid, _ = _run(ProportionalFair(), SE, [(0, 0.0, bits0), (1, 0.0, bits1)])
+    assert fluid[0] == pytest.approx(4 * GRID.slot_s) and fluid[1] == pytest.approx(4 * GRID.slot_s)
+
+
+@pytest.mark.slow  # 2000 slots per case (about 1 s idle)
+@pytest.mark.parametrize(("time_constant_slots", "first_end_s"), [(10.0, 0.803), (100.0, 0.834), (1000.0, 0.942)])
+def test_proportional_fair_fluid_against_slot_on_the_two_client_case(time_constant_slots, first_end_s):
+    # The fluid form (equal shares: the long-run PF split) is round-robin's: 0.8 and 1.0 s.  The
+    # slot form's averaging transient: client 1 arrives with T = 0 and gets the band to itself
+    # until its average catches up, which delays client 0 by 3, 34 and 142 ms for t_c = 10, 100
+    # and 1000 slots (5, 50, 500 ms); the last transfer ends at the same time (the work is the
+    # same and the band is never idle).
+    slot, _ = _run(ProportionalFair(fidelity="slot", time_constant_slots=time_constant_slots), SE, CASE)
+    fluid, _ = _run(ProportionalFair(), SE, CASE)
+    assert fluid[0] == pytest.approx(0.8, rel=1e-12) and fluid[1] == pytest.approx(1.0, rel=1e-12)
+    assert slot[0] == pytest.approx(first_end_s, abs=1e-9)
+    assert abs(slot[1] - fluid[1]) <= GRID.slot_s
+
+
+def test_grant_latency_delays_a_transfer_by_its_slots():
+    finish, _ = _run(RoundRobin(scheduling_request_slots=2, buffer_status_report_slots=1, k2_slots=1), SE,
+                     [(0, 0.0, 20e6)])
+    assert finish[0] == pytest.approx(0.5 + 4 * GRID.slot_s, rel=1e-12)
+
+
+def test_slot_harq_resends_failed_blocks_after_the_round_trip():
+    class EveryOtherFails:
+        """HARQ stub: first-transmission error rate 1/2, 8 ms round trip."""
+
+        class params:  # noqa: N801  (read as harq.params.harq_rtt_s)
+            harq_rtt_s = 8e-3
+
+        def slot_block(self, rate, snr_db):
+            return np.full(np.size(rate), 0.5), np.full(np.size(rate), 2.0)
+
+    bits = 10 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0  # 10 slots alone
+    clean, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)])
+    lossy, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)], harq=EveryOtherFails(),
+                    harq_rng=np.random.default_rng(1))
+    assert clean[0] == pytest.approx(10 * GRID.slot_s)
+    assert lossy[0] >= clean[0] + 8e-3  # at least one copy waited its round trip
+
+
+def _sim(scheduler):
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, uplink_bandwidth_hz=20e6)
+    return Simulator(cell, np.ones(2), 1.0, scheduler=scheduler, numerology=1)
+
+
+def _uploads(sim, plan):
+    out = {}
+
+    def round_process(ctx):
+        def one(client, start_s, nbytes):
+            yield ctx.env.timeout(start_s)
+            value = yield ctx.upload(client, nbytes, "payload")
+            out[client] = (value, ctx.now_s)
+
+        yield ctx.all_of([ctx.process(one(*p)) for p in plan])
+
+    sim.run_round(round_process, np.array([0, 1]))
+    return out, sim.last_round
+
+
+def test_the_engine_uplink_goes_through_the_band():
+    sim = _sim(RoundRobin())
+    cell = sim.cell
+    out, ctx = _uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 10_000)])
+    # client 1 shares half the grid until it ends, then client 0 has the whole grid
+    ids = np.array([0, 1])
+    half = cell.uplink_link_at_bandwidth(ids, np.full(2, FULL_HZ / 2)).rate_bps
+    whole0 = cell.uplink_link_at_bandwidth([0], [FULL_HZ]).rate_bps[0]
+    t1 = 8 * 10_000 / half[1]
+    t0 = t1 + (8 * 1_000_000 - half[0] * t1) / whole0
+    assert out[1] == (DELIVERED, pytest.approx(t1, rel=1e-12))
+    assert out[0] == (DELIVERED, pytest.approx(t0, rel=1e-12))
+    assert [b.end_s - b.start_s for b in ctx.busy[1]] == [pytest.approx(t1, rel=1e-12)]
+    assert sim.counters.uplink_bytes == 1_010_000
+
+
+def test_static_keeps_the_round_share():
+    from sfl_sim.channel import StaticScheduler
+
+    plain, _ = _uploads(_sim(None), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
+    static, _ = _uploads(_sim(StaticScheduler()), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
+    assert plain == static
+
+
+def test_a_client_leaving_mid_transfer_is_withdrawn_from_the_band():
+    class LeavesAt:
+        """Client 1 goes offline 1 ms into the round."""
+
+        def online(self, clients, now_s):
+            return np.ones(np.size(clients), dtype=bool)
+
+        def next_change_s(self, client, now_s):
+            return now_s + 1e-3 if client == 1 else np.inf
+
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, uplink_bandwidth_hz=20e6)
+    sim = Simulator(cell, np.ones(2), 1.0, scheduler=RoundRobin(), availability=LeavesAt())
+    out, ctx = _uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 1_000_000)])
+    assert out[1] == (Lost("unavailable"), pytest.approx(1e-3))
+    whole0 = cell.uplink_link_at_bandwidth([0], [FULL_HZ]).rate_bps[0]
+    half0 = cell.uplink_link_at_bandwidth(np.array([0, 1]), np.full(2, FULL_HZ / 2)).rate_bps[0]
+    assert out[0][1] == pytest.approx(1e-3 + (8e6 - half0 * 1e-3) / whole0, rel=1e-9)
+
+
+def test_unicast_downlink_copies_share_the_downlink_grid():
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, uplink_bandwidth_hz=20e6,
+                      downlink_bandwidth_hz=20e6)
+    sim = Simulator(cell, np.ones(2), 1.0, downlink_mode="unicast", scheduler=RoundRobin())
+    out = {}
+
+    def round_process(ctx):
+        start = ctx.now_s
+        out["value"] = yield ctx.broadcast(100_000, "global_model")
+        out["duration"] = ctx.now_s - start
+
+    sim.run_round(round_process, np.array([0, 1]))
+    ids = np.array([0, 1])
+    gains = cell.gain_linear[ids]
+
+    def rates(bandwidth_hz):
+        b = np.full(2, bandwidth_hz)
+        return cell.link_budget.link(ids, b, 1.0 * b / 20e6, gains, cell.noise_psd_w_per_hz).rate_bps
+
+    half, whole = rates(FULL_HZ / 2), rates(FULL_HZ)
+    first = 8e5 / half.max()  # the nearer client's copy ends first; the other then has the whole grid
+    slow = int(np.argmin(half))
+    want = first + (8e5 - half[slow] * first) / whole[slow]
+    assert out["value"] is not None and out["duration"] == pytest.approx(want, rel=1e-12)
+    assert sim.counters.downlink_bytes == 200_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", [{"name": "round_robin"}, {"name": "proportional_fair", "fidelity": "slot"}])
+def test_a_scheduled_scenario_runs_end_to_end(tmp_path, scheduler):
+    import csv
+
+    import yaml
+
+    from sfl_sim.cli import main
+    from tests.runs.test_end_to_end import SMALL
+
+    cell = {**SMALL.get("cell", {}), "scheduler": scheduler, "uplink_bandwidth_hz": 5e6, "fading": "rayleigh"}
+    data = {**SMALL, "rounds": 2, "algorithms": [{"name": "fedavg"}], "cell": cell}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["scenario", str(path), "-o", str(tmp_path / "o"), "--no-progress"]) == 0
+    with (tmp_path / "o" / "fedavg" / "rounds.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("override, words", [
+    ("cell.scheduler={name: proportional_fair, time_constant_slots: 0}",
+     ["cell.scheduler.time_constant_slots", "0"]),
+    ("cell.scheduler={name: round_robin, k2_slots: -1}", ["cell.scheduler.k2_slots", "-1"]),
+    ("cell.numerology=4", ["cell.numerology", "4"]),
+    ("cell.scheduler=roundrobin", ["cell.scheduler", "roundrobin", "round_robin"]),
+])
+def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
+    from sfl_sim.cli import main
+    from tests.catalog.test_component_params import BASE
+
+    code = main(["scenario", str(BASE), "--check", "--no-progress", "-o", str(tmp_path / "out"), "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+
+
+def test_closing_the_band_notes_the_transfers_still_on_the_air():
+    env = simpy.Environment()
+    notes = []
+    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+                lambda *a: notes.append(a))
+    done = band.carry(0, 40e6)  # 1 s alone
+    env.run(until=0.25)
+    band.close()
+    env.run(until=2.0)
+    assert not done.triggered and notes == [(0, 0.0, 0.25, 1.0)]
