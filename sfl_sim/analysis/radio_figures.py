@@ -116,6 +116,7 @@ def breakdown_figure(table: pd.DataFrame, settings: Sequence[str], algorithms: S
         bottom += h
     ax.set_xticks(x, ticks, fontsize=small)
     if len(group_names) > 1:  # the setting once under its group of bars, wrapped to the group's width
+        ax.xaxis.remove_overlapping_locs = False  # a group of an odd count of bars centres on a bar's tick
         chars = max(12, int(width_in * 72 / (0.55 * small) / len(group_names)))
         ax.set_xticks(centres, ["\n".join(textwrap.wrap(n, chars)) for n in group_names], minor=True, fontsize=small)
         ax.tick_params(axis="x", which="minor", length=0, pad=2.2 * small)

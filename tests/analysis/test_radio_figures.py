@@ -79,6 +79,18 @@ def test_breakdown_parts_add_up_to_the_span_and_bars_stack_them(study):
 
 
 @pytest.mark.slow
+def test_each_group_of_bars_is_labelled_with_its_setting(study):
+    table = time_breakdown(study.clients)
+    third = table[table["algorithm"] == "fedavg"].assign(algorithm="splitfed_v1")
+    for algorithms, table_of in ((ALGOS, table), ((*ALGOS, "splitfed_v1"), pd.concat([table, third]))):
+        # three bars a group: each group's centre is its middle bar's tick, which must not hide the label
+        ax = breakdown_figure(table_of, study.settings, algorithms).axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels(minor=True)]
+        assert len(labels) == len(study.settings) and all(labels), labels
+        assert [t.get_text() for t in ax.get_xticklabels()] == list(algorithms) * len(study.settings)
+
+
+@pytest.mark.slow
 def test_cdfs_have_one_line_per_setting_and_end_at_one(study):
     clients = study.clients
     for column in ("sinr_db", "uplink_rate_bps"):
