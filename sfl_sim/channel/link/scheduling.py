@@ -52,7 +52,7 @@ from sfl_sim.kit.params import Doc, Field, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
-           "ProportionalFair", "MaxRate", "check_numerology", "needed_rbs"]
+           "ProportionalFair", "MaxRate", "check_numerology", "equal_rbs", "needed_rbs"]
 
 SCHEDULERS = Registry("scheduler", protocol=Scheduler)
 
@@ -137,6 +137,13 @@ def needed_rbs(buffer_bits: np.ndarray, rate_per_rb_bps: np.ndarray, slot_s: flo
     return np.maximum(need, live.astype(np.int64))
 
 
+def equal_rbs(n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
+    """``n_rb / n`` resource blocks to each of the ``n`` clients of ``rate_per_rb_bps`` (fractional:
+    the fluid form's equal split)."""
+    n = np.asarray(rate_per_rb_bps).size
+    return np.full(n, n_rb / n) if n else np.zeros(0)
+
+
 def _fill_in_order(n_rb: int, need_rb: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Grants in ``order``: each client up to its need while RBs are left (the greedy fill)."""
     grant = np.zeros(need_rb.shape, dtype=np.int64)
@@ -200,8 +207,7 @@ class StaticScheduler(Component):
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` to each of the ``n`` clients named."""
-        n = np.asarray(rate_per_rb_bps).size
-        return np.full(n, n_rb / n) if n else np.zeros(0)
+        return equal_rbs(n_rb, rate_per_rb_bps)
 
     def grant_rbs(self, n_rb: int, need_rb: np.ndarray, rate_per_rb_bps: np.ndarray,
                   average_bps: np.ndarray, turn: int) -> np.ndarray:
@@ -230,8 +236,7 @@ class RoundRobin(_Dynamic):
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` to each of the ``n`` clients (all have data)."""
-        n = np.asarray(rate_per_rb_bps).size
-        return np.full(n, n_rb / n) if n else np.zeros(0)
+        return equal_rbs(n_rb, rate_per_rb_bps)
 
     def grant_rbs(self, n_rb: int, need_rb: np.ndarray, rate_per_rb_bps: np.ndarray,
                   average_bps: np.ndarray, turn: int) -> np.ndarray:
@@ -303,8 +308,7 @@ class ProportionalFair(_Dynamic):
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` each: the proportional-fair optimum for rates linear in the RBs."""
-        n = np.asarray(rate_per_rb_bps).size
-        return np.full(n, n_rb / n) if n else np.zeros(0)
+        return equal_rbs(n_rb, rate_per_rb_bps)
 
     def grant_rbs(self, n_rb: int, need_rb: np.ndarray, rate_per_rb_bps: np.ndarray,
                   average_bps: np.ndarray, turn: int) -> np.ndarray:
