@@ -56,6 +56,7 @@ COVERED: dict[str, list[str]] = {
     "channel": ["channel", "tiny.yaml", "-o", "cell"],
     "traces": ["traces", "trace.csv", "-o", "traces"],
     "plot": ["plot", "run", "-o", "plots"],
+    "retime": ["retime", "run/fedavg", "--set", "cell.uplink_bandwidth_hz=5e6", "-o", "retimed", "--no-progress"],
     "report": ["report", "study", "-o", "report"],
     "scenarios": ["scenarios"],
     "list": ["list", "algorithms"],
@@ -69,7 +70,7 @@ def test_every_subcommand_has_a_smoke_test() -> None:
 
 @pytest.mark.parametrize("command", list(COVERED))
 def test_the_subcommand_runs_in_a_fresh_process(work, command) -> None:
-    if command in ("plot",) and not (work / "run").exists():
+    if command in ("plot", "retime") and not (work / "run").exists():
         sfl_sim(*COVERED["scenario"], cwd=work)
     if command == "report" and not (work / "study").exists():
         sfl_sim(*COVERED["study"], cwd=work)
@@ -82,6 +83,8 @@ def test_the_subcommand_runs_in_a_fresh_process(work, command) -> None:
         assert "cellular_100clients" in out.stdout
     elif command == "list":
         assert "fedavg" in out.stdout
+    elif command == "retime":
+        assert (work / "retimed" / "metrics.csv").stat().st_size > 0
 
 
 def test_version_in_a_fresh_process(work) -> None:
