@@ -55,7 +55,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sfl_sim.algorithms.asynchronous import is_asynchronous
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, is_asynchronous
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.channel import (
     Cell,
@@ -179,13 +179,12 @@ def _train(report: _Report, algo: Algorithm, seed: int,
            lossy: bool = False) -> tuple[Simulator, list[float], bool]:
     """Two rounds (an asynchronous algorithm: two aggregations) on a fresh simulator: it, their
     simulated durations, and whether any client was recorded as dropped."""
-    asynchronous = is_asynchronous(algo)
-    sim = _simulator(lossy, asynchronous)
+    sim = _simulator(lossy, is_asynchronous(algo))
     torch.manual_seed(seed + 4)  # dropout
     what = "lost payloads" if lossy else "rounds run"
-    if asynchronous:
-        policy = report.attempt("builds", lambda: algo.async_policy(len(COHORTS[0])))  # type: ignore[attr-defined]
-        driver = AsyncDriver(sim, policy, algo, _in_id_order)  # type: ignore[arg-type]
+    if isinstance(algo, AsynchronousAlgorithm):
+        policy = report.attempt("builds", lambda: algo.async_policy(len(COHORTS[0])))
+        driver = AsyncDriver(sim, policy, algo, _in_id_order)
         times = [0.0] + [cast(Aggregation, report.attempt(what, driver.advance)).time_s for _ in COHORTS]
         lost = any(group.dropped for group in driver.take_groups())
         return sim, [b - a for a, b in zip(times[:-1], times[1:], strict=True)], lost
