@@ -299,6 +299,22 @@ def _notes(study: StudyData, left_out: pd.DataFrame, included: pd.DataFrame) -> 
     return notes
 
 
+def _made_by_section(runs: pd.DataFrame) -> list[str]:
+    """The README's account of a study's re-timed runs and of the runs trained because their
+    re-timing was refused (``made_by``, :mod:`sfl_sim.study.execute`); nothing when all trained."""
+    made = runs["made_by"].astype(str) if "made_by" in runs else pd.Series([], dtype=str)
+    retimed = int(made.str.startswith("re-timed").sum())
+    refused = runs.loc[made.str.startswith("trained, re-timing refused")]
+    if not retimed and not len(refused):
+        return []
+    lines = ["## How the runs were made", "",
+             f"{retimed} run(s) re-timed from a run with the same training (`sfl-sim retime`: its accuracies, "
+             f"their own simulated times, energy and radio records); {len(refused)} run(s) trained because "
+             f"their re-timing was refused (their training differs from the source's):", ""]
+    lines += [f"- `{r.path}`: {r.made_by}" for r in refused.itertuples(index=False)]
+    return [*lines, ""] if len(refused) else lines
+
+
 def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, included: pd.DataFrame,
             targets: Sequence[float],
             reference: str | None, band: str, ignore: Sequence[str], n_boot: int, bootstrap_seed: int,
@@ -378,6 +394,7 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
         lines += ["## Left out (not complete)", ""]
         lines += listed(left_out)
         lines.append("")
+    lines += _made_by_section(runs)
     lines += ["## Tables", ""]
     for s in sections:
         lines.append(s.replace("\n# ", "\n### ").replace("# ", "### ", 1) if s.startswith("# ") else s)

@@ -62,3 +62,6 @@ def test_a_study_retimes_and_falls_back_to_training(tmp_path: Path, capsys) -> N
     report = sfl_sim.report(out, output_dir=tmp_path / "report")
     assert set(report.runs["made_by"]) == {"trained", f"re-timed from {first}",
                                            f"trained, re-timing refused: {summaries[late]['retime_refused']}"}
+    readme = (tmp_path / "report" / "README.md").read_text()
+    assert "## How the runs were made" in readme and "1 run(s) re-timed" in readme
+    assert "1 run(s) trained because their re-timing was refused" in readme and late in readme
