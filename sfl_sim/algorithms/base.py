@@ -35,7 +35,7 @@ from sfl_sim.algorithms._exec.execution import (
 )
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
 from sfl_sim.algorithms._exec.working_copies import Key, WorkingCopyPools
-from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, to_device
+from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, draw_in_iteration_order, to_device
 from sfl_sim.algorithms.protocols import LocalModelObserver
 from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.kit.component import Component
@@ -430,6 +430,15 @@ class Algorithm(Component, abc.ABC):
             iterations = cast(int, self.setup.local_iterations)  # T is set when local_epochs is not
             return {k: IterationWork(self.setup, k, iterations, sizes[k]) for k in cohort.tolist()}
         return {k: EpochWork(self.setup, k, epochs, self.setup.batch_size) for k in cohort.tolist()}
+
+    def drawn_local_work(self, cohort: np.ndarray) -> dict[int, ClientWork]:
+        """:meth:`plan_local_work` with every minibatch of the round drawn now, iteration by
+        iteration in cohort order (:func:`~sfl_sim.algorithms.local_work.draw_in_iteration_order`):
+        what a synchronous round trains on then depends on no event's time, so a re-timed run
+        keeps its training under any timing change."""
+        work = self.plan_local_work(cohort)
+        draw_in_iteration_order(work, cohort.tolist())
+        return work
 
     # -- local models (evaluation) ---------------------------------------------------------------
     def observe_local_models(self, models: Mapping[int, nn.Module]) -> None:

@@ -9,20 +9,25 @@ Two modes (``training:`` section):
   batches of b samples (the last one holds the rest), so every sample is used exactly once per
   epoch and the client runs ceil(|D_k| / b) E iterations.
 
-Every draw comes from the setup's ``minibatch_rng``, when the iteration that needs it runs (an
-epoch's permutation at its first batch), so the stream is consumed in simulated-event order.
+Every draw comes from the setup's ``minibatch_rng``.  A synchronous round makes all of them at its
+start (:func:`draw_in_iteration_order`: iteration by iteration, each in cohort order), so which
+samples a client trains on never depends on when its events happen: not on the link, the compute
+budgets or the scheduler.  That is what lets a re-timed run (:mod:`sfl_sim.runs.retime`) keep the
+recorded training under any timing change.  A :class:`ClientWork` that is not drawn ahead draws
+when its iteration runs, in simulated-event order (the asynchronous algorithms, whose dispatches
+are events).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 import torch
 
-__all__ = ["ClientData", "ClientWork", "EpochWork", "IterationWork", "epoch_iterations", "random_batch",
-           "to_device"]
+__all__ = ["ClientData", "ClientWork", "EpochWork", "IterationWork", "draw_in_iteration_order", "epoch_iterations",
+           "random_batch", "random_pick", "to_device"]
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -61,14 +66,22 @@ def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
-def random_batch(setup: ClientData, client: int, size: int) -> Batch:
-    """``size`` random samples of client ``client``'s data (without replacement inside the batch,
-    unless the client holds fewer samples than ``size``)."""
+def random_pick(setup: ClientData, client: int, size: int) -> np.ndarray:
+    """Positions (into client ``client``'s sample indices) of ``size`` random samples, without
+    replacement inside the batch unless the client holds fewer samples than ``size``."""
+    n = len(setup.client_indices[client])
+    return setup.minibatch_rng.choice(n, size=size, replace=size > n)
+
+
+def _rows(setup: ClientData, client: int, positions: np.ndarray) -> Batch:
     indices = setup.client_indices[client]
-    n = len(indices)
-    pick = setup.minibatch_rng.choice(n, size=size, replace=size > n)
-    rows = indices[to_device(pick, indices.device)]
+    rows = indices[to_device(positions, indices.device)]
     return setup.train_x[rows], setup.train_y[rows]
+
+
+def random_batch(setup: ClientData, client: int, size: int) -> Batch:
+    """``size`` random samples of client ``client``'s data (:func:`random_pick`)."""
+    return _rows(setup, client, random_pick(setup, client, size))
 
 
 class ClientWork:
@@ -93,12 +106,27 @@ class ClientWork:
         """The minibatch ``(x, y)`` of iteration ``t`` (0-based); call once per iteration, in order."""
         raise NotImplementedError
 
+    def draw(self, t: int) -> None:
+        """Make iteration ``t``'s random draw now, for :meth:`batch` to use later; call once per
+        iteration, in order, before that iteration's :meth:`batch`.  The default draws nothing
+        ahead (a subclass whose batches are not random, or that draws when it runs)."""
+
 
 class IterationWork(ClientWork):
     """T iterations, each on B_k random samples (eq. 3)."""
 
+    def __init__(self, setup: ClientData, client: int, iterations: int, batch_size: int) -> None:
+        super().__init__(setup, client, iterations, batch_size)
+        self._drawn: dict[int, np.ndarray] = {}
+
+    def draw(self, t: int) -> None:
+        self._drawn[t] = random_pick(self.setup, self.client, self.batch_size)
+
     def batch(self, t: int) -> Batch:
-        return random_batch(self.setup, self.client, self.batch_size)
+        pick = self._drawn.pop(t, None)
+        if pick is None:
+            pick = random_pick(self.setup, self.client, self.batch_size)
+        return _rows(self.setup, self.client, pick)
 
 
 class EpochWork(ClientWork):
@@ -120,15 +148,41 @@ class EpochWork(ClientWork):
         super().__init__(setup, client, math.ceil(n / b) * int(epochs), b)
         self.batches_per_epoch = math.ceil(n / b)
         self._order: torch.Tensor | None = None
+        self._drawn: dict[int, np.ndarray] = {}  # epoch -> its permutation, drawn ahead
+
+    def draw(self, t: int) -> None:
+        if t % self.batches_per_epoch == 0:  # an epoch's one draw: its permutation
+            self._drawn[t // self.batches_per_epoch] = self._permutation()
+
+    def _permutation(self) -> np.ndarray:
+        return self.setup.minibatch_rng.permutation(len(self.setup.client_indices[self.client]))
 
     def batch(self, t: int) -> Batch:
-        position = t % self.batches_per_epoch
+        epoch, position = divmod(t, self.batches_per_epoch)
         indices = self.setup.client_indices[self.client]
         if position == 0 or self._order is None:
-            perm = self.setup.minibatch_rng.permutation(len(indices))
+            perm = self._drawn.pop(epoch, None)
+            if perm is None:
+                perm = self._permutation()
             self._order = indices[to_device(perm, indices.device)]
         rows = self._order[position * self.batch_size:(position + 1) * self.batch_size]
         return self.setup.train_x[rows], self.setup.train_y[rows]
+
+
+def draw_in_iteration_order(work: Mapping[int, ClientWork], clients: Sequence[int]) -> None:
+    """Make every random draw of a round's local work now: iteration t of every client (in
+    ``clients``' order) before iteration t + 1 of any, as if the clients stepped in lockstep.
+
+    The draws then do not depend on when each client's events happen (its link, its compute
+    budget, the server's order of service), so a timing-only change leaves the training as it
+    was.  A client that leaves the round early (an outage) has drawn its later iterations all the
+    same: the stream stays where it would be had it finished.
+    """
+    longest = max((work[k].iterations for k in clients), default=0)
+    for t in range(longest):
+        for k in clients:
+            if t < work[k].iterations:
+                work[k].draw(t)
 
 
 def epoch_iterations(data_size: int, batch_size: int, epochs: int) -> int:

@@ -122,7 +122,7 @@ class FedAvg(Algorithm):
     # -- one round -------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
-        work = self.plan_local_work(cohort)
+        work = self.drawn_local_work(cohort)
         sent: SentModel | None = None
         if self.setup.compression.codec("model_download") is None:
             yield ctx.broadcast(state_bytes(self.model), "model")

@@ -140,7 +140,7 @@ class FedConcat(FedAvg):
 
     def _encoder_round(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
-        work = self.plan_local_work(cohort)
+        work = self.drawn_local_work(cohort)
         local: dict[int, nn.Module] = {}
         for j, model in enumerate(self.cluster_models):  # each cluster's members start from its model
             local.update(self.working_copies(model, [k for k in clients if self.clusters[k] == j]))
@@ -168,7 +168,7 @@ class FedConcat(FedAvg):
         concat = self.concat
         assert concat is not None
         clients = cohort.tolist()
-        work = self.plan_local_work(cohort)
+        work = self.drawn_local_work(cohort)
         encoder_bytes = state_bytes(concat.encoders)
         yield ctx.broadcast(state_bytes(concat.head), "classifier")
         heads = self.working_copies(concat.head, clients)

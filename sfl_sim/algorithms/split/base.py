@@ -71,6 +71,7 @@ server" are taken to be wired together).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
@@ -87,6 +88,7 @@ from sfl_sim.algorithms._exec.execution import StackedSteps
 from sfl_sim.algorithms._exec.vectorised import StackedClientSide
 from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.split import server_modes
+from sfl_sim.algorithms.split.copy_streams import CopyStreams
 from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
 from sfl_sim.algorithms.split.server_modes import ServerMode, ServerModeName
 from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext, SimSteps
@@ -136,6 +138,10 @@ class SplitFedBase(Algorithm):
     def __init__(self, setup: TrainingSetup, **params: Any) -> None:
         super().__init__(setup, **params)
         self.server_mode = server_modes.server_mode(self.make_server_mode())
+        # per-client server copies draw from their own streams, seeded from the seed the model
+        # was just initialised with (the run's model_init stream)
+        self.copy_streams = (CopyStreams(torch.initial_seed(), setup.device)
+                             if isinstance(self.server_mode, server_modes.PerClientServer) else None)
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
         self.full_model: nn.Module = model
@@ -151,11 +157,14 @@ class SplitFedBase(Algorithm):
         return self.full_model
 
     def state_dict(self) -> dict[str, Any]:
-        return {"model": self.full_model.state_dict(), **self.extra_state(), **self.optimizer_state(),
+        streams = {} if self.copy_streams is None else {"client_streams": self.copy_streams.state_dict()}
+        return {"model": self.full_model.state_dict(), **streams, **self.extra_state(), **self.optimizer_state(),
                 **self.compression_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.full_model.load_state_dict(state["model"])
+        if self.copy_streams is not None:
+            self.copy_streams.load_state_dict(state.get("client_streams", {}))
         self.load_extra_state(state)
         self.load_optimizer_state(state)
         self.load_compression_state(state)
@@ -405,8 +414,16 @@ class SplitFedBase(Algorithm):
         -------
         Reply or None
         """
-        return (yield from self.server_compute(ctx, "server_step", upload.activations.shape[0],
-                                               lambda: self.server_on_activations(server, upload, want_reply)))
+        def step() -> Reply | None:
+            with self.copy_stream(upload.client):
+                return self.server_on_activations(server, upload, want_reply)
+
+        return (yield from self.server_compute(ctx, "server_step", upload.activations.shape[0], step))
+
+    def copy_stream(self, client: int) -> contextlib.AbstractContextManager[None]:
+        """The block draws from client ``client``'s server-copy stream (``per_client`` mode,
+        :mod:`sfl_sim.algorithms.split.copy_streams`); in the other modes, from the run's."""
+        return contextlib.nullcontext() if self.copy_streams is None else self.copy_streams.of(client)
 
     # -- metered compute and messages (helpers for hooks) -----------------------------------------
     def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str,
@@ -450,7 +467,7 @@ class SplitFedBase(Algorithm):
     # -- one round ---------------------------------------------------------------------------------
     def round_process(self, ctx: RoundContext, cohort: np.ndarray) -> SimSteps[None]:
         clients = cohort.tolist()
-        work = self.plan_local_work(cohort)
+        work = self.drawn_local_work(cohort)
         batch = {k: work[k].batch_size for k in clients}
         local = yield from self.distribute(ctx, clients)
         # The band is shared by the activation uploads: declare each client's (B_k samples).

@@ -395,8 +395,10 @@ class BESplit(SplitFedBase):
         i, j = a.client, b.client
         a_i, a_j = a.activations.requires_grad_(True), b.activations.requires_grad_(True)
         y_i, y_j = a.labels, b.labels
-        logits_i = servers[i](torch.cat([a_i, a_j[b_to_a]]))
-        logits_j = servers[j](torch.cat([a_j, a_i[a_to_b]]))
+        with self.copy_stream(i):  # each copy's dropout from its own client's stream
+            logits_i = servers[i](torch.cat([a_i, a_j[b_to_a]]))
+        with self.copy_stream(j):
+            logits_j = servers[j](torch.cat([a_j, a_i[a_to_b]]))
         loss = (self._server_loss(i, logits_i, torch.cat([y_i, y_j[b_to_a]]), len(y_i))
                 + self._server_loss(j, logits_j, torch.cat([y_j, y_i[a_to_b]]), len(y_j)))
         loss.backward()

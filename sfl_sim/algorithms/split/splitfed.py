@@ -14,10 +14,10 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
   of w_s per client, steps it on that client's activations as they arrive (the server is one
   device: the copies' jobs queue on it, first come first served) and returns G_k; after the round
   both the client-side models (uploaded) and the server-side copies (on the server) are averaged
-  by |D_k|.  Each copy draws its dropout from its client's own torch generator (seeded from the
-  seed the model was initialised with and the client's id, kept across rounds and in the
-  checkpoint), so the order in which the link delivers the activations changes when the copies
-  step, never what they learn.
+  by |D_k|.  Each copy draws its dropout from its client's own torch generator
+  (:mod:`sfl_sim.algorithms.split.copy_streams`, as every per-client server copy does), so the
+  order in which the link delivers the activations changes when the copies step, never what they
+  learn.
 * ``splitfed_v2`` — one w_s, no copies, no averaging of it: the server steps it on one client's
   activations after another, in the cohort's order (client index order).  Client k+1's server
   step never starts before client k's has finished.  Client-side models are broadcast, trained
@@ -43,7 +43,6 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
@@ -58,7 +57,6 @@ from sfl_sim.algorithms.split.messages import ClientActivations, Reply
 from sfl_sim.algorithms.split.server_modes import SequentialServer
 from sfl_sim.engine import DELIVERED, Outcome, RoundContext, SimSteps
 from sfl_sim.kit.params import Doc
-from sfl_sim.kit.seeding import torch_seed
 
 
 @ALGORITHMS.register("splitfed_v1")
@@ -69,40 +67,6 @@ class SplitFedV1(SplitFedBase):
     ----------
     setup : TrainingSetup
     """
-
-    def __init__(self, setup: TrainingSetup, **params: Any) -> None:
-        super().__init__(setup, **params)
-        # the seed the model was just initialised with (the run's model_init stream): the root of
-        # the clients' own dropout generators
-        self._stream_root = torch.initial_seed()
-        self._client_streams: dict[int, list[torch.Tensor]] = {}  # client -> its generators' states
-
-    def server_on_activations(self, server: nn.Module, upload: ClientActivations,
-                              want_reply: bool) -> Reply | None:
-        """The step of client k's server copy, its dropout drawn from client k's own generator."""
-        with self._client_stream(upload.client):
-            return super().server_on_activations(server, upload, want_reply)
-
-    @contextlib.contextmanager
-    def _client_stream(self, client: int) -> Iterator[None]:
-        """Torch's generators set to ``client``'s own for the block, the run's restored after it."""
-        cuda = [self.setup.device] if self.setup.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):
-            state = self._client_streams.get(client)
-            if state is None:
-                torch.manual_seed(torch_seed(self._stream_root, f"splitfed_v1/server_copy/{client}"))
-            else:
-                torch.set_rng_state(state[0])
-                if cuda:
-                    torch.cuda.set_rng_state(state[1], cuda[0])
-            yield
-            self._client_streams[client] = [torch.get_rng_state(), *(torch.cuda.get_rng_state(d) for d in cuda)]
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"client_streams": {k: list(v) for k, v in self._client_streams.items()}}
-
-    def load_extra_state(self, state: Mapping[str, Any]) -> None:
-        self._client_streams = {int(k): list(v) for k, v in dict(state.get("client_streams", {})).items()}
 
 
 @ALGORITHMS.register("splitfed_v2")

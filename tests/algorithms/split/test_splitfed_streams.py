@@ -1,8 +1,8 @@
-"""SplitFedV1's per-client server copies draw their dropout from the client's own generator, so what
-they learn does not depend on the order in which the link delivers the activations (issue 39, item 5).
-
-One local iteration: with more, each client's next minibatch is drawn when its reply arrives, from
-the one minibatch stream, so the link's order still reaches training there (a re-timing checks it)."""
+"""Per-client server copies draw their dropout from the client's own generator
+(:mod:`sfl_sim.algorithms.split.copy_streams`) and every minibatch of a round is drawn at its start
+(:func:`~sfl_sim.algorithms.local_work.draw_in_iteration_order`), so what the algorithms with one
+server copy per client learn does not depend on the order in which the link delivers the
+activations (issue 39)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,12 +15,16 @@ from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoSha
 from sfl_sim.engine import Simulator
 
 
+#: The algorithms whose server keeps one copy of w_s per client.
+PER_CLIENT = ["splitfed_v1", "cs_sfl", "splitfed_v3", "lla_sfl", "sfl_local_loss", "besplit_a", "besplit_g"]
+
+
 def _trained(name: str, distances_m: list[float]) -> tuple[dict[str, torch.Tensor], list[int]]:
-    """One round of ``name`` over clients 0-2 at ``distances_m``, one local iteration; the final state
-    and the order the server stepped the clients' copies."""
+    """One round of ``name`` over clients 0-2 at ``distances_m``, two local iterations; the final
+    state and the order the server stepped the clients' copies."""
     torch.manual_seed(3)
     setup = conformance_setup(11, init_seed=1, minibatch_seed=5)
-    setup.local_iterations = 1
+    setup.local_iterations = 2
     algo = ALGORITHMS.build(name, setup)
     rng = np.random.default_rng(0)
     cell = Cell(FixedDistancePlacement(distances_m), TR36814Macro(), NoShadowing(), ShannonRate(),
@@ -28,13 +32,13 @@ def _trained(name: str, distances_m: list[float]) -> tuple[dict[str, torch.Tenso
                 placement_rng=rng, shadowing_rng=rng)
     sim = Simulator(cell, np.full(4, 1e5), 1e7)
     order: list[int] = []
-    step = algo.server_on_activations
+    stream = algo.copy_stream
 
-    def noted(server, upload, want):  # type: ignore[no-untyped-def]
-        order.append(upload.client)
-        return step(server, upload, want)
+    def noted(client):  # type: ignore[no-untyped-def]
+        order.append(client)
+        return stream(client)
 
-    algo.server_on_activations = noted
+    algo.copy_stream = noted
     cohort = np.array([0, 1, 2])
     torch.manual_seed(7)  # the run's own stream (the runner's "dropout" seed)
     sim.run_round(lambda ctx: algo.run_round(ctx, cohort), cohort)
@@ -42,7 +46,7 @@ def _trained(name: str, distances_m: list[float]) -> tuple[dict[str, torch.Tenso
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["splitfed_v1", "cs_sfl"])
+@pytest.mark.parametrize("name", PER_CLIENT)
 def test_the_arrival_order_changes_when_the_copies_step_never_what_they_learn(name: str) -> None:
     fast_first, order_a = _trained(name, [60.0, 200.0, 470.0, 380.0])
     slow_first, order_b = _trained(name, [470.0, 200.0, 60.0, 380.0])
@@ -54,7 +58,19 @@ def test_the_arrival_order_changes_when_the_copies_step_never_what_they_learn(na
 @pytest.mark.slow
 def test_the_clients_generators_resume_with_the_run() -> None:
     algo = ALGORITHMS.build("splitfed_v1", conformance_setup(11, init_seed=1, minibatch_seed=5))
-    algo._client_streams = {2: [torch.get_rng_state()]}
+    assert algo.copy_streams is not None
+    with algo.copy_streams.of(2):
+        torch.rand(3)
     other = ALGORITHMS.build("splitfed_v1", conformance_setup(11, init_seed=1, minibatch_seed=5))
     other.load_state_dict(algo.state_dict())
-    assert torch.equal(other._client_streams[2][0], algo._client_streams[2][0])
+    with algo.copy_streams.of(2):
+        a = torch.rand(3)
+    with other.copy_streams.of(2):  # type: ignore[union-attr]
+        b = torch.rand(3)
+    assert torch.equal(a, b)  # the client's stream went on where the checkpoint left it
+
+
+def test_only_per_client_copies_have_own_streams() -> None:
+    setup = conformance_setup(11, init_seed=1, minibatch_seed=5)
+    assert ALGORITHMS.build("scala", setup).copy_streams is None  # one server model: the run's stream
+    assert ALGORITHMS.build("splitfed_v2", setup).copy_streams is None
