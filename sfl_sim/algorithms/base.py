@@ -431,13 +431,23 @@ class Algorithm(Component, abc.ABC):
             return {k: IterationWork(self.setup, k, iterations, sizes[k]) for k in cohort.tolist()}
         return {k: EpochWork(self.setup, k, epochs, self.setup.batch_size) for k in cohort.tolist()}
 
-    def drawn_local_work(self, cohort: np.ndarray) -> dict[int, ClientWork]:
-        """:meth:`plan_local_work` with every minibatch of the round drawn now, iteration by
-        iteration in cohort order (:func:`~sfl_sim.algorithms.local_work.draw_in_iteration_order`):
-        what a synchronous round trains on then depends on no event's time, so a re-timed run
-        keeps its training under any timing change."""
+    def drawn_local_work(self, cohort: np.ndarray, drawn: Sequence[int] | None = None) -> dict[int, ClientWork]:
+        """:meth:`plan_local_work` with every minibatch drawn now, iteration by iteration in
+        cohort order (:func:`~sfl_sim.algorithms.local_work.draw_in_iteration_order`): what a
+        synchronous round trains on then depends on no event's time, so a re-timed run keeps its
+        training under any timing change.
+
+        Parameters
+        ----------
+        cohort : ndarray of int64
+            The clients the work is planned over (eq. 3 splits B among them).
+        drawn : sequence of int, optional
+            The clients whose draws are made now, in this order (default: the cohort's): an
+            asynchronous dispatch plans over the clients in flight and draws for the group it
+            sends.
+        """
         work = self.plan_local_work(cohort)
-        draw_in_iteration_order(work, cohort.tolist())
+        draw_in_iteration_order(work, cohort.tolist() if drawn is None else list(drawn))
         return work
 
     # -- local models (evaluation) ---------------------------------------------------------------

@@ -78,7 +78,8 @@ class AsyncFedAvg(AsynchronousAlgorithm, FedAvg):
         clients = np.asarray([d.client for d in group], dtype=np.int64)
         start = {name: t.detach().clone() for name, t in self.model.state_dict().items()}
         local = {d.sequence: copy.deepcopy(self.model) for d in group}  # the model of this moment
-        work = self.plan_local_work(np.asarray(in_flight, dtype=np.int64))  # B split over those in flight
+        # B split over those in flight; the group's draws made now, as a synchronous round's
+        work = self.drawn_local_work(np.asarray(in_flight, dtype=np.int64), clients.tolist())
         yield ctx.broadcast(state_bytes(self.model), "model")
         ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients.tolist()})
         self.begin_round(clients)

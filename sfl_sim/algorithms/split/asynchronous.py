@@ -101,7 +101,7 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
                  in_flight: Sequence[int]) -> SimSteps[Mapping[int, simpy.Event]]:
         side = self.client_side()
         local = {d.sequence: copy.deepcopy(side) for d in group}  # w_c of this moment
-        work = self.plan_local_work(np.asarray(in_flight, dtype=np.int64))
+        work = self.drawn_local_work(np.asarray(in_flight, dtype=np.int64), [d.client for d in group])
         for d in group:
             self._local[d.sequence] = local[d.sequence]
             self._iterating[d.sequence] = d.client
