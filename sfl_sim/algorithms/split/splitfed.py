@@ -44,16 +44,14 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import torch
 from torch import nn
 
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.split.base import SplitFedBase
-from sfl_sim.algorithms.split.messages import ClientActivations, Reply
 from sfl_sim.algorithms.split.server_modes import SequentialServer
 from sfl_sim.engine import DELIVERED, Outcome, RoundContext, SimSteps
 from sfl_sim.kit.params import Doc

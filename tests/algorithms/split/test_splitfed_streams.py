@@ -14,7 +14,6 @@ from sfl_sim.algorithms.conformance import conformance_setup
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.engine import Simulator
 
-
 #: The algorithms whose server keeps one copy of w_s per client.
 PER_CLIENT = ["splitfed_v1", "cs_sfl", "splitfed_v3", "lla_sfl", "sfl_local_loss", "besplit_a", "besplit_g"]
 
