@@ -579,11 +579,13 @@ class Cell:
         return self._budget.broadcast_rate_bps(ids, self._large_scale.snapshot.gain_linear[ids], fading_gain)
 
     # ------------------------------------------------------------------ mobility
-    def move(self, dt_s: float, rng: np.random.Generator) -> np.ndarray:
+    def move(self, dt_s: float, rng: np.random.Generator, uplink_load: float | None = None) -> np.ndarray:
         """Move the clients by ``dt_s`` seconds of mobility and update the large-scale channel.
 
         For ``dt_s > 0`` the interference model first draws the next noise rise (which
-        neighbouring clients transmit) from the cell's interference stream.  Then, as
+        neighbouring clients transmit) from the cell's interference stream; a model that follows
+        the cell's own load (``first_tier`` with ``rb_load: own_cell``) loads the neighbours with
+        ``uplink_load``.  Then, as
         :meth:`LargeScale.move <sfl_sim.channel.large_scale.model.LargeScale.move>`: positions
         (mobility model, from ``rng``), the LOS state (latent update from the cell's LOS stream),
         path loss, and shadowing (``update_site_db`` from the cell's shadowing stream when the
@@ -596,6 +598,11 @@ class Cell:
             Elapsed simulated time in seconds, >= 0 (e.g. the duration of the last round).
         rng : numpy.random.Generator
             The mobility stream.
+        uplink_load : float, optional
+            The cell's uplink RB load over those seconds, in [0, 1]
+            (:meth:`RoundContext.uplink_load <sfl_sim.engine.RoundContext.uplink_load>`); None: not
+            measured (a model that follows it takes fully loaded neighbours, as before the
+            first round).
 
         Returns
         -------
@@ -604,7 +611,9 @@ class Cell:
         """
         dt = check_scalar("dt_s", dt_s, minimum=0.0)
         if dt > 0:
-            self._noise_rise.draw()
+            if uplink_load is not None and not 0.0 <= check_scalar("uplink_load", uplink_load) <= 1.0:
+                raise ValueError(f"uplink_load: got {uplink_load!r}; allowed: a fraction in [0, 1]")
+            self._noise_rise.draw(uplink_load)
         return self._large_scale.move(dt, rng)
 
     # ------------------------------------------------------------------ state

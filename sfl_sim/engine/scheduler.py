@@ -143,7 +143,9 @@ class Band:
         self._done: dict[int, simpy.Event] = {}
         self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
         self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
-        self._since_s = env.now
+        self._since_s = self._opened_s = env.now
+        self._rbs_on_air = 0.0  # fluid: the RBs granted since the last re-share
+        self._used_rb_s = 0.0  # RB-seconds granted so far (the round's load)
         self._wake: simpy.Event | None = None
         self._finishing: list[int] = []
         self._ticking = False
@@ -154,6 +156,18 @@ class Band:
     def resends_blocks(self) -> bool:
         """True in the slot form with a HARQ model: the band resends failed transport blocks itself."""
         return self._slot and self._harq is not None
+
+    @property
+    def load(self) -> float:
+        """Resource blocks granted over the band's life so far, as a fraction of all its RB-time
+        (``n_rb`` times the time since it opened), in [0, 1]: the cell's uplink load for the
+        neighbours' interference (:class:`~sfl_sim.channel.link.interference.FirstTierInterference`,
+        ``rb_load: own_cell``).  Fluid: every RB while anyone has data (the shares are
+        work-conserving) or what the policy granted; slot: the grants of each slot that is over
+        (a slot the round's end cuts is not counted)."""
+        self._advance()
+        elapsed_s = self._env.now - self._opened_s
+        return min(1.0, self._used_rb_s / (self._n_rb * elapsed_s)) if elapsed_s > 0 else 0.0
 
     def carry(self, client: int, bits: float) -> simpy.Event:
         """Put ``bits`` of ``client`` into the band; the event fires (``DELIVERED``) when the last
@@ -199,6 +213,7 @@ class Band:
         self._held.clear()
         self._fresh.clear()
         self._closed = True
+        self._rbs_on_air = 0.0
         self._wake = None
 
     # -- both fidelities ---------------------------------------------------------------------------
@@ -321,6 +336,7 @@ class Band:
         self._since_s = self._env.now
         if self._slot or dt <= 0:
             return
+        self._used_rb_s += self._rbs_on_air * dt
         # bits left -= rate dt and energy += power dt, in two operations (rows off the air stand still)
         np.add(self._f_state, np.multiply(self._f_speed, dt, out=self._f_scratch), out=self._f_state)
 
@@ -335,6 +351,7 @@ class Band:
         self._resharing = None
         self._wake = None
         if self._n_on == 0 or self._closed:
+            self._rbs_on_air = 0.0
             return
         if self._fresh:  # table the newcomers' rates for their fading draws, in one call
             fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
@@ -346,11 +363,13 @@ class Band:
             # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
             np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
             np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)
+            self._rbs_on_air = float(self._n_rb)  # n_rb / n to each of the n with data
         else:
             rows = np.flatnonzero(self._f_on[1])
             ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
             rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb), dtype=float)
             rate, power = self._links(ids, rbs, self._tab_fading[rows])
+            self._rbs_on_air = float(rbs.sum())
             self._f_speed.fill(0.0)
             self._f_speed[0, rows], self._f_speed[1, rows] = -rate, power
             finish_s.fill(np.inf)
@@ -399,6 +418,7 @@ class Band:
                         del self._held[k]
             ids = np.fromiter((k for k in self._left if self._left[k] > 0), dtype=np.int64)
             sent: dict[int, float] = {}
+            granted_rbs = 0.0
             if ids.size:
                 fading = self._fading(ids, self._fading_per_slot)
                 per_rb = self._per_rb_bps(ids, fading)
@@ -406,6 +426,7 @@ class Band:
                 average = np.array([self._average[k] for k in ids.tolist()])
                 need = needed_rbs(left, per_rb, slot_s)
                 grant = np.asarray(policy.grant_rbs(self._n_rb, need, per_rb, average, j), dtype=np.int64)
+                granted_rbs = float(grant.sum())
                 g = grant > 0
                 served = np.zeros(ids.size)
                 if g.any():
@@ -428,6 +449,7 @@ class Band:
                 for i, k in enumerate(ids.tolist()):
                     self._average[k] = float(new_average[i])
             yield env.timeout(start + slot_s - env.now)
+            self._used_rb_s += granted_rbs * slot_s  # the slot's grants, counted once it is over
             j += 1
             for k, bits in sent.items():
                 if k in self._left:

@@ -209,6 +209,27 @@ class RoundContext:
         return self._sim.battery.upload_guard(self, client, duration_s, tx_power_w)
 
     # -- the round's records (read by the energy ledger, the runner and the algorithms) ------------
+    def uplink_load(self) -> float:
+        """The fraction of the uplink's resource-block time with a transmission on it, from the
+        round's start to now, in [0, 1].
+
+        With a dynamic scheduler: the RBs it granted (:attr:`Band.load`).  With the static
+        split: each uplink busy interval (attempts, HARQ copies, up to now) times its client's
+        share of the band, over the band times the elapsed time; a share held while its client
+        computes or waits carries nothing.  The cell's neighbours follow it with
+        ``interference: {name: first_tier, rb_load: own_cell}``.
+        """
+        if self._band is not None:
+            return self._band.load
+        now, bandwidth_hz = self._sim.now_s, self._sim.cell.uplink_bandwidth_hz
+        elapsed_s = now - self.start_s
+        if elapsed_s <= 0 or bandwidth_hz <= 0:
+            return 0.0
+        used_hz_s = sum(self._uplink.share_hz(k) * (min(b.end_s, now) - b.start_s)
+                        for k, intervals in self.notes.busy.items() for b in intervals if b.kind == "uplink")
+        return min(1.0, used_hz_s / (bandwidth_hz * elapsed_s))
+
+
     @property
     def busy(self) -> dict[int, list[Busy]]:
         """Client -> its busy intervals this round (:attr:`RoundNotes.busy`)."""

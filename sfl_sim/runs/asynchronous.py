@@ -116,7 +116,8 @@ class _Loop:
         used = np.asarray([a.client for a in agg.used], dtype=np.int64)
         row = {"round": agg.version, "sim_time_s": agg.time_s, "round_sim_time_s": duration_s, **counted,
                "online_clients": online, "unavailable_clients": sum(1 for _, why in lost if why == "unavailable"),
-               "availability_wait_s": 0.0, "cohort": " ".join(map(str, used.tolist())),
+               "availability_wait_s": 0.0, "uplink_rb_load": "",  # dispatch groups overlap: no round's load
+               "cohort": " ".join(map(str, used.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(lost))}
         self.pending.extend(self.driver.take_groups())
         attempts = self._uplink_attempts()

@@ -206,6 +206,10 @@ def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: st
     if cfg.stragglers.policy != "wait_all":
         raise ConfigError(f"stragglers.policy: got {cfg.stragglers.policy!r}; allowed: wait_all with the asynchronous "
                           f"algorithm {label} (its server never waits for a cohort)")
+    if cfg.cell.interference.params.get("rb_load") == "own_cell":
+        raise ConfigError(f"cell.interference.rb_load: got 'own_cell'; allowed: a fraction in [0, 1] with the "
+                          f"asynchronous algorithm {label} (its dispatch groups overlap: there is no round to "
+                          f"measure the cell's load over)")
     try:
         algorithm.async_policy(cohort_size(cfg.clients.count, cfg.clients.participation))
     except ValueError as exc:

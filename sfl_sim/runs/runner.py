@@ -287,7 +287,9 @@ class _Session:
                                               context)
         # read before the cell moves on: the channel the round saw
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
-        run.cell.move(duration_s, self.streams.mobility)  # clients move while the round runs (static: no-op)
+        # clients move while the round runs (static: no-op); the neighbours may follow its uplink load
+        uplink_load = sim.last_round.uplink_load()
+        run.cell.move(duration_s, self.streams.mobility, uplink_load=uplink_load)
         after = sim.counters.as_dict()
         counted = {k: after[k] - before[k] for k in _ROUND_COUNTERS}
         if not after["harq_retransmissions"]:  # no HARQ copy in the run so far: rounds.csv writes 0, not 0.0
@@ -296,7 +298,7 @@ class _Session:
         row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s, **counted,
                "uplink_attempts": notes.uplink_attempts(), "online_clients": n_online,
                "unavailable_clients": sum(1 for why in notes.dropped.values() if why == "unavailable"),
-               "availability_wait_s": waited_s,
+               "availability_wait_s": waited_s, "uplink_rb_load": uplink_load,
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(notes.dropped.items()))}
         energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)

@@ -18,7 +18,7 @@ Random draws come from the cell's ``interference`` stream (only ``first_tier`` d
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
@@ -155,6 +155,15 @@ class FirstTierInterference(Component):
     the wideband mean, is our choice.  ``rb_load`` 1 (the default) is a fully loaded neighbour:
     the numbers without the parameter.
 
+    ``rb_load: own_cell`` couples the neighbours' load to this cell's: each round's draw takes the
+    RB load this cell's uplink had in the round just run (the fraction of its RB-time with a
+    transmission on it, :meth:`RoundContext.uplink_load <sfl_sim.engine.RoundContext.uplink_load>`:
+    the scheduler's grants, or the static shares' air time), as if every neighbour ran the same
+    workload as ours (statistically identical cells; our choice, the simplest closure of the
+    load coupling); the draw at construction, before any round, takes fully loaded neighbours
+    (1).  A scheduler that leaves RBs idle (a static share held while its client computes, a
+    band with nobody to serve) then lowers the interference the next round sees.
+
     Raises
     ------
     ValueError
@@ -172,12 +181,18 @@ class FirstTierInterference(Component):
             "Distance to the neighbouring base stations in metres, at least ``sqrt(3) R`` (checked when the cell "
             "deploys it, which knows ``R``: closer, the neighbours' hexagons overlap this cell); null: "
             "``sqrt(3) R``.")] = None
-        rb_load: Annotated[float, RB_LOAD, Doc(
+        rb_load: Annotated[Annotated[float, RB_LOAD] | Literal["own_cell"], Doc(
             "Fraction of a neighbouring cell's resource blocks in use, in [0, 1]: the interference PSD scales with it "
             "(1: fully loaded neighbours, each transmitting client's power over the whole band; 0.5: half of "
-            "their RBs idle at any time).")] = 1.0
+            "their RBs idle at any time); ``own_cell``: each round, the load this cell's uplink had in the round "
+            "before (1 before the first).")] = 1.0
 
     params: Params
+
+    @property
+    def follows_own_load(self) -> bool:
+        """True with ``rb_load: own_cell``: :meth:`noise_rise_linear` takes the cell's own load."""
+        return self.params.rb_load == "own_cell"
 
     def deploy(self, scene: UplinkScene, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """Drop each neighbour's clients and draw their losses to both base stations.
@@ -253,21 +268,25 @@ class FirstTierInterference(Component):
         return np.concatenate(kept)[:n] if n else np.zeros((0, 2))
 
     def interference_psd_w_per_hz(self, scene: UplinkScene, layout: dict[str, np.ndarray],
-                                  active: np.ndarray) -> float:
-        """Interference PSD ``rb_load sum_active p_j g_j / B`` at our base station for a given activity
-        mask (W/Hz)."""
+                                  active: np.ndarray, own_load: float | None = None) -> float:
+        """Interference PSD ``rho sum_active p_j g_j / B`` at our base station for a given activity
+        mask (W/Hz); ``rho`` is ``rb_load``, or with ``own_cell`` ``own_load`` (1 when None)."""
         band = scene.uplink_bandwidth_hz
         k_active = np.bincount(layout["cell"][active], minlength=6)
         share = np.where(active, band / np.maximum(k_active[layout["cell"]], 1), 0.0)
         power = transmit_power_w(scene.power_control, layout["nominal_tx_power_w"], share, layout["coupling_own_db"],
                                  band)
         received = np.where(active, power * 10.0 ** (-layout["coupling_ours_db"] / 10.0), 0.0)
-        return float(self.params.rb_load * (received.sum() / band))
+        rb_load = self.params.rb_load
+        load = (1.0 if own_load is None else float(own_load)) if rb_load == "own_cell" else float(rb_load)
+        return float(load * (received.sum() / band))
 
-    def noise_rise_linear(self, scene: UplinkScene, layout: dict[str, np.ndarray], rng: np.random.Generator) -> float:
-        """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``."""
+    def noise_rise_linear(self, scene: UplinkScene, layout: dict[str, np.ndarray], rng: np.random.Generator,
+                          own_load: float | None = None) -> float:
+        """One draw: which neighbouring clients transmit (``activity``), then ``1 + I / (N0 F)``;
+        ``own_load`` is the cell's uplink load of the round before (used with ``rb_load: own_cell``)."""
         active = rng.random(layout["cell"].shape) < self.params.activity
-        return 1.0 + self.interference_psd_w_per_hz(scene, layout, active) / scene.noise_floor_w_per_hz
+        return 1.0 + self.interference_psd_w_per_hz(scene, layout, active, own_load) / scene.noise_floor_w_per_hz
 
 
 def _per_link(pathloss: Any, protocol: type, method: str, los: np.ndarray | None, n: int) -> np.ndarray | None:

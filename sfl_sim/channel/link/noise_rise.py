@@ -53,9 +53,17 @@ class UplinkNoiseRise:
         """What the interference model placed (neighbouring clients), or None."""
         return self._layout
 
-    def draw(self) -> float:
-        """Draw the next noise rise from the interference stream and return it."""
-        self._linear = self._drawn()
+    def draw(self, own_load: float | None = None) -> float:
+        """Draw the next noise rise from the interference stream and return it.
+
+        Parameters
+        ----------
+        own_load : float, optional
+            The cell's own uplink RB load in the round just run, in [0, 1]: a model that follows
+            it (``follows_own_load`` true: ``first_tier`` with ``rb_load: own_cell``) loads the
+            neighbours with it; the others ignore it.
+        """
+        self._linear = self._drawn(own_load)
         return self._linear
 
     def state_dict(self) -> dict[str, Any]:
@@ -83,8 +91,12 @@ class UplinkNoiseRise:
 
         return restore
 
-    def _drawn(self) -> float:
-        rise = self.interference.noise_rise_linear(self.scene, self._layout, self._rng)
+    def _drawn(self, own_load: float | None = None) -> float:
+        if own_load is not None and getattr(self.interference, "follows_own_load", False):
+            rise = self.interference.noise_rise_linear(self.scene, self._layout, self._rng,
+                                                       own_load=own_load)  # type: ignore[call-arg]
+        else:
+            rise = self.interference.noise_rise_linear(self.scene, self._layout, self._rng)
         if not (isinstance(rise, (int, float, np.floating)) and math.isfinite(rise) and rise >= 1.0):
             raise ValueError(f"interference {self.interference!r} gave a noise rise that is not a finite number >= 1: "
                              f"{rise!r}")

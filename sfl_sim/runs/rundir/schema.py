@@ -198,7 +198,10 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: ``online_clients`` how many clients were online when the cohort was selected (all without
 #: ``clients.availability``), ``unavailable_clients`` how many of the cohort went offline during
 #: the round (also among ``dropped_clients``), ``availability_wait_s`` how long the round waited,
-#: within ``round_sim_time_s``, for anyone to come online; ``cohort`` is space-separated client
+#: within ``round_sim_time_s``, for anyone to come online; ``uplink_rb_load`` the fraction of the
+#: uplink's resource-block time with a transmission on it during the round
+#: (:meth:`RoundContext.uplink_load <sfl_sim.engine.RoundContext.uplink_load>`; empty for an
+#: asynchronous run and in rows written before the column existed); ``cohort`` is space-separated client
 #: ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
@@ -218,6 +221,7 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "unavailable_clients",
     "availability_wait_s",
     "client_energy_j",
+    "uplink_rb_load",
     "cohort",
     "dropped",
 )

@@ -216,3 +216,28 @@ def test_model_sigma_shadowing_works_with_the_first_tier() -> None:
     model, number = cell(LogNormalShadowing(sigma_db="model")), cell(LogNormalShadowing(sigma_db=8.0))
     assert model.noise_rise_linear > 1.0
     assert model.noise_rise_linear == pytest.approx(number.noise_rise_linear, rel=1e-12)  # TR 36.814: 8 dB
+
+
+def test_own_cell_load_drives_the_neighbours_from_the_second_draw() -> None:
+    # Before any round the neighbours are fully loaded; cell.move hands each draw the load the
+    # cell's uplink had in the round before, and IoT = 1 + rho (IoT_full - 1) with that rho.
+    cell = small_cell(interference=FirstTierInterference(activity=1.0, inter_site_distance_m=1000.0,
+                                                         rb_load="own_cell"),
+                      interference_rng=np.random.default_rng(7))
+    full = _hand_noise_rise([100.0, 300.0, 500.0], 1000.0, lambda d: 0.2)
+    assert cell.noise_rise_linear == pytest.approx(full, rel=1e-12)
+    for rho in (0.3, 0.0, 1.0):
+        cell.move(1.0, np.random.default_rng(0), uplink_load=rho)
+        assert cell.noise_rise_linear == pytest.approx(1.0 + rho * (full - 1.0), rel=1e-12)
+    cell.move(1.0, np.random.default_rng(0))  # not measured: fully loaded neighbours
+    assert cell.noise_rise_linear == pytest.approx(full, rel=1e-12)
+    with pytest.raises(ValueError, match=r"^uplink_load: got 1.5; allowed: a fraction in \[0, 1\]$"):
+        cell.move(1.0, np.random.default_rng(0), uplink_load=1.5)
+
+
+def test_a_fixed_rb_load_ignores_the_cells_own_load() -> None:
+    cell = small_cell(interference=FirstTierInterference(activity=1.0, inter_site_distance_m=1000.0, rb_load=0.25),
+                      interference_rng=np.random.default_rng(7))
+    before = cell.noise_rise_linear
+    cell.move(1.0, np.random.default_rng(0), uplink_load=0.9)
+    assert cell.noise_rise_linear == pytest.approx(before, rel=1e-12)
