@@ -33,6 +33,7 @@ import json
 import multiprocessing
 import os
 import queue
+import shutil
 import sys
 import time
 import traceback
@@ -144,7 +145,11 @@ def _retime(task: RunTask, out: dict[str, Any]) -> str | None:
 
     source, target = Path(task.retime_from or ""), Path(task.run_dir)
     if target.exists() and any(target.iterdir()):
-        return f"{target} holds an interrupted run, which resumes"
+        if not _is_retimed(target):
+            return f"{target} holds an interrupted run, which resumes"
+        # an earlier re-timing (the study asks more rounds now): its source's training timed, which
+        # the new re-timing redoes exactly, so nothing a training made goes
+        shutil.rmtree(target)
     try:
         summary = retime(source, output=target, scenario=task.scenario, coordinates=task.coordinates,
                          dataset=_dataset(_dataset_key(task.scenario)))
@@ -157,6 +162,20 @@ def _retime(task: RunTask, out: dict[str, Any]) -> str | None:
                final_test_accuracy=summary.get("final_test_accuracy"),
                best_test_accuracy=summary.get("best_test_accuracy"))
     return None
+
+
+def _is_retimed(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a re-timed run (its ``resolved.yaml`` names its source)."""
+    from sfl_sim.runs.rundir.files import RunDir
+    from sfl_sim.runs.rundir.schema import RETIMED_FROM
+
+    import yaml
+
+    try:
+        record = yaml.safe_load(RunDir(run_dir).resolved_path.read_text())
+    except (OSError, yaml.YAMLError):  # unreadable: not provably a re-timing, so it is not removed
+        return False
+    return isinstance(record, dict) and RETIMED_FROM in record
 
 
 def _note_in_summary(run_dir: Path, **notes: str) -> None:

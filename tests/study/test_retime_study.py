@@ -65,3 +65,27 @@ def test_a_study_retimes_and_falls_back_to_training(tmp_path: Path, capsys) -> N
     readme = (tmp_path / "report" / "README.md").read_text()
     assert "## How the runs were made" in readme and "1 run(s) re-timed" in readme
     assert "1 run(s) trained because their re-timing was refused" in readme and late in readme
+
+
+@pytest.mark.slow
+def test_more_rounds_resume_the_training_and_retime_again(tmp_path: Path) -> None:
+    # The study asks 3 rounds after 2: the trained run resumes, the re-timed one is re-timed anew
+    # from it (not "resumed" as an interrupted training), and equals the full 3-round run.
+    from sfl_sim.cli import main
+
+    grid = {"seeds": [0], "grid": {"cell.uplink_bandwidth_hz": [1e6, 5e6]}}
+    out = tmp_path / "study"
+    assert main(["study", str(write_study(tmp_path, grid, BASE)), "-o", str(out), "--no-progress"]) == 0
+    longer = write_study(tmp_path, {**grid, "set": {"rounds": 3}}, BASE)
+    assert main(["study", str(longer), "-o", str(out), "--no-progress"]) == 0
+    with (out / "runs.csv").open() as fh:
+        made = {r["name"]: r["made_by"] for r in csv.DictReader(fh)}
+    (source,) = [n for n, how in made.items() if not how]  # trained (resumed for its third round)
+    (retimed,) = [n for n in made if n != source]
+    assert made[retimed] == f"re-timed from {source}"
+    assert len(read_rows(out / retimed / "rounds.csv")) == 3
+    full = tmp_path / "full"
+    sfl_sim.run(str(tmp_path / "base.yaml"), overrides=["cell.uplink_bandwidth_hz=5e6", "rounds=3"], output_dir=full,
+                seed=0)
+    for name in ("metrics.csv", "rounds.csv"):
+        assert read_rows(out / retimed / name, host_time=False) == read_rows(full / "fedavg" / name, host_time=False)
