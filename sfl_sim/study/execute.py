@@ -166,10 +166,10 @@ def _retime(task: RunTask, out: dict[str, Any]) -> str | None:
 
 def _is_retimed(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a re-timed run (its ``resolved.yaml`` names its source)."""
+    import yaml
+
     from sfl_sim.runs.rundir.files import RunDir
     from sfl_sim.runs.rundir.schema import RETIMED_FROM
-
-    import yaml
 
     try:
         record = yaml.safe_load(RunDir(run_dir).resolved_path.read_text())
