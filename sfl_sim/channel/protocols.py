@@ -54,6 +54,7 @@ import numpy as np
 
 __all__ = [
     "Scheduler",
+    "LoadFollowingInterference",
     "ShadowingSite",
     "Placement",
     "DiscPlacement",
@@ -376,6 +377,22 @@ class Interference(Protocol):
 
     def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator) -> float:
         """One draw of the noise rise (linear, >= 1) given :meth:`deploy`'s layout."""
+
+
+@runtime_checkable
+class LoadFollowingInterference(Interference, Protocol):
+    """An interference model whose neighbours may follow this cell's own uplink load
+    (``first_tier`` with ``rb_load: own_cell``): the cell hands each draw the load its uplink had
+    in the round before (:meth:`RoundContext.uplink_load <sfl_sim.engine.RoundContext.uplink_load>`)."""
+
+    @property
+    def follows_own_load(self) -> bool:
+        """Whether :meth:`noise_rise_linear` takes ``own_load`` (else the cell draws without it)."""
+
+    def noise_rise_linear(self, scene: UplinkScene, layout: Any, rng: np.random.Generator,
+                          own_load: float | None = None) -> float:
+        """One draw of the noise rise given the layout and the cell's uplink load in [0, 1] (None:
+        not measured)."""
 
 
 # ---------------------------------------------------------------------- HARQ

@@ -229,7 +229,6 @@ class RoundContext:
                         for k, intervals in self.notes.busy.items() for b in intervals if b.kind == "uplink")
         return min(1.0, used_hz_s / (bandwidth_hz * elapsed_s))
 
-
     @property
     def busy(self) -> dict[int, list[Busy]]:
         """Client -> its busy intervals this round (:attr:`RoundNotes.busy`)."""

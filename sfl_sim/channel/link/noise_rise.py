@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from sfl_sim.channel.checks import checked_rng_state, plain_data
-from sfl_sim.channel.protocols import Interference, UplinkScene
+from sfl_sim.channel.protocols import Interference, LoadFollowingInterference, UplinkScene
 
 __all__ = ["UplinkNoiseRise"]
 
@@ -60,7 +60,8 @@ class UplinkNoiseRise:
         ----------
         own_load : float, optional
             The cell's own uplink RB load in the round just run, in [0, 1]: a model that follows
-            it (``follows_own_load`` true: ``first_tier`` with ``rb_load: own_cell``) loads the
+            it (a :class:`~sfl_sim.channel.protocols.LoadFollowingInterference` whose
+            ``follows_own_load`` is true: ``first_tier`` with ``rb_load: own_cell``) loads the
             neighbours with it; the others ignore it.
         """
         self._linear = self._drawn(own_load)
@@ -92,9 +93,9 @@ class UplinkNoiseRise:
         return restore
 
     def _drawn(self, own_load: float | None = None) -> float:
-        if own_load is not None and getattr(self.interference, "follows_own_load", False):
-            rise = self.interference.noise_rise_linear(self.scene, self._layout, self._rng,
-                                                       own_load=own_load)  # type: ignore[call-arg]
+        model = self.interference
+        if own_load is not None and isinstance(model, LoadFollowingInterference) and model.follows_own_load:
+            rise = model.noise_rise_linear(self.scene, self._layout, self._rng, own_load=own_load)
         else:
             rise = self.interference.noise_rise_linear(self.scene, self._layout, self._rng)
         if not (isinstance(rise, (int, float, np.floating)) and math.isfinite(rise) and rise >= 1.0):

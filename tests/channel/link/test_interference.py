@@ -241,3 +241,12 @@ def test_a_fixed_rb_load_ignores_the_cells_own_load() -> None:
     before = cell.noise_rise_linear
     cell.move(1.0, np.random.default_rng(0), uplink_load=0.9)
     assert cell.noise_rise_linear == pytest.approx(before, rel=1e-12)
+
+
+def test_first_tier_states_the_load_following_protocol() -> None:
+    from sfl_sim.channel.protocols import LoadFollowingInterference
+
+    assert isinstance(FirstTierInterference(activity=0.1, rb_load="own_cell"), LoadFollowingInterference)
+    assert FirstTierInterference(activity=0.1, rb_load="own_cell").follows_own_load
+    assert not FirstTierInterference(activity=0.1, rb_load=0.5).follows_own_load
+    assert not isinstance(NoiseRise(noise_rise_db=3.0), LoadFollowingInterference)
