@@ -6,7 +6,7 @@ downloads and computes; then every client uploads its model) runs through the re
 :class:`~sfl_sim.engine.Simulator` on the default scenario's cell (20 MHz uplink: 51 RBs at
 ``cell.numerology`` 1) under three schedulers: ``static`` (the per-round split, the default),
 ``round_robin`` fluid and ``proportional_fair`` slot.  The three alternate round by round in one
-process (static, fluid, slot, static, ...; a fresh simulator each, so each round starts alike), so
+process (static, floor, fluid, slot, static, ...; a fresh simulator each, so each round starts alike), so
 machine noise hits them alike; the medians of the host milliseconds per round and their ratios to
 static are printed, with the simulated seconds per round.
 
@@ -18,10 +18,11 @@ simulated time; 0 leaves the slot form out).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,39 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engine_events import round_process  # noqa: E402  (the stand-in round, defined once)
 
-SCHEDULERS = (("static", "static", {}), ("rr_fluid", "round_robin", {}),
+SCHEDULERS = (("static", "static", {}), ("floor", "static", {}), ("rr_fluid", "round_robin", {}),
               ("pf_slot", "proportional_fair", {"fidelity": "slot"}))
+
+
+@contextlib.contextmanager
+def one_more_event_per_transfer() -> Iterator[None]:
+    """The ``floor`` row: the static path's upload and unicast download timeouts each relayed
+    through a plain event (one more SimPy event per transfer, nothing else changed)."""
+    import simpy
+
+    from sfl_sim.engine.link import Link
+    from sfl_sim.engine.simulator import RoundContext
+
+    air, download = Link._air, RoundContext.download
+
+    def relay(env: simpy.Environment, timer: simpy.Event) -> simpy.Event:
+        if not isinstance(timer, simpy.Timeout):
+            return timer
+        done = env.event()
+        timer.callbacks.append(lambda t: done.succeed(t.value))
+        return done
+
+    def relayed_air(self: Any, duration_s: float, leaving: Any) -> simpy.Event:
+        return relay(self._env, air(self, duration_s, leaving))
+
+    def relayed_download(self: Any, client: int, nbytes: int, what: str) -> simpy.Event:
+        return relay(self.env, download(self, client, nbytes, what))
+
+    Link._air, RoundContext.download = relayed_air, relayed_download  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Link._air, RoundContext.download = air, download  # type: ignore[method-assign]
 
 
 def measure(size: int, rounds: int, slot_rounds: int) -> dict[str, dict[str, float]]:
@@ -58,9 +90,10 @@ def measure(size: int, rounds: int, slot_rounds: int) -> dict[str, dict[str, flo
                 continue
             sim = Simulator(cell, np.full(10 * size, 5e9), 1e12, scheduler=REGISTRY.create(name, **params),
                             numerology=cfg.cell.numerology, fading_rng=np.random.default_rng(i))
-            start = time.perf_counter()
-            duration_s = sim.run_round(lambda ctx, ids=cohort: round_process(ctx, ids, SERVER), cohort)
-            elapsed = time.perf_counter() - start
+            with one_more_event_per_transfer() if label == "floor" else contextlib.nullcontext():
+                start = time.perf_counter()
+                duration_s = sim.run_round(lambda ctx, ids=cohort: round_process(ctx, ids, SERVER), cohort)
+                elapsed = time.perf_counter() - start
             if i > 0:  # the first round warms caches and imports
                 host[label].append(elapsed * 1e3)
                 simulated[label].append(duration_s)
