@@ -24,8 +24,13 @@ def test_readme_is_short_and_its_links_lead_somewhere() -> None:
 
 def test_readme_shows_the_test_commands() -> None:
     text = README.read_text()
-    assert '. .venv/bin/activate && python -m pytest -q\n' in text
+    assert '. .venv/bin/activate && python -m pytest -q -n auto --dist loadscope\n' in text
     assert '. .venv/bin/activate && python -m pytest -q -m "not slow"' in text
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "python -m pytest -q -n auto --dist loadscope" in ci, "CI must run the README's test command"
 
 
 @pytest.mark.slow
