@@ -244,6 +244,29 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     return harq
 
 
+def _check_traced_rates_unscheduled(cfg: Scenario, capability: ClientCapability | None) -> None:
+    """A device trace's link rates and a dynamic scheduler exclude each other: a traced rate is a
+    measured throughput, not a link whose resource blocks a scheduler can hand out, and the band
+    would serve that client on the channel's link instead (the unicast downlink's band only in
+    ``unicast`` mode).
+
+    Raises
+    ------
+    ConfigError
+    """
+    if capability is None or not getattr(build_scheduler(cfg), "dynamic", True):
+        return
+    traced = {"uplink_bps": capability.uplink_bps}
+    if cfg.cell.downlink.mode == "unicast":
+        traced["downlink_bps"] = capability.downlink_bps
+    for column, rates in traced.items():
+        n = int(np.isfinite(rates).sum())
+        if n:
+            raise ConfigError(f"cell.scheduler: got {cfg.cell.scheduler.name!r}; allowed: static with "
+                              f"clients.capability's traced {column} ({n} devices have one: a traced rate is a "
+                              f"measured throughput, not resource blocks a scheduler can share)")
+
+
 def build_scheduler(cfg: Scenario) -> Scheduler:
     """The MAC scheduler of a scenario's ``cell.scheduler``; a dynamic one must pass the scheduler
     conformance check first (a plug-in granting more RBs than exist, RBs to an empty buffer or
@@ -391,6 +414,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     build_scheduler(cfg)  # likewise
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
+    _check_traced_rates_unscheduled(cfg, capability)
     client_flops_per_s = drawn_compute_flops_per_s(cfg) if capability is None else capability.compute_flops_per_s
     availability = build_availability(cfg)
     test_x, test_y = dataset.tensors("test", device)

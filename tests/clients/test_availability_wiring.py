@@ -17,6 +17,7 @@ from sfl_sim.cli import main
 from sfl_sim.clients.selection import ClassBalancedSelection, UniformSelection, select_online
 from sfl_sim.config import load_scenario, validate
 from sfl_sim.data import DATASETS
+from sfl_sim.errors import ConfigError
 from sfl_sim.runs import runner
 from sfl_sim.runs.build import build_availability, forward_flops_per_sample
 from tests.helpers import read_rows, run_cli, small_scenario, write_yaml
@@ -149,6 +150,31 @@ def test_capability_csv_sets_compute_and_uplink(tmp_path) -> None:
     assert run.client_flops_per_s.tolist() == [(k + 1) * 1e8 for k in range(6)]
     sim = runner.build_simulator(run)
     assert sim.traced_uplink_bps == {0: 2e6, 2: 2e6, 4: 2e6}
+
+
+@pytest.mark.parametrize("columns, mode, refused", [
+    ("uplink_bps", "broadcast", "uplink_bps (3 devices"),
+    ("downlink_bps", "unicast", "downlink_bps (3 devices"),
+    ("downlink_bps", "broadcast", None),  # a broadcast downlink has no band: its traced rates hold
+    ("", "unicast", None),  # compute speeds only
+])
+def test_traced_link_rates_and_a_dynamic_scheduler_are_refused_together(tmp_path, columns, mode, refused) -> None:
+    trace = tmp_path / "devices.csv"
+    header = "client,compute_flops_per_s" + (f",{columns}" if columns else "")
+    trace.write_text(header + "\n" + "".join(f"{k},{(k + 1) * 1e8}" + (f",{'' if k % 2 else 2e6}" if columns else "")
+                                             + "\n" for k in range(6)))
+    data = small_scenario(algorithms=["fedavg"], rounds=1)
+    data["clients"]["capability"] = {"path": str(trace), "mapping": "order"}
+    data["cell"] = {"scheduler": {"name": "round_robin"}, "downlink": {"mode": mode}}
+    cfg = validate({**data, "output_dir": str(tmp_path / "o")})
+    if refused is None:
+        runner.prepare_scenario(cfg)
+        return
+    with pytest.raises(ConfigError) as info:
+        runner.prepare_scenario(cfg)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("cell.scheduler: got 'round_robin'; allowed: static with "
+                                              "clients.capability's traced ") and refused in text, text
 
 
 def test_fedscale_capacity_becomes_flops_by_the_models_forward_flops(tmp_path) -> None:
