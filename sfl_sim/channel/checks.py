@@ -7,6 +7,7 @@ and a saved state must be plain data whose streams fit the cell's generators.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,10 @@ def check_finite(values: Any, who: str, quantity: str, minimum: float | None = N
         ``"{who} gave a {quantity} that is not finite: {value} (client index {k})"``.
     """
     values = np.asarray(values, dtype=float)
+    if where is None and values.size:  # the common case in two reductions (every slot): min and max
+        low, high = float(values.min()), float(values.max())  # a NaN anywhere makes both NaN
+        if math.isfinite(low) and math.isfinite(high) and (minimum is None or low >= minimum):
+            return
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) if minimum is None else ~(np.isfinite(values) & (values >= minimum))
     if where is not None:

@@ -117,9 +117,13 @@ def check_array(name: str, value: Any, *, minimum: float = 0.0, strict: bool = F
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise invalid(name, value, "numbers") from None
+    if arr.size:  # the common case in two reductions (link budgets check every slot): min and max
+        low, high = float(arr.min()), float(arr.max())  # a NaN anywhere makes both NaN
+        if math.isfinite(low) and math.isfinite(high) and (low > minimum if strict else low >= minimum):
+            return arr
     bad = ~np.isfinite(arr) | ((arr <= minimum) if strict else (arr < minimum))
     if np.any(bad):
-        raise invalid(name, arr[bad].flat[0], _bounds("finite numbers", minimum, None, strict) + " everywhere")
+        raise invalid(name, float(arr[bad].flat[0]), _bounds("finite numbers", minimum, None, strict) + " everywhere")
     return arr
 
 

@@ -138,6 +138,11 @@ class LinkBudgetModel:
         self.rate, self.allocator, self.power_control = rate, allocator, power_control
         self.downlink_rate = rate if downlink_rate is None else downlink_rate
         self._noise_psd_w_per_hz = float(dbm_to_w(self._noise_psd_dbm_per_hz))
+        # each own rate model's SNR method (None: it reports none), looked up once: a runtime
+        # protocol's isinstance costs ~25 us, and the scheduler's slot form asks every slot; the
+        # bound methods keep their models alive, so an id here never names another object
+        self._snr_linear_of: dict[int, Callable[..., Any] | None] = {
+            id(m): (m.snr_linear if isinstance(m, SnrRate) else None) for m in (self.rate, self.downlink_rate)}
         # isinstance cannot see a parameter: the allocator is link-aware when it declares rate_of.
         self._link_aware_allocator = cast(LinkAwareAllocator, allocator) if accepts_rate_of(allocator) else None
         noise_figure_db = float(rate.noise_figure_db) if isinstance(rate, NoiseFigureRate) else 0.0
@@ -337,7 +342,10 @@ class LinkBudgetModel:
         power = np.broadcast_to(np.asarray(tx_power_w, dtype=float), client_ids.shape)
         rate = np.asarray(model.rate_bps(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
         check_finite(rate, f"rate {model!r}", "rate_bps", minimum=0.0)
-        snr_linear = model.snr_linear if isinstance(model, SnrRate) else None
+        if id(model) in self._snr_linear_of:
+            snr_linear = self._snr_linear_of[id(model)]
+        else:  # a model passed in that is not the budget's own
+            snr_linear = model.snr_linear if isinstance(model, SnrRate) else None
         if snr_linear is not None:
             snr = np.asarray(snr_linear(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
         else:

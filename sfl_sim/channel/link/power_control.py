@@ -16,6 +16,7 @@ are cut from (:func:`transmit_power_w`).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Annotated, Any, Literal
 
@@ -69,8 +70,19 @@ def numerology(subcarrier_spacing_hz: float) -> int:
 
 def takes_channel_bandwidth(power_control: Any) -> bool:
     """True when ``power_control.tx_power_w`` declares a ``channel_bandwidth_hz`` parameter."""
+    method = power_control.tx_power_w
+    function = getattr(method, "__func__", method)  # a method's signature is its class's: asked once
     try:
-        return "channel_bandwidth_hz" in inspect.signature(power_control.tx_power_w).parameters
+        return _declares_channel_bandwidth(function)
+    except TypeError:  # an unhashable callable: asked each time
+        return _declares_channel_bandwidth.__wrapped__(function)
+
+
+@functools.lru_cache(maxsize=256)
+def _declares_channel_bandwidth(function: Any) -> bool:
+    # inspect.signature costs ~70 us, and the scheduler's slot form asks every slot
+    try:
+        return "channel_bandwidth_hz" in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
 
