@@ -38,7 +38,8 @@ def check_finite(values: Any, who: str, quantity: str, minimum: float | None = N
         ``"{who} gave a {quantity} that is not finite: {value} (client index {k})"``.
     """
     values = np.asarray(values, dtype=float)
-    if where is None and values.size:  # the common case in two reductions (every slot): min and max
+    if values.size:  # the common case in two reductions (every slot): min and max; with nothing
+        # bad anywhere, nothing is bad where it is checked
         low, high = float(values.min()), float(values.max())  # a NaN anywhere makes both NaN
         if math.isfinite(low) and math.isfinite(high) and (minimum is None or low >= minimum):
             return

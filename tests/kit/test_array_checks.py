@@ -43,6 +43,17 @@ def test_check_finite_refuses_exactly_the_elementwise_rule(arr, minimum) -> None
         check_finite(arr, "rate R", "rate_bps", minimum=minimum)
 
 
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(arr=ARRAYS, data=st.data())
+def test_check_finite_checks_only_where_asked(arr, data) -> None:
+    where = data.draw(hnp.arrays(np.bool_, arr.shape))
+    if np.any(~np.isfinite(arr) & where):
+        with pytest.raises(ValueError, match="^the link budget gave a SNR"):
+            check_finite(arr, "the link budget", "SNR (linear)", where=where)
+    else:
+        check_finite(arr, "the link budget", "SNR (linear)", where=where)
+
+
 def test_the_message_names_the_first_bad_value() -> None:
     with pytest.raises(ValueError, match=r"client index 2\)$"):
         check_finite(np.array([1.0, 2.0, math.nan, math.inf]), "rate R", "rate_bps")
