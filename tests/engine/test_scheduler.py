@@ -186,6 +186,60 @@ def test_the_engine_uplink_goes_through_the_band():
     assert sim.counters.uplink_bytes == 1_010_000
 
 
+def _processor_sharing(arrivals, rate_of):
+    """Finish times of ``(client, start_s, bits)`` under exact processor sharing, computed apart
+    from the band (no SimPy, no tables): between two changes each of the n clients with data sends
+    at ``rate_of(client, n)``; the next change is the next arrival or the earliest finish."""
+    pending = sorted(arrivals, key=lambda a: a[1])
+    left, finish, now = {}, {}, 0.0
+    while pending or left:
+        n = len(left)
+        ends = {k: now + b / rate_of(k, n) for k, b in left.items()}
+        first_end = min(ends.values(), default=float("inf"))
+        next_arrival = pending[0][1] if pending else float("inf")
+        step = min(first_end, next_arrival)
+        for k in left:
+            left[k] -= rate_of(k, n) * (step - now)
+        now = step
+        for k in [k for k, t in ends.items() if t == first_end and step == first_end]:
+            finish[k] = now
+            del left[k]
+        while pending and pending[0][1] == now:
+            k, _, bits = pending.pop(0)
+            left[k] = bits
+    return finish
+
+
+def test_a_round_of_computing_then_uploading_under_round_robin_matches_processor_sharing():
+    """Three clients compute 1 GFLOP (at 1, 1.1 and 1.25 GFLOP/s: they start uploading at 1, 0.909
+    and 0.8 s) and upload 8 MB each through round robin's fluid band, their uploads overlapping;
+    the round ends when the last upload does."""
+    cell = small_cell(FixedDistancePlacement([100.0, 250.0, 400.0]), n_clients=3, uplink_bandwidth_hz=20e6)
+    flops = np.array([1e9, 1.1e9, 1.25e9])
+    sim = Simulator(cell, flops, 1.0, downlink_mode="ideal", scheduler=RoundRobin(), numerology=1)
+    nbytes, work = 8_000_000, 1e9
+    ends = {}
+
+    def round_process(ctx):
+        def client(k):
+            yield from ctx.compute(k, work, "client_step")
+            value = yield ctx.upload(k, nbytes, "client_model")
+            ends[k] = (value, ctx.now_s)
+
+        yield ctx.all_of([ctx.process(client(k)) for k in range(3)])
+
+    duration_s = sim.run_round(round_process, np.arange(3))
+    # each client's rate on n_rb / n RBs, from the cell (power control sees the n_rb / n RBs)
+    rates = {(k, n): float(cell.uplink_link_at_bandwidth([k], [FULL_HZ / n]).rate_bps[0])
+             for k in range(3) for n in (1, 2, 3)}
+    want = _processor_sharing([(k, work / flops[k], 8.0 * nbytes) for k in range(3)], lambda k, n: rates[k, n])
+    alone = {k: work / flops[k] + 8.0 * nbytes / rates[k, 1] for k in range(3)}
+    assert all(want[k] > alone[k] + 0.1 for k in range(3))  # every upload shared the band a while
+    for k in range(3):
+        assert ends[k] == (DELIVERED, pytest.approx(want[k], rel=1e-9))
+    assert duration_s == pytest.approx(max(want.values()), rel=1e-9)
+
+
 def test_static_keeps_the_round_share():
     from sfl_sim.channel import StaticScheduler
 
