@@ -324,11 +324,6 @@ class Band:
             rates[missing], powers[missing] = rate, power
         return rates, powers
 
-    def _per_rb_bps(self, ids: np.ndarray, fading: np.ndarray) -> np.ndarray:
-        """Rate per RB of each client when it holds the whole grid (what the policy ranks by)."""
-        rate, _ = self._links(ids, np.full(ids.size, float(self._n_rb)), fading)
-        return rate / self._n_rb
-
     # -- fluid -------------------------------------------------------------------------------------
     def _advance(self) -> None:
         """Take the bits sent since the last change off each buffer (fluid; a no-op in slot mode)."""
@@ -421,7 +416,10 @@ class Band:
             granted_rbs = 0.0
             if ids.size:
                 fading = self._fading(ids, self._fading_per_slot)
-                per_rb = self._per_rb_bps(ids, fading)
+                # each client's link on the whole grid: the policy ranks by its rate per RB, and a
+                # grant of the whole grid (the usual one to the best) sends at it
+                whole_bps, whole_w = self._links(ids, np.full(ids.size, float(self._n_rb)), fading)
+                per_rb = whole_bps / self._n_rb
                 left = np.array([self._left[k] for k in ids.tolist()])
                 average = np.array([self._average[k] for k in ids.tolist()])
                 need = needed_rbs(left, per_rb, slot_s)
@@ -432,6 +430,8 @@ class Band:
                 if g.any():
                     if self._harq is not None:  # its error rate needs the SNR
                         rate, snr_db, power = self._link_at(ids[g], grant[g] * self._grid.hz_per_rb, fading[g])
+                    elif (grant[g] == self._n_rb).all():
+                        rate, power = whole_bps[g], whole_w[g]
                     else:
                         rate, power = self._links(ids[g], grant[g].astype(float), fading[g])
                     block = np.minimum(np.asarray(rate, dtype=float) * slot_s, left[g])
