@@ -244,7 +244,7 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     return harq
 
 
-def _check_traced_rates_unscheduled(cfg: Scenario, capability: ClientCapability | None) -> None:
+def _check_traced_rates_unscheduled(cfg: Scenario, scheduler: Scheduler, capability: ClientCapability | None) -> None:
     """A device trace's link rates and a dynamic scheduler exclude each other: a traced rate is a
     measured throughput, not a link whose resource blocks a scheduler can hand out, and the band
     would serve that client on the channel's link instead (the unicast downlink's band only in
@@ -254,7 +254,7 @@ def _check_traced_rates_unscheduled(cfg: Scenario, capability: ClientCapability 
     ------
     ConfigError
     """
-    if capability is None or not getattr(build_scheduler(cfg), "dynamic", True):
+    if capability is None or not getattr(scheduler, "dynamic", True):
         return
     traced = {"uplink_bps": capability.uplink_bps}
     if cfg.cell.downlink.mode == "unicast":
@@ -263,7 +263,7 @@ def _check_traced_rates_unscheduled(cfg: Scenario, capability: ClientCapability 
         n = int(np.isfinite(rates).sum())
         if n:
             raise ConfigError(f"cell.scheduler: got {cfg.cell.scheduler.name!r}; allowed: static with "
-                              f"clients.capability's traced {column} ({n} devices have one: a traced rate is a "
+                              f"clients.capability's traced {column} ({n} clients have one: a traced rate is a "
                               f"measured throughput, not resource blocks a scheduler can share)")
 
 
@@ -411,10 +411,10 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
-    build_scheduler(cfg)  # likewise
+    scheduler = build_scheduler(cfg)  # likewise
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
-    _check_traced_rates_unscheduled(cfg, capability)
+    _check_traced_rates_unscheduled(cfg, scheduler, capability)
     client_flops_per_s = drawn_compute_flops_per_s(cfg) if capability is None else capability.compute_flops_per_s
     availability = build_availability(cfg)
     test_x, test_y = dataset.tensors("test", device)

@@ -153,8 +153,8 @@ def test_capability_csv_sets_compute_and_uplink(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("columns, mode, refused", [
-    ("uplink_bps", "broadcast", "uplink_bps (3 devices"),
-    ("downlink_bps", "unicast", "downlink_bps (3 devices"),
+    ("uplink_bps", "broadcast", "uplink_bps (3 clients"),
+    ("downlink_bps", "unicast", "downlink_bps (3 clients"),
     ("downlink_bps", "broadcast", None),  # a broadcast downlink has no band: its traced rates hold
     ("", "unicast", None),  # compute speeds only
 ])
