@@ -165,9 +165,10 @@ class Band:
         ``rb_load: own_cell``).  Fluid: every RB while anyone has data (the shares are
         work-conserving) or what the policy granted; slot: the grants of each slot that is over
         (a slot the round's end cuts is not counted)."""
-        self._advance()
+        # read without advancing the buffers: a reading mid-round leaves the arithmetic untouched
+        used_rb_s = self._used_rb_s + (0.0 if self._slot else self._rbs_on_air * (self._env.now - self._since_s))
         elapsed_s = self._env.now - self._opened_s
-        return min(1.0, self._used_rb_s / (self._n_rb * elapsed_s)) if elapsed_s > 0 else 0.0
+        return min(1.0, used_rb_s / (self._n_rb * elapsed_s)) if elapsed_s > 0 else 0.0
 
     def carry(self, client: int, bits: float) -> simpy.Event:
         """Put ``bits`` of ``client`` into the band; the event fires (``DELIVERED``) when the last
