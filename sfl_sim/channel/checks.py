@@ -7,10 +7,11 @@ and a saved state must be plain data whose streams fit the cell's generators.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any
 
 import numpy as np
+
+from sfl_sim.kit.checks import all_finite_at_least
 
 __all__ = ["check_finite", "plain_data", "checked_rng_state"]
 
@@ -38,11 +39,8 @@ def check_finite(values: Any, who: str, quantity: str, minimum: float | None = N
         ``"{who} gave a {quantity} that is not finite: {value} (client index {k})"``.
     """
     values = np.asarray(values, dtype=float)
-    if values.size:  # the common case in two reductions (every slot): min and max; with nothing
-        # bad anywhere, nothing is bad where it is checked
-        low, high = float(values.min()), float(values.max())  # a NaN anywhere makes both NaN
-        if math.isfinite(low) and math.isfinite(high) and (minimum is None or low >= minimum):
-            return
+    if all_finite_at_least(values, minimum):  # nothing bad anywhere: nothing bad where it is checked
+        return
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) if minimum is None else ~(np.isfinite(values) & (values >= minimum))
     if where is not None:

@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["invalid", "one_line", "check_int", "check_count", "check_real", "check_scalar", "check_nonnegative",
            "check_positive", "check_array", "check_choice", "check_bool", "readonly", "check_state_keys",
-           "state_array"]
+           "state_array", "all_finite_at_least"]
 
 
 def invalid(name: str, value: Any, allowed: str) -> ValueError:
@@ -111,16 +111,25 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def all_finite_at_least(arr: np.ndarray, minimum: float | None = None, *, strict: bool = False) -> bool:
+    """True when ``arr`` is non-empty and every entry is finite and >= ``minimum`` (> if strict;
+    None: no bound), in two reductions: the common case of a check, asked every slot by the link
+    budgets.  False says only that the elementwise check must look (an empty array included)."""
+    if not arr.size:
+        return False
+    low, high = float(arr.min()), float(arr.max())  # a NaN anywhere makes both NaN
+    return math.isfinite(low) and math.isfinite(high) and (
+        minimum is None or (low > minimum if strict else low >= minimum))
+
+
 def check_array(name: str, value: Any, *, minimum: float = 0.0, strict: bool = False) -> np.ndarray:
     """``value`` as a float array whose entries are finite and >= ``minimum`` (> if strict)."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise invalid(name, value, "numbers") from None
-    if arr.size:  # the common case in two reductions (link budgets check every slot): min and max
-        low, high = float(arr.min()), float(arr.max())  # a NaN anywhere makes both NaN
-        if math.isfinite(low) and math.isfinite(high) and (low > minimum if strict else low >= minimum):
-            return arr
+    if all_finite_at_least(arr, minimum, strict=strict):
+        return arr
     bad = ~np.isfinite(arr) | ((arr <= minimum) if strict else (arr < minimum))
     if np.any(bad):
         raise invalid(name, float(arr[bad].flat[0]), _bounds("finite numbers", minimum, None, strict) + " everywhere")
