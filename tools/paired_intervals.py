@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sfl_sim.analysis import load_study
+from sfl_sim.analysis import StudyData, load_study
 from sfl_sim.analysis.report import parse_targets
 from sfl_sim.analysis.tta import first_reaching
 
@@ -78,9 +78,8 @@ def ratio_interval(ratios: Iterable[float], confidence: float = 0.95) -> Interva
     return Interval(back[0], back[1], back[2], logs.n)
 
 
-def times_to_target(study_dir: str, target: float) -> pd.DataFrame:
+def times_to_target(study: StudyData, target: float) -> pd.DataFrame:
     """One row per run: ``setting``, ``algorithm``, ``seed``, ``tta_s`` (NaN: did not reach ``target``)."""
-    study = load_study(study_dir)
     out = study.runs[["run_id", "setting", "algorithm", "seed"]].copy()
     out["tta_s"] = out["run_id"].map(first_reaching(study.metrics, target)["sim_time_s"]).astype(float)
     return out
@@ -142,9 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets = parse_targets(args.targets)
     except ValueError as exc:
         raise SystemExit(f"--targets: {exc}") from None
+    study = load_study(args.study_dir)
     for target in targets:
         print(f"time to {target:.0%}:")
-        print("\n".join(report(times_to_target(args.study_dir, target), args.reference_setting,
+        print("\n".join(report(times_to_target(study, target), args.reference_setting,
                                args.reference_algorithm, args.confidence)))
     return 0
 
