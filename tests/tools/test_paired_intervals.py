@@ -17,8 +17,9 @@ tool = importlib.util.module_from_spec(_spec)
 sys.modules["paired_intervals"] = tool  # dataclasses look the module up by name
 _spec.loader.exec_module(tool)
 
-#: t(0.975, 2) from a printed Student-t table (4.303, df = 2, two-sided 95 %).
-T_975_DF2 = 4.303
+#: t(0.975, 2) from the closed form of Student's t with 2 degrees of freedom, whose CDF is
+#: F(t) = 1/2 + t / (2 sqrt(2 + t^2)): F = 0.975 gives t / sqrt(2 + t^2) = 0.95, t = 4.3027.
+T_975_DF2 = math.sqrt(2 * 0.95**2 / (1 - 0.95**2))
 
 
 def test_mean_interval_is_the_student_t_interval() -> None:
