@@ -159,9 +159,11 @@ class Link:
         env, uplink, band = self._env, self._uplink, self._band
         assert band is not None
         policy, harq, counters = self._outage, self._harq, self._counters
+        notes = self._notes
         attempt = 1
         while True:
             counters.count_upload(nbytes, what)
+            notes.note_attempt(client, nbytes)
             rate = uplink.rate_bps(client)
             failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
@@ -170,15 +172,21 @@ class Link:
             if not failed and harq is not None and not band.resends_blocks:
                 sent = harq.send(bits, rate, uplink.snr_db(client), self._harq_rng)
                 counters.count_harq(sent.retransmissions, what)
+                notes.note_harq(client, sent.retransmissions)
                 copies = (sent.blocks + sent.retransmissions) / sent.blocks
                 wait_s = sent.time_s - copies * bits / rate  # the round trips between copies
                 bits *= copies
                 failed = not sent.delivered
             if rate > 0.0:
                 on_air = yield from self._through_band(client, bits, leaving)
+                resent = band.failed_blocks(client)  # the slot form's HARQ copies, counted as the fluid's
+                if resent:
+                    counters.count_harq(resent, what)
+                    notes.note_harq(client, resent)
                 if isinstance(on_air, Lost):
                     return on_air
                 if wait_s > 0.0:
+                    notes.note_harq_wait(client, env.now, env.now + wait_s)
                     on_air = yield self._air(wait_s, leaving)
                     if isinstance(on_air, Lost):
                         return on_air
@@ -189,9 +197,11 @@ class Link:
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
             if action == "drop":
                 counters.count_dropped_transmission(what)
-                self._notes.note_left(client, env.now)
+                notes.note_dropped_transmission(client)
+                notes.note_left(client, env.now)
                 return Lost("outage")
             counters.count_retransmission(what)
+            notes.note_retransmission(client)
             attempt += 1
             uplink.redraw(client)
 

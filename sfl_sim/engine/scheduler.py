@@ -143,6 +143,7 @@ class Band:
         self._done: dict[int, simpy.Event] = {}
         self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
         self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
+        self._failed_blocks: dict[int, int] = {}  # slot with HARQ: failed transport blocks per transfer
         self._since_s = self._opened_s = env.now
         self._rbs_on_air = 0.0  # fluid: the RBs granted since the last re-share
         self._used_rb_s = 0.0  # RB-seconds granted so far (the round's load)
@@ -178,6 +179,7 @@ class Band:
                                f"and direction")
         done = self._env.event()
         self._done[client] = done
+        self._failed_blocks.pop(client, None)
         self._start_s[client] = self._env.now
         if self._slot:
             self._energy_j[client] = 0.0
@@ -188,6 +190,12 @@ class Band:
         else:
             self._arrive(client, bits)
         return done
+
+    def failed_blocks(self, client: int) -> int:
+        """The transport blocks of ``client``'s last transfer that failed and were sent again
+        (slot form with HARQ; 0 otherwise): its HARQ retransmissions, read once the transfer is
+        over and reset by the next :meth:`carry`."""
+        return self._failed_blocks.get(client, 0)
 
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
@@ -445,6 +453,7 @@ class Band:
                         self._energy_j[k] += float(power[i]) * slot_s
                         if not ok[i]:
                             self._held.setdefault(k, []).append((start + slot_s + rtt_s, float(block[i])))
+                            self._failed_blocks[k] = self._failed_blocks.get(k, 0) + 1
                     served[g] = np.where(ok, block, 0.0) / slot_s
                 new_average = policy.average_bps(average, served)
                 for i, k in enumerate(ids.tolist()):

@@ -150,6 +150,29 @@ def test_slot_harq_resends_failed_blocks_after_the_round_trip():
     assert lossy[0] >= clean[0] + 8e-3  # at least one copy waited its round trip
 
 
+def test_slot_harq_counts_the_failed_blocks_of_a_transfer():
+    class FirstBlockFails:
+        """HARQ stub: the first transport block fails, every later one gets through."""
+
+        class params:  # noqa: N801  (read as harq.params.harq_rtt_s)
+            harq_rtt_s = 8e-3
+
+        def __init__(self):
+            self.calls = 0
+
+        def slot_block(self, rate, snr_db):
+            self.calls += 1
+            return np.full(np.size(rate), 1.0 if self.calls == 1 else 0.0), np.full(np.size(rate), 2.0)
+
+    env = simpy.Environment()
+    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+                lambda *a: None, FirstBlockFails(), np.random.default_rng(0))
+    done = band.carry(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
+    env.run(done)
+    assert band.failed_blocks(0) == 1
+    assert env.now == pytest.approx(8e-3 + 2 * GRID.slot_s)  # the failed block waits its round trip, then a slot
+
+
 def _sim(scheduler):
     cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, uplink_bandwidth_hz=20e6)
     return Simulator(cell, np.ones(2), 1.0, scheduler=scheduler, numerology=1)
@@ -184,6 +207,10 @@ def test_the_engine_uplink_goes_through_the_band():
     assert out[0] == (DELIVERED, pytest.approx(t0, rel=1e-12))
     assert [b.end_s - b.start_s for b in ctx.busy[1]] == [pytest.approx(t1, rel=1e-12)]
     assert sim.counters.uplink_bytes == 1_010_000
+    # each client's record counts its attempt, as without a scheduler (clients.csv, rounds.csv)
+    assert [(ctx.notes.traffic[k].uplink_attempts, ctx.notes.traffic[k].uplink_bytes) for k in (0, 1)] == [
+        (1, 1_000_000), (1, 10_000)]
+    assert ctx.notes.uplink_attempts() == 2
 
 
 def _processor_sharing(arrivals, rate_of):
