@@ -289,7 +289,9 @@ CLIENT_SPAN_COLUMN = "span_s"
 #:   ``snr_db`` (signal over thermal noise), ``sinr_db`` (with the round's interference; equal to
 #:   ``snr_db`` without), ``cqi`` (empty unless the rate model has CQIs, ``cell.rate: mcs_table``;
 #:   0 below CQI 1), ``spectral_efficiency_bps_per_hz`` (rate over share) and ``uplink_rate_bps``
-#:   (a device trace's rate where one is given);
+#:   (a device trace's rate where one is given).  With a dynamic ``cell.scheduler`` these describe
+#:   the round's static share, which the outage rule judges: the scheduler's grants vary within the
+#:   round, and the rate they gave is ``8 uplink_bytes / uplink_air_s`` (attempts that got air time);
 #: * ``downlink_rate_bps``: its unicast downlink rate in the round (empty with ``ideal`` downlink);
 #: * what it sent and received, as ``rounds.csv`` counts them (each column sums over the round's rows
 #:   to that round's ``rounds.csv`` value): ``uplink_attempts``, ``retransmissions``,
