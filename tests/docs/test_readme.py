@@ -33,6 +33,19 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "python -m pytest -q -n auto --dist loadscope" in ci, "CI must run the README's test command"
 
 
+def test_ci_also_runs_the_readme_install_alone() -> None:
+    """CI installs the README's extras only (``.[test]``) in a clean venv of its own and runs the
+    inner-loop suite there, so a test that needs Ray, Sionna or the docs tools cannot pass in CI
+    and fail for a user who followed the README."""
+    setup = next(line for line in README.read_text().splitlines() if "python3 -m venv .venv" in line)
+    installs = re.findall(r"pip install [^&]+?(?= &&|$)", setup)
+    assert installs == ["pip install torch==2.13.0", "pip install -e '.[test]'"], installs
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "  pip install -q torch==2.13.0 && pip install -q -e '.[test]'\n" in ci
+    readme_part = ci[ci.index('python3 -m venv "$readme_venv"'):]
+    assert 'python -m pytest -q -m "not slow"' in readme_part.split("\n)\n")[0]
+
+
 @pytest.mark.slow
 def test_readme_study_example_plans(tmp_path: Path) -> None:
     import sfl_sim

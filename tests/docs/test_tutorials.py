@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.tutorials import TUTORIALS, blocks, run_tutorial, tutorial_pages
+from tests.docs.tutorials import TUTORIALS, blocks, missing_extras, needed_extras, run_tutorial, tutorial_pages
 
 
 def test_every_tutorial_is_listed_and_runs_something() -> None:
@@ -25,9 +25,31 @@ def test_every_tutorial_is_listed_and_runs_something() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("page", tutorial_pages(), ids=lambda p: p.stem)
 def test_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
+    missing = missing_extras(page)
+    if missing:
+        pytest.skip(f"{page.name} needs the optional extra(s) {missing}: pip install -e '.[{','.join(missing)}]' "
+                    f"(CI installs them)")
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     outputs = run_tutorial(page, tmp_path)
     assert outputs, page.name
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"{page.name}: {time.perf_counter() - start:.1f} s wall, "
           f"{used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:.1f} s CPU")  # -s shows it
+
+
+def test_a_tutorial_that_uses_ray_declares_the_extra() -> None:
+    """A page that runs ``--executor ray`` says it needs the Ray extra, so it is skipped, not failed,
+    where the README's install (``.[test]``) has no Ray."""
+    for page in tutorial_pages():
+        if any(b.action == "run" and "--executor ray" in b.code for b in blocks(page)):
+            assert "ray" in needed_extras(page), page.name
+
+
+def test_a_page_missing_its_extra_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = tmp_path / "t.md"
+    page.write_text("<!-- test: needs ray -->\n# t\n")
+    monkeypatch.setattr("tests.docs.tutorials.importlib.util.find_spec", lambda name: None)
+    assert missing_extras(page) == ["ray"]
+    page.write_text("<!-- test: needs nope -->\n")
+    with pytest.raises(AssertionError, match="known extras"):
+        needed_extras(page)

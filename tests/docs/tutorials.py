@@ -5,12 +5,17 @@ site does not show it):
 
 - ``<!-- test: run -->``: a ``bash`` block runs in ``bash -e``, a ``python`` block in a fresh
   interpreter;
-- ``<!-- test: file NAME -->``: the block is written to ``NAME`` (a user's file: a module, a study).
+- ``<!-- test: file NAME -->``: the block is written to ``NAME`` (a user's file: a module, a study);
+- ``<!-- test: needs EXTRA -->``, anywhere on the page: the tutorial needs the optional extra
+  ``EXTRA`` of ``pyproject.toml`` (:data:`EXTRA_MODULES`); without it the test is skipped, saying
+  how to install it, so the README's install (``.[test]``) passes the suite and CI (which installs
+  every extra) runs it.
 
 The blocks of one tutorial run in order in one directory, as a reader would type them.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -43,6 +48,31 @@ def blocks(page: Path) -> list[Block]:
         action = None if m["what"] is None else ("run" if m["what"] == "run" else "file")
         found.append(Block(m["lang"], m["code"], action, m["name"]))
     return found
+
+
+#: An optional extra of ``pyproject.toml`` -> the module whose presence says it is installed.
+EXTRA_MODULES = {"ray": "ray", "sionna": "sionna", "docs": "mkdocs"}
+
+_NEEDS = re.compile(r"<!-- test: needs (?P<extra>[\w-]+) -->")
+
+
+def needed_extras(page: Path) -> list[str]:
+    """The optional extras ``page`` declares it needs (``<!-- test: needs EXTRA -->``).
+
+    Raises
+    ------
+    AssertionError
+        If it names an extra :data:`EXTRA_MODULES` does not know.
+    """
+    extras = [m["extra"] for m in _NEEDS.finditer(page.read_text())]
+    unknown = sorted(set(extras) - set(EXTRA_MODULES))
+    assert not unknown, f"{page.name}: needs {unknown}; known extras: {sorted(EXTRA_MODULES)}"
+    return extras
+
+
+def missing_extras(page: Path) -> list[str]:
+    """The extras ``page`` needs that this environment lacks."""
+    return [e for e in needed_extras(page) if importlib.util.find_spec(EXTRA_MODULES[e]) is None]
 
 
 def tutorial_pages() -> list[Path]:
