@@ -33,9 +33,17 @@ The tolerance (``GOLDEN_RTOL``, per float leaf the relative error of
   (``lla_sfl/plain``), one optimizer step left out 0.040 or taken twice 0.040 (``scala_pe/plain``;
   5 cases whose result does not depend on that step are unchanged); FedDecorr's at least 0.74.
 
+Another host moves FedDecorr further: on an Intel Xeon (the project's machine of 2026-11-28;
+torch 2.13 CPU build, MKL choosing other kernels than on the AMD host) ``feddecorr/plain``'s
+five-element bias ``blocks.5.2.bias`` lies 1.6e-2 of its rms from the golden entry, with 1 or 2
+threads — one element of it, -4.596e-3 against -4.488e-3 (the kept-position term of
+:func:`state_fingerprint.float_error`; its sum term is scaled by ``sqrt(sum_sq)``, the tensor's
+rms times ``sqrt(n)``, which cannot vanish for a near-zero sum); every other case stayed within
+``GOLDEN_RTOL`` there.
+
 So ``GOLDEN_RTOL = 3e-4``: 30 times the largest noise and 5.5 times below the smallest change;
-FedDecorr gets ``1e-2`` (``RTOL_BY_ALGORITHM``): 10 times its noise, 74 times below its smallest
-change.  ``test_a_changed_training_fails_the_comparison`` and
+FedDecorr gets ``0.1`` (``RTOL_BY_ALGORITHM``): 6 times its largest noise on any host seen, 7
+times below its smallest change.  ``test_a_changed_training_fails_the_comparison`` and
 ``test_another_thread_count_passes_the_comparison`` / ``test_other_cpu_kernels_pass_the_comparison``
 check both sides on representative cases at every run (measured in 37 min of a loaded 2-core
 machine, about 3 min idle).
@@ -325,8 +333,9 @@ GOLDEN_TORCH_THREADS = 2
 GOLDEN_RTOL = 3e-4
 
 #: Wider tolerances for algorithms whose training amplifies rounding: FedDecorr's noise reaches
-#: 9.7e-4, its smallest real change 0.74 (module docstring).
-RTOL_BY_ALGORITHM = {"feddecorr": 1e-2}
+#: 9.7e-4 on the AMD host the bench ran on and 1.6e-2 on an Intel Xeon host, its smallest real
+#: change 0.74 (module docstring); 0.1 lies near their geometric mean, about 6x from either.
+RTOL_BY_ALGORITHM = {"feddecorr": 1e-1}
 
 
 def case_rtol(case: str) -> float:
