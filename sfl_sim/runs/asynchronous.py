@@ -41,6 +41,7 @@ from sfl_sim.engine.simulator import RoundContext
 from sfl_sim.runs.checkpoint import CheckpointError, RunState
 from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort, client_rows, time_budget_spent
 from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, RUNNING
+from sfl_sim.runs.summary import Drops
 
 __all__ = ["run_asynchronously"]
 
@@ -172,8 +173,13 @@ def _staleness_rows(agg: Aggregation) -> list[dict[str, Any]]:
 
 
 def _replay(loop: _Loop, state: RunState) -> None:
-    """Run silently from the start to the checkpoint's stop; check the model there."""
+    """Run silently from the start to the checkpoint's stop; check the model there.
+
+    The replayed aggregations' drops are already in the tally the resume rebuilt from
+    ``rounds.csv`` (:meth:`Drops.of_rounds <sfl_sim.runs.summary.Drops.of_rounds>`), so the replay
+    tallies into a scratch one, which it then drops (else ``summary.json`` counts them twice)."""
     session = loop.session
+    kept, session.drops = session.drops, Drops()
     while True:
         agg = loop.step()
         if agg is not None:
@@ -184,6 +190,7 @@ def _replay(loop: _Loop, state: RunState) -> None:
             raise CheckpointError(f"{session.files.checkpoint_path}: the replay of this asynchronous run passed "
                                   f"aggregation {state.round} at {state.sim_time_s} s without stopping there; "
                                   f"rerun into a new directory (-o)")
+    session.drops = kept
     saved = state.algorithm["model"]
     have = session.run.algorithm.state_dict()["model"]
     if saved.keys() != have.keys() or not all(torch.equal(saved[k].cpu(), have[k].cpu()) for k in saved):

@@ -44,6 +44,7 @@ from sfl_sim.runs.retime_fields import changed_fields, training_changes
 from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.files import RunDir
 from sfl_sim.runs.rundir.schema import COMPLETE, RETIMED_FROM
+from sfl_sim.runs.work_check import bind_copy, checked_records
 
 __all__ = ["ReplayAlgorithm", "RetimeRefused", "retime", "retime_config", "source_scenario"]
 
@@ -141,9 +142,9 @@ def _read_scores(run_dir: Path) -> dict[int, Scores]:
     return {int(r["round"]): Scores(r["test_accuracy"], r["test_loss"]) for r in RunDir(run_dir).read_metrics_rows()}
 
 
-def _records(run_dir: Path, rounds: int) -> dict[int, RoundRecord]:
+def _records(run_dir: Path, rounds: int, summary: Mapping[str, Any], n_clients: int) -> dict[int, RoundRecord]:
     try:
-        records = {int(d["round"]): RoundRecord.from_dict(d) for d in work.read_rounds(run_dir)}
+        records = checked_records(run_dir, summary, n_clients)
     except work.WorkRecordError as exc:
         raise RetimeRefused(str(exc)) from None
     missing = [r for r in range(1, rounds + 1) if r not in records]
@@ -216,7 +217,7 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         raise RetimeRefused(f"algorithm: {source} ran {name}, an asynchronous algorithm, whose runs keep no work "
                             f"record (what its server aggregates depends on the arrival order); allowed: a run of "
                             f"a synchronous algorithm")
-    records = _records(source, cfg.rounds)
+    records = _records(source, cfg.rounds, summary, before.clients.count)
     scores = _read_scores(source)
     spec = cfg.algorithms[0]
     run = build_run(cfg, spec, dataset)
@@ -237,6 +238,7 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
             raise
         (staging / RunDir(staging).checkpoint_path.name).unlink(missing_ok=True)  # nothing trained to resume
         shutil.copyfile(work.work_path(source), work.work_path(staging))  # the same work: re-timable again
+        bind_copy(staging, summary, result, {"coordinates": dict(coordinates)} if coordinates else None)
         if RunDir(source).classes_path.exists():  # every cell is training's (per-class, local models)
             shutil.copyfile(RunDir(source).classes_path, RunDir(staging).classes_path)
         files = RunDir(staging)

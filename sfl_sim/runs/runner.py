@@ -80,6 +80,7 @@ from sfl_sim.runs.rundir.schema import (
     STOP_REASON,
     STOPPED_AT_ROUNDS,
     STOPPED_AT_TIME_BUDGET,
+    WORK_SHA256,
     RunStatus,
 )
 
@@ -327,11 +328,15 @@ class _Session:
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
         if status == COMPLETE:
             self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET
+            if self.recorder is not None:  # the record, whole now, bound to the run (sfl-sim retime checks it)
+                self.summary[WORK_SHA256] = work.digest(self.files.path)
         self.files.write_summary(self.summary)
 
     def record(self, trained: _Trained, evaluation: dict[str, Any] | None) -> None:
-        """After an evaluation, the summary (``diverged`` on a non-finite weight or test loss);
-        then the round's ``rounds.csv`` row."""
+        """The round's work record; after an evaluation, the summary (``diverged`` on a non-finite
+        weight or test loss); then the round's ``rounds.csv`` row."""
+        if self.recorder is not None and self.recorder.last is not None:  # before the summary: it keeps its digest
+            work.append_round(self.files.path, self.recorder.last.as_dict())
         if evaluation is not None:
             if not trained.weights_finite or not math.isfinite(evaluation["test_loss"]):
                 self.summary = run_summary.diverged(self.run, self.rows, self.sim.counters, trained.round,
@@ -345,8 +350,6 @@ class _Session:
             self.files.append_energy(trained.energy_rows)
         if self.cfg.metrics.client_record:
             self.files.append_clients(trained.client_rows)
-        if self.recorder is not None and self.recorder.last is not None:
-            work.append_round(self.files.path, self.recorder.last.as_dict())
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from sfl_sim.errors import ConfigError, RunDirError
 from sfl_sim.runs.retime import RetimeRefused, retime
 from sfl_sim.runs.retime_fields import FIELD_KINDS, TIMING, changed_fields, field_kind
 from sfl_sim.runs.rundir import work
-from sfl_sim.runs.rundir.schema import RETIMED_FROM
+from sfl_sim.runs.rundir.schema import RETIMED_FROM, WORK_SHA256
 from tests.helpers import read_rows, small_scenario
 
 #: Files compared between a re-timed and a full run (host-time columns left out).
@@ -95,7 +95,9 @@ def _same(full: Path, retimed: Path) -> None:
     for name in COMPARED:
         if (full / name).exists():
             assert read_rows(retimed / name, host_time=False) == read_rows(full / name, host_time=False), name
-    keep = lambda s: {k: v for k, v in s.items() if "host" not in k and k not in ("output_dir", "path")}  # noqa: E731
+    # work_sha256: a re-timed run keeps its source's record (under another scheduler, not the full run's)
+    keep = lambda s: {k: v for k, v in s.items()  # noqa: E731
+                      if "host" not in k and k not in ("output_dir", "path", WORK_SHA256)}
     a, b = (json.loads((d / "summary.json").read_text()) for d in (full, retimed))
     assert keep(a) == keep(b)
 

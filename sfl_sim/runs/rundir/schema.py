@@ -49,6 +49,7 @@ __all__ = [
     "STUDY_FILE",
     "WORK_FILE",
     "WORK_VERSION",
+    "WORK_SHA256",
     "RETIMED_FROM",
     "HOST_ONLY_FIELDS",
     "RESOLVED_COMPONENTS",
@@ -140,6 +141,9 @@ STUDY_FILE = "study.yaml"
 WORK_FILE = "work.jsonl.gz"
 #: Layout version of :data:`WORK_FILE` (its header line).
 WORK_VERSION = 1
+#: Key of a complete run's ``summary.json``: the SHA-256 (hex) of its :data:`WORK_FILE`'s lines,
+#: decompressed (:func:`sfl_sim.runs.rundir.work.digest`), which binds the record to the run.
+WORK_SHA256 = "work_sha256"
 #: Key of a re-timed run's ``resolved.yaml``: the run directory it was re-timed from, and the
 #: fields that were changed (``{"run": path, "set": {field: value}}``).
 RETIMED_FROM = "retimed_from"

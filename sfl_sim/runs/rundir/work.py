@@ -8,6 +8,7 @@ never runs code.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -16,7 +17,8 @@ from typing import Any, Literal
 
 from sfl_sim.runs.rundir.schema import WORK_FILE, WORK_VERSION
 
-__all__ = ["WorkRecordError", "append_round", "keep_through", "read_rounds", "start", "work_path"]
+__all__ = ["WorkRecordError", "append_round", "digest", "keep_through", "numbered_rounds", "read_rounds", "start",
+           "work_path"]
 
 
 class WorkRecordError(ValueError):
@@ -64,8 +66,9 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
         raise WorkRecordError(f"{path}: unreadable ({exc})") from None
 
 
-def read_rounds(run_dir: Path) -> list[dict[str, Any]]:
-    """Every round's record, in order (the header checked and left out).
+def numbered_rounds(run_dir: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every round's record, in order, with its line number in the file (the header, line 1,
+    checked and left out).
 
     Raises
     ------
@@ -77,7 +80,35 @@ def read_rounds(run_dir: Path) -> list[dict[str, Any]]:
     version = lines[0].get("work_version") if lines else None
     if version != WORK_VERSION:
         raise WorkRecordError(f"{path}: work_version {version!r}; allowed: {WORK_VERSION}")
-    return lines[1:]
+    return list(enumerate(lines[1:], start=2))
+
+
+def read_rounds(run_dir: Path) -> list[dict[str, Any]]:
+    """Every round's record, in order (:func:`numbered_rounds` without the numbers)."""
+    return [data for _, data in numbered_rounds(run_dir)]
+
+
+def digest(run_dir: Path) -> str:
+    """The SHA-256 (hex) of the record's lines, decompressed: what ``summary.json`` keeps as
+    :data:`~sfl_sim.runs.rundir.schema.WORK_SHA256`.  Of the lines, not of the gzip file, whose
+    bytes depend on the members an append or a resume wrote and on their times.
+
+    Raises
+    ------
+    WorkRecordError
+        No record, or a damaged file.
+    """
+    path = work_path(run_dir)
+    sha = hashlib.sha256()
+    try:
+        with gzip.open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                sha.update(chunk)
+    except FileNotFoundError:
+        raise WorkRecordError(f"{path}: no work record") from None
+    except (OSError, EOFError) as exc:
+        raise WorkRecordError(f"{path}: unreadable ({exc})") from None
+    return sha.hexdigest()
 
 
 def keep_through(run_dir: Path, last_round: int) -> None:
