@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
                     help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
     ch.add_argument("--rounds", type=int, default=None,
-                    help="rounds of fading and interference drawn for the distributions (default 20)")
+                    help="rounds of fading and interference drawn for the distributions, 1 to 10,000 (default 20)")
     ch.add_argument("--round-s", type=float, default=None,
                     help="simulated seconds between drawn rounds: how far mobile clients move (default 1)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
@@ -279,9 +279,9 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _error_line(exc: BaseException) -> str:
-    from sfl_sim.errors import ConfigError
+    from sfl_sim.errors import ArgumentError, ConfigError
 
-    kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
+    kind = "invalid scenario: " if isinstance(exc, ConfigError) and not isinstance(exc, ArgumentError) else ""
     if type(exc).__name__ == "DatasetNotFoundError":
         kind = "data set not found: "
     if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.runs.resolved)

@@ -29,7 +29,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
-from sfl_sim.channel.limits import NOISE_FIGURE_DB
+from sfl_sim.channel.limits import NOISE_FIGURE_DB, SIMULATED_INTERVAL_S
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.resource_grid import N_RB_FR1
@@ -519,8 +519,7 @@ class Scenario(Section):
     rounds: PositiveInt = 40
     max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
-    eval_every_sim_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False),
-                                Allowed("a number of simulated seconds > 0, or null (every eval_every_rounds)")] = None
+    eval_every_sim_s: Annotated[float, Number.of_range(SIMULATED_INTERVAL_S)] | None = None
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],
                                Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"
