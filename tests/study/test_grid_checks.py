@@ -195,3 +195,28 @@ def test_the_evaluation_grid_refusal_names_the_registered_asynchronous_algorithm
     names = [n for n in ALGORITHMS.names() if is_asynchronous(ALGORITHMS.get(n))]
     assert code == 2 and "eval_every_sim_s: got 5.0" in err and "async_sfl" in names, err
     assert err.strip().endswith(f"asynchronous ones: {', '.join(names)})"), err
+
+
+def test_labels_that_differ_only_in_case_are_refused_naming_both(tmp_path, capsys) -> None:
+    path = write_study(tmp_path, {"grid": {"training.learning_rate": {"Fast": 0.1, "slow": 0.01, "fast": 0.05}}})
+    code = main(["study", str(path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "training.learning_rate labels" in err and "'Fast' and 'fast'" in err, err
+
+
+@pytest.mark.slow
+def test_a_large_dry_run_says_the_count_first_and_lists_the_first_runs(tmp_path, capsys) -> None:
+    from sfl_sim import cli
+
+    rates = [0.001 * (i + 1) for i in range(cli.DRY_RUN_LISTED + 10)]
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"training.learning_rate": rates}})
+    total = len(rates) * 2  # BASE has two algorithms
+    assert main(["study", str(path), "--dry-run", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{total} runs (1 seeds) from ") and lines[0].endswith(f"0 done, {total} to run")
+    assert len(lines) == 1 + cli.DRY_RUN_LISTED + 1 and all(line.startswith("to run ") for line in lines[1:-1])
+    assert lines[-1] == f"... and {total - cli.DRY_RUN_LISTED} more (0 done, {total - cli.DRY_RUN_LISTED} to run); " \
+                        f"--list-all lists every run"
+    assert main(["study", str(path), "--dry-run", "--no-progress", "--list-all"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + total
