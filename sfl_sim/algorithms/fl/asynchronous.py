@@ -126,9 +126,10 @@ class FedBuff(AsyncFedAvg):
         server_lr: Annotated[Positive, Doc("eta_g, the server learning rate (1: the buffer's average is added).")] = 1.0
         staleness_scaling: Annotated[Literal["sqrt", "none"], Doc(
             "s(tau): sqrt is 1 / sqrt(1 + tau) (the paper's), none is 1.")] = "sqrt"
-        period_s: Annotated[float, SIMULATED_INTERVAL_S, Doc(
+        # SIMULATED_INTERVAL_S's bound (a Range inside `| None` would leave the Doc on the inner type)
+        period_s: Annotated[float | None, Field(ge=SIMULATED_INTERVAL_S.low, allow_inf_nan=False), Doc(
             "Aggregate every period_s simulated seconds (>= 1e-3: the 1 ms NR subframe) with what has arrived, "
-            "instead of every K updates (null: every K).")] | None = None
+            "instead of every K updates (null: every K).")] = None
 
     params: Params
 
