@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, Union
 
-from sfl_sim.errors import ConfigError
+from sfl_sim.errors import ArgumentError, ConfigError
 from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS, COMPLETE, FAILED, STUDY_FILE
 
 if TYPE_CHECKING:
@@ -195,11 +195,57 @@ class ChannelReport:
 # ----------------------------------------------------------------------------- scenarios
 
 
+# ----------------------------------------------------------------------------- argument checks
+# A wrong argument type is one line naming the argument, as the CLI's bad input is (not a
+# TypeError from deep inside).
+
+_PATH = "a path (str or os.PathLike)"
+
+
+def _argument_error(name: str, value: Any, allowed: str) -> ArgumentError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ArgumentError(f"{name}: got {type(value).__name__} {shown}; allowed: {allowed}")
+
+
+def _path_arg(name: str, value: Any, optional: bool = False) -> Any:
+    """``value`` unchanged when it is a path (or None, when ``optional``)."""
+    if (value is None and optional) or isinstance(value, str) or \
+            (isinstance(value, os.PathLike) and isinstance(os.fspath(value), str)):
+        return value
+    raise _argument_error(name, value, _PATH + (", or None" if optional else ""))
+
+
+def _scenario_arg(name: str, value: Any) -> Any:
+    """``value`` unchanged when it names a scenario (a path or a name) or is a Scenario."""
+    from sfl_sim.config import Scenario
+
+    if isinstance(value, Scenario):
+        return value
+    try:
+        return _path_arg(name, value)
+    except ArgumentError:
+        raise _argument_error(name, value, "a scenario file or a shipped scenario's name (str or os.PathLike), "
+                                           "or a sfl_sim.config.Scenario") from None
+
+
+def _paths_arg(name: str, value: Any) -> list[str]:
+    """A path, or an iterable of paths, as a list of strings."""
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(_path_arg(name, value))]
+    if isinstance(value, Iterable) and not isinstance(value, (bytes, Mapping)):
+        items = list(value)
+        if all(isinstance(v, str) or (isinstance(v, os.PathLike) and isinstance(os.fspath(v), str)) for v in items):
+            return [os.fspath(v) for v in items]
+    raise _argument_error(name, value, f"{_PATH}, or a list of them")
+
+
 def _scenario_file(scenario: ScenarioLike) -> Path | None:
     """The file ``scenario`` names (None for a scenario object)."""
     from sfl_sim.config import Scenario
     from sfl_sim.config.scenario_files import resolve_scenario
 
+    _scenario_arg("scenario", scenario)
     if isinstance(scenario, Scenario):
         return None
     return resolve_scenario(os.fspath(scenario))
@@ -212,8 +258,11 @@ def _override_items(overrides: Overrides) -> list[tuple[list[str], Any]]:
     if isinstance(overrides, Mapping):
         return [(str(key).split("."), value) for key, value in overrides.items()]
     if isinstance(overrides, (str, bytes)):
-        raise ConfigError(f"overrides: got the string {overrides!r}; allowed: a list of FIELD=VALUE strings or a "
-                          f"mapping of dotted fields to values")
+        raise ArgumentError(f"overrides: got the string {overrides!r}; allowed: a list of FIELD=VALUE strings or a "
+                            f"mapping of dotted fields to values")
+    if not isinstance(overrides, Iterable) or not all(isinstance(text, str) for text in overrides):
+        raise _argument_error("overrides", overrides, "a list of FIELD=VALUE strings or a mapping of dotted fields "
+                                                      "to values")
     return [parse_override(text) for text in overrides]
 
 
@@ -225,6 +274,7 @@ def _load(scenario: ScenarioLike, overrides: Overrides = (), extra: Mapping[str,
     from sfl_sim.config import Scenario, apply_override, load_scenario_raw, validate
     from sfl_sim.config.scenario_files import resolve_scenario
 
+    _scenario_arg("scenario", scenario)
     if isinstance(scenario, Scenario):
         raw = copy.deepcopy(scenario.to_yaml_dict())
     else:
@@ -262,7 +312,7 @@ def load_scenario(name_or_path: ScenarioLike, overrides: Overrides = ()) -> Scen
         If the file cannot be read or any field is invalid (one line naming the field, the value
         and what is allowed).
     """
-    return _load(name_or_path, overrides)
+    return _load(_scenario_arg("name_or_path", name_or_path), overrides)
 
 
 def _check_workers(workers: int) -> None:
@@ -319,7 +369,8 @@ def _seeds_study(scenario: ScenarioLike, seeds: str | Iterable[int], overrides: 
 def _study_file(study: PathLike, output_dir: PathLike | None) -> _Study:
     from sfl_sim.study.plan import load_study
 
-    spec, base = load_study(os.fspath(study))
+    spec, base = load_study(os.fspath(_path_arg("study", study)))
+    _path_arg("output_dir", output_dir, optional=True)
     out = Path(output_dir or spec.output_dir or f"runs/studies/{spec.name}")
     return _Study(spec, base, out)
 
@@ -395,7 +446,8 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
         return _plan(study, workers, strict_versions)
     path = _scenario_file(scenario)
-    cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device},
+    cfg = _load(scenario, overrides, {"output_dir": _path_arg("output_dir", output_dir, optional=True), "seed": seed,
+                                      "rounds": rounds, "device": device},
                 path=path)
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
     from sfl_sim.runs.build import build_cell, build_harq, build_scheduler
@@ -470,7 +522,8 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
         _check_no_overwrite(overwrite)
         study = _seeds_study(scenario, seeds, overrides, output_dir, seed, rounds, device)
         return _run_study(study, workers=workers, progress=progress, strict_versions=strict_versions)
-    cfg = _load(scenario, overrides, {"output_dir": output_dir, "seed": seed, "rounds": rounds, "device": device})
+    cfg = _load(scenario, overrides, {"output_dir": _path_arg("output_dir", output_dir, optional=True), "seed": seed,
+                                      "rounds": rounds, "device": device})
     from sfl_sim.analysis.comparison import write_summary_files
     from sfl_sim.runs import runner  # imported late: torch is slow to import, the errors above need none
 
@@ -516,8 +569,9 @@ def retime(run_dir: PathLike, *, overrides: Overrides = (), output_dir: PathLike
     """
     from sfl_sim.runs.retime import retime as retime_run  # imported late: torch is slow to import
 
-    out = Path(output_dir)
-    summary = retime_run(Path(run_dir), overrides, out, progress=progress)
+    out = Path(_path_arg("output_dir", output_dir))
+    _override_items(overrides)  # a wrong type refused here, in one line
+    summary = retime_run(Path(_path_arg("run_dir", run_dir)), overrides, out, progress=progress)
     return _result(str(summary.get("label", out.name)), out, summary=summary)
 
 
@@ -639,9 +693,7 @@ def run_study(study: PathLike, *, output_dir: PathLike | None = None, workers: i
 
 
 def _paths(dirs: PathLike | Iterable[PathLike]) -> list[str]:
-    if isinstance(dirs, (str, os.PathLike)):
-        return [os.fspath(dirs)]
-    return [os.fspath(d) for d in dirs]
+    return _paths_arg("dirs", dirs)
 
 
 def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = None,
@@ -694,7 +746,8 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     from sfl_sim.analysis.report import default_output_dir, parse_targets, write_report
 
     paths = _paths(dirs)
-    out = Path(output_dir) if output_dir else default_output_dir(paths, "report")
+    given = _path_arg("output_dir", output_dir, optional=True)
+    out = Path(given) if given else default_output_dir(paths, "report")
     parsed = parse_targets(targets) if isinstance(targets, str) else targets
     files = write_report(paths, out, reference=reference, targets=parsed, band=band, ignore=list(ignore),
                          include_incomplete=include_incomplete, figures=figures,
@@ -727,7 +780,8 @@ def plot(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None = N
     from sfl_sim.analysis.report import default_output_dir
 
     paths = _paths(dirs)
-    return list(plot_runs(paths, output_dir or default_output_dir(paths, "plots")))
+    given = _path_arg("output_dir", output_dir, optional=True)
+    return list(plot_runs(paths, given or default_output_dir(paths, "plots")))
 
 
 def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,
@@ -769,6 +823,7 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
     from sfl_sim.runs import output_paths
 
     cfg = _load(scenario, overrides, {"seed": seed})
+    _path_arg("output_dir", output_dir, optional=True)
     out = Path(output_dir) if output_dir else output_paths.cell_report_dir(cfg.output_dir)
     drawn: dict[str, Any] = {}
     table = cell_report.channel_report(
@@ -807,5 +862,7 @@ def trace_report(path: PathLike, *, format: str = "csv", kind: str = "availabili
     """
     from sfl_sim.reports import traces as reports
 
+    _path_arg("path", path)
+    _path_arg("output_dir", output_dir, optional=True)
     return reports.trace_report(path, format, kind, out_dir=None if output_dir is None else Path(output_dir),
                                 stream=io.StringIO() if stream is None else stream)

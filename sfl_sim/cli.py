@@ -77,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs each run asks for (default 1)")
     st.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPU fraction each run asks for (default 0)")
     st.add_argument("--dry-run", action="store_true", help="list the runs (and which are done), run nothing")
+    st.add_argument("--list-all", action="store_true",
+                    help=f"--dry-run: list every run (default: the count, then the first {DRY_RUN_LISTED} runs)")
     _strict_versions_flag(st)
     st.add_argument("--no-progress", action="store_true", help="no progress output")
     _debug_flag(st)
@@ -91,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
                     help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
     ch.add_argument("--rounds", type=int, default=None,
-                    help="rounds of fading and interference drawn for the distributions (default 20)")
+                    help="rounds of fading and interference drawn for the distributions, 1 to 10,000 (default 20)")
     ch.add_argument("--round-s", type=float, default=None,
                     help="simulated seconds between drawn rounds: how far mobile clients move (default 1)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
@@ -178,17 +180,32 @@ def _report_failures(results: list[api.RunResult]) -> int:
 def _study(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _print_plan(api.plan_study(args.path, output_dir=args.output_dir, workers=args.workers,
-                                          strict_versions=args.strict_versions, progress=not args.no_progress))
+                                          strict_versions=args.strict_versions, progress=not args.no_progress),
+                           listed=None if args.list_all else DRY_RUN_LISTED)
     return _study_outcome(api.run_study(
         args.path, output_dir=args.output_dir, workers=args.workers, executor=args.executor, address=args.address,
         threads_per_worker=args.threads_per_worker, cpus_per_run=args.cpus_per_run,
         gpus_per_run=args.gpus_per_run, progress=not args.no_progress, strict_versions=args.strict_versions))
 
 
-def _print_plan(plan: api.Plan) -> int:
-    for run in plan.runs:
+#: Runs ``study --dry-run`` lists before it summarises the rest (``--list-all``: every one): a
+#: 64,000-point grid's listing is no plan a reader can check.
+DRY_RUN_LISTED = 50
+
+
+def _print_plan(plan: api.Plan, listed: int | None = None) -> int:
+    """The count first, then the runs (up to ``listed`` of them, None: all), then what was left out."""
+    done = sum(run.done for run in plan.runs)
+    print(f"{len(plan.runs):,} runs ({len(plan.seeds)} seeds) from {plan.base}: {done:,} done, "
+          f"{len(plan.runs) - done:,} to run")
+    shown = plan.runs if listed is None else plan.runs[:listed]
+    for run in shown:
         print(f"{'done   ' if run.done else 'to run '} {run.path}")
-    print(f"{len(plan.runs)} runs ({len(plan.seeds)} seeds) from {plan.base}")
+    left = plan.runs[len(shown):]
+    if left:
+        left_done = sum(run.done for run in left)
+        print(f"... and {len(left):,} more ({left_done:,} done, {len(left) - left_done:,} to run); --list-all lists "
+              f"every run")
     return 0
 
 
@@ -279,9 +296,9 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _error_line(exc: BaseException) -> str:
-    from sfl_sim.errors import ConfigError
+    from sfl_sim.errors import ArgumentError, ConfigError
 
-    kind = "invalid scenario: " if isinstance(exc, ConfigError) else ""
+    kind = "invalid scenario: " if isinstance(exc, ConfigError) and not isinstance(exc, ArgumentError) else ""
     if type(exc).__name__ == "DatasetNotFoundError":
         kind = "data set not found: "
     if getattr(exc, "multiline", False):  # one line per differing field (sfl_sim.runs.resolved)

@@ -16,6 +16,13 @@ class ConfigError(UserError, ValueError):
     """A scenario field is unknown, of the wrong type or out of range (one-line message)."""
 
 
+class ArgumentError(ConfigError):
+    """An argument of a command or of a public API function (not a scenario field) is of the wrong
+    type or out of range: one line naming the argument, the value and what is allowed.  A
+    :class:`ConfigError`, so code that catches those catches it; the CLI does not call it an
+    invalid scenario."""
+
+
 class RunDirError(UserError):
     """A run directory cannot be written, continued or overwritten as asked."""
 

@@ -25,6 +25,7 @@ LaTeX are formatted for a paper (accuracy in %, MB, GFLOPs, ``mean ± std (n)``)
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -66,7 +67,7 @@ from sfl_sim.analysis.tables import (
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
 from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION
 
-__all__ = ["write_report", "default_output_dir", "parse_targets", "compression_levels", "COMPLETE"]
+__all__ = ["write_report", "default_output_dir", "parse_targets", "report_target", "compression_levels", "COMPLETE"]
 
 
 def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
@@ -88,8 +89,28 @@ def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "rep
     return Path(os.path.commonpath(resolved)) / name
 
 
+def report_target(value: float, field: str = "targets") -> float:
+    """A report's accuracy target, refused unless a fraction in (0, 1], the range of a scenario's
+    ``target_accuracies`` (a target of 0 is met by the first evaluation, before any training: a
+    column of zeros that says nothing).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``field`` and the value.
+    """
+    try:
+        target = check_target(value)
+    except (TypeError, ValueError):
+        target = math.nan
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"{field}: got {value!r}; allowed: fractions in (0, 1], e.g. 0.6,0.7 (a target of 0 is "
+                         f"met before any training)")
+    return target
+
+
 def parse_targets(text: str) -> tuple[float, ...]:
-    """``"0.6,0.7"`` -> ``(0.6, 0.7)``; each a fraction in [0, 1].
+    """``"0.6,0.7"`` -> ``(0.6, 0.7)``; each a fraction in (0, 1] (:func:`report_target`).
 
     Raises
     ------
@@ -105,7 +126,7 @@ def parse_targets(text: str) -> tuple[float, ...]:
             value = float(item)
         except ValueError:
             raise ValueError(f"--targets: {item!r} is not a number; give fractions, e.g. 0.6,0.7") from None
-        out.append(check_target(value))
+        out.append(report_target(value, "--targets"))
     if not out:
         raise ValueError("--targets: no target given; e.g. --targets 0.6,0.7")
     return tuple(dict.fromkeys(out))
@@ -214,7 +235,7 @@ def write_report(
         raise StudyError(f"unknown reference {reference!r}; algorithms: {', '.join(study.algorithms)}")
     if target_lines is None:
         target_lines = targets is not None
-    targets = tuple(check_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
+    targets = tuple(report_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
     algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
 
     out = Path(out_dir)

@@ -52,6 +52,7 @@ __all__ = [
     "ACTIVITY",
     "RB_LOAD",
     "INTER_SITE_DISTANCE_M",
+    "SIMULATED_INTERVAL_S",
     "ALL_RANGES",
 ]
 
@@ -183,6 +184,15 @@ INTER_SITE_DISTANCE_M = Range(
     0.0, 2e5, "> 0; TR 38.901 Table 7.2-1 uses 200 m (UMi) and 500 m (UMa), 200 km spans the largest cells",
     "m", low_open=True,
 )
+
+#: A recurring interval of simulated time (an asynchronous server's aggregation period
+#: ``period_s``, the evaluation grid ``eval_every_sim_s``), s.  Our choice: at least the NR
+#: subframe of 1 ms (TS 38.211 clause 4.3.2: 2^mu slots per 1 ms subframe, as
+#: :class:`~sfl_sim.channel.link.scheduling.ResourceGrid` reads it), the unit an uplink is scheduled
+#: in: nothing a server could aggregate arrives faster, and a shorter period only adds empty ticks
+#: (1e-300 s never ended: it is below a float clock's resolution, so time stops advancing).
+SIMULATED_INTERVAL_S = Range(1e-3, float("inf"), "at least the 1 ms NR subframe: a shorter interval only adds "
+                             "empty ticks, and below the clock's resolution the run never ends", "s")
 
 #: Every range by name (for documentation and for validators that walk them).
 ALL_RANGES = {

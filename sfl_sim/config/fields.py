@@ -100,7 +100,8 @@ class Number(Bounds):
     def of_range(cls, rng: Range) -> Number:
         """The bounds of one of the physical ranges of :mod:`sfl_sim.channel.limits` or
         :mod:`sfl_sim.clients.limits` (one definition for both)."""
-        return cls(rng.low, rng.high, low_open=rng.low_open, unit=rng.unit, why=rng.reason)
+        high = None if rng.high == float("inf") else rng.high  # unbounded above: said as ">= low"
+        return cls(rng.low, high, low_open=rng.low_open, unit=rng.unit, why=rng.reason)
 
 
 class Integer(Bounds):

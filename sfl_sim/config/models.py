@@ -29,8 +29,9 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
-from sfl_sim.channel.limits import NOISE_FIGURE_DB
+from sfl_sim.channel.limits import NOISE_FIGURE_DB, SIMULATED_INTERVAL_S
 from sfl_sim.channel.link.outage import outage_rule_problem
+from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.resource_grid import N_RB_FR1
 from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
@@ -62,6 +63,7 @@ from sfl_sim.config.fields import (
     ServerPowerW,
 )
 from sfl_sim.config.training import Training, TrainingOverride, merge_training, override_dict
+from sfl_sim.kit.params import params_model
 
 __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
            "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
@@ -398,7 +400,9 @@ class CellSection(Section):
     spacing ``15 * 2^mu`` kHz, slot ``1 ms / 2^mu``, and the resource blocks of
     ``uplink_bandwidth_hz`` and ``downlink.bandwidth_hz`` from TS 38.101-1 Table 5.3.2-1
     (:class:`sfl_sim.channel.link.scheduling.ResourceGrid`); ``static`` (the default) keeps
-    ``allocation``'s per-round split and uses no grid.
+    ``allocation``'s per-round split and uses no grid.  A cell has one numerology: a power control
+    that takes a ``subcarrier_spacing_hz`` (``open_loop``) must use ``15 * 2^mu`` kHz, given or by
+    its default (a spacing that disagrees is refused, not silently re-derived).
     """
 
     placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
@@ -442,6 +446,38 @@ class CellSection(Section):
                                       f"cell.scheduler is {self.scheduler.name}: {rows}", relative=True) from None
         return self
 
+    @model_validator(mode="after")
+    def _one_numerology(self) -> CellSection:
+        """A power control's subcarrier spacing (given, or its default) is ``cell.numerology``'s:
+        one cell, one resource grid (RBs counted at 60 kHz on a 15 kHz grid are not physical)."""
+        spacing_hz = _power_control_spacing_hz(self.power_control)
+        grid_hz = 15e3 * 2 ** self.numerology
+        if spacing_hz is None or spacing_hz == grid_hz:
+            return self
+        given = "subcarrier_spacing_hz" in self.power_control.params
+        raise CrossFieldError("power_control.subcarrier_spacing_hz",
+                              self.power_control.params.get("subcarrier_spacing_hz", spacing_hz),
+                              f"{grid_hz:g} (cell.numerology {self.numerology}: 15 * 2^mu kHz; a cell has one "
+                              f"numerology{'' if given else ', and this is the power control default'}; set both "
+                              f"to agree)", relative=True)
+
+
+def _power_control_spacing_hz(spec: ComponentSpec) -> float | None:
+    """The subcarrier spacing ``spec``'s power control uses (given or its default), or None when it
+    takes none (``fixed``), its name is unknown (refused when the run is built) or the value is not
+    a number (refused by the component's own parameter check)."""
+    try:
+        model = params_model(POWER_CONTROL.get(spec.name))
+    except ValueError:
+        return None
+    field = None if model is None else model.model_fields.get("subcarrier_spacing_hz")
+    if field is None:
+        return None
+    value = spec.params.get("subcarrier_spacing_hz", field.default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
 
 def _dynamic_scheduler(name: str) -> bool:
     """Whether ``cell.scheduler`` names a dynamic scheduler (an unknown name is refused when the run
@@ -483,8 +519,7 @@ class Scenario(Section):
     rounds: PositiveInt = 40
     max_sim_time_s: Annotated[float, Number(0, low_open=True, unit="simulated s")] | None = None
     eval_every_rounds: PositiveInt = 1
-    eval_every_sim_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False),
-                                Allowed("a number of simulated seconds > 0, or null (every eval_every_rounds)")] = None
+    eval_every_sim_s: Annotated[float, Number.of_range(SIMULATED_INTERVAL_S)] | None = None
     eval_samples: PositiveInt | None = None
     eval_batch_size: Annotated[PositiveInt | Literal["auto"],
                                Allowed("an integer >= 1, or auto (the default for the run's device)")] = "auto"

@@ -52,6 +52,7 @@ from typing import Literal, Protocol, cast
 import numpy as np
 import simpy
 
+from sfl_sim.channel.limits import SIMULATED_INTERVAL_S
 from sfl_sim.engine.outcome import Lost, Outcome
 from sfl_sim.engine.simulator import RoundContext, Simulator
 from sfl_sim.engine.steps import SimSteps
@@ -74,7 +75,8 @@ class AsyncPolicy:
     buffer_size : int
         K, arrivals per aggregation (1 <= K <= C); ignored with ``period_s``.
     period_s : float or None
-        Aggregate every ``period_s`` simulated seconds instead (> 0).
+        Aggregate every ``period_s`` simulated seconds instead (>= 1 ms:
+        :data:`sfl_sim.channel.limits.SIMULATED_INTERVAL_S`).
     refill : {"on_use", "on_arrival"}
         When a delivered client's slot frees (module docstring).
 
@@ -96,8 +98,9 @@ class AsyncPolicy:
                 self.concurrency if self.period_s is None else self.buffer_size)):
             raise ValueError(f"buffer_size={self.buffer_size!r}; allowed: an integer in [1, concurrency="
                              f"{self.concurrency}] (K arrivals need K clients in flight)")
-        if self.period_s is not None and not (math.isfinite(self.period_s) and self.period_s > 0):
-            raise ValueError(f"period_s={self.period_s!r}; allowed: a number > 0, or null (every K arrivals)")
+        if self.period_s is not None and not SIMULATED_INTERVAL_S.contains(self.period_s):
+            raise ValueError(f"period_s={self.period_s!r}; allowed: a number of seconds in {SIMULATED_INTERVAL_S}, "
+                             f"or null (every K arrivals): {SIMULATED_INTERVAL_S.reason}")
         if self.refill not in REFILL_RULES:
             raise ValueError(f"refill={self.refill!r}; allowed: {', '.join(REFILL_RULES)}")
 

@@ -28,13 +28,19 @@ if TYPE_CHECKING:
     from sfl_sim.config import Scenario
 
 __all__ = ["channel_report", "round_draws", "summary_statistics", "draw_statistics", "COLOUR_BY", "SUMMARY_COLUMNS",
-           "DRAW_COLUMNS", "DRAW_SUMMARY_COLUMNS", "DEFAULT_ROUNDS", "DEFAULT_ROUND_S", "DRAWS_FILE", "FIGURES"]
+           "DRAW_COLUMNS", "DRAW_SUMMARY_COLUMNS", "DEFAULT_ROUNDS", "MAX_ROUNDS", "DEFAULT_ROUND_S", "DRAWS_FILE",
+           "FIGURES"]
 
 #: What the cell figure can colour the clients by.
 COLOUR_BY = ("rate", "cqi")
 
 #: Rounds drawn by default: 20 x the cell's clients draws, enough for the 5th and 95th percentiles.
 DEFAULT_ROUNDS = 20
+
+#: The most rounds a report draws: our choice.  10,000 rounds x the cell's clients is far beyond
+#: what the 5th and 95th percentiles need (the default is 20), and keeps the draws (one CSV row per
+#: round and client) finite in time and memory: 1e9 rounds ran for ever and wrote nothing.
+MAX_ROUNDS = 10_000
 
 #: Simulated time between two drawn rounds by default, s: how far mobile clients move between them.
 DEFAULT_ROUND_S = 1.0
@@ -118,14 +124,16 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     """
     import sys
 
-    from sfl_sim.errors import ConfigError
+    from sfl_sim.errors import ArgumentError, ConfigError
 
     if colour_by not in COLOUR_BY:
         raise ConfigError(f"colour_by: got {colour_by!r}; allowed: one of {', '.join(COLOUR_BY)}")
-    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-        raise ConfigError(f"rounds: got {rounds!r}; allowed: an integer >= 1")
+    # named as the report's own options: the scenario's `rounds` field is not what was given
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= MAX_ROUNDS:
+        raise ArgumentError(f"channel --rounds: got {rounds!r}; allowed: an integer in [1, {MAX_ROUNDS:,}] (rounds of "
+                          f"draws for the report, not the scenario's rounds)")
     if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
-        raise ConfigError(f"round_s: got {round_s!r}; allowed: a number of seconds > 0")
+        raise ArgumentError(f"channel --round-s: got {round_s!r}; allowed: a number of seconds > 0")
 
     from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import

@@ -18,7 +18,7 @@ from sfl_sim.algorithms import ALGORITHMS, Algorithm, TrainingSetup
 from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms._exec.execution import ExecutionRefused, ExecutionRequest
 from sfl_sim.algorithms._exec.flop_meter import FlopMeter
-from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, is_asynchronous
 from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePolicy
 from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
@@ -35,6 +35,7 @@ from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundEr
 from sfl_sim.engine import Counters, Simulator
 from sfl_sim.errors import ConfigError
 from sfl_sim.kit.checks import one_line
+from sfl_sim.kit.params import params_model
 from sfl_sim.kit.protocols import ComponentProtocolError
 from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, UnknownComponentError, accepted_params
 from sfl_sim.kit.seeding import stream, torch_seed
@@ -188,6 +189,52 @@ def selected_per_round(cfg: Scenario) -> int:
     return n
 
 
+def check_cohort_limits(cfg: Scenario, spec: AlgorithmSpec, field: str) -> None:
+    """An algorithm's parameters that count clients fit the scenario's clients, checked from the
+    parameters alone (no data, no model): by ``--check`` and a run's build, and by a study's
+    up-front validation of every grid point (:class:`sfl_sim.study.validate.PointChecker`).
+
+    - ``concurrency`` C (asynchronous): at most ``clients.count`` (C clients train at once);
+    - ``buffer_size`` K (without ``period_s``): at most C (K arrivals need K clients in flight;
+      :class:`sfl_sim.engine.asynchronous.AsyncPolicy` makes the same check on the built policy);
+    - ``trigger_clients`` (semi-asynchronous SCALA): at most the clients selected per round (a
+      larger K waits for every client of the round: plain SCALA, silently).
+
+    A plug-in without a parameter model is checked by its build only.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the parameter, its value and the limit.
+    """
+    try:
+        cls = ALGORITHMS.get(spec.name)
+        model = params_model(cls, ALGORITHMS.supplied)
+        given = {k: v for k, v in spec.params.items() if k not in ALGORITHMS.supplied}
+        params = None if model is None else model.model_validate(given)
+    except (ValueError, TypeError):  # an unknown name or a bad parameter: its own check says so
+        return
+    if params is None:
+        return
+    n_clients, per_round = cfg.clients.count, selected_per_round(cfg)
+    cohort = cohort_size(n_clients, cfg.clients.participation)
+    trigger = getattr(params, "trigger_clients", None)
+    if isinstance(trigger, int) and trigger > per_round:
+        raise ConfigError(f"{field}.trigger_clients: got {trigger}; allowed: at most the {per_round} clients selected "
+                          f"per round, or null (a larger one waits for every client: plain SCALA), for {spec.name}")
+    if not is_asynchronous(cls):
+        return
+    concurrency = getattr(params, "concurrency", None)
+    if isinstance(concurrency, int) and concurrency > n_clients:
+        raise ConfigError(f"{field}.concurrency: got {concurrency}; allowed: at most clients.count ({n_clients}) "
+                          f"or null (the cohort, {cohort}), for {spec.name}")
+    concurrency = concurrency if isinstance(concurrency, int) else cohort
+    buffer_size = getattr(params, "buffer_size", None)
+    if getattr(params, "period_s", None) is None and isinstance(buffer_size, int) and buffer_size > concurrency:
+        raise ConfigError(f"{field}.buffer_size: got {buffer_size}; allowed: at most the concurrency ({concurrency}: "
+                          f"K arrivals need K clients in flight), for {spec.name}")
+
+
 def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: str) -> None:
     """An asynchronous algorithm's policy is valid for the scenario's cohort and has no straggler
     policy to apply; the evaluation grid ``eval_every_sim_s`` is for asynchronous algorithms only
@@ -199,9 +246,9 @@ def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: st
     """
     if not isinstance(algorithm, AsynchronousAlgorithm):
         if cfg.eval_every_sim_s is not None:
+            names = ", ".join(n for n in ALGORITHMS.names() if is_asynchronous(ALGORITHMS.get(n)))
             raise ConfigError(f"eval_every_sim_s: got {cfg.eval_every_sim_s!r}; allowed: null with the synchronous "
-                              f"algorithm {label} (the evaluation grid is for asynchronous ones: fedbuff, fedasync, "
-                              f"async_scala)")
+                              f"algorithm {label} (the evaluation grid is for asynchronous ones: {names})")
         return
     if cfg.stragglers.policy != "wait_all":
         raise ConfigError(f"stragglers.policy: got {cfg.stragglers.policy!r}; allowed: wait_all with the asynchronous "
@@ -431,6 +478,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
         execution=_execution_request(cfg, device))
     compressors = build_compressors(compression)
     algorithm_field = f"algorithms[{cfg.algorithms.index(algorithm_spec)}]"  # which entry, when several
+    check_cohort_limits(cfg, algorithm_spec, algorithm_field)
     algorithm = component(ALGORITHMS, algorithm_spec, algorithm_field, setup)
     if not isinstance(algorithm, Algorithm):
         raise ConfigError(f"{algorithm_field}: {algorithm_spec.name} built a {type(algorithm).__name__}; allowed: a "

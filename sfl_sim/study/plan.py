@@ -123,6 +123,13 @@ class StudySpec(BaseModel):
             if bad:
                 raise PydanticCustomError("label", "{allowed}", {"label": bad[0], "allowed": (
                     f"{key} labels of letters, digits and . _ + - (they name run directories)")})
+            seen: dict[str, str] = {}
+            for label in values if isinstance(values, dict) else ():
+                other = seen.setdefault(label.casefold(), label)
+                if other != label:  # Fast and fast: one directory on a case-insensitive file system
+                    raise PydanticCustomError("label", "{allowed}", {"label": label, "allowed": (
+                        f"{key} labels that differ in more than case ({other!r} and {label!r} would name the "
+                        f"same run directory on a case-insensitive file system)")})
         return grid
 
     @model_validator(mode="after")

@@ -6,8 +6,10 @@ before training that need neither the data set nor the model: the cell with ever
 component, HARQ and the outage rule (built and deployed, so a constructor's or a deployment's
 refusal shows, e.g. an inter-site distance that puts the neighbours on top of the cell), the
 availability model (prepared: a trace file is read), the capability trace, the device energy
-model, the compressors, and the parameters of the algorithm, model, data set, partitioner,
-client selector and optimizer against their parameter models.
+model, the compressors, the parameters of the algorithm, model, data set, partitioner, client
+selector and optimizer against their parameter models, and an algorithm's client counts
+(``concurrency``, ``buffer_size``, ``trigger_clients``) against the point's clients
+(:func:`sfl_sim.runs.build.check_cohort_limits`).
 
 A grid multiplies a few distinct settings of each component, so each distinct component spec
 is checked once (keyed by its JSON): a 64,000-point grid over ``cell.rate`` and ``energy``
@@ -84,6 +86,9 @@ class PointChecker:
         for index, algo in enumerate(cfg.algorithms):
             field = f"algorithms[{index}]"
             self._once(_key("algorithm", _dump(algo)), _check_params, ALGORITHMS, algo, field)
+            # concurrency, buffer_size and trigger_clients against this point's clients
+            self._once(_key("cohort", _dump(algo), field, count, cfg.clients.participation,
+                            build.selected_per_round(cfg)), build.check_cohort_limits, cfg, algo, field)
             selection = build.selection_spec(cfg, ALGORITHMS.get(algo.name))  # the name passed above
             self._once(_key("selection", _dump(selection)), _check_params, SELECTORS, selection, "clients.selection")
             optimizer = cfg.training_for(algo.label).optimizer

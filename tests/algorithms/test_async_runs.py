@@ -97,7 +97,12 @@ def test_the_staleness_file_is_read_through_the_schema(tmp_path):
 @pytest.mark.parametrize(("algorithm", "extra", "message"), [
     ({"name": "fedavg"}, {"eval_every_sim_s": 5.0}, "eval_every_sim_s: got 5.0; allowed: null with the synchronous"),
     ({"name": "fedbuff", "buffer_size": 4}, {},
-     "algorithms[0].buffer_size=4; allowed: an integer in [1, concurrency=3]"),
+     "algorithms[0].buffer_size: got 4; allowed: at most the concurrency (3"),
+    # intervals below the 1 ms subframe (issue 50 item 12: 1e-300 s never ended)
+    ({"name": "fedbuff", "buffer_size": 2, "period_s": 1e-300}, {},
+     "algorithms[0].period_s: got 1e-300; allowed: null or a finite number >= 0.001"),
+    ({"name": "fedbuff", "buffer_size": 2}, {"eval_every_sim_s": 1e-300}, "eval_every_sim_s: got 1e-300; allowed"),
+    ({"name": "fedbuff", "buffer_size": 2}, {"eval_every_sim_s": 0.0009}, "eval_every_sim_s: got 0.0009; allowed"),
     ({"name": "fedasync"}, {"stragglers": {"policy": "deadline", "deadline_s": 1.0}},
      "stragglers.policy: got 'deadline'; allowed: wait_all with the asynchronous"),
 ])

@@ -49,6 +49,8 @@ def test_report_command_over_several_run_dirs(tmp_path):
         (["report", "{tmp}/nope"], "does not exist"),
         (["report", "{study}", "--reference", "fedprox"], "unknown reference 'fedprox'"),
         (["report", "{study}", "--targets", "70"], "fraction"),
+        (["report", "{study}", "--targets", "0"], "--targets: got 0.0; allowed: fractions in (0, 1]"),
+        (["report", "{study}", "--targets", "0.6,0"], "--targets: got 0.0; allowed: fractions in (0, 1]"),
     ],
 )
 def test_report_command_errors_are_one_line_exit_2(tmp_path, study_dir, capsys, argv, message):

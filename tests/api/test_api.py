@@ -248,3 +248,23 @@ def test_no_public_name_of_the_package_is_also_a_submodule() -> None:
 
     submodules = {info.name for info in pkgutil.iter_modules(sfl_sim.__path__)}
     assert not submodules & set(sfl_sim.__all__), submodules & set(sfl_sim.__all__)
+
+
+@pytest.mark.parametrize(("call", "says"), [
+    (lambda: sfl_sim.run("cellular_100clients", overrides=5), "overrides: got int 5; allowed: a list of FIELD=VALUE"),
+    (lambda: sfl_sim.load_scenario({"rounds": 2}), "name_or_path: got dict {'rounds': 2}; allowed: a scenario file"),
+    (lambda: sfl_sim.retime(5, output_dir="o"), "run_dir: got int 5; allowed: a path"),
+    (lambda: sfl_sim.retime("r", output_dir=7), "output_dir: got int 7; allowed: a path"),
+    (lambda: sfl_sim.check("cellular_100clients", output_dir=3), "output_dir: got int 3; allowed: a path"),
+    (lambda: sfl_sim.plan_study(3), "study: got int 3; allowed: a path"),
+    (lambda: sfl_sim.report(5), "dirs: got int 5; allowed: a path"),
+    (lambda: sfl_sim.plot([1, 2]), "dirs: got list [1, 2]; allowed: a path"),
+    (lambda: sfl_sim.trace_report(4.5), "path: got float 4.5; allowed: a path"),
+])
+def test_a_wrong_argument_type_is_one_line_naming_the_argument(call, says):
+    """Issue 50 item 16: TypeErrors from inside were raised."""
+    from sfl_sim.errors import ArgumentError
+
+    with pytest.raises(ArgumentError) as info:
+        call()
+    assert str(info.value).startswith(says) and "\n" not in str(info.value), info.value

@@ -139,6 +139,8 @@ def test_advance_stops_at_a_grid_time_without_changing_what_happens():
     ({"concurrency": 0}, "concurrency=0"),
     ({"concurrency": 2, "buffer_size": 3}, "buffer_size=3"),
     ({"concurrency": 2, "period_s": 0.0}, "period_s=0.0"),
+    ({"concurrency": 2, "period_s": 1e-300}, "period_s=1e-300"),  # below the clock's resolution: never ended
+    ({"concurrency": 2, "period_s": 9e-4}, "period_s=0.0009"),
     ({"concurrency": 2, "refill": "later"}, "refill='later'"),
 ])
 def test_bad_policy_is_one_line(kwargs, field):

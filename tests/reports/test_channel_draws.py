@@ -102,10 +102,13 @@ def test_report_prints_the_draws_and_writes_them_and_the_figures(tmp_path):
 def test_bad_rounds_is_one_line(tmp_path):
     from sfl_sim.errors import ConfigError
 
-    for rounds, round_s in ((0, 1.0), (2.5, 1.0), (3, 0.0)):
+    for rounds, round_s, says in ((0, 1.0, "channel --rounds: got 0; allowed: an integer in [1, 10,000]"),
+                                  (2.5, 1.0, "channel --rounds: got 2.5"),
+                                  (10**9, 1.0, "channel --rounds: got 1000000000"),  # ran for ever
+                                  (3, 0.0, "channel --round-s: got 0.0")):
         with pytest.raises(ConfigError) as err:
             channel_report(cfg_with(), tmp_path, stream=io.StringIO(), rounds=rounds, round_s=round_s)
-        assert "\n" not in str(err.value) and ("rounds: got" in str(err.value) or "round_s: got" in str(err.value))
+        assert "\n" not in str(err.value) and str(err.value).startswith(says), err.value
 
 
 @pytest.mark.slow
@@ -149,3 +152,16 @@ def test_parameter_box_names_every_radio_part():
     names = [line.split(":")[0] for line in parameter_lines(cfg_with(), 4) if not line.startswith(" ")]
     assert names == ["clients", "placement", "uplink", "noise PSD", "path loss", "shadowing", "fading", "rate",
                      "allocation", "power control", "interference", "mobility", "downlink", "outage", "HARQ"]
+
+
+def test_channel_rounds_out_of_range_names_the_option_not_the_scenario(tmp_path, capsys):
+    from sfl_sim.cli import main
+    from tests.helpers import small_scenario, write_yaml
+
+    path = write_yaml(tmp_path, small_scenario())
+    for rounds in ("0", "1000000000"):
+        code = main(["channel", str(path), "--rounds", rounds, "-o", str(tmp_path / "cell")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith(f"sfl-sim: channel --rounds: got {rounds}; allowed"), err
+        assert "invalid scenario" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "cell").exists()

@@ -156,3 +156,67 @@ def test_property_any_grid_plans_or_is_refused_in_one_line(tmp_path, grid) -> No
         text = str(exc)
         assert "\n" not in text and len(text) < 2000, text
     assert time.perf_counter() - start < 60
+
+
+#: An algorithm's client counts against the point's clients (issue 50, items 9 and 13): 6 clients,
+#: participation 0.5, so 3 per round.
+COHORT_REFUSED = [
+    ({"name": "fedbuff", "concurrency": 3, "buffer_size": 5}, ["algorithms[0].buffer_size", "got 5", "concurrency (3"]),
+    ({"name": "fedbuff", "concurrency": 50, "buffer_size": 2}, ["algorithms[0].concurrency", "got 50", "(6)"]),
+    ({"name": "scala", "trigger_clients": 50}, ["algorithms[0].trigger_clients", "got 50", "3 clients selected"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("bad", "words"), COHORT_REFUSED, ids=[str(c[0]) for c in COHORT_REFUSED])
+def test_client_counts_beyond_the_clients_are_refused_before_any_run(tmp_path, capsys, bad, words) -> None:
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"algorithms": [[{"name": "fedavg"}], [bad]]}})
+    for args in (["study", str(path), "--dry-run"], ["study", str(path)]):
+        code = main(args)
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        for word in words:
+            assert word in err, (word, err)
+    assert not (tmp_path / "out").exists()  # fedavg's point did not run first
+    scenario = write_yaml(tmp_path, {**BASE, "algorithms": [bad]}, "one.yaml")
+    code = main(["scenario", str(scenario), "--check", "-o", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and words[0] in err, err
+
+
+@pytest.mark.slow
+def test_the_evaluation_grid_refusal_names_the_registered_asynchronous_algorithms(tmp_path, capsys) -> None:
+    from sfl_sim.algorithms import ALGORITHMS
+    from sfl_sim.algorithms.asynchronous import is_asynchronous
+
+    scenario = write_yaml(tmp_path, {**BASE, "algorithms": ["fedavg"], "eval_every_sim_s": 5.0}, "one.yaml")
+    code = main(["scenario", str(scenario), "--check", "-o", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    names = [n for n in ALGORITHMS.names() if is_asynchronous(ALGORITHMS.get(n))]
+    assert code == 2 and "eval_every_sim_s: got 5.0" in err and "async_sfl" in names, err
+    assert err.strip().endswith(f"asynchronous ones: {', '.join(names)})"), err
+
+
+def test_labels_that_differ_only_in_case_are_refused_naming_both(tmp_path, capsys) -> None:
+    path = write_study(tmp_path, {"grid": {"training.learning_rate": {"Fast": 0.1, "slow": 0.01, "fast": 0.05}}})
+    code = main(["study", str(path), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "training.learning_rate labels" in err and "'Fast' and 'fast'" in err, err
+
+
+@pytest.mark.slow
+def test_a_large_dry_run_says_the_count_first_and_lists_the_first_runs(tmp_path, capsys) -> None:
+    from sfl_sim import cli
+
+    rates = [0.001 * (i + 1) for i in range(cli.DRY_RUN_LISTED + 10)]
+    path = write_study(tmp_path, {"seeds": [0], "grid": {"training.learning_rate": rates}})
+    total = len(rates) * 2  # BASE has two algorithms
+    assert main(["study", str(path), "--dry-run", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{total} runs (1 seeds) from ") and lines[0].endswith(f"0 done, {total} to run")
+    assert len(lines) == 1 + cli.DRY_RUN_LISTED + 1 and all(line.startswith("to run ") for line in lines[1:-1])
+    assert lines[-1] == f"... and {total - cli.DRY_RUN_LISTED} more (0 done, {total - cli.DRY_RUN_LISTED} to run); " \
+                        f"--list-all lists every run"
+    assert main(["study", str(path), "--dry-run", "--no-progress", "--list-all"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + total

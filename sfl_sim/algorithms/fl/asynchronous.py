@@ -49,6 +49,7 @@ from sfl_sim.algorithms._exec.execution import StackedSteps
 from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams, StalenessFunction, staleness_weight
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fl.fedavg import FedAvg, LocalSteps
+from sfl_sim.channel.limits import SIMULATED_INTERVAL_S
 from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, Dispatch
 from sfl_sim.kit.params import Doc, Positive
@@ -125,9 +126,10 @@ class FedBuff(AsyncFedAvg):
         server_lr: Annotated[Positive, Doc("eta_g, the server learning rate (1: the buffer's average is added).")] = 1.0
         staleness_scaling: Annotated[Literal["sqrt", "none"], Doc(
             "s(tau): sqrt is 1 / sqrt(1 + tau) (the paper's), none is 1.")] = "sqrt"
-        period_s: Annotated[float | None, Field(gt=0, allow_inf_nan=False), Doc(
-            "Aggregate every period_s simulated seconds with what has arrived, instead of every K updates "
-            "(null: every K).")] = None
+        # SIMULATED_INTERVAL_S's bound (a Range inside `| None` would leave the Doc on the inner type)
+        period_s: Annotated[float | None, Field(ge=SIMULATED_INTERVAL_S.low, allow_inf_nan=False), Doc(
+            "Aggregate every period_s simulated seconds (>= 1e-3: the 1 ms NR subframe) with what has arrived, "
+            "instead of every K updates (null: every K).")] = None
 
     params: Params
 

@@ -52,13 +52,24 @@ from sfl_sim.kit.params import Doc, Field, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
-           "ProportionalFair", "MaxRate", "check_numerology", "equal_rbs", "needed_rbs"]
+           "ProportionalFair", "MaxRate", "MAX_LATENCY_SLOTS", "MAX_TIME_CONSTANT_SLOTS", "check_numerology",
+           "equal_rbs", "needed_rbs"]
 
 SCHEDULERS = Registry("scheduler", protocol=Scheduler)
 
 #: The numerologies ``mu`` whose subcarrier spacing ``15 * 2^mu`` kHz TS 38.101-1 Table 5.3.2-1
 #: (FR1) gives resource-block counts for (15, 30 and 60 kHz).
 NUMEROLOGIES: tuple[int, ...] = tuple(int(round(np.log2(scs / 15e3))) for scs in N_RB_FR1)
+
+#: The most slots any one grant latency (scheduling request, buffer status report, K2) may be: our
+#: choice, 640 slots (640 ms at 15 kHz, 160 ms at 60 kHz), far beyond any latency a cell is set up
+#: with; it keeps a typo such as 1e12 (a 1.5e9 s round) from being taken as a physical delay.
+MAX_LATENCY_SLOTS = 640
+
+#: The longest throughput-averaging time constant of proportional fair: our choice, 1e6 slots (1000 s
+#: at 15 kHz, longer than any run's transfers), so ``1/t_c`` stays a positive weight (``.inf`` would
+#: make it 0: an average that never moves).
+MAX_TIME_CONSTANT_SLOTS = 1e6
 
 Fidelity = Literal["fluid", "slot"]
 """When the engine asks a scheduler: whenever a transfer starts or ends (``fluid``), or every slot."""
@@ -172,13 +183,14 @@ class _Dynamic(Component):
         fading_per_slot: Annotated[bool, Doc(
             "slot fidelity: a new fading draw for every client with data every slot (block fading of one slot); "
             "false: the draw of cell.coherence's rule")] = True
-        scheduling_request_slots: Annotated[int, Field(ge=0), Doc(
+        scheduling_request_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
             "Slots from a transfer's first bit in the buffer to its scheduling request at the base station, "
-            ">= 0 (the three latencies are waited once, in sum, before a transfer's first grant)")] = 0
-        buffer_status_report_slots: Annotated[int, Field(ge=0), Doc(
-            "Slots for the buffer status report the scheduler sizes the grants by, >= 0")] = 0
-        k2_slots: Annotated[int, Field(ge=0), Doc(
-            "K2: slots from the uplink grant (DCI) to the PUSCH it schedules (TS 38.214 clause 6.1.2.1), >= 0")] = 0
+            "in [0, 640] (the three latencies are waited once, in sum, before a transfer's first grant)")] = 0
+        buffer_status_report_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
+            "Slots for the buffer status report the scheduler sizes the grants by, in [0, 640]")] = 0
+        k2_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
+            "K2: slots from the uplink grant (DCI) to the PUSCH it schedules (TS 38.214 clause 6.1.2.1), "
+            "in [0, 640]")] = 0
 
     params: Params
 
@@ -297,9 +309,10 @@ class ProportionalFair(_Dynamic):
     """
 
     class Params(_Dynamic.Params):
-        time_constant_slots: Annotated[float, Field(ge=1), Doc(
-            "t_c of the throughput average T_k, in slots, >= 1 (1: no memory): T_k <- (1 - 1/t_c) T_k + r_k / t_c "
-            "each slot a client has data (a modelling choice; 100 slots by default)")] = 100.0
+        time_constant_slots: Annotated[float, Field(ge=1, le=MAX_TIME_CONSTANT_SLOTS, allow_inf_nan=False), Doc(
+            "t_c of the throughput average T_k, in slots, in [1, 1e6] (1: no memory): "
+            "T_k <- (1 - 1/t_c) T_k + r_k / t_c each slot a client has data "
+            "(a modelling choice; 100 slots by default)")] = 100.0
 
     params: Params
 

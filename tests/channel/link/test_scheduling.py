@@ -41,6 +41,29 @@ def test_scenario_grid_errors_are_one_line(cell, says):
     assert str(info.value).startswith(says) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(("cell", "says"), [
+    ({"numerology": 0, "power_control": {"name": "open_loop", "subcarrier_spacing_hz": 60000}},
+     "cell.power_control.subcarrier_spacing_hz: got 60000; allowed: 15000 (cell.numerology 0"),
+    ({"numerology": 0, "power_control": "open_loop"},  # its default, 30 kHz, is numerology 1's
+     "cell.power_control.subcarrier_spacing_hz: got 30000.0; allowed: 15000 (cell.numerology 0"),
+    ({"power_control": {"name": "open_loop", "subcarrier_spacing_hz": 15000}},
+     "cell.power_control.subcarrier_spacing_hz: got 15000; allowed: 30000 (cell.numerology 1"),
+])
+def test_one_numerology_for_the_cell(cell, says):
+    with pytest.raises(ConfigError) as info:
+        validate({"cell": cell})
+    assert str(info.value).startswith(says) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("cell", [
+    {"power_control": "open_loop"},
+    {"numerology": 0, "power_control": {"name": "open_loop", "subcarrier_spacing_hz": 15e3}},
+    {"numerology": 2, "power_control": "fixed"},
+])
+def test_agreeing_numerologies_pass(cell):
+    validate({"cell": cell})  # no error
+
+
 def test_static_needs_no_grid_row():
     assert validate({"cell": {"uplink_bandwidth_hz": 7e6}}).cell.scheduler.name == "static"
 
@@ -50,6 +73,12 @@ def test_static_needs_no_grid_row():
     ("round_robin", {"k2_slots": -1}, "k2_slots: got -1"),
     ("max_rate", {"scheduling_request_slots": -2}, "scheduling_request_slots: got -2"),
     ("round_robin", {"fidelity": "tick"}, "fidelity: got 'tick'"),
+    # physical ranges (issue 50 item 8): a 1e12-slot request is a 1.5e9 s round, .inf a frozen average
+    ("round_robin", {"scheduling_request_slots": 10**12}, "scheduling_request_slots: got 1000000000000; .*<= 640"),
+    ("max_rate", {"buffer_status_report_slots": 641}, "buffer_status_report_slots: got 641"),
+    ("round_robin", {"k2_slots": 10**6}, "k2_slots: got 1000000"),
+    ("proportional_fair", {"time_constant_slots": float("inf")}, "time_constant_slots: got inf; allowed: a finite"),
+    ("proportional_fair", {"time_constant_slots": 1e7}, "time_constant_slots: got 10000000.0"),
 ])
 def test_bad_scheduler_parameters_are_one_line(name, params, says):
     with pytest.raises(ValueError, match=says) as info:
