@@ -451,9 +451,9 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
         of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
     overwrite : bool
         Replace the runs the run directories hold (the CLI's ``--overwrite``; never the default,
-        not with ``resume`` or ``seeds``): their files (and nothing else in the directories) are
-        removed only after the new scenario validated and every run was built, each when its new
-        run starts.  Without it a directory that holds a run is refused.
+        not with ``resume`` or ``seeds``): each new run is written beside the old one, which is
+        replaced only once the new one has finished (a new run that fails leaves it whole), and
+        only the files sfl-sim wrote go.  Without it a directory that holds a run is refused.
 
     Returns
     -------
@@ -477,9 +477,12 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
     summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions,
                                     overwrite=overwrite)
     out = Path(cfg.output_dir)
-    write_summary_files(summaries, out)
-    return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
-                                                                                            strict=True)]
+    # each run as its directory holds it (a failed --overwrite kept the run it was to replace), with
+    # the status and error of what ran now
+    results = [_result(spec.label, out / spec.label, status=summary.get("status"), error=summary.get("error"),
+                       summary=summary) for spec, summary in zip(cfg.algorithms, summaries, strict=True)]
+    write_summary_files([r.summary for r in results], out)
+    return results
 
 
 def retime(run_dir: PathLike, *, overrides: Overrides = (), output_dir: PathLike,

@@ -50,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
     sc.add_argument("--overwrite", action="store_true",
-                    help="replace the runs the run directories hold (their files are removed once the new scenario "
-                         "validated and every run was built)")
+                    help="replace the runs the run directories hold (each is replaced once its new run has finished; "
+                         "only the files sfl-sim wrote go)")
     _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")

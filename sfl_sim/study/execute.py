@@ -47,7 +47,7 @@ from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
-from sfl_sim.runs.rundir.schema import COMPLETE, FAILED, STOP_REASON, STOPPED_AT_TIME_BUDGET
+from sfl_sim.runs.rundir.schema import COMPLETE, FAILED, STOP_REASON, STOPPED_AT_TIME_BUDGET, STUDY_STATUS_FILE
 from sfl_sim.study.plan import StudyRun
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
@@ -57,7 +57,7 @@ __all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "
            "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
-STATUS_FILE = "runs.csv"
+STATUS_FILE = STUDY_STATUS_FILE
 
 
 @dataclass(frozen=True)
