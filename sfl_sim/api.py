@@ -23,6 +23,7 @@ Every heavy import (torch, pandas, matplotlib) happens inside the function that 
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -290,6 +291,7 @@ class _Study:
     spec: StudySpec
     base: Path
     out: Path
+    source: Path | None = None  # the study file (None: a scenario run with seeds)
 
 
 def _seeds_study(scenario: ScenarioLike, seeds: str | Iterable[int], overrides: Overrides,
@@ -321,7 +323,7 @@ def _study_file(study: PathLike, output_dir: PathLike | None) -> _Study:
 
     spec, base = load_study(os.fspath(study))
     out = Path(output_dir or spec.output_dir or f"runs/studies/{spec.name}")
-    return _Study(spec, base, out)
+    return _Study(spec, base, out, Path(study))
 
 
 # ----------------------------------------------------------------------------- results
@@ -548,17 +550,23 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
 
     import yaml
 
-    from sfl_sim.runs.rundir.files import check_writable
+    from sfl_sim.runs.rundir import marker
     from sfl_sim.study import execute as study_exec
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
     runs: list[StudyRun] = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     out = study.out
-    check_writable(out, "study output_dir")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / STUDY_FILE).write_text(yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)},
-                                                   sort_keys=False))
+    marker.check_writable(out, "study output_dir")
+    record = yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)}, sort_keys=False)
+    copy = out / STUDY_FILE
+    # the study file itself in the study directory is the study's record: never rewritten
+    its_own = study.source is not None and copy.exists() and os.path.samefile(study.source, copy)
+    names = (study_exec.STATUS_FILE, *(() if its_own else (STUDY_FILE,)))
+    marker.claim(out, "study", names, legacy=functools.partial(study_exec.legacy_study_file, record=record))
+    marker.record(out, "study", names)
+    if not its_own:
+        copy.write_text(record)
     results = study_exec.run_study(runs, out, workers=workers, executor=executor, address=address,
                                    threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run,
                                    gpus_per_run=gpus_per_run, progress=progress, strict_versions=strict_versions)

@@ -248,8 +248,8 @@ class RunDir:
 
     def owned(self) -> bool:
         """Whether the directory is sfl-sim's run directory: marked ``run``
-        (:mod:`sfl_sim.runs.rundir.marker`), or, made before the marker, with a ``summary.json``
-        that records a ``schema_version`` and a run status (:func:`legacy_run_file`)."""
+        (:mod:`sfl_sim.runs.rundir.marker`), or, by an sfl-sim older than the marker, with a
+        ``summary.json`` that records a ``schema_version`` and a run status (:func:`legacy_run_file`)."""
         if marker.is_kind(self.path, "run"):
             return True
         return marker.read(self.path) is None and legacy_run_file(self.summary_path)
