@@ -164,7 +164,7 @@ def _scenario(args: argparse.Namespace) -> int:
 def _retime(args: argparse.Namespace) -> int:
     result = api.retime(args.run_dir, overrides=args.overrides, output_dir=args.output_dir,
                         progress=not args.no_progress)
-    _print_summaries([result.summary], result.path.parent)
+    _print_summaries([result.summary], result.path, tables_written=False)
     return _report_failures([result])
 
 
@@ -202,13 +202,16 @@ def _study_outcome(results: list[api.RunResult]) -> int:
     return 1 if failed else 0
 
 
-def _print_summaries(summaries: list[dict], out: Path) -> None:
+def _print_summaries(summaries: list[dict], out: Path, tables_written: bool = True) -> None:
+    """The end-of-run tables; ``tables_written``: ``summary.csv`` and ``summary.md`` were written
+    into ``out`` (a scenario's, not a re-timing's)."""
     from sfl_sim.analysis.comparison import format_tables, summary_paths  # late: pandas
 
-    csv_path, md_path = summary_paths(out)
     print(f"\nresults in {out}/")
     print(format_tables(summaries))
-    print(f"(tables also in {csv_path} and {md_path.name})")
+    if tables_written:
+        csv_path, md_path = summary_paths(out)
+        print(f"(tables also in {csv_path} and {md_path.name})")
 
 
 def _channel(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ from typing import Any
 from sfl_sim.errors import RunDirError
 
 __all__ = ["KINDS", "MARKER_FILE", "check_writable", "claim", "foreign", "is_kind", "listed", "read", "record",
-           "remove_staging", "staging_dir"]
+           "remove_staging", "settle", "staging_dir"]
 
 #: The marker file of every directory sfl-sim writes.
 MARKER_FILE = ".sfl-sim.json"
@@ -163,9 +163,13 @@ def record(directory: Path | str, kind: str, names: Iterable[str], staging_for: 
     if files == marker["files"] and (path / MARKER_FILE).exists():
         return
     marker["files"] = files
-    tmp = path / (MARKER_FILE + ".tmp")
+    _write(path, marker)
+
+
+def _write(directory: Path, marker: dict[str, Any]) -> None:
+    tmp = directory / (MARKER_FILE + ".tmp")
     tmp.write_text(json.dumps(marker, indent=1) + "\n")
-    os.replace(tmp, path / MARKER_FILE)
+    os.replace(tmp, directory / MARKER_FILE)
 
 
 def staging_dir(target: Path | str, purpose: str, kind: str = "run") -> Path:
@@ -184,6 +188,16 @@ def staging_dir(target: Path | str, purpose: str, kind: str = "run") -> Path:
     stage.mkdir(parents=True)
     record(stage, kind, (), staging_for=target)
     return stage
+
+
+def settle(directory: Path | str) -> None:
+    """Mark a staging directory moved into its place (:func:`staging_dir`) as staging no more."""
+    path = Path(directory)
+    made = read(path)
+    if made is None or "staging_for" not in made:
+        return
+    del made["staging_for"]
+    _write(path, made)
 
 
 def remove_staging(stage: Path) -> None:
