@@ -198,18 +198,16 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     if output is None:
         raise RunDirError("output: missing; allowed: a directory for the re-timed run (-o OUT)")
     out = Path(output)
-    marker.check_writable(out, "--output-dir")
-    if out.exists() and not out.is_dir():
-        raise RunDirError(f"--output-dir: {str(out)!r} is a file, not a directory; choose another --output-dir")
-    if source.resolve() in (out.resolve(), *out.resolve().parents):
-        raise RunDirError(f"--output-dir: {str(out)!r} is inside the run to re-time, {source}; allowed: a directory "
-                          f"outside it (e.g. beside it, where report and plot find both)")
     summary = RunDir(source).read_summary()
     if summary is None:
         raise RunDirError(f"{source}: no readable summary.json, so not a run directory; allowed: a complete run "
                           f"directory to re-time")
     if summary.get("status") != COMPLETE:
         raise RunDirError(f"{source}: status {summary.get('status')!r}; allowed: a complete run directory to re-time")
+    marker.check_writable(out, "--output-dir")  # a file, or under one, too
+    if source.resolve() in (out.resolve(), *out.resolve().parents):
+        raise RunDirError(f"--output-dir: {str(out)!r} is inside the run to re-time, {source}; allowed: a directory "
+                          f"outside it (e.g. beside it, where report and plot find both)")
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: not empty; allowed: a new or empty directory for the re-timed run")
     before, cfg = retime_config(source, overrides, out, scenario)

@@ -515,7 +515,7 @@ def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool 
     the scenario it was made with, the parameters and versions it resolved to — other versions
     refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
     loaded; then every run is built.  ``--check`` stops here.  With ``overwrite`` a directory
-    that holds a run is planned to be cleared (:attr:`RunDirPlan.overwrite`); nothing is removed
+    that holds a run is planned to be replaced (:attr:`RunDirPlan.overwrite`); nothing is removed
     here: :func:`run_one` writes the new run beside it and replaces it once the new one has finished.
 
     Raises

@@ -47,6 +47,9 @@
 A run directory is a researcher's evidence, so it must never describe a run that did not happen.
 :meth:`RunDir.plan` decides, before any work, whether it starts, restarts, resumes — or is refused:
 
+* a directory with a run file that sfl-sim did not write (no marker lists it,
+  :mod:`sfl_sim.runs.rundir.marker`; a run made before the marker is known by its ``summary.json``)
+  is refused, naming the file: nothing of it is restarted over, overwritten or resumed;
 * a directory without run files, or whose run died before its first checkpoint (no
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
@@ -137,8 +140,8 @@ class RunDirPlan:
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
     overwrite : bool
-        The directory holds a run that ``overwrite`` asked to replace: :meth:`RunDir.clear` it
-        before the new run writes (after everything the new run needs was checked).
+        The directory holds a run that ``overwrite`` asked to replace: the new run is written
+        beside it and replaces it once finished (:meth:`RunDir.replace_with`).
     checkpoint : dict or None
         The checkpoint to continue from as read (:func:`sfl_sim.runs.checkpoint.read`: in the layout
         it was saved in; :meth:`state` gives it in today's).
@@ -292,19 +295,6 @@ class RunDir:
         (self.path / marker.MARKER_FILE).unlink(missing_ok=True)
         marker.record(self.path, "run", RUN_FILES, made=made)
         marker.remove_staging(stage)
-
-    def clear(self) -> None:
-        """Remove the run's files (:data:`RUN_FILES`, those the directory's marker lists) from the
-        directory, and nothing else: what a user put beside them stays, and so does the directory.
-
-        Raises
-        ------
-        RunDirError
-            The directory is not sfl-sim's run directory (:meth:`check_owned`).
-        """
-        self.check_owned()
-        for name in sorted(self.present()):
-            (self.path / name).unlink()
 
     # -- reading -------------------------------------------------------------------------------
     def read_scenario(self, continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
