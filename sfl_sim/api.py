@@ -23,6 +23,7 @@ Every heavy import (torch, pandas, matplotlib) happens inside the function that 
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -340,6 +341,7 @@ class _Study:
     spec: StudySpec
     base: Path
     out: Path
+    source: Path | None = None  # the study file (None: a scenario run with seeds)
 
 
 def _seeds_study(scenario: ScenarioLike, seeds: str | Iterable[int], overrides: Overrides,
@@ -372,7 +374,7 @@ def _study_file(study: PathLike, output_dir: PathLike | None) -> _Study:
     spec, base = load_study(os.fspath(_path_arg("study", study)))
     _path_arg("output_dir", output_dir, optional=True)
     out = Path(output_dir or spec.output_dir or f"runs/studies/{spec.name}")
-    return _Study(spec, base, out)
+    return _Study(spec, base, out, Path(study))
 
 
 # ----------------------------------------------------------------------------- results
@@ -503,9 +505,9 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
         of sfl-sim (its git commit), torch, numpy or Python (``resolved.yaml``).
     overwrite : bool
         Replace the runs the run directories hold (the CLI's ``--overwrite``; never the default,
-        not with ``resume`` or ``seeds``): their files (and nothing else in the directories) are
-        removed only after the new scenario validated and every run was built, each when its new
-        run starts.  Without it a directory that holds a run is refused.
+        not with ``resume`` or ``seeds``): each new run is written beside the old one, which is
+        replaced only once the new one has finished (a new run that fails leaves it whole), and
+        only the files sfl-sim wrote go.  Without it a directory that holds a run is refused.
 
     Returns
     -------
@@ -530,9 +532,12 @@ def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLi
     summaries = runner.run_scenario(cfg, resume=resume, progress=progress, strict_versions=strict_versions,
                                     overwrite=overwrite)
     out = Path(cfg.output_dir)
-    write_summary_files(summaries, out)
-    return [_result(spec.label, out / spec.label, summary=summary) for spec, summary in zip(cfg.algorithms, summaries,
-                                                                                            strict=True)]
+    # each run as its directory holds it (a failed --overwrite kept the run it was to replace), with
+    # the status and error of what ran now
+    results = [_result(spec.label, out / spec.label, status=summary.get("status"), error=summary.get("error"),
+                       summary=summary) for spec, summary in zip(cfg.algorithms, summaries, strict=True)]
+    write_summary_files([r.summary for r in results], out)
+    return results
 
 
 def retime(run_dir: PathLike, *, overrides: Overrides = (), output_dir: PathLike,
@@ -599,17 +604,23 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
 
     import yaml
 
-    from sfl_sim.runs.rundir.files import check_writable
+    from sfl_sim.runs.rundir import marker
     from sfl_sim.study import execute as study_exec
     from sfl_sim.study.plan import expand
 
     _check_workers(workers)
     runs: list[StudyRun] = expand(study.spec, study.base, progress=sys.stderr if progress else None)
     out = study.out
-    check_writable(out, "study output_dir")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / STUDY_FILE).write_text(yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)},
-                                                   sort_keys=False))
+    marker.check_writable(out, "study output_dir")
+    record = yaml.safe_dump({**study.spec.model_dump(), "base": str(study.base)}, sort_keys=False)
+    copy = out / STUDY_FILE
+    # the study file itself in the study directory is the study's record: never rewritten
+    its_own = study.source is not None and copy.exists() and os.path.samefile(study.source, copy)
+    names = (study_exec.STATUS_FILE, *(() if its_own else (STUDY_FILE,)))
+    marker.claim(out, "study", names, legacy=functools.partial(study_exec.legacy_study_file, record=record))
+    marker.record(out, "study", names)
+    if not its_own:
+        copy.write_text(record)
     results = study_exec.run_study(runs, out, workers=workers, executor=executor, address=address,
                                    threads_per_worker=threads_per_worker, cpus_per_run=cpus_per_run,
                                    gpus_per_run=gpus_per_run, progress=progress, strict_versions=strict_versions)

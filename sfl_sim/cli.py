@@ -50,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="override any field, e.g. --set clients.participation=0.2 (repeatable)")
     sc.add_argument("--resume", action="store_true", help="continue interrupted runs from their checkpoints")
     sc.add_argument("--overwrite", action="store_true",
-                    help="replace the runs the run directories hold (their files are removed once the new scenario "
-                         "validated and every run was built)")
+                    help="replace the runs the run directories hold (each is replaced once its new run has finished; "
+                         "only the files sfl-sim wrote go)")
     _strict_versions_flag(sc)
     sc.add_argument("--no-progress", action="store_true", help="no progress output")
     sc.add_argument("--check", action="store_true", help="validate the scenario and build every part, train nothing")
@@ -166,7 +166,7 @@ def _scenario(args: argparse.Namespace) -> int:
 def _retime(args: argparse.Namespace) -> int:
     result = api.retime(args.run_dir, overrides=args.overrides, output_dir=args.output_dir,
                         progress=not args.no_progress)
-    _print_summaries([result.summary], result.path.parent)
+    _print_summaries([result.summary], result.path, tables_written=False)
     return _report_failures([result])
 
 
@@ -219,13 +219,16 @@ def _study_outcome(results: list[api.RunResult]) -> int:
     return 1 if failed else 0
 
 
-def _print_summaries(summaries: list[dict], out: Path) -> None:
+def _print_summaries(summaries: list[dict], out: Path, tables_written: bool = True) -> None:
+    """The end-of-run tables; ``tables_written``: ``summary.csv`` and ``summary.md`` were written
+    into ``out`` (a scenario's, not a re-timing's)."""
     from sfl_sim.analysis.comparison import format_tables, summary_paths  # late: pandas
 
-    csv_path, md_path = summary_paths(out)
     print(f"\nresults in {out}/")
     print(format_tables(summaries))
-    print(f"(tables also in {csv_path} and {md_path.name})")
+    if tables_written:
+        csv_path, md_path = summary_paths(out)
+        print(f"(tables also in {csv_path} and {md_path.name})")
 
 
 def _channel(args: argparse.Namespace) -> int:

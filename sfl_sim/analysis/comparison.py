@@ -35,7 +35,7 @@ import pandas as pd
 from sfl_sim.analysis.runs import Run
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, best_test_accuracy, time_to_accuracy_s, tta_column_name
 from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
-from sfl_sim.runs.rundir.schema import GLOBAL_MODEL_EVALUATION
+from sfl_sim.runs.rundir.schema import GLOBAL_MODEL_EVALUATION, SCENARIO_SUMMARY_CSV, SCENARIO_SUMMARY_MD
 
 __all__ = ["CSV_COLUMNS", "DROPS_NOTE", "csv_rows", "drop_cause_column", "format_tables", "markdown", "notes",
            "run_summary", "summary_paths", "summary_table", "write_summary_files"]
@@ -295,7 +295,7 @@ def markdown(summaries: Sequence[Summary]) -> str:
 def summary_paths(out_dir: Path | str) -> tuple[Path, Path]:
     """Where :func:`write_summary_files` writes in ``out_dir``: ``summary.csv`` and ``summary.md``."""
     out = Path(out_dir)
-    return out / "summary.csv", out / "summary.md"
+    return out / SCENARIO_SUMMARY_CSV, out / SCENARIO_SUMMARY_MD
 
 
 def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> tuple[Path, Path]:

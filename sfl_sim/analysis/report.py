@@ -65,9 +65,11 @@ from sfl_sim.analysis.tables import (
     tta_table,
 )
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
+from sfl_sim.runs.rundir import marker
 from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION
 
-__all__ = ["write_report", "default_output_dir", "parse_targets", "report_target", "compression_levels", "COMPLETE"]
+__all__ = ["REPORT_FILES", "claim_report_dir", "write_report", "default_output_dir", "parse_targets",
+           "report_target", "compression_levels", "COMPLETE"]
 
 
 def default_output_dir(paths: Sequence[str | os.PathLike[str]], name: str = "report") -> Path:
@@ -132,6 +134,38 @@ def parse_targets(text: str) -> tuple[float, ...]:
     return tuple(dict.fromkeys(out))
 
 
+#: The stems of the report's tables (each written as .csv, .md and .tex).
+TABLE_STEMS = ("settings", "accuracy", "tta", "overhead", "energy", "radio")
+#: Every name a report writes at the top of its folder (``figures`` is the folder of the figures).
+REPORT_FILES = ("README.md", "runs.csv", "figures.tex", "figures",
+                *(f"{stem}.{ext}" for stem in TABLE_STEMS for ext in ("csv", "md", "tex")))
+_README_TITLE = "# sfl-sim report"
+
+
+def _legacy_report_file(path: Path) -> bool:
+    """Whether ``path`` lies in a report folder written by an sfl-sim older than the marker: its
+    ``README.md`` starts with the report's title."""
+    try:
+        with (path.parent / "README.md").open(encoding="utf-8") as fh:
+            return fh.readline().rstrip("\n") == _README_TITLE
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def claim_report_dir(out: Path) -> None:
+    """Check, before any work, that a report may be written into ``out``: writable, not a directory
+    of another kind (a study's, a scenario's, a run's), and without a file of the report's names
+    that sfl-sim did not write (:mod:`sfl_sim.runs.rundir.marker`).
+
+    Raises
+    ------
+    sfl_sim.errors.RunDirError
+        One line naming the directory or the file.
+    """
+    marker.check_writable(out, "--output-dir")
+    marker.claim(out, "report", REPORT_FILES, legacy=_legacy_report_file)
+
+
 def _write(path: Path, text: str, written: list[Path]) -> None:
     path.write_text(text, encoding="utf-8")
     written.append(path)
@@ -180,7 +214,9 @@ def write_report(
     paths : path or iterable of paths
         Study, scenario-output or run directories (searched recursively for run directories).
     out_dir : path
-        Report directory; created if missing, files in it overwritten.
+        Report directory; created if missing.  Its files are rewritten only when sfl-sim wrote them
+        (:func:`claim_report_dir`): a study's or a scenario's directory, or a ``README.md`` or
+        ``runs.csv`` of yours, is refused.
     reference : str, optional
         Algorithm label to compute speed-ups against (e.g. ``"fedavg"``).
     targets : sequence of float, optional
@@ -218,10 +254,14 @@ def write_report(
     ------
     StudyError
         No runs found, none complete, duplicate runs, or an unknown reference.
+    sfl_sim.errors.RunDirError
+        ``out_dir`` cannot be written, or is not sfl-sim's report folder (:func:`claim_report_dir`).
     ValueError
         A bad ``band``, target, figure width or smoothing window.
     """
     check_figure_options(band, figure_width_in, smooth)
+    out = Path(out_dir)
+    claim_report_dir(out)
     # the runs left out must not name the settings of those that remain (a killed run of another
     # `rounds` would otherwise make `rounds` a setting field of a one-setting study)
     loaded = load_study(paths, ignore=ignore, basis_statuses=None if include_incomplete else (COMPLETE,))
@@ -238,8 +278,7 @@ def write_report(
     targets = tuple(report_target(t) for t in (targets if targets is not None else (study.targets or DEFAULT_TARGETS)))
     algorithms = ((reference,) if reference else ()) + tuple(a for a in study.algorithms if a != reference)
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    marker.record(out, "report", REPORT_FILES)  # before the files: a killed report leaves none unlisted
     written: list[Path] = []
     included = study.runs.loc[study.runs["status"] != COMPLETE]
     notes = _notes(study, left_out, included)
@@ -343,7 +382,7 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
             target_lines: bool = False) -> str:
     seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
     lines = [
-        "# sfl-sim report",
+        _README_TITLE,
         "",
         f"{len(study.runs)} run(s): {len(study.settings)} setting(s) × {len(study.algorithms)} algorithm(s), "
         f"seeds {', '.join(seeds)}."

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -41,7 +40,7 @@ from sfl_sim.engine.replay import Diverged, check_cohort, replay
 from sfl_sim.errors import ConfigError, RunFailed, UserError
 from sfl_sim.models.evaluation import Scores
 from sfl_sim.runs.retime_fields import changed_fields, training_changes
-from sfl_sim.runs.rundir import work
+from sfl_sim.runs.rundir import marker, work
 from sfl_sim.runs.rundir.files import RunDir
 from sfl_sim.runs.rundir.schema import COMPLETE, RETIMED_FROM
 from sfl_sim.runs.work_check import bind_copy, checked_records
@@ -184,7 +183,8 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     Raises
     ------
     RunDirError
-        ``run_dir`` is not a complete run, or ``output`` already holds one.
+        ``run_dir`` is not a complete run, or ``output`` is not empty, is a file, cannot be
+        written or lies inside ``run_dir``.
     ConfigError
         A bad override.
     RetimeRefused
@@ -205,6 +205,10 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
                           f"directory to re-time")
     if summary.get("status") != COMPLETE:
         raise RunDirError(f"{source}: status {summary.get('status')!r}; allowed: a complete run directory to re-time")
+    marker.check_writable(out, "--output-dir")  # a file, or under one, too
+    if source.resolve() in (out.resolve(), *out.resolve().parents):
+        raise RunDirError(f"--output-dir: {str(out)!r} is inside the run to re-time, {source}; allowed: a directory "
+                          f"outside it (e.g. beside it, where report and plot find both)")
     if out.exists() and any(out.iterdir()):
         raise RunDirError(f"{out}: not empty; allowed: a new or empty directory for the re-timed run")
     before, cfg = retime_config(source, overrides, out, scenario)
@@ -224,8 +228,8 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     algorithm = run.algorithm
     algorithm.meter.load_state_dict(summary.get("flops_per_sample") or {})
     run.algorithm = cast(Algorithm, ReplayAlgorithm(algorithm, records, scores))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.retime-", dir=out.parent))
+    # written beside its place and moved in whole (one left by a killed re-timing is removed here)
+    staging = marker.staging_dir(out, "retime")
     try:
         try:
             result = run_one(run, staging, progress=progress, record_work=False,
@@ -248,8 +252,10 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         if out.exists():
             out.rmdir()
         staging.replace(out)
+        marker.settle(out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging.exists():
+            marker.remove_staging(staging)
     return result
 
 

@@ -70,13 +70,15 @@ from sfl_sim.runs.round_steps import Trained as _Trained
 from sfl_sim.runs.round_steps import all_finite as _all_finite
 from sfl_sim.runs.round_steps import check_cohort as _check_cohort
 from sfl_sim.runs.round_steps import client_rows, time_budget_spent
-from sfl_sim.runs.rundir import work
+from sfl_sim.runs.rundir import marker, work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
     COMPLETE,
     DIVERGED,
     FAILED,
     RUNNING,
+    SCENARIO_SUMMARY_CSV,
+    SCENARIO_SUMMARY_MD,
     STOP_REASON,
     STOPPED_AT_ROUNDS,
     STOPPED_AT_TIME_BUDGET,
@@ -413,8 +415,19 @@ def run_one(run: Run, run_dir: Path, resume: bool = False, progress: bool = True
     if plan is None:
         plan = files.plan(resolved_scenario(cfg, run.label, run.device), resume,
                           resolution=lambda: resolve_run(cfg, run.label))
-    if plan.overwrite:  # the new run was built and checked: only now does the old one go
-        files.clear()
+    if plan.overwrite:
+        # The new run is written beside the old one, which is replaced only once the new one has
+        # finished (complete or diverged): a new run that fails, or is killed, leaves it whole.
+        stage = marker.staging_dir(run_dir, "overwrite")
+        try:
+            summary = run_one(run, stage, progress=progress, on_round=on_round, plan=RunDirPlan(stage, resume=False),
+                              coordinates=coordinates, position=position, record_work=record_work)
+        except RunFailed as exc:
+            marker.remove_staging(stage)
+            raise RunFailed(f"{exc}; {run_dir} still holds the run it was to replace", exc.summary) from exc.__cause__
+        files.replace_with(stage)
+        return summary
+    files.mark()
     if plan.resume and not cfg.training.torch_threads:
         _threads_made_with(files)
     asynchronous = is_asynchronous(run.algorithm)
@@ -480,16 +493,33 @@ def _threads_made_with(files: RunDir) -> None:
         torch.set_num_threads(used)
 
 
+#: What ``sfl-sim scenario`` writes at the top of its output directory, beside the run directories.
+SCENARIO_SUMMARY_FILES = (SCENARIO_SUMMARY_CSV, SCENARIO_SUMMARY_MD)
+
+
+def _legacy_summary_file(path: Path) -> bool:
+    """Whether ``path`` is a ``summary.csv`` or ``summary.md`` as an sfl-sim older than the marker
+    wrote it (:mod:`sfl_sim.analysis.comparison`): its first line is the table's header or title."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = fh.readline().rstrip("\n")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return first.startswith("label,algorithm,seed,status,") if path.name == SCENARIO_SUMMARY_CSV else first == "# Runs"
+
+
 def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False,
                      overwrite: bool = False) -> list[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
 
-    The output directory's writability and every run directory's state (and, with ``--resume``,
+    The output directory's writability and ownership (a ``summary.csv``/``summary.md`` or a run
+    file that sfl-sim did not write is refused, :mod:`sfl_sim.runs.rundir.marker`), every run
+    directory's state (and, with ``--resume``,
     the scenario it was made with, the parameters and versions it resolved to — other versions
     refused with ``strict_versions`` — and its checkpoint) are checked before the data set is
     loaded; then every run is built.  ``--check`` stops here.  With ``overwrite`` a directory
-    that holds a run is planned to be cleared (:attr:`RunDirPlan.overwrite`); nothing is removed
-    here, :func:`run_one` clears it when the run starts.
+    that holds a run is planned to be replaced (:attr:`RunDirPlan.overwrite`); nothing is removed
+    here: :func:`run_one` writes the new run beside it and replaces it once the new one has finished.
 
     Raises
     ------
@@ -497,6 +527,7 @@ def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool 
     """
     out = Path(cfg.output_dir)
     check_writable(out)
+    marker.claim(out, "scenario", SCENARIO_SUMMARY_FILES, legacy=_legacy_summary_file)
     device = resolve_device(cfg.device)
     plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
                                            resolution=functools.partial(resolve_run, cfg, spec.label),
@@ -519,7 +550,7 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
     Every part is built for every algorithm before the first one trains, so a bad parameter of
     the last algorithm stops the scenario before any work.  A run that fails or diverges does not
     stop the others; its summary says why.  ``overwrite`` replaces the runs the directories
-    hold (each one's files removed when its new run starts, :meth:`RunDir.clear`).
+    hold (each once its new run has finished, :func:`run_one`).
 
     Raises
     ------
@@ -527,12 +558,13 @@ def run_scenario(cfg: Scenario, resume: bool = False, progress: bool = True,
         Before any work (nothing is overwritten).
     """
     prepared = prepare_scenario(cfg, resume, strict_versions, overwrite)
+    marker.record(cfg.output_dir, "scenario", SCENARIO_SUMMARY_FILES)  # before anything is written into it
     summaries = []
     for i, (run, plan) in enumerate(prepared, start=1):
         try:
             summaries.append(run_one(run, plan.run_dir, progress=progress, plan=plan, position=(i, len(prepared))))
         except RunFailed as exc:
-            summaries.append(exc.summary or {"label": run.label, "status": FAILED, "error": str(exc)})
+            summaries.append({**(exc.summary or {"label": run.label}), "status": FAILED, "error": str(exc)})
         # free this run's tensors before the next one trains
         run.algorithm = None  # type: ignore[assignment]
     return summaries

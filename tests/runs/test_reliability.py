@@ -22,6 +22,7 @@ import torch
 import yaml
 
 from sfl_sim.cli import main
+from sfl_sim.runs.rundir.files import RunDir
 from tests.helpers import ROOT, finished_run, read_rows, run_cli, small_scenario, write_yaml
 
 SMALL = small_scenario()
@@ -276,6 +277,9 @@ def test_run_that_died_at_round_zero_restarts(tmp_path, capsys) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / "metrics.csv").write_text("round,sim_time_s,test_accuracy,test_loss,uplink_bytes,downlink_bytes,"
                                          "client_flops,server_flops,host_time_s\n")
+    code, err = run_cli(capsys, str(path), "-o", str(tmp_path / "out"))  # no marker: not sfl-sim's, kept
+    assert code == 2 and "metrics.csv exists and was not written by sfl-sim" in one_line(err)
+    RunDir(run_dir).mark()  # what a run writes first
     code, err = run_cli(capsys, str(path), "-o", str(tmp_path / "out"))
     assert code == 0, err
     assert [r["round"] for r in read_rows(run_dir / "metrics.csv")] == ["0", "1", "2"]

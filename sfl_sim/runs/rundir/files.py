@@ -47,6 +47,9 @@
 A run directory is a researcher's evidence, so it must never describe a run that did not happen.
 :meth:`RunDir.plan` decides, before any work, whether it starts, restarts, resumes — or is refused:
 
+* a directory with a run file that sfl-sim did not write (no marker lists it,
+  :mod:`sfl_sim.runs.rundir.marker`; a run made before the marker is known by its ``summary.json``)
+  is refused, naming the file: nothing of it is restarted over, overwritten or resumed;
 * a directory without run files, or whose run died before its first checkpoint (no
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
 * a directory with a checkpoint is continued only with ``--resume``, and only when the scenario
@@ -67,7 +70,6 @@ import csv
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +81,8 @@ from sfl_sim.config import flatten
 from sfl_sim.errors import CheckpointError, RunDirError
 from sfl_sim.runs import checkpoint as ckpt
 from sfl_sim.runs import resolved as resolution_record
-from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir import marker, upgrade
+from sfl_sim.runs.rundir.marker import check_writable
 from sfl_sim.runs.rundir.schema import (
     CELL_COLUMNS,
     CELL_FILE,
@@ -97,6 +100,7 @@ from sfl_sim.runs.rundir.schema import (
     RESOLVED_FILE,
     ROUNDS_COLUMNS,
     ROUNDS_FILE,
+    RUN_STATUSES,
     SCENARIO_FILE,
     SCHEMA_VERSION,
     STALENESS_COLUMNS,
@@ -136,8 +140,8 @@ class RunDirPlan:
     resume : bool
         Continue from :attr:`checkpoint` (False: start from scratch, overwriting a dead start).
     overwrite : bool
-        The directory holds a run that ``overwrite`` asked to replace: :meth:`RunDir.clear` it
-        before the new run writes (after everything the new run needs was checked).
+        The directory holds a run that ``overwrite`` asked to replace: the new run is written
+        beside it and replaces it once finished (:meth:`RunDir.replace_with`).
     checkpoint : dict or None
         The checkpoint to continue from as read (:func:`sfl_sim.runs.checkpoint.read`: in the layout
         it was saved in; :meth:`state` gives it in today's).
@@ -245,11 +249,52 @@ class RunDir:
         """The names of :data:`RUN_FILES` that exist in the directory."""
         return {name for name in RUN_FILES if (self.path / name).exists()}
 
-    def clear(self) -> None:
-        """Remove the run's files (:data:`RUN_FILES`) from the directory, and nothing else: what a
-        user put beside them stays, and so does the directory."""
-        for name in sorted(self.present()):
+    def owned(self) -> bool:
+        """Whether the directory is sfl-sim's run directory: marked ``run``
+        (:mod:`sfl_sim.runs.rundir.marker`), or, by an sfl-sim older than the marker, with a
+        ``summary.json`` that records a ``schema_version`` and a run status (:func:`legacy_run_file`)."""
+        if marker.is_kind(self.path, "run"):
+            return True
+        return marker.read(self.path) is None and legacy_run_file(self.summary_path)
+
+    def check_owned(self) -> None:
+        """Refuse, in one line naming the file, a directory whose run files sfl-sim did not write.
+
+        Raises
+        ------
+        RunDirError
+        """
+        marker.claim(self.path, "run", RUN_FILES, legacy=lambda _file: legacy_run_file(self.summary_path))
+
+    def mark(self) -> None:
+        """Mark the directory (created if missing) as sfl-sim's run directory, listing :data:`RUN_FILES`,
+        before a run writes them."""
+        marker.record(self.path, "run", RUN_FILES)
+
+    def replace_with(self, stage: Path) -> None:
+        """Replace the run this directory holds by the run written into ``stage`` (a staging
+        directory, :func:`sfl_sim.runs.rundir.marker.staging_dir`), then remove ``stage``.
+
+        The old run's files that the new one lacks are removed, each staged file is moved in
+        (``os.replace``: each file is whole, old or new), the marker is written last; what a user
+        put beside the run stays.
+
+        Raises
+        ------
+        RunDirError
+            The directory is not sfl-sim's run directory (:meth:`check_owned`).
+        """
+        self.check_owned()
+        staged = RunDir(stage).present()
+        for name in sorted(self.present() - staged):
             (self.path / name).unlink()
+        for name in sorted(staged):
+            os.replace(stage / name, self.path / name)
+        made = marker.read(stage) or {}
+        made.pop("staging_for", None)
+        (self.path / marker.MARKER_FILE).unlink(missing_ok=True)
+        marker.record(self.path, "run", RUN_FILES, made=made)
+        marker.remove_staging(stage)
 
     # -- reading -------------------------------------------------------------------------------
     def read_scenario(self, continued_by: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -500,6 +545,7 @@ class RunDir:
         if run_dir.exists() and not run_dir.is_dir():
             raise RunDirError(f"{run_dir} is a file, not a run directory; choose another --output-dir")
         present = self.present()
+        self.check_owned()  # a hand-written scenario.yaml is never restarted over, overwritten or resumed
         if overwrite:
             if resume:
                 raise RunDirError("overwrite: got it with resume; allowed: one of them (resume continues the run "
@@ -593,32 +639,16 @@ def _read_rounds(path: Path) -> list[int]:
         raise RunDirError(f"{path}: unreadable ({exc}); {_RERUN} to start over") from None
 
 
-def check_writable(out: Path, what: str = "output_dir") -> None:
-    """Refuse an output directory that cannot be created or written, before any work.
-
-    Nothing is left behind: the probe file is created in the nearest existing ancestor and
-    removed at once.
-
-    Raises
-    ------
-    RunDirError
-        If a component of the path is a file, or the directory cannot be written.
-    """
-    path = Path(out)
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        where = "is" if probe == path else f"is under {str(probe)!r}, which is"
-        raise RunDirError(f"{what}: {str(path)!r} {where} a file, not a directory; choose another --output-dir")
+def legacy_run_file(summary_path: Path) -> bool:
+    """Whether ``summary_path`` is the ``summary.json`` of a run made by an sfl-sim older than the
+    marker: a mapping with an integer ``schema_version`` and a run status (what every run writes
+    at its first evaluation, before its first checkpoint)."""
     try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as exc:
-        raise RunDirError(f"{what}: {str(path)!r} cannot be written ({exc.strerror or exc}); choose another "
-                          f"--output-dir") from None
+        data = json.loads(summary_path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return (isinstance(data, dict) and isinstance(data.get("schema_version"), int)
+            and data.get("status") in RUN_STATUSES)
 
 
 def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],

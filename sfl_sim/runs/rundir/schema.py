@@ -47,6 +47,9 @@ __all__ = [
     "NO_LOS_STATE",
     "CHECKPOINT_FILE",
     "STUDY_FILE",
+    "STUDY_STATUS_FILE",
+    "SCENARIO_SUMMARY_CSV",
+    "SCENARIO_SUMMARY_MD",
     "WORK_FILE",
     "WORK_VERSION",
     "WORK_SHA256",
@@ -133,6 +136,12 @@ CLIENTS_FILE = "clients.csv"
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
 STUDY_FILE = "study.yaml"
+#: The study's table of runs at the top of a study directory (one row per run: name, status,
+#: coordinates, error), rewritten as runs end.
+STUDY_STATUS_FILE = "runs.csv"
+#: The end-of-run tables of a scenario's runs, at the top of its output directory (``sfl-sim scenario``).
+SCENARIO_SUMMARY_CSV = "summary.csv"
+SCENARIO_SUMMARY_MD = "summary.md"
 #: What the engine timed, per round: one JSON object per line, gzip-compressed, appended round by
 #: round (a gzip member each; :mod:`sfl_sim.runs.rundir.work`).  Each line is a
 #: :class:`sfl_sim.engine.record.RoundRecord` (``round``, ``cohort``, ``processes``, ``draws``,

@@ -37,7 +37,8 @@ def test_writer_uses_the_schema_file_names(tmp_path):
     assert w.read_scenario()["seed"] == 0  # in today's shape: every other field at its default
     assert w.present() == {schema.SCENARIO_FILE, schema.SUMMARY_FILE, schema.METRICS_FILE, schema.ROUNDS_FILE,
                            schema.CLASSES_FILE}
-    assert set(RUN_FILES) == {getattr(schema, n) for n in dir(schema) if n.endswith("_FILE")} - {schema.STUDY_FILE}
+    assert set(RUN_FILES) == ({getattr(schema, n) for n in dir(schema) if n.endswith("_FILE")}
+                              - {schema.STUDY_FILE, schema.STUDY_STATUS_FILE})
     assert w.classes_path.read_text().splitlines()[0] == ",".join(schema.classes_columns(2))
 
 
