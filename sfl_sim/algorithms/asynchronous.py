@@ -34,7 +34,8 @@ from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, AsyncPolicy, Dispatch, RefillRule
 from sfl_sim.kit.params import Doc, ParamsModel
 
-__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "is_asynchronous", "staleness_weight"]
+__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "dispatch_unit", "is_asynchronous",
+           "staleness_weight"]
 
 StalenessFunction = Literal["constant", "polynomial", "hinge", "sqrt"]
 
@@ -53,6 +54,14 @@ def staleness_weight(function: StalenessFunction, staleness: int, a: float = 0.5
     if function == "sqrt":
         return 1.0 / math.sqrt(1.0 + tau)
     raise ValueError(f"staleness function {function!r}; allowed: constant, polynomial, hinge, sqrt")
+
+
+def dispatch_unit(dispatch: Dispatch) -> str:
+    """The unit of a dispatched client's own random stream (:meth:`Algorithm.client_stream
+    <sfl_sim.algorithms.base.Algorithm.client_stream>`): an asynchronous algorithm has no rounds, so
+    each dispatch (one client's local work from one model) draws from a stream of its own,
+    ``client_work/dispatch<sequence>/<client>``."""
+    return f"dispatch{dispatch.sequence}"
 
 
 class AsyncParams(ParamsModel):

@@ -82,12 +82,13 @@ class FedAvg(Algorithm):
         return self.model
 
     def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), **self.extra_state(), **self.optimizer_state(),
-                **self.compression_state()}
+        return {"model": self.model.state_dict(), **self.extra_state(), **self.stream_state(),
+                **self.optimizer_state(), **self.compression_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.load_extra_state(state)
+        self.load_stream_state(state)
         self.load_optimizer_state(state)
         self.load_compression_state(state)
 
@@ -223,13 +224,18 @@ class LocalSteps:
     """How a round's FL local steps run: at the client's events, on its working copy, through its
     optimizer — the loop, the reference.
 
+    Every step draws its randomness from the client's own stream (:meth:`Algorithm.client_stream`).
+
     Parameters
     ----------
     algo : FedAvg
+    unit : str, optional
+        The dispatch unit of the clients' streams (an asynchronous dispatch's); default: the round.
     """
 
-    def __init__(self, algo: FedAvg) -> None:
+    def __init__(self, algo: FedAvg, unit: str | None = None) -> None:
         self.algo = algo
+        self.unit = unit
 
     def start(self, k: int, model: nn.Module) -> LocalStep:
         """Client k begins its local work on ``model``; returns its step (metered as ``local_step``)."""
@@ -238,9 +244,10 @@ class LocalSteps:
 
         def step(x: torch.Tensor, y: torch.Tensor) -> float:
             def run() -> None:
-                loss = algo.local_objective(k, model, x, y)
-                loss.backward()
-                algo.optimizer_step(optimizer)
+                with algo.client_stream(k, self.unit):  # its dropout from its own stream, not in event order
+                    loss = algo.local_objective(k, model, x, y)
+                    loss.backward()
+                    algo.optimizer_step(optimizer)
 
             return algo.meter.run("local_step", len(y), run)[1]
 
@@ -248,7 +255,8 @@ class LocalSteps:
 
     def end(self, k: int, model: nn.Module) -> None:
         """Client k has done its local steps; it uploads ``model`` next."""
-        self.algo.after_local_training(k, model)
+        with self.algo.client_stream(k, self.unit):
+            self.algo.after_local_training(k, model)
 
     def finish(self, local: dict[int, nn.Module], kept: list[int]) -> None:
         """The straggler policy kept ``kept``; their models are aggregated next."""

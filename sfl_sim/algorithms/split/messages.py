@@ -75,6 +75,10 @@ class ClientStep:
     y : LongTensor, shape (B_k,)
     activations : Tensor or None
         A_k with its graph back to ``model`` (set once :meth:`SplitFedBase.client_forward` ran).
+    unit : str or None
+        The dispatch unit of the client's own random stream
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`): None for the round's, an
+        asynchronous dispatch's ``"dispatch<sequence>"``.
     """
 
     client: int
@@ -83,6 +87,7 @@ class ClientStep:
     x: torch.Tensor
     y: torch.Tensor
     activations: torch.Tensor | None = None
+    unit: str | None = None
 
     @property
     def batch_size(self) -> int:
