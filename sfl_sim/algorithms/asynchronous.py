@@ -29,13 +29,12 @@ from typing import Annotated, Any, ClassVar, Literal
 import simpy
 from pydantic import Field
 
-from sfl_sim.algorithms.base import Algorithm
+from sfl_sim.algorithms.base import Algorithm, dispatch_stream
 from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, AsyncPolicy, Dispatch, RefillRule
 from sfl_sim.kit.params import Doc, ParamsModel
 
-__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "dispatch_unit", "is_asynchronous",
-           "staleness_weight"]
+__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "is_asynchronous", "staleness_weight"]
 
 StalenessFunction = Literal["constant", "polynomial", "hinge", "sqrt"]
 
@@ -54,14 +53,6 @@ def staleness_weight(function: StalenessFunction, staleness: int, a: float = 0.5
     if function == "sqrt":
         return 1.0 / math.sqrt(1.0 + tau)
     raise ValueError(f"staleness function {function!r}; allowed: constant, polynomial, hinge, sqrt")
-
-
-def dispatch_unit(dispatch: Dispatch) -> str:
-    """The unit of a dispatched client's own random stream (:meth:`Algorithm.client_stream
-    <sfl_sim.algorithms.base.Algorithm.client_stream>`): an asynchronous algorithm has no rounds, so
-    each dispatch (one client's local work from one model) draws from a stream of its own,
-    ``client_work/dispatch<sequence>/<client>``."""
-    return f"dispatch{dispatch.sequence}"
 
 
 class AsyncParams(ParamsModel):
@@ -134,6 +125,12 @@ class AsynchronousAlgorithm(Algorithm):
     @abc.abstractmethod
     def discard(self, arrival: Arrival) -> None:
         """Forget what was kept for a dispatch whose upload was lost."""
+
+    def end_dispatch(self, dispatch: Dispatch) -> None:
+        """The dispatch's work is over (used or lost): forget its client stream
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`; a dispatch draws from its own,
+        seeded as the round of the model version it starts from)."""
+        self.client_streams.forget(dispatch_stream(dispatch))
 
 
 def is_asynchronous(algorithm: Any) -> bool:

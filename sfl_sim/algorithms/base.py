@@ -40,6 +40,7 @@ from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, 
 from sfl_sim.algorithms.protocols import LocalModelObserver
 from sfl_sim.algorithms.streams import TorchStreams
 from sfl_sim.engine import RoundContext, SimSteps
+from sfl_sim.engine.asynchronous import Dispatch
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.registry import Registry
 from sfl_sim.models import SplittableModel
@@ -112,6 +113,11 @@ class TrainingSetup:
         sizes = np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
         sizes.setflags(write=False)
         return sizes
+
+
+def dispatch_stream(dispatch: Dispatch) -> str:
+    """The key of an asynchronous dispatch's own client stream (:meth:`Algorithm.client_stream`)."""
+    return f"dispatch{dispatch.sequence}/{dispatch.client}"
 
 
 def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.ndarray:
@@ -380,7 +386,7 @@ class Algorithm(Component, abc.ABC):
             plan.load_state_dict(state["compression"])
 
     # -- the clients' random streams ---------------------------------------------------------------
-    def client_stream(self, client: int, unit: str | None = None) -> contextlib.AbstractContextManager[None]:
+    def client_stream(self, client: int, dispatch: Dispatch | None = None) -> contextlib.AbstractContextManager[None]:
         """The block draws its torch randomness (dropout masks...) from client ``client``'s own
         stream of this round (:mod:`sfl_sim.algorithms.streams`), not from the run's: wrap every
         piece of a client's own torch work in it, so that no change of timing reorders its draws.
@@ -388,12 +394,15 @@ class Algorithm(Component, abc.ABC):
         Parameters
         ----------
         client : int
-        unit : str, optional
-            The dispatch unit the stream belongs to (an asynchronous algorithm's
-            ``"dispatch<sequence>"``); default: this round, ``"round<n>"`` with n the rounds
+        dispatch : Dispatch, optional
+            An asynchronous algorithm's dispatch of ``client``: its stream is its own
+            (``dispatch<sequence>/<client>``), seeded as that of the round numbered by the model
+            version it starts from; default: this round's, ``round<n>/<client>`` with n the rounds
             :meth:`run_round` has finished.
         """
-        return self.client_streams.of(f"{f'round{self.rounds_run}' if unit is None else unit}/{client}")
+        if dispatch is None:
+            return self.client_streams.of(f"round{self.rounds_run}/{client}")
+        return self.client_streams.of(dispatch_stream(dispatch), seed=f"round{dispatch.version}/{client}")
 
     def stream_state(self) -> dict[str, Any]:
         """``{"client_work": ...}``: the round :meth:`client_stream` is at and the states of the

@@ -9,8 +9,9 @@ training.  Here such work draws from a generator of its own, chosen by a *key*:
 
 * a client's own work (its local training in the FL family, its client-side forward and backward
   in the split family) from ``client_work/<unit>/<client>``, where the unit is the round
-  (``round<n>``, n counted from 0 by the algorithm) or, for an asynchronous algorithm, the
-  dispatch (``dispatch<sequence>``): a fresh stream per round and client
+  (``round<n>``, n counted from 0 by the algorithm): a fresh stream per round and client.  An
+  asynchronous algorithm has no rounds; each dispatch draws from a stream of its own, seeded as
+  the round of the model version it starts from (so FedBuff with K = C draws what FedAvg draws)
   (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`);
 * a per-client server copy of the split family (``per_client`` server mode) from
   ``server_copy/<client>``, one stream per client kept across rounds (a client's stream goes on
@@ -58,12 +59,15 @@ class TorchStreams:
         self._states: dict[StreamKey, list[torch.Tensor]] = {}  # key -> its generators' states
 
     @contextlib.contextmanager
-    def of(self, key: StreamKey) -> Iterator[None]:
-        """Torch's generators set to ``key``'s own for the block, the run's restored after it."""
+    def of(self, key: StreamKey, seed: StreamKey | None = None) -> Iterator[None]:
+        """Torch's generators set to ``key``'s own for the block, the run's restored after it.
+
+        ``seed``: the name (after ``<name>/``) the stream is seeded from the first time, if not
+        ``key`` (an asynchronous dispatch's stream is kept under its own key, seeded as a round's)."""
         with torch.random.fork_rng(devices=self.cuda):
             state = self._states.get(key)
             if state is None:
-                torch.manual_seed(torch_seed(self.root_seed, f"{self.name}/{key}"))
+                torch.manual_seed(torch_seed(self.root_seed, f"{self.name}/{key if seed is None else seed}"))
             else:
                 torch.set_rng_state(state[0])
                 if self.cuda:

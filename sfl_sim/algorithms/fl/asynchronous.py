@@ -50,7 +50,6 @@ from sfl_sim.algorithms.asynchronous import (
     AsynchronousAlgorithm,
     AsyncParams,
     StalenessFunction,
-    dispatch_unit,
     staleness_weight,
 )
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
@@ -92,21 +91,21 @@ class AsyncFedAvg(AsynchronousAlgorithm, FedAvg):
         jobs = {}
         for d in group:
             self._local[d.sequence], self._start[d.sequence] = local[d.sequence], start
-            steps = LocalSteps(self, unit=dispatch_unit(d))  # the dispatch is the unit of its streams
+            steps = LocalSteps(self, dispatch=d)  # the dispatch draws from its own stream
             jobs[d.sequence] = ctx.process(self._client(ctx, work[d.client], local[d.sequence], steps))
         return jobs
 
     def discard(self, arrival: Arrival) -> None:
         self._local.pop(arrival.dispatch.sequence, None)
         self._start.pop(arrival.dispatch.sequence, None)
-        self.client_streams.forget(f"{dispatch_unit(arrival.dispatch)}/{arrival.client}")
+        self.end_dispatch(arrival.dispatch)
 
     def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         sequences = [a.dispatch.sequence for a in used]
         models = {s: self._local.pop(s) for s in sequences}
         starts = {s: self._start.pop(s) for s in sequences}
         for a in used:
-            self.client_streams.forget(f"{dispatch_unit(a.dispatch)}/{a.client}")
+            self.end_dispatch(a.dispatch)
         self.observe_local_models({a.client: models[a.dispatch.sequence] for a in used})
         self.server_update(used, staleness, models, starts)
         self.optimizers.end_round()  # a version is a round for the client optimizers and the schedule

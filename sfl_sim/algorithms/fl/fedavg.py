@@ -47,6 +47,7 @@ from sfl_sim.algorithms._exec.vectorised import CohortSteps
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.engine import SERVER, Lost, Outcome, RoundContext, SimSteps
+from sfl_sim.engine.asynchronous import Dispatch
 from sfl_sim.optim import make_optimizer
 
 
@@ -229,13 +230,13 @@ class LocalSteps:
     Parameters
     ----------
     algo : FedAvg
-    unit : str, optional
-        The dispatch unit of the clients' streams (an asynchronous dispatch's); default: the round.
+    dispatch : Dispatch, optional
+        The asynchronous dispatch whose own stream the steps draw from; default: the round's.
     """
 
-    def __init__(self, algo: FedAvg, unit: str | None = None) -> None:
+    def __init__(self, algo: FedAvg, dispatch: Dispatch | None = None) -> None:
         self.algo = algo
-        self.unit = unit
+        self.dispatch = dispatch
 
     def start(self, k: int, model: nn.Module) -> LocalStep:
         """Client k begins its local work on ``model``; returns its step (metered as ``local_step``)."""
@@ -244,7 +245,7 @@ class LocalSteps:
 
         def step(x: torch.Tensor, y: torch.Tensor) -> float:
             def run() -> None:
-                with algo.client_stream(k, self.unit):  # its dropout from its own stream, not in event order
+                with algo.client_stream(k, self.dispatch):  # its dropout from its own stream, not in event order
                     loss = algo.local_objective(k, model, x, y)
                     loss.backward()
                     algo.optimizer_step(optimizer)
@@ -255,7 +256,7 @@ class LocalSteps:
 
     def end(self, k: int, model: nn.Module) -> None:
         """Client k has done its local steps; it uploads ``model`` next."""
-        with self.algo.client_stream(k, self.unit):
+        with self.algo.client_stream(k, self.dispatch):
             self.algo.after_local_training(k, model)
 
     def finish(self, local: dict[int, nn.Module], kept: list[int]) -> None:

@@ -41,7 +41,7 @@ from pydantic import Field
 from torch import nn
 
 from sfl_sim.algorithms._exec.execution import StackedSteps
-from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams, dispatch_unit
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Reply
@@ -114,12 +114,12 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
 
     def _client(self, ctx: RoundContext, dispatch: Dispatch, work: ClientWork, model: nn.Module) -> SimSteps[Outcome]:
         """Client k's T iterations against the activation buffer, then the upload of its w_c,k; its
-        client-side draws from the dispatch's own stream (:func:`dispatch_unit`)."""
+        client-side work draws from the dispatch's own stream (:meth:`client_stream`)."""
         k, sequence = work.client, dispatch.sequence
         try:
             for t in range(work.iterations):
                 x, y = work.batch(t)
-                step = ClientStep(k, t, model, x, y, unit=dispatch_unit(dispatch))
+                step = ClientStep(k, t, model, x, y, dispatch=dispatch)
                 forward = functools.partial(self.client_forward, step)
                 step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind, forward)
                 sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
@@ -163,12 +163,12 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
     # -- the server's model buffer ---------------------------------------------------------------
     def discard(self, arrival: Arrival) -> None:
         self._local.pop(arrival.dispatch.sequence, None)
-        self.client_streams.forget(f"{dispatch_unit(arrival.dispatch)}/{arrival.client}")
+        self.end_dispatch(arrival.dispatch)
 
     def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         models = [self._local.pop(a.dispatch.sequence) for a in used]
         for a in used:
-            self.client_streams.forget(f"{dispatch_unit(a.dispatch)}/{a.client}")
+            self.end_dispatch(a.dispatch)
         weights = self.setup.client_data_sizes[[a.client for a in used]].astype(float)
         self.client_side().load_state_dict(weighted_average([m.state_dict() for m in models], weights))
         self.optimizers.end_round()

@@ -434,10 +434,10 @@ class SplitFedBase(Algorithm):
         kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result.
 
         ``fn()`` draws its randomness (the client side's dropout...) from client k's own stream
-        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`, of ``step.unit``), so the order
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`), so the order
         in which the clients' events fire never changes it."""
         def own() -> Result:
-            with self.client_stream(step.client, step.unit):
+            with self.client_stream(step.client, step.dispatch):
                 return fn()
 
         result, flops = self.meter.run(kind, step.batch_size, own)
