@@ -29,7 +29,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import simpy
 from pydantic import Field
 
-from sfl_sim.algorithms.base import Algorithm
+from sfl_sim.algorithms.base import Algorithm, dispatch_stream
 from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, AsyncPolicy, Dispatch, RefillRule
 from sfl_sim.kit.params import Doc, ParamsModel
@@ -125,6 +125,12 @@ class AsynchronousAlgorithm(Algorithm):
     @abc.abstractmethod
     def discard(self, arrival: Arrival) -> None:
         """Forget what was kept for a dispatch whose upload was lost."""
+
+    def end_dispatch(self, dispatch: Dispatch) -> None:
+        """The dispatch's work is over (used or lost): forget its client stream
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`; a dispatch draws from its own,
+        seeded as the round of the model version it starts from)."""
+        self.client_streams.forget(dispatch_stream(dispatch))
 
 
 def is_asynchronous(algorithm: Any) -> bool:

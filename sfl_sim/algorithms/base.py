@@ -16,6 +16,7 @@ semantics are :mod:`sfl_sim.optim.bank`'s.
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,9 @@ from sfl_sim.algorithms._exec.flop_meter import FlopMeter
 from sfl_sim.algorithms._exec.working_copies import Key, WorkingCopyPools
 from sfl_sim.algorithms.local_work import ClientWork, EpochWork, IterationWork, draw_in_iteration_order, to_device
 from sfl_sim.algorithms.protocols import LocalModelObserver
+from sfl_sim.algorithms.streams import TorchStreams
 from sfl_sim.engine import RoundContext, SimSteps
+from sfl_sim.engine.asynchronous import Dispatch
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.registry import Registry
 from sfl_sim.models import SplittableModel
@@ -110,6 +113,11 @@ class TrainingSetup:
         sizes = np.array([len(ix) for ix in self.client_indices], dtype=np.int64)
         sizes.setflags(write=False)
         return sizes
+
+
+def dispatch_stream(dispatch: Dispatch) -> str:
+    """The key of an asynchronous dispatch's own client stream (:meth:`Algorithm.client_stream`)."""
+    return f"dispatch{dispatch.sequence}/{dispatch.client}"
 
 
 def proportional_batch_sizes(data_sizes: Sequence[int], total_batch: int) -> np.ndarray:
@@ -259,6 +267,10 @@ class Algorithm(Component, abc.ABC):
         self.setup = setup
         self.meter = FlopMeter()
         self.optimizers = OptimizerBank(setup.training, setup.learning_rate)
+        # each client's own work draws from its own stream per round (sfl_sim.algorithms.streams),
+        # seeded from the seed the model was just initialised with (the run's model_init stream)
+        self.client_streams = TorchStreams(torch.initial_seed(), setup.device, "client_work")
+        self.rounds_run = 0  # the round of client_stream (restored from the checkpoint)
 
     def run_round(self, ctx: RoundContext, cohort: np.ndarray,
                   local_model_observer: LocalModelObserver | None = None) -> SimSteps[None]:
@@ -283,6 +295,8 @@ class Algorithm(Component, abc.ABC):
         finally:
             self.__dict__["_local_model_observer"] = None
         self.optimizers.end_round()
+        self.client_streams.forget()  # no work draws from this round's streams again
+        self.rounds_run += 1
 
     # -- what subclasses implement -------------------------------------------------------------
     @abc.abstractmethod
@@ -324,22 +338,23 @@ class Algorithm(Component, abc.ABC):
 
     @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume training: weights, :meth:`extra_state` and
-        :meth:`optimizer_state` (plain data only).  FedAvg and the split-learning base write
-        ``{"model": ..., **extra_state(), **optimizer_state()}``: their subclasses keep further
-        state through :meth:`extra_state` / :meth:`load_extra_state`, not by overriding this."""
+        """Everything needed to resume training: weights, :meth:`extra_state`,
+        :meth:`stream_state` and :meth:`optimizer_state` (plain data only).  FedAvg and the
+        split-learning base write ``{"model": ..., **extra_state(), **stream_state(),
+        **optimizer_state()}``: their subclasses keep further state through :meth:`extra_state` /
+        :meth:`load_extra_state`, not by overriding this."""
 
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`: the weights, then :meth:`load_extra_state`, then (through
-        :meth:`load_optimizer_state`) the optimizers."""
+        """Restore :meth:`state_dict`: the weights, then :meth:`load_extra_state`,
+        :meth:`load_stream_state`, then (through :meth:`load_optimizer_state`) the optimizers."""
 
     def extra_state(self) -> dict[str, Any]:
         """State of this algorithm beyond the model weights and the optimizers that resuming needs
         (an auxiliary head, per-client models, counters), as plain data — tensors, numbers,
         strings, None and lists/tuples/dicts of them, so a checkpoint loads with
         ``weights_only=True``.  Its keys go into :meth:`state_dict` after ``"model"``; they must
-        not be ``"model"`` or ``"optimizers"``.  Default: none."""
+        not be ``"model"``, ``"client_work"`` or ``"optimizers"``.  Default: none."""
         return {}
 
     def load_extra_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 (a hook: optional, default nothing)
@@ -369,6 +384,37 @@ class Algorithm(Component, abc.ABC):
         plan = self.setup.compression
         if plan:
             plan.load_state_dict(state["compression"])
+
+    # -- the clients' random streams ---------------------------------------------------------------
+    def client_stream(self, client: int, dispatch: Dispatch | None = None) -> contextlib.AbstractContextManager[None]:
+        """The block draws its torch randomness (dropout masks...) from client ``client``'s own
+        stream of this round (:mod:`sfl_sim.algorithms.streams`), not from the run's: wrap every
+        piece of a client's own torch work in it, so that no change of timing reorders its draws.
+
+        Parameters
+        ----------
+        client : int
+        dispatch : Dispatch, optional
+            An asynchronous algorithm's dispatch of ``client``: its stream is its own
+            (``dispatch<sequence>/<client>``), seeded as that of the round numbered by the model
+            version it starts from; default: this round's, ``round<n>/<client>`` with n the rounds
+            :meth:`run_round` has finished.
+        """
+        if dispatch is None:
+            return self.client_streams.of(f"round{self.rounds_run}/{client}")
+        return self.client_streams.of(dispatch_stream(dispatch), seed=f"round{dispatch.version}/{client}")
+
+    def stream_state(self) -> dict[str, Any]:
+        """``{"client_work": ...}``: the round :meth:`client_stream` is at and the states of the
+        streams that have drawn (none between rounds): merge it into :meth:`state_dict`."""
+        return {"client_work": {"rounds_run": self.rounds_run, "streams": self.client_streams.state_dict()}}
+
+    def load_stream_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`stream_state` put into a state dict (nothing there: round 0, no
+        stream drawn)."""
+        work = state.get("client_work", {})
+        self.rounds_run = int(work.get("rounds_run", 0))
+        self.client_streams.load_state_dict(work.get("streams", {}))
 
     # -- optimizers ----------------------------------------------------------------------------
     def client_optimizer(self, client: int, params: Iterable[nn.Parameter], name: str = "model",

@@ -1,7 +1,9 @@
 """Re-timing a finished run (``sfl_sim.runs.retime``): the field table, the refusals before any work,
 and exactness: a re-timed run equals a full run under the same settings in every column that is
-not host time, for every synchronous algorithm, under a bandwidth, a rate-model and a compute-budget
-change."""
+not host time, for every synchronous algorithm of the default model with its dropout, under a
+bandwidth, a rate-model and a compute-budget change (one that reorders the clients' compute events:
+their dropout masks come from each client's own stream, :mod:`sfl_sim.algorithms.streams`, so no
+re-timing is refused)."""
 from __future__ import annotations
 
 import json
@@ -19,11 +21,12 @@ from sfl_sim.algorithms.asynchronous import is_asynchronous
 from sfl_sim.config import Scenario
 from sfl_sim.config.models import ComponentSpec
 from sfl_sim.errors import ConfigError, RunDirError
+from sfl_sim.models.alexnet import AlexNet
 from sfl_sim.runs.retime import RetimeRefused, retime
 from sfl_sim.runs.retime_fields import FIELD_KINDS, TIMING, changed_fields, field_kind
 from sfl_sim.runs.rundir import work
 from sfl_sim.runs.rundir.schema import RETIMED_FROM, WORK_SHA256
-from tests.helpers import read_rows, small_scenario
+from tests.helpers import read_rows, small_scenario, write_yaml
 
 #: Files compared between a re-timed and a full run (host-time columns left out).
 COMPARED = ("metrics.csv", "rounds.csv", "energy.csv", "classes.csv", "cell.csv", "clients.csv")
@@ -32,9 +35,14 @@ COMPARED = ("metrics.csv", "rounds.csv", "energy.csv", "classes.csv", "cell.csv"
 CHANGES: dict[str, list[str]] = {
     "bandwidth": ["cell.uplink_bandwidth_hz=3e6"],
     "rate_model": ["cell.rate={name: mcs_table}"],
-    "compute": ["clients.compute_flops_per_s_min=4e9", "clients.compute_flops_per_s_max=3e10",
+    # the slowest client now 300 times slower than the fastest (10 before): the clients' local steps
+    # end in another order, which reordered their dropout draws while they came from one stream
+    "compute": ["clients.compute_flops_per_s_min=1e8", "clients.compute_flops_per_s_max=3e10",
                 "server.compute_flops_per_s=3e11"],
 }
+
+#: The default AlexNet's dropout probability (before its two hidden linear layers).
+DEFAULT_DROPOUT = AlexNet.Params().dropout
 
 #: The algorithms a run of which keeps a work record (an asynchronous one keeps none: refused).
 SYNCHRONOUS = sorted(n for n in ALGORITHMS.names() if not is_asynchronous(ALGORITHMS.get(n)))
@@ -70,9 +78,11 @@ def test_field_kind_takes_the_longest_prefix() -> None:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """Every registered algorithm trained for 2 rounds on the small scenario: (out, scenario)."""
+    """Every synchronous algorithm trained for 2 rounds on the small scenario, its AlexNet with the
+    default model's dropout: (out, scenario)."""
     tmp = tmp_path_factory.mktemp("retime")
-    data = small_scenario(algorithms=SYNCHRONOUS, rounds=2, local_iterations=2)
+    data = small_scenario(algorithms=SYNCHRONOUS, rounds=2, local_iterations=3)
+    data["model"]["params"]["dropout"] = DEFAULT_DROPOUT  # what the default model has (stated: it is the point)
     data["cell"] = {"downlink": {"mode": "ideal"}}
     path = tmp / "s.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -111,6 +121,26 @@ def test_a_retimed_run_equals_the_full_run(trained, full_runs, tmp_path: Path, c
     tmp, _ = trained
     retime(tmp / "source" / algorithm, CHANGES[change], tmp_path / algorithm)
     _same(full_runs[change] / algorithm, tmp_path / algorithm)
+
+
+def test_the_default_model_has_dropout() -> None:
+    assert DEFAULT_DROPOUT > 0  # else the re-timings above would not test what they are for
+
+
+@pytest.mark.slow
+def test_fedavg_of_the_default_model_retimes_to_other_compute_budgets(tmp_path: Path) -> None:
+    """FedAvg of the default AlexNet (paper widths, dropout before its hidden linear layers), 3
+    rounds, re-timed to other client compute budgets: not refused (its dropout masks were drawn
+    from one stream in the order the clients' steps ended), and equal to the full runs."""
+    data = small_scenario(algorithms=["fedavg"], rounds=3, local_iterations=3, clients=10, train=400, test=100)
+    data["model"] = {"name": "alexnet"}
+    path = write_yaml(tmp_path, data)
+    sfl_sim.run(str(path), output_dir=tmp_path / "source")
+    for i, budgets in enumerate([["clients.compute_flops_per_s_min=1e8"],
+                                 ["clients.compute_flops_per_s_min=5e9", "clients.compute_flops_per_s_max=6e9"]]):
+        sfl_sim.run(str(path), overrides=budgets, output_dir=tmp_path / f"full{i}")
+        retime(tmp_path / "source" / "fedavg", budgets, tmp_path / f"retimed{i}")
+        _same(tmp_path / f"full{i}" / "fedavg", tmp_path / f"retimed{i}")
 
 
 @pytest.mark.slow

@@ -46,7 +46,12 @@ from pydantic import Field
 from torch import nn
 
 from sfl_sim.algorithms._exec.execution import StackedSteps
-from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams, StalenessFunction, staleness_weight
+from sfl_sim.algorithms.asynchronous import (
+    AsynchronousAlgorithm,
+    AsyncParams,
+    StalenessFunction,
+    staleness_weight,
+)
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fl.fedavg import FedAvg, LocalSteps
 from sfl_sim.channel.limits import SIMULATED_INTERVAL_S
@@ -84,21 +89,24 @@ class AsyncFedAvg(AsynchronousAlgorithm, FedAvg):
         yield ctx.broadcast(state_bytes(self.model), "model")
         ctx.allocate_uplink({k: 8 * self._upload_bytes() for k in clients.tolist()})
         self.begin_round(clients)
-        steps = LocalSteps(self)
         jobs = {}
         for d in group:
             self._local[d.sequence], self._start[d.sequence] = local[d.sequence], start
+            steps = LocalSteps(self, dispatch=d)  # the dispatch draws from its own stream
             jobs[d.sequence] = ctx.process(self._client(ctx, work[d.client], local[d.sequence], steps))
         return jobs
 
     def discard(self, arrival: Arrival) -> None:
         self._local.pop(arrival.dispatch.sequence, None)
         self._start.pop(arrival.dispatch.sequence, None)
+        self.end_dispatch(arrival.dispatch)
 
     def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         sequences = [a.dispatch.sequence for a in used]
         models = {s: self._local.pop(s) for s in sequences}
         starts = {s: self._start.pop(s) for s in sequences}
+        for a in used:
+            self.end_dispatch(a.dispatch)
         self.observe_local_models({a.client: models[a.dispatch.sequence] for a in used})
         self.server_update(used, staleness, models, starts)
         self.optimizers.end_round()  # a version is a round for the client optimizers and the schedule

@@ -47,6 +47,7 @@ from sfl_sim.algorithms._exec.vectorised import CohortSteps
 from sfl_sim.algorithms.base import ALGORITHMS, Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.engine import SERVER, Lost, Outcome, RoundContext, SimSteps
+from sfl_sim.engine.asynchronous import Dispatch
 from sfl_sim.optim import make_optimizer
 
 
@@ -82,12 +83,13 @@ class FedAvg(Algorithm):
         return self.model
 
     def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), **self.extra_state(), **self.optimizer_state(),
-                **self.compression_state()}
+        return {"model": self.model.state_dict(), **self.extra_state(), **self.stream_state(),
+                **self.optimizer_state(), **self.compression_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.load_extra_state(state)
+        self.load_stream_state(state)
         self.load_optimizer_state(state)
         self.load_compression_state(state)
 
@@ -223,13 +225,18 @@ class LocalSteps:
     """How a round's FL local steps run: at the client's events, on its working copy, through its
     optimizer — the loop, the reference.
 
+    Every step draws its randomness from the client's own stream (:meth:`Algorithm.client_stream`).
+
     Parameters
     ----------
     algo : FedAvg
+    dispatch : Dispatch, optional
+        The asynchronous dispatch whose own stream the steps draw from; default: the round's.
     """
 
-    def __init__(self, algo: FedAvg) -> None:
+    def __init__(self, algo: FedAvg, dispatch: Dispatch | None = None) -> None:
         self.algo = algo
+        self.dispatch = dispatch
 
     def start(self, k: int, model: nn.Module) -> LocalStep:
         """Client k begins its local work on ``model``; returns its step (metered as ``local_step``)."""
@@ -238,9 +245,10 @@ class LocalSteps:
 
         def step(x: torch.Tensor, y: torch.Tensor) -> float:
             def run() -> None:
-                loss = algo.local_objective(k, model, x, y)
-                loss.backward()
-                algo.optimizer_step(optimizer)
+                with algo.client_stream(k, self.dispatch):  # its dropout from its own stream, not in event order
+                    loss = algo.local_objective(k, model, x, y)
+                    loss.backward()
+                    algo.optimizer_step(optimizer)
 
             return algo.meter.run("local_step", len(y), run)[1]
 
@@ -248,7 +256,8 @@ class LocalSteps:
 
     def end(self, k: int, model: nn.Module) -> None:
         """Client k has done its local steps; it uploads ``model`` next."""
-        self.algo.after_local_training(k, model)
+        with self.algo.client_stream(k, self.dispatch):
+            self.algo.after_local_training(k, model)
 
     def finish(self, local: dict[int, nn.Module], kept: list[int]) -> None:
         """The straggler policy kept ``kept``; their models are aggregated next."""

@@ -115,7 +115,7 @@ class FedConcat(FedAvg):
     def state_dict(self) -> dict[str, Any]:
         return {"cluster_models": [m.state_dict() for m in self.cluster_models], "rounds_done": self.rounds_done,
                 "concat": None if self.concat is None else self.concat.state_dict(),
-                "has_encoders": sorted(self.has_encoders), **self.optimizer_state()}
+                "has_encoders": sorted(self.has_encoders), **self.stream_state(), **self.optimizer_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for m, s in zip(self.cluster_models, state["cluster_models"], strict=True):
@@ -126,6 +126,7 @@ class FedConcat(FedAvg):
         if state["concat"] is not None:
             self.concat = self._build_concat("average")
             self.concat.load_state_dict(state["concat"])
+        self.load_stream_state(state)
         self.load_optimizer_state(state)
 
     # -- one round -------------------------------------------------------------------------------
@@ -183,10 +184,11 @@ class FedConcat(FedAvg):
                 x, y = work[k].batch(t)
 
                 def step(x: torch.Tensor = x, y: torch.Tensor = y) -> None:
-                    with torch.no_grad():
-                        feats = concat.features(x)
-                    F.cross_entropy(head(feats), y).backward()
-                    self.optimizer_step(optimizer)
+                    with self.client_stream(k):  # any draw from the client's own stream
+                        with torch.no_grad():
+                            feats = concat.features(x)
+                        F.cross_entropy(head(feats), y).backward()
+                        self.optimizer_step(optimizer)
 
                 _, flops = self.meter.run("classifier_step", len(y), step)
                 yield from ctx.compute(k, flops, "classifier_step")

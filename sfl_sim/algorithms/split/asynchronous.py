@@ -110,16 +110,16 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
         yield ctx.broadcast(state_bytes(side), "client_model")
         per_sample_bits = self.activation_bits_per_sample
         ctx.allocate_uplink({d.client: work[d.client].batch_size * per_sample_bits for d in group})
-        return {d.sequence: ctx.process(self._client(ctx, d.sequence, work[d.client], local[d.sequence]))
-                for d in group}
+        return {d.sequence: ctx.process(self._client(ctx, d, work[d.client], local[d.sequence])) for d in group}
 
-    def _client(self, ctx: RoundContext, sequence: int, work: ClientWork, model: nn.Module) -> SimSteps[Outcome]:
-        """Client k's T iterations against the activation buffer, then the upload of its w_c,k."""
-        k = work.client
+    def _client(self, ctx: RoundContext, dispatch: Dispatch, work: ClientWork, model: nn.Module) -> SimSteps[Outcome]:
+        """Client k's T iterations against the activation buffer, then the upload of its w_c,k; its
+        client-side work draws from the dispatch's own stream (:meth:`client_stream`)."""
+        k, sequence = work.client, dispatch.sequence
         try:
             for t in range(work.iterations):
                 x, y = work.batch(t)
-                step = ClientStep(k, t, model, x, y)
+                step = ClientStep(k, t, model, x, y, dispatch=dispatch)
                 forward = functools.partial(self.client_forward, step)
                 step.activations = yield from self.client_compute(ctx, step, self.client_forward_kind, forward)
                 sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t)
@@ -163,9 +163,12 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
     # -- the server's model buffer ---------------------------------------------------------------
     def discard(self, arrival: Arrival) -> None:
         self._local.pop(arrival.dispatch.sequence, None)
+        self.end_dispatch(arrival.dispatch)
 
     def aggregate_updates(self, used: Sequence[Arrival], staleness: Sequence[int]) -> None:
         models = [self._local.pop(a.dispatch.sequence) for a in used]
+        for a in used:
+            self.end_dispatch(a.dispatch)
         weights = self.setup.client_data_sizes[[a.client for a in used]].astype(float)
         self.client_side().load_state_dict(weighted_average([m.state_dict() for m in models], weights))
         self.optimizers.end_round()

@@ -88,9 +88,9 @@ from sfl_sim.algorithms._exec.execution import StackedSteps
 from sfl_sim.algorithms._exec.vectorised import StackedClientSide
 from sfl_sim.algorithms.base import Algorithm, TrainingSetup, state_bytes, tensor_bytes, weighted_average
 from sfl_sim.algorithms.split import server_modes
-from sfl_sim.algorithms.split.copy_streams import CopyStreams
 from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Exchange, Reply, SplitRound
 from sfl_sim.algorithms.split.server_modes import ServerMode, ServerModeName
+from sfl_sim.algorithms.streams import TorchStreams
 from sfl_sim.engine import DELIVERED, SERVER, Lost, Outcome, RoundContext, SimSteps
 from sfl_sim.models import probe_output
 from sfl_sim.optim import make_optimizer
@@ -139,8 +139,8 @@ class SplitFedBase(Algorithm):
         super().__init__(setup, **params)
         self.server_mode = server_modes.server_mode(self.make_server_mode())
         # per-client server copies draw from their own streams, seeded from the seed the model
-        # was just initialised with (the run's model_init stream)
-        self.copy_streams = (CopyStreams(torch.initial_seed(), setup.device)
+        # was just initialised with (the run's model_init stream), kept across rounds
+        self.copy_streams = (TorchStreams(torch.initial_seed(), setup.device, "server_copy")
                              if isinstance(self.server_mode, server_modes.PerClientServer) else None)
         model = copy.deepcopy(setup.model)
         self.client_model, self.server_model = model.split(setup.split_point)
@@ -158,14 +158,15 @@ class SplitFedBase(Algorithm):
 
     def state_dict(self) -> dict[str, Any]:
         streams = {} if self.copy_streams is None else {"client_streams": self.copy_streams.state_dict()}
-        return {"model": self.full_model.state_dict(), **streams, **self.extra_state(), **self.optimizer_state(),
-                **self.compression_state()}
+        return {"model": self.full_model.state_dict(), **streams, **self.extra_state(), **self.stream_state(),
+                **self.optimizer_state(), **self.compression_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.full_model.load_state_dict(state["model"])
         if self.copy_streams is not None:
             self.copy_streams.load_state_dict(state.get("client_streams", {}))
         self.load_extra_state(state)
+        self.load_stream_state(state)
         self.load_optimizer_state(state)
         self.load_compression_state(state)
 
@@ -422,15 +423,24 @@ class SplitFedBase(Algorithm):
 
     def copy_stream(self, client: int) -> contextlib.AbstractContextManager[None]:
         """The block draws from client ``client``'s server-copy stream (``per_client`` mode,
-        :mod:`sfl_sim.algorithms.split.copy_streams`); in the other modes, from the run's."""
+        :mod:`sfl_sim.algorithms.streams`); in the other modes, from the run's (the one w_s steps
+        in an order no timing changes: iteration after iteration, or the clients' fixed order)."""
         return contextlib.nullcontext() if self.copy_streams is None else self.copy_streams.of(client)
 
     # -- metered compute and messages (helpers for hooks) -----------------------------------------
     def client_compute(self, ctx: RoundContext, step: ClientStep, kind: str,
                        fn: Callable[[], Result]) -> SimSteps[Result]:
         """Run ``fn()`` as client work of ``kind`` on B_k samples: its FLOPs are metered (once per
-        kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result."""
-        result, flops = self.meter.run(kind, step.batch_size, fn)
+        kind) and charged to client k's device; ``yield from`` it.  Returns ``fn()``'s result.
+
+        ``fn()`` draws its randomness (the client side's dropout...) from client k's own stream
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`), so the order
+        in which the clients' events fire never changes it."""
+        def own() -> Result:
+            with self.client_stream(step.client, step.dispatch):
+                return fn()
+
+        result, flops = self.meter.run(kind, step.batch_size, own)
         yield from ctx.compute(step.client, flops, kind)
         return result
 

@@ -21,6 +21,7 @@ from torch import nn
 
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.engine import Lost, RoundContext, SimSteps
+from sfl_sim.engine.asynchronous import Dispatch
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class ClientStep:
     y : LongTensor, shape (B_k,)
     activations : Tensor or None
         A_k with its graph back to ``model`` (set once :meth:`SplitFedBase.client_forward` ran).
+    dispatch : Dispatch or None
+        The asynchronous dispatch whose own random stream the client's work draws from
+        (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`); None: the round's.
     """
 
     client: int
@@ -83,6 +87,7 @@ class ClientStep:
     x: torch.Tensor
     y: torch.Tensor
     activations: torch.Tensor | None = None
+    dispatch: Dispatch | None = None
 
     @property
     def batch_size(self) -> int:

@@ -15,7 +15,7 @@ minibatches (B_k of eq. 3), T local iterations per round and plain softmax cross
   device: the copies' jobs queue on it, first come first served) and returns G_k; after the round
   both the client-side models (uploaded) and the server-side copies (on the server) are averaged
   by |D_k|.  Each copy draws its dropout from its client's own torch generator
-  (:mod:`sfl_sim.algorithms.split.copy_streams`, as every per-client server copy does), so the
+  (:mod:`sfl_sim.algorithms.streams`, as every per-client server copy does), so the
   order in which the link delivers the activations changes when the copies step, never what they
   learn.
 * ``splitfed_v2`` — one w_s, no copies, no averaging of it: the server steps it on one client's

@@ -90,7 +90,7 @@ def test_feddyn_keeps_state_per_client_and_server() -> None:
     algo = ALGORITHMS.get("feddyn")(tiny_setup(local_iterations=2), alpha=0.1)
     _rounds(algo, 1)
     assert set(algo.client_grads) == {0, 1} and algo.h.abs().sum() > 0
-    assert set(algo.state_dict()) == {"model", "h", "client_grads"}
+    assert set(algo.state_dict()) == {"model", "h", "client_grads", "client_work"}  # client_work: its streams
 
 
 def test_fedconcat_stages_traffic_and_resume() -> None:

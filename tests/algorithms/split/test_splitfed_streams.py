@@ -1,5 +1,5 @@
 """Per-client server copies draw their dropout from the client's own generator
-(:mod:`sfl_sim.algorithms.split.copy_streams`) and every minibatch of a round is drawn at its start
+(:mod:`sfl_sim.algorithms.streams`) and every minibatch of a round is drawn at its start
 (:func:`~sfl_sim.algorithms.local_work.draw_in_iteration_order`), so what the algorithms with one
 server copy per client learn does not depend on the order in which the link delivers the
 activations (issue 39)."""
