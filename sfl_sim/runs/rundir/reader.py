@@ -1,5 +1,5 @@
-"""Reading a run directory in today's shape, without torch: the part of :class:`RunDir` that
-:mod:`sfl_sim.analysis` uses too.
+"""Reading a run directory in today's shape, without torch: the part of
+:class:`~sfl_sim.runs.rundir.files.RunDir` that :mod:`sfl_sim.analysis` uses too.
 
 :class:`RunFiles` owns the paths of one run directory and gives its text files as today's code
 expects them, whatever version of the simulator wrote them: the logs in today's columns, the
