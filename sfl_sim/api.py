@@ -457,21 +457,24 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     # The scenario's components (conformance checks included) before the output directory: a
     # leftover run directory must not hide a mistake in the scenario.
     build_harq(cfg, build_cell(cfg))
-    build_scheduler(cfg)
+    scheduler = build_scheduler(cfg)
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)
                  for run, plan in prepared)
-    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs, _radio_lines(cfg, prepared[0][0].cell))
+    return Plan(Path(cfg.output_dir), path, (cfg.seed,), runs, _radio_lines(cfg, prepared[0][0].cell, scheduler))
 
 
-def _radio_lines(cfg: Scenario, cell: Any) -> tuple[str, ...]:
-    """What ``--check`` says about the cell: how many clients are in downlink outage (every run of a
-    scenario has the same cell)."""
+def _radio_lines(cfg: Scenario, cell: Any, scheduler: Any) -> tuple[str, ...]:
+    """What ``--check`` says about the cell: how many clients are in uplink and in downlink outage
+    (every run of a scenario has the same cell)."""
     from sfl_sim.channel.link.downlink import downlink_outage
+    from sfl_sim.channel.link.uplink_outage import uplink_outage
     from sfl_sim.runs.build import selected_per_round
 
-    return (downlink_outage(cell, selected_per_round(cfg)).line(cfg.cell.downlink.mode),)
+    k, scheduled = selected_per_round(cfg), bool(getattr(scheduler, "dynamic", True))
+    return (uplink_outage(cell, k, scheduled).line(cfg.cell.scheduler.name),
+            downlink_outage(cell, k).line(cfg.cell.downlink.mode))
 
 
 def run(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: PathLike | None = None,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from sfl_sim.analysis.runs import RunFormatError
-from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir.reader import RunFiles
 from sfl_sim.runs.rundir.schema import CLASS_ACCURACY_COLUMN, CLASSES_FILE, CLASSES_LEADING_COLUMNS, classes_columns
 
 __all__ = ["class_columns", "load_classes", "classes_long"]
@@ -57,7 +57,7 @@ def load_classes(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     FileNotFoundError
-        If there is no ``classes.csv`` (:data:`sfl_sim.runs.rundir.upgrade.FILES_ADDED_LATER`).
+        If there is no ``classes.csv`` (:meth:`sfl_sim.runs.rundir.reader.RunFiles.why_missing` says why).
     RunFormatError
         If the header is not ``round, local_vacant_class_accuracy, class_0_accuracy, ...`` with
         classes 0..N-1 in order, or a cell is not a number.
@@ -66,7 +66,7 @@ def load_classes(path: str | os.PathLike[str]) -> pd.DataFrame:
     if file.is_dir():
         file = file / CLASSES_FILE
     if not file.is_file():
-        raise FileNotFoundError(f"{file} does not exist ({upgrade.missing_file(CLASSES_FILE)})")
+        raise FileNotFoundError(f"{file} does not exist ({RunFiles.why_missing(CLASSES_FILE)})")
     try:
         df = pd.read_csv(file)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:

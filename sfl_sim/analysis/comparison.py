@@ -338,7 +338,7 @@ def run_summary(run: Run, targets: Sequence[float] = DEFAULT_TARGETS) -> dict[st
     Parameters
     ----------
     run : Run
-        A run loaded with :func:`analysis.load_run`.
+        A run loaded with :func:`sfl_sim.analysis.load_run`.
     targets : sequence of float
         Accuracy targets (fractions 0..1) of ``time_to_accuracy_s``.
 
@@ -386,7 +386,7 @@ def summary_table(runs: Sequence[Run], targets: Sequence[float] = DEFAULT_TARGET
     Parameters
     ----------
     runs : sequence of Run
-        Runs loaded with :func:`analysis.load_run` / :func:`analysis.load_runs`.
+        Runs loaded with :func:`sfl_sim.analysis.load_run` / :func:`sfl_sim.analysis.load_runs`.
     targets : sequence of float, optional
         Accuracy targets (fractions 0..1) for the time-to-accuracy columns.
 

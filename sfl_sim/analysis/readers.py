@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir.reader import RunFiles
 from sfl_sim.runs.rundir.schema import (
     CLIENTS_COLUMNS,
     CLIENTS_FILE,
@@ -179,18 +179,17 @@ def read_clients(run_dir: Path) -> pd.DataFrame:
         Columns :data:`~sfl_sim.runs.rundir.schema.CLIENTS_COLUMNS`: ``outcome`` as text, the
         others numeric (an empty cell is NaN: ``cqi`` without CQIs, ``downlink_rate_bps`` with
         the ``ideal`` downlink); no rows when the run has no file (older than the file, or with
-        ``metrics.client_record`` off: :func:`sfl_sim.runs.rundir.upgrade.missing_file` says why).
+        ``metrics.client_record`` off: :meth:`sfl_sim.runs.rundir.reader.RunFiles.why_missing` says why).
 
     Raises
     ------
     RunFormatError
         If the file cannot be parsed, or a numeric column holds text (naming the file and column).
     """
-    path = Path(run_dir) / CLIENTS_FILE
-    if not path.is_file():
+    files = RunFiles(run_dir)
+    path, text = files.file(CLIENTS_FILE), files.log_text(CLIENTS_FILE)
+    if text is None:
         return empty_clients()
-    with open(path, encoding="utf-8", newline="") as fh:
-        text = upgrade.log_text(fh.read(), CLIENTS_COLUMNS)
     try:
         df = pd.read_csv(io.StringIO(text), dtype={"outcome": "object"}, keep_default_na=False, na_values=[""])
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:

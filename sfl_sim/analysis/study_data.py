@@ -15,10 +15,10 @@ A *study* here is any set of run directories — the output of ``sfl-sim study``
     scenarios, the setting is those coordinates less ``seed`` and the algorithm. Otherwise it is
     inferred: the flattened scenario fields (dotted paths) whose values differ between the runs
     given, leaving out :data:`NON_SETTING_FIELDS` (the seed, the algorithm, names, paths, host-only
-    knobs); each scenario is read in today's shape (:func:`sfl_sim.runs.rundir.upgrade.scenario`: a
+    knobs); each scenario is read in today's shape (:meth:`sfl_sim.runs.rundir.reader.RunFiles.scenario_today`: a
     field a run lacks has its default), and the default component of a section added later with its
     parameters unstated (``energy.device: {name: dvfs}``) reads as the stated defaults
-    (:func:`sfl_sim.runs.rundir.upgrade.sections_added_later`).
+    (:func:`sfl_sim.runs.rundir.reader.sections_added_later`).
     A varying field inside a component spec whose ``name`` varies too is reported as the whole spec
     (``data.partition=dirichlet(beta=0.1)``), the way a study grid names it.
     ``rounds`` *is* part of the setting: a 150-round and a 500-round run have different final
@@ -57,7 +57,7 @@ from sfl_sim.analysis.readers import (
     read_scenario,
     read_summary,
 )
-from sfl_sim.runs.rundir import upgrade
+from sfl_sim.runs.rundir import reader
 from sfl_sim.runs.rundir.schema import (
     HOST_ONLY_FIELDS,
     METRICS_COLUMNS,
@@ -314,20 +314,20 @@ def _collapse(paths: Sequence[str], scenarios: Sequence[Mapping[str, Any]]) -> l
 
 
 def _with_sections_added_later(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``scenario`` with every field of :func:`sfl_sim.runs.rundir.upgrade.sections_added_later` it
+    """``scenario`` with every field of :func:`sfl_sim.runs.rundir.reader.sections_added_later` it
     lacks, the parameters a default component there leaves unstated included, as the default."""
-    return upgrade.fill_defaults(scenario, upgrade.sections_added_later())
+    return reader.with_sections_added_later(scenario)
 
 
 def _spec_view(value: Any, spec_path: str, varying: Sequence[str]) -> Any:
     """A collapsed spec shown as its name plus the sub-fields that vary among the runs (less those
-    at their :func:`~sfl_sim.runs.rundir.upgrade.sections_added_later` default, when the spec is that
+    at their :func:`~sfl_sim.runs.rundir.reader.sections_added_later` default, when the spec is that
     default component: ``device=dvfs``, not its nine default parameters)."""
     if not isinstance(value, Mapping):
         return value
     keep = {p[len(spec_path) + 1:].split(".")[0] for p in varying if p.startswith(spec_path + ".")}
     keep.add("name")
-    default = _lookup(upgrade.sections_added_later(), spec_path)
+    default = _lookup(reader.sections_added_later(), spec_path)
     if not isinstance(default, Mapping) or default.get("name") != value.get("name"):
         default = {}
     return {k: v for k, v in value.items() if k in keep and (k == "name" or k not in default or v != default[k])}
@@ -571,11 +571,6 @@ class StudyData:
         )
 
 
-def _read_text(path: Path) -> str:
-    with open(path, encoding="utf-8", newline="") as fh:
-        return fh.read().replace("\r\n", "\n")
-
-
 def _stack_csv(
     texts: Sequence[str | None],
     columns: Sequence[str],
@@ -713,11 +708,9 @@ def read_run_dirs(dirs: Iterable[str | os.PathLike[str]], *, rounds: bool = True
         summary = read_summary(d / SUMMARY_FILE)
         check_schema_version(d, summary, d / SUMMARY_FILE)
         summaries.append(summary)
-        scenarios.append(upgrade.scenario(read_scenario(d / SCENARIO_FILE)))
-        metric_texts.append(_read_text(d / METRICS_FILE))
-        rounds_path = d / ROUNDS_FILE
-        round_texts.append(upgrade.log_text(_read_text(rounds_path), ROUNDS_COLUMNS) if rounds and rounds_path.is_file()
-                           else None)
+        scenarios.append(reader.RunFiles.scenario_today(read_scenario(d / SCENARIO_FILE)))
+        metric_texts.append(reader.RunFiles(d).text(METRICS_FILE))
+        round_texts.append(reader.RunFiles(d).log_text(ROUNDS_FILE) if rounds else None)
 
     def slow_metrics(i: int) -> pd.DataFrame:
         return read_metrics(run_dirs[i] / METRICS_FILE)

@@ -2,7 +2,7 @@
 
 ``sfl-sim list [KIND]`` prints, for every registry (algorithms, models, datasets, partitioners,
 client selectors, availability models, compressors, device energy models and each channel kind of
-:data:`channel.REGISTRIES`), each short name with the
+:data:`sfl_sim.channel.REGISTRIES`), each short name with the
 first line of its docstring and its constructor parameters with their defaults — the names a
 scenario may use, and the keys it may put beside ``name``.  Components registered by installed
 packages through entry points (``sfl_sim.<kind>``) are listed too.
@@ -20,7 +20,7 @@ __all__ = ["KINDS", "UnknownKindError", "Entry", "package_version", "registries"
            "entries", "parameters", "listing"]
 
 #: Every kind of component, in listing order, with the scenario field that names one (the channel
-#: kinds from :data:`channel.CHANNEL_KINDS`).
+#: kinds from :data:`sfl_sim.channel.CHANNEL_KINDS`).
 KINDS: dict[str, str] = {
     "algorithm": "algorithms[].name",
     "model": "model.name, parameters in model.params",

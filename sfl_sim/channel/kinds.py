@@ -3,7 +3,7 @@ schema, the builder and the catalog read.
 
 Each kind has a registry of named classes (which carries the kind's name and its protocol from
 :mod:`sfl_sim.channel.protocols`), the scenario field that names one (``cell.<kind>``) and the
-:class:`~channel.Cell` argument it is passed as (none for ``harq`` and ``scheduler``, which the engine is given:
+:class:`~sfl_sim.channel.Cell` argument it is passed as (none for ``harq`` and ``scheduler``, which the engine is given:
 :data:`CELL_KINDS` are the others).  A new kind is one row here.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ChannelKind:
     field : str
         The scenario field that names one (``"cell.pathloss"``).
     cell_argument : str or None
-        The :class:`~channel.Cell` constructor argument that takes one; None for a kind the cell
+        The :class:`~sfl_sim.channel.Cell` constructor argument that takes one; None for a kind the cell
         does not hold (``harq``, ``scheduler``: the engine's).
     implied_name : str or None
         The component a scenario mapping without ``name`` means (``cell.harq: {mode: sampled}``
@@ -77,7 +77,7 @@ CHANNEL_KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(SCHEDULERS, "cell.scheduler", None),
 )
 
-#: The kinds the :class:`~channel.Cell` is built from (those with a ``cell_argument``).
+#: The kinds the :class:`~sfl_sim.channel.Cell` is built from (those with a ``cell_argument``).
 CELL_KINDS: tuple[ChannelKind, ...] = tuple(k for k in CHANNEL_KINDS if k.cell_argument is not None)
 
 #: The required protocol of every channel kind.

@@ -1,5 +1,5 @@
 """What a channel component must offer: one :class:`typing.Protocol` per kind, plus the optional
-capabilities the :class:`~channel.Cell` uses when a component has them.
+capabilities the :class:`~sfl_sim.channel.Cell` uses when a component has them.
 
 Required (one per kind, see :data:`sfl_sim.channel.kinds.CHANNEL_KINDS`)
 ----------------------------------------------
@@ -210,7 +210,7 @@ class Shadowing(Protocol):
 class SiteShadowing(Protocol):
     """Shadowing that needs to know where the clients are; the cell prefers it to ``sample_db``.
     ``state`` is what the model carries to the next update (plain arrays/dicts, so that
-    :meth:`channel.Cell.state_dict` can save it)."""
+    :meth:`sfl_sim.channel.Cell.state_dict` can save it)."""
 
     def sample_site_db(self, site: ShadowingSite, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
         """``(shadowing_db (n,), state)`` for the clients of ``site``."""

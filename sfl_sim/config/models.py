@@ -70,7 +70,7 @@ __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS"
            "Outage", "HarqSpec", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario"]
 
 
-#: The HARQ model a ``cell.harq`` mapping without ``name`` names (:data:`channel.CHANNEL_KINDS`).
+#: The HARQ model a ``cell.harq`` mapping without ``name`` names (:data:`sfl_sim.channel.CHANNEL_KINDS`).
 HARQ_IMPLIED_NAME = next(k.implied_name for k in CHANNEL_KINDS if k.name == "harq")
 
 

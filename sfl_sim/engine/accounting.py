@@ -132,12 +132,19 @@ class Counters:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Counters:
-        """Counters from :meth:`as_dict`'s data; a counter an older record lacks (it left out
-        ``harq_retransmissions`` while it was 0, and has no drop counts from before outage) is 0."""
+        """Counters from :meth:`as_dict`'s data, every counter present (a checkpoint's counters in
+        today's layout: :func:`sfl_sim.runs.rundir.upgrade.checkpoint` gives an older one's missing
+        counters as 0).
+
+        Raises
+        ------
+        KeyError
+            For a counter the data lacks.
+        """
         return cls(int(data["uplink_bytes"]), int(data["downlink_bytes"]), float(data["client_flops"]),
-                   float(data["server_flops"]), dict(data.get("by_kind", {})),
-                   int(data.get("retransmissions", 0)), int(data.get("dropped_transmissions", 0)),
-                   int(data.get("dropped_clients", 0)), float(data.get("harq_retransmissions", 0.0)))
+                   float(data["server_flops"]), dict(data["by_kind"]),
+                   int(data["retransmissions"]), int(data["dropped_transmissions"]),
+                   int(data["dropped_clients"]), float(data["harq_retransmissions"]))
 
 
 @dataclass

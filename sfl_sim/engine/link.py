@@ -17,8 +17,10 @@ in this order (see :mod:`sfl_sim.engine.simulator` for the model):
 With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.scheduler`) an attempt's
 bits go through the band instead of ``bits / rate`` on the round's share, and the band notes the
 busy interval; the outage rule still judges the attempt by the round's share (its rate and SNR),
-as without one.  HARQ: in the ``fluid`` form the copies' bits go through the band and the round
-trips are waited after (:meth:`HarqModel.send`'s time less the copies' air time); in the ``slot``
+as without one; a client with no usable rate on the whole band besides (below the lowest MCS on
+every RB: :meth:`~sfl_sim.engine.scheduler.Band.serves`) is in outage too, its attempt taking no
+air time, as a zero rate on the share.  HARQ: in the ``fluid`` form the copies' bits go through
+the band and the round trips are waited after (:meth:`HarqModel.send`'s time less the copies' air time); in the ``slot``
 form the band resends failed transport blocks itself.
 """
 from __future__ import annotations
@@ -165,7 +167,9 @@ class Link:
             counters.count_upload(nbytes, what)
             notes.note_attempt(client, nbytes)
             rate = uplink.rate_bps(client)
-            failed = rate <= 0.0 or (policy is not None and policy.active and bool(
+            # no usable rate on the whole band: no grant carries a bit, an outage like a zero rate
+            served = rate > 0.0 and band.serves(client)
+            failed = not served or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
             bits = 8.0 * nbytes
             wait_s = 0.0
@@ -177,7 +181,7 @@ class Link:
                 wait_s = sent.time_s - copies * bits / rate  # the round trips between copies
                 bits *= copies
                 failed = not sent.delivered
-            if rate > 0.0:
+            if served:
                 on_air = yield from self._through_band(client, bits, leaving)
                 resent = band.failed_blocks(client)  # the slot form's HARQ copies, counted as the fluid's
                 if resent:

@@ -191,6 +191,17 @@ class Band:
             self._arrive(client, bits)
         return done
 
+    def serves(self, client: int) -> bool:
+        """False when ``client`` has no usable rate on the whole band (all ``n_rb`` RBs, what a
+        client alone with data is granted) at its fading now: below the lowest MCS, so the band
+        could never carry its bits.  Such a transfer is in outage (the link process asks before
+        :meth:`carry`; the outage policy decides what follows).  A rate that is positive on the
+        whole band is positive on fewer RBs (the power per RB only grows as the grant shrinks), so
+        every transfer the band takes ends."""
+        ids = np.array([client], dtype=np.int64)
+        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids, False))
+        return bool(rate[0] > 0.0)
+
     def failed_blocks(self, client: int) -> int:
         """The transport blocks of ``client``'s last transfer that failed and were sent again
         (slot form with HARQ; 0 otherwise): its HARQ retransmissions, read once the transfer is

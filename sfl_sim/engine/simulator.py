@@ -43,7 +43,7 @@ redrawn per *coherence block*, a scenario choice:
 ``per_round`` (one draw per client per round), ``per_iteration`` (a new draw when a client's
 transfer names a new ``block``, the local iteration index algorithms pass) or
 ``per_transmission`` (a new draw for every upload).  Downlink fading is drawn once per round.
-With an active :class:`channel.OutagePolicy`, an upload whose rate (or SNR) falls below the
+With an active :class:`sfl_sim.channel.OutagePolicy`, an upload whose rate (or SNR) falls below the
 threshold fails: the failed attempt occupies the link for ``bits / max(rate, min_rate_bps)``
 (the transmitter pushes at least the threshold rate and the receiver cannot decode), then it is
 retransmitted after a fresh fading draw while attempts remain, else dropped.  ``upload`` processes
@@ -53,7 +53,7 @@ attempt are counted (they were on the air).
 
 HARQ
 ----
-With a HARQ model (``cell.harq``, any :class:`sfl_sim.channel.protocols.HarqModel`, e.g. :class:`channel.Harq`),
+With a HARQ model (``cell.harq``, any :class:`sfl_sim.channel.protocols.HarqModel`, e.g. :class:`sfl_sim.channel.Harq`),
 an upload that is not in outage asks it for the time
 its transport blocks take, copies resent included, at the link's rate and SINR (sampled mode draws
 from the run's ``harq`` stream); the copies beyond the first go to

@@ -114,7 +114,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
         control's power); with ``cell.rate: mcs_table``, ``bler`` (the error
         rate of a first transmission of one slot's transport block at the client's CQI on that share)
         and ``expected_transmissions`` (its HARQ copies on average, under ``cell.harq`` or HARQ's
-        defaults; :class:`channel.Harq`), NaN for another rate model or a client out of range.
+        defaults; :class:`sfl_sim.channel.Harq`), NaN for another rate model or a client out of range.
 
     Raises
     ------

@@ -67,13 +67,12 @@ def test_a_block_failing_after_the_last_copy_is_an_outage_for_the_policy():
     assert _upload(sim, 1)["result"] == Lost("outage") and sim.counters.dropped_transmissions == 1
 
 
-def test_counters_record_every_counter_and_read_records_from_before_harq():
+def test_counters_record_every_counter():
+    # (a checkpoint from before the counter reads it as 0: sfl_sim.runs.rundir.upgrade.checkpoint)
     c = Counters()
     assert c.as_dict()["harq_retransmissions"] == 0.0  # every counter, 0 included
     c.harq_retransmissions = 2.5
     assert Counters.from_dict(c.as_dict()).harq_retransmissions == 2.5
-    old = {k: v for k, v in Counters().as_dict().items() if k != "harq_retransmissions"}
-    assert Counters.from_dict(old).harq_retransmissions == 0.0  # a checkpoint from before the counter
 
 
 @pytest.mark.slow

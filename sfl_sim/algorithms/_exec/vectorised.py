@@ -142,7 +142,7 @@ class CohortSteps:
     template : nn.Module
         A model of the clients' architecture (its weights are not used).
     learning_rate : float
-        The round's rate (:attr:`Algorithm.learning_rate`, after the schedule).
+        The round's rate (:attr:`~sfl_sim.algorithms.base.Algorithm.learning_rate`, after the schedule).
     """
 
     def __init__(self, template: nn.Module, learning_rate: float) -> None:
@@ -211,7 +211,7 @@ class StackedClientSide:
     template : nn.Module
         A module of the client side's architecture (used by ``functional_call``; weights unused).
     local : dict of int to nn.Module
-        The round's working copies (:meth:`SplitFedBase.distribute`); written back by
+        The round's working copies (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.distribute`); written back by
         :meth:`finish`.
     learning_rate : float
     activation : callable

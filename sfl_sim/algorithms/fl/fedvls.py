@@ -17,10 +17,11 @@ FedAvg whose clients train with (eq. 6, Algorithm 1 line 18)
 
 Choices
 -------
-* Subclass of :class:`FedAvg` (same broadcast / upload / |D_k|-weighted average; Algorithm 1 line
-  9 with full weights is FedAvg's average).  The teacher is the global model received this round,
-  kept as a frozen copy in eval mode (deterministic, as in ``fedntd.py``), and run on the same
-  minibatch *inside* the local step, so its forward pass is metered and timed as client compute.
+* Subclass of :class:`~sfl_sim.algorithms.fl.fedavg.FedAvg` (same broadcast / upload /
+  |D_k|-weighted average; Algorithm 1 line 9 with full weights is FedAvg's average).  The
+  teacher is the global model received this round, kept as a frozen copy in eval mode
+  (deterministic, as in ``fedntd.py``), and run on the same minibatch *inside* the local step,
+  so its forward pass is metered and timed as client compute.
   It runs on every step, even for a client with fewer than two vacant classes (L_dis = 0 then):
   the FLOP meter needs the same work per sample on every ``local_step``, and the authors' code
   also always runs it.  Same traffic as FedAvg; the label counts are the client's own, never sent.

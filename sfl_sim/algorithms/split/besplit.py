@@ -51,7 +51,7 @@ Choices where the paper is open (each a parameter where it matters):
 * ``epistemic="relative_entropy"``: eq. (4) is the differential entropy of Dir(alpha), which is
   negative (at most -log Gamma(N)) and more negative the more certain the model, so eq. (9)'s
   ratio on it weights the *less* certain client up.  We sum exp(H - H[Dir(1)]) in (0, 1]
-  instead, the same ordering on a positive scale (:func:`besplit_terms.epistemic_measure`);
+  instead, the same ordering on a positive scale (:func:`~sfl_sim.algorithms.terms.besplit.epistemic_measure`);
   ``"entropy"`` is eq. (4).  Eq. (4) as printed also has log Gamma(S) inside the class sum; we use
   the Dirichlet's differential entropy, which the text defines.
 * CSRs are built by the server from what it already receives (the logits of its own forward

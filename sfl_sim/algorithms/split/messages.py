@@ -70,12 +70,13 @@ class ClientStep:
     iteration : int
         t, from 0.
     model : nn.Module
-        Client k's working copy of the client side (:meth:`SplitFedBase.client_side`).
+        Client k's working copy of the client side (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.client_side`).
     x : Tensor, shape (B_k, C, H, W)
         The minibatch drawn for this iteration.
     y : LongTensor, shape (B_k,)
     activations : Tensor or None
-        A_k with its graph back to ``model`` (set once :meth:`SplitFedBase.client_forward` ran).
+        A_k with its graph back to ``model`` (set once
+        :meth:`~sfl_sim.algorithms.split.base.SplitFedBase.client_forward` ran).
     dispatch : Dispatch or None
         The asynchronous dispatch whose own random stream the client's work draws from
         (:meth:`~sfl_sim.algorithms.base.Algorithm.client_stream`); None: the round's.
@@ -191,7 +192,8 @@ class SplitRound:
     batch_sizes : dict of int to int
         B_k of each client (eq. 3), or b with ``local_epochs``.
     local : dict of int to nn.Module
-        Each client's working copy of the client side (from :meth:`SplitFedBase.distribute`).
+        Each client's working copy of the client side (from
+        :meth:`~sfl_sim.algorithms.split.base.SplitFedBase.distribute`).
     servers : dict of int to nn.Module or None
         Per-client copies of the server side (``per_client`` mode), else None.
     exchange : Exchange

@@ -4,11 +4,12 @@ Three strategies, each owning the server's processes of a round and its straggle
 
 * :class:`ConcatenatedServer` (``"concatenated"``) — every local iteration, wait for the cohort
   under the straggler policy, then one step on the concatenation of the activations that came
-  (:meth:`SplitFedBase.server_on_concatenation`); a client left out of one concatenation has no
-  gradient to go on with and leaves the round;
+  (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.server_on_concatenation`); a client left out
+  of one concatenation has no gradient to go on with and leaves the round;
 * :class:`PerClientServer` (``"per_client"``) — one copy of w_s per client, each stepped on its
-  own client's activations as they arrive (:meth:`SplitFedBase.server_on_client`); the copies'
-  jobs queue on the one server; the straggler policy applies to the end-of-round uploads;
+  own client's activations as they arrive
+  (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.server_on_client`); the copies' jobs queue
+  on the one server; the straggler policy applies to the end-of-round uploads;
 * :class:`SequentialServer` (``"sequential"``) — one w_s, stepped on one client's activations
   after another in a fixed order; optionally the clients take turns too (SplitFedV2).
 

@@ -3,7 +3,7 @@
 A mobility model is any object with
 ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None) -> ndarray (n, 2)`` returning
 the positions ``dt_s`` seconds later, inside the annulus ``min_distance_m <= |x| <= radius_m``
-(the :class:`~channel.Cell` passes its radius and exclusion distance); register new ones in
+(the :class:`~sfl_sim.channel.Cell` passes its radius and exclusion distance); register new ones in
 :data:`MOBILITY`.  Models may keep per-client state between calls (a waypoint, a heading), so use
 one instance per cell; ``reset()`` forgets it, and ``state_dict()`` / ``load_state_dict(state)``
 save and restore it as plain arrays (so a checkpoint holds it without pickling the model).

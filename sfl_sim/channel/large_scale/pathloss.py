@@ -4,7 +4,7 @@ Protocol
 --------
 A path-loss model is any object with ``loss_db(distance_m) -> ndarray`` (same shape as the
 input, loss in dB, positive = attenuation; ``distance_m`` is the 2-D ground distance from the
-base station); register new ones in :data:`PATHLOSS`.  Optional methods the :class:`~channel.Cell`
+base station); register new ones in :data:`PATHLOSS`.  Optional methods the :class:`~sfl_sim.channel.Cell`
 uses when present:
 
 ``shadowing_sigma_db(los) -> ndarray``

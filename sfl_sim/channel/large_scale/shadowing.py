@@ -5,7 +5,7 @@ Protocol
 A shadowing model is any object with ``sample_db(n_clients, rng) -> ndarray (n,)``; register new
 ones in :data:`SHADOWING`.  A model that needs to know where the clients are (spatial
 correlation) or the path-loss model's sigma also implements the *site* methods, which the
-:class:`~channel.Cell` prefers when present::
+:class:`~sfl_sim.channel.Cell` prefers when present::
 
     sample_site_db(site, rng) -> (shadowing_db (n,), state)
     update_site_db(state, old_site, new_site, rng) -> (shadowing_db (n,), state)
@@ -13,7 +13,7 @@ correlation) or the path-loss model's sigma also implements the *site* methods, 
 ``site`` is a :class:`ShadowingSite` (positions, distances, LOS state, the path-loss model's
 sigma and decorrelation distance per client); ``state`` is whatever the model needs to carry
 from one call to the next (opaque to the Cell).  ``update_site_db`` runs when clients move
-(:meth:`channel.Cell.move`); a model without it keeps each client's value.
+(:meth:`sfl_sim.channel.Cell.move`); a model without it keeps each client's value.
 
 Parameters ``sigma_db`` and ``decorrelation_m`` accept the string ``"model"``: take the value of
 the path-loss model (``shadowing_sigma_db(los)`` / ``shadowing_decorrelation_m(los)``, per

@@ -38,7 +38,7 @@ LOS interface
 ``"nlos"`` (every client in that state).  :meth:`los_probability` gives the probability under
 the configured mode (1 or 0 for the fixed modes), :meth:`sample_los` draws a state from an rng,
 and :meth:`loss_db` takes the state as ``los=`` (a bool array, True = LOS).  A
-:class:`~channel.Cell` draws the state itself from its own ``los_rng`` stream, so that changing
+:class:`~sfl_sim.channel.Cell` draws the state itself from its own ``los_rng`` stream, so that changing
 the LOS mode never moves the clients or the shadowing.
 """
 from __future__ import annotations

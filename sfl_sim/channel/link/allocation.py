@@ -7,7 +7,7 @@ non-negative shares that sum to at most ``total_bandwidth_hz``; register new one
 use them (proportional to payload, finish-time equalizing) share the interface.
 
 An allocator that needs the whole link (power, noise, rate model) declares a keyword parameter
-``rate_of``: the :class:`~channel.Cell` then calls
+``rate_of``: the :class:`~sfl_sim.channel.Cell` then calls
 ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear, rate_of=rate_of)`` where
 ``rate_of(bandwidth_hz: ndarray (n,)) -> ndarray (n,)`` is client k's rate in bit/s on
 ``bandwidth_hz[k]`` (the cell's rate model with the client's power, gain — fading included —

@@ -3,7 +3,7 @@
 A fading model is any object with ``sample_power_gain(n, rng) -> ndarray (n,)`` returning linear
 power gains ``|h|^2 >= 0`` with ``E|h|^2 = 1`` (fading redistributes the received power, the
 large-scale gain sets its mean); register new ones in :data:`FADING`.  The engine draws one value
-per client per coherence block (:meth:`channel.Cell.sample_fading`) and multiplies the
+per client per coherence block (:meth:`sfl_sim.channel.Cell.sample_fading`) and multiplies the
 large-scale gain by it.
 """
 from __future__ import annotations

@@ -83,6 +83,7 @@ from sfl_sim.runs import checkpoint as ckpt
 from sfl_sim.runs import resolved as resolution_record
 from sfl_sim.runs.rundir import marker, upgrade
 from sfl_sim.runs.rundir.marker import check_writable
+from sfl_sim.runs.rundir.reader import RunFiles
 from sfl_sim.runs.rundir.schema import (
     CELL_COLUMNS,
     CELL_FILE,
@@ -179,8 +180,9 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class RunDir:
-    """The files of one run directory (every read and write of them goes through here).
+class RunDir(RunFiles):
+    """The files of one run directory (every read and write of them goes through here; the reads
+    :mod:`sfl_sim.analysis` shares, without torch, are :class:`~sfl_sim.runs.rundir.reader.RunFiles`').
 
     Parameters
     ----------
@@ -191,7 +193,7 @@ class RunDir:
     """
 
     def __init__(self, path: Path | str, summary_extra: Mapping[str, Any] | None = None) -> None:
-        self.path = Path(path)
+        super().__init__(path)
         self.summary_extra = dict(summary_extra or {})
         self._class_columns: tuple[str, ...] = ()
         self._energy_columns: tuple[str, ...] = ()
