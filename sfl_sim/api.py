@@ -23,7 +23,6 @@ Every heavy import (torch, pandas, matplotlib) happens inside the function that 
 """
 from __future__ import annotations
 
-import functools
 import io
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -620,7 +619,7 @@ def _run_study(study: _Study, workers: int = 1, executor: str = "local", address
     # the study file itself in the study directory is the study's record: never rewritten
     its_own = study.source is not None and copy.exists() and os.path.samefile(study.source, copy)
     names = (study_exec.STATUS_FILE, *(() if its_own else (STUDY_FILE,)))
-    marker.claim(out, "study", names, legacy=functools.partial(study_exec.legacy_study_file, record=record))
+    marker.claim(out, "study", names, record=record)
     marker.record(out, "study", names)
     if not its_own:
         copy.write_text(record)

@@ -35,7 +35,12 @@ import pandas as pd
 from sfl_sim.analysis.runs import Run
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, best_test_accuracy, time_to_accuracy_s, tta_column_name
 from sfl_sim.analysis.units import BYTES_PER_MB, FLOPS_PER_GFLOP
-from sfl_sim.runs.rundir.schema import GLOBAL_MODEL_EVALUATION, SCENARIO_SUMMARY_CSV, SCENARIO_SUMMARY_MD
+from sfl_sim.runs.rundir.schema import (
+    GLOBAL_MODEL_EVALUATION,
+    SCENARIO_SUMMARY_CSV,
+    SCENARIO_SUMMARY_MD,
+    SCENARIO_SUMMARY_MD_TITLE,
+)
 
 __all__ = ["CSV_COLUMNS", "DROPS_NOTE", "csv_rows", "drop_cause_column", "format_tables", "markdown", "notes",
            "run_summary", "summary_paths", "summary_table", "write_summary_files"]
@@ -278,7 +283,7 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
 def markdown(summaries: Sequence[Summary]) -> str:
     """``summary.md``: every total of every run, then time to accuracy, as Markdown tables."""
     present = _present(summaries)
-    parts = ["# Runs", "", _markdown(*_totals(present, short=False)), "",
+    parts = [SCENARIO_SUMMARY_MD_TITLE, "", _markdown(*_totals(present, short=False)), "",
              " ".join(_LEGEND) + "; GFLOP: 10^9 FLOPs, cumulative; " + _DROP_LEGEND + ".",
              "", "# What the radio lost", "", _markdown(*_drops(present)), "",
              "client-rounds: clients selected, summed over the rounds; drops by cause (outage: its upload failed "

@@ -66,7 +66,7 @@ from sfl_sim.analysis.tables import (
 )
 from sfl_sim.analysis.tta import DEFAULT_TARGETS, check_target
 from sfl_sim.runs.rundir import marker
-from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION
+from sfl_sim.runs.rundir.schema import COMPLETE, GLOBAL_MODEL_EVALUATION, REPORT_README_TITLE
 
 __all__ = ["REPORT_FILES", "claim_report_dir", "write_report", "default_output_dir", "parse_targets",
            "report_target", "compression_levels", "COMPLETE"]
@@ -139,17 +139,6 @@ TABLE_STEMS = ("settings", "accuracy", "tta", "overhead", "energy", "radio")
 #: Every name a report writes at the top of its folder (``figures`` is the folder of the figures).
 REPORT_FILES = ("README.md", "runs.csv", "figures.tex", "figures",
                 *(f"{stem}.{ext}" for stem in TABLE_STEMS for ext in ("csv", "md", "tex")))
-_README_TITLE = "# sfl-sim report"
-
-
-def _legacy_report_file(path: Path) -> bool:
-    """Whether ``path`` lies in a report folder written by an sfl-sim older than the marker: its
-    ``README.md`` starts with the report's title."""
-    try:
-        with (path.parent / "README.md").open(encoding="utf-8") as fh:
-            return fh.readline().rstrip("\n") == _README_TITLE
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def claim_report_dir(out: Path) -> None:
@@ -163,7 +152,7 @@ def claim_report_dir(out: Path) -> None:
         One line naming the directory or the file.
     """
     marker.check_writable(out, "--output-dir")
-    marker.claim(out, "report", REPORT_FILES, legacy=_legacy_report_file)
+    marker.claim(out, "report", REPORT_FILES)
 
 
 def _write(path: Path, text: str, written: list[Path]) -> None:
@@ -382,7 +371,7 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
             target_lines: bool = False) -> str:
     seeds = sorted(study.runs["seed"].astype(str).unique(), key=lambda s: (len(s), s))
     lines = [
-        _README_TITLE,
+        REPORT_README_TITLE,
         "",
         f"{len(study.runs)} run(s): {len(study.settings)} setting(s) × {len(study.algorithms)} algorithm(s), "
         f"seeds {', '.join(seeds)}."

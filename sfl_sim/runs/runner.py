@@ -253,10 +253,12 @@ class _Session:
 
     def _as_built(self) -> dict[str, Any]:
         """The run's state as built, before it loads a checkpoint, in the checkpoint's layout: what
-        the run has that an older checkpoint may lack (its counters, streams, cell, energy ledger)."""
+        the run has that an older checkpoint may lack (its counters, streams, cell, energy ledger,
+        its algorithm's state)."""
         run = self.run
         return {"counters": Counters().as_dict(), "rng": self.streams.state(run), "cell": run.cell.state_dict(),
-                "energy": run.ledger.state_dict() if run.ledger is not None else {}}
+                "energy": run.ledger.state_dict() if run.ledger is not None else {},
+                "algorithm": run.algorithm.state_dict()}
 
     def _draw_state(self) -> tuple[object, ...]:
         """The state of each of :data:`WATCHED_STREAMS` now (compared, not kept)."""
@@ -497,17 +499,6 @@ def _threads_made_with(files: RunDir) -> None:
 SCENARIO_SUMMARY_FILES = (SCENARIO_SUMMARY_CSV, SCENARIO_SUMMARY_MD)
 
 
-def _legacy_summary_file(path: Path) -> bool:
-    """Whether ``path`` is a ``summary.csv`` or ``summary.md`` as an sfl-sim older than the marker
-    wrote it (:mod:`sfl_sim.analysis.comparison`): its first line is the table's header or title."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = fh.readline().rstrip("\n")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return first.startswith("label,algorithm,seed,status,") if path.name == SCENARIO_SUMMARY_CSV else first == "# Runs"
-
-
 def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool = False,
                      overwrite: bool = False) -> list[tuple[Run, RunDirPlan]]:
     """Everything a scenario needs before training, in the order that fails cheapest first.
@@ -527,7 +518,7 @@ def prepare_scenario(cfg: Scenario, resume: bool = False, strict_versions: bool 
     """
     out = Path(cfg.output_dir)
     check_writable(out)
-    marker.claim(out, "scenario", SCENARIO_SUMMARY_FILES, legacy=_legacy_summary_file)
+    marker.claim(out, "scenario", SCENARIO_SUMMARY_FILES)
     device = resolve_device(cfg.device)
     plans = [RunDir(out / spec.label).plan(resolved_scenario(cfg, spec.label, device), resume,
                                            resolution=functools.partial(resolve_run, cfg, spec.label),

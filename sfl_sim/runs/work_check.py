@@ -4,8 +4,9 @@ Three checks, in order, each refusing in one line (:class:`~sfl_sim.runs.rundir.
 
 1. **Bound to its run.**  A complete run keeps the SHA-256 of its record's lines in
    ``summary.json`` (:data:`~sfl_sim.runs.rundir.schema.WORK_SHA256`); a record whose digest
-   differs was not the one the run wrote.  A run directory made before records were bound has no
-   digest: its record is checked by 2 and 3 only, and a warning says so.
+   differs was not the one the run wrote.  An older run directory without a digest
+   (:func:`sfl_sim.runs.rundir.upgrade.unbound_work_record`): its record is checked by 2 and 3
+   only, and a warning says so.
 2. **As the recorder writes it.**  Each line, as it is read: ops known, clients among the run's,
    FLOPs and bytes finite and >= 0, rounds in order (:func:`~sfl_sim.engine.record_check.checked_round`);
    the refusal names the line and the field.
@@ -26,7 +27,7 @@ from typing import Any
 
 from sfl_sim.engine.record import RoundRecord
 from sfl_sim.engine.record_check import RecordedTotals, RecordEntryError, checked_round
-from sfl_sim.runs.rundir import work
+from sfl_sim.runs.rundir import upgrade, work
 from sfl_sim.runs.rundir.files import RunDir
 from sfl_sim.runs.rundir.schema import WORK_SHA256
 
@@ -38,7 +39,8 @@ _CUT_SHORT = ("unavailable", "battery")
 
 
 class UnboundRecordWarning(UserWarning):
-    """A run directory whose ``summary.json`` has no digest of its work record (made before one was kept)."""
+    """A run directory whose ``summary.json`` has no digest of its work record
+    (:func:`sfl_sim.runs.rundir.upgrade.unbound_work_record`)."""
 
 
 def checked_records(run_dir: Path, summary: Mapping[str, Any], n_clients: int) -> dict[int, RoundRecord]:
@@ -59,10 +61,10 @@ def checked_records(run_dir: Path, summary: Mapping[str, Any], n_clients: int) -
     """
     path = work.work_path(run_dir)
     want = summary.get(WORK_SHA256)
-    if want is None:
-        warnings.warn(f"{RunDir(run_dir).summary_path}: no {WORK_SHA256} (made before sfl-sim bound work records "
-                      f"to their runs): {path.name} is checked against the run's counts in rounds.csv only",
-                      UnboundRecordWarning, stacklevel=2)
+    unbound = upgrade.unbound_work_record(summary)
+    if unbound is not None:
+        warnings.warn(f"{RunDir(run_dir).summary_path}: {unbound}: {path.name} is checked against the run's counts "
+                      f"in rounds.csv only", UnboundRecordWarning, stacklevel=2)
     else:
         got = work.digest(run_dir)
         if got != want:
@@ -92,7 +94,7 @@ def _check_counts(run_dir: Path, records: Mapping[int, RoundRecord]) -> None:
         _compare(where, counted_in, row, "server_flops", totals.server_flops, at_most=False)
         _compare(where, counted_in, row, "client_flops", totals.client_flops, at_most=cut)
         _compare(where, counted_in, row, "downlink_bytes", totals.downlink_bytes, at_most=cut)
-        if row.get("uplink_attempts", "") == "":  # an older rounds.csv: no count of attempts to bound the bytes by
+        if row.get("uplink_attempts", "") == "":  # no count of attempts (upgrade.FILES_ADDED_LATER's column)
             continue
         attempts, uplink = int(row["uplink_attempts"]), int(float(row["uplink_bytes"]))
         if attempts == totals.uploads and not cut:  # each upload sent once

@@ -47,18 +47,24 @@ from sfl_sim.errors import RunFailed, UserError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.runs.host import free_cores
 from sfl_sim.runs.progress import interactive, progress_bar
-from sfl_sim.runs.rundir.schema import COMPLETE, FAILED, STOP_REASON, STOPPED_AT_TIME_BUDGET, STUDY_STATUS_FILE
+from sfl_sim.runs.rundir.schema import (
+    COMPLETE,
+    FAILED,
+    STOP_REASON,
+    STOPPED_AT_TIME_BUDGET,
+    STUDY_STATUS_FILE,
+    STUDY_STATUS_HEADER_START,
+)
 from sfl_sim.study.plan import StudyRun
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
     from sfl_sim.data.datasets import ArrayDataset
 
-__all__ = ["RunTask", "execute_run", "legacy_study_file", "run_study", "is_complete", "free_cores", "made_by",
+__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "made_by",
            "retime_plan", "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
 STATUS_FILE = STUDY_STATUS_FILE
-_STATUS_HEADER_START = "name,status"
 
 
 @dataclass(frozen=True)
@@ -391,7 +397,7 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: dict[str, dict[
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow([*_STATUS_HEADER_START.split(","), *keys, "final_test_accuracy", "made_by", "error"])
+        writer.writerow([*STUDY_STATUS_HEADER_START.split(","), *keys, "final_test_accuracy", "made_by", "error"])
         for run in runs:
             res = results.get(run.name, {})
             coords = [json.dumps(run.coordinates.get(k), default=str)
@@ -400,19 +406,6 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: dict[str, dict[
             writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
                              made_by(res).removeprefix("; "), res.get("error", "")])
     os.replace(tmp, path)
-
-
-def legacy_study_file(path: Path, record: str | None = None) -> bool:
-    """Whether ``path`` is a study directory's file as an sfl-sim older than the marker
-    (:mod:`sfl_sim.runs.rundir.marker`) wrote it: a ``runs.csv`` with the study's header, or a
-    ``study.yaml`` identical to ``record`` (the study's record: rewriting it changes nothing)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    if path.name == STATUS_FILE:
-        return text.startswith(_STATUS_HEADER_START)
-    return record is not None and text == record
 
 
 def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, executor: str = "local",
@@ -453,7 +446,7 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
 
     study_dir = Path(study_dir)
     marker.check_writable(study_dir, "study output_dir")
-    marker.claim(study_dir, "study", (STATUS_FILE,), legacy=legacy_study_file)
+    marker.claim(study_dir, "study", (STATUS_FILE,))
     marker.record(study_dir, "study", (STATUS_FILE,))
     results: dict[str, dict[str, Any]] = {}
     for run in runs:

@@ -314,12 +314,14 @@ def test_plot_runs_creates_out_dir(two_runs, tmp_path):
 @pytest.mark.slow
 def test_analysis_never_imports_torch_simpy_or_the_simulator():
     """The analysis reads run directories through their schema: of sfl_sim it loads only itself, the
-    run directory's package and the package roots on the way there."""
+    run directory's package, the error types (``sfl_sim.errors``, no imports of its own: a report
+    refuses an output folder with :class:`~sfl_sim.errors.RunDirError`) and the package roots on
+    the way there."""
     code = (
         "import sfl_sim.analysis, sfl_sim.analysis.runs, sfl_sim.analysis.tta, sfl_sim.analysis.plots, "
         "sfl_sim.runs.rundir.schema, sfl_sim.analysis.study_data, sfl_sim.analysis.stats, "
         "sfl_sim.analysis.tables, sfl_sim.analysis.figures, sfl_sim.analysis.report; import sys; "
-        "ours = ('sfl_sim', 'sfl_sim._legacy_imports', 'sfl_sim.runs', 'sfl_sim.runs.rundir'); "
+        "ours = ('sfl_sim', 'sfl_sim._legacy_imports', 'sfl_sim.errors', 'sfl_sim.runs', 'sfl_sim.runs.rundir'); "
         "bad = [m for m in sys.modules if m in ('torch', 'simpy') or m.startswith('sfl_sim') and m not in ours "
         "and not m.startswith(('sfl_sim.analysis', 'sfl_sim.runs.rundir.'))]; "
         "assert not bad, bad"

@@ -102,7 +102,10 @@ def test_report_into_a_file_is_one_line(tmp_path, capsys, where) -> None:
 
 
 def test_a_study_s_record_made_before_the_marker_is_recognised(tmp_path) -> None:
-    from sfl_sim.study.execute import legacy_study_file
+    from sfl_sim.runs.rundir.upgrade import made_before_marker
+
+    def legacy_study_file(path, record=None):
+        return made_before_marker("study", path, record)
 
     (tmp_path / "runs.csv").write_text("name,status,seed,final_test_accuracy,made_by,error\n")
     (tmp_path / "study.yaml").write_text(yaml.safe_dump({"base": "/x.yaml"}))

@@ -48,7 +48,8 @@ A run directory is a researcher's evidence, so it must never describe a run that
 :meth:`RunDir.plan` decides, before any work, whether it starts, restarts, resumes — or is refused:
 
 * a directory with a run file that sfl-sim did not write (no marker lists it,
-  :mod:`sfl_sim.runs.rundir.marker`; a run made before the marker is known by its ``summary.json``)
+  :mod:`sfl_sim.runs.rundir.marker`; an older run by its ``summary.json``,
+  :func:`sfl_sim.runs.rundir.upgrade.made_before_marker`)
   is refused, naming the file: nothing of it is restarted over, overwritten or resumed;
 * a directory without run files, or whose run died before its first checkpoint (no
   ``checkpoint.pt`` and at most the first trained evaluation row), is started (again) from scratch;
@@ -101,7 +102,6 @@ from sfl_sim.runs.rundir.schema import (
     RESOLVED_FILE,
     ROUNDS_COLUMNS,
     ROUNDS_FILE,
-    RUN_STATUSES,
     SCENARIO_FILE,
     SCHEMA_VERSION,
     STALENESS_COLUMNS,
@@ -254,10 +254,11 @@ class RunDir(RunFiles):
     def owned(self) -> bool:
         """Whether the directory is sfl-sim's run directory: marked ``run``
         (:mod:`sfl_sim.runs.rundir.marker`), or, by an sfl-sim older than the marker, with a
-        ``summary.json`` that records a ``schema_version`` and a run status (:func:`legacy_run_file`)."""
+        ``summary.json`` that records a ``schema_version`` and a run status
+        (:func:`sfl_sim.runs.rundir.upgrade.made_before_marker`)."""
         if marker.is_kind(self.path, "run"):
             return True
-        return marker.read(self.path) is None and legacy_run_file(self.summary_path)
+        return marker.read(self.path) is None and upgrade.made_before_marker("run", self.summary_path)
 
     def check_owned(self) -> None:
         """Refuse, in one line naming the file, a directory whose run files sfl-sim did not write.
@@ -266,7 +267,7 @@ class RunDir(RunFiles):
         ------
         RunDirError
         """
-        marker.claim(self.path, "run", RUN_FILES, legacy=lambda _file: legacy_run_file(self.summary_path))
+        marker.claim(self.path, "run", RUN_FILES)
 
     def mark(self) -> None:
         """Mark the directory (created if missing) as sfl-sim's run directory, listing :data:`RUN_FILES`,
@@ -639,18 +640,6 @@ def _read_rounds(path: Path) -> list[int]:
             return [int(row[0]) for row in reader if row]
     except (ValueError, IndexError, UnicodeDecodeError, csv.Error) as exc:
         raise RunDirError(f"{path}: unreadable ({exc}); {_RERUN} to start over") from None
-
-
-def legacy_run_file(summary_path: Path) -> bool:
-    """Whether ``summary_path`` is the ``summary.json`` of a run made by an sfl-sim older than the
-    marker: a mapping with an integer ``schema_version`` and a run status (what every run writes
-    at its first evaluation, before its first checkpoint)."""
-    try:
-        data = json.loads(summary_path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
-    return (isinstance(data, dict) and isinstance(data.get("schema_version"), int)
-            and data.get("status") in RUN_STATUSES)
 
 
 def scenario_differences(made_with: Mapping[str, Any], asked: Mapping[str, Any],

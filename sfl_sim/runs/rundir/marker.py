@@ -18,8 +18,8 @@ says ``staging_for``: one left by a killed command is removed by the next that s
 :func:`claim` is asked before any work: a file the command would write that exists but is not
 listed by the directory's marker was not written by sfl-sim, and is refused in one line naming it.
 A directory made by an sfl-sim older than the marker is recognised by what sfl-sim wrote into it
-(each command's ``legacy`` test: a run's ``summary.json`` with ``schema_version`` and a run status,
-a report's ``README.md`` that starts with ``# sfl-sim report`` ...).  Reading never needs a marker.
+(:func:`sfl_sim.runs.rundir.upgrade.made_before_marker`, where every rule for older run
+directories lives).  Reading never needs a marker.
 
 This module imports nothing heavier than the standard library: the analysis layer uses it too.
 """
@@ -29,13 +29,14 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from sfl_sim.errors import RunDirError
+from sfl_sim.runs.rundir import upgrade
 
 __all__ = ["KINDS", "MARKER_FILE", "check_writable", "claim", "foreign", "is_kind", "listed", "read", "record",
            "remove_staging", "settle", "staging_dir"]
@@ -48,9 +49,6 @@ KINDS = ("run", "scenario", "study", "report")
 
 _WHAT = {"run": "a run directory", "scenario": "a scenario's output directory", "study": "a study directory",
          "report": "a report directory"}
-
-#: A test that recognises a file written by an sfl-sim older than the marker (its path given).
-Legacy = Callable[[Path], bool]
 
 
 def read(directory: Path | str) -> dict[str, Any] | None:
@@ -77,9 +75,10 @@ def listed(directory: Path | str) -> set[str]:
     return {str(f) for f in marker["files"]} if marker is not None else set()
 
 
-def foreign(directory: Path | str, names: Iterable[str], legacy: Legacy | None = None) -> list[str]:
+def foreign(directory: Path | str, kind: str, names: Iterable[str], record: str | None = None) -> list[str]:
     """Of ``names``, those that exist in ``directory`` and are not sfl-sim's: not listed by its
-    marker, nor (without a marker) recognised by ``legacy``."""
+    marker, nor (without a marker) written as a ``kind`` directory's by an sfl-sim older than the
+    marker (:func:`sfl_sim.runs.rundir.upgrade.made_before_marker`, given ``record``)."""
     path = Path(directory)
     marker = read(path)
     mine = {str(f) for f in marker["files"]} if marker is not None else set()
@@ -88,16 +87,17 @@ def foreign(directory: Path | str, names: Iterable[str], legacy: Legacy | None =
         file = path / name
         if not (file.exists() or file.is_symlink()) or name in mine:
             continue
-        if marker is None and legacy is not None and legacy(file):
+        if marker is None and upgrade.made_before_marker(kind, file, record):
             continue
         out.append(name)
     return out
 
 
-def claim(directory: Path | str, kind: str, names: Iterable[str], legacy: Legacy | None = None,
+def claim(directory: Path | str, kind: str, names: Iterable[str], record: str | None = None,
           what: str = "--output-dir") -> None:
     """Check, before any work, that sfl-sim may write ``names`` into ``directory`` as a ``kind``
-    directory; writes nothing.
+    directory; writes nothing.  ``record``: a study's ``study.yaml`` as it would be written (an
+    older study directory's identical one is sfl-sim's).
 
     Raises
     ------
@@ -112,7 +112,7 @@ def claim(directory: Path | str, kind: str, names: Iterable[str], legacy: Legacy
     if marker is not None and marker["kind"] != kind:
         raise RunDirError(f"{path} is {_WHAT[marker['kind']]} (made by {marker.get('command') or 'sfl-sim'}), "
                           f"not {_WHAT[kind]}; choose another {what}")
-    mine = foreign(path, names, legacy)
+    mine = foreign(path, kind, names, record)
     if mine:
         raise RunDirError(f"{path / mine[0]} exists and was not written by sfl-sim; choose another {what} "
                           f"(or move the file away)")

@@ -50,6 +50,10 @@ __all__ = [
     "STUDY_STATUS_FILE",
     "SCENARIO_SUMMARY_CSV",
     "SCENARIO_SUMMARY_MD",
+    "SCENARIO_SUMMARY_MD_TITLE",
+    "SCENARIO_SUMMARY_CSV_HEADER_START",
+    "STUDY_STATUS_HEADER_START",
+    "REPORT_README_TITLE",
     "WORK_FILE",
     "WORK_VERSION",
     "WORK_SHA256",
@@ -142,6 +146,14 @@ STUDY_STATUS_FILE = "runs.csv"
 #: The end-of-run tables of a scenario's runs, at the top of its output directory (``sfl-sim scenario``).
 SCENARIO_SUMMARY_CSV = "summary.csv"
 SCENARIO_SUMMARY_MD = "summary.md"
+#: The first line of :data:`SCENARIO_SUMMARY_MD` (its first table's title).
+SCENARIO_SUMMARY_MD_TITLE = "# Runs"
+#: The first cells of :data:`SCENARIO_SUMMARY_CSV`'s header.
+SCENARIO_SUMMARY_CSV_HEADER_START = "label,algorithm,seed,status,"
+#: The first cells of :data:`STUDY_STATUS_FILE`'s header.
+STUDY_STATUS_HEADER_START = "name,status"
+#: The first line of a report folder's ``README.md`` (``sfl-sim report``).
+REPORT_README_TITLE = "# sfl-sim report"
 #: What the engine timed, per round: one JSON object per line, gzip-compressed, appended round by
 #: round (a gzip member each; :mod:`sfl_sim.runs.rundir.work`).  Each line is a
 #: :class:`sfl_sim.engine.record.RoundRecord` (``round``, ``cohort``, ``processes``, ``draws``,

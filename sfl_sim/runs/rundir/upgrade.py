@@ -43,8 +43,10 @@ import copy
 import csv
 import functools
 import io
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from sfl_sim.runs.rundir.schema import (
@@ -53,16 +55,26 @@ from sfl_sim.runs.rundir.schema import (
     ENERGY_DEVICE_FIELD,
     ENERGY_FILE,
     ENERGY_FROM_ROUND,
+    REPORT_README_TITLE,
     RESOLVED_COMPONENTS,
     RESOLVED_COMPRESSION,
     RESOLVED_ENERGY,
     RESOLVED_FILE,
     RESOLVED_TRAINING,
+    RUN_STATUSES,
+    SCENARIO_SUMMARY_CSV,
+    SCENARIO_SUMMARY_CSV_HEADER_START,
+    SCENARIO_SUMMARY_MD_TITLE,
+    STUDY_STATUS_FILE,
+    STUDY_STATUS_HEADER_START,
+    SUMMARY_FILE,
+    WORK_SHA256,
 )
 
 __all__ = ["Upgraded", "fill_defaults", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
            "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
-           "missing_file", "log_rows", "log_text", "checkpoint", "cell_state"]
+           "missing_file", "log_rows", "log_text", "checkpoint", "cell_state", "made_before_marker",
+           "unbound_work_record"]
 
 T = TypeVar("T")
 
@@ -372,7 +384,8 @@ def checkpoint(saved: Mapping[str, Any], fresh: Mapping[str, Any], scenario: Map
     fresh : mapping
         The run as built to continue it, before it loads anything, in the checkpoint's layout:
         at least ``counters`` (all zero), ``rng`` (its streams' first states), ``cell`` (the cell's
-        ``state_dict()``) and ``energy`` (the energy ledger's, ``{}`` without one).
+        ``state_dict()``) and ``energy`` (the energy ledger's, ``{}`` without one); ``algorithm``, its
+        ``state_dict()``, where a rule needs it.
     scenario : mapping
         The run's scenario (today's shape).
 
@@ -382,7 +395,11 @@ def checkpoint(saved: Mapping[str, Any], fresh: Mapping[str, Any], scenario: Map
         ``saved`` with each of :data:`CHECKPOINT_FIELDS_ADDED_LATER` it lacks as ``fresh`` has it
         (an energy ledger that starts from zero) and an energy state's entries added later as in
         ``fresh``; each of :data:`STREAMS_ADDED_LATER` it lacks at its first state (it was never
-        drawn from); each counter it lacks at zero; the cell's state through :func:`cell_state`.
+        drawn from); each counter it lacks at zero; the cell's state through :func:`cell_state`;
+        an algorithm state without the clients' own streams (``client_work``, where ``fresh``'s
+        ``algorithm`` has them: made before each client's work drew from its own stream) at the
+        checkpoint's round with no stream drawn — so the next round draws from its own streams,
+        not again from round 0's.
     """
     out = dict(saved)
     for name in CHECKPOINT_FIELDS_ADDED_LATER:
@@ -397,4 +414,74 @@ def checkpoint(saved: Mapping[str, Any], fresh: Mapping[str, Any], scenario: Map
     out["rng"] = rng
     out["counters"] = {**fresh["counters"], **out["counters"]}
     out["cell"] = cell_state(out["cell"], fresh["cell"], scenario)
+    algorithm, built = out.get("algorithm"), fresh.get("algorithm")
+    if (isinstance(algorithm, Mapping) and isinstance(built, Mapping) and "client_work" in built
+            and "client_work" not in algorithm):
+        out["algorithm"] = {**algorithm, "client_work": {"rounds_run": int(out["round"]), "streams": {}}}
     return out
+
+
+# -- directories made before the marker (.sfl-sim.json) --------------------------------------------
+def _first_line(path: Path) -> str | None:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return fh.readline().rstrip("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def made_before_marker(kind: str, file: Path, record: str | None = None) -> bool:
+    """Whether ``file``, in a directory without a marker (:mod:`sfl_sim.runs.rundir.marker`), is one
+    an sfl-sim older than the marker wrote as a ``kind`` directory's — so sfl-sim may rewrite it.
+
+    What each kind of directory wrote, recognised by what it holds:
+
+    * ``run``: the directory's ``summary.json`` is a mapping with an integer ``schema_version`` and
+      a run status (what every run writes at its first evaluation, before its first checkpoint);
+    * ``scenario``: ``summary.csv`` starts with its header, ``summary.md`` with its title;
+    * ``study``: ``runs.csv`` starts with its header; ``study.yaml`` is identical to ``record``
+      (the study's record as it would be written: rewriting it changes nothing);
+    * ``report``: the folder's ``README.md`` starts with the report's title.
+
+    Parameters
+    ----------
+    kind : str
+        ``run``, ``scenario``, ``study`` or ``report``.
+    file : Path
+        A file sfl-sim would write that exists.
+    record : str, optional
+        A study's ``study.yaml`` as it would be written.
+    """
+    if kind == "run":
+        try:
+            data = json.loads((file.parent / SUMMARY_FILE).read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
+            return False
+        return (isinstance(data, dict) and isinstance(data.get("schema_version"), int)
+                and data.get("status") in RUN_STATUSES)
+    if kind == "scenario":
+        first = _first_line(file)
+        if file.name == SCENARIO_SUMMARY_CSV:
+            return first is not None and first.startswith(SCENARIO_SUMMARY_CSV_HEADER_START)
+        return first == SCENARIO_SUMMARY_MD_TITLE
+    if kind == "study":
+        if file.name == STUDY_STATUS_FILE:
+            first = _first_line(file)
+            return first is not None and first.startswith(STUDY_STATUS_HEADER_START)
+        try:
+            return record is not None and file.read_text(encoding="utf-8") == record
+        except (OSError, UnicodeDecodeError):
+            return False
+    if kind == "report":
+        return _first_line(file.parent / "README.md") == REPORT_README_TITLE
+    raise ValueError(f"kind: got {kind!r}; allowed: run, scenario, study, report")
+
+
+# -- work.jsonl.gz ---------------------------------------------------------------------------------
+def unbound_work_record(summary: Mapping[str, Any]) -> str | None:
+    """None when a complete run's ``summary.json`` binds its work record (its
+    :data:`~sfl_sim.runs.rundir.schema.WORK_SHA256`); else what a reader says of a run made before
+    records were bound: its record can be checked against the run's counts only."""
+    if summary.get(WORK_SHA256) is not None:
+        return None
+    return f"no {WORK_SHA256} (made before sfl-sim bound work records to their runs)"

@@ -161,6 +161,45 @@ def test_a_checkpoint_lacking_state_added_later_takes_the_run_as_built() -> None
     assert no_ledger["energy"] == {}
 
 
+def test_an_algorithm_state_without_client_streams_continues_at_the_checkpoints_round() -> None:
+    """Made before each client's work drew from its own stream: the next round must draw from its
+    own round's streams (rounds_run = the checkpoint's round), not again from round 0's."""
+    fresh = {"counters": {}, "cell": small_cell().state_dict(), "rng": {}, "energy": {},
+             "algorithm": {"model": "built", "client_work": {"rounds_run": 0, "streams": {}}}}
+    saved = {"round": 3, "counters": {}, "cell": small_cell().state_dict(), "rng": {}, "energy": {},
+             "algorithm": {"model": "saved"}}
+    read = upgrade.checkpoint(saved, fresh, DEFAULT_CELL)
+    assert read["algorithm"] == {"model": "saved", "client_work": {"rounds_run": 3, "streams": {}}}
+    today = {**saved, "algorithm": {"model": "saved", "client_work": {"rounds_run": 3, "streams": {"k": 1}}}}
+    assert upgrade.checkpoint(today, fresh, DEFAULT_CELL)["algorithm"] == today["algorithm"]
+    no_streams = {**fresh, "algorithm": {"model": "built"}}  # an algorithm that keeps none: nothing added
+    assert upgrade.checkpoint(saved, no_streams, DEFAULT_CELL)["algorithm"] == {"model": "saved"}
+
+
+@pytest.mark.parametrize("kind, name, text, record, mine", [
+    ("run", "metrics.csv", '{"schema_version": 3, "status": "complete"}', None, True),
+    ("run", "metrics.csv", '{"schema_version": "3", "status": "complete"}', None, False),
+    ("run", "metrics.csv", '{"a": 1}', None, False),
+    ("scenario", "summary.csv", "label,algorithm,seed,status,evaluated\n", None, True),
+    ("scenario", "summary.csv", "my,own,table\n", None, False),
+    ("scenario", "summary.md", "# Runs\n\n|", None, True),
+    ("scenario", "summary.md", "# My notes\n", None, False),
+    ("study", "runs.csv", "name,status,seed\n", None, True),
+    ("study", "runs.csv", "run,state\n", None, False),
+    ("study", "study.yaml", "base: /x.yaml\n", "base: /x.yaml\n", True),
+    ("study", "study.yaml", "base: x.yaml  # mine\n", "base: /x.yaml\n", False),
+    ("report", "runs.csv", "# sfl-sim report\n", None, True),
+    ("report", "runs.csv", "# My report\n", None, False),
+])
+def test_what_an_sfl_sim_older_than_the_marker_wrote_is_recognised(tmp_path, kind, name, text, record, mine) -> None:
+    """Each kind's own file, by what it holds (a run by its summary.json, a report by its README);
+    a user's file of the same name is not sfl-sim's."""
+    (tmp_path / name).write_text("whatever")
+    holder = {"run": "summary.json", "report": "README.md"}.get(kind, name)
+    (tmp_path / holder).write_text(text)
+    assert upgrade.made_before_marker(kind, tmp_path / name, record) is mine
+
+
 def test_the_upgrade_imports_neither_torch_nor_the_engine() -> None:
     code = ("import sys; from sfl_sim.runs.rundir import upgrade; upgrade.sections_added_later(); "
             "upgrade.scenario({}); bad = [m for m in sys.modules if m in ('torch', 'simpy') "
