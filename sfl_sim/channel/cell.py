@@ -681,13 +681,9 @@ class Cell:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
         types = {kind: _type_name(c) for kind, c in self._components.items()}
         saved_types = state["component_types"] if isinstance(state["component_types"], dict) else {}
-        # A class is the same where its name is: the module path is not compared, so a state loads
-        # into the same components after a refactor moved them (the run checks identity by name).
-        qualnames = {kind: type(c).__qualname__ for kind, c in self._components.items()}
-        if set(saved_types) != set(types) or any(
-                not isinstance(saved_types[k], str) or not (saved_types[k] == types[k]
-                                                            or saved_types[k].endswith("." + qualnames[k]))
-                for k in types):
+        # exactly: a state saved before a refactor moved a class reads as today's names
+        # (sfl_sim.runs.rundir.upgrade.cell_state)
+        if set(saved_types) != set(types) or any(saved_types[k] != types[k] for k in types):
             diff = sorted(k for k in set(types) | set(saved_types) if saved_types.get(k) != types.get(k))
             raise ValueError(
                 f"Cell state was saved with other components ({', '.join(diff)}): "

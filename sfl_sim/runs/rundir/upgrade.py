@@ -358,8 +358,28 @@ def cell_state(saved: Any, fresh: Mapping[str, Any], scenario: Mapping[str, Any]
         at full power without interference) as the next version, for a cell whose power control and
         interference are the defaults (``fixed``, ``none``): the interference stream as built (the
         default model never draws from it), the noise rise as built (1) and the two components'
-        types added.  Anything else as it is (the cell checks it, and refuses a version-1 state).
+        types added.  A component type saved under the module its class lived in then (a refactor
+        has moved it since) named as ``fresh`` names it: a class is the same where its name is.
+        Anything else as it is (the cell checks it, and refuses a version-1 state).
     """
+    return _components_where_they_live(_cell_version_2(saved, fresh, scenario), fresh)
+
+
+def _components_where_they_live(state: Any, fresh: Mapping[str, Any]) -> Any:
+    """``state`` with each component type whose class name (its last dotted part) is ``fresh``'s
+    named as ``fresh`` names it (``module.Class`` today)."""
+    types, today = (state.get("component_types"), fresh.get("component_types")) if isinstance(state, Mapping) \
+        else (None, None)
+    if not isinstance(types, Mapping) or not isinstance(today, Mapping):
+        return state
+    moved = {k: today[k] for k, v in types.items()
+             if isinstance(v, str) and isinstance(today.get(k), str) and v != today[k]
+             and v.rpartition(".")[2] == today[k].rpartition(".")[2]}
+    return {**state, "component_types": {**types, **moved}} if moved else state
+
+
+def _cell_version_2(saved: Any, fresh: Mapping[str, Any], scenario: Mapping[str, Any]) -> Any:
+    """A version-1 cell state as version 2 (:func:`cell_state`); anything else as it is."""
     if not isinstance(saved, Mapping) or saved.get("version") != 1 or "interference_rng" in saved:
         return saved
     cell, default = scenario.get("cell") or {}, _defaults()["cell"]

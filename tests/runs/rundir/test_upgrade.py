@@ -161,6 +161,21 @@ def test_a_checkpoint_lacking_state_added_later_takes_the_run_as_built() -> None
     assert no_ledger["energy"] == {}
 
 
+def test_a_component_saved_under_the_module_it_lived_in_then_reads_as_todays() -> None:
+    fresh = small_cell().state_dict()
+    today = fresh["component_types"]["pathloss"]
+    moved = copy.deepcopy(fresh)
+    moved["component_types"]["pathloss"] = "sfl_sim.channel.old_place." + today.rpartition(".")[2]
+    assert upgrade.cell_state(moved, fresh, DEFAULT_CELL)["component_types"] == fresh["component_types"]
+    other = copy.deepcopy(fresh)
+    other["component_types"]["pathloss"] = "my.Other"  # another class: left for the cell to refuse
+    assert upgrade.cell_state(other, fresh, DEFAULT_CELL)["component_types"]["pathloss"] == "my.Other"
+    cell = small_cell()
+    with pytest.raises(ValueError, match="other components"):
+        cell.load_state_dict(moved)  # the cell itself compares exactly; the upgrade renames
+    cell.load_state_dict(upgrade.cell_state(moved, fresh, DEFAULT_CELL))
+
+
 def test_an_algorithm_state_without_client_streams_continues_at_the_checkpoints_round() -> None:
     """Made before each client's work drew from its own stream: the next round must draw from its
     own round's streams (rounds_run = the checkpoint's round), not again from round 0's."""
