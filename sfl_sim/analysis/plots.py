@@ -23,6 +23,7 @@ from sfl_sim.analysis.figures import FIGURE_KINDS, runs_figure, write_png
 from sfl_sim.analysis.runs import Run, runs_of
 from sfl_sim.analysis.study_data import find_run_dirs, read_run_dirs, run_coordinates, short_field_names, study_of
 from sfl_sim.analysis.units import BYTES_PER_MB
+from sfl_sim.runs.rundir import marker
 
 __all__ = [
     "BYTES_PER_MB",
@@ -186,10 +187,10 @@ def plot_runs(
         raise FileNotFoundError(
             f"no run directories (with summary.json and metrics.csv) under {', '.join(map(str, shown))}"
         )
+    out = Path(out_dir)
+    marker.claim_folder(out, "plots", (ACCURACY_PLOT_FILE, UPLINK_PLOT_FILE, ENERGY_PLOT_FILE))
     files = read_run_dirs(dirs)
     runs = runs_of(files)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     written = [
         plot_accuracy_vs_time(runs, out / ACCURACY_PLOT_FILE),
         plot_uplink_vs_time(runs, out / UPLINK_PLOT_FILE),

@@ -22,6 +22,7 @@ from sfl_sim.channel import Harq, McsTableRate, linear_to_db
 from sfl_sim.clients.selection import cohort_size
 from sfl_sim.kit.seeding import stream as seeded_stream
 from sfl_sim.reports import channel_figures
+from sfl_sim.runs.rundir import marker
 from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS
 
 if TYPE_CHECKING:
@@ -121,6 +122,9 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     sfl_sim.config.ConfigError
         If the cell cannot be built from the scenario, ``colour_by`` is unknown or ``cqi``
         without an MCS-table rate model, or ``rounds`` or ``round_s`` is out of range.
+    sfl_sim.errors.RunDirError
+        If ``out_dir`` cannot be written or holds a file of the report's names that sfl-sim did not
+        write (:mod:`sfl_sim.runs.rundir.marker`).
     """
     import sys
 
@@ -134,6 +138,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
                           f"draws for the report, not the scenario's rounds)")
     if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
         raise ArgumentError(f"channel --round-s: got {round_s!r}; allowed: a number of seconds > 0")
+    marker.claim_folder(out_dir, "cell_report", (CELL_FILE, DRAWS_FILE, *FIGURES))  # before any work
 
     from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
@@ -176,7 +181,6 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
         draws_out.update(draws)
     compute = _compute_flops_per_s(cfg)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     _write_csv(table, out / CELL_FILE, CELL_REPORT_COLUMNS)
     _write_csv(draws, out / DRAWS_FILE, DRAW_COLUMNS)
     channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)

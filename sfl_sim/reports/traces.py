@@ -19,6 +19,8 @@ import numpy as np
 
 from sfl_sim.clients.availability.capability import read_capability
 from sfl_sim.clients.availability.readers import DeviceTrace, TraceError, read_trace
+from sfl_sim.errors import RunDirError
+from sfl_sim.runs.rundir import marker
 
 __all__ = ["TraceReport", "trace_report", "online_by_hour", "AVAILABILITY_COLUMNS", "CAPABILITY_COLUMNS",
            "TRACE_FILE", "TRACE_FIGURE"]
@@ -232,6 +234,10 @@ def trace_report(path: Any, fmt: str = "csv", kind: str = "availability", out_di
     table, summary, arrays = (_availability if kind == "availability" else _capability)(path, fmt)
     out = Path(out_dir) if out_dir is not None else path.with_name(path.name.replace(".", "_") + "_report")
     _output_folder(out)
+    try:
+        marker.claim_folder(out, "trace_report", (TRACE_FILE, TRACE_FIGURE))
+    except RunDirError as exc:
+        raise TraceError(str(exc)) from None
     columns = AVAILABILITY_COLUMNS if kind == "availability" else CAPABILITY_COLUMNS
     try:
         with open(out / TRACE_FILE, "w", newline="") as f:

@@ -38,17 +38,20 @@ from typing import Any
 from sfl_sim.errors import RunDirError
 from sfl_sim.runs.rundir import upgrade
 
-__all__ = ["KINDS", "MARKER_FILE", "check_writable", "claim", "foreign", "is_kind", "listed", "read", "record",
-           "remove_staging", "settle", "staging_dir"]
+__all__ = ["KINDS", "MARKER_FILE", "check_writable", "claim", "claim_folder", "foreign", "is_kind", "listed", "read",
+           "record", "remove_staging", "settle", "staging_dir"]
 
 #: The marker file of every directory sfl-sim writes.
 MARKER_FILE = ".sfl-sim.json"
 
-#: What a marked directory is (the marker's ``kind``).
-KINDS = ("run", "scenario", "study", "report")
+#: What a marked directory is (the marker's ``kind``): the four above, and the folders of the
+#: commands that read and draw without training (``sfl-sim plot``, ``channel``, ``traces``).
+KINDS = ("run", "scenario", "study", "report", "plots", "cell_report", "trace_report")
 
 _WHAT = {"run": "a run directory", "scenario": "a scenario's output directory", "study": "a study directory",
-         "report": "a report directory"}
+         "report": "a report directory", "plots": "a plot folder (sfl-sim plot)",
+         "cell_report": "a channel report folder (sfl-sim channel)",
+         "trace_report": "a trace report folder (sfl-sim traces)"}
 
 
 def read(directory: Path | str) -> dict[str, Any] | None:
@@ -116,6 +119,20 @@ def claim(directory: Path | str, kind: str, names: Iterable[str], record: str | 
     if mine:
         raise RunDirError(f"{path / mine[0]} exists and was not written by sfl-sim; choose another {what} "
                           f"(or move the file away)")
+
+
+def claim_folder(directory: Path | str, kind: str, names: Iterable[str]) -> None:
+    """Check and mark, before any work, a folder a command writes ``names`` into (:func:`check_writable`,
+    :func:`claim`, then :func:`record`): the one call of a command whose folder holds nothing but
+    its own files (a plot folder, a channel or trace report).
+
+    Raises
+    ------
+    RunDirError
+    """
+    check_writable(directory, "--output-dir")
+    claim(directory, kind, names)
+    record(directory, kind, names)
 
 
 def _version() -> str:

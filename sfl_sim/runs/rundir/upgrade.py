@@ -461,7 +461,10 @@ def made_before_marker(kind: str, file: Path, record: str | None = None) -> bool
     * ``scenario``: ``summary.csv`` starts with its header, ``summary.md`` with its title;
     * ``study``: ``runs.csv`` starts with its header; ``study.yaml`` is identical to ``record``
       (the study's record as it would be written: rewriting it changes nothing);
-    * ``report``: the folder's ``README.md`` starts with the report's title.
+    * ``report``: the folder's ``README.md`` starts with the report's title;
+    * ``plots``, ``cell_report``, ``trace_report``: nothing (their figures cannot be told from a
+      user's own, and the command remakes them in seconds: an older folder's files are refused,
+      never overwritten).
 
     Parameters
     ----------
@@ -494,7 +497,9 @@ def made_before_marker(kind: str, file: Path, record: str | None = None) -> bool
             return False
     if kind == "report":
         return _first_line(file.parent / "README.md") == REPORT_README_TITLE
-    raise ValueError(f"kind: got {kind!r}; allowed: run, scenario, study, report")
+    if kind in ("plots", "cell_report", "trace_report"):
+        return False
+    raise ValueError(f"kind: got {kind!r}; allowed: run, scenario, study, report, plots, cell_report, trace_report")
 
 
 # -- work.jsonl.gz ---------------------------------------------------------------------------------
