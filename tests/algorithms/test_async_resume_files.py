@@ -42,7 +42,7 @@ def _files(run_dir: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize(("spec", "grid_s"), [({"name": "fedbuff", "concurrency": 3, "buffer_size": 2}, None),
                                               ({"name": "fedasync", "concurrency": 3}, None),
-                                              ({"name": "fedasync", "concurrency": 3}, 0.0005)],
+                                              ({"name": "fedasync", "concurrency": 3}, 0.001)],
                          ids=["fedbuff", "fedasync", "fedasync-grid"])
 def test_a_killed_and_resumed_asynchronous_run_writes_the_straight_runs_files(tmp_path, capsys, spec, grid_s):
     data = small_scenario(rounds=5, eval_every_rounds=2, algorithms=[spec])
