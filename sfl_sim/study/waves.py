@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sfl_sim.study.plan import StudyRun
 
-__all__ = ["Step", "Waves", "closest_first", "retime_plan", "training_groups"]
+__all__ = ["Step", "Waves", "closest_first", "expected_cost", "retime_plan", "training_groups"]
 
 
 def _asynchronous(run: StudyRun) -> bool:
@@ -160,3 +160,37 @@ class Waves:
             self._waiting[index] = sorted([*self._waiting[index], step.run], key=lambda r: self._order[r.name])
         elif not step.sources and status == COMPLETE and _recorded(self.run_dirs(step.run)):
             self._sources[index].append(step.run)
+
+
+def expected_cost(runs: Sequence[StudyRun], done: Sequence[str], plan: dict[str, str],
+                  run_dirs: Callable[[StudyRun], Path]) -> str:
+    """One line: how many runs train and how many are re-timed (``plan``: :func:`retime_plan`), and
+    the host time that takes, estimated from the finished runs of the study (the mean
+    ``host_time_s`` of its trained runs and of its re-timed ones; none finished: not estimated)."""
+    from statistics import fmean
+
+    from sfl_sim.runs.rundir.files import RunDir
+
+    todo = [r for r in runs if r.name not in done]
+    n_retime = sum(r.name in plan for r in todo)
+    n_train = len(todo) - n_retime
+    measured: dict[bool, list[float]] = {True: [], False: []}  # re-timed? -> host seconds
+    for run in runs:
+        if run.name in done:
+            summary = RunDir(run_dirs(run)).read_summary() or {}
+            seconds = summary.get("host_time_s")
+            if isinstance(seconds, (int, float)):
+                measured[bool(summary.get("retimed_from"))].append(float(seconds))
+    if not todo:
+        return "expected: nothing to run"
+    line = (f"expected: {n_train} training(s), {n_retime} re-timing(s) (a re-timing refused by every finished run "
+            f"of its training trains instead: at most {n_train + n_retime} trainings)")
+    if not measured[False]:
+        return line + "; host time: not estimated (no finished trained run in this study to measure from)"
+    train_s = fmean(measured[False])
+    retime_s = fmean(measured[True]) if measured[True] else None
+    total = n_train * train_s + n_retime * (retime_s if retime_s is not None else 0.0)
+    basis = f"mean of {len(measured[False])} trained run(s) here, {train_s:.1f} s each"
+    basis += (f", and of {len(measured[True])} re-timed, {retime_s:.1f} s each" if retime_s is not None
+              else ", re-timings not measured (counted as 0 s)")
+    return line + f"; host time ~{total:.0f} s on one worker ({basis})"

@@ -78,6 +78,20 @@ def test_the_closest_finished_run_is_tried_first(tmp_path: Path) -> None:
         len(target.coordinates) - 1
 
 
+def test_the_dry_run_says_the_plan_and_its_cost(tmp_path: Path, capsys) -> None:
+    from sfl_sim.cli import main
+
+    path = write_study(tmp_path, {"seeds": [0], "grid": GRID}, BASE)
+    assert main(["study", str(path), "-o", str(tmp_path / "study"), "--dry-run", "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = _runs(tmp_path)[0].name
+    assert lines[0].endswith("0 done, 8 to run")
+    assert lines[1].startswith("expected: 1 training(s), 7 re-timing(s)") and "at most 8 trainings" in lines[1]
+    assert "host time: not estimated" in lines[1]
+    assert lines[2].endswith(f"{first}  (train)")
+    assert all(line.endswith(f"(re-time from {first})") for line in lines[3:]) and len(lines) == 10
+
+
 @pytest.mark.slow
 def test_a_study_over_bandwidth_scheduler_and_outage_trains_once_per_training(tmp_path: Path) -> None:
     from sfl_sim.cli import main
@@ -90,6 +104,8 @@ def test_a_study_over_bandwidth_scheduler_and_outage_trains_once_per_training(tm
     trained = [r for r in rows if not r["made_by"] or r["made_by"].startswith("trained")]
     retimed = [r for r in rows if r["made_by"].startswith("re-timed from ")]
     assert len(rows) == 8 and len(trained) == 2 and len(retimed) == 6
+    refused = next(r["made_by"] for r in trained if r["made_by"])  # the field and both its values
+    assert "cannot be re-timed with cell.uplink_bandwidth_hz 2e+07 (the source had 5e+06)" in refused, refused
     outage_5mhz = {r["name"] for r in rows if r["cell.outage"] == "rate11M" and r["cell.uplink_bandwidth_hz"] == "5000000.0"}
     assert len(outage_5mhz & {r["name"] for r in trained}) == 1  # the one with drops, and one without
     # every re-timed run is the run its own training makes, in every non-host column
@@ -100,3 +116,12 @@ def test_a_study_over_bandwidth_scheduler_and_outage_trains_once_per_training(tm
         full = tmp_path / "full" / row["name"]
         sfl_sim.run(str(tmp_path / "base.yaml"), overrides=coords, output_dir=full, seed=0)
         _same(full / "fedavg", out / row["name"])
+    # the plan of the finished study: nothing to do; of one more seed, the host time measured here
+    plan = sfl_sim.plan_study(path, output_dir=out)
+    assert all(r.done for r in plan.runs) and plan.expected == "expected: nothing to run"
+    more = tmp_path / "more"
+    more.mkdir()
+    plan = sfl_sim.plan_study(write_study(more, {"seeds": [0, 1], "grid": GRID}, BASE), output_dir=out)
+    assert plan.expected.startswith("expected: 1 training(s), 7 re-timing(s)")
+    assert "host time ~" in plan.expected and "(mean of 2 trained run(s) here" in plan.expected
+    assert "and of 6 re-timed" in plan.expected
