@@ -74,7 +74,7 @@ def test_the_closest_finished_run_is_tried_first(tmp_path: Path) -> None:
                   and r.coordinates["cell.uplink_bandwidth_hz"] == 20e6 and r.coordinates["cell.scheduler"] == "rr")
     ordered = closest_first(target, runs)
     assert ordered[0] is target
-    assert sum(a == b for a, b in zip(ordered[1].coordinates.values(), target.coordinates.values())) == \
+    assert sum(a == b for a, b in zip(ordered[1].coordinates.values(), target.coordinates.values(), strict=True)) == \
         len(target.coordinates) - 1
 
 
@@ -106,7 +106,8 @@ def test_a_study_over_bandwidth_scheduler_and_outage_trains_once_per_training(tm
     assert len(rows) == 8 and len(trained) == 2 and len(retimed) == 6
     refused = next(r["made_by"] for r in trained if r["made_by"])  # the field and both its values
     assert "cannot be re-timed with cell.uplink_bandwidth_hz 2e+07 (the source had 5e+06)" in refused, refused
-    outage_5mhz = {r["name"] for r in rows if r["cell.outage"] == "rate11M" and r["cell.uplink_bandwidth_hz"] == "5000000.0"}
+    outage_5mhz = {r["name"] for r in rows
+                   if r["cell.outage"] == "rate11M" and r["cell.uplink_bandwidth_hz"] == "5000000.0"}
     assert len(outage_5mhz & {r["name"] for r in trained}) == 1  # the one with drops, and one without
     # every re-timed run is the run its own training makes, in every non-host column
     for row in retimed:
