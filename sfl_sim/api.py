@@ -111,12 +111,17 @@ class PlannedRun:
         with ``resume=True`` has nothing left to do).
     coordinates : dict
         A study run's grid fields, ``algorithm`` and ``seed``; empty for a scenario run.
+    retime_from : str or None
+        A study run to do: the name of the run it is first re-timed from (it differs from it only in
+        timing fields; refused, it tries the other finished runs of its training, then trains);
+        None: it trains (or is done).
     """
 
     name: str
     path: Path
     done: bool
     coordinates: dict[str, Any] = field(default_factory=dict)
+    retime_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class Plan:
     radio : tuple of str
         What :func:`check` found about the cell, one line each (how many clients are in downlink
         outage); empty for a study's plan.
+    expected : str
+        A study's plan: how many runs train and how many are re-timed, and the host time that is
+        expected to take (and what the estimate is based on); empty for a scenario.
     """
 
     path: Path
@@ -142,6 +150,7 @@ class Plan:
     seeds: tuple[int, ...]
     runs: tuple[PlannedRun, ...]
     radio: tuple[str, ...] = ()
+    expected: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -590,13 +599,17 @@ def _plan(study: _Study, workers: int = 1, strict_versions: bool = False, progre
 
     from sfl_sim.study.execute import is_complete
     from sfl_sim.study.plan import expand
+    from sfl_sim.study.waves import expected_cost, retime_plan
 
     _check_workers(workers)
     runs = expand(study.spec, study.base, progress=sys.stderr if progress else None)
-    planned = tuple(PlannedRun(r.name, study.out / r.name, is_complete(r, study.out / r.name, strict_versions),
-                               dict(r.coordinates))
+    done = [r.name for r in runs if is_complete(r, study.out / r.name, strict_versions)]
+    sources = retime_plan(runs, done, lambda r: study.out / r.name)
+    planned = tuple(PlannedRun(r.name, study.out / r.name, r.name in done, dict(r.coordinates),
+                               None if r.name in done else sources.get(r.name))
                     for r in runs)
-    return Plan(study.out, study.base, tuple(study.spec.seeds), planned)
+    return Plan(study.out, study.base, tuple(study.spec.seeds), planned,
+                expected=expected_cost(runs, done, sources, lambda r: study.out / r.name))
 
 
 def _run_study(study: _Study, workers: int = 1, executor: str = "local", address: str | None = None,

@@ -194,13 +194,17 @@ DRY_RUN_LISTED = 50
 
 
 def _print_plan(plan: api.Plan, listed: int | None = None) -> int:
-    """The count first, then the runs (up to ``listed`` of them, None: all), then what was left out."""
+    """The count and the expected cost first, then the runs (up to ``listed`` of them, None: all),
+    each with how it is to be made (trained, or re-timed from which run), then what was left out."""
     done = sum(run.done for run in plan.runs)
     print(f"{len(plan.runs):,} runs ({len(plan.seeds)} seeds) from {plan.base}: {done:,} done, "
           f"{len(plan.runs) - done:,} to run")
+    if plan.expected:
+        print(plan.expected)
     shown = plan.runs if listed is None else plan.runs[:listed]
     for run in shown:
-        print(f"{'done   ' if run.done else 'to run '} {run.path}")
+        how = "" if run.done else f"  (re-time from {run.retime_from})" if run.retime_from else "  (train)"
+        print(f"{'done   ' if run.done else 'to run '} {run.path}{how}")
     left = plan.runs[len(shown):]
     if left:
         left_done = sum(run.done for run in left)

@@ -34,7 +34,8 @@ from sfl_sim.engine import RoundContext, SimSteps
 from sfl_sim.engine.asynchronous import Arrival, AsyncPolicy, Dispatch, RefillRule
 from sfl_sim.kit.params import Doc, ParamsModel
 
-__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "is_asynchronous", "staleness_weight"]
+__all__ = ["AsyncParams", "AsynchronousAlgorithm", "StalenessFunction", "half_the_concurrency", "is_asynchronous",
+           "staleness_weight"]
 
 StalenessFunction = Literal["constant", "polynomial", "hinge", "sqrt"]
 
@@ -55,6 +56,16 @@ def staleness_weight(function: StalenessFunction, staleness: int, a: float = 0.5
     raise ValueError(f"staleness function {function!r}; allowed: constant, polynomial, hinge, sqrt")
 
 
+def half_the_concurrency(concurrency: int) -> int:
+    """The default K of a buffered server (``buffer_size: null``): half the concurrency C, at least 1.
+
+    Our choice (module docstring of :mod:`sfl_sim.algorithms.fl.asynchronous`): K < C for every C > 1,
+    so that C - K clients are still in flight at an aggregation and their updates arrive stale (K =
+    C with ``refill: on_use`` is a synchronous round), and a cohort of 2 or 3 runs with the default.
+    """
+    return max(1, concurrency // 2)
+
+
 class AsyncParams(ParamsModel):
     """The parameters every asynchronous algorithm has (mixed into its ``Params``)."""
 
@@ -69,8 +80,8 @@ class AsyncParams(ParamsModel):
 class AsynchronousAlgorithm(Algorithm):
     """Base of the algorithms the runner drives asynchronously (module docstring).
 
-    A subclass's ``Params`` extends :class:`AsyncParams` too; it implements :meth:`buffer_size`
-    (or :meth:`period_s`), :meth:`dispatch`, :meth:`aggregate_updates` and :meth:`discard`.
+    A subclass's ``Params`` extends :class:`AsyncParams` too; it implements :meth:`buffer_size_for`
+    (or :meth:`period_for`), :meth:`dispatch`, :meth:`aggregate_updates` and :meth:`discard`.
     """
 
     asynchronous: ClassVar[bool] = True
@@ -83,16 +94,30 @@ class AsynchronousAlgorithm(Algorithm):
         ValueError
             One line naming the parameter (e.g. ``buffer_size`` above the concurrency).
         """
-        params: Any = self.params
-        concurrency = params.concurrency if params.concurrency is not None else cohort_size
-        return AsyncPolicy(concurrency=concurrency, buffer_size=self.buffer_size(concurrency),
-                           period_s=self.period_s(), refill=params.refill)
+        return type(self).policy_for(self.params, cohort_size)
 
-    def buffer_size(self, concurrency: int) -> int:
-        """K, the arrivals per aggregation (default 1: every arrival)."""
+    @classmethod
+    def policy_for(cls, params: Any, cohort_size: int) -> AsyncPolicy:
+        """The policy :meth:`async_policy` gives for a parameter model ``params`` (validated), without
+        building the algorithm: what ``resolved.yaml`` records (:func:`sfl_sim.runs.resolved.resolve_run`).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`async_policy`.
+        """
+        concurrency = params.concurrency if params.concurrency is not None else cohort_size
+        return AsyncPolicy(concurrency=concurrency, buffer_size=cls.buffer_size_for(params, concurrency),
+                           period_s=cls.period_for(params), refill=params.refill)
+
+    @classmethod
+    def buffer_size_for(cls, params: Any, concurrency: int) -> int:
+        """K, the arrivals per aggregation, for ``params`` and the resolved concurrency (default 1:
+        every arrival)."""
         return 1
 
-    def period_s(self) -> float | None:
+    @classmethod
+    def period_for(cls, params: Any) -> float | None:
         """Aggregate on this period instead of every K arrivals (default None)."""
         return None
 

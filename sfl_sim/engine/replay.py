@@ -87,7 +87,8 @@ def _outcome_words(code: str | None) -> str:
         return "delivered"
     if code is not None and code.startswith("L:"):
         return f"lost ({code[2:]})"
-    return "nothing" if code is None else "a value"
+    # None: the step ended with no transfer outcome (a process that returned nothing, not a payload)
+    return "no outcome (the step ended without a transfer)" if code is None else "a value"
 
 
 class _Script:

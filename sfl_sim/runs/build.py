@@ -235,6 +235,26 @@ def check_cohort_limits(cfg: Scenario, spec: AlgorithmSpec, field: str) -> None:
                           f"K arrivals need K clients in flight), for {spec.name}")
 
 
+def async_resolution(cfg: Scenario, spec: AlgorithmSpec) -> dict[str, Any] | None:
+    """What an asynchronous algorithm's policy resolves to for the scenario's cohort — C, K, the
+    period and the refill rule, a ``null`` (relative) default made a number — as ``resolved.yaml``
+    records it (``components.algorithm.resolved``); None for a synchronous algorithm, a plug-in
+    without a parameter model, or parameters their own checks refuse."""
+    try:
+        cls = ALGORITHMS.get(spec.name)
+        if not (isinstance(cls, type) and issubclass(cls, AsynchronousAlgorithm)):
+            return None
+        model = params_model(cls, ALGORITHMS.supplied)
+        if model is None:
+            return None
+        params = model.model_validate({k: v for k, v in spec.params.items() if k not in ALGORITHMS.supplied})
+        policy = cls.policy_for(params, cohort_size(cfg.clients.count, cfg.clients.participation))
+    except (ValueError, TypeError):  # an unknown name or a bad parameter: its own check says so
+        return None
+    return {"concurrency": policy.concurrency, "buffer_size": None if policy.period_s is not None
+            else policy.buffer_size, "period_s": policy.period_s, "refill": policy.refill}
+
+
 def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: str) -> None:
     """An asynchronous algorithm's policy is valid for the scenario's cohort and has no straggler
     policy to apply; the evaluation grid ``eval_every_sim_s`` is for asynchronous algorithms only

@@ -30,6 +30,8 @@ Layout of ``resolved.yaml``::
     versions: {sfl_sim, git_commit, git_dirty, torch, numpy, python}
     components:                       # keyed by the run's scenario.yaml field naming the component
       algorithm: {name, class, params}   # class: 'module:QualName' the name resolved to
+                                         # + resolved: {concurrency, buffer_size, period_s, refill}
+                                         #   for an asynchronous algorithm (a null default made a number)
       model: {name, class, params}       # params: model.params
       data.dataset: ... data.partition: ... clients.selection: ...
       cell.placement: ... (every channel kind) ... training.optimizer: ...
@@ -61,6 +63,7 @@ from sfl_sim.kit.params import parameter_values
 from sfl_sim.runs.rundir.schema import (
     ENERGY_DEVICE_FIELD,
     ENERGY_FROM_ROUND,
+    RESOLVED_ASYNCHRONY,
     RESOLVED_COMPRESSION,
     RESOLVED_ENERGY,
     RESOLVED_FILE,
@@ -231,11 +234,14 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
     from sfl_sim.optim import OPTIMIZERS
-    from sfl_sim.runs.build import selection_spec
+    from sfl_sim.runs.build import async_resolution, selection_spec
 
     spec = cfg.algorithm(label)
     components: dict[str, Any] = {}
     algorithm = _resolve(ALGORITHMS, spec.name, spec.params, "algorithms", ALGORITHMS.supplied)
+    asynchrony = async_resolution(cfg, spec)
+    if asynchrony is not None:  # a relative default (buffer_size: null) as the number it resolved to
+        algorithm[RESOLVED_ASYNCHRONY] = asynchrony
     components["algorithm"] = algorithm
     components["model"] = _resolve(MODELS, cfg.model.name, cfg.model.params, "model", MODELS.supplied)
     registries = {"dataset": DATASETS, "partitioner": PARTITIONERS, **REGISTRIES}
@@ -343,6 +349,9 @@ def parameter_differences(made: Mapping[str, Any], now: Mapping[str, Any],
         old_p, new_p = old.get("params") or {}, new.get("params") or {}
         for name in old_p:
             differ(f"{params_at}.{name}", old_p[name], new_p.get(name, "<absent>"))
+        old_r, new_r = old.get(RESOLVED_ASYNCHRONY) or {}, new.get(RESOLVED_ASYNCHRONY) or {}
+        for name in old_r:  # what a relative default resolved to (an older record has none)
+            differ(f"{params_at}.{name} (resolved)", old_r[name], new_r.get(name, "<absent>"))
     old_t, new_t = made.get("training") or {}, now.get("training") or {}
     for name in old_t:
         differ(f"training.{name}", old_t[name], new_t.get(name, "<absent>"))

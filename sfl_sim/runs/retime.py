@@ -215,7 +215,9 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
     if before.max_sim_time_s is not None:
         raise RetimeRefused(f"max_sim_time_s: {source} ran under a simulated-time budget, so which rounds it "
                             f"trained depends on its timing; allowed: a run without max_sim_time_s")
-    changes = {f: _value_at(cfg.to_yaml_dict(), f) for f in _changed(before.to_yaml_dict(), cfg.to_yaml_dict())}
+    changed = _changed(before.to_yaml_dict(), cfg.to_yaml_dict())
+    changes = {f: _value_at(cfg.to_yaml_dict(), f) for f in changed}
+    was = {f: _value_at(before.to_yaml_dict(), f) for f in changed}
     name = cfg.algorithms[0].name
     if is_asynchronous(ALGORITHMS.get(name)):
         raise RetimeRefused(f"algorithm: {source} ran {name}, an asynchronous algorithm, whose runs keep no work "
@@ -237,7 +239,8 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         except RunFailed as exc:
             cause = exc.__cause__
             if isinstance(cause, Diverged):
-                said = ", ".join(f"{f}={v}" for f, v in changes.items()) or "the same settings"
+                said = ", ".join(f"{f} {_shown(v)} (the source had {_shown(was[f])})"
+                                 for f, v in changes.items()) or "the same settings"
                 raise RetimeRefused(f"{source}: cannot be re-timed with {said}: {cause}") from None
             raise
         (staging / RunDir(staging).checkpoint_path.name).unlink(missing_ok=True)  # nothing trained to resume
@@ -261,6 +264,15 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
 
 def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     return [f for f in changed_fields(before, after) if f != "output_dir"]
+
+
+def _shown(value: Any) -> str:
+    """A field's value in a refusal: numbers as %g (2e+07, not 20000000.0), absent as 'none'."""
+    if isinstance(value, bool) or value is None:
+        return "none" if value is None else str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"{value:g}"
+    return str(value)
 
 
 def _value_at(data: Mapping[str, Any], path: str) -> Any:

@@ -14,12 +14,18 @@ Local executor
     N workers share each visible GPU (each worker is bound to one with ``torch.cuda.set_device``).
 Train once, time many
     Runs that differ only in timing fields (:mod:`sfl_sim.runs.retime_fields`: the cell, compute
-    budgets, energy...) share their training: :func:`retime_plan` picks one run per training to
-    train (or one already complete), and the others are re-timed from it once it is done
-    (:mod:`sfl_sim.runs.retime`, seconds instead of a training).  A re-timing that is refused (a
-    decision went otherwise: an outage, a deadline, another draw order...) falls back to training;
-    the study's log, its ``runs.csv`` and each run's ``summary.json`` (``retimed_from``, or
-    ``retime_refused`` with the reason) say which runs were re-timed and which were trained.
+    budgets, energy...) may share their training: :func:`retime_plan` picks one run per group of
+    such runs to train (or one already complete), and the others are re-timed from it once it is
+    done (:mod:`sfl_sim.runs.retime`, seconds instead of a training).  But what the clock decided
+    is part of the training too: an outage rule drops the uploads of clients whose rate is too low,
+    a deadline drops the late ones, and a bandwidth or a scheduler changes who that is.  A re-timing
+    replays the source's record and is refused at the first decision that goes otherwise, so a run
+    is re-timed from *any* finished run of its group whose decisions it shares: the study runs in
+    waves (:class:`_Waves`), each trying every finished run of the group not yet tried (closest in
+    its coordinates first), and trains a run only when every one of them refused it — one such run
+    per group and wave, so that the others try it next.  The study's log, its ``runs.csv``
+    (``made_by``) and each run's ``summary.json`` (``retimed_from``, or ``retime_refused`` with the
+    reasons) say which runs were re-timed from which and which were trained.
 Ray executor
     The same runs as Ray tasks (``ray.init(address=...)``), each asking for ``cpus_per_run`` CPUs
     and ``gpus_per_run`` of a GPU.  Ray is an optional extra (``pip install -e '.[ray]'``),
@@ -56,11 +62,12 @@ from sfl_sim.runs.rundir.schema import (
     STUDY_STATUS_HEADER_START,
 )
 from sfl_sim.study.plan import StudyRun
+from sfl_sim.study.waves import Step, Waves, retime_plan
 
 if TYPE_CHECKING:  # sfl_sim.data imports torch, which this module loads only when a run needs it
     from sfl_sim.data.datasets import ArrayDataset
 
-__all__ = ["RunTask", "execute_run", "run_study", "is_complete", "free_cores", "made_by",
+__all__ = ["DEFERRED", "RunTask", "execute_run", "run_study", "is_complete", "free_cores", "made_by",
            "retime_plan", "STATUS_FILE"]
 
 #: The study's table of runs (one row per run: name, status, coordinates, error), rewritten as runs end.
@@ -77,7 +84,16 @@ class RunTask:
     coordinates: dict[str, Any]
     threads: int | None = None
     strict_versions: bool = False
-    retime_from: str | None = None  # a complete run directory with the same training: re-time it
+    #: complete run directories of the same training fields, tried in order: re-timed from the first that takes
+    retime_from: tuple[str, ...] = ()
+    #: train when every one refuses (False: come back ``deferred``, untrained, for a later wave)
+    train_if_refused: bool = True
+    #: why earlier waves' re-timings were refused (recorded with the training)
+    refused: tuple[str, ...] = ()
+
+
+#: The status of a run whose every candidate source refused it in a wave that does not train it.
+DEFERRED = "deferred"
 
 
 @functools.lru_cache(maxsize=2)
@@ -105,12 +121,18 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     """
     start = time.perf_counter()
     out: dict[str, Any] = {"name": task.name, "status": FAILED, "error": "", "traceback": ""}
-    if task.retime_from is not None:
-        refused = _retime(task, out)
-        if refused is None:
+    refused = list(task.refused)
+    if task.retime_from:
+        reasons, resumes = _retime(task, out)
+        if reasons is None:
             out["host_time_s"] = time.perf_counter() - start
             return out
-        out["retime_refused"] = refused  # trained below instead
+        refused += reasons
+        if not (task.train_if_refused or resumes):
+            out.update(status=DEFERRED, refused=reasons, host_time_s=time.perf_counter() - start)
+            return out
+    if refused:
+        out["retime_refused"] = " | ".join(refused)  # trained below instead
     try:
         import torch
 
@@ -145,30 +167,44 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     return out
 
 
-def _retime(task: RunTask, out: dict[str, Any]) -> str | None:
-    """Re-time ``task.retime_from`` into ``task.run_dir`` (filling ``out``); None when done, else
-    why it was not (one line: the run is then trained)."""
+def _retime(task: RunTask, out: dict[str, Any]) -> tuple[list[str] | None, bool]:
+    """Re-time the first of ``task.retime_from`` that takes into ``task.run_dir`` (filling ``out``).
+
+    Returns
+    -------
+    (reasons, resumes)
+        ``reasons`` None when done, else why each source refused (one line each); ``resumes``:
+        the directory holds an interrupted training, which resumes (it is not deferred).
+    """
     from sfl_sim.runs.retime import RetimeRefused, retime
 
-    source, target = Path(task.retime_from or ""), Path(task.run_dir)
+    target = Path(task.run_dir)
     if target.exists() and any(target.iterdir()):
         if not _is_retimed(target):
-            return f"{target} holds an interrupted run, which resumes"
+            return [f"{target} holds an interrupted run, which resumes"], True
         # an earlier re-timing (the study asks more rounds now): its source's training timed, which
         # the new re-timing redoes exactly, so nothing a training made goes
         shutil.rmtree(target)
-    try:
-        summary = retime(source, output=target, scenario=task.scenario, coordinates=task.coordinates,
-                         dataset=_dataset(_dataset_key(task.scenario)))
-    except (RetimeRefused, UserError, RunFailed) as exc:
-        return one_line(exc)
-    except Exception as exc:  # a re-timing that breaks must not lose the run: it trains
-        return one_line(exc, with_type=True)
+    reasons: list[str] = []
+    for candidate in task.retime_from:
+        source = Path(candidate)
+        try:
+            summary = retime(source, output=target, scenario=task.scenario, coordinates=task.coordinates,
+                             dataset=_dataset(_dataset_key(task.scenario)))
+        except (RetimeRefused, UserError, RunFailed) as exc:
+            reasons.append(one_line(exc))
+            continue
+        except Exception as exc:  # a re-timing that breaks must not lose the run: it trains
+            reasons.append(one_line(exc, with_type=True))
+            continue
+        break
+    else:
+        return reasons, False
     _note_in_summary(target, retimed_from=source.name)
     out.update(status=summary.get("status", FAILED), error=summary.get("error", ""), retimed_from=source.name,
                final_test_accuracy=summary.get("final_test_accuracy"),
                best_test_accuracy=summary.get("best_test_accuracy"))
-    return None
+    return None, False
 
 
 def _is_retimed(run_dir: Path) -> bool:
@@ -194,39 +230,6 @@ def _note_in_summary(run_dir: Path, **notes: str) -> None:
     if summary is not None:
         summary.pop("schema_version", None)
         files.write_summary({**summary, **notes})
-
-
-def retime_plan(runs: Sequence[StudyRun], done: Sequence[str], run_dirs: Callable[[StudyRun], Path]) -> dict[str, str]:
-    """Which runs to re-time, and from which: run name -> the name of the run it is re-timed from.
-
-    Runs are grouped by their training (:func:`sfl_sim.runs.retime_fields.training_key`); in each
-    group the source is a run already complete (``done``) whose directory has a work record, else
-    the group's first run, trained first.  Every other run of the group not ``done`` is re-timed.
-    """
-    from sfl_sim.runs.retime_fields import training_key
-    from sfl_sim.runs.rundir.work import work_path
-
-    groups: dict[str, list[StudyRun]] = {}
-    for run in runs:
-        groups.setdefault(training_key(run.scenario), []).append(run)
-    plan: dict[str, str] = {}
-    for members in groups.values():
-        if len(members) < 2 or _asynchronous(members[0]):  # an asynchronous run keeps no work record
-            continue
-        recorded = [r for r in members if r.name in done and work_path(run_dirs(r)).exists()]
-        source = recorded[0] if recorded else next((r for r in members if r.name not in done), None)
-        if source is None:
-            continue
-        plan.update({r.name: source.name for r in members if r.name not in done and r is not source})
-    return plan
-
-
-def _asynchronous(run: StudyRun) -> bool:
-    """Whether ``run``'s algorithm is driven asynchronously (its runs are trained, never re-timed)."""
-    from sfl_sim.algorithms import ALGORITHMS
-    from sfl_sim.algorithms.asynchronous import is_asynchronous
-
-    return is_asynchronous(ALGORITHMS.get(run.scenario["algorithms"][0]["name"]))
 
 
 def is_complete(run: StudyRun, run_dir: Path, strict_versions: bool = False) -> bool:
@@ -457,30 +460,39 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
     if executor not in ("local", "ray"):
         raise UserError(f"--executor: got {executor!r}; allowed: local, ray")
     todo = [r for r in runs if r.name not in results]
-    sources = retime_plan(runs, list(results), lambda r: study_dir / r.name)
     threads = threads_per_worker or max(1, free_cores() // max(1, workers))
 
-    def task(r: StudyRun) -> RunTask:
-        source = sources.get(r.name)
+    def task(step: Step) -> RunTask:
+        r = step.run
         return RunTask(r.name, str(study_dir / r.name), r.scenario, r.coordinates, threads, strict_versions,
-                       None if source is None else str(study_dir / source))
+                       tuple(str(study_dir / s.name) for s in step.sources), step.train_if_refused, step.refused)
 
-    # first the runs that train, then those re-timed from them
-    phases = [[task(r) for r in todo if r.name not in sources], [task(r) for r in todo if r.name in sources]]
+    waves = Waves(runs, list(results), lambda r: study_dir / r.name)
     status_path = study_dir / STATUS_FILE
     _write_status(status_path, runs, results)
     bar = _StudyProgress(len(runs), len(results), progress)
     if results:
         bar.line(f"study: {len(results)} of {len(runs)} runs already finished; running {len(todo)}")
-    if sources:
-        bar.line(f"study: {len(phases[1])} of {len(todo)} runs differ from another only in timing fields: "
-                 f"trained once, re-timed from it")
+    shared = len(retime_plan(runs, list(results), lambda r: study_dir / r.name))
+    if shared:
+        bar.line(f"study: {shared} of {len(todo)} runs differ from another only in timing fields: re-timed from "
+                 f"a finished run of the same training whose decisions (drops, cohorts) they share, trained "
+                 f"only where none has")
     fresh = 0
     try:
-        for tasks in phases:
+        while steps := waves.next():
+            by_name = {step.run.name: step for step in steps}
+            tasks = [task(step) for step in steps]
             stream = _local(tasks, workers) if executor == "local" else _ray(tasks, address, cpus_per_run,
                                                                                gpus_per_run)
             for result in stream:
+                step = by_name[result["name"]]
+                deferred = result["status"] == DEFERRED
+                waves.record(step, result["status"], deferred, result.get("refused", ()))
+                if deferred:
+                    bar.line(f"study: {result['name']}: every finished run of its training refused its "
+                             f"re-timing; it waits for the next one trained")
+                    continue
                 fresh += 1
                 results[result["name"]] = result
                 _write_status(status_path, runs, results)

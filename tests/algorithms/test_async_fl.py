@@ -74,7 +74,8 @@ def _asynchronous(name: str, rounds: int, cohort: int, downlink: str = "broadcas
 def test_fedbuff_with_k_equal_to_the_cohort_is_fedavg_bit_for_bit(downlink):
     """K = C = cohort, no staleness scaling, eta_g = 1, every other parameter at its default."""
     sync = _synchronous(4, 3, downlink)
-    got, aggs, _ = _asynchronous("fedbuff", 4, 3, downlink, buffer_size=3, staleness_scaling="none")
+    got, aggs, _ = _asynchronous("fedbuff", 4, 3, downlink, buffer_size=3, staleness_scaling="none",
+                                   refill="on_use")
     assert all(a.staleness == [0, 0, 0] for a in aggs)
     assert not torch.equal(got[0]["blocks.0.0.weight"], got[-1]["blocks.0.0.weight"])  # it trained
     for want, have in zip(sync, got, strict=True):

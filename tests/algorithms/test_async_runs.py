@@ -8,7 +8,7 @@ from tests.helpers import finished_run, read_rows, run_cli, small_scenario, writ
 
 pytestmark = pytest.mark.slow
 
-ANCHOR = {"name": "fedbuff", "buffer_size": 3, "staleness_scaling": "none"}
+ANCHOR = {"name": "fedbuff", "buffer_size": 3, "staleness_scaling": "none", "refill": "on_use"}
 
 
 def test_fedbuff_with_k_equal_to_the_cohort_reproduces_fedavgs_rows(tmp_path, capsys):

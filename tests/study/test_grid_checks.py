@@ -215,8 +215,10 @@ def test_a_large_dry_run_says_the_count_first_and_lists_the_first_runs(tmp_path,
     assert main(["study", str(path), "--dry-run", "--no-progress"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"{total} runs (1 seeds) from ") and lines[0].endswith(f"0 done, {total} to run")
-    assert len(lines) == 1 + cli.DRY_RUN_LISTED + 1 and all(line.startswith("to run ") for line in lines[1:-1])
+    assert lines[1].startswith(f"expected: {total} training(s), 0 re-timing(s)")
+    assert len(lines) == 2 + cli.DRY_RUN_LISTED + 1 and all(line.startswith("to run ") and line.endswith("(train)")
+                                                            for line in lines[2:-1])
     assert lines[-1] == f"... and {total - cli.DRY_RUN_LISTED} more (0 done, {total - cli.DRY_RUN_LISTED} to run); " \
                         f"--list-all lists every run"
     assert main(["study", str(path), "--dry-run", "--no-progress", "--list-all"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1 + total
+    assert len(capsys.readouterr().out.splitlines()) == 2 + total

@@ -20,6 +20,22 @@ weighted average.  In that case (every tau 0, eta_g 1, every s 1) the new model 
 FedAvg's own aggregation, :func:`~sfl_sim.algorithms.base.weighted_average` of the trained models,
 so the two trajectories are equal bit for bit, not just within rounding.
 
+Defaults, so that a default FedBuff is asynchronous (a K = C, ``on_use`` default made every
+staleness 0: FedAvg, bit for bit):
+
+* ``refill: on_arrival`` — a client's slot is refilled as soon as its update arrives (the
+  publisher's abstract: the server "aggregates client updates in a private buffer until K updates
+  have been received", while clients go on training; Algorithm 1 samples a new client at each
+  arrival, as we read it), so the next client starts from the model of that moment, stale by the
+  time its update is used;
+* ``buffer_size: null`` — K = half the concurrency, at least 1
+  (:func:`~sfl_sim.algorithms.asynchronous.half_the_concurrency`): **our choice**.  We could not
+  read the paper's experiments section (their K and concurrency C); what we read states only that
+  K is well below the number of clients training at once.  A fixed K (the previous default, 10)
+  is refused by a cohort smaller than K; half of C fits every cohort, and the resolved K is
+  recorded in ``resolved.yaml`` (``components.algorithm.resolved``);
+* ``staleness_scaling: sqrt`` and ``server_lr: 1`` as before (the paper's scaling; eta_g 1 our choice).
+
 **FedAsync** (Xie, Koyejo and Gupta, 2019, "Asynchronous Federated Optimization"): every arrival
 is applied at once (K = 1),
 
@@ -28,6 +44,11 @@ is applied at once (K = 1),
 with s ``constant``, ``polynomial`` (a) or ``hinge`` (a, b) (:func:`~sfl_sim.algorithms.asynchronous.staleness_weight`).
 The paper's local proximal term (rho) is FedProx's; it is left out here (rho = 0).  With the period
 rule not available and K fixed to 1, several arrivals are never mixed at once.
+
+FedAsync's defaults are asynchronous as they stand: K is 1, so with C > 1 clients in flight every
+update but the first of a burst is stale.  Its refill stays ``on_use``, which for K = 1 frees a
+slot at the arrival too (the update is used at once) and starts the next client from the model
+just updated, as FedAsync's scheduler hands a worker the latest model (as we read the paper).
 
 Not supported (refused at build): compression of any path, ``execution: vectorised``.  The client
 optimizers are closed and the learning-rate schedule steps at every aggregation (a version plays
@@ -50,13 +71,14 @@ from sfl_sim.algorithms.asynchronous import (
     AsynchronousAlgorithm,
     AsyncParams,
     StalenessFunction,
+    half_the_concurrency,
     staleness_weight,
 )
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.fl.fedavg import FedAvg, LocalSteps
 from sfl_sim.channel.limits import SIMULATED_INTERVAL_S
 from sfl_sim.engine import RoundContext, SimSteps
-from sfl_sim.engine.asynchronous import Arrival, Dispatch
+from sfl_sim.engine.asynchronous import Arrival, Dispatch, RefillRule
 from sfl_sim.kit.params import Doc, Positive
 
 __all__ = ["AsyncFedAvg", "FedAsync", "FedBuff"]
@@ -129,8 +151,9 @@ class FedBuff(AsyncFedAvg):
     class Params(AsyncFedAvg.Params):
         """FedBuff's parameters (what a scenario sets beside ``name``)."""
 
-        buffer_size: Annotated[int, Field(ge=1), Doc(
-            "K, updates per aggregation (at most the concurrency; the paper's experiments use K = 10).")] = 10
+        buffer_size: Annotated[int | None, Field(ge=1), Doc(
+            "K, updates per aggregation, at most the concurrency C (null: half of C, at least 1; our choice, "
+            "recorded in resolved.yaml).")] = None
         server_lr: Annotated[Positive, Doc("eta_g, the server learning rate (1: the buffer's average is added).")] = 1.0
         staleness_scaling: Annotated[Literal["sqrt", "none"], Doc(
             "s(tau): sqrt is 1 / sqrt(1 + tau) (the paper's), none is 1.")] = "sqrt"
@@ -138,14 +161,20 @@ class FedBuff(AsyncFedAvg):
         period_s: Annotated[float | None, Field(ge=SIMULATED_INTERVAL_S.low, allow_inf_nan=False), Doc(
             "Aggregate every period_s simulated seconds (>= 1e-3: the 1 ms NR subframe) with what has arrived, "
             "instead of every K updates (null: every K).")] = None
+        refill: Annotated[RefillRule, Doc(
+            "When a delivered client's slot frees: on_arrival (when its update arrives: FedBuff's Algorithm 1, "
+            "the default) or on_use (when the server has used it: with K = C every update is fresh, FedAvg).")] = \
+            "on_arrival"
 
     params: Params
 
-    def buffer_size(self, concurrency: int) -> int:
-        return self.params.buffer_size
+    @classmethod
+    def buffer_size_for(cls, params: Any, concurrency: int) -> int:
+        return half_the_concurrency(concurrency) if params.buffer_size is None else int(params.buffer_size)
 
-    def period_s(self) -> float | None:
-        return self.params.period_s
+    @classmethod
+    def period_for(cls, params: Any) -> float | None:
+        return params.period_s
 
     def server_update(self, used: Sequence[Arrival], staleness: Sequence[int], models: Mapping[int, nn.Module],
                       starts: Mapping[int, Mapping[str, torch.Tensor]]) -> None:

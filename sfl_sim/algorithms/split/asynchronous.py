@@ -16,6 +16,10 @@ Clients train concurrently (C of them, :mod:`sfl_sim.engine.asynchronous`; a slo
 server has used the client's model, ``refill: on_use``, or when it arrives).  Where the paper is
 silent (or we could not read it), our choices:
 
+* K (``buffer_size``) defaults to half the concurrency, at least 1
+  (:func:`~sfl_sim.algorithms.asynchronous.half_the_concurrency`; the previous fixed 5 was refused
+  by every cohort of 3 or 4): with ``refill: on_use`` the C - K clients still iterating at an
+  aggregation upload models trained from the previous w_c, so the default is asynchronous;
 * the model buffer is averaged weighted by |D_k| (eq. 10 of SCALA / FedAvg), the buffered
   models replacing w_c (no staleness weighting);
 * the activation buffer's trigger is ``min(activation_buffer, clients still iterating)``: a client
@@ -41,7 +45,7 @@ from pydantic import Field
 from torch import nn
 
 from sfl_sim.algorithms._exec.execution import StackedSteps
-from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams
+from sfl_sim.algorithms.asynchronous import AsynchronousAlgorithm, AsyncParams, half_the_concurrency
 from sfl_sim.algorithms.base import ALGORITHMS, TrainingSetup, state_bytes, weighted_average
 from sfl_sim.algorithms.local_work import ClientWork
 from sfl_sim.algorithms.split.messages import ClientActivations, ClientStep, Reply
@@ -73,8 +77,9 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
             "Adjust the server loss by log P_s (SCALA eq. 14); off: plain cross-entropy, as GAS.")] = False
         client_adjustment: Annotated[bool, Doc(
             "Adjust the loss whose gradient goes back to client k by log P_k (SCALA eq. 15).")] = False
-        buffer_size: Annotated[int, Field(ge=1), Doc(
-            "K, client-side models per aggregation of w_c (at most the concurrency).")] = 5
+        buffer_size: Annotated[int | None, Field(ge=1), Doc(
+            "K, client-side models per aggregation of w_c, at most the concurrency C (null: half of C, at least "
+            "1; our choice, recorded in resolved.yaml).")] = None
         activation_buffer: Annotated[int | None, Field(ge=1), Doc(
             "Uploads of activations per server step (fewer when fewer clients are iterating); null: every "
             "client still iterating.")] = None
@@ -93,8 +98,9 @@ class AsyncSFL(AsynchronousAlgorithm, SCALA):
     def compression_refusal(self, path: str) -> str | None:
         return f"{type(self).__name__} (asynchronous) compresses no path"
 
-    def buffer_size(self, concurrency: int) -> int:
-        return self.params.buffer_size
+    @classmethod
+    def buffer_size_for(cls, params: Any, concurrency: int) -> int:
+        return half_the_concurrency(concurrency) if params.buffer_size is None else int(params.buffer_size)
 
     # -- the clients -----------------------------------------------------------------------------
     def dispatch(self, ctx: RoundContext, group: Sequence[Dispatch],

@@ -62,6 +62,7 @@ __all__ = [
     "RESOLVED_COMPONENTS",
     "RESOLVED_TRAINING",
     "RESOLVED_ENERGY",
+    "RESOLVED_ASYNCHRONY",
     "RESOLVED_COMPRESSION",
     "ENERGY_DEVICE_FIELD",
     "ENERGY_FROM_ROUND",
@@ -191,6 +192,9 @@ RESOLVED_COMPONENTS = "components"
 RESOLVED_TRAINING = "training"
 RESOLVED_ENERGY = "energy"
 RESOLVED_COMPRESSION = "compression"
+#: In ``resolved.yaml``'s algorithm component: what an asynchronous algorithm's policy resolved to
+#: (``concurrency``, ``buffer_size``, ``period_s``, ``refill``: a ``null`` default as its number).
+RESOLVED_ASYNCHRONY = "resolved"
 #: The component of ``resolved.yaml`` that charges the run's energy (only when ``energy.enabled``).
 ENERGY_DEVICE_FIELD = "energy.device"
 #: In ``resolved.yaml``'s ``energy``: the first round charged under it, where that is not round 1
