@@ -23,6 +23,7 @@ from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePo
 from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
+from sfl_sim.channel.link.resource_grid import slot_duration_s
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -284,11 +285,26 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     argument; None for no HARQ (the field absent, or ``none``: the engine's plain upload path)."""
     if cfg.cell.harq is None:
         return None
-    harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
+    harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate, **_cell_slot(cfg))
     if isinstance(harq, NoHarq):
         return None
     conform("harq", harq, "cell.harq", cfg.clients.count)
     return harq
+
+
+def _cell_slot(cfg: Scenario) -> dict[str, float]:
+    """``{"slot_s": the cell's slot}`` for a HARQ model that declares ``slot_s`` and was given none
+    in the scenario (``1 ms / 2^mu``, ``cell.numerology``; a given one equals it, the scenario's
+    check saw to that); ``{}`` otherwise."""
+    spec = cfg.cell.harq
+    assert spec is not None
+    try:
+        model = params_model(HARQ.get(spec.name), HARQ.supplied)
+    except (ValueError, TypeError):
+        return {}  # an unknown name: component() says so in one line
+    if model is None or "slot_s" not in model.model_fields or spec.params.get("slot_s") is not None:
+        return {}
+    return {"slot_s": slot_duration_s(cfg.cell.numerology)}
 
 
 def _check_traced_rates_unscheduled(cfg: Scenario, scheduler: Scheduler, capability: ClientCapability | None) -> None:

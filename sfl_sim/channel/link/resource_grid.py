@@ -20,10 +20,27 @@ import numpy as np
 
 from sfl_sim.kit.checks import check_array
 
-__all__ = ["N_RB_FR1", "SUBCARRIERS_PER_RB", "n_rb", "share_resource_blocks"]
+__all__ = ["N_RB_FR1", "SUBCARRIERS_PER_RB", "DEFAULT_NUMEROLOGY", "n_rb", "share_resource_blocks", "slot_duration_s",
+           "subcarrier_spacing_hz"]
 
 #: Subcarriers in one NR resource block (TS 38.211 clause 4.4.4.1, ``N_sc^RB = 12``).
 SUBCARRIERS_PER_RB = 12
+
+#: The numerology ``mu`` of a cell that names none (``cell.numerology``'s default; our choice: 30 kHz,
+#: the spacing FR1 mid-band carriers commonly use).
+DEFAULT_NUMEROLOGY = 1
+
+
+def subcarrier_spacing_hz(mu: int) -> float:
+    """Subcarrier spacing ``15 kHz x 2^mu`` of numerology ``mu`` (TS 38.211 Table 4.2-1), Hz."""
+    return 15e3 * 2.0 ** mu
+
+
+def slot_duration_s(mu: int) -> float:
+    """Slot ``1 ms / 2^mu`` of numerology ``mu`` (TS 38.211 clause 4.3.2: ``2^mu`` slots per 1 ms
+    subframe), s."""
+    return 1e-3 / 2.0 ** mu
+
 
 #: TS 38.101-1 Table 5.3.2-1 (FR1): subcarrier spacing (Hz) -> channel bandwidth (MHz) -> ``N_RB``.
 N_RB_FR1: dict[float, dict[int, int]] = {

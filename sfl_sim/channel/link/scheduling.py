@@ -45,7 +45,13 @@ from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
-from sfl_sim.channel.link.resource_grid import N_RB_FR1, SUBCARRIERS_PER_RB, n_rb
+from sfl_sim.channel.link.resource_grid import (
+    N_RB_FR1,
+    SUBCARRIERS_PER_RB,
+    n_rb,
+    slot_duration_s,
+    subcarrier_spacing_hz,
+)
 from sfl_sim.channel.protocols import Scheduler
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, Field, ParamsModel
@@ -110,12 +116,12 @@ class ResourceGrid:
     @property
     def scs_hz(self) -> float:
         """Subcarrier spacing ``15 kHz * 2^mu`` (TS 38.211 Table 4.2-1), Hz."""
-        return 15e3 * 2.0 ** self.numerology
+        return subcarrier_spacing_hz(self.numerology)
 
     @property
     def slot_s(self) -> float:
         """Slot ``1 ms / 2^mu`` (TS 38.211 clause 4.3.2: 2^mu slots per 1 ms subframe), s."""
-        return 1e-3 / 2.0 ** self.numerology
+        return slot_duration_s(self.numerology)
 
     @property
     def n_rb(self) -> int:
