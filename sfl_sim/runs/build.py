@@ -141,6 +141,7 @@ def build_cell(cfg: Scenario) -> Cell:
             interference_rng=stream(seed, "interference"),
             out_of_range=c.out_of_range,
             downlink_rate=downlink_rate,
+            numerology=c.numerology,
         )
     except ConfigError:
         raise

@@ -28,11 +28,14 @@ import numpy as np
 if TYPE_CHECKING:  # the cell imports this layer; only its type is needed here
     from sfl_sim.channel.cell import Cell
 
-__all__ = ["DOWNLINK_OVERHEAD_FRACTION", "DownlinkOutage", "downlink_outage", "downlink_rate_params"]
+__all__ = ["DOWNLINK_OVERHEAD_FRACTION", "UPLINK_OVERHEAD_FRACTION", "DownlinkOutage", "downlink_outage",
+           "downlink_rate_params"]
 
-#: TS 38.306 clause 4.1.2: the overhead of the approximate maximum data rate, FR1 downlink (0.14;
-#: 0.08 on the uplink).
+#: TS 38.306 clause 4.1.2: the overhead ``OH`` of the approximate maximum data rate, FR1 downlink
+#: ("0.14, for frequency range FR1 for DL").
 DOWNLINK_OVERHEAD_FRACTION = 0.14
+#: TS 38.306 clause 4.1.2: ``OH`` for FR1 uplink ("0.08, for frequency range FR1 for UL").
+UPLINK_OVERHEAD_FRACTION = 0.08
 
 
 def downlink_rate_params(uplink_params: Mapping[str, Any], declared: Collection[str] | None,

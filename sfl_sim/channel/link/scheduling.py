@@ -135,10 +135,12 @@ class ResourceGrid:
 
     @property
     def hz_per_rb(self) -> float:
-        """The channel's bandwidth per resource block, ``B / N_RB``, Hz: what ``m`` RBs are worth to
-        the rate model (``m B / N_RB``), the guard bands spread over the RBs as they are over
+        """The channel's bandwidth per resource block, ``B / N_RB``, Hz: ``m`` RBs are the share
+        ``m B / N_RB`` of the channel, the guard bands spread over the RBs as they are over
         ``cell.allocation``'s shares of ``B`` (so round-robin with the whole cohort sending is the
-        equal split, to rounding), and what open-loop power control counts back as ``m`` RBs
+        equal split, to rounding); the link budget rates that share on its ``m 12 SCS`` Hz of
+        resource blocks (:mod:`sfl_sim.channel.link.budget`, TS 38.306 clause 4.1.2), and open-loop
+        power control counts it back as ``m`` RBs
         (:func:`~sfl_sim.channel.link.resource_grid.share_resource_blocks`)."""
         return self.bandwidth_hz / self.n_rb
 
