@@ -30,6 +30,7 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
 from sfl_sim.channel.limits import NOISE_FIGURE_DB, SIMULATED_INTERVAL_S
+from sfl_sim.channel.link.downlink import GNB_NOISE_FIGURE_DB
 from sfl_sim.channel.link.harq import HARQ
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.power_control import POWER_CONTROL
@@ -404,6 +405,11 @@ class CellSection(Section):
     ``allocation``'s per-round split and uses no grid.  A cell has one numerology: a power control
     that takes a ``subcarrier_spacing_hz`` (``open_loop``) must use ``15 * 2^mu`` kHz, given or by
     its default (a spacing that disagrees is refused, not silently re-derived).
+
+    ``gnb_noise_figure_db`` is the base station receiver's noise figure: the uplink rate model's
+    ``noise_figure_db`` when ``cell.rate`` gives none (default 5 dB, 5G-LENA's ``NrPhy``
+    ``NoiseFigure``; :data:`sfl_sim.channel.link.downlink.GNB_NOISE_FIGURE_DB`).  The downlink's
+    receiver keeps it unless ``downlink.ue_noise_figure_db`` says otherwise.
     """
 
     placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
@@ -427,6 +433,7 @@ class CellSection(Section):
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
+    gnb_noise_figure_db: Annotated[float, Number.of_range(NOISE_FIGURE_DB)] = GNB_NOISE_FIGURE_DB
     downlink: Downlink = Field(default_factory=Downlink)
 
     @model_validator(mode="after")

@@ -120,7 +120,8 @@ def build_cell(cfg: Scenario) -> Cell:
     c = cfg.cell
     seed = cfg.seed
     down = c.downlink
-    parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
+    parts = {str(kind.cell_argument): component(kind.registry, uplink_rate_spec(c) if kind.name == "rate"
+                                                 else getattr(c, kind.name), kind.field)
              for kind in CELL_KINDS}
     downlink_rate = component(RATES, downlink_rate_spec(c), "cell.downlink.rate")
     for kind in CELL_KINDS:
@@ -168,16 +169,31 @@ def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
         raise ConfigError(f"{field}: not physically possible: {problem}")
 
 
+def _declared_rate_params(name: str) -> Any:
+    """The parameters rate model ``name`` accepts (None: any, or an unknown name, which is refused
+    where ``cell.rate`` is built, with its own line)."""
+    try:
+        return accepted_params(RATES.get(name))
+    except Exception:
+        return None
+
+
+def uplink_rate_spec(c: CellSection) -> ComponentSpec:
+    """``cell.rate`` with the gNB's noise figure (``cell.gnb_noise_figure_db``) where the model
+    declares ``noise_figure_db`` and the scenario gives it none."""
+    declared = _declared_rate_params(c.rate.name)
+    if declared is None or "noise_figure_db" not in declared or "noise_figure_db" in c.rate.params:
+        return c.rate
+    return ComponentSpec(name=c.rate.name, **{**c.rate.params, "noise_figure_db": c.gnb_noise_figure_db})
+
+
 def downlink_rate_spec(c: CellSection) -> ComponentSpec:
-    """``cell.downlink.rate``, or the uplink's ``cell.rate`` with the downlink's own parameters
-    (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
+    """``cell.downlink.rate``, or the uplink's rate (:func:`uplink_rate_spec`) with the downlink's
+    own parameters (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
     if c.downlink.rate is not None:
         return c.downlink.rate
-    try:
-        declared = accepted_params(RATES.get(c.rate.name))
-    except Exception:  # an unknown name is refused where cell.rate is built, with its own line
-        declared = None
-    params = downlink_rate_params(c.rate.params, declared, c.downlink.ue_noise_figure_db)
+    uplink = uplink_rate_spec(c)
+    params = downlink_rate_params(uplink.params, _declared_rate_params(c.rate.name), c.downlink.ue_noise_figure_db)
     return ComponentSpec(name=c.rate.name, **params)
 
 

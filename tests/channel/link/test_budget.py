@@ -198,3 +198,50 @@ def test_mcs_table_overhead_defaults_to_ts38306_fr1_values():
     sinr = 10.0 ** 2.0  # 20 dB: the gap mapping picks the same CQI whatever the overhead
     full = float(McsTableRate(overhead_fraction=0.0).spectral_efficiency_bps_per_hz(sinr))
     assert float(McsTableRate().spectral_efficiency_bps_per_hz(sinr)) == pytest.approx(full * 0.92, rel=1e-12)
+
+
+# -- the gNB's receiver noise figure (issue 51 item 2) ----------------------------------------------------
+def _cell_of(**cell):
+    from sfl_sim.config import validate
+    from sfl_sim.runs.build import build_cell
+    from tests.helpers import small_scenario
+
+    data = small_scenario()
+    data["cell"] = cell
+    return build_cell(validate(data))
+
+
+def test_the_default_scenarios_link_budget_by_hand():
+    """The default cell: 0.2 W clients, -174 dBm/Hz, a 5 dB gNB noise figure (5G-LENA's NrPhy
+    NoiseFigure), Shannon on the resource blocks of 20 MHz at 30 kHz (51 x 12 x 30 kHz = 18.36 MHz),
+    equal shares among the cohort.  A client at path loss PL dB on a share b of 20 MHz:
+    SNR = 0.2 x 10^(-PL/10) / (b 18.36/20 x 10^(-20.4) x 10^0.5), rate = b 0.918 log2(1 + SNR)."""
+    cell = _cell_of()
+    assert cell.rate.noise_figure_db == 5.0 and cell.downlink_rate.noise_figure_db == 5.0  # type: ignore[attr-defined]
+    link = cell.uplink_link_at_bandwidth(np.arange(cell.n_clients), 20e6 / 3)
+    pl_db = cell.pathloss_db
+    b = 20e6 / 3 * 51 * 12 * 30e3 / 20e6  # 6.12 MHz
+    snr = 0.2 * 10 ** (-pl_db / 10) / (b * 10 ** -20.4 * 10 ** 0.5)
+    np.testing.assert_allclose(link.snr_db, 10 * np.log10(snr), rtol=1e-12)
+    np.testing.assert_allclose(link.rate_bps, b * np.log2(1 + snr), rtol=1e-12)
+    # a client at 500 m: PL = 128.1 + 37.6 log10(0.5) = 116.78 dB; 0.2 W = 23.01 dBm, 10 log10(6.12e6) = 67.87:
+    # SNR = 23.01 - 116.78 + 174 - 67.87 - 5 = 7.36 dB
+    at_500 = 0.2 * 10 ** (-(128.1 + 37.6 * math.log10(0.5)) / 10) / (6.12e6 * 10 ** -20.4 * 10 ** 0.5)
+    assert 10 * math.log10(at_500) == pytest.approx(7.36, abs=0.01)
+
+
+def test_the_gnb_noise_figure_is_the_uplinks_unless_cell_rate_gives_one():
+    assert _cell_of(gnb_noise_figure_db=7.0).rate.noise_figure_db == 7.0  # type: ignore[attr-defined]
+    given = _cell_of(rate={"name": "shannon", "noise_figure_db": 0.0})
+    assert given.rate.noise_figure_db == 0.0  # type: ignore[attr-defined]
+    mcs = _cell_of(rate={"name": "mcs_table"}, downlink={"ue_noise_figure_db": 9.0})
+    assert mcs.rate.noise_figure_db == 5.0 and mcs.downlink_rate.noise_figure_db == 9.0  # type: ignore[attr-defined]
+
+
+def test_the_run_record_names_the_noise_figure_it_used():
+    from sfl_sim.config import validate
+    from sfl_sim.runs.resolved import resolve_run
+    from tests.helpers import small_scenario
+
+    record = resolve_run(validate(small_scenario()), "fedavg").record
+    assert record["components"]["cell.rate"]["params"]["noise_figure_db"] == 5.0
