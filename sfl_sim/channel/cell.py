@@ -166,6 +166,11 @@ class Cell:
     downlink_rate : Rate, optional
         The downlink's own rate model (the clients' receivers: their noise figure, the PDSCH's
         overhead and curves); default ``rate``.
+    numerology : int, optional
+        The cell's numerology ``mu``: a share of a channel that TS 38.101-1 Table 5.3.2-1 lists is
+        rated on its resource blocks, ``b N_RB 12 SCS / B`` Hz (guard bands carry nothing; TS
+        38.306 clause 4.1.2); None (the default): on the whole share
+        (:mod:`sfl_sim.channel.link.budget`).
     """
 
     def __init__(
@@ -194,6 +199,7 @@ class Cell:
         interference: Interference | None = None,
         interference_rng: np.random.Generator | None = None,
         downlink_rate: Rate | None = None,
+        numerology: int | None = None,
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
@@ -234,7 +240,7 @@ class Cell:
         self._budget = LinkBudgetModel(
             rate, allocator, power_control, noise_psd_dbm_per_hz=noise_psd_dbm_per_hz,
             uplink_bandwidth_hz=uplink_bandwidth_hz, downlink_bandwidth_hz=downlink_bandwidth_hz,
-            server_tx_power_w=server_tx_power_w, downlink_rate=downlink_rate,
+            server_tx_power_w=server_tx_power_w, downlink_rate=downlink_rate, numerology=numerology,
         )
         if downlink_rate is not None:
             check_protocol(downlink_rate, Rate, "Cell downlink_rate")

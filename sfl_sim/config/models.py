@@ -30,9 +30,11 @@ from pydantic_core import PydanticCustomError, core_schema
 
 from sfl_sim.channel.kinds import CHANNEL_KINDS
 from sfl_sim.channel.limits import NOISE_FIGURE_DB, SIMULATED_INTERVAL_S
+from sfl_sim.channel.link.downlink import GNB_NOISE_FIGURE_DB
+from sfl_sim.channel.link.harq import HARQ
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.power_control import POWER_CONTROL
-from sfl_sim.channel.link.resource_grid import N_RB_FR1
+from sfl_sim.channel.link.resource_grid import DEFAULT_NUMEROLOGY, N_RB_FR1, slot_duration_s
 from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
@@ -403,6 +405,11 @@ class CellSection(Section):
     ``allocation``'s per-round split and uses no grid.  A cell has one numerology: a power control
     that takes a ``subcarrier_spacing_hz`` (``open_loop``) must use ``15 * 2^mu`` kHz, given or by
     its default (a spacing that disagrees is refused, not silently re-derived).
+
+    ``gnb_noise_figure_db`` is the base station receiver's noise figure: the uplink rate model's
+    ``noise_figure_db`` when ``cell.rate`` gives none (default 5 dB, 5G-LENA's ``NrPhy``
+    ``NoiseFigure``; :data:`sfl_sim.channel.link.downlink.GNB_NOISE_FIGURE_DB`).  The downlink's
+    receiver keeps it unless ``downlink.ue_noise_figure_db`` says otherwise.
     """
 
     placement: ComponentSpec = _default("uniform_disc", radius_m=500.0, min_distance_m=35.0)
@@ -421,10 +428,12 @@ class CellSection(Section):
     harq: HarqSpec | None = None
     scheduler: ComponentSpec = _default("static")
     numerology: Annotated[int, Integer(0, 2), Allowed(
-        "0, 1 or 2 (subcarrier spacing 15 * 2^mu kHz with a column in TS 38.101-1 Table 5.3.2-1, FR1)")] = 1
+        "0, 1 or 2 (subcarrier spacing 15 * 2^mu kHz with a column in TS 38.101-1 Table 5.3.2-1, FR1)")] = \
+        DEFAULT_NUMEROLOGY
     client_tx_power_w: ClientPowerW = 0.2
     uplink_bandwidth_hz: BandwidthHz = 20.0e6
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
+    gnb_noise_figure_db: Annotated[float, Number.of_range(NOISE_FIGURE_DB)] = GNB_NOISE_FIGURE_DB
     downlink: Downlink = Field(default_factory=Downlink)
 
     @model_validator(mode="after")
@@ -460,6 +469,31 @@ class CellSection(Section):
                               f"{grid_hz:g} (cell.numerology {self.numerology}: 15 * 2^mu kHz; a cell has one "
                               f"numerology{'' if given else ', and this is the power control default'}; set both "
                               f"to agree)", relative=True)
+
+    @model_validator(mode="after")
+    def _one_slot(self) -> CellSection:
+        """A HARQ slot given in the scenario is ``cell.numerology``'s, ``1 ms / 2^mu`` (TS 38.211
+        clause 4.3.2): one cell, one numerology (left out, the run passes the cell's)."""
+        given = None if self.harq is None else _harq_slot_s(self.harq)
+        slot_s = slot_duration_s(self.numerology)
+        if given is None or abs(given - slot_s) <= 1e-12 * slot_s:
+            return self
+        raise CrossFieldError("harq.slot_s", given, f"{slot_s:g} (cell.numerology {self.numerology}: 1 ms / 2^mu; a "
+                              f"cell has one numerology; leave slot_s out to take the cell's)", relative=True)
+
+
+def _harq_slot_s(spec: ComponentSpec) -> float | None:
+    """The ``slot_s`` a scenario gives its HARQ model, or None when it gives none, the model takes
+    none, its name is unknown (refused when the run is built) or the value is not a number (refused
+    by the component's own parameter check)."""
+    value = spec.params.get("slot_s")
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        model = params_model(HARQ.get(spec.name), HARQ.supplied)
+    except (ValueError, TypeError):
+        return None
+    return None if model is None or "slot_s" not in model.model_fields else float(value)
 
 
 def _power_control_spacing_hz(spec: ComponentSpec) -> float | None:

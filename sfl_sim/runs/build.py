@@ -23,6 +23,7 @@ from sfl_sim.channel import CELL_KINDS, HARQ, SCHEDULERS, Cell, NoHarq, OutagePo
 from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
+from sfl_sim.channel.link.resource_grid import slot_duration_s
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -119,7 +120,8 @@ def build_cell(cfg: Scenario) -> Cell:
     c = cfg.cell
     seed = cfg.seed
     down = c.downlink
-    parts = {str(kind.cell_argument): component(kind.registry, getattr(c, kind.name), kind.field)
+    parts = {str(kind.cell_argument): component(kind.registry, uplink_rate_spec(c) if kind.name == "rate"
+                                                 else getattr(c, kind.name), kind.field)
              for kind in CELL_KINDS}
     downlink_rate = component(RATES, downlink_rate_spec(c), "cell.downlink.rate")
     for kind in CELL_KINDS:
@@ -140,6 +142,7 @@ def build_cell(cfg: Scenario) -> Cell:
             interference_rng=stream(seed, "interference"),
             out_of_range=c.out_of_range,
             downlink_rate=downlink_rate,
+            numerology=c.numerology,
         )
     except ConfigError:
         raise
@@ -166,16 +169,31 @@ def conform(kind: str, part: Any, field: str, n_clients: int) -> None:
         raise ConfigError(f"{field}: not physically possible: {problem}")
 
 
+def _declared_rate_params(name: str) -> Any:
+    """The parameters rate model ``name`` accepts (None: any, or an unknown name, which is refused
+    where ``cell.rate`` is built, with its own line)."""
+    try:
+        return accepted_params(RATES.get(name))
+    except Exception:
+        return None
+
+
+def uplink_rate_spec(c: CellSection) -> ComponentSpec:
+    """``cell.rate`` with the gNB's noise figure (``cell.gnb_noise_figure_db``) where the model
+    declares ``noise_figure_db`` and the scenario gives it none."""
+    declared = _declared_rate_params(c.rate.name)
+    if declared is None or "noise_figure_db" not in declared or "noise_figure_db" in c.rate.params:
+        return c.rate
+    return ComponentSpec(name=c.rate.name, **{**c.rate.params, "noise_figure_db": c.gnb_noise_figure_db})
+
+
 def downlink_rate_spec(c: CellSection) -> ComponentSpec:
-    """``cell.downlink.rate``, or the uplink's ``cell.rate`` with the downlink's own parameters
-    (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
+    """``cell.downlink.rate``, or the uplink's rate (:func:`uplink_rate_spec`) with the downlink's
+    own parameters (:func:`sfl_sim.channel.link.downlink.downlink_rate_params`)."""
     if c.downlink.rate is not None:
         return c.downlink.rate
-    try:
-        declared = accepted_params(RATES.get(c.rate.name))
-    except Exception:  # an unknown name is refused where cell.rate is built, with its own line
-        declared = None
-    params = downlink_rate_params(c.rate.params, declared, c.downlink.ue_noise_figure_db)
+    uplink = uplink_rate_spec(c)
+    params = downlink_rate_params(uplink.params, _declared_rate_params(c.rate.name), c.downlink.ue_noise_figure_db)
     return ComponentSpec(name=c.rate.name, **params)
 
 
@@ -304,11 +322,26 @@ def build_harq(cfg: Scenario, cell: Cell) -> HarqModel | None:
     argument; None for no HARQ (the field absent, or ``none``: the engine's plain upload path)."""
     if cfg.cell.harq is None:
         return None
-    harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate)
+    harq = component(HARQ, cfg.cell.harq, "cell.harq", cell.rate, **_cell_slot(cfg))
     if isinstance(harq, NoHarq):
         return None
     conform("harq", harq, "cell.harq", cfg.clients.count)
     return harq
+
+
+def _cell_slot(cfg: Scenario) -> dict[str, float]:
+    """``{"slot_s": the cell's slot}`` for a HARQ model that declares ``slot_s`` and was given none
+    in the scenario (``1 ms / 2^mu``, ``cell.numerology``; a given one equals it, the scenario's
+    check saw to that); ``{}`` otherwise."""
+    spec = cfg.cell.harq
+    assert spec is not None
+    try:
+        model = params_model(HARQ.get(spec.name), HARQ.supplied)
+    except (ValueError, TypeError):
+        return {}  # an unknown name: component() says so in one line
+    if model is None or "slot_s" not in model.model_fields or spec.params.get("slot_s") is not None:
+        return {}
+    return {"slot_s": slot_duration_s(cfg.cell.numerology)}
 
 
 def _check_traced_rates_unscheduled(cfg: Scenario, scheduler: Scheduler, capability: ClientCapability | None) -> None:

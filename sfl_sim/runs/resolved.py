@@ -234,7 +234,7 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
     from sfl_sim.data import DATASETS, PARTITIONERS
     from sfl_sim.models import MODELS
     from sfl_sim.optim import OPTIMIZERS
-    from sfl_sim.runs.build import async_resolution, selection_spec
+    from sfl_sim.runs.build import async_resolution, selection_spec, uplink_rate_spec
 
     spec = cfg.algorithm(label)
     components: dict[str, Any] = {}
@@ -247,7 +247,8 @@ def resolve_run(cfg: Any, label: str, applied: list[str] | None = None) -> Resol
     registries = {"dataset": DATASETS, "partitioner": PARTITIONERS, **REGISTRIES}
     for field, kind in COMPONENT_FIELDS.items():
         section, name = field.split(".")
-        component = getattr(getattr(cfg, section), name)
+        # the uplink rate as built: with the gNB's noise figure where cell.rate gives none
+        component = uplink_rate_spec(cfg.cell) if field == "cell.rate" else getattr(getattr(cfg, section), name)
         components[field] = _resolve(registries[kind], component.name, component.params, field)
     selection = selection_spec(cfg, ALGORITHMS.get(spec.name))
     components["clients.selection"] = _resolve(SELECTORS, selection.name, selection.params, "clients.selection")

@@ -158,8 +158,10 @@ def _select(run: Run, sim: Any, rng: np.random.Generator, rnd: int) -> tuple[np.
     return cohort, int(online.sum()), waited_s
 
 
-def charge_energy(run: Run, sim: Simulator, rnd: int) -> tuple[list[dict[str, Any]], float | str]:
-    """Charge round ``rnd`` (just run on ``sim``) to the run's energy ledger.
+def charge_energy(run: Run, sim: Simulator, rnd: int, last: bool = False) -> tuple[list[dict[str, Any]], float | str]:
+    """Charge round ``rnd`` (just run on ``sim``) to the run's energy ledger; with ``last`` (the
+    run's last round) also every client's RRC tail up to the run's end
+    (:meth:`~sfl_sim.clients.energy.EnergyLedger.charge_run_end`).
 
     Returns
     -------
@@ -171,6 +173,8 @@ def charge_energy(run: Run, sim: Simulator, rnd: int) -> tuple[list[dict[str, An
     if run.ledger is None:
         return [], ""
     charged = run.ledger.charge_round(rnd, sim.last_round, sim.now_s)
+    if last:
+        charged += run.ledger.charge_run_end(rnd, sim.now_s)
     energy_rows = [c.row() for c in charged]
     if run.ledger.battery:
         for energy_row in energy_rows:
@@ -306,10 +310,10 @@ class _Session:
                "availability_wait_s": waited_s, "uplink_rb_load": uplink_load,
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(notes.dropped.items()))}
-        energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd)
+        last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)
+        energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd, last)
         self.drops.add(len(cohort), notes.dropped.values(), row["uplink_attempts"])
         finite = _all_finite(run.algorithm.global_model())
-        last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)
         return _Trained(rnd, cohort, row, due or last or not finite, finite, host_start_s, energy_rows, clients, last)
 
     def evaluate(self, rnd: int) -> dict[str, Any]:

@@ -517,3 +517,22 @@ def test_a_run_killed_after_its_checkpoint_resumes_to_the_same_energy_csv(tmp_pa
     straight = write_yaml(tmp_path, data, "straight.yaml")
     assert run_cli(capsys, str(straight), "-o", str(tmp_path / "straight"))[0] == 0
     assert (plan.run_dir / "energy.csv").read_bytes() == (tmp_path / "straight" / "scala" / "energy.csv").read_bytes()
+
+
+def test_the_rrc_tail_after_the_last_participation_is_charged_up_to_the_runs_end() -> None:
+    """Issue 51 item 6.  P_tail = 1 W, T_tail = 10 s, idle 0 W.  Round 1 [0, 2]: upload [0, 1] (1 J); the
+    client sits out round 2, which ends the run at 6 s: its tail ran from 2 s to 6 s inside the run,
+    4 J (the tail's first second, in round 1, is idle there).  A run ending at 30 s charges the rest of
+    the tail, 11 - 2 = 9 s: 9 J.  A client of the last round has no tail inside the run."""
+    ledger = EnergyLedger(_tail_model(), np.ones(2), 0.0)
+    ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    (last,) = ledger.charge_round(2, _tail_ctx(2.0, [Busy("uplink", 2.0, 3.0, tx_power_w=1.0)], cohort=(1,)), 6.0)
+    rows = ledger.charge_run_end(2, 6.0)
+    assert [(r.round, r.client, r.idle_j, r.total_j) for r in rows] == [(2, 0, pytest.approx(4.0), pytest.approx(4.0))]
+    assert ledger.spent_j[0] == pytest.approx(1.0 + 4.0) and ledger.spent_j[1] == pytest.approx(last.total_j)
+    # a run extended after that end charges only the rest: client 0 back at 20 s carries 11 - 6 = 5 s, 5 J
+    (back,) = ledger.charge_round(3, _tail_ctx(20.0, []), 21.0)
+    assert back.idle_j == pytest.approx(5.0)
+    other = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    other.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    assert other.charge_run_end(5, 30.0)[0].idle_j == pytest.approx(9.0)

@@ -174,7 +174,8 @@ def test_no_harq_absent_null_or_none_is_the_engines_plain_path() -> None:
     named = resolve_run(_cfg(MCS, "cell.harq={max_transmissions: 2}"), "scala").record["components"]["cell.harq"]
     assert named["name"] == "harq" and named["class"] == "sfl_sim.channel.link.harq:Harq"
     assert named["params"] == {"mode": "expected", "max_transmissions": 2, "harq_rtt_s": 0.008,
-                               "chase_combining": False, "slot_s": 0.001}  # the rate is the engine's, not recorded
+                               "chase_combining": False, "slot_s": None}  # the rate is the engine's, not recorded;
+    # slot_s null: the cell's numerology's slot, which the run passes
 
 
 @pytest.mark.slow
@@ -202,7 +203,7 @@ def test_list_harq(capsys) -> None:
     assert out.startswith("harq (2) -- scenario: cell.harq.name")
     assert "  harq  Uplink HARQ over an ``mcs_table`` rate" in out and "  none  No HARQ" in out
     assert "parameters: mode='expected', max_transmissions=4, harq_rtt_s=0.008, chase_combining=False, " \
-           "slot_s=0.001" in out  # the engine's rate argument is not a scenario key
+           "slot_s=None" in out  # the engine's rate argument is not a scenario key
 
 
 PLUGIN = '''
@@ -240,3 +241,28 @@ def test_a_harq_of_ones_own_runs_in_the_engine(tmp_path, monkeypatch) -> None:
     assert out["result"] is DELIVERED
     assert out["duration"] == pytest.approx(2 * 8.0 * NBYTES / out["rate"] + 0.02, rel=1e-12)
     assert sim.counters.harq_retransmissions == 1.0
+
+
+# -- the slot is the cell's numerology's (issue 51 item 4) ------------------------------------------
+@pytest.mark.parametrize("mu, slot_s", [(0, 1e-3), (1, 0.5e-3), (2, 0.25e-3)])
+def test_a_run_passes_the_cells_slot_to_harq(mu, slot_s) -> None:
+    """1 ms / 2^mu (TS 38.211 clause 4.3.2): a transport block is one slot of the cell's numerology."""
+    from sfl_sim.runs.build import build_cell, build_harq
+
+    cfg = _cfg(MCS, "cell.harq={max_transmissions: 2}", f"cell.numerology={mu}",
+               "cell.power_control={name: fixed}")
+    harq = build_harq(cfg, build_cell(cfg))
+    assert isinstance(harq, Harq) and harq.slot_s == slot_s
+    # 1e6 bit/s carry 1000 bits per ms: a 1e4-bit payload is 10 ms of slots
+    assert harq.blocks(1e4, 1e6) == round(1e-2 / slot_s)
+    given = _cfg(MCS, f"cell.harq={{slot_s: {slot_s}}}", f"cell.numerology={mu}")
+    assert build_harq(given, build_cell(given)).slot_s == slot_s  # type: ignore[union-attr]
+
+
+def test_a_slot_that_is_not_the_numerologys_is_refused_in_one_line() -> None:
+    from sfl_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        _cfg(MCS, "cell.harq={slot_s: 0.001}", "cell.numerology=1")
+    msg = str(info.value)
+    assert "\n" not in msg and "cell.harq.slot_s" in msg and "0.001" in msg and "0.0005" in msg, msg

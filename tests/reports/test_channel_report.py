@@ -33,10 +33,16 @@ def test_report_writes_files_and_matches_the_models(tmp_path):
     np.testing.assert_array_equal(table["shadowing_db"], 0.0)
     np.testing.assert_array_equal(table["los"], -1)
     gain = 10 ** (-table["pathloss_db"] / 10)
-    # Cohort = round(8 * 0.5) = 4 clients: share 2.5 MHz; whole band 10 MHz.
-    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], ShannonRate().rate_bps(2.5e6, 0.2, gain, n0))
-    np.testing.assert_allclose(table["uplink_rate_full_band_bps"], ShannonRate().rate_bps(10e6, 0.2, gain, n0))
-    np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (2.5e6 * n0)))
+    # Cohort = round(8 * 0.5) = 4 clients: share 2.5 MHz of the 10 MHz band.  At 30 kHz (cell.numerology 1)
+    # 10 MHz holds 24 RBs (TS 38.101-1 Table 5.3.2-1): the rate is on 24 x 12 x 30 kHz = 8.64 MHz of them,
+    # a quarter share on 2.16 MHz (TS 38.306 clause 4.1.2's N_PRB x 12 x SCS).
+    share_hz, whole_hz = 2.5e6 * 24 * 360e3 / 10e6, 24 * 360e3
+    assert share_hz == pytest.approx(2.16e6)
+    # The gNB receiver's noise figure: cell.gnb_noise_figure_db, 5 dB by default.
+    rate = ShannonRate(noise_figure_db=5.0)
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], rate.rate_bps(share_hz, 0.2, gain, n0))
+    np.testing.assert_allclose(table["uplink_rate_full_band_bps"], rate.rate_bps(whole_hz, 0.2, gain, n0))
+    np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (share_hz * n0 * 10 ** 0.5)))
     assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
     printed = out.getvalue().splitlines()
     assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1 + 1 + len(DRAW_SUMMARY_COLUMNS) + 1
@@ -81,7 +87,8 @@ def test_report_bler_and_expected_transmissions(tmp_path):
     assert np.all(np.isnan(first[~served]))
     with open(tmp_path / "mcs" / "cell.csv") as f:
         rows = list(csv.DictReader(f))
-    assert float(rows[0]["expected_transmissions"]) == pytest.approx(mean[0], nan_ok=True)
+    k = int(np.flatnonzero(served)[0])  # a served client (an unserved one's cell is empty)
+    assert float(rows[k]["expected_transmissions"]) == pytest.approx(mean[k])
 
 
 def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
@@ -98,8 +105,10 @@ def test_report_gives_sinr_cqi_efficiency_and_power(tmp_path):
     np.testing.assert_array_equal(table["cqi"], cqi)
     efficiency = {row[0]: row[3] for row in CQI_TABLES["cqi_table2"]}
     np.testing.assert_array_equal(table["mcs_efficiency_bps_per_hz"], [efficiency.get(c, 0.0) for c in cqi])
-    # Rate = table efficiency x share (no overhead) on the cohort's 2.5 MHz share.
-    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"], table["mcs_efficiency_bps_per_hz"] * 2.5e6)
+    # Rate = table efficiency x (1 - 0.08) (TS 38.306 4.1.2's FR1 uplink overhead, the default) on the cohort's
+    # 2.5 MHz share of 10 MHz, whose resource blocks occupy 2.5 MHz x 24 x 360 kHz / 10 MHz = 2.16 MHz.
+    np.testing.assert_allclose(table["uplink_rate_cohort_share_bps"],
+                               table["mcs_efficiency_bps_per_hz"] * (1 - 0.08) * 2.16e6)
     # Open loop (TS 38.213 7.1.1): P0 + 10 log10(2^mu M_RB) + 0.8 PL, mu = 1 at 30 kHz; 2.5 MHz of the 10 MHz
     # channel's 24 RBs (TS 38.101-1 Table 5.3.2-1) = 6 RBs; capped at 23 dBm.
     p_dbm = np.minimum(23.0, -85.0 + 10 * np.log10(2 * 6) + 0.8 * table["pathloss_db"])

@@ -22,6 +22,15 @@ Broadcast
     One server transmission on the whole downlink band that every receiver must decode: the
     minimum of their full-band rates.
 
+Occupied bandwidth
+    With the cell's numerology, a share ``b`` of a channel of bandwidth ``B`` that TS 38.101-1
+    Table 5.3.2-1 lists is worth its part of the channel's resource blocks, ``b N_RB 12 SCS / B``
+    Hz (:func:`~sfl_sim.channel.link.resource_grid.occupied_fraction`; TS 38.306 clause 4.1.2
+    counts ``N_PRB x 12`` subcarriers): the rate model sees that bandwidth (its noise and its rate),
+    the guard bands carry nothing.  The shares (:attr:`LinkBudget.bandwidth_hz`) and the RBs the
+    power control counts stay those of ``B``.  Without a numerology, or for a bandwidth the table
+    lacks, the whole share counts (our choice).
+
 Every rate must be finite and >= 0, and every SNR finite where the share is > 0: a ``ValueError``
 names the component otherwise.
 """
@@ -42,6 +51,8 @@ from sfl_sim.channel.limits import (
 )
 from sfl_sim.channel.link.allocation import accepts_rate_of
 from sfl_sim.channel.link.power_control import transmit_power_w
+from sfl_sim.channel.link.resource_grid import occupied_fraction
+from sfl_sim.channel.link.scheduling import check_numerology
 from sfl_sim.channel.protocols import (
     Allocator,
     LinkAwareAllocator,
@@ -65,7 +76,8 @@ class LinkBudget:
     client_ids : numpy.ndarray of int
         The clients, in the order asked for.
     bandwidth_hz : numpy.ndarray
-        Bandwidth of each link in Hz.
+        Bandwidth of each link in Hz: its share of the channel, guard bands included (the rate is
+        on the share's resource blocks, see the module docstring).
     tx_power_w : numpy.ndarray
         Transmit power on each link in W.
     gain_linear : numpy.ndarray
@@ -107,6 +119,9 @@ class LinkBudgetModel:
         Server transmit power in W, > 0; needed only by the downlink methods.
     downlink_rate : Rate, optional
         The downlink's rate model (the clients' receivers); default ``rate``.
+    numerology : int, optional
+        The cell's numerology ``mu``: the rate is on the resource blocks of a share, not on the
+        whole share (see the module docstring); None: on the whole share.
 
     Raises
     ------
@@ -125,6 +140,7 @@ class LinkBudgetModel:
         downlink_bandwidth_hz: float | None = None,
         server_tx_power_w: float | None = None,
         downlink_rate: Rate | None = None,
+        numerology: int | None = None,
     ) -> None:
         self._noise_psd_dbm_per_hz = NOISE_PSD_DBM_PER_HZ.check("noise_psd_dbm_per_hz", noise_psd_dbm_per_hz)
         self._uplink_bandwidth_hz = UPLINK_BANDWIDTH_HZ.check("uplink_bandwidth_hz", uplink_bandwidth_hz)
@@ -136,6 +152,10 @@ class LinkBudgetModel:
             None if server_tx_power_w is None else SERVER_TX_POWER_W.check("server_tx_power_w", server_tx_power_w)
         )
         self.rate, self.allocator, self.power_control = rate, allocator, power_control
+        self.numerology = None if numerology is None else check_numerology(numerology)
+        self._occupied = {"uplink": occupied_fraction(self._uplink_bandwidth_hz, numerology),
+                          "downlink": (1.0 if self._downlink_bandwidth_hz is None
+                                       else occupied_fraction(self._downlink_bandwidth_hz, numerology))}
         self.downlink_rate = rate if downlink_rate is None else downlink_rate
         self._noise_psd_w_per_hz = float(dbm_to_w(self._noise_psd_dbm_per_hz))
         # each own rate model's SNR method (None: it reports none), looked up once: a runtime
@@ -179,6 +199,11 @@ class LinkBudgetModel:
     def server_tx_power_w(self) -> float | None:
         """Server transmit power, W, or None if not configured."""
         return self._server_tx_power_w
+
+    def occupied_fraction(self, direction: str = "uplink") -> float:
+        """The part of a share its resource blocks occupy, ``N_RB 12 SCS / B`` (1.0 without a
+        numerology or a table entry), of ``direction`` ``uplink`` or ``downlink``."""
+        return self._occupied[direction]
 
     def uplink_noise_psd_w_per_hz(self, noise_rise_linear: float) -> float:
         """The noise PSD the uplink rate sees: ``N0`` times the noise rise of the interference."""
@@ -264,7 +289,7 @@ class LinkBudgetModel:
             return power_w * bandwidth_hz / band
 
         return self._shared(client_ids, payload_bits, band, power_on, gain_linear, fading_gain,
-                            self._noise_psd_w_per_hz, self.downlink_rate)
+                            self._noise_psd_w_per_hz, self.downlink_rate, direction="downlink")
 
     def downlink_at_bandwidth(self, client_ids: np.ndarray, bandwidth_hz: Any, gain_linear: np.ndarray,
                               fading_gain: Any = None) -> LinkBudget:
@@ -280,7 +305,7 @@ class LinkBudgetModel:
         shares = np.broadcast_to(check_array("bandwidth_hz", bandwidth_hz, minimum=0.0), client_ids.shape).astype(float)
         gains = gain_linear * _fading(fading_gain, client_ids.shape)
         return self.link(client_ids, shares, power * shares / band, gains, self._noise_psd_w_per_hz,
-                         self.downlink_rate)
+                         self.downlink_rate, direction="downlink")
 
     def broadcast(self, client_ids: np.ndarray, gain_linear: np.ndarray, fading_gain: Any = None) -> LinkBudget:
         """Each receiver's link of one server transmission on the whole downlink band (arguments as
@@ -294,7 +319,7 @@ class LinkBudgetModel:
         band, power = self._downlink("broadcast")
         gains = gain_linear * _fading(fading_gain, client_ids.shape)
         return self.link(client_ids, np.full(client_ids.shape, band), power, gains, self._noise_psd_w_per_hz,
-                         self.downlink_rate)
+                         self.downlink_rate, direction="downlink")
 
     def broadcast_rate_bps(self, client_ids: np.ndarray, gain_linear: np.ndarray, fading_gain: Any = None) -> float:
         """Rate of one server transmission on the whole downlink band that all these clients decode.
@@ -309,13 +334,14 @@ class LinkBudgetModel:
         band, power = self._downlink("broadcast_rate_bps")
         gains = gain_linear * _fading(fading_gain, client_ids.shape)
         rate_model = self.downlink_rate
-        rates = np.asarray(rate_model.rate_bps(band, power, gains, self._noise_psd_w_per_hz), dtype=float)
+        rates = np.asarray(rate_model.rate_bps(band * self._occupied["downlink"], power, gains,
+                                               self._noise_psd_w_per_hz), dtype=float)
         check_finite(rates, f"rate {rate_model!r}", "broadcast rate_bps", minimum=0.0)
         return float(np.min(rates))
 
     # ------------------------------------------------------------------ the budget
     def link(self, client_ids: np.ndarray, bandwidth_hz: np.ndarray, tx_power_w: Any, gain_linear: np.ndarray,
-             noise_psd_w_per_hz: float, rate_model: Rate | None = None) -> LinkBudget:
+             noise_psd_w_per_hz: float, rate_model: Rate | None = None, *, direction: str = "uplink") -> LinkBudget:
         """The budget of given links: the rate model's rate and SNR, checked.
 
         Parameters
@@ -332,6 +358,9 @@ class LinkBudgetModel:
             Noise PSD the rate model sees (``N0``, or ``N0`` times the noise rise), W/Hz.
         rate_model : Rate, optional
             The link's rate model; default the uplink's (:attr:`rate`).
+        direction : {"uplink", "downlink"}
+            Whose channel the shares are cut from: the rate model sees each share's occupied part
+            (:meth:`occupied_fraction`).
 
         Returns
         -------
@@ -340,17 +369,20 @@ class LinkBudgetModel:
         """
         model = self.rate if rate_model is None else rate_model
         power = np.broadcast_to(np.asarray(tx_power_w, dtype=float), client_ids.shape)
-        rate = np.asarray(model.rate_bps(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
+        fraction = self._occupied[direction]
+        # the rate model sees the share's resource blocks: its noise and its rate (TS 38.306 4.1.2)
+        occupied_hz = bandwidth_hz if fraction == 1.0 else np.asarray(bandwidth_hz, dtype=float) * fraction
+        rate = np.asarray(model.rate_bps(occupied_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
         check_finite(rate, f"rate {model!r}", "rate_bps", minimum=0.0)
         if id(model) in self._snr_linear_of:
             snr_linear = self._snr_linear_of[id(model)]
         else:  # a model passed in that is not the budget's own
             snr_linear = model.snr_linear if isinstance(model, SnrRate) else None
         if snr_linear is not None:
-            snr = np.asarray(snr_linear(bandwidth_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
+            snr = np.asarray(snr_linear(occupied_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
         else:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                snr = power * gain_linear / (bandwidth_hz * noise_psd_w_per_hz)
+                snr = power * gain_linear / (occupied_hz * noise_psd_w_per_hz)
             snr = np.where(np.isnan(snr), 0.0, snr)
         # An SNR is infinite only on a 0 Hz share (no noise); anywhere else it must be finite.
         check_finite(snr, f"rate {model!r}" if snr_linear is not None else "the link budget",
@@ -366,7 +398,7 @@ class LinkBudgetModel:
 
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
                 power_on: Callable[[np.ndarray], np.ndarray], gain_linear: np.ndarray, fading_gain: Any,
-                noise_psd_w_per_hz: float, rate_model: Rate | None = None) -> LinkBudget:
+                noise_psd_w_per_hz: float, rate_model: Rate | None = None, direction: str = "uplink") -> LinkBudget:
         """The links of a group that shares ``band_hz`` as the allocator splits it (rate model
         ``rate_model``, default the uplink's)."""
         model = self.rate if rate_model is None else rate_model
@@ -388,7 +420,8 @@ class LinkBudgetModel:
         if self._link_aware_allocator is not None:
             def rate_of(bandwidth_hz: np.ndarray) -> np.ndarray:
                 b = np.asarray(bandwidth_hz, dtype=float)
-                return np.asarray(model.rate_bps(b, power_on(b), gains, noise_psd_w_per_hz), dtype=float)
+                return np.asarray(model.rate_bps(b * self._occupied[direction], power_on(b), gains,
+                                                 noise_psd_w_per_hz), dtype=float)
 
             shares = self._link_aware_allocator.allocate_hz(band_hz, payload, gains, rate_of=rate_of)
         else:
@@ -403,7 +436,7 @@ class LinkBudgetModel:
             raise ValueError(
                 f"allocator {self.allocator!r} allocated {shares.sum():g} Hz, more than the band {band_hz:g} Hz"
             )
-        return self.link(ids, shares, power_on(shares), gains, noise_psd_w_per_hz, model)
+        return self.link(ids, shares, power_on(shares), gains, noise_psd_w_per_hz, model, direction=direction)
 
     def _downlink(self, method: str) -> tuple[float, float]:
         if self._downlink_bandwidth_hz is None or self._server_tx_power_w is None:

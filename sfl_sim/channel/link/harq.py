@@ -5,12 +5,13 @@ Model
 A payload of ``B`` bits sent at rate ``r`` (bit/s) by a client whose link has SINR ``gamma`` is
 split into ``n = ceil(B / max(r tau, 24))`` transport blocks of ``B / n`` bits, ``tau`` the slot
 (``slot_s``: the allocation carries ``r tau`` information bits per slot, and a transport block is
-what one slot carries; 1 ms is the slot of NR numerology 0, 15 kHz subcarriers, TS 38.211 clause
-4.3.2).  The rate model (``mcs_table``) picks the CQI at ``gamma``; its BLER curve
-(:mod:`sfl_sim.channel.link.bler`) and the block's code-block segmentation give ``TBLER(gamma)``, the
-probability that a block decoded at SINR ``gamma`` fails.  All copies of a block see the same
-``gamma``: a HARQ round trip (milliseconds) is short against the fading's coherence block.  ``q_m``,
-the probability that the first ``m`` copies of a block all fail, is
+what one slot carries).  The slot is the cell's: ``1 ms / 2^mu`` for ``cell.numerology`` ``mu``
+(TS 38.211 clause 4.3.2; 0.5 ms at the default 30 kHz), which the run passes; a ``slot_s`` given
+in the scenario must equal it (a cell has one numerology).  The rate model (``mcs_table``) picks
+the CQI at ``gamma``; its BLER curve (:mod:`sfl_sim.channel.link.bler`) and the block's code-block
+segmentation give ``TBLER(gamma)``, the probability that a block decoded at SINR ``gamma`` fails.
+All copies of a block see the same ``gamma``: a HARQ round trip (milliseconds) is short against the
+fading's coherence block.  ``q_m``, the probability that the first ``m`` copies of a block all fail, is
 
 - without combining, ``q_m = TBLER(gamma)^m``: each copy is decoded on its own, with its own
   noise, so the copies fail independently;
@@ -67,6 +68,7 @@ import numpy as np
 from sfl_sim.channel.limits import HARQ_RTT_S, MAX_TRANSMISSIONS, SLOT_S
 from sfl_sim.channel.link.bler import BlerCurve, code_blocks, cqi_curves, transport_block_error_rate
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+from sfl_sim.channel.link.resource_grid import DEFAULT_NUMEROLOGY, slot_duration_s
 from sfl_sim.channel.protocols import HarqModel, HarqSend
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel
@@ -122,6 +124,11 @@ class Harq(Component):
     rate : channel.McsTableRate
         The cell's rate model: it picks the CQI at each SINR (and so the BLER curve).
 
+    Attributes
+    ----------
+    slot_s : float
+        The slot in use, s: ``slot_s`` when given, else numerology 1's (a run passes its cell's).
+
     Raises
     ------
     ValueError
@@ -139,9 +146,10 @@ class Harq(Component):
         harq_rtt_s: Annotated[float, HARQ_RTT_S, Doc("HARQ round-trip time, s, in [0, 1].")] = 8e-3
         chase_combining: Annotated[bool, Doc(
             "Whether the receiver combines the copies of a block (their SINRs add, linear).")] = False
-        slot_s: Annotated[float, SLOT_S, Doc(
-            "Slot duration, s, in [1/32 ms, 10 ms]: a transport block is what the allocation carries in one slot.")] = \
-            1e-3
+        slot_s: Annotated[Annotated[float, SLOT_S] | None, Doc(
+            "Slot duration, s, in [1/32 ms, 10 ms]: a transport block is what the allocation carries in one slot; "
+            "null: the cell's slot, 1 ms / 2^mu for cell.numerology mu (TS 38.211 clause 4.3.2), which a run "
+            "passes (a value given must equal it); built without one, numerology 1's 0.5 ms.")] = None
 
     params: Params
 
@@ -154,16 +162,18 @@ class Harq(Component):
         rows = CQI_TABLES[rate.table]
         self._curves = cqi_curves(rate.table)
         self._code_rate = [r[2] / 1024.0 for r in rows]
+        given = self.params.slot_s
+        self.slot_s = slot_duration_s(DEFAULT_NUMEROLOGY) if given is None else given
 
     def __repr__(self) -> str:
         p = self.params
         return (f"Harq(mode={p.mode!r}, max_transmissions={p.max_transmissions!r}, "
-                f"harq_rtt_s={p.harq_rtt_s!r}, chase_combining={p.chase_combining!r}, slot_s={p.slot_s!r})")
+                f"harq_rtt_s={p.harq_rtt_s!r}, chase_combining={p.chase_combining!r}, slot_s={self.slot_s!r})")
 
     def blocks(self, payload_bits: float, rate_bps: float) -> int:
         """Transport blocks of a payload: ``ceil(B / max(r slot_s, 24))`` (>= 1; 24 bits is NR's
         smallest transport block, TS 38.214 Table 5.1.3.2-1)."""
-        return max(1, math.ceil(payload_bits / max(rate_bps * self.params.slot_s, _MIN_TB_BITS)))
+        return max(1, math.ceil(payload_bits / max(rate_bps * self.slot_s, _MIN_TB_BITS)))
 
     def failure_chain(self, payload_bits: float, rate_bps: float, sinr_db: float) -> np.ndarray:
         """``q_0 .. q_M``: probability that the first ``m`` copies of a block all fail.
@@ -219,7 +229,7 @@ class Harq(Component):
         mean = np.full(rates.shape, np.nan)
         for i, (r, s) in enumerate(zip(rates.tolist(), sinrs.tolist(), strict=True)):
             if r > 0:
-                q = self.failure_chain(max(r * self.params.slot_s, _MIN_TB_BITS), r, s)
+                q = self.failure_chain(max(r * self.slot_s, _MIN_TB_BITS), r, s)
                 first[i], mean[i] = q[1], q[:self.params.max_transmissions].sum()
         return first, mean
 

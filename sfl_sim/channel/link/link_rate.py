@@ -30,6 +30,7 @@ from sfl_sim.channel.limits import (
 )
 from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+from sfl_sim.channel.link.downlink import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
 from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel, model_validator
@@ -236,6 +237,11 @@ class McsTableRate(_SinrRate):
     Below CQI 1 the link is out of range and the rate is 0 (the cell's outage policy makes that an
     outage).
 
+    Attributes
+    ----------
+    overhead_fraction : float
+        The overhead in use: the parameter, else the link's TS 38.306 clause 4.1.2 value.
+
     Raises
     ------
     ValueError
@@ -253,9 +259,9 @@ class McsTableRate(_SinrRate):
             "Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).")] = 0.1
         code_block_bits: Annotated[float, CODE_BLOCK_BITS, Doc(
             "Code-block size of the bler mapping, bits, in [24, 8448].")] = float(TABLE_CODE_BLOCK_BITS_MAX)
-        overhead_fraction: Annotated[float, OVERHEAD_FRACTION, Doc(
-            "Fraction of the resources spent on control and reference signals, in [0, 0.9]; TS 38.306 clause "
-            "4.1.2 uses 0.14 (FR1 downlink) and 0.08 (FR1 uplink) in its peak-rate formula.")] = 0.0
+        overhead_fraction: Annotated[Annotated[float, OVERHEAD_FRACTION] | None, Doc(
+            "Fraction of the resources spent on control and reference signals, in [0, 0.9]; null: the link's "
+            "TS 38.306 clause 4.1.2 value, 0.08 (FR1 uplink) or 0.14 (FR1 downlink).")] = None
         noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc("Receiver noise figure in dB, >= 0.")] = 0.0
         link: Annotated[Literal["uplink", "downlink"], Doc(
             "Whose BLER curves the bler mapping reads: ``uplink`` (PUSCH tables first) or ``downlink`` (PDSCH "
@@ -269,6 +275,9 @@ class McsTableRate(_SinrRate):
         rows = CQI_TABLES[self.params.table]
         self.efficiency_bps_per_hz = np.array([r[3] for r in rows])  # ascending with the CQI index
         self.cqi_index = np.array([r[0] for r in rows])
+        given = self.params.overhead_fraction
+        by_link = UPLINK_OVERHEAD_FRACTION if self.params.link == "uplink" else DOWNLINK_OVERHEAD_FRACTION
+        self.overhead_fraction = by_link if given is None else given
 
     @property
     def table(self) -> str:
@@ -280,7 +289,7 @@ class McsTableRate(_SinrRate):
         target = f"ber_target={p.ber_target!r}" if p.mapping == "gap" else \
             f"bler_target={p.bler_target!r}, code_block_bits={p.code_block_bits!r}"
         return (f"McsTableRate(table={p.table!r}, mapping={p.mapping!r}, {target}, "
-                f"overhead_fraction={p.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r}"
+                f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r}"
                 + ("" if p.link == "uplink" else f", link={p.link!r}") + ")")
 
     def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
@@ -306,4 +315,4 @@ class McsTableRate(_SinrRate):
         """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1)."""
         k = self._rows_allowed(sinr_linear)
         eff = np.where(k > 0, self.efficiency_bps_per_hz[np.maximum(k - 1, 0)], 0.0)
-        return eff * (1.0 - self.params.overhead_fraction)
+        return eff * (1.0 - self.overhead_fraction)

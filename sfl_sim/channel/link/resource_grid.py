@@ -20,10 +20,27 @@ import numpy as np
 
 from sfl_sim.kit.checks import check_array
 
-__all__ = ["N_RB_FR1", "SUBCARRIERS_PER_RB", "n_rb", "share_resource_blocks"]
+__all__ = ["N_RB_FR1", "SUBCARRIERS_PER_RB", "DEFAULT_NUMEROLOGY", "n_rb", "occupied_fraction",
+           "share_resource_blocks", "slot_duration_s", "subcarrier_spacing_hz"]
 
 #: Subcarriers in one NR resource block (TS 38.211 clause 4.4.4.1, ``N_sc^RB = 12``).
 SUBCARRIERS_PER_RB = 12
+
+#: The numerology ``mu`` of a cell that names none (``cell.numerology``'s default; our choice: 30 kHz,
+#: the spacing FR1 mid-band carriers commonly use).
+DEFAULT_NUMEROLOGY = 1
+
+
+def subcarrier_spacing_hz(mu: int) -> float:
+    """Subcarrier spacing ``15 kHz x 2^mu`` of numerology ``mu`` (TS 38.211 Table 4.2-1), Hz."""
+    return 15e3 * 2.0 ** mu
+
+
+def slot_duration_s(mu: int) -> float:
+    """Slot ``1 ms / 2^mu`` of numerology ``mu`` (TS 38.211 clause 4.3.2: ``2^mu`` slots per 1 ms
+    subframe), s."""
+    return 1e-3 / 2.0 ** mu
+
 
 #: TS 38.101-1 Table 5.3.2-1 (FR1): subcarrier spacing (Hz) -> channel bandwidth (MHz) -> ``N_RB``.
 N_RB_FR1: dict[float, dict[int, int]] = {
@@ -71,6 +88,37 @@ def n_rb(bandwidth_hz: float, scs_hz: float) -> int:
         raise ValueError(f"bandwidth_hz: got {bandwidth_hz!r} at {scs_hz:g} Hz subcarrier spacing; allowed: "
                          f"{', '.join(f'{m}e6' for m in row)} (TS 38.101-1 Table 5.3.2-1, FR1)")
     return got
+
+
+def occupied_fraction(bandwidth_hz: float, mu: int | None) -> float:
+    """The fraction of a channel its resource blocks occupy, ``N_RB x 12 x SCS / B``.
+
+    TS 38.306 clause 4.1.2 counts a carrier's rate on ``N_PRB`` resource blocks of 12 subcarriers
+    (``N_PRB`` the maximum RB allocation of TS 38.101-1 clause 5.3, :data:`N_RB_FR1`): the guard
+    bands carry nothing.  20 MHz at 30 kHz: ``51 x 12 x 30 kHz / 20 MHz = 0.918``; 5 MHz at 30 kHz:
+    ``11 x 360 kHz / 5 MHz = 0.792``.  (Clause 4.1.2 divides by the average OFDM symbol duration
+    ``T_s = 1e-3 / (14 x 2^mu)`` rather than multiplying by the spacing; the difference, 14/15, is
+    the cyclic prefix, which the rate models here do not count: our reading.)
+
+    Parameters
+    ----------
+    bandwidth_hz : float
+        Channel bandwidth, Hz.
+    mu : int or None
+        The cell's numerology; None: unknown.
+
+    Returns
+    -------
+    float
+        ``N_RB x 12 x 15 kHz x 2^mu / B`` where the table has the pair; 1.0 where it has none, or
+        without a numerology (our choice: no guard band is known, so the whole bandwidth is taken
+        as occupied, as before the table was applied).
+    """
+    if mu is None:
+        return 1.0
+    scs_hz = subcarrier_spacing_hz(mu)
+    blocks = _table_entry(bandwidth_hz, scs_hz)
+    return 1.0 if blocks is None else blocks * SUBCARRIERS_PER_RB * scs_hz / bandwidth_hz
 
 
 def share_resource_blocks(share_hz: Any, scs_hz: float, channel_bandwidth_hz: float | None = None) -> np.ndarray:

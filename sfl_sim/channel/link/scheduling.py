@@ -45,7 +45,13 @@ from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
-from sfl_sim.channel.link.resource_grid import N_RB_FR1, SUBCARRIERS_PER_RB, n_rb
+from sfl_sim.channel.link.resource_grid import (
+    N_RB_FR1,
+    SUBCARRIERS_PER_RB,
+    n_rb,
+    slot_duration_s,
+    subcarrier_spacing_hz,
+)
 from sfl_sim.channel.protocols import Scheduler
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, Field, ParamsModel
@@ -110,12 +116,12 @@ class ResourceGrid:
     @property
     def scs_hz(self) -> float:
         """Subcarrier spacing ``15 kHz * 2^mu`` (TS 38.211 Table 4.2-1), Hz."""
-        return 15e3 * 2.0 ** self.numerology
+        return subcarrier_spacing_hz(self.numerology)
 
     @property
     def slot_s(self) -> float:
         """Slot ``1 ms / 2^mu`` (TS 38.211 clause 4.3.2: 2^mu slots per 1 ms subframe), s."""
-        return 1e-3 / 2.0 ** self.numerology
+        return slot_duration_s(self.numerology)
 
     @property
     def n_rb(self) -> int:
@@ -129,10 +135,12 @@ class ResourceGrid:
 
     @property
     def hz_per_rb(self) -> float:
-        """The channel's bandwidth per resource block, ``B / N_RB``, Hz: what ``m`` RBs are worth to
-        the rate model (``m B / N_RB``), the guard bands spread over the RBs as they are over
+        """The channel's bandwidth per resource block, ``B / N_RB``, Hz: ``m`` RBs are the share
+        ``m B / N_RB`` of the channel, the guard bands spread over the RBs as they are over
         ``cell.allocation``'s shares of ``B`` (so round-robin with the whole cohort sending is the
-        equal split, to rounding), and what open-loop power control counts back as ``m`` RBs
+        equal split, to rounding); the link budget rates that share on its ``m 12 SCS`` Hz of
+        resource blocks (:mod:`sfl_sim.channel.link.budget`, TS 38.306 clause 4.1.2), and open-loop
+        power control counts it back as ``m`` RBs
         (:func:`~sfl_sim.channel.link.resource_grid.share_resource_blocks`)."""
         return self.bandwidth_hz / self.n_rb
 

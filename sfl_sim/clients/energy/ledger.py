@@ -34,8 +34,11 @@ cohort.  Rounds follow one another at once, so that part is known only when the 
 round starts: it is charged then, in that round's ``idle_j``, as ``tail_j(gap, since)`` (``gap``
 from the end of its previous round to this round's start, ``since`` from its last transfer to that
 end).  A client in back-to-back rounds so pays no tail beyond its idle time; one that sits out
-rounds pays the tail over the rounds it missed, up to ``T_tail``.  The tail after a client's last
-round of the run runs past the run's end and is not the run's.  (Charging the whole remaining tail
+rounds pays the tail over the rounds it missed, up to ``T_tail``.  At the run's end
+(:meth:`EnergyLedger.charge_run_end`) each client's pending tail is charged up to that end: a client
+that sat out the last rounds ran its tail inside the run (the part past the run's end is not the
+run's); it gets a row of the last round with that tail as its ``idle_j``, and a later round (a run
+extended on resume) charges only the rest.  (Charging the whole remaining tail
 at every round's end, as before, charged the same seconds again in the next round: ``T_tail`` per
 round.)
 
@@ -156,14 +159,43 @@ class EnergyLedger:
         # in, and the end of its last transfer before it (nan: none pending)
         self.tail_from_s = np.full(n, np.nan)
         self.last_transfer_end_s = np.full(n, np.nan)
+        # how far past tail_from_s the pending tail was charged already (at a run's end), s
+        self.tail_charged_s = np.zeros(n)
 
     def carried_tail_j(self, client: int, start_s: float) -> float:
         """The RRC tail ``client``'s radio ran between its previous round and a round starting at
-        ``start_s``, J (see "RRC tail")."""
+        ``start_s``, J (see "RRC tail"), less what the run's end charged of it."""
         since, last = self.tail_from_s[client], self.last_transfer_end_s[client]
         if math.isnan(since) or math.isnan(last):
             return 0.0
-        return float(self.model.tail_j(max(0.0, start_s - since), since - last))
+        done = float(self.model.tail_j(float(self.tail_charged_s[client]), since - last))
+        return max(0.0, float(self.model.tail_j(max(0.0, start_s - since), since - last)) - done)
+
+    def charge_run_end(self, rnd: int, end_s: float) -> list[ClientEnergy]:
+        """Charge each client's pending RRC tail up to the run's end ``end_s`` (see "RRC tail").
+
+        Returns
+        -------
+        list of ClientEnergy
+            One row per client with a tail inside the run (round ``rnd``, the run's last; the tail
+            as ``idle_j``), in client order; added to :attr:`spent_j` (and taken from a battery, at
+            most its charge).
+        """
+        rows = []
+        for client in range(len(self.spent_j)):
+            tail_j = self.carried_tail_j(client, end_s)
+            if tail_j <= 0.0:
+                continue
+            if self.battery and tail_j >= self.remaining_j[client]:
+                tail_j = float(self.remaining_j[client])
+                self.remaining_j[client] = 0.0
+                self.depleted[client] = True
+            elif self.battery:
+                self.remaining_j[client] -= tail_j
+            self.tail_charged_s[client] = max(0.0, end_s - float(self.tail_from_s[client]))
+            self.spent_j[client] += tail_j
+            rows.append(ClientEnergy(rnd, client, 0.0, 0.0, 0.0, tail_j))
+        return rows
 
     def charge_round(self, rnd: int, ctx: Any, end_s: float) -> list[ClientEnergy]:
         """Charge every cohort member of the round ``ctx`` (a :class:`~sfl_sim.engine.RoundContext`)
@@ -210,6 +242,7 @@ class EnergyLedger:
         if ends:
             self.last_transfer_end_s[client] = max(ends)
         self.tail_from_s[client] = end_s
+        self.tail_charged_s[client] = 0.0
 
     def selectable(self) -> np.ndarray:
         """A bool per client: its battery's charge covers its expected round cost (all True without
@@ -309,7 +342,8 @@ class EnergyLedger:
         """What a resume needs: each client's cumulative joules."""
         return {"spent_j": self.spent_j.copy(), "remaining_j": self.remaining_j.copy(),
                 "expected_j": self.expected_j.copy(), "depleted": self.depleted.copy(),
-                "tail_from_s": self.tail_from_s.copy(), "last_transfer_end_s": self.last_transfer_end_s.copy()}
+                "tail_from_s": self.tail_from_s.copy(), "last_transfer_end_s": self.last_transfer_end_s.copy(),
+                "tail_charged_s": self.tail_charged_s.copy()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
@@ -321,3 +355,5 @@ class EnergyLedger:
         if "tail_from_s" in state:  # a checkpoint from before the tail was carried: none pending
             self.tail_from_s = np.asarray(state["tail_from_s"], dtype=float).copy()
             self.last_transfer_end_s = np.asarray(state["last_transfer_end_s"], dtype=float).copy()
+        if "tail_charged_s" in state:  # a checkpoint from before the run's end charged tails: none charged
+            self.tail_charged_s = np.asarray(state["tail_charged_s"], dtype=float).copy()

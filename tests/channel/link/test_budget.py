@@ -127,3 +127,121 @@ def test_without_a_downlink_the_downlink_is_refused():
 def test_numbers_out_of_range_are_refused_by_name(field, value):
     with pytest.raises(ValueError, match=f"^{field} must be a finite number in "):
         model(**{field: value})
+
+
+# -- the rate is on the resource blocks, not the whole channel (issue 51 item 1) -------------------------
+@pytest.mark.parametrize("bandwidth_hz, mu, n_rb, want", [
+    (20e6, 1, 51, 0.918),   # 51 x 12 x 30 kHz = 18.36 MHz of 20 MHz (TS 38.101-1 Table 5.3.2-1)
+    (5e6, 1, 11, 0.792),    # 11 x 360 kHz = 3.96 MHz of 5 MHz
+    (20e6, 0, 106, 0.954),  # 106 x 12 x 15 kHz = 19.08 MHz of 20 MHz
+    (3e6, 1, None, 1.0),    # no row: the whole share (our choice)
+])
+def test_occupied_fraction_is_n_rb_times_12_scs_over_the_channel(bandwidth_hz, mu, n_rb, want):
+    from sfl_sim.channel.link.resource_grid import N_RB_FR1, occupied_fraction
+
+    if n_rb is not None:
+        assert N_RB_FR1[15e3 * 2 ** mu][int(bandwidth_hz / 1e6)] == n_rb
+    assert occupied_fraction(bandwidth_hz, mu) == pytest.approx(want, rel=1e-12)
+    assert occupied_fraction(bandwidth_hz, None) == 1.0
+
+
+def test_uplink_rate_on_the_resource_blocks_by_hand():
+    """20 MHz at 30 kHz, two clients on equal 10 MHz shares: each share holds 25.5 of the 51 RBs,
+    25.5 x 12 x 30 kHz = 9.18 MHz, on which the rate model sees its noise and gives its rate:
+    SNR = 0.2 g / (9.18e6 N0), rate = 9.18e6 log2(1 + SNR) (TS 38.306 clause 4.1.2's N_PRB x 12 x SCS)."""
+    budget = model(uplink_bandwidth_hz=20e6, numerology=1)
+    link = budget.uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, noise_rise_linear=1.0)
+    np.testing.assert_array_equal(link.bandwidth_hz, [10e6, 10e6])  # the shares stay the channel's
+    b = 25.5 * 12 * 30e3
+    assert b == pytest.approx(9.18e6)
+    snr = 0.2 * GAIN / (b * N0_W_PER_HZ)
+    np.testing.assert_allclose(link.snr_db, 10 * np.log10(snr), rtol=1e-12)
+    np.testing.assert_allclose(link.rate_bps, shannon_bps(b, snr), rtol=1e-12)
+    # the first client: 9.18e6 x log2(1 + 0.2e-9 / (9.18e6 x 10^-20.4)) = 147.2 Mbit/s (uncapped Shannon)
+    assert link.rate_bps[0] == pytest.approx(9.18e6 * math.log2(1 + 2e-10 / (9.18e6 * 10 ** -20.4)), rel=1e-12)
+    without = model(uplink_bandwidth_hz=20e6).uplink(IDS, GAIN, COUPLING_DB, NOMINAL_W, noise_rise_linear=1.0)
+    np.testing.assert_allclose(without.rate_bps, shannon_bps(10e6, 0.2 * GAIN / (10e6 * N0_W_PER_HZ)), rtol=1e-12)
+
+
+def test_downlink_and_broadcast_on_the_resource_blocks_by_hand():
+    """A 20 MHz downlink at 30 kHz from a 1 W server: the broadcast's whole band is 18.36 MHz of RBs,
+    carrying the whole power; a share b of it carries P b / B on b x 0.918 Hz."""
+    budget = model(numerology=1)
+    b = 51 * 12 * 30e3
+    whole = budget.broadcast(IDS, GAIN)
+    np.testing.assert_allclose(whole.rate_bps, shannon_bps(b, 1.0 * GAIN / (b * N0_W_PER_HZ)), rtol=1e-12)
+    assert budget.broadcast_rate_bps(IDS, GAIN) == pytest.approx(float(whole.rate_bps.min()), rel=1e-12)
+    share = budget.downlink_at_bandwidth(IDS, 10e6, GAIN)
+    np.testing.assert_allclose(share.rate_bps, shannon_bps(b / 2, 0.5 * GAIN / (b / 2 * N0_W_PER_HZ)), rtol=1e-12)
+
+
+def test_a_run_rates_the_cells_resource_blocks():
+    """build_cell passes cell.numerology: the default 20 MHz at 30 kHz is rated on 18.36 MHz."""
+    from sfl_sim.config import validate
+    from sfl_sim.runs.build import build_cell
+    from tests.helpers import small_scenario
+
+    cfg = validate(small_scenario())
+    cell = build_cell(cfg)
+    assert cell.link_budget.numerology == 1
+    assert cell.link_budget.occupied_fraction("uplink") == pytest.approx(51 * 360e3 / 20e6, rel=1e-12)
+    assert cell.link_budget.occupied_fraction("downlink") == pytest.approx(51 * 360e3 / 20e6, rel=1e-12)
+
+
+def test_mcs_table_overhead_defaults_to_ts38306_fr1_values():
+    """TS 38.306 clause 4.1.2: OH = 0.08 for FR1 uplink, 0.14 for FR1 downlink."""
+    from sfl_sim.channel import McsTableRate
+
+    assert McsTableRate().overhead_fraction == 0.08
+    assert McsTableRate(link="downlink").overhead_fraction == 0.14
+    assert McsTableRate(overhead_fraction=0.0).overhead_fraction == 0.0
+    sinr = 10.0 ** 2.0  # 20 dB: the gap mapping picks the same CQI whatever the overhead
+    full = float(McsTableRate(overhead_fraction=0.0).spectral_efficiency_bps_per_hz(sinr))
+    assert float(McsTableRate().spectral_efficiency_bps_per_hz(sinr)) == pytest.approx(full * 0.92, rel=1e-12)
+
+
+# -- the gNB's receiver noise figure (issue 51 item 2) ----------------------------------------------------
+def _cell_of(**cell):
+    from sfl_sim.config import validate
+    from sfl_sim.runs.build import build_cell
+    from tests.helpers import small_scenario
+
+    data = small_scenario()
+    data["cell"] = cell
+    return build_cell(validate(data))
+
+
+def test_the_default_scenarios_link_budget_by_hand():
+    """The default cell: 0.2 W clients, -174 dBm/Hz, a 5 dB gNB noise figure (5G-LENA's NrPhy
+    NoiseFigure), Shannon on the resource blocks of 20 MHz at 30 kHz (51 x 12 x 30 kHz = 18.36 MHz),
+    equal shares among the cohort.  A client at path loss PL dB on a share b of 20 MHz:
+    SNR = 0.2 x 10^(-PL/10) / (b 18.36/20 x 10^(-20.4) x 10^0.5), rate = b 0.918 log2(1 + SNR)."""
+    cell = _cell_of()
+    assert cell.rate.noise_figure_db == 5.0 and cell.downlink_rate.noise_figure_db == 5.0  # type: ignore[attr-defined]
+    link = cell.uplink_link_at_bandwidth(np.arange(cell.n_clients), 20e6 / 3)
+    pl_db = cell.pathloss_db
+    b = 20e6 / 3 * 51 * 12 * 30e3 / 20e6  # 6.12 MHz
+    snr = 0.2 * 10 ** (-pl_db / 10) / (b * 10 ** -20.4 * 10 ** 0.5)
+    np.testing.assert_allclose(link.snr_db, 10 * np.log10(snr), rtol=1e-12)
+    np.testing.assert_allclose(link.rate_bps, b * np.log2(1 + snr), rtol=1e-12)
+    # a client at 500 m: PL = 128.1 + 37.6 log10(0.5) = 116.78 dB; 0.2 W = 23.01 dBm, 10 log10(6.12e6) = 67.87:
+    # SNR = 23.01 - 116.78 + 174 - 67.87 - 5 = 7.36 dB
+    at_500 = 0.2 * 10 ** (-(128.1 + 37.6 * math.log10(0.5)) / 10) / (6.12e6 * 10 ** -20.4 * 10 ** 0.5)
+    assert 10 * math.log10(at_500) == pytest.approx(7.36, abs=0.01)
+
+
+def test_the_gnb_noise_figure_is_the_uplinks_unless_cell_rate_gives_one():
+    assert _cell_of(gnb_noise_figure_db=7.0).rate.noise_figure_db == 7.0  # type: ignore[attr-defined]
+    given = _cell_of(rate={"name": "shannon", "noise_figure_db": 0.0})
+    assert given.rate.noise_figure_db == 0.0  # type: ignore[attr-defined]
+    mcs = _cell_of(rate={"name": "mcs_table"}, downlink={"ue_noise_figure_db": 9.0})
+    assert mcs.rate.noise_figure_db == 5.0 and mcs.downlink_rate.noise_figure_db == 9.0  # type: ignore[attr-defined]
+
+
+def test_the_run_record_names_the_noise_figure_it_used():
+    from sfl_sim.config import validate
+    from sfl_sim.runs.resolved import resolve_run
+    from tests.helpers import small_scenario
+
+    record = resolve_run(validate(small_scenario()), "fedavg").record
+    assert record["components"]["cell.rate"]["params"]["noise_figure_db"] == 5.0

@@ -11,13 +11,14 @@ from sfl_sim.channel.link.cqi_tables import CQI_TABLES
 
 RATE = McsTableRate(mapping="bler")
 SINR_DB = -2.0  # CQI 4 (QPSK 308/1024) under the bler mapping, with a block error rate of a few per cent
-RATE_BPS, PAYLOAD_BITS = 4e6, 1.2e5  # 4000-bit blocks (two code blocks each), 30 blocks
+RATE_BPS, PAYLOAD_BITS = 8e6, 1.2e5  # 4000-bit blocks (two code blocks each), 30 blocks
+SLOT_S = 0.5e-3  # a Harq built without slot_s: numerology 1's slot, 1 ms / 2^1 (TS 38.211 clause 4.3.2)
 
 
 def _p_first():
     """The first-copy transport-block error rate, from the curve and the segmentation directly."""
     cqi = int(RATE.cqi(10 ** (SINR_DB / 10)))
-    n = math.ceil(PAYLOAD_BITS / (RATE_BPS * 1e-3))
+    n = math.ceil(PAYLOAD_BITS / (RATE_BPS * SLOT_S))
     cb, n_cb = code_blocks(PAYLOAD_BITS / n, CQI_TABLES["cqi_table1"][cqi - 1][2] / 1024)
     bler = float(cqi_curves("cqi_table1")[cqi - 1].bler(SINR_DB, cb))
     return 1 - (1 - bler) ** n_cb, n
@@ -103,7 +104,7 @@ def test_out_of_range_link_always_fails():
 def test_slot_block_columns():
     h = Harq(RATE, max_transmissions=4)
     first, mean = h.slot_block([RATE_BPS, 0.0], [SINR_DB, SINR_DB])
-    q = h.failure_chain(RATE_BPS * 1e-3, RATE_BPS, SINR_DB)
+    q = h.failure_chain(RATE_BPS * SLOT_S, RATE_BPS, SINR_DB)
     assert first[0] == pytest.approx(q[1]) and mean[0] == pytest.approx(q[:4].sum())
     assert np.isnan(first[1]) and np.isnan(mean[1])
 
@@ -152,7 +153,7 @@ def test_past_the_table_the_first_copy_reads_the_curve_and_combined_copies_keep_
     curve = cqi_curves("cqi_table1")[14]
     sinr_db = float(curve.snr_db[-1]) + 6.0
     assert int(rate.cqi(10 ** (sinr_db / 10))) == 15
-    q = harq.failure_chain(1e3, 1e6, sinr_db)
+    q = harq.failure_chain(1e3, 2e6, sinr_db)  # one 1000-bit block per 0.5 ms slot
     cb, n_cb = code_blocks(1e3, 948 / 1024)
     held = 1 - (1 - float(curve.bler(sinr_db, cb))) ** n_cb
     assert q[1] == pytest.approx(held, rel=1e-12) and held > 0
