@@ -329,7 +329,8 @@ class Metrics(Section):
     They change what the run directory records, never what the run trains (a resume may switch
     them: rows from then on record them or not).  ``local_vacant_class_accuracy`` costs host time
     at every evaluated round, so it is off unless a run reports it; ``client_record`` costs little
-    (``bench/client_record.py``) and is on.
+    (``bench/client_record.py``) and is on.  ``slot_trace`` writes ``slots.csv``, one row per
+    uplink grant of a slot-form scheduler (nothing otherwise), and is off.
     """
 
     local_vacant_class_accuracy: Annotated[bool, Allowed(
@@ -338,6 +339,9 @@ class Metrics(Section):
     client_record: Annotated[bool, Allowed(
         "true or false (clients.csv: per round and cohort client, what the radio did and where its time "
         "went)")] = True
+    slot_trace: Annotated[bool, Allowed(
+        "true or false (slots.csv: every uplink grant of every slot, with a slot-form cell.scheduler; "
+        "one row per grant, so large for long runs)")] = False
 
 
 class Outage(Section):

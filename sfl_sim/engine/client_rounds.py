@@ -31,13 +31,14 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sfl_sim.channel.units import linear_to_db
 from sfl_sim.engine.accounting import Busy, ClientTraffic, Interval, RoundNotes
 from sfl_sim.engine.outcome import LossReason
+from sfl_sim.engine.scheduler import Grants
 
 if TYPE_CHECKING:
     from sfl_sim.channel import Cell
@@ -87,6 +88,17 @@ class ClientRound:
         Its span in the round (module docstring), s.
     parts_s : dict of str to float
         The span's parts, keyed by :data:`TIME_PARTS`, s.
+    uplink_granted_rb_mean, uplink_rb_s : float
+        Under a dynamic scheduler: the RBs it was granted, on average over its time in the band
+        (0 while it waited for a grant), and in all (RB-seconds); NaN with the static split.
+    uplink_transport_blocks : int or None
+        Transport blocks it was granted (a slot-form scheduler); None otherwise.
+    uplink_scheduled_rate_bps : float
+        The bits it sent on its grants over its time in the band (the rate the scheduler gave it,
+        waits for a grant included); NaN with the static split.
+    uplink_sinr_used_db : float
+        The SINR of its grants (its power on the granted RBs), the time-weighted mean of the dB
+        values over the time it held RBs; NaN with the static split or without a grant.
     """
 
     client: int
@@ -108,6 +120,11 @@ class ClientRound:
     client_flops: float
     span_s: float
     parts_s: dict[str, float]
+    uplink_granted_rb_mean: float = math.nan
+    uplink_rb_s: float = math.nan
+    uplink_transport_blocks: int | None = None
+    uplink_scheduled_rate_bps: float = math.nan
+    uplink_sinr_used_db: float = math.nan
 
     def fields(self) -> dict[str, float | int | None]:
         """Every numeric field by its ``clients.csv`` name (traffic and parts spread out)."""
@@ -118,6 +135,10 @@ class ClientRound:
                 "cqi": self.cqi, "spectral_efficiency_bps_per_hz": self.spectral_efficiency_bps_per_hz,
                 "uplink_share_hz": self.uplink_share_hz, "tx_power_w": self.tx_power_w,
                 "uplink_rate_bps": self.uplink_rate_bps, "downlink_rate_bps": self.downlink_rate_bps,
+                "uplink_granted_rb_mean": self.uplink_granted_rb_mean, "uplink_rb_s": self.uplink_rb_s,
+                "uplink_transport_blocks": self.uplink_transport_blocks,
+                "uplink_scheduled_rate_bps": self.uplink_scheduled_rate_bps,
+                "uplink_sinr_used_db": self.uplink_sinr_used_db,
                 "uplink_attempts": t.uplink_attempts, "retransmissions": t.retransmissions,
                 "dropped_transmissions": t.dropped_transmissions, "harq_retransmissions": t.harq_retransmissions,
                 "uplink_bytes": t.uplink_bytes, "downlink_bytes": t.downlink_bytes,
@@ -255,6 +276,7 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
     fading_db = linear_to_db(np.array([ctx.uplink_fading_gain(k) for k in cohort], dtype=float))
     cqi_of = getattr(cell.rate, "cqi", None)
     cqi = None if cqi_of is None else np.asarray(cqi_of(10.0 ** (sinr_db / 10.0)), dtype=int)
+    scheduled = ctx.uplink_scheduled
     out = []
     for i, k in enumerate(cohort):
         until_s = max(ctx.start_s, min(end_s, notes.left_s.get(k, math.inf)))
@@ -263,6 +285,7 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
         parts["availability_wait_s"] = waited_s
         share_hz, rate_bps = ctx.uplink_share_hz(k), ctx.uplink_rate_bps(k)
         downlink_bps = ctx.downlink_rate_bps(k)
+        granted = _granted(ctx.uplink_grants(k)) if scheduled else {}
         out.append(ClientRound(
             client=k, dropped=notes.dropped.get(k), distance_m=float(distance[i]), los=int(los_of[i]),
             pathloss_db=float(pathloss[i]), shadowing_db=float(shadowing[i]), fading_gain_db=float(fading_db[i]),
@@ -272,5 +295,17 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
             downlink_rate_bps=math.nan if downlink_bps is None else downlink_bps,
             traffic=notes.traffic.get(k, ClientTraffic()),
             client_flops=float(sum(b.flops for b in busy if b.kind == "compute")),
-            span_s=waited_s + (until_s - ctx.start_s), parts_s=parts))
+            span_s=waited_s + (until_s - ctx.start_s), parts_s=parts, **granted))
     return out
+
+
+def _granted(grants: Grants | None) -> dict[str, Any]:
+    """A client's grant columns under a dynamic scheduler (:class:`ClientRound`); a client that
+    sent nothing through the band was granted nothing (rates and SINR undefined)."""
+    if grants is None:
+        return {"uplink_rb_s": 0.0}
+    in_band_s, granted_s = grants.in_band_s, grants.granted_s
+    return {"uplink_granted_rb_mean": grants.rb_s / in_band_s if in_band_s > 0 else math.nan,
+            "uplink_rb_s": grants.rb_s, "uplink_transport_blocks": grants.transport_blocks,
+            "uplink_scheduled_rate_bps": grants.bits / in_band_s if in_band_s > 0 else math.nan,
+            "uplink_sinr_used_db": grants.sinr_db_s / granted_s if granted_s > 0 else math.nan}

@@ -32,6 +32,10 @@ Two fidelities (the policy's ``fidelity`` parameter):
     limit on copies).  A transfer ends at the end of the slot that empties its buffer.  With
     ``fading_per_slot`` every client with data has a new fading draw each slot.
 
+What the band granted each client (:meth:`Band.grants`: RB-seconds, seconds with a grant, bits
+sent, transport blocks, the SINR of the grants) is only recorded: ``clients.csv``'s grant columns
+and, with ``metrics.slot_trace``, one row per slot form grant (:attr:`Band.slot_trace`).
+
 A new transfer waits the grant latency (scheduling request + buffer status report + K2 slots)
 before it can be granted.  The energy ledger gets one busy interval per transfer, from its start
 to its end, at the mean power it sent with (energy over duration), so the energy is exact.
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,7 +55,7 @@ from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.engine.outcome import DELIVERED
 from sfl_sim.engine.steps import SimSteps
 
-__all__ = ["Band", "LinkAt", "NoteBusy"]
+__all__ = ["Band", "Grants", "LinkAt", "NoteBusy", "SlotGrant"]
 
 #: ``link_at(client_ids (k,), bandwidth_hz (k,), fading_gain (k,)) -> (rate_bps, snr_db, tx_power_w)``,
 #: each shape (k,): the cell's link of these clients on these bandwidths.
@@ -64,6 +69,49 @@ FadingOf = Callable[[np.ndarray, bool], np.ndarray]
 _TIE_RTOL = 1e-12
 # SimPy's priority of the fluid re-share: after every ordinary event of the same instant.
 _LATE = simpy.events.EventPriority(simpy.events.NORMAL + 1)
+
+
+@dataclass(frozen=True)
+class Grants:
+    """What a band granted one client over its life (a round), for the record only.
+
+    Attributes
+    ----------
+    rb_s : float
+        Resource-block seconds granted (RBs times the time they were held).
+    in_band_s : float
+        The client's time in the band: its transfers' first bit to last, grant latency and waits
+        for a grant included (the busy intervals the band noted).
+    granted_s : float
+        Seconds it held at least one RB.
+    bits : float
+        Bits it sent on its grants (failed HARQ blocks included: they were on the air).
+    transport_blocks : int or None
+        Transport blocks it was granted (slot form); None in the fluid form (no blocks).
+    sinr_db_s : float
+        The SINR of its grants in dB, integrated over ``granted_s`` (a mean of dB values, weighted
+        by time: divide by ``granted_s``).
+    """
+
+    rb_s: float
+    in_band_s: float
+    granted_s: float
+    bits: float
+    transport_blocks: int | None
+    sinr_db_s: float
+
+
+@dataclass(frozen=True)
+class SlotGrant:
+    """One grant of one slot (slot form, ``metrics.slot_trace``): the slot's index on the grid and
+    start, the client, its RBs, the transport block's bits and whether the block failed (HARQ)."""
+
+    slot: int
+    start_s: float
+    client: int
+    rbs: int
+    block_bits: float
+    failed: bool
 
 
 class _AfterTheInstant(simpy.Event):
@@ -96,11 +144,13 @@ class Band:
         The ``harq`` stream (slot fidelity with HARQ).
     ladder : int
         Fluid: the RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
+    trace_slots : bool
+        Slot form: keep every grant of every slot in :attr:`slot_trace` (``metrics.slot_trace``).
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, harq: HarqModel | None = None,
-                 harq_rng: np.random.Generator | None = None, ladder: int = 1) -> None:
+                 harq_rng: np.random.Generator | None = None, ladder: int = 1, trace_slots: bool = False) -> None:
         self._env, self._policy, self._grid = env, policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
         self._harq, self._harq_rng = harq, harq_rng
@@ -122,6 +172,17 @@ class Band:
         self._tab = np.zeros((self._steps.size, 2, 0))
         self._tab_inv = np.zeros((self._steps.size, 0))
         self._tab_fading = np.full(0, np.nan)  # the fading draw each row was tabled at
+        self._tab_snr = np.zeros((self._steps.size, 0))  # per RB count and row: the SINR (dB), for the record
+        # the record of the grants (Band.grants), never read by the scheduling: fluid, per row,
+        # [RB-s, granted s, bits, SINR dB x s] and their rates of change; slot, per client, the same
+        # and the transport blocks; per client, the seconds its finished transfers spent in the band
+        self._f_book = np.zeros((4, 0))
+        self._f_book_speed = np.zeros((4, 0))
+        self._s_book: dict[int, list[float]] = {}
+        self._in_band_s: dict[int, float] = {}
+        self._seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # recent untabled links
+        #: Slot form with ``trace_slots``: every grant of every slot, in order (None otherwise).
+        self.slot_trace: list[SlotGrant] | None = [] if trace_slots and self._slot else None
         self._tabled = not (self._slot and self._fading_per_slot)
         # fluid, per row: [bits left (inf off the air), energy so far (J)], their rates of change
         # [-rate, power] (0 off the air), and [-1, 1] on the air ([0, 0] off it)
@@ -208,6 +269,23 @@ class Band:
         over and reset by the next :meth:`carry`."""
         return self._failed_blocks.get(client, 0)
 
+    def grants(self, client: int) -> Grants | None:
+        """What the band granted ``client`` so far (its transfers in the band, a still running
+        one up to now); None when it never had a transfer here.  Only a record: reading it
+        changes nothing."""
+        if client not in self._in_band_s and client not in self._start_s:
+            return None
+        now = self._env.now
+        in_band_s = self._in_band_s.get(client, 0.0) + (now - self._start_s[client] if client in self._start_s else 0.0)
+        if self._slot:
+            rb_s, granted_s, bits, blocks, sinr_db_s = self._s_book.get(client, [0.0] * 5)
+            return Grants(rb_s, in_band_s, granted_s, bits, int(blocks), sinr_db_s)
+        row = self._row.get(client)
+        if row is None:
+            return Grants(0.0, in_band_s, 0.0, 0.0, None, 0.0)
+        book = self._f_book[:, row] + self._f_book_speed[:, row] * (now - self._since_s)
+        return Grants(float(book[0]), in_band_s, float(book[1]), float(book[2]), None, float(book[3]))
+
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
         if client not in self._done:
@@ -258,6 +336,7 @@ class Band:
     def _close_transfer(self, client: int) -> None:
         start = self._start_s.pop(client)
         duration = self._env.now - start
+        self._in_band_s[client] = self._in_band_s.get(client, 0.0) + duration
         if self._slot:
             energy = self._energy_j.pop(client)
         else:
@@ -269,6 +348,7 @@ class Band:
                     self._n_on -= 1
                 self._f_state[0, row], self._f_state[1, row] = np.inf, 0.0
                 self._f_on[:, row] = self._f_speed[:, row] = 0.0
+                self._f_book_speed[:, row] = 0.0
         self._note_busy(client, start, duration, energy / duration if duration > 0 else 0.0)
 
     def _finish(self, client: int) -> None:
@@ -295,6 +375,9 @@ class Band:
         self._tab = np.concatenate((self._tab, np.zeros((steps, 2, extra))), axis=2)
         self._tab_inv = np.concatenate((self._tab_inv, np.full((steps, extra), np.inf)), axis=1)
         self._tab_fading = np.concatenate((self._tab_fading, np.full(extra, np.nan)))
+        self._tab_snr = np.concatenate((self._tab_snr, np.zeros((steps, extra))), axis=1)
+        self._f_book = np.concatenate((self._f_book, np.zeros((4, extra))), axis=1)
+        self._f_book_speed = np.concatenate((self._f_book_speed, np.zeros((4, extra))), axis=1)
         self._f_state = np.concatenate((self._f_state, np.vstack((np.full(extra, np.inf), np.zeros(extra)))), axis=1)
         for name in ("_f_speed", "_f_on", "_f_scratch"):
             setattr(self, name, np.concatenate((getattr(self, name), np.zeros((2, extra))), axis=1))
@@ -305,7 +388,7 @@ class Band:
         stale = np.flatnonzero(self._tab_fading[rows] != fading)  # NaN: never tabled
         if stale.size:
             steps = self._steps
-            rate, _, power = self._link_at(np.repeat(ids[stale], steps.size),
+            rate, snr_db, power = self._link_at(np.repeat(ids[stale], steps.size),
                                            np.tile(steps, stale.size) * self._grid.hz_per_rb,
                                            np.repeat(fading[stale], steps.size))
             rate = np.asarray(rate, dtype=float).reshape(stale.size, steps.size).T
@@ -314,6 +397,7 @@ class Band:
             with np.errstate(divide="ignore"):
                 self._tab_inv[:, rows[stale]] = 1.0 / rate
             self._tab_fading[rows[stale]] = fading[stale]
+            self._tab_snr[:, rows[stale]] = np.asarray(snr_db, dtype=float).reshape(stale.size, steps.size).T
 
     def _links(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rate (bit/s) and power (W) of each client on ``rbs`` resource blocks with ``fading``.
@@ -326,7 +410,8 @@ class Band:
         table only saves calls.
         """
         if not self._tabled:  # a new fading draw every slot: a table would be used once
-            rate, _, power = self._link_at(ids, rbs * self._grid.hz_per_rb, fading)
+            rate, snr_db, power = self._link_at(ids, rbs * self._grid.hz_per_rb, fading)
+            self._remember(ids, rbs, fading, snr_db)
             live = rbs > 0
             return (np.where(live, np.asarray(rate, dtype=float), 0.0),
                     np.where(live, np.asarray(power, dtype=float), 0.0))
@@ -340,9 +425,58 @@ class Band:
         powers = np.where(hit, self._tab[col, 1, rows], 0.0)
         missing = np.flatnonzero(~hit & (rbs > 0))
         if missing.size:
-            rate, _, power = self._link_at(ids[missing], rbs[missing] * self._grid.hz_per_rb, fading[missing])
+            rate, snr_db, power = self._link_at(ids[missing], rbs[missing] * self._grid.hz_per_rb, fading[missing])
             rates[missing], powers[missing] = rate, power
+            self._remember(ids[missing], rbs[missing], fading[missing], snr_db)
         return rates, powers
+
+    # -- the record of the grants (read by Band.grants, never by the scheduling) -------------------
+    def _remember(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray, snr_db: np.ndarray) -> None:
+        """Keep the SINRs of the last two untabled link calls (a slot's whole-band and grant calls),
+        so that the record reads them rather than asking the cell again."""
+        self._seen.append((ids, np.asarray(rbs, dtype=float), np.asarray(fading, dtype=float),
+                           np.asarray(snr_db, dtype=float)))
+        del self._seen[:-2]
+
+    def _sinr_db(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        """The SINR (dB) of each client on ``rbs`` RBs at ``fading``: from the tables, a recent
+        link call, or the cell (the same number each way)."""
+        out = np.full(ids.size, np.nan)
+        if self._tabled and ids.size:
+            rows = np.array([self._row[k] for k in ids.tolist()], dtype=np.int64)
+            col = self._step_order[np.minimum(np.searchsorted(self._sorted_steps, rbs), self._steps.size - 1)]
+            hit = (self._steps[col] == rbs) & (self._tab_fading[rows] == fading)
+            out[hit] = self._tab_snr[col[hit], rows[hit]]
+        for seen_ids, seen_rbs, seen_fading, seen_snr in reversed(self._seen):
+            todo = np.flatnonzero(np.isnan(out)).tolist()
+            if not todo:
+                break
+            where = {k: i for i, k in enumerate(seen_ids.tolist())}
+            for i in todo:
+                p = where.get(int(ids[i]))
+                if p is not None and seen_rbs[p] == rbs[i] and seen_fading[p] == fading[i]:
+                    out[i] = seen_snr[p]
+        todo_at = np.flatnonzero(np.isnan(out))
+        if todo_at.size:
+            _, snr_db, _ = self._link_at(ids[todo_at], rbs[todo_at] * self._grid.hz_per_rb, fading[todo_at])
+            out[todo_at] = snr_db
+        return out
+
+    def _book_slot(self, slot: int, start_s: float, ids: np.ndarray, grant: np.ndarray, fading: np.ndarray,
+                   block_bits: np.ndarray, ok: np.ndarray) -> None:
+        """Record one slot's grants (slot form): RB-s, a slot of grant, the block's bits, its SINR."""
+        slot_s = self._grid.slot_s
+        sinr_db = self._sinr_db(ids, grant.astype(float), fading)
+        for i, k in enumerate(ids.tolist()):
+            book = self._s_book.setdefault(k, [0.0] * 5)
+            book[0] += float(grant[i]) * slot_s
+            book[1] += slot_s
+            book[2] += float(block_bits[i])
+            book[3] += 1
+            book[4] += float(sinr_db[i]) * slot_s
+            if self.slot_trace is not None:
+                self.slot_trace.append(SlotGrant(slot, start_s, k, int(grant[i]), float(block_bits[i]),
+                                                 not bool(ok[i])))
 
     # -- fluid -------------------------------------------------------------------------------------
     def _advance(self) -> None:
@@ -352,6 +486,7 @@ class Band:
         if self._slot or dt <= 0:
             return
         self._used_rb_s += self._rbs_on_air * dt
+        self._f_book += self._f_book_speed * dt
         # bits left -= rate dt and energy += power dt, in two operations (rows off the air stand still)
         np.add(self._f_state, np.multiply(self._f_speed, dt, out=self._f_scratch), out=self._f_state)
 
@@ -379,6 +514,11 @@ class Band:
             np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
             np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)
             self._rbs_on_air = float(self._n_rb)  # n_rb / n to each of the n with data
+            on = self._f_on[1] > 0
+            self._f_book_speed[0] = np.where(on, self._n_rb / n, 0.0)
+            self._f_book_speed[1] = on
+            self._f_book_speed[2] = np.where(on, self._tab[n - 1, 0], 0.0)
+            self._f_book_speed[3] = np.where(on, self._tab_snr[n - 1], 0.0)
         else:
             rows = np.flatnonzero(self._f_on[1])
             ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
@@ -387,6 +527,10 @@ class Band:
             self._rbs_on_air = float(rbs.sum())
             self._f_speed.fill(0.0)
             self._f_speed[0, rows], self._f_speed[1, rows] = -rate, power
+            live = rbs > 0
+            self._f_book_speed.fill(0.0)
+            self._f_book_speed[0, rows], self._f_book_speed[1, rows], self._f_book_speed[2, rows] = rbs, live, rate
+            self._f_book_speed[3, rows] = np.where(live, self._sinr_db(ids, rbs, self._tab_fading[rows]), 0.0)
             finish_s.fill(np.inf)
             with np.errstate(divide="ignore"):
                 finish_s[rows] = self._f_state[0, rows] / rate
@@ -466,6 +610,7 @@ class Band:
                             self._held.setdefault(k, []).append((start + slot_s + rtt_s, float(block[i])))
                             self._failed_blocks[k] = self._failed_blocks.get(k, 0) + 1
                     served[g] = np.where(ok, block, 0.0) / slot_s
+                    self._book_slot(j, start, ids[g], grant[g], fading[g], block, ok)
                 new_average = policy.average_bps(average, served)
                 for i, k in enumerate(ids.tolist()):
                     self._average[k] = float(new_average[i])

@@ -135,7 +135,7 @@ from sfl_sim.engine.client_state import Battery, Presence, departures
 from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
-from sfl_sim.engine.scheduler import Band
+from sfl_sim.engine.scheduler import Band, Grants, SlotGrant
 from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 
@@ -190,7 +190,7 @@ class RoundContext:
             self.notes.note_busy(client, "uplink", start_s, duration_s, tx_power_w=tx_power_w)
 
         return Band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
-                    sim.harq, sim.harq_rng, ladder=len(self.cohort))
+                    sim.harq, sim.harq_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace)
 
     def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> Band:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
@@ -278,6 +278,21 @@ class RoundContext:
     def uplink_share_hz(self, client: int) -> float:
         """Uplink bandwidth allocated to ``client`` in this round, Hz."""
         return self._uplink.share_hz(client)
+
+    def uplink_grants(self, client: int) -> Grants | None:
+        """What the round's dynamic scheduler granted ``client`` on the uplink
+        (:meth:`Band.grants`); None with the static split, or when it sent nothing through the band."""
+        return None if self._band is None else self._band.grants(client)
+
+    @property
+    def uplink_scheduled(self) -> bool:
+        """True when a dynamic scheduler hands out the round's uplink (a band of resource blocks)."""
+        return self._band is not None
+
+    @property
+    def uplink_slot_trace(self) -> list[SlotGrant] | None:
+        """The uplink band's grants slot by slot (slot form with ``metrics.slot_trace``); None otherwise."""
+        return None if self._band is None else self._band.slot_trace
 
     def uplink_rate_bps(self, client: int) -> float:
         """Uplink rate of ``client`` now (after its latest fading draw), bit/s."""
@@ -524,6 +539,8 @@ class Simulator:
         upload on its share of the round (see "MAC scheduling").
     numerology : int
         ``mu`` of the resource grid a dynamic scheduler hands out (``cell.numerology``).
+    slot_trace : bool
+        Keep the uplink's grants slot by slot (slot form; ``metrics.slot_trace``): only a record.
 
     Attributes
     ----------
@@ -542,7 +559,7 @@ class Simulator:
                  harq_rng: np.random.Generator | None = None,
                  availability: Presence | None = None, battery: Battery | None = None,
                  uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None,
-                 scheduler: Scheduler | None = None, numerology: int = 1) -> None:
+                 scheduler: Scheduler | None = None, numerology: int = 1, slot_trace: bool = False) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         if outage is not None:
@@ -566,6 +583,7 @@ class Simulator:
         self.traced_downlink_bps = _traced(downlink_bps)
         dynamic = scheduler is not None and bool(getattr(scheduler, "dynamic", True))
         self.scheduler = scheduler if dynamic else None
+        self.slot_trace = slot_trace
         #: The uplink's resource grid under a dynamic scheduler; None: the per-round shares.
         self.uplink_grid = ResourceGrid(numerology, cell.uplink_bandwidth_hz) if dynamic else None
         #: The unicast downlink's grid under a dynamic scheduler (``unicast`` mode); None: the per-round shares.

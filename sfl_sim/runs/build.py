@@ -703,7 +703,8 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      availability=run.availability, battery=battery,
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
                      downlink_bps=None if run.capability is None else run.capability.downlink_bps,
-                     scheduler=build_scheduler(cfg), numerology=cfg.cell.numerology)
+                     scheduler=build_scheduler(cfg), numerology=cfg.cell.numerology,
+                     slot_trace=cfg.metrics.slot_trace)
 
 
 def cell_table(run: Run) -> dict[str, Any]:

@@ -43,6 +43,7 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "compression": TRAINING,
     "metrics": TRAINING,  # the local models' scores are not recorded
     "metrics.client_record": TIMING,  # clients.csv: what the radio did, written by the replay too
+    "metrics.slot_trace": TIMING,  # slots.csv: the grants slot by slot, written by the replay too
     "clients.count": TRAINING,  # the partition
     "clients.participation": TRAINING,  # the cohort size
     "clients.selection": TRAINING,  # the cohorts (a channel-aware selector: the replay checks them anyway)

@@ -49,6 +49,7 @@ from sfl_sim.runs.build import (
     build_cell,
     build_outage,
     build_run,
+    build_scheduler,
     build_simulator,
     cell_table,
     component,
@@ -200,6 +201,7 @@ class _Session:
         self.round = 0
         self.summary: dict[str, Any] = {}
         self.drops = run_summary.Drops()
+        self._slot_rows: list[dict[str, Any]] = []  # the last trained round's slots.csv rows (metrics.slot_trace)
         self.eval_batch = host.eval_batch_size(self.cfg.eval_batch_size, run.device)
         # Opt-in: it scores every aggregated local model at each evaluated round (metrics: in the scenario).
         self.probe = VacantClassProbe(run.test_x, run.test_y, run.setup.client_label_counts.cpu().numpy(),
@@ -277,7 +279,9 @@ class _Session:
         for this run."""
         ledger = self.run.ledger
         return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
-                "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm)}
+                "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm),
+                "slots": self.cfg.metrics.slot_trace and not is_asynchronous(self.run.algorithm)
+                and getattr(getattr(build_scheduler(self.cfg), "params", None), "fidelity", None) == "slot"}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -296,6 +300,9 @@ class _Session:
                                               context)
         # read before the cell moves on: the channel the round saw
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
+        trace = sim.last_round.uplink_slot_trace or []
+        self._slot_rows = [{"round": rnd, "slot": g.slot, "time_s": g.start_s, "client": g.client, "rbs": g.rbs,
+                            "tb_bits": g.block_bits, "failed": int(g.failed)} for g in trace]
         # clients move while the round runs (static: no-op); the neighbours may follow its uplink load
         uplink_load = sim.last_round.uplink_load()
         run.cell.move(duration_s, self.streams.mobility, uplink_load=uplink_load)
@@ -358,6 +365,8 @@ class _Session:
             self.files.append_energy(trained.energy_rows)
         if self.cfg.metrics.client_record:
             self.files.append_clients(trained.client_rows)
+        if self._logs()["slots"]:
+            self.files.append_slots(self._slot_rows)
         self.files.append_rounds({**trained.row, "round_host_time_s": time.perf_counter() - trained.host_start_s})
 
     def checkpoint(self, evaluation: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -98,3 +99,44 @@ def test_a_resumed_run_appends_to_the_record_and_the_switch_turns_it_off(tmp_pat
     assert (tmp_path / "cut" / "splitfed_v1" / "clients.csv").read_text() == full.read_text()
     off = _run(tmp_path, {**data, "metrics": {"client_record": False}}, "off") / "splitfed_v1"
     assert not (off / "clients.csv").exists() and (off / "rounds.csv").exists()
+
+
+GRANTS = ("uplink_granted_rb_mean", "uplink_rb_s", "uplink_transport_blocks", "uplink_scheduled_rate_bps",
+          "uplink_sinr_used_db")
+
+
+@pytest.mark.parametrize("scheduler", [{"name": "static"}, {"name": "round_robin"},
+                                       {"name": "proportional_fair", "fidelity": "slot"}],
+                         ids=["static", "round_robin_fluid", "proportional_fair_slot"])
+def test_the_grant_columns_say_what_the_scheduler_did(tmp_path: Path, scheduler: dict) -> None:
+    from sfl_sim.channel import ResourceGrid
+
+    data = {**small_scenario(algorithms=["splitfed_v1"], rounds=2, clients=6, participation=1.0),
+            "cell": {"scheduler": scheduler, "fading": {"name": "rayleigh"}}, "metrics": {"slot_trace": True}}
+    run = _run(tmp_path, data) / "splitfed_v1"
+    slot = scheduler.get("fidelity") == "slot"
+    assert (run / "slots.csv").exists() == slot
+    clients = pd.read_csv(run / "clients.csv", keep_default_na=False, na_values=[""])
+    rounds = pd.read_csv(run / "rounds.csv", keep_default_na=False)
+    if scheduler["name"] == "static":
+        assert clients[list(GRANTS)].isna().all().all()  # no grants: the share columns say it all
+        return
+    cfg = load_scenario(write_yaml(tmp_path, data))
+    n_rb = ResourceGrid(cfg.cell.numerology, cfg.cell.uplink_bandwidth_hz).n_rb
+    # the RB-seconds of a round's rows are the band's load in rounds.csv
+    for _, r in rounds.iterrows():
+        mine = clients[clients["round"] == r["round"]]
+        assert mine["uplink_rb_s"].sum() == pytest.approx(r["uplink_rb_load"] * n_rb * r["round_sim_time_s"],
+                                                         rel=1e-9)
+    assert clients["uplink_granted_rb_mean"].between(0, n_rb).all()
+    assert (clients["uplink_scheduled_rate_bps"] > 0).all()
+    # the SINR of the grants is not the static share's: the scheduler's RBs and fading draws
+    assert not np.allclose(clients["uplink_sinr_used_db"], clients["sinr_db"])
+    blocks = clients["uplink_transport_blocks"]
+    assert (blocks > 0).all() if slot else blocks.isna().all()
+    if slot:  # the trace's grants add up to the record's
+        trace = pd.read_csv(run / "slots.csv").groupby(["round", "client"])
+        slot_s = ResourceGrid(cfg.cell.numerology, cfg.cell.uplink_bandwidth_hz).slot_s
+        mine = clients.set_index(["round", "client"])
+        assert (trace["rbs"].sum() * slot_s).to_numpy() == pytest.approx(mine["uplink_rb_s"].to_numpy(), rel=1e-9)
+        assert trace.size().to_numpy().tolist() == mine["uplink_transport_blocks"].astype(int).tolist()

@@ -104,6 +104,8 @@ from sfl_sim.runs.rundir.schema import (
     ROUNDS_FILE,
     SCENARIO_FILE,
     SCHEMA_VERSION,
+    SLOTS_COLUMNS,
+    SLOTS_FILE,
     STALENESS_COLUMNS,
     STALENESS_FILE,
     SUMMARY_FILE,
@@ -116,7 +118,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, STALENESS_FILE, WORK_FILE)
+             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, SLOTS_FILE, STALENESS_FILE, WORK_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -442,7 +444,8 @@ class RunDir(RunFiles):
         os.replace(tmp, self.cell_path)
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
-                   battery: bool = False, clients: bool = False, staleness: bool = False) -> None:
+                   battery: bool = False, clients: bool = False, staleness: bool = False,
+                   slots: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -452,7 +455,7 @@ class RunDir(RunFiles):
         log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
         ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
         recording it still cuts it back to the checkpoint); with ``staleness`` (an asynchronous run),
-        ``staleness.csv``."""
+        ``staleness.csv``; with ``slots`` (``metrics.slot_trace``), ``slots.csv``."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -465,6 +468,8 @@ class RunDir(RunFiles):
         self._clients = clients
         if clients or (keep_through_round is not None and self.clients_path.exists()):
             logs.append((self.clients_path, CLIENTS_COLUMNS))
+        if slots or (keep_through_round is not None and (self.path / SLOTS_FILE).exists()):
+            logs.append((self.path / SLOTS_FILE, SLOTS_COLUMNS))
         for path, columns in logs:
             _start_log(path, columns, keep_through_round)
 
@@ -501,6 +506,14 @@ class RunDir(RunFiles):
         with self.clients_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerows([_cell(row[c]) for c in CLIENTS_COLUMNS] for row in rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_slots(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append a round's ``slots.csv`` rows (keyed by :data:`~sfl_sim.runs.rundir.schema.SLOTS_COLUMNS`)
+        and flush them to disk (after :meth:`start_logs` with ``slots``)."""
+        with (self.path / SLOTS_FILE).open("a", newline="") as fh:
+            csv.writer(fh).writerows([row[c] for c in SLOTS_COLUMNS] for row in rows)
             fh.flush()
             os.fsync(fh.fileno())
 

@@ -40,6 +40,8 @@ __all__ = [
     "ENERGY_BATTERY_COLUMN",
     "CLIENTS_FILE",
     "CLIENTS_COLUMNS",
+    "SLOTS_COLUMNS",
+    "SLOTS_FILE",
     "CLIENTS_NUMERIC_COLUMNS",
     "CLIENT_TIME_COLUMNS",
     "CLIENT_SPAN_COLUMN",
@@ -137,6 +139,13 @@ STALENESS_FILE = "staleness.csv"
 #: ``metrics.client_record`` is false.  An asynchronous run writes a dispatch group's rows under
 #: the aggregation at which its last client arrived (each client's span: its dispatch to its arrival).
 CLIENTS_FILE = "clients.csv"
+#: One row per uplink grant of a slot-form dynamic scheduler, columns :data:`SLOTS_COLUMNS`;
+#: written only with ``metrics.slot_trace`` (and a synchronous algorithm).
+SLOTS_FILE = "slots.csv"
+#: Exact header of ``slots.csv``: the round, the slot's index on the grid (``t = slot * slot_s``)
+#: and its start ``time_s``, the client granted, its ``rbs``, the transport block's bits
+#: (``tb_bits``) and ``failed`` (1: the block failed and its bits went back to the buffer, HARQ).
+SLOTS_COLUMNS: tuple[str, ...] = ("round", "slot", "time_s", "client", "rbs", "tb_bits", "failed")
 #: State to resume from the last evaluated round (torch; never read by :mod:`sfl_sim.analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.
@@ -319,8 +328,17 @@ CLIENT_SPAN_COLUMN = "span_s"
 #:   ``snr_db`` without), ``cqi`` (empty unless the rate model has CQIs, ``cell.rate: mcs_table``;
 #:   0 below CQI 1), ``spectral_efficiency_bps_per_hz`` (rate over share) and ``uplink_rate_bps``
 #:   (a device trace's rate where one is given).  With a dynamic ``cell.scheduler`` these describe
-#:   the round's static share, which the outage rule judges: the scheduler's grants vary within the
-#:   round, and the rate they gave is ``8 uplink_bytes / uplink_air_s`` (attempts that got air time);
+#:   the round's static share, which the outage rule judges: what the scheduler did is in the grant
+#:   columns;
+#: * what a dynamic ``cell.scheduler`` granted it on the uplink (empty with ``static``, the
+#:   default; from a client that sent nothing through the band only ``uplink_rb_s``, 0):
+#:   ``uplink_granted_rb_mean`` (RBs on average over its time in the band: its transfers' first bit
+#:   to last, waits for a grant counted as 0), ``uplink_rb_s`` (RB-seconds granted),
+#:   ``uplink_transport_blocks`` (transport blocks granted, failed HARQ blocks included; empty in
+#:   the ``fluid`` form, which has none), ``uplink_scheduled_rate_bps`` (bits sent on its grants
+#:   over its time in the band) and ``uplink_sinr_used_db`` (the SINR of its grants, the mean of
+#:   the dB values weighted by the time it held RBs); a run directory older than these columns
+#:   reads them empty;
 #: * ``downlink_rate_bps``: its unicast downlink rate in the round (empty with ``ideal`` downlink);
 #: * what it sent and received, as ``rounds.csv`` counts them (each column sums over the round's rows
 #:   to that round's ``rounds.csv`` value): ``uplink_attempts``, ``retransmissions``,
@@ -344,6 +362,11 @@ CLIENTS_COLUMNS: tuple[str, ...] = (
     "tx_power_w",
     "uplink_rate_bps",
     "downlink_rate_bps",
+    "uplink_granted_rb_mean",
+    "uplink_rb_s",
+    "uplink_transport_blocks",
+    "uplink_scheduled_rate_bps",
+    "uplink_sinr_used_db",
     "uplink_attempts",
     "retransmissions",
     "dropped_transmissions",

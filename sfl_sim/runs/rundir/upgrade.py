@@ -22,10 +22,11 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     record lacks was added later and takes today's value; a record made before energy accounting
     adopts today's energy record from the first round its resume trains (``from_round``), which
     the resume says in one line.
-``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv`` (:func:`log_rows`, :func:`log_text`)
+``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv``, ``clients.csv`` (:func:`log_rows`, :func:`log_text`)
     Cells are matched to today's columns by the file's own header: a column added after the file
     was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
-    energy and uplink attempt columns).  A run made before a file existed has none (:data:`FILES_ADDED_LATER`:
+    energy and uplink attempt columns; ``clients.csv`` the scheduler's grant columns).  A run made
+    before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
 ``checkpoint.pt`` (:func:`checkpoint`)
     A state the checkpoint lacks is the state of the run as built to continue it, before any

@@ -20,7 +20,7 @@ import yaml
 from sfl_sim.config import validate
 from sfl_sim.runs.resolved import resolve_run
 from sfl_sim.runs.rundir import upgrade
-from sfl_sim.runs.rundir.schema import HOST_TIME_COLUMNS, ROUNDS_COLUMNS
+from sfl_sim.runs.rundir.schema import CLIENTS_COLUMNS, HOST_TIME_COLUMNS, ROUNDS_COLUMNS
 from tests.channel.helpers import small_cell
 from tests.helpers import finished_run, read_rows, run_cli, small_scenario, write_yaml
 
@@ -108,6 +108,17 @@ def test_a_log_is_read_in_todays_columns_by_its_own_header() -> None:
     assert read == [list(ROUNDS_COLUMNS), row]
     today = ",".join(ROUNDS_COLUMNS) + "\n1,2\n"
     assert upgrade.log_text(today, ROUNDS_COLUMNS) is today
+
+
+def test_an_older_clients_log_reads_the_grant_columns_empty() -> None:
+    grants = ("uplink_granted_rb_mean", "uplink_rb_s", "uplink_transport_blocks", "uplink_scheduled_rate_bps",
+              "uplink_sinr_used_db")
+    old_header = [c for c in CLIENTS_COLUMNS if c not in grants]
+    text = ",".join(old_header) + "\n" + ",".join(str(i) for i in range(len(old_header))) + "\n"
+    header, row = list(csv.reader(upgrade.log_text(text, CLIENTS_COLUMNS).split("\n")[:-1]))
+    cells = dict(zip(header, row, strict=True))
+    assert tuple(header) == CLIENTS_COLUMNS and all(cells[c] == "" for c in grants)
+    assert cells["uplink_rate_bps"] == str(old_header.index("uplink_rate_bps"))
 
 
 # -- checkpoint.pt ---------------------------------------------------------------------------------
