@@ -30,12 +30,17 @@ from sfl_sim.channel.limits import (
 )
 from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
-from sfl_sim.channel.link.downlink import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
 from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel, model_validator
 
 __all__ = ["ShannonGapRate", "AttenuatedShannonRate", "McsTableRate", "gap_from_ber", "TR36942_DEFAULTS"]
+
+#: TS 38.306 clause 4.1.2: the overhead ``OH`` of the approximate maximum data rate, FR1 downlink
+#: ("0.14, for frequency range FR1 for DL").
+DOWNLINK_OVERHEAD_FRACTION = 0.14
+#: TS 38.306 clause 4.1.2: ``OH`` for FR1 uplink ("0.08, for frequency range FR1 for UL").
+UPLINK_OVERHEAD_FRACTION = 0.08
 
 #: ns-3's default BER target of its LTE AMC model (``LteAmc::Ber``).
 DEFAULT_BER_TARGET = 5e-5
