@@ -7,6 +7,9 @@ round-time breakdown of the per-client record, and each client's energy over its
 * **Round-time breakdown** (:func:`time_breakdown`): per run, the mean over its client-rounds of each
   part of a client's span (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`, which add up to
   ``span_s``), then the mean over seeds; the parts of a bar add up to the mean span.
+* **The uplink rate a client got** (:func:`with_uplink_rate_got`): under a dynamic scheduler the
+  scheduled rate (``uplink_scheduled_rate_bps``: the bits sent on its grants over its time in the
+  band), else the rate on its static share (``uplink_rate_bps``), so runs of either compare.
 * **Per-client energy** (:func:`client_energy`): ``energy.csv``'s ``total_j`` summed per client over
   the run, and Jain's index of those sums per run (:func:`sfl_sim.analysis.stats.jain_index`).
 
@@ -27,10 +30,27 @@ from sfl_sim.runs.rundir.schema import (
     ENERGY_FILE,
 )
 
-__all__ = ["time_breakdown", "client_energy", "energy_fairness"]
+__all__ = ["UPLINK_RATE_GOT", "time_breakdown", "with_uplink_rate_got", "client_energy", "energy_fairness"]
+
+#: The derived column of :func:`with_uplink_rate_got`, bit/s.
+UPLINK_RATE_GOT = "uplink_rate_got_bps"
 
 _KEYS = list(GROUP_KEYS)
 _RUN_KEYS = ["run_id", *_KEYS, "seed"]
+
+
+def with_uplink_rate_got(clients: pd.DataFrame) -> pd.DataFrame:
+    """``clients`` with :data:`UPLINK_RATE_GOT`: the rate a client's upload got in the round.
+
+    Under a dynamic scheduler ``clients.csv``'s ``uplink_rate_bps`` is the rate on the round's
+    static share (what the outage rule judges), not what the band gave; the scheduled rate
+    ``uplink_scheduled_rate_bps`` is, and it is empty under the static split. So the column is the
+    scheduled rate where there is one, else the share's rate.
+    """
+    scheduled = clients.get("uplink_scheduled_rate_bps")
+    got = clients["uplink_rate_bps"] if scheduled is None else scheduled.where(scheduled.notna(),
+                                                                                 clients["uplink_rate_bps"])
+    return clients.assign(**{UPLINK_RATE_GOT: got})
 
 
 def time_breakdown(clients: pd.DataFrame) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from sfl_sim.analysis.figure_style import (
     line_width,
     new_figure,
 )
+from sfl_sim.analysis.radio_data import UPLINK_RATE_GOT
 from sfl_sim.runs.rundir.schema import CLIENT_TIME_COLUMNS
 
 __all__ = ["TIME_PART_LABELS", "CDF_COLUMNS", "breakdown_figure", "breakdown_caption", "cdf_figure", "cdf_caption",
@@ -53,6 +54,7 @@ TIME_PART_LABELS: dict[str, str] = {
 CDF_COLUMNS: dict[str, tuple[str, float, bool]] = {
     "sinr_db": ("uplink SINR (dB)", 1.0, False),
     "uplink_rate_bps": ("uplink rate (Mbit/s)", 1e6, True),
+    UPLINK_RATE_GOT: ("uplink rate got (Mbit/s)", 1e6, True),
     "downlink_rate_bps": ("downlink rate (Mbit/s)", 1e6, True),
 }
 
@@ -193,6 +195,12 @@ def cdf_figure(clients: pd.DataFrame, column: str, settings: Sequence[str], *,
 def cdf_caption(column: str) -> str:
     """The caption of :func:`cdf_figure` for ``column``."""
     what = CDF_COLUMNS[column][0].split(" (")[0]
+    if column == UPLINK_RATE_GOT:
+        return ("Empirical CDF of the uplink rate each client's upload got, over every client-round of a setting "
+                "(clients.csv; all algorithms and seeds pooled, kept and dropped clients alike): under a dynamic "
+                "scheduler the scheduled rate (uplink_scheduled_rate_bps: the bits sent on its grants over its "
+                "time in the band), under the static split the rate on its share at its last upload attempt's "
+                "fading draw (uplink_rate_bps). Log x axis.")
     return (f"Empirical CDF of the {what} over every client-round of a setting (clients.csv; all algorithms and "
             "seeds pooled, kept and dropped clients alike): the value as the client's uplink stood at the round's "
             "end (its last upload attempt's fading draw)." + (" Log x axis." if CDF_COLUMNS[column][2] else ""))

@@ -24,7 +24,13 @@ from matplotlib.figure import Figure
 
 from sfl_sim.analysis.figure_style import save_figure, setting_slug
 from sfl_sim.analysis.figures import common_limits, curves_caption, levels_figure, setting_figure
-from sfl_sim.analysis.radio_data import client_energy, energy_fairness, time_breakdown
+from sfl_sim.analysis.radio_data import (
+    UPLINK_RATE_GOT,
+    client_energy,
+    energy_fairness,
+    time_breakdown,
+    with_uplink_rate_got,
+)
 from sfl_sim.analysis.radio_figures import (
     breakdown_caption,
     breakdown_figure,
@@ -190,14 +196,14 @@ def radio_figures(study: StudyData, algorithms: Sequence[str], width_in: float, 
     out: list[ReportFigure] = []
     names = _setting_names(study)
     section = "What the radio did, where the time went, energy per client"
-    clients = study.clients
+    clients = with_uplink_rate_got(study.clients) if not study.clients.empty else study.clients
     if not clients.empty:
         table = time_breakdown(clients)
         out.append(ReportFigure(f"figures/{RADIO_DIR}/round_time_breakdown", section, "round-time breakdown",
                                 breakdown_caption(table),
                                 breakdown_figure(table, study.settings, algorithms, setting_names=names,
                                                  width_in=width_in)))
-        for column, stem in (("sinr_db", "sinr_cdf"), ("uplink_rate_bps", "uplink_rate_cdf"),
+        for column, stem in (("sinr_db", "sinr_cdf"), (UPLINK_RATE_GOT, "uplink_rate_cdf"),
                              ("downlink_rate_bps", "downlink_rate_cdf")):
             if clients[column].notna().any():
                 out.append(ReportFigure(f"figures/{RADIO_DIR}/{stem}", section, stem.replace("_", " "),

@@ -12,7 +12,7 @@ import pytest
 from matplotlib.patches import Rectangle
 
 from sfl_sim.analysis.radio_data import client_energy, energy_fairness, time_breakdown
-from sfl_sim.analysis.radio_figures import TIME_PART_LABELS, breakdown_figure, cdf_figure, energy_figure
+from sfl_sim.analysis.radio_figures import TIME_PART_LABELS, breakdown_figure, cdf_caption, cdf_figure, energy_figure
 from sfl_sim.analysis.readers import read_clients
 from sfl_sim.analysis.report_figures import radio_figures, sweep_figures
 from sfl_sim.analysis.study_data import load_study
@@ -21,6 +21,8 @@ from sfl_sim.runs.rundir.schema import CLIENT_SPAN_COLUMN, CLIENT_TIME_COLUMNS, 
 from tests.analysis.synthetic_runs import write_run
 
 BANDWIDTHS_HZ = (5.0e6, 20.0e6)
+GRANT_COLUMNS = ("uplink_granted_rb_mean", "uplink_rb_s", "uplink_transport_blocks", "uplink_scheduled_rate_bps",
+                 "uplink_sinr_used_db")
 ALGOS = ("scala", "fedavg")
 SEEDS = (0, 1, 2)
 
@@ -38,6 +40,7 @@ def write_clients(run_dir: Path, seed: int, bandwidth_hz: float, rounds: int = 5
                        sinr_db=sinr, snr_db=sinr + 1, uplink_share_hz=bandwidth_hz / cohort, cqi="",
                        uplink_rate_bps=bandwidth_hz / cohort * np.log2(1 + 10 ** (sinr / 10)), downlink_rate_bps="",
                        **parts)
+            row.update({col: "" for col in GRANT_COLUMNS})  # the static split: no grants recorded
             row[CLIENT_SPAN_COLUMN] = sum(parts.values())
             rows.append(row)
     with open(run_dir / CLIENTS_FILE, "w", newline="") as fh:
@@ -143,3 +146,14 @@ def test_the_report_reads_clients_csv_through_the_one_reader(study):
     mine = study.clients.loc[study.clients["run_id"] == run["run_id"], list(CLIENTS_COLUMNS)].reset_index(drop=True)
     pd.testing.assert_frame_equal(mine, read_clients(Path(run["path"]))[list(CLIENTS_COLUMNS)])
     assert list(study.clients.columns[:4]) == ["run_id", "setting", "algorithm", "seed"]
+
+
+def test_the_uplink_rate_cdf_plots_the_rate_a_client_got() -> None:
+    """Under a dynamic scheduler the scheduled rate (clients.csv's share rate is the static share's,
+    what the outage rule judges); under the static split, the share's rate."""
+    from sfl_sim.analysis.radio_data import UPLINK_RATE_GOT, with_uplink_rate_got
+
+    clients = pd.DataFrame({"uplink_rate_bps": [10e6, 10e6, 4e6],
+                            "uplink_scheduled_rate_bps": [25e6, 3e6, np.nan]})  # RR, RR, static
+    assert with_uplink_rate_got(clients)[UPLINK_RATE_GOT].tolist() == [25e6, 3e6, 4e6]
+    assert "scheduled rate" in cdf_caption(UPLINK_RATE_GOT)
