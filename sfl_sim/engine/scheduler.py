@@ -29,8 +29,12 @@ Two fidelities (the policy's ``fidelity`` parameter):
     a transport block of ``r(m) * slot_s`` bits per grant; with a HARQ model each block fails with
     its first-transmission error rate (``slot_block``, a draw from the ``harq`` stream) and its bits
     come back to the buffer ``harq_rtt_s`` later, to go in a later grant (no combining gain, no
-    limit on copies).  A transfer ends at the end of the slot that empties its buffer.  With
-    ``fading_per_slot`` every client with data has a new fading draw each slot.
+    limit on copies).  A transfer ends at the end of the slot that empties its buffer.
+
+Both forms see the fading of the round's link (:class:`~sfl_sim.engine.radio.Uplink`: one draw per
+coherence block of ``cell.coherence``, the draw the static split sees), never a draw of their own:
+the fading's time scale is the channel's, not the fidelity's.  (An i.i.d. draw every slot, the
+former ``fading_per_slot``, is a Doppler no client has: 250 km/h at 3.5 GHz for 0.5 ms slots.)
 
 A new transfer waits the grant latency (scheduling request + buffer status report + K2 slots)
 before it can be granted.  The energy ledger gets one busy interval per transfer, from its start
@@ -57,8 +61,8 @@ __all__ = ["Band", "LinkAt", "NoteBusy"]
 LinkAt = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 #: ``note(client, start_s, duration_s, tx_power_w)``: a transfer's busy interval for the energy ledger.
 NoteBusy = Callable[[int, float, float, float], None]
-#: ``fading(client_ids (k,), redraw) -> fading_gain (k,)``: the clients' fading now, or a new draw.
-FadingOf = Callable[[np.ndarray, bool], np.ndarray]
+#: ``fading(client_ids (k,)) -> fading_gain (k,)``: the clients' fading now (the round's link's).
+FadingOf = Callable[[np.ndarray], np.ndarray]
 
 # Finish times within this relative distance of the earliest end together (fluid).
 _TIE_RTOL = 1e-12
@@ -106,7 +110,6 @@ class Band:
         self._harq, self._harq_rng = harq, harq_rng
         params: Any = getattr(policy, "params", None)
         self._slot = getattr(params, "fidelity", "fluid") == "slot"
-        self._fading_per_slot = bool(getattr(params, "fading_per_slot", False))
         latency = getattr(policy, "grant_latency_slots", None)
         self._latency_s = (latency() if callable(latency) else 0) * grid.slot_s
         self._n_rb = grid.n_rb
@@ -122,7 +125,6 @@ class Band:
         self._tab = np.zeros((self._steps.size, 2, 0))
         self._tab_inv = np.zeros((self._steps.size, 0))
         self._tab_fading = np.full(0, np.nan)  # the fading draw each row was tabled at
-        self._tabled = not (self._slot and self._fading_per_slot)
         # fluid, per row: [bits left (inf off the air), energy so far (J)], their rates of change
         # [-rate, power] (0 off the air), and [-1, 1] on the air ([0, 0] off it)
         self._f_state = np.zeros((2, 0))
@@ -199,7 +201,7 @@ class Band:
         whole band is positive on fewer RBs (the power per RB only grows as the grant shrinks), so
         every transfer the band takes ends."""
         ids = np.array([client], dtype=np.int64)
-        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids, False))
+        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids))
         return bool(rate[0] > 0.0)
 
     def failed_blocks(self, client: int) -> int:
@@ -321,15 +323,9 @@ class Band:
         The cell's link of a client depends only on its fading and its bandwidth, so each client
         keeps a table per fading draw of the RB counts it is likely to get — ``n_rb / n`` for
         ``n = 1 .. ladder`` clients with data (fluid) or ``1 .. n_rb`` (slot) — filled in one call
-        for every client whose draw is new; an RB count outside the table is asked for directly
-        (and everything, with a new draw every slot).  The numbers are the cell's, bit for bit; the
-        table only saves calls.
+        for every client whose draw is new; an RB count outside the table is asked for directly.
+        The numbers are the cell's, bit for bit; the table only saves calls.
         """
-        if not self._tabled:  # a new fading draw every slot: a table would be used once
-            rate, _, power = self._link_at(ids, rbs * self._grid.hz_per_rb, fading)
-            live = rbs > 0
-            return (np.where(live, np.asarray(rate, dtype=float), 0.0),
-                    np.where(live, np.asarray(power, dtype=float), 0.0))
         rows = np.fromiter((self._row_of(k) for k in ids.tolist()), dtype=np.int64, count=ids.size)
         self._table(ids, rows, fading)
         # the column of each RB count in the table, where it is one of the steps
@@ -372,7 +368,7 @@ class Band:
             fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
             self._fresh.clear()
             self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
-                        self._fading(fresh, False))
+                        self._fading(fresh))
         n, finish_s = self._n_on, self._f_finish
         if self._equal_shares and n <= self._steps.size:
             # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
@@ -435,7 +431,7 @@ class Band:
             sent: dict[int, float] = {}
             granted_rbs = 0.0
             if ids.size:
-                fading = self._fading(ids, self._fading_per_slot)
+                fading = self._fading(ids)
                 # each client's link on the whole grid: the policy ranks by its rate per RB, and a
                 # grant of the whole grid (the usual one to the best) sends at it
                 whole_bps, whole_w = self._links(ids, np.full(ids.size, float(self._n_rb)), fading)

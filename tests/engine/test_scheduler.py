@@ -30,7 +30,7 @@ def _run(policy, se, arrivals, *, fading=None, harq=None, harq_rng=None):
     """Transfers ``(client, start_s, bits)`` through one band; client -> finish time, and the busy notes."""
     env = simpy.Environment()
     notes = []
-    gains = fading if fading is not None else (lambda ids, redraw: np.ones(ids.size))
+    gains = fading if fading is not None else (lambda ids: np.ones(ids.size))
     band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, harq_rng)
     finish = {}
 
@@ -165,7 +165,7 @@ def test_slot_harq_counts_the_failed_blocks_of_a_transfer():
             return np.full(np.size(rate), 1.0 if self.calls == 1 else 0.0), np.full(np.size(rate), 2.0)
 
     env = simpy.Environment()
-    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
                 lambda *a: None, FirstBlockFails(), np.random.default_rng(0))
     done = band.carry(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
     env.run(done)
@@ -363,7 +363,7 @@ def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
 def test_closing_the_band_notes_the_transfers_still_on_the_air():
     env = simpy.Environment()
     notes = []
-    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
                 lambda *a: notes.append(a))
     done = band.carry(0, 40e6)  # 1 s alone
     env.run(until=0.25)

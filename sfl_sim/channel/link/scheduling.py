@@ -28,11 +28,12 @@ Max-rate's is the whole band to the best rate per RB (exact on a flat channel). 
 fair's fluid form is its long-run share on a channel that does not change within a transfer: the
 split maximising ``sum_k log(x_k r_k)`` over ``sum_k x_k = n_rb`` is ``x_k = n_rb / n`` (rates
 linear in the RBs), i.e. round-robin's; it leaves out the averaging transient (the slot form serves
-one client at a time and the others catch up) and the multi-user diversity gain of fading per
-slot.  On the two-client case of ``tests/engine/test_scheduler.py`` (flat channel, one client
-alone for 0.2 s, then both; 0.8 and 1.0 s in the fluid form) the slot form ends the first client
-3, 34 and 142 ms later for ``t_c`` = 10, 100 and 1000 slots (the newcomer, with ``T = 0``, holds
-the band until its average catches up) and the last one within a slot of the fluid form.
+one client at a time and the others catch up).  On the two-client case of
+``tests/engine/test_scheduler.py`` (flat channel, one client alone for 0.2 s, then both; 0.8 and
+1.0 s in the fluid form) the slot form ends the first client 3, 34 and 142 ms later for ``t_c`` =
+10, 100 and 1000 slots (the newcomer, with ``T = 0``, holds the band until its average catches up)
+and the last one within a slot of the fluid form.  Both forms see the same fading, the round
+link's by ``cell.coherence`` (:mod:`sfl_sim.engine.scheduler`).
 
 The resource grid: :class:`ResourceGrid` (numerology ``mu``: subcarrier spacing ``15 * 2^mu``
 kHz, TS 38.211 clause 4.2 Table 4.2-1; slot ``1 ms / 2^mu``, TS 38.211 clause 4.3.2; the
@@ -41,14 +42,14 @@ number of RBs of a channel from TS 38.101-1 Table 5.3.2-1, :func:`~.resource_gri
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 
 from sfl_sim.channel.link.resource_grid import N_RB_FR1, SUBCARRIERS_PER_RB, n_rb
 from sfl_sim.channel.protocols import Scheduler
 from sfl_sim.kit.component import Component
-from sfl_sim.kit.params import Doc, Field, ParamsModel
+from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
@@ -180,9 +181,6 @@ class _Dynamic(Component):
         fidelity: Annotated[Fidelity, Doc(
             "fluid: shares change when a transfer starts or ends (processor sharing); slot: a decision "
             "every slot, transport blocks and HARQ copies")] = "fluid"
-        fading_per_slot: Annotated[bool, Doc(
-            "slot fidelity: a new fading draw for every client with data every slot (block fading of one slot); "
-            "false: the draw of cell.coherence's rule")] = True
         scheduling_request_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
             "Slots from a transfer's first bit in the buffer to its scheduling request at the base station, "
             "in [0, 640] (the three latencies are waited once, in sum, before a transfer's first grant)")] = 0
@@ -191,6 +189,17 @@ class _Dynamic(Component):
         k2_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
             "K2: slots from the uplink grant (DCI) to the PUSCH it schedules (TS 38.214 clause 6.1.2.1), "
             "in [0, 640]")] = 0
+
+        @model_validator(mode="before")
+        @classmethod
+        def _no_fading_per_slot(cls, data: Any) -> Any:
+            """``fading_per_slot`` is gone: refused in one line saying why, not ignored."""
+            if isinstance(data, dict) and "fading_per_slot" in data:
+                raise ValueError(f"fading_per_slot: got {data['fading_per_slot']!r}; allowed: nothing (the setting is "
+                                 f"gone: an i.i.d. fading draw every slot is a Doppler no client has, e.g. 250 km/h "
+                                 f"at 3.5 GHz with 0.5 ms slots; every fidelity now sees the fading of "
+                                 f"cell.coherence, the static split's)")
+            return data
 
     params: Params
 
