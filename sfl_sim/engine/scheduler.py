@@ -9,7 +9,8 @@ cell (``link_at``: the rate model with the client's power control on the granted
 ``m B / N_RB`` — the channel's bandwidth per RB, :attr:`ResourceGrid.hz_per_rb`, so open-loop
 power control counts ``m`` RBs — and its fading now).
 
-Two fidelities (the policy's ``fidelity`` parameter):
+Two fidelities (the policy's ``fidelity``, a member of the
+:class:`~sfl_sim.channel.protocols.Scheduler` protocol):
 
 ``fluid``
     Processor sharing: the shares change only when a transfer starts or ends.  At each change the
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import simpy
@@ -89,7 +89,8 @@ class Band:
     ----------
     env : simpy.Environment
     policy : Scheduler
-        A dynamic scheduler (its ``params`` has ``fidelity`` and the grant latency).
+        A dynamic scheduler (its ``fidelity``, ``grant_latency_slots()`` and ``fluid_equal_shares``
+        are read here).
     grid : ResourceGrid
     link_at : LinkAt
     fading : FadingOf
@@ -108,10 +109,9 @@ class Band:
         self._env, self._policy, self._grid = env, policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
         self._harq, self._harq_rng = harq, harq_rng
-        params: Any = getattr(policy, "params", None)
-        self._slot = getattr(params, "fidelity", "fluid") == "slot"
-        latency = getattr(policy, "grant_latency_slots", None)
-        self._latency_s = (latency() if callable(latency) else 0) * grid.slot_s
+        # what the band reads of the policy is the Scheduler protocol's, checked when the run is built
+        self._slot = policy.fidelity == "slot"
+        self._latency_s = policy.grant_latency_slots() * grid.slot_s
         self._n_rb = grid.n_rb
         # the RB counts tabled per client and fading draw (see _links)
         self._steps = (np.arange(1, self._n_rb + 1, dtype=float) if self._slot
@@ -134,7 +134,7 @@ class Band:
         self._f_finish = np.zeros(0)
         self._n_on = 0
         # a policy whose fluid split is always n_rb / n: its rates are a column of the tables
-        self._equal_shares = bool(getattr(policy, "fluid_equal_shares", False))
+        self._equal_shares = bool(policy.fluid_equal_shares)
         self._fresh: list[int] = []  # clients on the air since the last re-share (their fading to table)
         self._grow(max(int(ladder), 1))
         self._resharing: simpy.Event | None = None

@@ -127,7 +127,7 @@ import simpy
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
-from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.link.scheduling import ResourceGrid, is_dynamic
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
@@ -564,7 +564,7 @@ class Simulator:
         self.battery = battery
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
-        dynamic = scheduler is not None and bool(getattr(scheduler, "dynamic", True))
+        dynamic = scheduler is not None and is_dynamic(scheduler)
         self.scheduler = scheduler if dynamic else None
         #: The uplink's resource grid under a dynamic scheduler; None: the per-round shares.
         self.uplink_grid = ResourceGrid(numerology, cell.uplink_bandwidth_hz) if dynamic else None

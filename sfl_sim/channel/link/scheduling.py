@@ -54,7 +54,7 @@ from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
            "ProportionalFair", "MaxRate", "MAX_LATENCY_SLOTS", "MAX_TIME_CONSTANT_SLOTS", "check_numerology",
-           "equal_rbs", "needed_rbs"]
+           "equal_rbs", "is_dynamic", "needed_rbs"]
 
 SCHEDULERS = Registry("scheduler", protocol=Scheduler)
 
@@ -169,11 +169,23 @@ def _fill_in_order(n_rb: int, need_rb: np.ndarray, order: np.ndarray) -> np.ndar
     return grant
 
 
+def is_dynamic(scheduler: object) -> bool:
+    """Whether ``scheduler`` (a built scheduler or its class) hands out the band itself: its class
+    attribute ``dynamic`` (:class:`~sfl_sim.channel.protocols.Scheduler`).  The one place the
+    question is answered; a class that lacks the attribute counts as dynamic here (the band's
+    checks apply to it) and is refused when the run is built."""
+    cls = scheduler if isinstance(scheduler, type) else type(scheduler)
+    return bool(getattr(cls, "dynamic", True))
+
+
 class _Dynamic(Component):
-    """Shared by the dynamic schedulers: the grant latency and the (unused) throughput average."""
+    """Shared by the dynamic schedulers: the fidelity, the grant latency and the (unused)
+    throughput average."""
 
     #: False: the engine keeps ``cell.allocation``'s per-round split and asks nothing.
     dynamic: ClassVar[bool] = True
+    #: True where the fluid split is ``n_rb / n`` each whatever the rates (the band need not ask).
+    fluid_equal_shares: ClassVar[bool] = False
 
     class Params(ParamsModel):
         """What every dynamic scheduler takes: the engine's fidelity and the uplink grant latency."""
@@ -203,6 +215,11 @@ class _Dynamic(Component):
 
     params: Params
 
+    @property
+    def fidelity(self) -> Fidelity:
+        """When the engine asks: ``fluid`` or ``slot`` (the ``fidelity`` parameter)."""
+        return self.params.fidelity
+
     def grant_latency_slots(self) -> int:
         """Slots a new transfer waits before its first grant (SR + BSR + K2)."""
         p = self.params
@@ -225,6 +242,13 @@ class StaticScheduler(Component):
     """
 
     dynamic: ClassVar[bool] = False
+    #: Never asked (the engine keeps the per-round split); stated for the protocol.
+    fidelity: ClassVar[Fidelity] = "fluid"
+    fluid_equal_shares: ClassVar[bool] = True
+
+    def grant_latency_slots(self) -> int:
+        """0: never asked (the per-round split waits for no grant)."""
+        return 0
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` to each of the ``n`` clients named."""
