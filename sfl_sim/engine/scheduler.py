@@ -28,7 +28,8 @@ Two fidelities (the policy's ``fidelity``, a member of the
     each client's need
     (the RBs that would empty its buffer), :meth:`~sfl_sim.channel.protocols.Scheduler.grant_rbs`,
     a transport block of ``r(m) * slot_s`` bits per grant; with a HARQ model each block fails with
-    its first-transmission error rate (``slot_block``, a draw from the ``harq`` stream) and its bits
+    its first-transmission error rate (``slot_block``; a draw from a stream of its own, keyed by the
+    round, the client and the slot, so the slot form shifts no shared stream) and its bits
     come back to the buffer ``harq_rtt_s`` later, to go in a later grant (no combining gain, no
     limit on copies).  A transfer ends at the end of the slot that empties its buffer.
 
@@ -97,18 +98,20 @@ class Band:
     note_busy : NoteBusy
     harq : HarqModel or None
         Slot fidelity: transport blocks fail with its ``slot_block`` error rate.
-    harq_rng : numpy.random.Generator or None
-        The ``harq`` stream (slot fidelity with HARQ).
+    block_rng : callable or None
+        ``block_rng(client, slot) -> numpy.random.Generator``: the stream of a client's draws in a
+        slot (slot fidelity with HARQ), keyed by the round, the client and the slot, never the run's
+        shared streams.
     ladder : int
         Fluid: the RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, harq: HarqModel | None = None,
-                 harq_rng: np.random.Generator | None = None, ladder: int = 1) -> None:
+                 block_rng: Callable[[int, int], np.random.Generator] | None = None, ladder: int = 1) -> None:
         self._env, self._policy, self._grid = env, policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
-        self._harq, self._harq_rng = harq, harq_rng
+        self._harq, self._block_rng = harq, block_rng
         # what the band reads of the policy is the Scheduler protocol's, checked when the run is built
         self._slot = policy.fidelity == "slot"
         self._latency_s = policy.grant_latency_slots() * grid.slot_s
@@ -452,9 +455,10 @@ class Band:
                         rate, power = self._links(ids[g], grant[g].astype(float), fading[g])
                     block = np.minimum(np.asarray(rate, dtype=float) * slot_s, left[g])
                     ok = np.ones(block.size, dtype=bool)
-                    if self._harq is not None and self._harq_rng is not None:
+                    if self._harq is not None and self._block_rng is not None:
                         p_fail, _ = self._harq.slot_block(rate, snr_db)
-                        ok = ~(self._harq_rng.random(block.size) < np.nan_to_num(p_fail, nan=1.0))
+                        u = np.array([self._block_rng(k, j).random() for k in ids[g].tolist()])
+                        ok = ~(u < np.nan_to_num(p_fail, nan=1.0))
                     for i, k in enumerate(ids[g].tolist()):
                         sent[k] = float(block[i])
                         self._energy_j[k] += float(power[i]) * slot_s

@@ -653,7 +653,7 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
                      downlink_bps=None if run.capability is None else run.capability.downlink_bps,
                      scheduler=run.scheduler if run.scheduler is not None else build_scheduler(cfg),
-                     numerology=cfg.cell.numerology)
+                     numerology=cfg.cell.numerology, seed=cfg.seed)
 
 
 def cell_table(run: Run) -> dict[str, Any]:

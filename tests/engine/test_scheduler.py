@@ -26,12 +26,12 @@ def _linear_link(se_bps_per_hz):
     return link_at
 
 
-def _run(policy, se, arrivals, *, fading=None, harq=None, harq_rng=None):
+def _run(policy, se, arrivals, *, fading=None, harq=None, block_rng=None):
     """Transfers ``(client, start_s, bits)`` through one band; client -> finish time, and the busy notes."""
     env = simpy.Environment()
     notes = []
     gains = fading if fading is not None else (lambda ids: np.ones(ids.size))
-    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, harq_rng)
+    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, block_rng)
     finish = {}
 
     def transfer(client, start_s, bits):
@@ -145,7 +145,7 @@ def test_slot_harq_resends_failed_blocks_after_the_round_trip():
     bits = 10 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0  # 10 slots alone
     clean, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)])
     lossy, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)], harq=EveryOtherFails(),
-                    harq_rng=np.random.default_rng(1))
+                    block_rng=lambda k, j: np.random.default_rng([1, k, j]))
     assert clean[0] == pytest.approx(10 * GRID.slot_s)
     assert lossy[0] >= clean[0] + 8e-3  # at least one copy waited its round trip
 
@@ -166,7 +166,7 @@ def test_slot_harq_counts_the_failed_blocks_of_a_transfer():
 
     env = simpy.Environment()
     band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
-                lambda *a: None, FirstBlockFails(), np.random.default_rng(0))
+                lambda *a: None, FirstBlockFails(), lambda k, j: np.random.default_rng([0, k, j]))
     done = band.carry(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
     env.run(done)
     assert band.failed_blocks(0) == 1
