@@ -27,11 +27,18 @@ Two fidelities (the policy's ``fidelity``, a member of the
     starts at a slot's start is in its decision, one that starts later waits for the next slot's):
     each client's need
     (the RBs that would empty its buffer), :meth:`~sfl_sim.channel.protocols.Scheduler.grant_rbs`,
-    a transport block of ``r(m) * slot_s`` bits per grant; with a HARQ model each block fails with
-    its first-transmission error rate (``slot_block``; a draw from a stream of its own, keyed by the
-    round, the client and the slot, so the slot form shifts no shared stream) and its bits
-    come back to the buffer ``harq_rtt_s`` later, to go in a later grant (no combining gain, no
-    limit on copies).  A transfer ends at the end of the slot that empties its buffer.
+    a transport block of ``r(m) * slot_s`` bits per grant.  With a HARQ model a block's fate is the
+    static path's model, asked the same way: :meth:`~sfl_sim.channel.protocols.HarqModel.send` of
+    the block's new bits at its rate and SINR (up to ``max_transmissions`` copies, chase
+    combining's SINR gain per copy, the block given up after the last; ``mode`` as set), its one
+    draw from a stream of its own keyed by the round, the client and the slot (so the slot form
+    shifts no shared stream).  The block's copies (``retransmissions`` of it) come back to the
+    buffer in its HARQ round trips (``ceil(retransmissions / blocks)`` of them, the waiting
+    ``send`` times, ``time_s`` less the copies' air time, split evenly), each round one rtt after
+    the previous copy went, and a grant sends copies before new bits (our reading: NR serves a
+    pending retransmission first).  A block given up fails the transfer once its last bit is
+    through (:meth:`Band.gave_up`), an outage as on the static path.  A transfer ends at the end of
+    the slot that empties its buffer.
 
 Both forms see the fading of the round's link (:class:`~sfl_sim.engine.radio.Uplink`: one draw per
 coherence block of ``cell.coherence``, the draw the static split sees), never a draw of their own:
@@ -97,7 +104,7 @@ class Band:
     fading : FadingOf
     note_busy : NoteBusy
     harq : HarqModel or None
-        Slot fidelity: transport blocks fail with its ``slot_block`` error rate.
+        Slot fidelity: each transport block's fate is its ``send`` (see the module docstring).
     block_rng : callable or None
         ``block_rng(client, slot) -> numpy.random.Generator``: the stream of a client's draws in a
         slot (slot fidelity with HARQ), keyed by the round, the client and the slot, never the run's
@@ -147,8 +154,13 @@ class Band:
         self._start_s: dict[int, float] = {}
         self._done: dict[int, simpy.Event] = {}
         self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
-        self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
-        self._failed_blocks: dict[int, int] = {}  # slot with HARQ: failed transport blocks per transfer
+        # slot with HARQ, per client: copies waiting their round trip, (due_s, bits, rounds after it,
+        # the wait before each of those); copies in the buffer, sent before new bits, [bits left,
+        # bits, rounds after it, wait]; the transfer's retransmissions; whether a block was given up
+        self._held: dict[int, list[tuple[float, float, int, float]]] = {}
+        self._copies: dict[int, list[list[float]]] = {}
+        self._failed_blocks: dict[int, float] = {}
+        self._gave_up: set[int] = set()
         self._since_s = self._opened_s = env.now
         self._rbs_on_air = 0.0  # fluid: the RBs granted since the last re-share
         self._used_rb_s = 0.0  # RB-seconds granted so far (the round's load)
@@ -185,6 +197,7 @@ class Band:
         done = self._env.event()
         self._done[client] = done
         self._failed_blocks.pop(client, None)
+        self._gave_up.discard(client)
         self._start_s[client] = self._env.now
         if self._slot:
             self._energy_j[client] = 0.0
@@ -207,11 +220,16 @@ class Band:
         rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids))
         return bool(rate[0] > 0.0)
 
-    def failed_blocks(self, client: int) -> int:
-        """The transport blocks of ``client``'s last transfer that failed and were sent again
-        (slot form with HARQ; 0 otherwise): its HARQ retransmissions, read once the transfer is
-        over and reset by the next :meth:`carry`."""
+    def failed_blocks(self, client: int) -> float:
+        """The HARQ retransmissions of ``client``'s last transfer (slot form with HARQ; 0
+        otherwise; a real number in HARQ's ``expected`` mode, as on the static path), read once
+        the transfer is over and reset by the next :meth:`carry`."""
         return self._failed_blocks.get(client, 0)
+
+    def gave_up(self, client: int) -> bool:
+        """Whether HARQ gave up on a transport block of ``client``'s last transfer (slot form): its
+        payload did not arrive, although its last bit went (an outage for the outage policy)."""
+        return client in self._gave_up
 
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
@@ -220,6 +238,7 @@ class Band:
         self._advance()
         self._left.pop(client, None)
         self._held.pop(client, None)
+        self._copies.pop(client, None)
         self._close_transfer(client)
         self._done.pop(client)
         if not self._slot:
@@ -236,6 +255,7 @@ class Band:
         self._done.clear()
         self._left.clear()
         self._held.clear()
+        self._copies.clear()
         self._fresh.clear()
         self._closed = True
         self._rbs_on_air = 0.0
@@ -279,6 +299,7 @@ class Band:
     def _finish(self, client: int) -> None:
         self._left.pop(client, None)
         self._held.pop(client, None)
+        self._copies.pop(client, None)
         self._close_transfer(client)
         self._done.pop(client).succeed(DELIVERED)
 
@@ -412,7 +433,6 @@ class Band:
     def _slots(self) -> SimSteps[None]:
         """The slot loop: runs while some client has data (or HARQ bits on their round trip)."""
         env, slot_s, policy = self._env, self._grid.slot_s, self._policy
-        rtt_s = float(getattr(getattr(self._harq, "params", None), "harq_rtt_s", 0.0))
         j = math.ceil(env.now / slot_s - 1e-9)
         while (self._left or self._held) and not self._closed:
             start = j * slot_s
@@ -426,7 +446,8 @@ class Band:
             for k in list(self._held):  # HARQ copies whose round trip is over go back to the buffer
                 due = [h for h in self._held[k] if h[0] <= env.now + 1e-12]
                 if due:
-                    self._left[k] = self._left.get(k, 0.0) + sum(b for _, b in due)
+                    self._left[k] = self._left.get(k, 0.0) + sum(h[1] for h in due)
+                    self._copies.setdefault(k, []).extend([h[1], h[1], h[2], h[3]] for h in due)
                     self._held[k] = [h for h in self._held[k] if h[0] > env.now + 1e-12]
                     if not self._held[k]:
                         del self._held[k]
@@ -454,18 +475,14 @@ class Band:
                     else:
                         rate, power = self._links(ids[g], grant[g].astype(float), fading[g])
                     block = np.minimum(np.asarray(rate, dtype=float) * slot_s, left[g])
-                    ok = np.ones(block.size, dtype=bool)
-                    if self._harq is not None and self._block_rng is not None:
-                        p_fail, _ = self._harq.slot_block(rate, snr_db)
-                        u = np.array([self._block_rng(k, j).random() for k in ids[g].tolist()])
-                        ok = ~(u < np.nan_to_num(p_fail, nan=1.0))
+                    delivered = block.copy()
                     for i, k in enumerate(ids[g].tolist()):
                         sent[k] = float(block[i])
                         self._energy_j[k] += float(power[i]) * slot_s
-                        if not ok[i]:
-                            self._held.setdefault(k, []).append((start + slot_s + rtt_s, float(block[i])))
-                            self._failed_blocks[k] = self._failed_blocks.get(k, 0) + 1
-                    served[g] = np.where(ok, block, 0.0) / slot_s
+                        if self._harq is not None:
+                            delivered[i] = self._harq_block(k, j, float(block[i]), float(rate[i]),
+                                                            float(snr_db[i]), start + slot_s)
+                    served[g] = delivered / slot_s
                 new_average = policy.average_bps(average, served)
                 for i, k in enumerate(ids.tolist()):
                     self._average[k] = float(new_average[i])
@@ -478,3 +495,38 @@ class Band:
             for k in [k for k in self._left if self._left[k] <= 1e-9 and k not in self._held]:
                 self._finish(k)
         self._ticking = False
+
+    def _harq_block(self, client: int, slot: int, bits: float, rate_bps: float, snr_db: float,
+                    end_s: float) -> float:
+        """HARQ of one grant of ``bits`` ending at ``end_s``: the copies in the buffer go first (one
+        whose last bit goes starts its next round trip, if any); the rest is a new transport block,
+        whose fate the HARQ model gives (see the module docstring).  Returns the new bits sent."""
+        copies = self._copies.get(client, [])
+        while copies and bits > 1e-9:
+            entry = copies[0]
+            took = min(bits, entry[0])
+            entry[0] -= took
+            bits -= took
+            if entry[0] <= 1e-9:
+                copies.pop(0)
+                _, per_round, rounds_after, wait_s = entry
+                if rounds_after > 0:
+                    self._hold(client, end_s + wait_s, per_round, int(rounds_after) - 1, wait_s)
+        if bits <= 1e-9:
+            return 0.0
+        assert self._harq is not None and self._block_rng is not None
+        sent = self._harq.send(bits, rate_bps, snr_db, self._block_rng(client, slot))
+        if not sent.delivered:
+            self._gave_up.add(client)
+        if sent.retransmissions > 0:
+            self._failed_blocks[client] = self._failed_blocks.get(client, 0) + sent.retransmissions
+            rounds = math.ceil(sent.retransmissions / sent.blocks - 1e-9)
+            air_s = (sent.blocks + sent.retransmissions) * bits / (sent.blocks * rate_bps)
+            wait_s = max(0.0, sent.time_s - air_s) / rounds
+            per_round = sent.retransmissions * bits / (sent.blocks * rounds)
+            self._hold(client, end_s + wait_s, per_round, rounds - 1, wait_s)
+        return bits
+
+    def _hold(self, client: int, due_s: float, bits: float, rounds_after: int, wait_s: float) -> None:
+        """A HARQ copy of ``bits`` back in the buffer at ``due_s``, ``rounds_after`` more after it."""
+        self._held.setdefault(client, []).append((due_s, bits, rounds_after, wait_s))

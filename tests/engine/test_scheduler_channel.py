@@ -79,3 +79,27 @@ def test_the_slot_forms_draws_come_from_streams_keyed_by_round_client_and_slot()
     assert ends_again == ends and again.counters.harq_retransmissions == sim.counters.harq_retransmissions
     assert any(_slot_round_with_harq(round_index=r)[1] != ends for r in (5, 6, 7))
     assert any(_slot_round_with_harq(round_index=4, seed=s)[1] != ends for s in (1, 2, 3))
+
+
+@pytest.mark.parametrize("form", ["static", "fluid", "slot"])
+def test_harq_losses_do_not_depend_on_the_fidelity(form):
+    """Blocks at a 99 % first-transmission error target, one copy each (max_transmissions 1): HARQ
+    gives the payload up in every form, an outage the (default) policy drops, counted once.
+    Before, the slot form resent every failed block without limit and delivered it."""
+    from sfl_sim.engine import Lost
+
+    rate = McsTableRate(mapping="bler", bler_target=0.99)
+    cell = small_cell(FixedDistancePlacement([150.0, 350.0]), rate=rate, n_clients=2, uplink_bandwidth_hz=20e6,
+                      tx_power_w=0.01)
+    params = PLANS[form]
+    sim = Simulator(cell, np.ones(2), 1.0, harq=Harq(rate, mode="sampled", max_transmissions=1),
+                    harq_rng=np.random.default_rng(3), numerology=1,
+                    scheduler=None if params is None else RoundRobin(**params))
+    out = {}
+
+    def round_process(ctx):
+        out["result"] = yield ctx.upload(1, 60_000, "payload")
+
+    sim.run_round(round_process, np.array([0, 1]))
+    assert out["result"] == Lost("outage")
+    assert sim.counters.dropped_transmissions == 1 and sim.counters.harq_retransmissions == 0
