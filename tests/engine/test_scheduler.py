@@ -377,6 +377,8 @@ def test_a_scheduled_scenario_runs_end_to_end(tmp_path, scheduler):
      ["cell.scheduler.time_constant_slots", "0"]),
     ("cell.scheduler={name: round_robin, k2_slots: -1}", ["cell.scheduler.k2_slots", "-1"]),
     ("cell.numerology=4", ["cell.numerology", "4"]),
+    ("cell.scheduler={name: proportional_fair, fidelity: slot, fading_per_slot: true}",
+     ["cell.scheduler.fading_per_slot: got True; allowed: nothing (the setting is gone", "Doppler"]),
     ("cell.scheduler=roundrobin", ["cell.scheduler", "roundrobin", "round_robin"]),
 ])
 def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):

@@ -41,15 +41,16 @@ number of RBs of a channel from TS 38.101-1 Table 5.3.2-1, :func:`~.resource_gri
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 
 from sfl_sim.channel.link.resource_grid import N_RB_FR1, SUBCARRIERS_PER_RB, n_rb
 from sfl_sim.channel.protocols import Scheduler
 from sfl_sim.kit.component import Component
-from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
+from sfl_sim.kit.params import Doc, Field, ParamsModel
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
@@ -202,16 +203,9 @@ class _Dynamic(Component):
             "K2: slots from the uplink grant (DCI) to the PUSCH it schedules (TS 38.214 clause 6.1.2.1), "
             "in [0, 640]")] = 0
 
-        @model_validator(mode="before")
-        @classmethod
-        def _no_fading_per_slot(cls, data: Any) -> Any:
-            """``fading_per_slot`` is gone: refused in one line saying why, not ignored."""
-            if isinstance(data, dict) and "fading_per_slot" in data:
-                raise ValueError(f"fading_per_slot: got {data['fading_per_slot']!r}; allowed: nothing (the setting is "
-                                 f"gone: an i.i.d. fading draw every slot is a Doppler no client has, e.g. 250 km/h "
-                                 f"at 3.5 GHz with 0.5 ms slots; every fidelity now sees the fading of "
-                                 f"cell.coherence, the static split's)")
-            return data
+        retired: ClassVar[Mapping[str, str]] = {"fading_per_slot": (
+            "the setting is gone: an i.i.d. fading draw every slot is a Doppler no client has, e.g. 250 km/h at "
+            "3.5 GHz with 0.5 ms slots; every fidelity now sees the fading of cell.coherence, the static split's")}
 
     params: Params
 
