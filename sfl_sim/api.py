@@ -477,10 +477,11 @@ def _radio_lines(cfg: Scenario, cell: Any, scheduler: Any) -> tuple[str, ...]:
     """What ``--check`` says about the cell: how many clients are in uplink and in downlink outage
     (every run of a scenario has the same cell)."""
     from sfl_sim.channel.link.downlink import downlink_outage
+    from sfl_sim.channel.link.scheduling import is_dynamic
     from sfl_sim.channel.link.uplink_outage import uplink_outage
     from sfl_sim.runs.build import selected_per_round
 
-    k, scheduled = selected_per_round(cfg), bool(getattr(scheduler, "dynamic", True))
+    k, scheduled = selected_per_round(cfg), is_dynamic(scheduler)
     return (uplink_outage(cell, k, scheduled).line(cfg.cell.scheduler.name),
             downlink_outage(cell, k).line(cfg.cell.downlink.mode))
 

@@ -47,7 +47,9 @@ Kinds and what is checked
                 ``grant_rbs`` gives whole RBs >= 0, at most the grid, none to an empty buffer, the
                 same twice; a dynamic one (``dynamic`` true) grants at most each need and exactly
                 ``min(n_rb, total need)`` (work-conserving); ``fluid_rbs`` finite, >= 0, within the
-                grid, the whole grid for a dynamic one.
+                grid, the whole grid for a dynamic one; ``dynamic`` a bool on the class, and for a
+                dynamic one ``fidelity`` ``fluid`` or ``slot``, ``fluid_equal_shares`` a bool,
+                ``grant_latency_slots()`` an integer in [0, 640].
 any kind        when the component is :class:`~sfl_sim.channel.protocols.Stateful`: ``state_dict()`` is
                 plain data (arrays, numbers, strings, None, dicts/lists) that
                 ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
@@ -57,7 +59,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -65,6 +67,7 @@ from sfl_sim.channel.kinds import PROTOCOLS, REGISTRIES
 from sfl_sim.channel.link.allocation import accepts_rate_of
 from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.link.rate import ShannonRate
+from sfl_sim.channel.link.scheduling import MAX_LATENCY_SLOTS, Fidelity, is_dynamic
 from sfl_sim.channel.protocols import (
     BoundedSpeedMobility,
     LosAwarePathLoss,
@@ -506,7 +509,20 @@ def _check_harq(report: _Report, comp: Any, seed: int, counts: list[int], thorou
 def _check_scheduler(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
     """Grants on random buffers, rates and averages over a few grid sizes (11, 51, 273 RBs)."""
     rng = _rng(seed)
-    dynamic = bool(getattr(comp, "dynamic", True))
+    dynamic = is_dynamic(comp)
+    # what the engine's band reads besides the grants (the Scheduler protocol's members)
+    on_class = getattr(type(comp), "dynamic", None)
+    report.check(isinstance(on_class, (bool, np.bool_)), "dynamic a class attribute, a bool",
+                 f"got {on_class!r} on the class")
+    if dynamic:
+        report.check(getattr(comp, "fidelity", None) in get_args(Fidelity), "fidelity one of "
+                     + ", ".join(get_args(Fidelity)), f"got {getattr(comp, 'fidelity', None)!r}")
+        report.check(isinstance(getattr(comp, "fluid_equal_shares", None), (bool, np.bool_)),
+                     "fluid_equal_shares a bool", f"got {getattr(comp, 'fluid_equal_shares', None)!r}")
+        latency = comp.grant_latency_slots()
+        report.check(isinstance(latency, (int, np.integer)) and not isinstance(latency, bool)
+                     and 0 <= latency <= MAX_LATENCY_SLOTS,
+                     f"grant_latency_slots() an integer in [0, {MAX_LATENCY_SLOTS}]", f"got {latency!r}")
     for n in counts:
         for n_rb in (11, 51, 273):
             rates = rng.uniform(1e4, 1e6, n)
@@ -537,7 +553,7 @@ def _check_scheduler(report: _Report, comp: Any, seed: int, counts: list[int]) -
             if dynamic and active.size:
                 report.check(share.sum() >= n_rb * (1 - 1e-9), "fluid_rbs work-conserving",
                              f"{share.sum():g} of {n_rb} RBs shared")
-            if getattr(comp, "fluid_equal_shares", False) and active.size:
+            if dynamic and getattr(comp, "fluid_equal_shares", False) is True and active.size:
                 report.check(bool(np.all(share == n_rb / active.size)), "fluid_rbs n_rb / n each (fluid_equal_shares)",
                              f"got {share!r} for n = {active.size}")
 

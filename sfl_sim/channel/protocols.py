@@ -445,13 +445,27 @@ class HarqModel(Protocol):
 class Scheduler(Protocol):
     """A MAC scheduling policy: how many resource blocks each client with data gets now
     (:mod:`sfl_sim.channel.link.scheduling`).  Pure functions of their arguments; the engine owns
-    the buffers, the clock and the averages.  ``dynamic`` False (``static``) means the engine keeps
-    the per-round split of ``cell.allocation`` and asks nothing.  An optional class attribute
-    ``fluid_equal_shares`` True promises that :meth:`fluid_rbs` is ``n_rb / n`` each whatever the
-    rates (round-robin, proportional fair): the engine then reads the rates of ``n`` equal shares
-    from its tables without asking (the conformance check holds the policy to it)."""
+    the buffers, the clock and the averages.  Everything the engine's band
+    (:mod:`sfl_sim.engine.scheduler`) reads is a member here, checked when the run is built (a
+    class lacking one is refused in one line naming it, never run in another form):
+
+    - ``dynamic`` (a class attribute, a bool): False (``static``) means the engine keeps the
+      per-round split of ``cell.allocation`` and asks nothing else;
+      :func:`sfl_sim.channel.link.scheduling.is_dynamic` is the one place that reads it;
+    - ``fidelity``: ``"fluid"`` (asked when a transfer starts or ends) or ``"slot"`` (every slot);
+    - ``fluid_equal_shares`` (a bool): True promises that :meth:`fluid_rbs` is ``n_rb / n`` each
+      whatever the rates (round-robin, proportional fair): the engine then reads the rates of ``n``
+      equal shares from its tables without asking (the conformance check holds the policy to it);
+    - :meth:`grant_latency_slots`, the slots a new transfer waits before its first grant.
+    """
 
     dynamic: ClassVar[bool]
+    fidelity: str
+    fluid_equal_shares: bool
+
+    def grant_latency_slots(self) -> int:
+        """Slots (an integer >= 0) from a transfer's first bit in the buffer to its first grant
+        (scheduling request, buffer status report, K2)."""
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """Processor-sharing split of ``n_rb`` among the clients given (all with data), shape

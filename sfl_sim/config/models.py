@@ -35,7 +35,7 @@ from sfl_sim.channel.link.harq import HARQ
 from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.resource_grid import DEFAULT_NUMEROLOGY, N_RB_FR1, slot_duration_s
-from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid
+from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid, is_dynamic
 from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
@@ -518,11 +518,11 @@ def _power_control_spacing_hz(spec: ComponentSpec) -> float | None:
 
 
 def _dynamic_scheduler(name: str) -> bool:
-    """Whether ``cell.scheduler`` names a dynamic scheduler (an unknown name is refused when the run
-    is built, with the known names)."""
+    """Whether ``cell.scheduler`` names a dynamic scheduler (an unknown name, or a class lacking a
+    member of the protocol, a TypeError, is refused when the run is built, in one line)."""
     try:
-        return bool(getattr(SCHEDULERS.get(name), "dynamic", True))
-    except ValueError:
+        return is_dynamic(SCHEDULERS.get(name))
+    except (ValueError, TypeError):
         return False
 
 

@@ -21,7 +21,8 @@ as without one; a client with no usable rate on the whole band besides (below th
 every RB: :meth:`~sfl_sim.engine.scheduler.Band.serves`) is in outage too, its attempt taking no
 air time, as a zero rate on the share.  HARQ: in the ``fluid`` form the copies' bits go through
 the band and the round trips are waited after (:meth:`HarqModel.send`'s time less the copies' air time); in the ``slot``
-form the band resends failed transport blocks itself.
+form the band asks the same :meth:`HarqModel.send` per transport block and resends its copies
+itself, and a block HARQ gave up on fails the attempt as an undelivered payload does.
 """
 from __future__ import annotations
 
@@ -189,6 +190,8 @@ class Link:
                     notes.note_harq(client, resent)
                 if isinstance(on_air, Lost):
                     return on_air
+                # the slot form's HARQ gave up on a block: the payload is lost, as sent.delivered false
+                failed = failed or band.gave_up(client)
                 if wait_s > 0.0:
                     notes.note_harq_wait(client, env.now, env.now + wait_s)
                     on_air = yield self._air(wait_s, leaving)

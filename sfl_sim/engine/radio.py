@@ -97,15 +97,10 @@ class Uplink:
         self._rate_bps[client] = float(link.rate_bps[0])
         self._snr_db[client] = float(link.snr_db[0])
 
-    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
-        """The clients' fading power gains now or, with ``redraw``, a new draw for each (a
-        scheduler's slot: :mod:`sfl_sim.engine.scheduler`); a traced client's is 1 and never drawn."""
-        ids = clients.tolist()
-        if redraw:
-            drawn = [k for k in ids if k not in self._traced]
-            if drawn:
-                self._fading_gain.update(zip(drawn, self._cell.sample_fading(drawn, self._rng).tolist(), strict=True))
-        return np.array([self._fading_gain[k] for k in ids])
+    def fading_of(self, clients: np.ndarray) -> np.ndarray:
+        """The clients' fading power gains now (their latest draw by the coherence rule): what a
+        scheduled band sees (:mod:`sfl_sim.engine.scheduler`), in either fidelity."""
+        return np.array([self._fading_gain[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
                 fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -197,9 +192,9 @@ class Downlink:
             decodable = [whole[k] for k in ids if k not in self.outage]
             self.broadcast_bps = min([*decodable, *traced.values()]) if decodable or traced else 0.0
 
-    def fading_of(self, clients: np.ndarray, redraw: bool) -> np.ndarray:
+    def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
-        client the outage policy retransmitted to: ``redraw`` changes nothing)."""
+        client the outage policy retransmitted to)."""
         return np.array([self._fading[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,

@@ -9,7 +9,8 @@ cell (``link_at``: the rate model with the client's power control on the granted
 ``m B / N_RB`` — the channel's bandwidth per RB, :attr:`ResourceGrid.hz_per_rb`, so open-loop
 power control counts ``m`` RBs — and its fading now).
 
-Two fidelities (the policy's ``fidelity`` parameter):
+Two fidelities (the policy's ``fidelity``, a member of the
+:class:`~sfl_sim.channel.protocols.Scheduler` protocol):
 
 ``fluid``
     Processor sharing: the shares change only when a transfer starts or ends.  At each change the
@@ -26,11 +27,23 @@ Two fidelities (the policy's ``fidelity`` parameter):
     starts at a slot's start is in its decision, one that starts later waits for the next slot's):
     each client's need
     (the RBs that would empty its buffer), :meth:`~sfl_sim.channel.protocols.Scheduler.grant_rbs`,
-    a transport block of ``r(m) * slot_s`` bits per grant; with a HARQ model each block fails with
-    its first-transmission error rate (``slot_block``, a draw from the ``harq`` stream) and its bits
-    come back to the buffer ``harq_rtt_s`` later, to go in a later grant (no combining gain, no
-    limit on copies).  A transfer ends at the end of the slot that empties its buffer.  With
-    ``fading_per_slot`` every client with data has a new fading draw each slot.
+    a transport block of ``r(m) * slot_s`` bits per grant.  With a HARQ model a block's fate is the
+    static path's model, asked the same way: :meth:`~sfl_sim.channel.protocols.HarqModel.send` of
+    the block's new bits at its rate and SINR (up to ``max_transmissions`` copies, chase
+    combining's SINR gain per copy, the block given up after the last; ``mode`` as set), its one
+    draw from a stream of its own keyed by the round, the client and the slot (so the slot form
+    shifts no shared stream).  The block's copies (``retransmissions`` of it) come back to the
+    buffer in its HARQ round trips (``ceil(retransmissions / blocks)`` of them, the waiting
+    ``send`` times, ``time_s`` less the copies' air time, split evenly), each round one rtt after
+    the previous copy went, and a grant sends copies before new bits (our reading: NR serves a
+    pending retransmission first).  A block given up fails the transfer once its last bit is
+    through (:meth:`Band.gave_up`), an outage as on the static path.  A transfer ends at the end of
+    the slot that empties its buffer.
+
+Both forms see the fading of the round's link (:class:`~sfl_sim.engine.radio.Uplink`: one draw per
+coherence block of ``cell.coherence``, the draw the static split sees), never a draw of their own:
+the fading's time scale is the channel's, not the fidelity's.  (An i.i.d. draw every slot, the
+former ``fading_per_slot``, is a Doppler no client has: 250 km/h at 3.5 GHz for 0.5 ms slots.)
 
 What the band granted each client (:meth:`Band.grants`: RB-seconds, seconds with a grant, bits
 sent, transport blocks, the SINR of the grants) is only recorded: ``clients.csv``'s grant columns
@@ -62,8 +75,8 @@ __all__ = ["Band", "Grants", "LinkAt", "NoteBusy", "SlotGrant"]
 LinkAt = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 #: ``note(client, start_s, duration_s, tx_power_w)``: a transfer's busy interval for the energy ledger.
 NoteBusy = Callable[[int, float, float, float], None]
-#: ``fading(client_ids (k,), redraw) -> fading_gain (k,)``: the clients' fading now, or a new draw.
-FadingOf = Callable[[np.ndarray, bool], np.ndarray]
+#: ``fading(client_ids (k,)) -> fading_gain (k,)``: the clients' fading now (the round's link's).
+FadingOf = Callable[[np.ndarray], np.ndarray]
 
 # Finish times within this relative distance of the earliest end together (fluid).
 _TIE_RTOL = 1e-12
@@ -133,15 +146,18 @@ class Band:
     ----------
     env : simpy.Environment
     policy : Scheduler
-        A dynamic scheduler (its ``params`` has ``fidelity`` and the grant latency).
+        A dynamic scheduler (its ``fidelity``, ``grant_latency_slots()`` and ``fluid_equal_shares``
+        are read here).
     grid : ResourceGrid
     link_at : LinkAt
     fading : FadingOf
     note_busy : NoteBusy
     harq : HarqModel or None
-        Slot fidelity: transport blocks fail with its ``slot_block`` error rate.
-    harq_rng : numpy.random.Generator or None
-        The ``harq`` stream (slot fidelity with HARQ).
+        Slot fidelity: each transport block's fate is its ``send`` (see the module docstring).
+    block_rng : callable or None
+        ``block_rng(client, slot) -> numpy.random.Generator``: the stream of a client's draws in a
+        slot (slot fidelity with HARQ), keyed by the round, the client and the slot, never the run's
+        shared streams.
     ladder : int
         Fluid: the RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
     trace_slots : bool
@@ -150,15 +166,14 @@ class Band:
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, harq: HarqModel | None = None,
-                 harq_rng: np.random.Generator | None = None, ladder: int = 1, trace_slots: bool = False) -> None:
+                 block_rng: Callable[[int, int], np.random.Generator] | None = None, ladder: int = 1,
+                 trace_slots: bool = False) -> None:
         self._env, self._policy, self._grid = env, policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
-        self._harq, self._harq_rng = harq, harq_rng
-        params: Any = getattr(policy, "params", None)
-        self._slot = getattr(params, "fidelity", "fluid") == "slot"
-        self._fading_per_slot = bool(getattr(params, "fading_per_slot", False))
-        latency = getattr(policy, "grant_latency_slots", None)
-        self._latency_s = (latency() if callable(latency) else 0) * grid.slot_s
+        self._harq, self._block_rng = harq, block_rng
+        # what the band reads of the policy is the Scheduler protocol's, checked when the run is built
+        self._slot = policy.fidelity == "slot"
+        self._latency_s = policy.grant_latency_slots() * grid.slot_s
         self._n_rb = grid.n_rb
         # the RB counts tabled per client and fading draw (see _links)
         self._steps = (np.arange(1, self._n_rb + 1, dtype=float) if self._slot
@@ -183,7 +198,6 @@ class Band:
         self._seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # recent untabled links
         #: Slot form with ``trace_slots``: every grant of every slot, in order (None otherwise).
         self.slot_trace: list[SlotGrant] | None = [] if trace_slots and self._slot else None
-        self._tabled = not (self._slot and self._fading_per_slot)
         # fluid, per row: [bits left (inf off the air), energy so far (J)], their rates of change
         # [-rate, power] (0 off the air), and [-1, 1] on the air ([0, 0] off it)
         self._f_state = np.zeros((2, 0))
@@ -193,7 +207,7 @@ class Band:
         self._f_finish = np.zeros(0)
         self._n_on = 0
         # a policy whose fluid split is always n_rb / n: its rates are a column of the tables
-        self._equal_shares = bool(getattr(policy, "fluid_equal_shares", False))
+        self._equal_shares = bool(policy.fluid_equal_shares)
         self._fresh: list[int] = []  # clients on the air since the last re-share (their fading to table)
         self._grow(max(int(ladder), 1))
         self._resharing: simpy.Event | None = None
@@ -203,8 +217,13 @@ class Band:
         self._start_s: dict[int, float] = {}
         self._done: dict[int, simpy.Event] = {}
         self._average: dict[int, float] = {}  # proportional fair's T_k (slot)
-        self._held: dict[int, list[tuple[float, float]]] = {}  # HARQ bits waiting their round trip
-        self._failed_blocks: dict[int, int] = {}  # slot with HARQ: failed transport blocks per transfer
+        # slot with HARQ, per client: copies waiting their round trip, (due_s, bits, rounds after it,
+        # the wait before each of those); copies in the buffer, sent before new bits, [bits left,
+        # bits, rounds after it, wait]; the transfer's retransmissions; whether a block was given up
+        self._held: dict[int, list[tuple[float, float, int, float]]] = {}
+        self._copies: dict[int, list[list[float]]] = {}
+        self._failed_blocks: dict[int, float] = {}
+        self._gave_up: set[int] = set()
         self._since_s = self._opened_s = env.now
         self._rbs_on_air = 0.0  # fluid: the RBs granted since the last re-share
         self._used_rb_s = 0.0  # RB-seconds granted so far (the round's load)
@@ -241,6 +260,7 @@ class Band:
         done = self._env.event()
         self._done[client] = done
         self._failed_blocks.pop(client, None)
+        self._gave_up.discard(client)
         self._start_s[client] = self._env.now
         if self._slot:
             self._energy_j[client] = 0.0
@@ -260,13 +280,13 @@ class Band:
         whole band is positive on fewer RBs (the power per RB only grows as the grant shrinks), so
         every transfer the band takes ends."""
         ids = np.array([client], dtype=np.int64)
-        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids, False))
+        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids))
         return bool(rate[0] > 0.0)
 
-    def failed_blocks(self, client: int) -> int:
-        """The transport blocks of ``client``'s last transfer that failed and were sent again
-        (slot form with HARQ; 0 otherwise): its HARQ retransmissions, read once the transfer is
-        over and reset by the next :meth:`carry`."""
+    def failed_blocks(self, client: int) -> float:
+        """The HARQ retransmissions of ``client``'s last transfer (slot form with HARQ; 0
+        otherwise; a real number in HARQ's ``expected`` mode, as on the static path), read once
+        the transfer is over and reset by the next :meth:`carry`."""
         return self._failed_blocks.get(client, 0)
 
     def grants(self, client: int) -> Grants | None:
@@ -286,6 +306,11 @@ class Band:
         book = self._f_book[:, row] + self._f_book_speed[:, row] * (now - self._since_s)
         return Grants(float(book[0]), in_band_s, float(book[1]), float(book[2]), None, float(book[3]))
 
+    def gave_up(self, client: int) -> bool:
+        """Whether HARQ gave up on a transport block of ``client``'s last transfer (slot form): its
+        payload did not arrive, although its last bit went (an outage for the outage policy)."""
+        return client in self._gave_up
+
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
         if client not in self._done:
@@ -293,6 +318,7 @@ class Band:
         self._advance()
         self._left.pop(client, None)
         self._held.pop(client, None)
+        self._copies.pop(client, None)
         self._close_transfer(client)
         self._done.pop(client)
         if not self._slot:
@@ -309,6 +335,7 @@ class Band:
         self._done.clear()
         self._left.clear()
         self._held.clear()
+        self._copies.clear()
         self._fresh.clear()
         self._closed = True
         self._rbs_on_air = 0.0
@@ -354,6 +381,7 @@ class Band:
     def _finish(self, client: int) -> None:
         self._left.pop(client, None)
         self._held.pop(client, None)
+        self._copies.pop(client, None)
         self._close_transfer(client)
         self._done.pop(client).succeed(DELIVERED)
 
@@ -405,16 +433,9 @@ class Band:
         The cell's link of a client depends only on its fading and its bandwidth, so each client
         keeps a table per fading draw of the RB counts it is likely to get — ``n_rb / n`` for
         ``n = 1 .. ladder`` clients with data (fluid) or ``1 .. n_rb`` (slot) — filled in one call
-        for every client whose draw is new; an RB count outside the table is asked for directly
-        (and everything, with a new draw every slot).  The numbers are the cell's, bit for bit; the
-        table only saves calls.
+        for every client whose draw is new; an RB count outside the table is asked for directly.
+        The numbers are the cell's, bit for bit; the table only saves calls.
         """
-        if not self._tabled:  # a new fading draw every slot: a table would be used once
-            rate, snr_db, power = self._link_at(ids, rbs * self._grid.hz_per_rb, fading)
-            self._remember(ids, rbs, fading, snr_db)
-            live = rbs > 0
-            return (np.where(live, np.asarray(rate, dtype=float), 0.0),
-                    np.where(live, np.asarray(power, dtype=float), 0.0))
         rows = np.fromiter((self._row_of(k) for k in ids.tolist()), dtype=np.int64, count=ids.size)
         self._table(ids, rows, fading)
         # the column of each RB count in the table, where it is one of the steps
@@ -442,7 +463,7 @@ class Band:
         """The SINR (dB) of each client on ``rbs`` RBs at ``fading``: from the tables, a recent
         link call, or the cell (the same number each way)."""
         out = np.full(ids.size, np.nan)
-        if self._tabled and ids.size:
+        if ids.size:
             rows = np.array([self._row[k] for k in ids.tolist()], dtype=np.int64)
             col = self._step_order[np.minimum(np.searchsorted(self._sorted_steps, rbs), self._steps.size - 1)]
             hit = (self._steps[col] == rbs) & (self._tab_fading[rows] == fading)
@@ -507,7 +528,7 @@ class Band:
             fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
             self._fresh.clear()
             self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
-                        self._fading(fresh, False))
+                        self._fading(fresh))
         n, finish_s = self._n_on, self._f_finish
         if self._equal_shares and n <= self._steps.size:
             # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
@@ -557,7 +578,6 @@ class Band:
     def _slots(self) -> SimSteps[None]:
         """The slot loop: runs while some client has data (or HARQ bits on their round trip)."""
         env, slot_s, policy = self._env, self._grid.slot_s, self._policy
-        rtt_s = float(getattr(getattr(self._harq, "params", None), "harq_rtt_s", 0.0))
         j = math.ceil(env.now / slot_s - 1e-9)
         while (self._left or self._held) and not self._closed:
             start = j * slot_s
@@ -571,7 +591,8 @@ class Band:
             for k in list(self._held):  # HARQ copies whose round trip is over go back to the buffer
                 due = [h for h in self._held[k] if h[0] <= env.now + 1e-12]
                 if due:
-                    self._left[k] = self._left.get(k, 0.0) + sum(b for _, b in due)
+                    self._left[k] = self._left.get(k, 0.0) + sum(h[1] for h in due)
+                    self._copies.setdefault(k, []).extend([h[1], h[1], h[2], h[3]] for h in due)
                     self._held[k] = [h for h in self._held[k] if h[0] > env.now + 1e-12]
                     if not self._held[k]:
                         del self._held[k]
@@ -579,7 +600,7 @@ class Band:
             sent: dict[int, float] = {}
             granted_rbs = 0.0
             if ids.size:
-                fading = self._fading(ids, self._fading_per_slot)
+                fading = self._fading(ids)
                 # each client's link on the whole grid: the policy ranks by its rate per RB, and a
                 # grant of the whole grid (the usual one to the best) sends at it
                 whole_bps, whole_w = self._links(ids, np.full(ids.size, float(self._n_rb)), fading)
@@ -599,17 +620,17 @@ class Band:
                     else:
                         rate, power = self._links(ids[g], grant[g].astype(float), fading[g])
                     block = np.minimum(np.asarray(rate, dtype=float) * slot_s, left[g])
-                    ok = np.ones(block.size, dtype=bool)
-                    if self._harq is not None and self._harq_rng is not None:
-                        p_fail, _ = self._harq.slot_block(rate, snr_db)
-                        ok = ~(self._harq_rng.random(block.size) < np.nan_to_num(p_fail, nan=1.0))
+                    delivered = block.copy()
+                    ok = np.ones(block.size, dtype=bool)  # the block's first copy got through (the record)
                     for i, k in enumerate(ids[g].tolist()):
                         sent[k] = float(block[i])
                         self._energy_j[k] += float(power[i]) * slot_s
-                        if not ok[i]:
-                            self._held.setdefault(k, []).append((start + slot_s + rtt_s, float(block[i])))
-                            self._failed_blocks[k] = self._failed_blocks.get(k, 0) + 1
-                    served[g] = np.where(ok, block, 0.0) / slot_s
+                        if self._harq is not None:
+                            before = self._failed_blocks.get(k, 0)
+                            delivered[i] = self._harq_block(k, j, float(block[i]), float(rate[i]),
+                                                            float(snr_db[i]), start + slot_s)
+                            ok[i] = self._failed_blocks.get(k, 0) == before
+                    served[g] = delivered / slot_s
                     self._book_slot(j, start, ids[g], grant[g], fading[g], block, ok)
                 new_average = policy.average_bps(average, served)
                 for i, k in enumerate(ids.tolist()):
@@ -623,3 +644,38 @@ class Band:
             for k in [k for k in self._left if self._left[k] <= 1e-9 and k not in self._held]:
                 self._finish(k)
         self._ticking = False
+
+    def _harq_block(self, client: int, slot: int, bits: float, rate_bps: float, snr_db: float,
+                    end_s: float) -> float:
+        """HARQ of one grant of ``bits`` ending at ``end_s``: the copies in the buffer go first (one
+        whose last bit goes starts its next round trip, if any); the rest is a new transport block,
+        whose fate the HARQ model gives (see the module docstring).  Returns the new bits sent."""
+        copies = self._copies.get(client, [])
+        while copies and bits > 1e-9:
+            entry = copies[0]
+            took = min(bits, entry[0])
+            entry[0] -= took
+            bits -= took
+            if entry[0] <= 1e-9:
+                copies.pop(0)
+                _, per_round, rounds_after, wait_s = entry
+                if rounds_after > 0:
+                    self._hold(client, end_s + wait_s, per_round, int(rounds_after) - 1, wait_s)
+        if bits <= 1e-9:
+            return 0.0
+        assert self._harq is not None and self._block_rng is not None
+        sent = self._harq.send(bits, rate_bps, snr_db, self._block_rng(client, slot))
+        if not sent.delivered:
+            self._gave_up.add(client)
+        if sent.retransmissions > 0:
+            self._failed_blocks[client] = self._failed_blocks.get(client, 0) + sent.retransmissions
+            rounds = math.ceil(sent.retransmissions / sent.blocks - 1e-9)
+            air_s = (sent.blocks + sent.retransmissions) * bits / (sent.blocks * rate_bps)
+            wait_s = max(0.0, sent.time_s - air_s) / rounds
+            per_round = sent.retransmissions * bits / (sent.blocks * rounds)
+            self._hold(client, end_s + wait_s, per_round, rounds - 1, wait_s)
+        return bits
+
+    def _hold(self, client: int, due_s: float, bits: float, rounds_after: int, wait_s: float) -> None:
+        """A HARQ copy of ``bits`` back in the buffer at ``due_s``, ``rounds_after`` more after it."""
+        self._held.setdefault(client, []).append((due_s, bits, rounds_after, wait_s))

@@ -127,7 +127,7 @@ import simpy
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
-from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.link.scheduling import ResourceGrid, is_dynamic
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
@@ -138,6 +138,7 @@ from sfl_sim.engine.radio import Downlink, Uplink
 from sfl_sim.engine.scheduler import Band, Grants, SlotGrant
 from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
+from sfl_sim.kit.seeding import keyed_stream
 
 __all__ = ["SERVER", "RoundContext", "Simulator"]
 
@@ -189,8 +190,15 @@ class RoundContext:
         def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
             self.notes.note_busy(client, "uplink", start_s, duration_s, tx_power_w=tx_power_w)
 
+        round_index = sim.round_index
+
+        def block_rng(client: int, slot: int) -> np.random.Generator:
+            # the slot form's draws (HARQ block errors): a stream of their own per (round, client,
+            # slot), so they shift no shared stream and a run of another form sees the same channel
+            return keyed_stream(sim.seed, "harq_slot", round_index, client, slot)
+
         return Band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
-                    sim.harq, sim.harq_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace)
+                    sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace)
 
     def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> Band:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
@@ -541,6 +549,9 @@ class Simulator:
         ``mu`` of the resource grid a dynamic scheduler hands out (``cell.numerology``).
     slot_trace : bool
         Keep the uplink's grants slot by slot (slot form; ``metrics.slot_trace``): only a record.
+    seed : int
+        The run's root seed: the slot form's keyed streams (``harq_slot``, by round, client and
+        slot: :func:`sfl_sim.kit.seeding.keyed_stream`) derive from it.
 
     Attributes
     ----------
@@ -559,7 +570,8 @@ class Simulator:
                  harq_rng: np.random.Generator | None = None,
                  availability: Presence | None = None, battery: Battery | None = None,
                  uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None,
-                 scheduler: Scheduler | None = None, numerology: int = 1, slot_trace: bool = False) -> None:
+                 scheduler: Scheduler | None = None, numerology: int = 1, slot_trace: bool = False,
+                 seed: int = 0) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         if outage is not None:
@@ -570,6 +582,9 @@ class Simulator:
         self.outage = outage
         self.harq = harq
         self.harq_rng = harq_rng if harq_rng is not None else np.random.default_rng(0)
+        self.seed = int(seed)
+        #: The index of the round running (or last run): :meth:`run_round`'s ``round_index``.
+        self.round_index = -1
         self.cell = cell
         self.client_flops_per_s = np.asarray(client_flops_per_s, dtype=float)
         self.server_flops_per_s = float(server_flops_per_s)
@@ -581,7 +596,7 @@ class Simulator:
         self.battery = battery
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
-        dynamic = scheduler is not None and bool(getattr(scheduler, "dynamic", True))
+        dynamic = scheduler is not None and is_dynamic(scheduler)
         self.scheduler = scheduler if dynamic else None
         self.slot_trace = slot_trace
         #: The uplink's resource grid under a dynamic scheduler; None: the per-round shares.
@@ -605,7 +620,8 @@ class Simulator:
 
     def run_round(self, round_process: Callable[[RoundContext], SimSteps[Any]],
                   cohort: Sequence[int] | np.ndarray,
-                  context: Callable[[Simulator, np.ndarray], RoundContext] = RoundContext) -> float:
+                  context: Callable[[Simulator, np.ndarray], RoundContext] = RoundContext,
+                  round_index: int | None = None) -> float:
         """Run one round to completion on the simulated clock.
 
         Parameters
@@ -617,6 +633,9 @@ class Simulator:
         context : callable, optional
             ``context(sim, cohort)``, the round's :class:`RoundContext` (default: the plain one;
             :class:`sfl_sim.engine.record.Recorder` gives one that records what the clock needed).
+        round_index : int, optional
+            The run's index of this round (the keys of the slot form's streams; a resumed run
+            passes the round it resumes at); None: the one after the last round run here.
 
         Returns
         -------
@@ -624,6 +643,7 @@ class Simulator:
             Simulated duration of the round in seconds.
         """
         start = self.now_s
+        self.round_index = self.round_index + 1 if round_index is None else int(round_index)
         ctx = context(self, np.asarray(cohort, dtype=np.int64))
         self.last_round = ctx
         self.env.run(until=ctx.start(round_process))

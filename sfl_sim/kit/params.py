@@ -118,6 +118,20 @@ class ParamsModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+    #: Parameters the component no longer has, name -> why: one given is refused in one line
+    #: saying so (``NAME: got VALUE; allowed: nothing (WHY)``), not as a misspelt name.
+    retired: typing.ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_retired(cls, values: Any) -> Any:
+        """Refuse a retired parameter with why it is gone."""
+        if isinstance(values, Mapping):
+            for name, why in cls.retired.items():
+                if name in values:
+                    raise ValueError(f"{name}: got {values[name]!r}; allowed: nothing ({why})")
+        return values
+
     @model_validator(mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, values: Any) -> Any:

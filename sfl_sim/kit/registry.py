@@ -123,8 +123,9 @@ def check_params(
         return
     accepted = accepted_params(cls)
     shown = ", ".join(accepted) if accepted else "none"
+    retired = getattr(getattr(cls, "Params", None), "retired", {})  # refused by the model, with why
     if accepted is not None:
-        unknown = [k for k in params if k not in accepted]
+        unknown = [k for k in params if k not in accepted and k not in retired]
         if unknown:
             parts = []
             for key in unknown:
@@ -134,7 +135,7 @@ def check_params(
                 f"{label} rejected parameters: {', '.join(parts)}; accepted: {shown}", unknown, accepted
             )
     try:
-        bound = sig.bind_partial(*args, **params)
+        bound = sig.bind_partial(*args, **{k: v for k, v in params.items() if k not in retired})
     except TypeError as exc:
         raise ComponentParameterError(
             f"{label}: {exc}; accepted: {shown}", [], accepted or []
@@ -301,7 +302,8 @@ class Registry:
         given = {k: v for k, v in params.items() if k not in self.supplied}
         if model.model_config.get("extra") != "allow":  # a **kwargs constructor reaching a closed base
             accepted = list(model.model_fields)
-            unknown = [k for k in given if k not in accepted]
+            retired = getattr(model, "retired", {})  # refused below, with why they are gone
+            unknown = [k for k in given if k not in accepted and k not in retired]
             if unknown:
                 close = difflib.get_close_matches(unknown[0], accepted, n=1)
                 raise ComponentParameterError(

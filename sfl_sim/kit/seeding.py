@@ -22,6 +22,15 @@ def stream(root_seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng(stream_seed(root_seed, name))
 
 
+def keyed_stream(root_seed: int, name: str, *keys: int) -> np.random.Generator:
+    """A fresh numpy Generator for stream ``name`` under ``root_seed`` at ``keys`` (e.g. a round, a
+    client and a slot): its draws depend on the keys alone, never on what was drawn before or
+    elsewhere, so two runs that make different draws elsewhere still draw the same here (common
+    random numbers)."""
+    return np.random.default_rng(np.random.SeedSequence(
+        [int(root_seed), zlib.crc32(name.encode("utf-8")), *(int(k) for k in keys)]))
+
+
 def torch_seed(root_seed: int, name: str) -> int:
     """A 63-bit integer seed for torch generators of stream ``name``."""
     return int(stream_seed(root_seed, name).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))

@@ -24,6 +24,7 @@ from sfl_sim.channel.conformance import conformance_problem
 from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.link.resource_grid import slot_duration_s
+from sfl_sim.channel.link.scheduling import is_dynamic
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -112,6 +113,7 @@ class Run:
     availability: Availability | None = None  # prepared; None: every client always online
     capability: ClientCapability | None = None  # the device trace's speeds, when one is named
     ledger: EnergyLedger | None = None  # None with energy.enabled false
+    scheduler: Scheduler | None = None  # cell.scheduler as built and checked (None: build it from cfg)
 
 
 def build_cell(cfg: Scenario) -> Cell:
@@ -354,7 +356,7 @@ def _check_traced_rates_unscheduled(cfg: Scenario, scheduler: Scheduler, capabil
     ------
     ConfigError
     """
-    if capability is None or not getattr(scheduler, "dynamic", True):
+    if capability is None or not is_dynamic(scheduler):
         return
     traced = {"uplink_bps": capability.uplink_bps}
     if cfg.cell.downlink.mode == "unicast":
@@ -372,7 +374,7 @@ def build_scheduler(cfg: Scenario) -> Scheduler:
     conformance check first (a plug-in granting more RBs than exist, RBs to an empty buffer or
     negative grants is refused in one line, before any work)."""
     scheduler = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
-    if getattr(scheduler, "dynamic", True):
+    if is_dynamic(scheduler):
         conform("scheduler", scheduler, "cell.scheduler", cfg.clients.count)
     return scheduler
 
@@ -511,7 +513,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
-    scheduler = build_scheduler(cfg)  # likewise
+    scheduler = build_scheduler(cfg)  # built once, kept for the engine (a policy is pure: it holds no state)
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
     _check_traced_rates_unscheduled(cfg, scheduler, capability)
@@ -559,7 +561,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
                           f"available=None) picks among the online (and charged) clients")
     return Run(cfg, algorithm_spec.label, device, dataset, cell, client_flops_per_s, partition,
                setup, algorithm, selector, test_x, test_y, availability, capability,
-               build_ledger(cfg, client_flops_per_s))
+               build_ledger(cfg, client_flops_per_s), scheduler)
 
 
 def build_availability(cfg: Scenario) -> Availability | None:
@@ -703,8 +705,8 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      availability=run.availability, battery=battery,
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
                      downlink_bps=None if run.capability is None else run.capability.downlink_bps,
-                     scheduler=build_scheduler(cfg), numerology=cfg.cell.numerology,
-                     slot_trace=cfg.metrics.slot_trace)
+                     scheduler=run.scheduler if run.scheduler is not None else build_scheduler(cfg),
+                     numerology=cfg.cell.numerology, slot_trace=cfg.metrics.slot_trace, seed=cfg.seed)
 
 
 def cell_table(run: Run) -> dict[str, Any]:

@@ -297,7 +297,7 @@ class _Session:
         if self.recorder is not None:
             self.recorder.round = rnd
         duration_s = waited_s + sim.run_round(lambda ctx: run.algorithm.run_round(ctx, cohort, observer), cohort,
-                                              context)
+                                              context, round_index=rnd)
         # read before the cell moves on: the channel the round saw
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         trace = sim.last_round.uplink_slot_trace or []

@@ -35,7 +35,7 @@ def _shannon(gain: np.ndarray):
 def _run(policy, arrivals, gain):
     env = simpy.Environment()
     notes = []
-    band = Band(env, policy, GRID, _shannon(gain), lambda ids, redraw: np.ones(ids.size),
+    band = Band(env, policy, GRID, _shannon(gain), lambda ids: np.ones(ids.size),
                 lambda *a: notes.append(a), ladder=len(gain))
     finish = {}
 

@@ -26,12 +26,12 @@ def _linear_link(se_bps_per_hz):
     return link_at
 
 
-def _run(policy, se, arrivals, *, fading=None, harq=None, harq_rng=None):
+def _run(policy, se, arrivals, *, fading=None, harq=None, block_rng=None):
     """Transfers ``(client, start_s, bits)`` through one band; client -> finish time, and the busy notes."""
     env = simpy.Environment()
     notes = []
-    gains = fading if fading is not None else (lambda ids, redraw: np.ones(ids.size))
-    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, harq_rng)
+    gains = fading if fading is not None else (lambda ids: np.ones(ids.size))
+    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, block_rng)
     finish = {}
 
     def transfer(client, start_s, bits):
@@ -169,45 +169,75 @@ def test_grant_latency_delays_a_transfer_by_its_slots():
     assert finish[0] == pytest.approx(0.5 + 4 * GRID.slot_s, rel=1e-12)
 
 
+class _StubHarq:
+    """HARQ stub with the protocol's ``send``: one transport block, ``copies(rng)`` transmissions
+    of it, 8 ms round trips, given up when ``lost`` (a drawn or fixed fate)."""
+
+    def __init__(self, copies, lost=False):
+        self.copies, self.lost = copies, lost
+
+    def send(self, payload_bits, rate_bps, sinr_db, rng=None):
+        from sfl_sim.channel.protocols import HarqSend
+
+        n = self.copies(rng)
+        return HarqSend(n * payload_bits / rate_bps + (n - 1) * 8e-3, float(n - 1), not self.lost, 1)
+
+    def slot_block(self, rate_bps, sinr_db):
+        return np.zeros(np.size(rate_bps)), np.ones(np.size(rate_bps))
+
+
 def test_slot_harq_resends_failed_blocks_after_the_round_trip():
-    class EveryOtherFails:
-        """HARQ stub: first-transmission error rate 1/2, 8 ms round trip."""
-
-        class params:  # noqa: N801  (read as harq.params.harq_rtt_s)
-            harq_rtt_s = 8e-3
-
-        def slot_block(self, rate, snr_db):
-            return np.full(np.size(rate), 0.5), np.full(np.size(rate), 2.0)
-
     bits = 10 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0  # 10 slots alone
     clean, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)])
-    lossy, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)], harq=EveryOtherFails(),
-                    harq_rng=np.random.default_rng(1))
+    lossy, _ = _run(RoundRobin(fidelity="slot"), SE, [(0, 0.0, bits)],
+                    harq=_StubHarq(lambda rng: 1 + int(rng.random() < 0.5)),
+                    block_rng=lambda k, j: np.random.default_rng([1, k, j]))
     assert clean[0] == pytest.approx(10 * GRID.slot_s)
     assert lossy[0] >= clean[0] + 8e-3  # at least one copy waited its round trip
 
 
 def test_slot_harq_counts_the_failed_blocks_of_a_transfer():
-    class FirstBlockFails:
-        """HARQ stub: the first transport block fails, every later one gets through."""
+    calls = []
 
-        class params:  # noqa: N801  (read as harq.params.harq_rtt_s)
-            harq_rtt_s = 8e-3
-
-        def __init__(self):
-            self.calls = 0
-
-        def slot_block(self, rate, snr_db):
-            self.calls += 1
-            return np.full(np.size(rate), 1.0 if self.calls == 1 else 0.0), np.full(np.size(rate), 2.0)
+    def first_block_twice(rng):
+        calls.append(1)
+        return 2 if len(calls) == 1 else 1
 
     env = simpy.Environment()
-    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
-                lambda *a: None, FirstBlockFails(), np.random.default_rng(0))
+    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
+                lambda *a: None, _StubHarq(first_block_twice), lambda k, j: np.random.default_rng([0, k, j]))
     done = band.carry(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
     env.run(done)
-    assert band.failed_blocks(0) == 1
+    assert band.failed_blocks(0) == 1 and not band.gave_up(0)
     assert env.now == pytest.approx(8e-3 + 2 * GRID.slot_s)  # the failed block waits its round trip, then a slot
+
+
+@pytest.mark.parametrize("mode", ["expected", "sampled"])
+@pytest.mark.parametrize("chase_combining", [False, True])
+def test_slot_harq_is_the_static_paths_model_a_hopeless_block_goes_max_transmissions_times(mode, chase_combining):
+    """The band asks the cell's own HARQ model.  Hand calculation: at -30 dB (below CQI 1: every
+    copy fails, combined or not, q_m = 1) a one-slot block (the whole grid, 1 bit/s/Hz) goes
+    max_transmissions = 4 times, 8 ms apart, and is given up: 3 retransmissions, and the transfer
+    ends after its 4th copy's slot, 4 x 0.5 ms + 3 x 8 ms = 26 ms (the static path's HARQ time
+    M x copy + (M - 1) x rtt with one block).  Before: copies without limit (it never ended)."""
+    from sfl_sim.channel import Harq, McsTableRate
+
+    harq = Harq(McsTableRate(mapping="bler"), mode=mode, max_transmissions=4, harq_rtt_s=8e-3,
+                chase_combining=chase_combining)
+
+    def hopeless(ids, bandwidth_hz, fading):
+        return np.asarray(bandwidth_hz, dtype=float), np.full(ids.size, -30.0), np.ones(ids.size)
+
+    env = simpy.Environment()
+    band = Band(env, RoundRobin(fidelity="slot"), GRID, hopeless, lambda ids: np.ones(ids.size), lambda *a: None,
+                harq, lambda k, j: np.random.default_rng([0, k, j]))
+    done = band.carry(0, 51 * GRID.hz_per_rb * GRID.slot_s)  # one slot of the whole grid
+    env.run(done)
+    assert band.gave_up(0) and band.failed_blocks(0) == 3
+    assert env.now == pytest.approx(4 * GRID.slot_s + 3 * 8e-3, rel=1e-9)
+    # the static path's answer for the same block: the same copies, fate and time
+    want = harq.send(51 * GRID.hz_per_rb * GRID.slot_s, 20e6, -30.0, np.random.default_rng(0))
+    assert not want.delivered and want.retransmissions == 3 and want.time_s == pytest.approx(env.now, rel=1e-9)
 
 
 def _sim(scheduler):
@@ -384,6 +414,8 @@ def test_a_scheduled_scenario_runs_end_to_end(tmp_path, scheduler):
      ["cell.scheduler.time_constant_slots", "0"]),
     ("cell.scheduler={name: round_robin, k2_slots: -1}", ["cell.scheduler.k2_slots", "-1"]),
     ("cell.numerology=4", ["cell.numerology", "4"]),
+    ("cell.scheduler={name: proportional_fair, fidelity: slot, fading_per_slot: true}",
+     ["cell.scheduler.fading_per_slot: got True; allowed: nothing (the setting is gone", "Doppler"]),
     ("cell.scheduler=roundrobin", ["cell.scheduler", "roundrobin", "round_robin"]),
 ])
 def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
@@ -400,7 +432,7 @@ def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
 def test_closing_the_band_notes_the_transfers_still_on_the_air():
     env = simpy.Environment()
     notes = []
-    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size),
+    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
                 lambda *a: notes.append(a))
     done = band.carry(0, 40e6)  # 1 s alone
     env.run(until=0.25)

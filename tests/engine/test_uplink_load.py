@@ -21,7 +21,7 @@ from tests.helpers import read_rows, small_scenario
 def _band_load(policy, arrivals, until_s):
     """The band's load read at ``until_s`` after the transfers ``(client, start_s, bits)``."""
     env = simpy.Environment()
-    band = Band(env, policy, GRID, _linear_link(SE), lambda ids, redraw: np.ones(ids.size), lambda *a: None)
+    band = Band(env, policy, GRID, _linear_link(SE), lambda ids: np.ones(ids.size), lambda *a: None)
     seen = {}
 
     def transfer(client, start_s, bits):

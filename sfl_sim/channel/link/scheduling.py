@@ -28,11 +28,12 @@ Max-rate's is the whole band to the best rate per RB (exact on a flat channel). 
 fair's fluid form is its long-run share on a channel that does not change within a transfer: the
 split maximising ``sum_k log(x_k r_k)`` over ``sum_k x_k = n_rb`` is ``x_k = n_rb / n`` (rates
 linear in the RBs), i.e. round-robin's; it leaves out the averaging transient (the slot form serves
-one client at a time and the others catch up) and the multi-user diversity gain of fading per
-slot.  On the two-client case of ``tests/engine/test_scheduler.py`` (flat channel, one client
-alone for 0.2 s, then both; 0.8 and 1.0 s in the fluid form) the slot form ends the first client
-3, 34 and 142 ms later for ``t_c`` = 10, 100 and 1000 slots (the newcomer, with ``T = 0``, holds
-the band until its average catches up) and the last one within a slot of the fluid form.
+one client at a time and the others catch up).  On the two-client case of
+``tests/engine/test_scheduler.py`` (flat channel, one client alone for 0.2 s, then both; 0.8 and
+1.0 s in the fluid form) the slot form ends the first client 3, 34 and 142 ms later for ``t_c`` =
+10, 100 and 1000 slots (the newcomer, with ``T = 0``, holds the band until its average catches up)
+and the last one within a slot of the fluid form.  Both forms see the same fading, the round
+link's by ``cell.coherence`` (:mod:`sfl_sim.engine.scheduler`).
 
 The resource grid: :class:`ResourceGrid` (numerology ``mu``: subcarrier spacing ``15 * 2^mu``
 kHz, TS 38.211 clause 4.2 Table 4.2-1; slot ``1 ms / 2^mu``, TS 38.211 clause 4.3.2; the
@@ -40,6 +41,7 @@ number of RBs of a channel from TS 38.101-1 Table 5.3.2-1, :func:`~.resource_gri
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Literal
 
@@ -59,7 +61,7 @@ from sfl_sim.kit.registry import Registry
 
 __all__ = ["SCHEDULERS", "NUMEROLOGIES", "Fidelity", "ResourceGrid", "StaticScheduler", "RoundRobin",
            "ProportionalFair", "MaxRate", "MAX_LATENCY_SLOTS", "MAX_TIME_CONSTANT_SLOTS", "check_numerology",
-           "equal_rbs", "needed_rbs"]
+           "equal_rbs", "is_dynamic", "needed_rbs"]
 
 SCHEDULERS = Registry("scheduler", protocol=Scheduler)
 
@@ -176,11 +178,23 @@ def _fill_in_order(n_rb: int, need_rb: np.ndarray, order: np.ndarray) -> np.ndar
     return grant
 
 
+def is_dynamic(scheduler: object) -> bool:
+    """Whether ``scheduler`` (a built scheduler or its class) hands out the band itself: its class
+    attribute ``dynamic`` (:class:`~sfl_sim.channel.protocols.Scheduler`).  The one place the
+    question is answered; a class that lacks the attribute counts as dynamic here (the band's
+    checks apply to it) and is refused when the run is built."""
+    cls = scheduler if isinstance(scheduler, type) else type(scheduler)
+    return bool(getattr(cls, "dynamic", True))
+
+
 class _Dynamic(Component):
-    """Shared by the dynamic schedulers: the grant latency and the (unused) throughput average."""
+    """Shared by the dynamic schedulers: the fidelity, the grant latency and the (unused)
+    throughput average."""
 
     #: False: the engine keeps ``cell.allocation``'s per-round split and asks nothing.
     dynamic: ClassVar[bool] = True
+    #: True where the fluid split is ``n_rb / n`` each whatever the rates (the band need not ask).
+    fluid_equal_shares: ClassVar[bool] = False
 
     class Params(ParamsModel):
         """What every dynamic scheduler takes: the engine's fidelity and the uplink grant latency."""
@@ -188,9 +202,6 @@ class _Dynamic(Component):
         fidelity: Annotated[Fidelity, Doc(
             "fluid: shares change when a transfer starts or ends (processor sharing); slot: a decision "
             "every slot, transport blocks and HARQ copies")] = "fluid"
-        fading_per_slot: Annotated[bool, Doc(
-            "slot fidelity: a new fading draw for every client with data every slot (block fading of one slot); "
-            "false: the draw of cell.coherence's rule")] = True
         scheduling_request_slots: Annotated[int, Field(ge=0, le=MAX_LATENCY_SLOTS), Doc(
             "Slots from a transfer's first bit in the buffer to its scheduling request at the base station, "
             "in [0, 640] (the three latencies are waited once, in sum, before a transfer's first grant)")] = 0
@@ -200,7 +211,16 @@ class _Dynamic(Component):
             "K2: slots from the uplink grant (DCI) to the PUSCH it schedules (TS 38.214 clause 6.1.2.1), "
             "in [0, 640]")] = 0
 
+        retired: ClassVar[Mapping[str, str]] = {"fading_per_slot": (
+            "the setting is gone: an i.i.d. fading draw every slot is a Doppler no client has, e.g. 250 km/h at "
+            "3.5 GHz with 0.5 ms slots; every fidelity now sees the fading of cell.coherence, the static split's")}
+
     params: Params
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """When the engine asks: ``fluid`` or ``slot`` (the ``fidelity`` parameter)."""
+        return self.params.fidelity
 
     def grant_latency_slots(self) -> int:
         """Slots a new transfer waits before its first grant (SR + BSR + K2)."""
@@ -224,6 +244,13 @@ class StaticScheduler(Component):
     """
 
     dynamic: ClassVar[bool] = False
+    #: Never asked (the engine keeps the per-round split); stated for the protocol.
+    fidelity: ClassVar[Fidelity] = "fluid"
+    fluid_equal_shares: ClassVar[bool] = True
+
+    def grant_latency_slots(self) -> int:
+        """0: never asked (the per-round split waits for no grant)."""
+        return 0
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """``n_rb / n`` to each of the ``n`` clients named."""

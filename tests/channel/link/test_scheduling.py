@@ -95,6 +95,11 @@ class _Greedy:
     """A broken plug-in: the whole grid to everybody."""
 
     dynamic = True
+    fidelity = "fluid"
+    fluid_equal_shares = False
+
+    def grant_latency_slots(self):
+        return 0
 
     def fluid_rbs(self, n_rb, rate_per_rb_bps):
         return np.full(np.size(rate_per_rb_bps), float(n_rb))
@@ -184,3 +189,103 @@ def test_power_control_counts_the_granted_rbs():
         grid = ResourceGrid(mu, bandwidth_hz)
         m = np.arange(1, grid.n_rb + 1)
         assert share_resource_blocks(m * grid.hz_per_rb, grid.scs_hz, bandwidth_hz).tolist() == m.tolist()
+
+
+class _PlainSlot:
+    """A scheduler of one's own, a plain class (no ``params``), stating the slot form: the whole
+    grid, in a slot, to the clients with data in index order (each up to its need)."""
+
+    dynamic = True
+    fidelity = "slot"
+    fluid_equal_shares = False
+
+    def grant_latency_slots(self):
+        return 0
+
+    def fluid_rbs(self, n_rb, rate_per_rb_bps):
+        out = np.zeros(np.size(rate_per_rb_bps))
+        out[:1] = n_rb
+        return out
+
+    def grant_rbs(self, n_rb, need_rb, rate_per_rb_bps, average_bps, turn):
+        need = np.asarray(need_rb, dtype=np.int64)
+        grant = np.zeros(need.shape, dtype=np.int64)
+        left = int(n_rb)
+        for k in range(need.size):
+            grant[k] = min(int(need[k]), left)
+            left -= int(grant[k])
+        return grant
+
+    def average_bps(self, average_bps, served_bps):
+        return average_bps
+
+
+class _NoFidelity(_PlainSlot):
+    """A plug-in that does not say when the engine should ask it."""
+
+    fidelity = None
+
+
+def test_a_plain_class_stating_the_slot_form_runs_slot():
+    import simpy
+
+    from sfl_sim.engine.scheduler import Band
+
+    grid = ResourceGrid(1, 20e6)
+    link_at = lambda ids, hz, fading: (np.asarray(hz, dtype=float), np.zeros(ids.size), np.ones(ids.size))  # noqa: E731
+    env = simpy.Environment()
+    band = Band(env, _PlainSlot(), grid, link_at, lambda ids: np.ones(ids.size), lambda *a: None)
+    done = band.carry(0, 2.5 * 20e6 * grid.slot_s)  # two and a half slots of the whole grid at 1 bit/s/Hz
+    env.run(done)
+    assert env.now == pytest.approx(3 * grid.slot_s)  # slot form: the end of the third slot (fluid: 2.5 slots)
+
+
+@pytest.mark.parametrize(("plugin", "says"), [
+    (_NoFidelity(), r"fails check 'fidelity one of fluid, slot': got None"),
+])
+def test_the_conformance_check_reads_what_the_band_reads(plugin, says):
+    with pytest.raises(AssertionError, match=says):
+        check_component("scheduler", plugin)
+
+
+@pytest.mark.slow  # imports the run builder (torch)
+@pytest.mark.parametrize(("name", "says"), [
+    ("_PlainSlot", None),
+    ("_NoFidelity", r"^cell.scheduler: .*fails check 'fidelity one of fluid, slot'"),
+    ("_Bare", r"^cell.scheduler: .*_Bare lacks grant_latency_slots\(\); .*Scheduler requires attribute dynamic, "
+              r"attribute fidelity, attribute fluid_equal_shares, grant_latency_slots\(\)"),
+    ("_NoAttributes", r"^cell.scheduler: .*_NoAttributes lacks attribute fidelity, attribute fluid_equal_shares;"),
+])
+def test_what_the_band_reads_is_checked_when_the_run_is_built(name, says):
+    from sfl_sim.runs.build import build_scheduler
+
+    cfg = validate({"cell": {"scheduler": f"tests.channel.link.test_scheduling:{name}"}})
+    if says is None:
+        built = build_scheduler(cfg)
+        assert isinstance(built, _PlainSlot) and built.fidelity == "slot"
+        return
+    with pytest.raises(ConfigError, match=says) as info:
+        build_scheduler(cfg)
+    assert "\n" not in str(info.value)
+
+
+class _Bare:
+    """A plug-in written to the protocol as it was: grants only."""
+
+    dynamic = True
+
+    def fluid_rbs(self, n_rb, rate_per_rb_bps):
+        return np.full(np.size(rate_per_rb_bps), n_rb / max(np.size(rate_per_rb_bps), 1))
+
+    def grant_rbs(self, n_rb, need_rb, rate_per_rb_bps, average_bps, turn):
+        return np.zeros(np.size(need_rb), dtype=np.int64)
+
+    def average_bps(self, average_bps, served_bps):
+        return average_bps
+
+
+class _NoAttributes(_Bare):
+    """The protocol's methods, but not its attributes."""
+
+    def grant_latency_slots(self):
+        return 0
