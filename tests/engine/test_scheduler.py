@@ -76,7 +76,7 @@ def test_round_robin_slot_agrees_with_fluid_within_one_slot_on_the_two_client_ca
 def _slot_minus_fluid_slots(se, arrivals):
     """Per client, round robin's slot-form finish minus its fluid finish, in slots (flat channel)."""
     fluid, _ = _run(RoundRobin(), se, arrivals)
-    slot, _ = _run(RoundRobin(fidelity="slot", fading_per_slot=False), se, arrivals)
+    slot, _ = _run(RoundRobin(fidelity="slot"), se, arrivals)
     return np.array([(slot[k] - fluid[k]) / GRID.slot_s for k in fluid])
 
 
@@ -455,7 +455,7 @@ def _snr_link(se_bps_per_hz):
 
 def _grants(policy, se, arrivals, trace_slots=False):
     env = simpy.Environment()
-    band = Band(env, policy, GRID, _snr_link(se), lambda ids, redraw: np.ones(ids.size), lambda *a: None,
+    band = Band(env, policy, GRID, _snr_link(se), lambda ids: np.ones(ids.size), lambda *a: None,
                 trace_slots=trace_slots)
 
     def transfer(client, start_s, bits):
