@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from sfl_sim.channel import Harq, McsTableRate, linear_to_db
+from sfl_sim.channel import Harq, McsTableRate, ShannonRate, linear_to_db
+from sfl_sim.channel.link.peak import PEAK_CAPS
 from sfl_sim.clients.selection import cohort_size
 from sfl_sim.kit.seeding import stream as seeded_stream
 from sfl_sim.reports import channel_figures
@@ -186,6 +187,9 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)
     text = stream or sys.stdout
     _print_table(table, text, cell, k)
+    uncapped = _uncapped_shannon_line(cell.rate, full.snr_db)
+    if uncapped:
+        print(uncapped, file=text)
     print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
     return table
@@ -320,6 +324,19 @@ def _outage_rule(cfg: Scenario) -> str:
     parts = ([f"rate < {o.min_rate_bps / 1e6:g} Mbit/s"] if o.min_rate_bps > 0 else []) + (
         [f"SINR < {o.min_snr_db:g} dB"] if o.min_snr_db is not None else [])
     return "rate 0" + "".join(f" or {p}" for p in parts) + (" (cell.outage)" if parts else "")
+
+
+def _uncapped_shannon_line(rate: Any, full_band_snr_db: np.ndarray) -> str:
+    """For an uncapped ``shannon`` uplink: that its rates may pass TS 38.306's single-layer peak,
+    how many clients' full-band rates do, and how to cap it; "" for any other rate model."""
+    if not isinstance(rate, ShannonRate) or rate.max_spectral_efficiency_bps_per_hz is not None:
+        return ""
+    peak = PEAK_CAPS["ts38306_uplink"]
+    se = np.log2(1.0 + 10.0 ** (np.asarray(full_band_snr_db, dtype=float) / 10.0))
+    over = int(np.count_nonzero(se > peak))
+    return (f"cell.rate shannon is uncapped: a rate may exceed TS 38.306 clause 4.1.2's single-layer uplink peak "
+            f"({peak:.4f} bit/s/Hz of the RBs; {over} of {se.size} clients do on the full band); "
+            f"cap it with cell.rate.max_spectral_efficiency_bps_per_hz: ts38306_uplink, or use attenuated_shannon")
 
 
 def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -25,17 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+# TS 38.306 clause 4.1.2's overheads live with its peak rate (peak.py); named here too, where the downlink's are set
+from sfl_sim.channel.link.peak import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
+
 if TYPE_CHECKING:  # the cell imports this layer; only its type is needed here
     from sfl_sim.channel.cell import Cell
 
 __all__ = ["DOWNLINK_OVERHEAD_FRACTION", "UPLINK_OVERHEAD_FRACTION", "GNB_NOISE_FIGURE_DB", "DownlinkOutage",
            "downlink_outage", "downlink_rate_params"]
 
-#: TS 38.306 clause 4.1.2: the overhead ``OH`` of the approximate maximum data rate, FR1 downlink
-#: ("0.14, for frequency range FR1 for DL").
-DOWNLINK_OVERHEAD_FRACTION = 0.14
-#: TS 38.306 clause 4.1.2: ``OH`` for FR1 uplink ("0.08, for frequency range FR1 for UL").
-UPLINK_OVERHEAD_FRACTION = 0.08
 #: The gNB receiver's noise figure a scenario takes when it gives none (``cell.gnb_noise_figure_db``),
 #: dB: 5G-LENA's default for its NR PHY, ``NrPhy`` attribute ``NoiseFigure`` ``DoubleValue(5.0)`` ("nr
 #: code from NYU and UniPd assumed in the code the value of 5dB"); ns-3's LTE eNB has 5 dB as well

@@ -30,7 +30,7 @@ from sfl_sim.channel.limits import (
 )
 from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
-from sfl_sim.channel.link.downlink import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
+from sfl_sim.channel.link.peak import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
 from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel, model_validator
