@@ -152,7 +152,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     share = cell.uplink_link_at_bandwidth(ids, band_hz / k)
     full = cell.uplink_link_at_bandwidth(ids, band_hz)
     snr_db = cell.describe(n_sharing=k)["snr_db"]
-    cqi, efficiency = _cqi(cell.rate, share.snr_db)
+    cqi, efficiency = _cqi(cell.rate, share.snr_db, share.rate_bps)
     if colour_by == "cqi" and cqi.dtype.kind == "f":
         raise ConfigError(f"colour_by: got 'cqi' with cell.rate {cell.rate!r}; allowed: cqi only with cell.rate: "
                           f"mcs_table (or colour_by: rate)")
@@ -339,13 +339,16 @@ def _uncapped_shannon_line(rate: Any, full_band_snr_db: np.ndarray) -> str:
             f"cap it with cell.rate.max_spectral_efficiency_bps_per_hz: ts38306_uplink, or use attenuated_shannon")
 
 
-def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CQI and table efficiency at each SINR for a CQI-table rate model (``cqi(sinr_linear)`` and
-    ``cqi_index`` / ``efficiency_bps_per_hz`` rows); NaN for any other rate model."""
-    if not all(hasattr(rate, a) for a in ("cqi", "cqi_index", "efficiency_bps_per_hz")):
+def _cqi(rate: Any, sinr_db: np.ndarray, rate_bps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CQI and table efficiency of each link (its SINR and the rate it got) for a CQI-table rate model
+    (``cqi_of_rate(sinr_linear, rate_bps)`` and ``cqi_index`` / ``efficiency_bps_per_hz`` rows); NaN
+    for any other rate model."""
+    if not all(hasattr(rate, a) for a in ("cqi_of_rate", "cqi_index", "efficiency_bps_per_hz")):
         nan = np.full(sinr_db.shape, np.nan)
         return nan, nan.copy()
-    cqi = np.asarray(rate.cqi(10.0 ** (np.asarray(sinr_db, dtype=float) / 10.0)), dtype=int)
+    sinr = 10.0 ** (np.asarray(sinr_db, dtype=float) / 10.0)
+    cqi = np.array([rate.cqi_of_rate(s, r) for s, r in zip(sinr.tolist(), np.asarray(rate_bps).tolist(),
+                                                            strict=True)], dtype=int)
     rows = {int(c): float(e) for c, e in zip(rate.cqi_index, rate.efficiency_bps_per_hz, strict=True)}
     return cqi, np.array([rows.get(int(c), 0.0) for c in cqi])
 
