@@ -58,6 +58,7 @@ any kind        when the component is :class:`~sfl_sim.channel.protocols.Statefu
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Sequence
 from typing import Any, get_args
 
@@ -305,7 +306,11 @@ def _check_rate(report: _Report, comp: Any, seed: int, counts: list[int]) -> Non
         report.check(np.all(se >= 0) and np.all(np.diff(se) >= -1e-12),
                      "spectral efficiency >= 0, non-decreasing in SINR")
         snr = np.asarray(comp.snr_linear(bands[1:, None], 0.2, gains[None, :], _N0_W_PER_HZ), dtype=float)
-        expect = bands[1:, None] * np.asarray(comp.spectral_efficiency_bps_per_hz(snr), dtype=float)
+        # a model whose SE depends on the share too (mcs_table's transport-block rule) is given it
+        takes_band = "bandwidth_hz" in inspect.signature(comp.spectral_efficiency_bps_per_hz).parameters
+        se_on = comp.spectral_efficiency_bps_per_hz(snr, bands[1:, None]) if takes_band else \
+            comp.spectral_efficiency_bps_per_hz(snr)
+        expect = bands[1:, None] * np.asarray(se_on, dtype=float)
         report.check(np.allclose(grid[1:], expect, rtol=1e-12, atol=0.0), "rate = bandwidth x SE(SINR)")
     else:
         report.check(np.all(np.diff(grid, axis=0) >= -1e-9 * grid[1:]), "rate non-decreasing in bandwidth")

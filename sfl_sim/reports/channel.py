@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from sfl_sim.channel import Harq, McsTableRate, linear_to_db
+from sfl_sim.channel import Harq, McsTableRate, ShannonRate, linear_to_db
+from sfl_sim.channel.link.peak import PEAK_CAPS
 from sfl_sim.clients.selection import cohort_size
 from sfl_sim.kit.seeding import stream as seeded_stream
 from sfl_sim.reports import channel_figures
@@ -151,7 +152,7 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     share = cell.uplink_link_at_bandwidth(ids, band_hz / k)
     full = cell.uplink_link_at_bandwidth(ids, band_hz)
     snr_db = cell.describe(n_sharing=k)["snr_db"]
-    cqi, efficiency = _cqi(cell.rate, share.snr_db)
+    cqi, efficiency = _cqi(cell.rate, share.snr_db, share.rate_bps)
     if colour_by == "cqi" and cqi.dtype.kind == "f":
         raise ConfigError(f"colour_by: got 'cqi' with cell.rate {cell.rate!r}; allowed: cqi only with cell.rate: "
                           f"mcs_table (or colour_by: rate)")
@@ -186,6 +187,9 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)
     text = stream or sys.stdout
     _print_table(table, text, cell, k)
+    uncapped = _uncapped_shannon_line(cell.rate, full.snr_db)
+    if uncapped:
+        print(uncapped, file=text)
     print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
     return table
@@ -322,13 +326,29 @@ def _outage_rule(cfg: Scenario) -> str:
     return "rate 0" + "".join(f" or {p}" for p in parts) + (" (cell.outage)" if parts else "")
 
 
-def _cqi(rate: Any, sinr_db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CQI and table efficiency at each SINR for a CQI-table rate model (``cqi(sinr_linear)`` and
-    ``cqi_index`` / ``efficiency_bps_per_hz`` rows); NaN for any other rate model."""
-    if not all(hasattr(rate, a) for a in ("cqi", "cqi_index", "efficiency_bps_per_hz")):
+def _uncapped_shannon_line(rate: Any, full_band_snr_db: np.ndarray) -> str:
+    """For an uncapped ``shannon`` uplink: that its rates may pass TS 38.306's single-layer peak,
+    how many clients' full-band rates do, and how to cap it; "" for any other rate model."""
+    if not isinstance(rate, ShannonRate) or rate.max_spectral_efficiency_bps_per_hz is not None:
+        return ""
+    peak = PEAK_CAPS["ts38306_uplink"]
+    se = np.log2(1.0 + 10.0 ** (np.asarray(full_band_snr_db, dtype=float) / 10.0))
+    over = int(np.count_nonzero(se > peak))
+    return (f"cell.rate shannon is uncapped: a rate may exceed TS 38.306 clause 4.1.2's single-layer uplink peak "
+            f"({peak:.4f} bit/s/Hz of the RBs; {over} of {se.size} clients do on the full band); "
+            f"cap it with cell.rate.max_spectral_efficiency_bps_per_hz: ts38306_uplink, or use attenuated_shannon")
+
+
+def _cqi(rate: Any, sinr_db: np.ndarray, rate_bps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CQI and table efficiency of each link (its SINR and the rate it got) for a CQI-table rate model
+    (``cqi_of_rate(sinr_linear, rate_bps)`` and ``cqi_index`` / ``efficiency_bps_per_hz`` rows); NaN
+    for any other rate model."""
+    if not all(hasattr(rate, a) for a in ("cqi_of_rate", "cqi_index", "efficiency_bps_per_hz")):
         nan = np.full(sinr_db.shape, np.nan)
         return nan, nan.copy()
-    cqi = np.asarray(rate.cqi(10.0 ** (np.asarray(sinr_db, dtype=float) / 10.0)), dtype=int)
+    sinr = 10.0 ** (np.asarray(sinr_db, dtype=float) / 10.0)
+    cqi = np.array([rate.cqi_of_rate(s, r) for s, r in zip(sinr.tolist(), np.asarray(rate_bps).tolist(),
+                                                            strict=True)], dtype=int)
     rows = {int(c): float(e) for c, e in zip(rate.cqi_index, rate.efficiency_bps_per_hz, strict=True)}
     return cqi, np.array([rows.get(int(c), 0.0) for c in cqi])
 

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -65,7 +64,7 @@ from sfl_sim.channel.link.bler_tables import BLER_TABLE_FILES, MCS_ROWS
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
 
 __all__ = ["BlerCurve", "CurveChoice", "Link", "LINKS", "bler_curve", "curve_of", "cqi_curves", "code_blocks",
-           "transport_block_error_rate", "TABLE_CODE_BLOCK_BITS_MAX"]
+           "code_blocks_array", "transport_block_error_rate", "TABLE_CODE_BLOCK_BITS_MAX"]
 
 #: The largest code-block size the tables were simulated at (bits); larger blocks use its curve.
 TABLE_CODE_BLOCK_BITS_MAX = 2000
@@ -222,17 +221,20 @@ def code_blocks(tb_bits: float, code_rate: float) -> tuple[int, int]:
     (int, int)
         ``(cb_bits, n_code_blocks)``.
     """
-    tb = max(1, math.ceil(tb_bits))
-    if tb <= 3824:
-        n = 1
-    elif code_rate <= 0.25:
-        n = math.ceil((tb + 24) / 3816)
-    elif tb > 8424:
-        n = math.ceil((tb + 24) / 8424)
+    cb, n = code_blocks_array(tb_bits, code_rate)
+    return int(cb), int(n)
+
+
+def code_blocks_array(tb_bits: Any, code_rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`code_blocks` over an array of transport-block sizes: ``(cb_bits, n_code_blocks)``, int arrays."""
+    tb = np.maximum(1, np.ceil(np.asarray(tb_bits, dtype=float))).astype(np.int64)
+    if code_rate <= 0.25:
+        several = np.ceil((tb + 24) / 3816).astype(np.int64)
     else:
-        n = 1
-    tb_crc = 24 if tb > 3824 else 16
-    cb_crc = 24 if n > 1 else 0
+        several = np.where(tb > 8424, np.ceil((tb + 24) / 8424), 1).astype(np.int64)
+    n = np.where(tb <= 3824, 1, several)
+    tb_crc = np.where(tb > 3824, 24, 16)
+    cb_crc = np.where(n > 1, 24, 0)
     return (tb + tb_crc) // n + cb_crc, n
 
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sfl_sim.channel.link.link_rate import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
+# TS 38.306 clause 4.1.2's overheads live with its peak rate (peak.py); named here too, where the downlink's are set
+from sfl_sim.channel.link.peak import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
 
 if TYPE_CHECKING:  # the cell imports this layer; only its type is needed here
     from sfl_sim.channel.cell import Cell

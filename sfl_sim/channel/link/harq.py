@@ -190,7 +190,10 @@ class Harq(Component):
         numpy.ndarray, shape (max_transmissions + 1,)
             Non-increasing, ``q_0 = 1``; all ones where the SINR is below CQI 1.
         """
-        cqi = int(self.rate.cqi(10.0 ** (sinr_db / 10.0)))
+        sinr = 10.0 ** (sinr_db / 10.0)
+        # the CQI behind the rate: with the transport-block rule it depends on the share, which the rate tells
+        cqi = int(self.rate.cqi_of_rate(sinr, rate_bps)) if hasattr(self.rate, "cqi_of_rate") \
+            else int(self.rate.cqi(sinr))
         m = np.arange(1, self.params.max_transmissions + 1)
         if cqi < 1:
             return np.ones(self.params.max_transmissions + 1)

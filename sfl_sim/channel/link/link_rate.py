@@ -25,25 +25,33 @@ from sfl_sim.channel.limits import (
     OVERHEAD_FRACTION,
     SHANNON_ATTENUATION,
     SINR_MIN_DB,
+    SLOT_S,
     SNR_GAP_DB,
     SPECTRAL_EFFICIENCY_BPS_PER_HZ,
 )
-from sfl_sim.channel.link.bler import TABLE_CODE_BLOCK_BITS_MAX, cqi_curves
+from sfl_sim.channel.link.bler import (
+    TABLE_CODE_BLOCK_BITS_MAX,
+    code_blocks_array,
+    cqi_curves,
+    transport_block_error_rate,
+)
 from sfl_sim.channel.link.cqi_tables import CQI_TABLES
+from sfl_sim.channel.link.peak import DOWNLINK_OVERHEAD_FRACTION, UPLINK_OVERHEAD_FRACTION
 from sfl_sim.channel.link.rate import RATES, ShannonRate, _check_link
+from sfl_sim.channel.link.resource_grid import DEFAULT_NUMEROLOGY, slot_duration_s
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel, model_validator
 
 __all__ = ["ShannonGapRate", "AttenuatedShannonRate", "McsTableRate", "gap_from_ber", "TR36942_DEFAULTS"]
 
-#: TS 38.306 clause 4.1.2: the overhead ``OH`` of the approximate maximum data rate, FR1 downlink
-#: ("0.14, for frequency range FR1 for DL").
-DOWNLINK_OVERHEAD_FRACTION = 0.14
-#: TS 38.306 clause 4.1.2: ``OH`` for FR1 uplink ("0.08, for frequency range FR1 for UL").
-UPLINK_OVERHEAD_FRACTION = 0.08
-
 #: ns-3's default BER target of its LTE AMC model (``LteAmc::Ber``).
 DEFAULT_BER_TARGET = 5e-5
+#: The bler mapping's transport-block error target: 0.1, and 1e-5 with CQI table 3: TS 38.214
+#: clause 5.2.2.1's CQI as issue 51 reads it (we could not retrieve that clause's text to read it;
+#: TS 25.214 clause 6A.2.1's HSDPA CQI, which we read, is the same rule on the transport block:
+#: "received with a transport block error probability not exceeding 0.1").
+DEFAULT_BLER_TARGET = 0.1
+CQI_TABLE3_BLER_TARGET = 1e-5
 
 
 def gap_from_ber(ber_target: float) -> float:
@@ -233,11 +241,20 @@ class McsTableRate(_SinrRate):
       ``log2(1 + SINR / Gamma)``, ``Gamma = -ln(5 BER) / 1.5`` at ``ber_target``
       (:class:`ShannonGapRate`; ns-3's ``LteAmc::GetCqiFromSpectralEfficiency`` does the same on
       the LTE table).
-    - ``bler``: the highest CQI whose code-block error rate at the SINR is <= ``bler_target``, from
-      Sionna's 5G NR BLER tables (:mod:`sfl_sim.channel.link.bler`: each CQI's modulation and code rate matched
-      to an MCS entry), for a code block of ``code_block_bits`` (default 2000, the largest size the
-      tables hold; every larger block uses that curve, and a transport block above 3824 bits is
-      segmented into blocks larger than it).
+    - ``bler``: the highest CQI whose transport-block error rate at the SINR is <= ``bler_target``
+      (TS 38.214 clause 5.2.2.1 defines the CQI on the transport block, not the code block), from
+      Sionna's 5G NR BLER tables (:mod:`sfl_sim.channel.link.bler`: each CQI's modulation and code
+      rate matched to an MCS entry).  Per CQI ``j`` the transport block is what one slot carries on
+      the share at that CQI, ``TB_j = b x eff_j x (1 - overhead) x slot_s`` bits (``b`` the RBs'
+      bandwidth the rate model is given; our reading of "a slot's transport block", as HARQ's); TS
+      38.212 clause 5.2.2's segmentation (:func:`~sfl_sim.channel.link.bler.code_blocks`, Sionna's)
+      cuts it into ``C_j`` code blocks of ``K_j`` bits, and ``TBLER_j = 1 - (1 - BLER_j(SINR,
+      K_j))^C_j`` (Sionna's TBLER).  A large share at a high CQI has several code blocks, so the
+      CQI the code-block rule picks can miss the target on the block (``C = 4`` at a code-block
+      BLER of 0.06 gives 0.22); with one code block nothing changes.  Without a bandwidth
+      (:meth:`cqi` and :meth:`spectral_efficiency_bps_per_hz` called on the SINR alone) the block is
+      one code block of 2000 bits.  ``code_block_bits`` given instead keeps the former rule: the
+      code-block error of one block of that size, whatever the share.
 
     Below CQI 1 the link is out of range and the rate is 0 (the cell's outage policy makes that an
     outage).
@@ -260,10 +277,15 @@ class McsTableRate(_SinrRate):
         mapping: Annotated[Literal["gap", "bler"], Doc("How the SINR picks the CQI (see above).")] = "gap"
         ber_target: Annotated[float, BER_TARGET, Doc(
             "Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).")] = DEFAULT_BER_TARGET
-        bler_target: Annotated[float, BLER_TARGET, Doc(
-            "Block-error target of the bler mapping, in (0, 0.99] (0.1: the usual link-adaptation target).")] = 0.1
-        code_block_bits: Annotated[float, CODE_BLOCK_BITS, Doc(
-            "Code-block size of the bler mapping, bits, in [24, 8448].")] = float(TABLE_CODE_BLOCK_BITS_MAX)
+        bler_target: Annotated[Annotated[float, BLER_TARGET] | None, Doc(
+            "Transport-block error target of the bler mapping, in (0, 0.99]; null: 0.1, or 1e-5 with cqi_table3 "
+            "(TS 38.214 clause 5.2.2.1's CQI definition, as issue 51 reads it).")] = None
+        code_block_bits: Annotated[Annotated[float, CODE_BLOCK_BITS] | None, Doc(
+            "null (default): the bler mapping judges each CQI on one slot's transport block on the share (see "
+            "above); a size in bits, in [24, 8448]: on one code block of that size (the former rule).")] = None
+        slot_s: Annotated[Annotated[float, SLOT_S] | None, Doc(
+            "The slot whose transport block the bler mapping judges, s; null: numerology 1's 0.5 ms (TS 38.211 "
+            "clause 4.3.2; our choice: cell.numerology's default).")] = None
         overhead_fraction: Annotated[Annotated[float, OVERHEAD_FRACTION] | None, Doc(
             "Fraction of the resources spent on control and reference signals, in [0, 0.9]; null: the link's "
             "TS 38.306 clause 4.1.2 value, 0.08 (FR1 uplink) or 0.14 (FR1 downlink).")] = None
@@ -283,6 +305,13 @@ class McsTableRate(_SinrRate):
         given = self.params.overhead_fraction
         by_link = UPLINK_OVERHEAD_FRACTION if self.params.link == "uplink" else DOWNLINK_OVERHEAD_FRACTION
         self.overhead_fraction = by_link if given is None else given
+        p = self.params
+        #: The transport-block error target of the bler mapping in use.
+        self.bler_target = (p.bler_target if p.bler_target is not None
+                            else CQI_TABLE3_BLER_TARGET if p.table == "cqi_table3" else DEFAULT_BLER_TARGET)
+        #: The slot of the bler mapping's transport block, s.
+        self.slot_s = slot_duration_s(DEFAULT_NUMEROLOGY) if p.slot_s is None else p.slot_s
+        self._code_rate = [r[2] / 1024.0 for r in rows]
 
     @property
     def table(self) -> str:
@@ -292,32 +321,71 @@ class McsTableRate(_SinrRate):
     def __repr__(self) -> str:
         p = self.params
         target = f"ber_target={p.ber_target!r}" if p.mapping == "gap" else \
-            f"bler_target={p.bler_target!r}, code_block_bits={p.code_block_bits!r}"
+            f"bler_target={self.bler_target!r}, " + (
+                f"slot_s={self.slot_s!r}" if p.code_block_bits is None else f"code_block_bits={p.code_block_bits!r}")
         return (f"McsTableRate(table={p.table!r}, mapping={p.mapping!r}, {target}, "
                 f"overhead_fraction={self.overhead_fraction!r}, noise_figure_db={p.noise_figure_db!r}"
                 + ("" if p.link == "uplink" else f", link={p.link!r}") + ")")
 
-    def _rows_allowed(self, sinr_linear: Any) -> np.ndarray:
-        """1 + the index of the row the mapping picks at each SINR (0: below CQI 1)."""
+    def _rows_allowed(self, sinr_linear: Any, bandwidth_hz: Any = None) -> np.ndarray:
+        """1 + the index of the row the mapping picks at each SINR (0: below CQI 1), on RBs of
+        ``bandwidth_hz`` (broadcast with the SINR; None: see the class docstring)."""
         sinr = np.asarray(sinr_linear, dtype=float)
         if self.params.mapping == "bler":
             with np.errstate(divide="ignore"):
                 sinr_db = 10.0 * np.log10(sinr)
-            p = self.params
-            ok = np.stack([c.bler(sinr_db, p.code_block_bits) <= p.bler_target
-                           for c in cqi_curves(p.table, p.link)])
+            ok = np.stack([self._block_error(j, sinr_db, bandwidth_hz) <= self.bler_target
+                           for j in range(len(self.cqi_index))])
             # the highest row meeting the target (rows are in increasing efficiency)
             return np.where(ok.any(axis=0), len(ok) - np.argmax(ok[::-1], axis=0), 0)
         se = np.log2(1.0 + sinr / self.gap_linear)
         return np.searchsorted(self.efficiency_bps_per_hz, se, side="right")
 
-    def cqi(self, sinr_linear: Any) -> np.ndarray:
-        """CQI index chosen at linear SINR(s) >= 0 (0 = out of range); same shape, int."""
-        k = self._rows_allowed(sinr_linear)
+    def _block_error(self, row: int, sinr_db: np.ndarray, bandwidth_hz: Any) -> np.ndarray:
+        """The error rate the bler mapping compares with its target for row ``row`` (see the class docstring)."""
+        curve = cqi_curves(self.params.table, self.params.link)[row]
+        if self.params.code_block_bits is not None:
+            return curve.bler(sinr_db, self.params.code_block_bits)
+        if bandwidth_hz is None:
+            return curve.bler(sinr_db, TABLE_CODE_BLOCK_BITS_MAX)
+        tb_bits = (np.asarray(bandwidth_hz, dtype=float) * self.efficiency_bps_per_hz[row]
+                   * (1.0 - self.overhead_fraction) * self.slot_s)
+        s, tb = np.broadcast_arrays(sinr_db, tb_bits)
+        cb_bits, n_cb = code_blocks_array(tb, self._code_rate[row])
+        return transport_block_error_rate(curve.bler(s, cb_bits), n_cb)
+
+    def cqi(self, sinr_linear: Any, bandwidth_hz: Any = None) -> np.ndarray:
+        """CQI index chosen at linear SINR(s) >= 0 on RBs of ``bandwidth_hz`` (0 = out of range); int."""
+        k = self._rows_allowed(sinr_linear, bandwidth_hz)
         return np.where(k > 0, self.cqi_index[np.maximum(k - 1, 0)], 0)
 
-    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:
-        """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1)."""
-        k = self._rows_allowed(sinr_linear)
+    def cqi_of_rate(self, sinr_linear: float, rate_bps: float) -> int:
+        """The CQI behind a rate this model gave at SINR ``sinr_linear`` (0 if none), for whoever
+        knows the link's rate but not its bandwidth (HARQ, the channel report).
+
+        With the transport-block rule the CQI depends on the bandwidth, ``b = rate / (eff x (1 -
+        overhead))`` at the CQI taken: the highest CQI that the rule picks at its own ``b`` (our
+        choice where two would be consistent).  Otherwise :meth:`cqi` at the SINR.
+        """
+        if self.params.mapping != "bler" or self.params.code_block_bits is not None or rate_bps <= 0:
+            return int(self.cqi(sinr_linear))
+        bands = rate_bps / (self.efficiency_bps_per_hz * (1.0 - self.overhead_fraction))
+        picked = self._rows_allowed(np.full(bands.shape, float(sinr_linear)), bands)
+        consistent = np.flatnonzero(picked == np.arange(1, bands.size + 1))
+        return int(self.cqi_index[consistent[-1]]) if consistent.size else 0
+
+    def spectral_efficiency_bps_per_hz(self, sinr_linear: Any, bandwidth_hz: Any = None) -> np.ndarray:
+        """Table efficiency of the chosen CQI times ``1 - overhead_fraction`` (0 below CQI 1), on RBs
+        of ``bandwidth_hz`` (the bler mapping's transport block; None: see the class docstring)."""
+        k = self._rows_allowed(sinr_linear, bandwidth_hz)
         eff = np.where(k > 0, self.efficiency_bps_per_hz[np.maximum(k - 1, 0)], 0.0)
         return eff * (1.0 - self.overhead_fraction)
+
+    def rate_bps(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
+        """Rate ``b x SE(SINR, b)`` in bit/s (0 on a 0 Hz share): as the other link abstractions',
+        the CQI judged on the share's transport block (see the class docstring)."""
+        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        positive = b > 0
+        safe_b = np.where(positive, b, 1.0)
+        se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._noise_factor), safe_b)
+        return np.where(positive, safe_b * se, 0.0)

@@ -6,11 +6,12 @@ broadcasts its arguments elementwise; register new ones in :data:`RATES`.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from sfl_sim.channel.limits import NOISE_FIGURE_DB, SPECTRAL_EFFICIENCY_BPS_PER_HZ
+from sfl_sim.channel.link.peak import PEAK_CAPS
 from sfl_sim.channel.protocols import Rate
 from sfl_sim.channel.units import linear_to_db
 from sfl_sim.kit.checks import check_array
@@ -38,6 +39,12 @@ def _check_link(
 class ShannonRate(Component):
     """Shannon capacity of an AWGN link: ``b log2(1 + p g / (b N0 F))``, optionally capped.
 
+    Uncapped (the default), the rate has no ceiling: at a high SNR it exceeds what any NR handset
+    carries, e.g. TS 38.306 clause 4.1.2's single-layer uplink peak (6.3595 bit/s/Hz of the resource
+    blocks, 116.76 Mbit/s on 20 MHz at 30 kHz; :mod:`sfl_sim.channel.link.peak`).
+    ``max_spectral_efficiency_bps_per_hz: ts38306_uplink`` (or ``ts38306_downlink``) caps it there;
+    ``attenuated_shannon`` (TR 36.942 Annex A) also scales it by ``alpha``.
+
     All arguments of its methods broadcast against each other (numpy rules).
 
     Raises
@@ -49,14 +56,20 @@ class ShannonRate(Component):
     class Params(ParamsModel):
         noise_figure_db: Annotated[float, NOISE_FIGURE_DB, Doc(
             "Receiver noise figure ``F`` in dB, >= 0; multiplies the noise PSD by ``10^(F/10)``.")] = 0.0
-        max_spectral_efficiency_bps_per_hz: Annotated[Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | None, Doc(
-            "Cap on the rate per Hz, > 0 (the highest modulation and coding scheme; e.g. 7.4063 for 256-QAM at code "
-            "rate 948/1024 in 5G NR); null = no cap.  The rate becomes ``min(b log2(1 + snr), b * cap)``.")] = None
+        max_spectral_efficiency_bps_per_hz: Annotated[
+            Annotated[float, SPECTRAL_EFFICIENCY_BPS_PER_HZ] | Literal["ts38306_uplink", "ts38306_downlink"] | None,
+            Doc("Cap on the rate per Hz, > 0, or ``ts38306_uplink`` / ``ts38306_downlink``: TS 38.306 clause 4.1.2's "
+                "single-layer 256QAM peak per Hz of the resource blocks (6.3595 / 5.9448 bit/s/Hz: OH 0.08 / 0.14, "
+                "the cyclic prefix's 14/15); null = no cap (rates above that peak are possible).  The rate becomes "
+                "``min(b log2(1 + snr), b * cap)``.")] = None
 
     params: Params
 
     def __post_init__(self) -> None:
         self._noise_factor = 10.0 ** (self.params.noise_figure_db / 10.0)
+        cap = self.params.max_spectral_efficiency_bps_per_hz
+        #: The cap in use, bit/s/Hz (a named one resolved), or None.
+        self.max_spectral_efficiency_bps_per_hz: float | None = PEAK_CAPS[cap] if isinstance(cap, str) else cap
 
     @property
     def noise_figure_db(self) -> float:
@@ -130,7 +143,7 @@ class ShannonRate(Component):
         # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
         safe_b = np.where(positive, b, 1.0)
         rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0 * self._noise_factor))
-        cap = self.params.max_spectral_efficiency_bps_per_hz
+        cap = self.max_spectral_efficiency_bps_per_hz
         if cap is not None:
             rate = np.minimum(rate, safe_b * cap)
         return np.where(positive, rate, 0.0)

@@ -3,6 +3,7 @@ MCS matching, transport-block segmentation, and mcs_table's ``mapping: bler``.""
 import hashlib
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -240,7 +241,8 @@ def _bler_2000(curve, k, snr_db):
 @pytest.mark.parametrize("target", [0.1, 0.01])
 def test_bler_mapping_picks_the_highest_cqi_meeting_the_target_at_table_points(table, target):
     # At the tables' own SINR points the lookup is the table value: read the rows of the JSON directly.
-    model = McsTableRate(table=table, mapping="bler", bler_target=target)
+    # code_block_bits: the code-block rule on 2000-bit blocks (the transport-block rule's tests are below).
+    model = McsTableRate(table=table, mapping="bler", bler_target=target, code_block_bits=2000)
     snr_db = _entry("PUSCH_table1", 11)["SNR_db"]
     rows = CQI_TABLES[table]
     for k, s in enumerate(snr_db):
@@ -261,4 +263,61 @@ def test_bler_mapping_one_hand_row():
     s = _entry("PUSCH_table1", 11)["SNR_db"][6]
     assert _entry("PUSCH_table1", 11)["CBS"]["2000"]["BLER"][6] <= 0.1 < _entry("PUSCH_table1", 13)["CBS"]["2000"][
         "BLER"][6]
-    assert McsTableRate(mapping="bler").cqi(10 ** (s / 10)) == 7
+    assert McsTableRate(mapping="bler", code_block_bits=2000).cqi(10 ** (s / 10)) == 7
+    assert McsTableRate(mapping="bler").cqi(10 ** (s / 10)) == 7  # without a bandwidth: one 2000-bit block
+
+
+# ----------------------------------------------------------------------------- CQI on the transport block
+def test_cqi_is_chosen_on_the_transport_block_by_hand():
+    # 20 MHz at 30 kHz, the whole band: 51 RBs, b = 18.36 MHz; SINR 19.25 dB; CQI table 1, slot 0.5 ms, OH 0.08.
+    # CQI 15 (64QAM 948/1024, PUSCH_table1 MCS 27): TB = 18.36e6 x 5.5547 x 0.92 x 0.5e-3 = 46912.77 -> 46913 bits;
+    #   TS 38.212 5.2.2 (Sionna's segmentation): R > 1/4 and TB > 8424, C = ceil((46913 + 24) / 8424) = 6 code
+    #   blocks of (46913 + 24) // 6 + 24 = 7846 bits, read on the 2000-bit curve (the largest the tables hold).
+    #   That curve at 18.214 and 20 dB: 0.99667 and 0.0036667; log-linear at 19.25 dB:
+    #   log10 BLER = log10 0.99667 + (1.0357 / 1.7857) (log10 0.0036667 - log10 0.99667) = -1.4133 -> 0.03861,
+    #   <= 0.1: the code-block rule takes CQI 15; but TBLER = 1 - (1 - 0.03861)^6 = 0.2104 > 0.1.
+    # CQI 14 (64QAM 873, MCS 25): TB = 43200.93 -> 43201 bits, C = ceil(43225 / 8424) = 6 blocks of 7228 bits; its
+    #   2000-bit BLER is 0.00133 at 18.214 dB and 0 at 20 dB, so <= 0.00133 between: TBLER <= 1 - (1 - 0.00133)^6
+    #   = 0.008 <= 0.1.  The transport-block rule takes CQI 14.
+    s = 19.25
+    sinr = 10 ** (s / 10)
+    tb15 = 18.36e6 * 5.5547 * 0.92 * 0.5e-3
+    assert math.ceil(tb15) == 46913 and code_blocks(tb15, 948 / 1024) == (7846, 6)
+    assert code_blocks(18.36e6 * 5.1152 * 0.92 * 0.5e-3, 873 / 1024) == (7228, 6)
+    e27 = _entry("PUSCH_table1", 27)
+    lo, hi = e27["SNR_db"][13], e27["SNR_db"][14]
+    b_lo, b_hi = e27["CBS"]["2000"]["BLER"][13], e27["CBS"]["2000"]["BLER"][14]
+    log_bler = math.log10(b_lo) + (s - lo) / (hi - lo) * (math.log10(b_hi) - math.log10(b_lo))
+    assert 10 ** log_bler == pytest.approx(0.03861, abs=5e-5)
+    assert float(bler_curve("PUSCH_table1", 27).bler(s, 7846)) == pytest.approx(10 ** log_bler, rel=1e-9)
+    assert 1 - (1 - 10 ** log_bler) ** 6 == pytest.approx(0.2104, abs=5e-4)
+    assert _entry("PUSCH_table1", 25)["CBS"]["2000"]["BLER"][13:15] == pytest.approx([0.0013333, 0.0], abs=1e-7)
+    assert McsTableRate(mapping="bler", code_block_bits=2000).cqi(sinr) == 15  # the code-block rule
+    model = McsTableRate(mapping="bler")
+    assert model.cqi(sinr, 18.36e6) == 14
+    gain = sinr * 18.36e6 * N0_W_PER_HZ / 0.2
+    rate = float(model.rate_bps(18.36e6, 0.2, gain, N0_W_PER_HZ))
+    assert rate == pytest.approx(18.36e6 * 5.1152 * 0.92)
+    assert model.cqi_of_rate(sinr, rate) == 14  # what HARQ and the channel report read back from the rate
+
+
+def test_one_code_block_of_2000_bits_or_more_changes_nothing():
+    # A transport block of 1984..3824 bits is one code block (C = 1) of TB + 16 >= 2000 bits: its TBLER is the
+    # 2000-bit code-block BLER, the code-block rule's.  CQI 7 (16QAM 378, 1.4766 bit/s/Hz) on b Hz carries
+    # b x 1.4766 x 0.92 x 0.5e-3 bits: 3000 bits at b = 4.4171 MHz.
+    model, old = McsTableRate(mapping="bler"), McsTableRate(mapping="bler", code_block_bits=2000)
+    b = 3000 / (1.4766 * 0.92 * 0.5e-3)
+    assert code_blocks(3000, 378 / 1024) == (3016, 1)
+    sinr_db = np.linspace(-5.0, 20.0, 101)
+    np.testing.assert_allclose(model._block_error(6, sinr_db, b), old._block_error(6, sinr_db, None),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_cqi_table3_targets_1e_5_on_the_block():
+    assert McsTableRate(table="cqi_table3").bler_target == 1e-5
+    assert McsTableRate().bler_target == 0.1 and McsTableRate(table="cqi_table2").bler_target == 0.1
+    assert McsTableRate(table="cqi_table3", bler_target=0.1).bler_target == 0.1
+    s = 10 ** (4.5 / 10)  # at 4.5 dB on 1 MHz: CQI 8 at 1e-5, CQI 9 at 0.1
+    strict, loose = McsTableRate(table="cqi_table3", mapping="bler"), McsTableRate(
+        table="cqi_table3", mapping="bler", bler_target=0.1)
+    assert (strict.cqi(s, 1e6), loose.cqi(s, 1e6)) == (8, 9)

@@ -155,3 +155,18 @@ def test_bad_parameters_give_one_line_naming_the_field(cls, kwargs, field):
         cls(**kwargs)
     message = str(info.value)
     assert message.startswith(field) and "\n" not in message
+
+
+@pytest.mark.parametrize("link, sinr_max_db", [
+    # SINR_max is where alpha log2(1 + SINR) reaches Thr_max (TR 36.942 Annex A: the bound is
+    # truncated there), by hand: UL 0.4 log2(1 + s) = 2.0 -> s = 2^5 - 1 = 31 = 14.914 dB;
+    # DL 0.6 log2(1 + s) = 4.4 -> s = 2^(22/3) - 1 = 160.27 = 22.049 dB.
+    ("uplink", 10 * math.log10(31.0)), ("downlink", 10 * math.log10(2 ** (4.4 / 0.6) - 1)),
+])
+def test_attenuated_shannon_reaches_thr_max_at_sinr_max(link, sinr_max_db):
+    model = AttenuatedShannonRate(link=link)
+    alpha, cap = model.alpha, model.max_spectral_efficiency_bps_per_hz
+    assert sinr_max_db == pytest.approx(14.914 if link == "uplink" else 22.049, abs=1e-3)
+    se = model.spectral_efficiency_bps_per_hz(_sinr([sinr_max_db - 1.0, sinr_max_db, sinr_max_db + 1.0]))
+    assert se[0] < cap and se[1] == pytest.approx(cap) and se[2] == cap
+    assert se[0] == pytest.approx(alpha * math.log2(1 + 10 ** ((sinr_max_db - 1.0) / 10)))
