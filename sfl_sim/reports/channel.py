@@ -187,12 +187,35 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     channel_figures.write_figures(out, cfg, cell, table, draws, compute, k, colour_by)
     text = stream or sys.stdout
     _print_table(table, text, cell, k)
+    print(grid_line(cfg), file=text)
     uncapped = _uncapped_shannon_line(cell.rate, full.snr_db)
     if uncapped:
         print(uncapped, file=text)
     print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
     return table
+
+
+def grid_line(cfg: Scenario) -> str:
+    """One line on the uplink's resource grid and who hands it out: the numerology (TS 38.211 Table 4.2-1,
+    clause 4.3.2: subcarrier spacing 15 * 2^mu kHz, slot 1 ms / 2^mu), the RBs of the band (TS 38.101-1 Table
+    5.3.2-1) and the scheduler with its fidelity, or the static split."""
+    from sfl_sim.channel.link.resource_grid import n_rb, slot_duration_s, subcarrier_spacing_hz
+    from sfl_sim.channel.link.scheduling import is_dynamic
+    from sfl_sim.runs.build import build_scheduler
+
+    mu, band_hz = cfg.cell.numerology, cfg.cell.uplink_bandwidth_hz
+    scs_hz = subcarrier_spacing_hz(mu)
+    try:
+        rbs = f"{n_rb(band_hz, scs_hz)} RBs of {12 * scs_hz / 1e3:g} kHz in {band_hz / 1e6:g} MHz"
+    except ValueError:
+        rbs = f"{band_hz / 1e6:g} MHz has no entry in TS 38.101-1 Table 5.3.2-1 at {scs_hz / 1e3:g} kHz"
+    scheduler = build_scheduler(cfg)
+    name = cfg.cell.scheduler.name
+    how = (f"scheduler {name} ({scheduler.fidelity} form)" if is_dynamic(scheduler)
+           else f"scheduler {name} (each round's equal shares of the band, cell.allocation)")
+    return (f"uplink grid: numerology {mu} ({scs_hz / 1e3:g} kHz subcarriers, {slot_duration_s(mu) * 1e3:g} ms "
+            f"slots), {rbs}; {how}")
 
 
 def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DEFAULT_ROUND_S) -> dict[str, np.ndarray]:

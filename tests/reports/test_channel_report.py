@@ -134,3 +134,19 @@ def test_report_leaves_cqi_empty_without_a_cqi_table(tmp_path):
     with pytest.raises(ConfigError) as err:
         channel_report(small_cfg(), tmp_path / "x", stream=io.StringIO(), colour_by="cqi")
     assert "\n" not in str(err.value) and "colour_by" in str(err.value) and "mcs_table" in str(err.value)
+
+
+def test_the_report_says_the_grid_and_who_hands_it_out() -> None:
+    """Numerology 1 on 20 MHz: 30 kHz subcarriers, 0.5 ms slots, 51 RBs (TS 38.101-1 Table 5.3.2-1's
+    20 MHz / 30 kHz entry) of 12 x 30 kHz; the static split or the scheduler and its form."""
+    import sfl_sim
+    from sfl_sim.reports.channel import grid_line
+
+    cfg = sfl_sim.load_scenario("cellular_100clients", {"cell.uplink_bandwidth_hz": 20e6, "cell.numerology": 1})
+    assert grid_line(cfg) == ("uplink grid: numerology 1 (30 kHz subcarriers, 0.5 ms slots), 51 RBs of 360 kHz in "
+                              "20 MHz; scheduler static (each round's equal shares of the band, cell.allocation)")
+    pf = sfl_sim.load_scenario("cellular_100clients", {
+        "cell.uplink_bandwidth_hz": 5e6, "cell.numerology": 0, "cell.power_control": {"name": "fixed"},
+        "cell.scheduler": {"name": "proportional_fair", "fidelity": "slot"}})
+    assert grid_line(pf) == ("uplink grid: numerology 0 (15 kHz subcarriers, 1 ms slots), 25 RBs of 180 kHz in "
+                             "5 MHz; scheduler proportional_fair (slot form)")
