@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
+from sfl_sim.analysis.figure_style import check_style, figure_style
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
 from sfl_sim.analysis.radio_table import has_radio_losses, radio_layouts, radio_table
 from sfl_sim.analysis.report_figures import (
@@ -42,6 +43,7 @@ from sfl_sim.analysis.report_figures import (
     CurveOptions,
     compression_levels,
     curve_figures,
+    line_field_of,
     radio_figures,
     sweep_figures,
     write_figures,
@@ -193,6 +195,8 @@ def write_report(
     seed_lines: bool = False,
     smooth: int = 0,
     log_x: bool = False,
+    lines: str | None = None,
+    style: str = "default",
     n_boot: int = N_BOOT,
     bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
@@ -231,6 +235,12 @@ def write_report(
         Rolling mean over this many evaluations of each seed before the mean and band (0: none).
     log_x : bool, optional
         Log x axes in the accuracy curves (the evaluation of the initial model, at 0, is left out).
+    lines : str, optional
+        A setting field (dotted or short name, e.g. ``scheduler``) drawn as lines of the figures against
+        a numeric field instead of one figure per value of it.
+    style : {"default", "paper"}, optional
+        Figure style (:data:`~sfl_sim.analysis.figure_style.STYLES`): ``paper`` draws serif (STIX,
+        Times-like) text; every PDF embeds its fonts as TrueType.
     n_boot, bootstrap_seed : int, optional
         Bootstrap resamples and seed of the speed-up CIs.
 
@@ -246,9 +256,10 @@ def write_report(
     sfl_sim.errors.RunDirError
         ``out_dir`` cannot be written, or is not sfl-sim's report folder (:func:`claim_report_dir`).
     ValueError
-        A bad ``band``, target, figure width or smoothing window.
+        A bad ``band``, target, figure width, smoothing window, ``lines`` field or ``style``.
     """
     check_figure_options(band, figure_width_in, smooth)
+    check_style(style)
     out = Path(out_dir)
     claim_report_dir(out)
     # the runs left out must not name the settings of those that remain (a killed run of another
@@ -257,6 +268,7 @@ def write_report(
     complete = loaded.runs["status"] == COMPLETE
     study = loaded if include_incomplete else loaded.select(loaded.runs.loc[complete, "run_id"])
     left_out = loaded.runs.loc[~loaded.runs["run_id"].isin(study.runs["run_id"])]
+    line_field = line_field_of(study, lines)
     if study.runs.empty:
         raise StudyError(f"none of the {len(loaded.runs)} run(s) found is complete; pass --include-incomplete "
                          f"to report them anyway")
@@ -319,11 +331,12 @@ def write_report(
                                seed_lines=seed_lines, smooth=smooth, log_x=log_x, n_boot=n_boot,
                                bootstrap_seed=bootstrap_seed)
         taken: set[str] = set()
-        drawn = curve_figures(curves, algorithms, options, taken=taken)
-        drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
-                               bootstrap_seed=bootstrap_seed)
-        drawn += radio_figures(study, algorithms, figure_width_in, taken)
-        files, figure_section, tex = write_figures(out, drawn)
+        with figure_style(style):  # drawn and written in it: the fonts are chosen as text is drawn
+            drawn = curve_figures(curves, algorithms, options, taken=taken)
+            drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
+                                   bootstrap_seed=bootstrap_seed, line_field=line_field)
+            drawn += radio_figures(study, algorithms, figure_width_in, taken)
+            files, figure_section, tex = write_figures(out, drawn)
         written += files
         _write(out / "figures.tex", tex, written)
 
