@@ -126,7 +126,7 @@ def test_sweep_against_a_numeric_field(study):
     assert rest == "" and [x for x, _ in points] == list(BANDWIDTHS_HZ)
     figs = sweep_figures(study, ALGOS, (0.3,), 6.4, set(), n_boot=200)
     assert [f.stem for f in figs] == ["figures/sweep/tta_s_vs_uplink_bandwidth_hz",
-                                      "figures/sweep/best_test_accuracy_vs_uplink_bandwidth_hz"]
+                                      "figures/sweep/final_test_accuracy_vs_uplink_bandwidth_hz"]
     ax = figs[0].figure.axes[0]
     assert ax.get_xlabel() == "cell.uplink_bandwidth (MHz)" and "3 seeds" not in figs[0].caption
     assert len([ln for ln in ax.lines if ln.get_marker() == "o"]) == 2  # one line per algorithm
