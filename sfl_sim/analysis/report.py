@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sfl_sim.analysis.budget import budget_layout, budget_table, budget_warnings
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
 from sfl_sim.analysis.figure_style import check_style, figure_style
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
@@ -291,8 +292,11 @@ def write_report(
         settings = settings_table(study)
         settings_md = _write_table(out, "settings", settings, [settings_layout(study, settings)], "Settings",
                                    written, readme_notes)
+    budgets = budget_table(study)
+    notes = [*budget_warnings(budgets), *notes]  # under every table, and in the README
     acc = accuracy_table(study, algorithms)
-    md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
+    md_acc = _write_table(out, "accuracy", acc, [*accuracy_layouts(acc, study, algorithms, notes),
+                                                 budget_layout(budgets, study, algorithms)],
                           "Test accuracy", written, readme_notes)
     tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
     md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes, n_boot=n_boot),
