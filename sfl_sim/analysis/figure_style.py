@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -55,10 +56,10 @@ PNG_DPI = 200
 _ASPECT = 0.62  # axes-area height / width, before the legend rows
 #: How every PDF is written: fonts embedded as TrueType (Type 42) subsets, which publishers' checks
 #: (IEEE PDF eXpress, ACM) accept, where matplotlib's default Type 3 is refused by some.
-PDF_RC: dict[str, object] = {"pdf.fonttype": 42, "ps.fonttype": 42}
+PDF_RC: dict[str, Any] = {"pdf.fonttype": 42, "ps.fonttype": 42}
 #: The selectable figure styles (``sfl-sim report --style``): name -> matplotlib rcParams.
 #: ``paper``: serif text and math in STIX (Times-like, shipped with matplotlib, so no TeX needed).
-STYLES: dict[str, dict[str, object]] = {
+STYLES: dict[str, dict[str, Any]] = {
     "default": {},
     "paper": {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"], "mathtext.fontset": "stix",
               "axes.linewidth": 0.6, "grid.linewidth": 0.4, "xtick.major.width": 0.6, "ytick.major.width": 0.6},
@@ -83,7 +84,7 @@ def check_style(style: str) -> str:
 def figure_style(style: str = "default") -> Iterator[None]:
     """Draw and save figures in ``style`` (:data:`STYLES`) inside this block; matplotlib's global
     settings are as before after it."""
-    with matplotlib.rc_context({**STYLES[check_style(style)], **PDF_RC}):
+    with matplotlib.rc_context({**STYLES[check_style(style)], **PDF_RC}):  # type: ignore[arg-type, dict-item]
         yield
 
 
@@ -168,7 +169,7 @@ def save_figure(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
     stem = Path(stem)
     png, pdf = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")
     write_png(fig, png)
-    with matplotlib.rc_context(PDF_RC):
+    with matplotlib.rc_context(PDF_RC):  # type: ignore[arg-type]
         fig.savefig(pdf, format="pdf", metadata={"CreationDate": None})
     return [png, pdf]
 

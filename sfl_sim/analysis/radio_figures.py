@@ -136,8 +136,8 @@ def _fit_bar_labels(fig: Figure, ax, group_names: Sequence[str], centres: Sequen
     """Make the bars' labels readable at any width: the algorithms' turned upright where they would
     overlap side by side, and each setting once under its group, below them, wrapped to the group's
     width (narrower until no two settings overlap)."""
-    renderer = fig.canvas.get_renderer()
     fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg: new_figure's canvas
     if text_boxes_overlap(ax.get_xticklabels(), renderer):
         ax.tick_params(axis="x", which="major", labelrotation=90)
         fig.canvas.draw()
