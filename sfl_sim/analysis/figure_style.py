@@ -84,7 +84,7 @@ def check_style(style: str) -> str:
 def figure_style(style: str = "default") -> Iterator[None]:
     """Draw and save figures in ``style`` (:data:`STYLES`) inside this block; matplotlib's global
     settings are as before after it."""
-    with matplotlib.rc_context({**STYLES[check_style(style)], **PDF_RC}):  # type: ignore[arg-type, dict-item]
+    with matplotlib.rc_context({**STYLES[check_style(style)], **PDF_RC}):  # type: ignore[dict-item]
         yield
 
 
