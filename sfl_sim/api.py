@@ -727,7 +727,7 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
            reference: str | None = None, targets: str | Sequence[float] | None = None, band: str = "std",
            ignore: Sequence[str] = (), include_incomplete: bool = False, figures: bool = True,
            figure_width_in: float | None = None, seed_lines: bool = False, smooth: int = 0,
-           log_x: bool = False) -> Report:
+           log_x: bool = False, lines: str | None = None, style: str = "default") -> Report:
     """Tables and figures of a study or any set of run directories (``sfl-sim report``).
 
     Parameters
@@ -750,13 +750,20 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     figures : bool
         Draw the figures (tables alone are faster).
     figure_width_in : float, optional
-        Figure width in inches, 3 to 12 (default 6.4; 3.5 for one column); fonts stay >= 7 pt.
+        Figure width in inches, 3 to 12 (default: the style's, 6.4, or 3.5 for one column with
+        ``style="paper"``); fonts stay >= 7 pt.
     seed_lines : bool
         Also draw every seed as a thin line (no band).
     smooth : int
         Rolling mean over this many evaluations of each seed in the figures (0: none).
     log_x : bool
         Log x axes in the accuracy figures.
+    lines : str, optional
+        A setting field (e.g. ``scheduler``) drawn as lines in the figures against a numeric field,
+        instead of one figure per value of it.
+    style : {"default", "paper"}
+        Figure style: ``paper`` is serif (STIX, Times-like), one column (3.5 in) wide unless
+        ``figure_width_in`` says otherwise. Every PDF embeds its fonts (TrueType).
 
     Returns
     -------
@@ -769,7 +776,7 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     """
     import pandas as pd
 
-    from sfl_sim.analysis.figures import DEFAULT_WIDTH_IN
+    from sfl_sim.analysis.figure_style import STYLE_WIDTH_IN, check_style
     from sfl_sim.analysis.report import default_output_dir, parse_targets, write_report
 
     paths = _paths(dirs)
@@ -778,8 +785,9 @@ def report(dirs: PathLike | Iterable[PathLike], *, output_dir: PathLike | None =
     parsed = parse_targets(targets) if isinstance(targets, str) else targets
     files = write_report(paths, out, reference=reference, targets=parsed, band=band, ignore=list(ignore),
                          include_incomplete=include_incomplete, figures=figures,
-                         figure_width_in=DEFAULT_WIDTH_IN if figure_width_in is None else figure_width_in,
-                         seed_lines=seed_lines, smooth=smooth, log_x=log_x)
+                         figure_width_in=STYLE_WIDTH_IN[check_style(style)] if figure_width_in is None
+                         else figure_width_in, seed_lines=seed_lines, smooth=smooth, log_x=log_x, lines=lines,
+                         style=style)
     tables = {stem: pd.read_csv(out / f"{stem}.csv") for stem in ("accuracy", "tta", "overhead", "runs")}
     return Report(path=out, files=files, **tables)
 

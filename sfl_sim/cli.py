@@ -129,12 +129,18 @@ def _parser() -> argparse.ArgumentParser:
                     help="scenario field not to split settings by, e.g. rounds (repeatable)")
     rp.add_argument("--include-incomplete", action="store_true", help="also report runs that did not finish")
     rp.add_argument("--no-figures", action="store_true", help="tables only")
-    rp.add_argument("--figure-width", type=float, default=6.4, metavar="IN",
-                    help="figure width in inches, 3 to 12 (default 6.4; 3.5 for one column), fonts >= 7 pt")
+    rp.add_argument("--figure-width", type=float, default=None, metavar="IN",
+                    help="figure width in inches, 3 to 12 (default 6.4, with --style paper 3.5: one column), "
+                    "fonts >= 7 pt")
+    rp.add_argument("--style", choices=["default", "paper"], default="default",
+                    help="figure style: paper is serif (STIX, Times-like) and one column wide; every PDF embeds "
+                    "its fonts (TrueType)")
     rp.add_argument("--seed-lines", action="store_true", help="also draw every seed as a thin line (no band)")
     rp.add_argument("--smooth", type=int, default=0, metavar="K",
                     help="rolling mean over K evaluations of each seed in the figures (default 0: none)")
     rp.add_argument("--log-x", action="store_true", help="log x axes in the accuracy figures")
+    rp.add_argument("--lines", metavar="FIELD", help="setting field drawn as lines (one per value and algorithm) "
+                    "in the figures against a numeric field, e.g. scheduler, instead of one figure per value")
 
     # Listings: sfl_sim.config.scenario_files, sfl_sim.catalog
     sub.add_parser("scenarios", help="list the shipped scenarios with their descriptions")
@@ -271,7 +277,8 @@ def _report(args: argparse.Namespace) -> int:
         report = api.report(args.dirs, output_dir=args.out, reference=args.reference, targets=args.targets,
                             band=args.band, ignore=args.ignore, include_incomplete=args.include_incomplete,
                             figures=not args.no_figures, figure_width_in=args.figure_width,
-                            seed_lines=args.seed_lines, smooth=args.smooth, log_x=args.log_x)
+                            seed_lines=args.seed_lines, smooth=args.smooth, log_x=args.log_x, lines=args.lines,
+                            style=args.style)
     except (FileNotFoundError, NotADirectoryError, StudyError, RunFormatError, ValueError) as exc:
         print(f"sfl-sim report: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,7 @@
 """What every figure of the analysis shares: its width and fonts for a paper, its legend below the axes,
-and how it is written (PNG and PDF, reproducible), and the file-name-safe names of settings.
+and how it is written (PNG and PDF, reproducible, the PDF's fonts embedded as TrueType), its selectable
+style (:data:`STYLES`: ``paper`` is serif, Times-like, one column wide), and the file-name-safe names of
+settings.
 
 Figures are drawn on matplotlib's Agg canvas directly (no pyplot state, no display). Captions are not
 drawn into an image: the report writes them beside it, in Markdown and LaTeX.
@@ -7,12 +9,15 @@ drawn into an image: the report writes them beside it, in Markdown and LaTeX.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -22,6 +27,11 @@ __all__ = [
     "MAX_WIDTH_IN",
     "MIN_FONT_PT",
     "PNG_DPI",
+    "PDF_RC",
+    "STYLES",
+    "STYLE_WIDTH_IN",
+    "check_style",
+    "figure_style",
     "check_width",
     "fonts",
     "line_width",
@@ -31,6 +41,7 @@ __all__ = [
     "write_png",
     "save_figure",
     "setting_slug",
+    "text_boxes_overlap",
 ]
 
 #: Default figure width (in): matplotlib's default, a full text width.
@@ -43,6 +54,38 @@ MIN_FONT_PT = 7.0
 #: Resolution of the PNG files.
 PNG_DPI = 200
 _ASPECT = 0.62  # axes-area height / width, before the legend rows
+#: How every PDF is written: fonts embedded as TrueType (Type 42) subsets, which publishers' checks
+#: (IEEE PDF eXpress, ACM) accept, where matplotlib's default Type 3 is refused by some.
+PDF_RC: dict[str, Any] = {"pdf.fonttype": 42, "ps.fonttype": 42}
+#: The selectable figure styles (``sfl-sim report --style``): name -> matplotlib rcParams.
+#: ``paper``: serif text and math in STIX (Times-like, shipped with matplotlib, so no TeX needed).
+STYLES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "paper": {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"], "mathtext.fontset": "stix",
+              "axes.linewidth": 0.6, "grid.linewidth": 0.4, "xtick.major.width": 0.6, "ytick.major.width": 0.6},
+}
+#: The figure width a style draws at when none is given (in): ``paper`` one column of a two-column paper.
+STYLE_WIDTH_IN: dict[str, float] = {"default": 6.4, "paper": 3.5}
+
+
+def check_style(style: str) -> str:
+    """A figure style name, refused in one line unless it is a key of :data:`STYLES`.
+
+    Raises
+    ------
+    ValueError
+    """
+    if style not in STYLES:
+        raise ValueError(f"style: got {style!r}; allowed: {', '.join(STYLES)}")
+    return style
+
+
+@contextlib.contextmanager
+def figure_style(style: str = "default") -> Iterator[None]:
+    """Draw and save figures in ``style`` (:data:`STYLES`) inside this block; matplotlib's global
+    settings are as before after it."""
+    with matplotlib.rc_context({**STYLES[check_style(style)], **PDF_RC}):  # type: ignore[dict-item]
+        yield
 
 
 def check_width(width_in: float) -> float:
@@ -115,7 +158,8 @@ def write_png(fig: Figure, path: str | os.PathLike[str]) -> Path:
 
 
 def save_figure(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
-    """Write ``stem.png`` and ``stem.pdf`` (PDF without a creation date, so reruns are identical).
+    """Write ``stem.png`` and ``stem.pdf`` (PDF without a creation date, so reruns are identical; its
+    fonts embedded as TrueType, :data:`PDF_RC`).
 
     Returns
     -------
@@ -125,8 +169,16 @@ def save_figure(fig: Figure, stem: str | os.PathLike[str]) -> list[Path]:
     stem = Path(stem)
     png, pdf = stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")
     write_png(fig, png)
-    fig.savefig(pdf, format="pdf", metadata={"CreationDate": None})
+    with matplotlib.rc_context(PDF_RC):  # type: ignore[arg-type]
+        fig.savefig(pdf, format="pdf", metadata={"CreationDate": None})
     return [png, pdf]
+
+
+def text_boxes_overlap(texts: Sequence, renderer, pad_px: float = 1.0) -> bool:
+    """Whether any two of the (visible, non-empty) matplotlib texts overlap as drawn by ``renderer``
+    (their window extents, each widened by ``pad_px`` pixels)."""
+    boxes = [t.get_window_extent(renderer).padded(pad_px) for t in texts if t.get_visible() and t.get_text()]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def setting_slug(setting: str, taken: set[str] | None = None, max_len: int = 80) -> str:

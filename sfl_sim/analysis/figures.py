@@ -278,7 +278,7 @@ def setting_figure(
         The shaded band around each mean line (see :func:`mean_curve`).
     targets : sequence of float
         Accuracy targets (fractions) drawn as horizontal lines (styles :data:`TARGET_STYLES`),
-        each labelled inside the axes at its right end; the y axis includes them.
+        each labelled inside the axes at its left end, under the markers; the y axis includes them.
     algorithms : sequence of str, optional
         Line order (default ``study.algorithms``).
     width_in : float, optional
@@ -468,9 +468,14 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
     return fig
 
 
+#: Target labels above the curves and bands (2) but under the end markers (3).
+_TARGET_LABEL_ZORDER = 2.6
+
+
 def _draw_targets(ax, targets: Sequence[float], y_axis: Axis, font_pt: float) -> None:
-    """Each target as a horizontal line, labelled inside the axes at its right end; the y range
-    widened to hold every target clear of the frame."""
+    """Each target as a horizontal line, labelled inside the axes at its left end (where the curves are
+    still low: at the right end the label covered the last evaluations' markers), under the markers;
+    the y range widened to hold every target clear of the frame."""
     if not targets:
         return
     ys = [t / y_axis.scale for t in targets]
@@ -480,8 +485,9 @@ def _draw_targets(ax, targets: Sequence[float], y_axis: Axis, font_pt: float) ->
     label_at = blended_transform_factory(ax.transAxes, ax.transData)
     for k, (t, y) in enumerate(zip(targets, ys, strict=True)):
         ax.axhline(y, color="0.3", linestyle=TARGET_STYLES[k % len(TARGET_STYLES)], linewidth=0.9, zorder=1)
-        ax.text(0.99, y, target_text(t), transform=label_at, ha="right", va="bottom", fontsize=font_pt,
-                color="0.3", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
+        ax.text(0.01, y, target_text(t), transform=label_at, ha="left", va="bottom", fontsize=font_pt,
+                color="0.3", zorder=_TARGET_LABEL_ZORDER,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
 
 
 def common_limits(figures: Sequence[Figure]) -> None:

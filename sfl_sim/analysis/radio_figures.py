@@ -32,6 +32,7 @@ from sfl_sim.analysis.figure_style import (
     legend_columns,
     line_width,
     new_figure,
+    text_boxes_overlap,
 )
 from sfl_sim.analysis.radio_data import UPLINK_RATE_GOT
 from sfl_sim.runs.rundir.schema import CLIENT_TIME_COLUMNS
@@ -57,6 +58,11 @@ CDF_COLUMNS: dict[str, tuple[str, float, bool]] = {
     UPLINK_RATE_GOT: ("uplink rate got (Mbit/s)", 1e6, True),
     "downlink_rate_bps": ("downlink rate (Mbit/s)", 1e6, True),
 }
+
+
+#: Line style of each setting of :func:`energy_figure`, then (past four settings) a marker on it too.
+_SETTING_STYLES = ("-", "--", ":", "-.")
+_SETTING_MARKERS = ("", "o", "s", "^", "v", "D", "x", "+")
 
 
 def _axes_text(ax, width_in: float, xlabel: str, ylabel: str, title: str) -> None:
@@ -117,16 +123,40 @@ def breakdown_figure(table: pd.DataFrame, settings: Sequence[str], algorithms: S
         ax.bar(x, h, bottom=bottom, width=0.8, color=f"C{k}", label=TIME_PART_LABELS[p])
         bottom += h
     ax.set_xticks(x, ticks, fontsize=small)
-    if len(group_names) > 1:  # the setting once under its group of bars, wrapped to the group's width
-        ax.xaxis.remove_overlapping_locs = False  # a group of an odd count of bars centres on a bar's tick
-        chars = max(12, int(width_in * 72 / (0.55 * small) / len(group_names)))
-        ax.set_xticks(centres, ["\n".join(textwrap.wrap(n, chars)) for n in group_names], minor=True, fontsize=small)
-        ax.tick_params(axis="x", which="minor", length=0, pad=2.2 * small)
     _axes_text(ax, width_in, "", "mean client time per round (s)", "Where a client's time in a round went")
     ax.grid(True, axis="y", alpha=0.3)
     ax.grid(False, axis="x")
     legend_below(fig, [Patch(color=f"C{k}", label=TIME_PART_LABELS[p]) for k, p in enumerate(parts)], width_in)
+    _fit_bar_labels(fig, ax, group_names, centres, pos - gap, small)
     return fig
+
+
+def _fit_bar_labels(fig: Figure, ax, group_names: Sequence[str], centres: Sequence[float], span: float,
+                    font_pt: float) -> None:
+    """Make the bars' labels readable at any width: the algorithms' turned upright where they would
+    overlap side by side, and each setting once under its group, below them, wrapped to the group's
+    width (narrower until no two settings overlap)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg: new_figure's canvas
+    if text_boxes_overlap(ax.get_xticklabels(), renderer):
+        ax.tick_params(axis="x", which="major", labelrotation=90)
+        fig.canvas.draw()
+    if len(group_names) < 2:
+        return
+    ax.xaxis.remove_overlapping_locs = False  # a group of an odd count of bars centres on a bar's tick
+    # below the lowest algorithm label (points from the axes' bottom), whether it lies or stands
+    bottom_px = min(t.get_window_extent(renderer).y0 for t in ax.get_xticklabels())
+    below_pt = (ax.get_window_extent(renderer).y0 - bottom_px) * 72 / fig.dpi
+    ax.tick_params(axis="x", which="minor", length=0, pad=below_pt + 0.4 * font_pt)
+    bar_pt = ax.get_window_extent(renderer).width * 72 / fig.dpi / max(span, 1.0)
+    chars = max(6, int(bar_pt * (span + 0.6) / len(group_names) / (0.6 * font_pt)))
+    while True:
+        ax.set_xticks(centres, ["\n".join(textwrap.wrap(n, chars)) for n in group_names], minor=True,
+                      fontsize=font_pt)
+        fig.canvas.draw()
+        if chars <= 6 or not text_boxes_overlap(ax.get_xticklabels(minor=True), renderer):
+            return
+        chars = max(6, int(chars * 0.8))
 
 
 def breakdown_caption(table: pd.DataFrame) -> str:
@@ -225,30 +255,34 @@ def energy_figure(energy: pd.DataFrame, fairness: pd.DataFrame, settings: Sequen
     -------
     matplotlib.figure.Figure
         One step line per (setting, algorithm) with energy rows (all seeds' clients pooled), labelled
-        with Jain's index (mean over seeds): ``"<algorithm>, <setting> (J = 0.93)"``.
+        with Jain's fairness index (mean over seeds): ``"<algorithm>, <setting> (Jain's index 0.93)"``;
+        colour per algorithm, per setting its own pair of line style and marker (four styles, then
+        markers on them), so that no two lines look alike.
     """
     check_width(width_in)
     _, small = fonts(width_in)
     names = setting_names or {}
     jain = {(r.setting, r.algorithm): r.jain_mean for r in fairness.itertuples(index=False)}
-    styles = ["-", "--", ":", "-."]
     lines = []
     for i, s in enumerate(settings):
         for j, a in enumerate(algorithms):
             v = np.sort(energy.loc[(energy["setting"] == s) & (energy["algorithm"] == a), "energy_j"].to_numpy(float))
             if v.size:
                 where = f", {names.get(s, s)}" if len(settings) > 1 else ""
-                lines.append((f"{a}{where} (J = {jain.get((s, a), float('nan')):.2f})", v, f"C{j % 10}",
-                              styles[i % len(styles)]))
+                lines.append((f"{a}{where} (Jain's index {jain.get((s, a), float('nan')):.2f})", v,
+                              f"C{j % 10}", i))
     labels = [lab for lab, *_ in lines]
     ncol = legend_columns(labels, width_in, small)
     fig = new_figure(width_in, -(-len(labels) // ncol) if labels else 0)
     ax = fig.add_subplot()
     handles = []
-    for label, v, color, style in lines:
+    for label, v, color, i in lines:
         p = np.arange(1, v.size + 1) / v.size
+        style, marker = _SETTING_STYLES[i % len(_SETTING_STYLES)], _SETTING_MARKERS[i // len(_SETTING_STYLES)
+                                                                                   % len(_SETTING_MARKERS)]
         (h,) = ax.step(np.r_[v[0], v], np.r_[0.0, p], where="post", color=color, linestyle=style,
-                       linewidth=line_width(width_in), label=label)
+                       linewidth=line_width(width_in), label=label, marker=marker, markersize=3.5,
+                       markevery=max(1, (v.size + 1) // 5), markerfacecolor="white")
         handles.append(h)
     ax.set_ylim(0, 1)
     _axes_text(ax, width_in, "client energy over the run (J)", "fraction of clients", "Energy per client")
@@ -260,5 +294,6 @@ def energy_caption() -> str:
     """The caption of :func:`energy_figure`."""
     return ("Empirical CDF over clients of the energy each client spent over its run (energy.csv total_j summed per "
             "client; the clients of every seed pooled; clients never selected are not charged and not counted). "
-            "J: Jain's fairness index (Σx)²/(n Σx²) of the clients' energy in a run, mean over seeds: 1 when every "
+            "Jain's index (in the legend, no unit): (Σx)²/(n Σx²) of the clients' energy in a run, mean over seeds: "
+            "1 when every "
             "client spent the same, 1/n when one client spent it all.")

@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from sfl_sim.analysis.budget import budget_layout, budget_table, budget_warnings
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
+from sfl_sim.analysis.figure_style import check_style, figure_style
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
 from sfl_sim.analysis.radio_table import has_radio_losses, radio_layouts, radio_table
 from sfl_sim.analysis.report_figures import (
@@ -42,6 +44,7 @@ from sfl_sim.analysis.report_figures import (
     CurveOptions,
     compression_levels,
     curve_figures,
+    line_field_of,
     radio_figures,
     sweep_figures,
     write_figures,
@@ -49,6 +52,7 @@ from sfl_sim.analysis.report_figures import (
 from sfl_sim.analysis.stats import BOOTSTRAP_SEED, DDOF, MIN_PAIRS_FOR_CI, N_BOOT
 from sfl_sim.analysis.study_data import StudyData, StudyError, load_study
 from sfl_sim.analysis.tables import (
+    LAST_K_EVALUATIONS,
     Layout,
     StatedNotes,
     accuracy_layouts,
@@ -193,6 +197,8 @@ def write_report(
     seed_lines: bool = False,
     smooth: int = 0,
     log_x: bool = False,
+    lines: str | None = None,
+    style: str = "default",
     n_boot: int = N_BOOT,
     bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
@@ -231,6 +237,12 @@ def write_report(
         Rolling mean over this many evaluations of each seed before the mean and band (0: none).
     log_x : bool, optional
         Log x axes in the accuracy curves (the evaluation of the initial model, at 0, is left out).
+    lines : str, optional
+        A setting field (dotted or short name, e.g. ``scheduler``) drawn as lines of the figures against
+        a numeric field instead of one figure per value of it.
+    style : {"default", "paper"}, optional
+        Figure style (:data:`~sfl_sim.analysis.figure_style.STYLES`): ``paper`` draws serif (STIX,
+        Times-like) text; every PDF embeds its fonts as TrueType.
     n_boot, bootstrap_seed : int, optional
         Bootstrap resamples and seed of the speed-up CIs.
 
@@ -246,9 +258,10 @@ def write_report(
     sfl_sim.errors.RunDirError
         ``out_dir`` cannot be written, or is not sfl-sim's report folder (:func:`claim_report_dir`).
     ValueError
-        A bad ``band``, target, figure width or smoothing window.
+        A bad ``band``, target, figure width, smoothing window, ``lines`` field or ``style``.
     """
     check_figure_options(band, figure_width_in, smooth)
+    check_style(style)
     out = Path(out_dir)
     claim_report_dir(out)
     # the runs left out must not name the settings of those that remain (a killed run of another
@@ -257,6 +270,7 @@ def write_report(
     complete = loaded.runs["status"] == COMPLETE
     study = loaded if include_incomplete else loaded.select(loaded.runs.loc[complete, "run_id"])
     left_out = loaded.runs.loc[~loaded.runs["run_id"].isin(study.runs["run_id"])]
+    line_field = line_field_of(study, lines)
     if study.runs.empty:
         raise StudyError(f"none of the {len(loaded.runs)} run(s) found is complete; pass --include-incomplete "
                          f"to report them anyway")
@@ -278,8 +292,11 @@ def write_report(
         settings = settings_table(study)
         settings_md = _write_table(out, "settings", settings, [settings_layout(study, settings)], "Settings",
                                    written, readme_notes)
+    budgets = budget_table(study)
+    notes = [*budget_warnings(budgets), *notes]  # under every table, and in the README
     acc = accuracy_table(study, algorithms)
-    md_acc = _write_table(out, "accuracy", acc, accuracy_layouts(acc, study, algorithms, notes),
+    md_acc = _write_table(out, "accuracy", acc, [*accuracy_layouts(acc, study, algorithms, notes),
+                                                 budget_layout(budgets, study, algorithms)],
                           "Test accuracy", written, readme_notes)
     tta = tta_table(study, targets, reference, algorithms=algorithms, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
     md_tta = _write_table(out, "tta", tta, tta_layouts(tta, study, algorithms, reference, notes, n_boot=n_boot),
@@ -304,7 +321,7 @@ def write_report(
 
     runs = loaded.runs.drop(columns=["run_id"]).copy()
     per_run = per_run_accuracy(loaded).set_index("run_id")
-    for c in ("final_round", "final_test_accuracy", "best_test_accuracy"):
+    for c in ("final_round", "final_test_accuracy", "last_k_test_accuracy", "best_test_accuracy"):
         runs[c] = loaded.runs["run_id"].map(per_run[c]).to_numpy()
     runs["in_report"] = loaded.runs["run_id"].isin(study.runs["run_id"]).to_numpy()
     runs.to_csv(out / "runs.csv", index=False)
@@ -319,11 +336,12 @@ def write_report(
                                seed_lines=seed_lines, smooth=smooth, log_x=log_x, n_boot=n_boot,
                                bootstrap_seed=bootstrap_seed)
         taken: set[str] = set()
-        drawn = curve_figures(curves, algorithms, options, taken=taken)
-        drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
-                               bootstrap_seed=bootstrap_seed)
-        drawn += radio_figures(study, algorithms, figure_width_in, taken)
-        files, figure_section, tex = write_figures(out, drawn)
+        with figure_style(style):  # drawn and written in it: the fonts are chosen as text is drawn
+            drawn = curve_figures(curves, algorithms, options, taken=taken)
+            drawn += sweep_figures(study, algorithms, targets, figure_width_in, taken, n_boot=n_boot,
+                                   bootstrap_seed=bootstrap_seed, line_field=line_field)
+            drawn += radio_figures(study, algorithms, figure_width_in, taken)
+            files, figure_section, tex = write_figures(out, drawn)
         written += files
         _write(out / "figures.tex", tex, written)
 
@@ -388,8 +406,10 @@ def _readme(study: StudyData, runs: pd.DataFrame, left_out: pd.DataFrame, includ
         + ". Never part of a setting: the seed, the algorithm block, names, paths, device and host-only "
           "fields" + (f"; ignored on request: {', '.join(ignore)}" if ignore else "") + ".",
         f"- **mean ± std (n)**: over seeds; std is the sample standard deviation (ddof = {DDOF}); n counts seeds.",
-        "- **Final** accuracy: last evaluation; **best**: maximum over the evaluations (the papers' "
-        "\"max accuracy\"); both over trained rounds (round ≥ 1).",
+        "- **Final** accuracy: the last evaluation (the accuracy and overhead tables' default); **mean of the "
+        f"last {LAST_K_EVALUATIONS}**: the mean of a run's last {LAST_K_EVALUATIONS} evaluations; **best**: the "
+        "maximum over its evaluations, which favours a method whose accuracy oscillates (one lucky evaluation "
+        "suffices; see docs/guides/reports.md); all over trained rounds (round ≥ 1), then mean ± std over seeds.",
         "- **Time to accuracy**: simulated time of the first evaluation with test accuracy ≥ the target "
         "(a round-0 evaluation of the initial model counts, at t = 0); mean ± std over the seeds that reached "
         "it, k/n reached.",

@@ -222,9 +222,13 @@ def radio_figures(study: StudyData, algorithms: Sequence[str], width_in: float, 
 
 
 def sweep_figures(study: StudyData, algorithms: Sequence[str], targets: Sequence[float], width_in: float,
-                  taken: set[str], *, n_boot: int = 10_000, bootstrap_seed: int = 0) -> list[ReportFigure]:
-    """Per numeric setting field: time to the first target and best accuracy against it, one line per
+                  taken: set[str], *, n_boot: int = 10_000, bootstrap_seed: int = 0,
+                  line_field: str | None = None) -> list[ReportFigure]:
+    """Per numeric setting field: time to the first target and final accuracy against it, one line per
     algorithm (:mod:`sfl_sim.analysis.sweep`); none without a numeric field.
+
+    ``line_field`` (a setting field, :func:`line_field_of`): one line per (algorithm, value of it)
+    rather than one figure per value.
 
     Returns
     -------
@@ -234,9 +238,9 @@ def sweep_figures(study: StudyData, algorithms: Sequence[str], targets: Sequence
     fields = numeric_fields(study)
     if not fields:
         return []
-    per_run = per_run_accuracy(study)[["run_id", "setting", "algorithm", "best_test_accuracy"]].copy()
-    per_run["best_test_accuracy"] *= 100
-    metrics = [("best_test_accuracy", "best test accuracy (%)", "the best test accuracy")]
+    per_run = per_run_accuracy(study)[["run_id", "setting", "algorithm", "final_test_accuracy"]].copy()
+    per_run["final_test_accuracy"] *= 100
+    metrics = [("final_test_accuracy", "final test accuracy (%)", "the final test accuracy (last evaluation)")]
     if targets:
         hit = first_reaching(study.metrics, targets[0])
         per_run["tta_s"] = per_run["run_id"].map(hit["sim_time_s"]).astype(float)
@@ -247,15 +251,36 @@ def sweep_figures(study: StudyData, algorithms: Sequence[str], targets: Sequence
     within: set[str] = set()
     out = []
     for field in fields:
-        for rest, points in sweep_groups(study, field):
+        lines_by = line_field if line_field != field else None
+        line_of = ({s: f"{short[lines_by]}={study.setting_values(s)[lines_by]}" for s in study.settings}
+                   if lines_by else None)
+        for rest, points in sweep_groups(study, field, lines_by):
             for column, label, what in metrics:
                 title = f"{label.split(' (')[0]} against {short[field]}" + (f" ({rest})" if rest else "")
                 stem = setting_slug(f"{column}_vs_{short[field]}" + (f"_{rest}" if rest else ""), within)
                 fig = sweep_figure(per_run, column, label, field, points, algorithms, title=title, width_in=width_in,
-                                   n_boot=n_boot, bootstrap_seed=bootstrap_seed)
+                                   n_boot=n_boot, bootstrap_seed=bootstrap_seed, line_of=line_of)
                 out.append(ReportFigure(f"figures/{SWEEP_DIR}/{stem}", "Against a numeric setting field", title,
                                         sweep_caption(what, field, n_boot), fig))
     return out
+
+
+def line_field_of(study: StudyData, name: str | None) -> str | None:
+    """The setting field ``name`` names (its dotted name or its short name in the report), or None.
+
+    Raises
+    ------
+    ValueError
+        One line naming the fields allowed, when ``name`` is none of the study's setting fields.
+    """
+    if name is None:
+        return None
+    short = short_field_names(study.setting_fields)
+    for f in study.setting_fields:
+        if name in (f, short[f]):
+            return f
+    allowed = ", ".join(study.setting_fields) or "none: every run of this study has the same setting"
+    raise ValueError(f"lines: got {name!r}; allowed: a setting field of the study ({allowed})")
 
 
 def write_figures(out_dir: Path, figures: Sequence[ReportFigure]) -> tuple[list[Path], list[str], str]:

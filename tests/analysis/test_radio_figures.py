@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
+from sfl_sim.analysis.figure_style import text_boxes_overlap
+from sfl_sim.analysis.figures import setting_figure
 from sfl_sim.analysis.radio_data import client_energy, energy_fairness, time_breakdown
 from sfl_sim.analysis.radio_figures import TIME_PART_LABELS, breakdown_figure, cdf_caption, cdf_figure, energy_figure
 from sfl_sim.analysis.readers import read_clients
-from sfl_sim.analysis.report_figures import radio_figures, sweep_figures
+from sfl_sim.analysis.report_figures import line_field_of, radio_figures, sweep_figures
 from sfl_sim.analysis.study_data import load_study
 from sfl_sim.analysis.sweep import numeric_fields, sweep_groups
 from sfl_sim.runs.rundir.schema import CLIENT_SPAN_COLUMN, CLIENT_TIME_COLUMNS, CLIENTS_COLUMNS, CLIENTS_FILE
@@ -114,7 +116,7 @@ def test_energy_per_client_and_jain_index(study):
     assert fair["jain_mean"].to_numpy() == pytest.approx(55 ** 2 / (10 * 385))
     fig = energy_figure(energy, fair, study.settings, ALGOS)
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert len(fig.axes[0].lines) == 4 and all(t.endswith("(J = 0.79)") for t in texts)
+    assert len(fig.axes[0].lines) == 4 and all(t.endswith("(Jain's index 0.79)") for t in texts)
 
 
 @pytest.mark.slow
@@ -124,9 +126,9 @@ def test_sweep_against_a_numeric_field(study):
     assert rest == "" and [x for x, _ in points] == list(BANDWIDTHS_HZ)
     figs = sweep_figures(study, ALGOS, (0.3,), 6.4, set(), n_boot=200)
     assert [f.stem for f in figs] == ["figures/sweep/tta_s_vs_uplink_bandwidth_hz",
-                                      "figures/sweep/best_test_accuracy_vs_uplink_bandwidth_hz"]
+                                      "figures/sweep/final_test_accuracy_vs_uplink_bandwidth_hz"]
     ax = figs[0].figure.axes[0]
-    assert ax.get_xlabel() == "cell.uplink_bandwidth_hz" and "3 seeds" not in figs[0].caption
+    assert ax.get_xlabel() == "cell.uplink_bandwidth (MHz)" and "3 seeds" not in figs[0].caption
     assert len([ln for ln in ax.lines if ln.get_marker() == "o"]) == 2  # one line per algorithm
     assert "(3/3, 3/3 seeds)" in figs[0].figure.legends[0].get_texts()[0].get_text()
 
@@ -157,3 +159,90 @@ def test_the_uplink_rate_cdf_plots_the_rate_a_client_got() -> None:
                             "uplink_scheduled_rate_bps": [25e6, 3e6, np.nan]})  # RR, RR, static
     assert with_uplink_rate_got(clients)[UPLINK_RATE_GOT].tolist() == [25e6, 3e6, 4e6]
     assert "scheduled rate" in cdf_caption(UPLINK_RATE_GOT)
+
+
+def _crowded_breakdown(n_settings: int, algorithms: tuple[str, ...]) -> pd.DataFrame:
+    rows = []
+    for i in range(n_settings):
+        for a in algorithms:
+            rows.append({"setting": f"cell.uplink_bandwidth_hz={5 * (i + 1)}e+06, scheduler=proportional_fair",
+                         "algorithm": a, "n_runs": 2, "client_rounds": 10,
+                         **{p: 0.1 * (k + 1) for k, p in enumerate(CLIENT_TIME_COLUMNS)}})
+    table = pd.DataFrame(rows)
+    table[CLIENT_SPAN_COLUMN] = table[list(CLIENT_TIME_COLUMNS)].sum(axis=1)
+    return table
+
+
+@pytest.mark.parametrize("n_settings, algorithms", [(2, ("fedavg", "fedasync")),
+                                                    (3, ("fedavg", "fedbuff", "scala_semiasync", "async_sfl")),
+                                                    (1, ("fedavg", "fedbuff", "fedasync", "scala", "splitfed_v1"))])
+def test_breakdown_tick_labels_do_not_overlap_at_column_width(n_settings, algorithms):
+    table = _crowded_breakdown(n_settings, algorithms)
+    settings = list(dict.fromkeys(table["setting"]))
+    fig = breakdown_figure(table, settings, algorithms, width_in=3.5)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    major, minor = ax.get_xticklabels(), ax.get_xticklabels(minor=True)
+    assert [t.get_text() for t in major] == list(algorithms) * n_settings
+    assert not text_boxes_overlap(major, renderer)
+    assert not text_boxes_overlap(minor, renderer)
+    assert not text_boxes_overlap([*major, *minor], renderer, pad_px=0.0)  # settings below the algorithms
+
+
+def test_energy_curves_all_look_different_and_jain_is_named():
+    settings = [f"bw={k}" for k in range(9)]
+    algorithms = ["fedavg", "scala"]
+    energy = pd.DataFrame([{"run_id": f"{s}-{a}", "setting": s, "algorithm": a, "seed": 0, "client": c,
+                            "energy_j": 1.0 + c + k}
+                           for k, s in enumerate(settings) for a in algorithms for c in range(6)])
+    fig = energy_figure(energy, energy_fairness(energy), settings, algorithms, width_in=3.5)
+    lines = fig.axes[0].lines
+    assert len(lines) == 18
+    looks = {(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in lines}
+    assert len(looks) == 18  # no two of the 18 curves drawn alike
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert all("(Jain's index " in t and "J =" not in t for t in texts), texts
+
+
+def test_sweep_axis_in_mhz_with_ticks_at_the_swept_values(study):
+    figs = sweep_figures(study, ALGOS, (0.3,), 3.5, set(), n_boot=200)
+    fig = figs[0].figure
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "cell.uplink_bandwidth (MHz)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["5", "20"]
+    assert not ax.xaxis.get_offset_text().get_text()  # no "1e7" beside the axis
+
+
+def test_sweep_lines_by_a_setting_field(tmp_path):
+    root = tmp_path / "runs"
+    for si, (bw, sched) in enumerate([(b, s) for s in ("rr", "pf") for b in BANDWIDTHS_HZ]):
+        for s in (0, 1):
+            write_run(root / f"p{si}" / f"seed{s}", "fedavg", s, setting_index=si,
+                      overrides={"cell.uplink_bandwidth_hz": bw, "cell.scheduler": sched})
+    st = load_study(root)
+    per_value = sweep_figures(st, ("fedavg",), (), 3.5, set(), n_boot=200)
+    assert len(per_value) == 2  # one figure per scheduler
+    with pytest.raises(ValueError, match=r"^lines: got 'schedulr'; allowed: a setting field of the study "):
+        line_field_of(st, "schedulr")
+    figs = sweep_figures(st, ("fedavg",), (), 3.5, set(), n_boot=200, line_field=line_field_of(st, "scheduler"))
+    assert len(figs) == 1
+    texts = [t.get_text() for t in figs[0].figure.legends[0].get_texts()]
+    assert sorted(t.split(" (")[0] for t in texts) == ["fedavg, scheduler=pf", "fedavg, scheduler=rr"]
+
+
+def test_a_target_label_hides_no_end_marker(study):
+    m = study.metrics.loc[study.metrics["setting"] == study.settings[0]]
+    last = m.sort_values("round").groupby("run_id").tail(1)
+    target = float(last["test_accuracy"].iloc[0])  # a seed that ends right on the target line
+    fig = setting_figure(study, study.settings[0], targets=(target,), width_in=3.5)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    (label,) = ax.texts
+    box = label.get_window_extent(fig.canvas.get_renderer())
+    ends = [ln for ln in ax.lines if ln.get_marker() == "o" and ln.get_linestyle() == "None"]
+    assert ends and all(label.get_zorder() < ln.get_zorder() for ln in ends)
+    for ln in ends:
+        pts = ax.transData.transform(ln.get_xydata())
+        assert not any(box.contains(x, y) for x, y in pts)

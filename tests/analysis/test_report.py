@@ -173,6 +173,26 @@ def test_round0_row_counts_for_tta_not_for_best(tmp_path):
     assert pd.read_csv(tmp_path / "out" / "tta.csv").iloc[0]["tta_s_mean"] == 0.0
 
 
+def test_final_last_k_and_best_accuracy_each_labelled_final_first(tmp_path):
+    # an oscillating run: best 0.9 (one lucky evaluation), final 0.5, the last five 0.5-0.9
+    accuracies = [0.2, 0.3, 0.9, 0.4, 0.8, 0.5, 0.6, 0.5]
+    write_run(tmp_path / "a", "scala", 0, accuracies=accuracies, overrides={"rounds": 16})  # 8 evaluations
+    write_report(tmp_path, tmp_path / "out", targets=(0.5,), figures=False)
+    acc = pd.read_csv(tmp_path / "out" / "accuracy.csv").iloc[0]
+    assert acc["final_test_accuracy_mean"] == pytest.approx(0.5)
+    assert acc["last_k_test_accuracy_mean"] == pytest.approx(np.mean(accuracies[-5:]))
+    assert acc["best_test_accuracy_mean"] == pytest.approx(0.9)
+    md = (tmp_path / "out" / "accuracy.md").read_text()
+    titles = [line.strip("*") for line in md.splitlines() if line.startswith("**") and "accuracy" in line]
+    assert [t.split(" (%)")[0] for t in titles] == [
+        "Final test accuracy", "Mean test accuracy over the last 5 evaluations", "Best test accuracy"], titles
+    assert "papers' max accuracy" not in md and "favours a method whose accuracy oscillates" in md
+    overhead = (tmp_path / "out" / "overhead.md").read_text()
+    assert "Acc.: final test accuracy" in overhead and "| 50.00" in overhead
+    runs = pd.read_csv(tmp_path / "out" / "runs.csv").iloc[0]
+    assert runs["last_k_test_accuracy"] == pytest.approx(np.mean(accuracies[-5:]))
+
+
 # ----------------------------------------------------------------------------- files
 
 
@@ -194,7 +214,8 @@ def test_report_layout(report):
             assert (out / "figures" / slug / f"{kind}.pdf").read_bytes()[:5] == b"%PDF-"
     assert all(p.is_file() for p in files)
     readme = (out / "README.md").read_text()
-    assert "ddof = 1" in readme and "max accuracy" in readme and "bootstrap" in readme
+    assert "ddof = 1" in readme and "bootstrap" in readme
+    assert "**Final** accuracy: the last evaluation" in readme and "max accuracy" not in readme
     assert "figures/partition=quantity_alpha=2/accuracy_vs_time.png" in readme
     assert "Kaplan–Meier median" in readme and "### Settings" in readme
     tex = (out / "figures.tex").read_text()
