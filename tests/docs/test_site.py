@@ -25,6 +25,9 @@ from tests.docs.browser import Browser, broken_links, check_page, chromium_path,
 from tests.helpers import ROOT
 
 #: The pages saved as screenshots: the landing page and one tutorial.
+#: Pages that show a figure drawn by ``docs/figures/make_figures.py``.
+FIGURE_PAGES = ("concepts/link-chain/", "concepts/scheduler/", "concepts/time-model/", "concepts/network-map/",
+                "tutorials/ml-researcher/", "tutorials/network-researcher/")
 SCREENSHOTS = {"": "landing.png", "tutorials/ml-researcher/": "tutorial-ml-researcher.png"}
 
 
@@ -80,6 +83,9 @@ def test_every_page_shows_its_images_links_and_equations(site: Path, browser: Br
         problems = [f"{r.url}: {p}" for r in reports for p in r.problems] + broken_links(reports, site, base)
     assert not problems, "\n".join(problems)
     assert len(reports) >= 40
+    shown = {r.url.removeprefix(base) for r in reports if r.images}
+    for page in FIGURE_PAGES:  # the figures stay on the pages that explain them
+        assert page in shown, f"{page} shows no figure"
     assert sum(r.equations for r in reports) >= 50, "the concepts' equations are gone or not rendered"
     assert all((shots / name).stat().st_size > 10_000 for name in SCREENSHOTS.values())
 
@@ -89,8 +95,8 @@ def test_a_page_whose_image_is_removed_fails(site: Path, browser: Browser, tmp_p
     """Remove one figure from a copy of the built site: the page that shows it is reported."""
     copy = tmp_path / "site"
     shutil.copytree(site, copy)
-    figures = sorted(p for p in copy.rglob("*.png") if "assets" not in p.parts)
-    assert figures, "the site has no figure"
+    figures = sorted(copy.glob("figures/*.png"))
+    assert figures, "the site has no generated figure (docs/figures/make_figures.py)"
     victim = figures[0]
     victim.unlink()
     pages = [p for p in _pages(copy) if victim.name in (copy / p / "index.html").read_text()]
