@@ -9,6 +9,8 @@ without writing them to ``docs/``; ``python docs/gen_reference.py OUT`` writes t
   values its error message names, and the comment beside it in the default scenario file;
 - ``reference/components.md``: every registry of :func:`sfl_sim.catalog.registries` (what ``sfl-sim
   list`` prints), each component's parameters from :func:`sfl_sim.kit.params.params_schema`;
+- ``reference/algorithms/*.md``: one page per algorithm module, from its module docstring, with
+  the parameters of every algorithm registered from it;
 - ``reference/cli.md``: the ``argparse`` parser of :mod:`sfl_sim.cli`;
 - ``reference/run-directory.md``: the names, headers and ``#:`` comments of
   :mod:`sfl_sim.runs.rundir.schema`;
@@ -325,8 +327,7 @@ def _shapes_section(field: str, spec: dict[str, Any], defs: dict[str, Any]) -> l
 
 def components_page() -> str:
     """Every component kind, each registered component and its parameters (``sfl-sim list``'s source)."""
-    from sfl_sim.catalog import KINDS, entries, registries
-    from sfl_sim.kit.params import params_schema
+    from sfl_sim.catalog import KINDS, registries
 
     regs = registries()
     out = ["# Components", "",
@@ -344,23 +345,107 @@ def components_page() -> str:
         registry = regs[kind]
         out += [f"## {kind} {{ #{_anchor(kind)} }}", "",
                 f"Scenario field: `{field}`. `sfl-sim list {kind}` prints the same.", ""]
-        summaries = {e.name: e.summary for e in entries(kind)}
         for name in registry.names():
-            cls = registry.get(name)
-            schema = params_schema(cls, registry.supplied)
-            defs = schema.get("$defs", {})
-            out += [f"### `{name}`", "", _prose(summaries.get(name)) or "(no description)", "",
-                    f"Class: `{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', name)}`", ""]
-            required = set(schema.get("required", ()))
-            rows = [(f"`{n}`", _type(p, defs), "required" if n in required else _default_text(p.get("default")),
-                     _prose(_range(p)), _prose(p.get("description", "")))
-                    for n, p in schema.get("properties", {}).items()]
-            if rows:
-                out += [_table(("parameter", "type", "default", "allowed", "description"), rows), ""]
-            else:
-                out += ["No parameters." if not schema.get("additionalProperties") else
-                        "Parameters not modelled: any keyword the constructor takes.", ""]
+            out += component_section(kind, name, link_algorithm=kind == "algorithm")
     return "\n".join(out) + "\n"
+
+
+def component_section(kind: str, name: str, link_algorithm: bool = False, level: str = "###") -> list[str]:
+    """One registered component: its summary, class and parameter table (and, for an algorithm on the
+    components page, a link to its page)."""
+    from sfl_sim.catalog import entries, registries
+    from sfl_sim.kit.params import params_schema
+
+    registry = registries()[kind]
+    cls = registry.get(name)
+    schema = params_schema(cls, registry.supplied)
+    defs = schema.get("$defs", {})
+    summary = next((e.summary for e in entries(kind) if e.name == name), None)
+    out = [f"{level} `{name}`", "", _prose(summary) or "(no description)", "",
+           f"Class: `{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', name)}`", ""]
+    if link_algorithm:
+        out += [f"What the paper says, what the code does and where the paper is silent: "
+                f"[{name}](algorithms/{_algorithm_page(cls)}.md).", ""]
+    required = set(schema.get("required", ()))
+    rows = [(f"`{n}`", _type(p, defs), "required" if n in required else _default_text(p.get("default")),
+             _prose(_range(p)), _prose(p.get("description", "")))
+            for n, p in schema.get("properties", {}).items()]
+    if rows:
+        out += [_table(("parameter", "type", "default", "allowed", "description"), rows), ""]
+    else:
+        out += ["No parameters." if not schema.get("additionalProperties") else
+                "Parameters not modelled: any keyword the constructor takes.", ""]
+    return out
+
+
+# --- the algorithms --------------------------------------------------------------------------------------
+
+def _algorithm_page(cls: Any) -> str:
+    """The page of an algorithm class: its module's last two names (``split.scala``)."""
+    return ".".join(cls.__module__.split(".")[-2:])
+
+
+_REST_TABLE_RULE = re.compile(r"^=+( +=+)+ *$")
+
+
+def docstring_markdown(text: str) -> str:
+    """A module docstring as Markdown: reST code and roles as code spans, ``*`` bullets as ``-``, a
+    reST simple table (``===  ===`` rules) kept as it is written, in a text block."""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+    text = re.sub(r":(?:class|func|mod|data|meth|attr|obj):`~?([^`]+)`", r"`\1`", text)
+    out: list[str] = []
+    rules = 0
+    for line in text.splitlines():
+        if _REST_TABLE_RULE.match(line):
+            if rules == 0:
+                out += ["", "```text"]
+            rules += 1
+            out.append(line)
+            if rules == 3:
+                out += ["```", ""]
+                rules = 0
+            continue
+        if rules:
+            out.append(line)
+            continue
+        out.append(re.sub(r"^(\s*)\* ", r"\1- ", line))
+    return "\n".join(out)
+
+
+def algorithm_pages() -> dict[str, str]:
+    """One page per algorithm module: its docstring (what the paper says, what the code does, where
+    the paper is silent) and every algorithm registered from it with its parameters; and an index."""
+    import importlib
+
+    from sfl_sim.catalog import registries
+
+    registry = registries()["algorithm"]
+    by_page: dict[str, list[str]] = {}
+    modules: dict[str, str] = {}
+    for name in registry.names():
+        cls = registry.get(name)
+        page = _algorithm_page(cls)
+        by_page.setdefault(page, []).append(name)
+        modules[page] = cls.__module__
+    pages: dict[str, str] = {}
+    index = ["# Algorithms", "",
+             "One page per algorithm module, generated from its docstring: the paper it follows, what the "
+             "code does step by step, and the choices it makes where the paper is silent; then each "
+             "algorithm registered from it with its parameters (as on the [component reference]"
+             "(../components.md#algorithm)).", "",
+             "| page | algorithms | module |", "|---|---|---|"]
+    for page, names in sorted(by_page.items()):
+        doc = importlib.import_module(modules[page]).__doc__ or "(no module docstring)"
+        title = doc.strip().splitlines()[0].rstrip(".")
+        body = docstring_markdown(doc.strip().split("\n", 1)[1] if "\n" in doc.strip() else "")
+        text = [f"# {title}", "", f"Module `{modules[page]}`; registered as " +
+                ", ".join(f"`{n}`" for n in names) + ".", "", body.strip(), "", "## Registered algorithms", ""]
+        for name in names:
+            text += component_section("algorithm", name, level="###")
+        pages[f"algorithms/{page}.md"] = "\n".join(text) + "\n"
+        index.append(f"| [{title}]({page}.md) | {', '.join(f'`{n}`' for n in names)} | `{modules[page]}` |")
+    pages["algorithms/index.md"] = "\n".join(index) + "\n"
+    return pages
 
 
 # --- the command line --------------------------------------------------------------------------------
@@ -520,7 +605,7 @@ def pages() -> dict[str, Callable[[], str]]:
     found: dict[str, Callable[[], str]] = {
         "scenario.md": scenario_page, "components.md": components_page, "cli.md": cli_page,
         "run-directory.md": run_directory_page}
-    for path, text in api_pages().items():
+    for path, text in {**api_pages(), **algorithm_pages()}.items():
         found[path] = (lambda t=text: t)
     return found
 

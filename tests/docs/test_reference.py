@@ -66,3 +66,29 @@ def test_every_field_component_command_and_column_is_on_its_page() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
     for path in pages:
         assert f"reference/{path}" in nav, f"reference/{path} is not in mkdocs.yml's nav"
+
+
+def test_every_algorithm_has_a_page_from_its_module_docstring() -> None:
+    import importlib
+
+    from sfl_sim.catalog import registries
+
+    gen = _generator()
+    pages = gen.algorithm_pages()
+    registry = registries()["algorithm"]
+    for name in registry.names():
+        cls = registry.get(name)
+        page = pages[f"algorithms/{gen._algorithm_page(cls)}.md"]
+        doc = importlib.import_module(cls.__module__).__doc__
+        assert doc and doc.strip().splitlines()[0].rstrip(".") in page, name
+        assert f"### `{name}`" in page, name
+    assert "Choices where the paper is silent" in pages["algorithms/split.scala.md"]
+    assert "```text\n=====" in pages["algorithms/split.scala.md"]  # the audit table, kept as written
+    for name in registry.names():
+        assert f"]({gen._algorithm_page(registry.get(name))}.md)" in pages["algorithms/index.md"], name
+
+
+def test_a_rest_docstring_becomes_markdown() -> None:
+    text = "Intro ``x`` and :class:`~a.B`.\n\n* one\n  two\n\n===  ===\nA    B\n===  ===\n1    2\n===  ===\nafter"
+    assert _generator().docstring_markdown(text) == (
+        "Intro `x` and `a.B`.\n\n- one\n  two\n\n\n```text\n===  ===\nA    B\n===  ===\n1    2\n===  ===\n```\n\nafter")
