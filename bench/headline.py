@@ -1,6 +1,7 @@
 """The headline study's table beside the SCALA paper's Table 4 (``studies/paper_headline.yaml``).
 
-Reads each run directory of a study (``scenario.yaml`` for its algorithm and seed, ``metrics.csv``
+Reads each run directory of a study (``resolved.yaml`` for its algorithm, ``scenario.yaml`` for its
+seed, ``metrics.csv``
 for its evaluations, through :class:`sfl_sim.runs.rundir.reader.RunFiles`) and prints, per
 algorithm, the mean +- sample standard deviation over seeds of the final accuracy, the best
 accuracy and the mean of the last 10 evaluations, beside the paper's value (scala-icml.md,
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from sfl_sim.runs.rundir.reader import RunFiles  # noqa: E402
+from sfl_sim.runs.rundir.schema import METRICS_FILE, RESOLVED_FILE, SCENARIO_FILE  # noqa: E402
 
 #: scala-icml.md Table 4, Fashion-MNIST, alpha = 2: mean and std over 3 seeds (%).
 PAPER_TABLE4 = {"fedavg": (81.72, 2.82), "fedprox": (85.09, 1.15), "feddyn": (85.53, 1.29), "scala": (90.70, 0.23)}
@@ -33,12 +35,14 @@ LAST = 10
 
 
 def run_accuracies(run_dir: Path) -> tuple[str, int, list[tuple[int, float]]]:
-    """(algorithm, seed, [(round, test accuracy)]) of one run directory."""
+    """(algorithm, seed, [(round, test accuracy)]) of one run directory: the evaluations of trained
+    rounds (round >= 1; the initial model's is left out, as in ``best_test_accuracy``)."""
     files = RunFiles(run_dir)
-    scenario = yaml.safe_load(files.text("scenario.yaml"))
-    rows = csv.DictReader(io.StringIO(files.text("metrics.csv")))
+    seed = int(yaml.safe_load(files.text(SCENARIO_FILE))["seed"])
+    algorithm = yaml.safe_load(files.text(RESOLVED_FILE))["components"]["algorithm"]["name"]
+    rows = csv.DictReader(io.StringIO(files.text(METRICS_FILE)))
     evals = [(int(float(r["round"])), float(r["test_accuracy"])) for r in rows if r.get("test_accuracy")]
-    return scenario["algorithms"][0]["name"], int(scenario["seed"]), evals
+    return algorithm, seed, [(n, a) for n, a in evals if n >= 1]
 
 
 def summarise(evals: Sequence[tuple[int, float]], last: int = LAST) -> dict[str, float]:
@@ -58,8 +62,8 @@ def _mean_std(values: Sequence[float]) -> str:
 def table(study_dir: Path) -> str:
     """The side-by-side table of every run under ``study_dir`` (a run: a folder with metrics.csv)."""
     per_algorithm: dict[str, list[dict[str, float]]] = {}
-    for metrics in sorted(study_dir.rglob("metrics.csv")):
-        if not (metrics.parent / "scenario.yaml").is_file():
+    for metrics in sorted(study_dir.rglob(METRICS_FILE)):
+        if not all((metrics.parent / name).is_file() for name in (SCENARIO_FILE, RESOLVED_FILE)):
             continue
         name, _seed, evals = run_accuracies(metrics.parent)
         if evals:
