@@ -4,9 +4,16 @@ Every test here needs a CUDA device and is skipped without one (``torch.cuda.is_
 the ones on the real default scenario also need its data set (Fashion-MNIST) and are skipped
 without it.  Run just these with ``python -m pytest -m cuda``.
 
-* a few rounds of the default scenario (and of the papers' full-scale one) on ``cuda`` give the
-  CPU's accuracy and loss within float tolerance, and exactly its simulated clock, bytes and FLOPs
-  (those depend on shapes, FLOP counts and the cell, never on float values);
+* one SGD step of the default scenario's model (and of the papers' full-scale one) on ``cuda``
+  gives the CPU's weights within twice the float32 rounding bound of that step, derived in
+  ``tests/runs/step_bound.py`` and checked there against float64 on the CPU
+  (``tests/runs/test_step_bound.py``);
+* a round on ``cuda`` gives exactly the CPU's simulated clock, bytes and FLOPs (those depend on
+  shapes, FLOP counts and the cell, never on float values);
+* 20 rounds, seeds 0-2, reach the CPU's accuracy within the seed-to-seed spread: rounds of SGD
+  amplify rounding differences chaotically, so longer runs are compared statistically, never
+  element-wise (issue 54: three-round element-wise comparisons failed on an H200 by one test
+  image, a loss 1.4e-3 off, a weight 22 % off);
 * a round of each algorithm of the default scenario, and of the split baselines, in the loop and
   vectorised, runs under ``torch.cuda.set_sync_debug_mode("error")``: no ``.item()``, host copy or
   other device sync on the hot path; the evaluation syncs once;
@@ -47,39 +54,84 @@ def _full_float32():
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
 
 
-def _run(name: str, device: str, out: Path, algorithm: str, rounds: int = 3, eval_samples: int = 500):
-    """A few evaluated rounds of a shipped scenario on ``device``: (summary, metrics rows, weights)."""
-    overrides = ["model.params.dropout=0.0"]  # CUDA draws other dropout masks than the CPU
+def _run(name: str, device: str, out: Path, algorithm: str, rounds: int = 1, eval_samples: int = 500,
+         seed: int = 0, dropout: bool = False):
+    """Evaluated rounds of a shipped scenario on ``device``: (summary, metrics rows, weights)."""
+    overrides = [] if dropout else ["model.params.dropout=0.0"]  # CUDA draws other dropout masks than the CPU
     cfg = load_scenario(resolve_scenario(name), overrides,
                         {"device": device, "rounds": rounds, "eval_every_rounds": 1, "eval_samples": eval_samples,
-                         "output_dir": str(out), "algorithms": [{"name": algorithm}]})
+                         "seed": seed, "output_dir": str(out), "algorithms": [{"name": algorithm}]})
     try:
         run = build_run(cfg, cfg.algorithms[0])
     except DatasetNotFoundError as exc:
         pytest.skip(f"data set not installed: {exc}")
-    summary = run_one(run, out / device, progress=False)
-    rows = (out / device / "metrics.csv").read_text().splitlines()
+    out_dir = out / f"{device}-{algorithm}-{seed}"
+    summary = run_one(run, out_dir, progress=False)
+    rows = (out_dir / "metrics.csv").read_text().splitlines()
     header = rows[0].split(",")
     metrics = [dict(zip(header, map(float, r.split(",")), strict=True)) for r in rows[1:]]
     state = {k: v.detach().cpu() for k, v in run.algorithm.global_model().state_dict().items()}
     return summary, metrics, state
 
 
+@pytest.mark.parametrize("cudnn", [False, True], ids=["native-conv", "cudnn"])
+@pytest.mark.parametrize("scenario", ["cellular_100clients", "cellular_100clients_paper"])
+def test_one_step_on_cuda_equals_cpu_within_float32_rounding(scenario, cudnn):
+    """One SGD step of the scenario's model on 32 real images, float32 on both sides (TF32 off):
+    every weight within ``2 * bound`` of the CPU's, ``bound`` the float32 rounding bound of that
+    step derived in ``tests/runs/step_bound.py`` (each side lies within ``bound`` of the exact
+    step; ``tests/runs/test_step_bound.py`` checks that bound against float64 on the CPU).
+
+    The analysis is that of dot products and sums (GEMM, im2col, direct convolution); with cuDNN
+    on, a Winograd or FFT convolution algorithm rounds otherwise, so the native path is compared
+    too: should only the cuDNN case fail, cuDNN's algorithm choice is the cause."""
+    from tests.runs.step_bound import excess, sgd_step, step_bound
+    from tests.runs.test_step_bound import LR, scenario_batch
+
+    torch.manual_seed(0)
+    model, x, y = scenario_batch(scenario)
+    old = torch.backends.cudnn.enabled
+    torch.backends.cudnn.enabled = cudnn
+    try:
+        gpu = sgd_step(model, x, y, LR, torch.float32, "cuda")
+    finally:
+        torch.backends.cudnn.enabled = old
+    cpu = sgd_step(model, x, y, LR, torch.float32, "cpu")
+    twice = {k: 2 * v for k, v in step_bound(model, x, y, LR).items()}
+    over = excess(gpu, cpu, twice)
+    assert max(over.values()) <= 1.0, {k: v for k, v in over.items() if v > 1.0}
+
+
 @pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
-@pytest.mark.parametrize("scenario,rounds,samples", [("cellular_100clients", 3, 500),
-                                                     ("cellular_100clients_paper", 2, 1000)])
-def test_a_scenario_on_cuda_equals_cpu(tmp_path, scenario, rounds, samples, algorithm):
-    cpu = _run(scenario, "cpu", tmp_path, algorithm, rounds, samples)
-    gpu = _run(scenario, "cuda", tmp_path, algorithm, rounds, samples)
+@pytest.mark.parametrize("scenario", ["cellular_100clients", "cellular_100clients_paper"])
+def test_a_round_on_cuda_keeps_the_cpus_clock_bytes_and_flops(tmp_path, scenario, algorithm):
+    """The engine's side of a round depends on shapes, FLOP counts and the cell, never on float
+    values: exactly equal on both devices (the weights after a round are compared only through
+    one step above and statistically below: SGD amplifies rounding chaotically)."""
+    cpu = _run(scenario, "cpu", tmp_path, algorithm, rounds=1, eval_samples=200)
+    gpu = _run(scenario, "cuda", tmp_path, algorithm, rounds=1, eval_samples=200)
     assert gpu[0]["device"].startswith("cuda")
     for a, b in zip(cpu[1], gpu[1], strict=True):
-        # The engine's side depends on no float value: exactly equal.
         for key in ("round", "sim_time_s", "uplink_bytes", "downlink_bytes", "client_flops", "server_flops"):
             assert b[key] == a[key], key
-        assert b["test_accuracy"] == pytest.approx(a["test_accuracy"], abs=0.01)
-        assert b["test_loss"] == pytest.approx(a["test_loss"], rel=1e-3)
-    for key, value in cpu[2].items():
-        torch.testing.assert_close(gpu[2][key], value, rtol=1e-3, atol=1e-4, msg=lambda m, key=key: f"{key}: {m}")
+
+
+#: Seeds of the statistical comparison, and its rounds (the default scenario passes 50 % at ~10).
+SEEDS, LONG_ROUNDS, LONG_EVAL = (0, 1, 2), 20, 2000
+
+
+@pytest.mark.parametrize("algorithm", ["scala", "fedavg"])
+def test_longer_runs_on_cuda_reach_the_cpus_accuracy_within_the_seed_spread(tmp_path, algorithm):
+    """20 rounds of the default scenario (dropout on: the masks need not match), seeds 0-2, on
+    both devices: the mean final accuracy differs by at most three standard errors of the
+    difference of the means (from the seed-to-seed spread of both sides) plus one test image.
+    After rounds of SGD the weights differ chaotically, the accuracy a seed reaches does not."""
+    finals = {dev: [_run("cellular_100clients", dev, tmp_path, algorithm, LONG_ROUNDS, LONG_EVAL, seed,
+                         dropout=True)[1][-1]["test_accuracy"] for seed in SEEDS] for dev in ("cpu", "cuda")}
+    cpu, gpu = np.asarray(finals["cpu"]), np.asarray(finals["cuda"])
+    n = len(SEEDS)
+    allowed = 3 * np.sqrt(cpu.var(ddof=1) / n + gpu.var(ddof=1) / n) + 1 / LONG_EVAL
+    assert abs(gpu.mean() - cpu.mean()) <= allowed, finals
 
 
 # -- a round without host syncs ----------------------------------------------------------------------

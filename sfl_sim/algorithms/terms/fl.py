@@ -47,21 +47,23 @@ def flat(params: Iterable[torch.Tensor]) -> torch.Tensor:
     return torch.cat([p.reshape(-1) for p in params])
 
 
-def feddyn_regularizer(params: Sequence[torch.Tensor], global_params: Sequence[torch.Tensor], grad_state: torch.Tensor,
-                       alpha: float) -> torch.Tensor:
+def feddyn_regularizer(params: Sequence[torch.Tensor], global_params: Sequence[torch.Tensor] | torch.Tensor,
+                       grad_state: torch.Tensor, alpha: float) -> torch.Tensor:
     """FedDyn's additions to client k's loss (Acar et al., Alg. 1, line 5):
     ``- <grad L_k(theta_k^{t-1}), theta> + alpha/2 ||theta - theta^{t-1}||^2``.
 
     Parameters
     ----------
     params : the local model's parameters theta (with gradient)
-    global_params : the server's model theta^{t-1} received this round (constants)
+    global_params : the server's model theta^{t-1} received this round (constants): its tensors, or
+        them already flattened (a caller that keeps the flat vector saves a concatenation per step)
     grad_state : Tensor, shape (n_params,)
         Client k's state ``grad L_k(theta_k^{t-1})`` flattened (zeros before its first round).
     alpha : float
     """
     theta = flat(params)
-    return -(grad_state.detach() * theta).sum() + 0.5 * alpha * ((theta - flat(global_params).detach()) ** 2).sum()
+    theta_g = global_params if isinstance(global_params, torch.Tensor) else flat(global_params)
+    return -(grad_state.detach() * theta).sum() + 0.5 * alpha * ((theta - theta_g.detach()) ** 2).sum()
 
 
 def feddyn_client_state(grad_state: torch.Tensor, local_params: torch.Tensor, global_params: torch.Tensor,
@@ -71,17 +73,25 @@ def feddyn_client_state(grad_state: torch.Tensor, local_params: torch.Tensor, gl
     return grad_state - alpha * (local_params - global_params)
 
 
-def feddyn_server_state(h: torch.Tensor, local_params: Sequence[torch.Tensor], global_params: torch.Tensor,
-                        alpha: float, n_clients: int) -> torch.Tensor:
+def feddyn_server_state(h: torch.Tensor, local_params: Sequence[torch.Tensor] | torch.Tensor,
+                        global_params: torch.Tensor, alpha: float, n_clients: int) -> torch.Tensor:
     """Server state (Alg. 1, line 9): ``h^t = h^{t-1} - alpha/m sum_{k in P_t} (theta_k^t - theta^{t-1})``,
-    ``m`` the number of clients in the whole federation (not the cohort)."""
-    drift = torch.stack([theta_k - global_params for theta_k in local_params]).sum(dim=0)
+    ``m`` the number of clients in the whole federation (not the cohort).  ``local_params``: the
+    cohort's flat models, as a list or already stacked (shape ``(|P_t|, n_params)``)."""
+    drift = (_stacked(local_params) - global_params).sum(dim=0)
     return h - alpha / n_clients * drift
 
 
-def feddyn_server_model(local_params: Sequence[torch.Tensor], h: torch.Tensor, alpha: float) -> torch.Tensor:
-    """New server model (Alg. 1, line 10): ``theta^t = 1/|P_t| sum_{k in P_t} theta_k^t - h^t / alpha``."""
-    return torch.stack(list(local_params)).mean(dim=0) - h / alpha
+def feddyn_server_model(local_params: Sequence[torch.Tensor] | torch.Tensor, h: torch.Tensor,
+                        alpha: float) -> torch.Tensor:
+    """New server model (Alg. 1, line 10): ``theta^t = 1/|P_t| sum_{k in P_t} theta_k^t - h^t / alpha``
+    (``local_params`` as in :func:`feddyn_server_state`)."""
+    return _stacked(local_params).mean(dim=0) - h / alpha
+
+
+def _stacked(vectors: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
+    """Flat vectors as one ``(n, n_params)`` tensor: stacked, unless they already are."""
+    return vectors if isinstance(vectors, torch.Tensor) else torch.stack(list(vectors))
 
 
 # -- FedDecorr -------------------------------------------------------------------------------------
