@@ -21,7 +21,7 @@ Train once, time many
     a deadline drops the late ones, and a bandwidth or a scheduler changes who that is.  A re-timing
     replays the source's record and is refused at the first decision that goes otherwise, so a run
     is re-timed from *any* finished run of its group whose decisions it shares: the study runs in
-    waves (:class:`_Waves`), each trying every finished run of the group not yet tried (closest in
+    waves (:class:`~sfl_sim.study.waves.Waves`), each trying every finished run of the group not yet tried (closest in
     its coordinates first), and trains a run only when every one of them refused it — one such run
     per group and wave, so that the others try it next.  The study's log, its ``runs.csv``
     (``made_by``) and each run's ``summary.json`` (``retimed_from``, or ``retime_refused`` with the

@@ -207,7 +207,7 @@ def test_the_ledger_closes_with_the_default_profile_and_a_timed_downlink(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("battery", [None, {"capacity_min_j": 0.002, "capacity_max_j": 0.008}],
+@pytest.mark.parametrize("battery", [None, {"capacity_min_j": 0.002, "capacity_max_j": 0.02}],
                          ids=["plain", "battery"])
 def test_resume_reproduces_energy_csv(tmp_path, capsys, battery) -> None:
     data = {**small_scenario(algorithms=["scala"], rounds=2), "eval_every_rounds": 2, "energy": {"battery": battery}}
