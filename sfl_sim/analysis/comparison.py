@@ -16,10 +16,14 @@ Files (:func:`write_summary_files`), so they say exactly what the run directorie
     The same runs as Markdown tables: totals, what the radio lost (drops by cause, outage, HARQ
     copies) and time to accuracy.
 
+Beside the rounds, every form shows ``client_updates`` (client-rounds whose update the server
+used): an asynchronous algorithm's round is one aggregation, a synchronous one's a cohort's updates.
+
 The printed form (:func:`format_tables`) fits 80 columns: the totals (with the drop rate when a
-run dropped clients), then time to accuracy in a table of its own (one row per run, one column
-per target).  Both forms end with the runs' warnings (every round lost every selected client)
-and, when a run dropped clients, the note that drops shorten rounds (:func:`notes`).
+run dropped clients, the client energy and the best accuracy when they fit), then time to
+accuracy in a table of its own (one row per run, one column per target).  Both forms end with the
+runs' warnings (every round lost every selected client) and, when a run dropped clients, the note
+that drops shorten rounds (:func:`notes`).
 """
 from __future__ import annotations
 
@@ -47,8 +51,8 @@ __all__ = ["CSV_COLUMNS", "DROPS_NOTE", "csv_rows", "drop_cause_column", "format
 
 #: Columns of ``summary.csv`` before the drop-cause and time-to-accuracy columns: keys of ``summary.json``.
 CSV_COLUMNS = ("label", "algorithm", "seed", "status", "evaluated", "rounds_completed", "rounds_planned",
-               "final_test_accuracy", "best_test_accuracy", "final_sim_time_s", "host_time_s", "uplink_bytes",
-               "downlink_bytes", "client_flops", "server_flops", "client_energy_j", "client_rounds",
+               "client_updates", "final_test_accuracy", "best_test_accuracy", "final_sim_time_s", "host_time_s",
+               "uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "client_energy_j", "client_rounds",
                "dropped_clients", "drop_rate", "rounds_all_lost", "uplink_attempts", "outage_rate",
                "retransmissions", "dropped_transmissions", "harq_retransmissions")
 
@@ -156,8 +160,9 @@ _TOTALS: tuple[tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("seed", "seed", _number("d"), False),
     ("status", "status", lambda v: "-" if v is None else str(v), False),
     ("rounds", "rounds_completed", _number("d"), True),
+    ("updates", "client_updates", _number("d"), True),
     ("final acc", "final_test_accuracy", _number(".4f"), True),
-    ("best acc", "best_test_accuracy", _number(".4f"), True),
+    ("best acc", "best_test_accuracy", _number(".4f"), False),  # printed when it fits (format_tables)
     ("sim s", "final_sim_time_s", _seconds, True),
     ("host s", "host_time_s", _seconds, True),
     ("up MB", "uplink_bytes", _mega, True),
@@ -168,7 +173,8 @@ _TOTALS: tuple[tuple[str, str, Callable[[Any], str], bool], ...] = (
     ("drop %", "drop_rate", _percent, False),
 )
 
-_LEGEND = ("acc: test accuracy (a fraction); sim s: simulated seconds;",
+_LEGEND = ("updates: client updates used (an asynchronous round is one aggregation);",
+           "acc: test accuracy (a fraction); sim s: simulated seconds;",
            "host s: seconds this computer took; MB: 10^6 bytes sent, cumulative")
 
 
@@ -262,17 +268,24 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
     header, rows = _totals(present, short=True)
     totals, legend = _plain(header, rows, width=width), list(_LEGEND)
     # Columns the files always have, printed when a run has them and they fit the width without
-    # cutting a label (the note after the tables gives the drops in any case), in this order.
+    # cutting a label (the note after the tables gives the drops in any case), in this order; the
+    # best accuracy (the final one is the default, item 8 of issue 55) beside the final one, whose
+    # legend line covers it, the others at the end.
     optional = [("drop %", "drop_rate", _percent, _DROP_LEGEND, any(_dropped(s) for s in present)),
                 ("client J", "client_energy_j", _joules, _ENERGY_LEGEND,
-                 any(s.get("client_energy_j") is not None for s in present))]
+                 any(s.get("client_energy_j") is not None for s in present)),
+                ("best acc", "best_test_accuracy", _number(".4f"), None, True)]
     for name, key, fmt, explained, wanted in optional:
         if not wanted:
             continue
-        wider = header + [name], [r + [fmt(s.get(key))] for r, s in zip(rows, present, strict=True)]
+        at = header.index("final acc") + 1 if explained is None else len(header)
+        wider = (header[:at] + [name] + header[at:],
+                 [r[:at] + [fmt(s.get(key))] + r[at:] for r, s in zip(rows, present, strict=True)])
         text = _plain(*wider, width=10**6)
         if max(len(line) for line in text.splitlines()) <= width:
-            (header, rows), totals, legend = wider, text, [*legend[:-1], legend[-1] + ";", explained]
+            (header, rows), totals = wider, text
+            if explained is not None:
+                legend = [*legend[:-1], legend[-1] + ";", explained]
     parts = [totals, *legend]
     if _targets(present):
         parts += ["", "simulated time to accuracy (s; - = not reached)", _plain(*_tta(present), width=width)]
@@ -325,9 +338,9 @@ def write_summary_files(summaries: Sequence[Summary], out_dir: Path | str) -> tu
 
 #: What the radio lost, as ``summary.json`` says it (:mod:`sfl_sim.runs.summary`); a loaded run
 #: takes these from its summary, the rows of ``metrics.csv`` do not hold them.
-_RADIO_KEYS = ("client_rounds", "dropped_clients", "dropped_clients_by_cause", "drop_rate", "rounds_all_lost",
-               "uplink_attempts", "outage_rate", "retransmissions", "dropped_transmissions", "harq_retransmissions",
-               "warnings")
+_RADIO_KEYS = ("client_rounds", "client_updates", "dropped_clients", "dropped_clients_by_cause", "drop_rate",
+               "rounds_all_lost", "uplink_attempts", "outage_rate", "retransmissions", "dropped_transmissions",
+               "harq_retransmissions", "warnings")
 
 
 def _last(metrics: pd.DataFrame, column: str) -> float | None:
@@ -415,6 +428,6 @@ def summary_table(runs: Sequence[Run], targets: Sequence[float] = DEFAULT_TARGET
         raise ValueError(f"duplicate targets in {targets}")
     columns, rows = csv_rows([run_summary(run, targets) for run in runs], targets=[f"{t:g}" for t in targets])
     table = pd.DataFrame(rows, columns=columns)
-    measured = columns[columns.index("final_test_accuracy"):]
+    measured = ["client_updates", *columns[columns.index("final_test_accuracy"):]]
     table[measured] = table[measured].astype(float)
     return table

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.reader import RunFiles
 from sfl_sim.runs.rundir.schema import (
     CLIENTS_COLUMNS,
@@ -43,7 +44,8 @@ class RunFormatError(ValueError):
 
 
 def read_summary(path: Path) -> dict[str, Any]:
-    """``summary.json`` as a dict (unknown keys kept; the schema version is not checked here).
+    """``summary.json`` as a dict in today's shape (:func:`sfl_sim.runs.rundir.upgrade.summary`;
+    unknown keys kept; the schema version is not checked here).
 
     Raises
     ------
@@ -59,7 +61,7 @@ def read_summary(path: Path) -> dict[str, Any]:
         raise RunFormatError(
             f"{path}: expected a JSON object at top level, got {type(data).__name__}"
         )
-    return data
+    return upgrade.summary(data)
 
 
 def read_scenario(path: Path) -> dict[str, Any]:

@@ -15,6 +15,10 @@ it from the file):
 ``dropped_clients_by_cause``
     Client-rounds dropped, by cause (``outage``, ``deadline``, ``over_selection``, ``unavailable``,
     ``battery``), and ``drop_rate``, their sum over ``client_rounds``.
+``client_updates``
+    Client-rounds whose update the server used: ``client_rounds`` less the dropped ones (the
+    ``clients.csv`` rows with outcome ``kept``).  An asynchronous run's round is one aggregation, a
+    synchronous run's a cohort's updates: compare runs by this, not by rounds.
 ``uplink_attempts``, ``outage_rate``
     Uplink transmissions started, and the fraction that failed (``(retransmissions +
     dropped_transmissions) / uplink_attempts``); None when a row has it empty (:mod:`~sfl_sim.runs.rundir.upgrade`).
@@ -100,12 +104,18 @@ class Drops:
         """Client-rounds dropped, all causes."""
         return sum(self.by_cause.values())
 
+    @property
+    def client_updates(self) -> int:
+        """Client-rounds whose update the server used (not dropped)."""
+        return self.client_rounds - self.dropped
+
     def fields(self, counters: Counters) -> dict[str, Any]:
         """The ``summary.json`` fields (module docstring) with the run's ``counters``."""
         attempts = self.uplink_attempts
         failed = counters.retransmissions + counters.dropped_transmissions
         return {
             "client_rounds": self.client_rounds,
+            "client_updates": self.client_updates,
             "dropped_clients_by_cause": dict(sorted(self.by_cause.items())),
             "drop_rate": self.dropped / self.client_rounds if self.client_rounds else None,
             "uplink_attempts": attempts,

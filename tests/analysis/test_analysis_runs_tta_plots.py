@@ -225,6 +225,7 @@ def test_summary_table_columns_and_values(two_runs):
         "evaluated",
         "rounds_completed",
         "rounds_planned",
+        "client_updates",
         "final_test_accuracy",
         "best_test_accuracy",
         "final_sim_time_s",

@@ -10,7 +10,7 @@ from sfl_sim.analysis.tta import tta_column_name
 def summary(label: str, **changes) -> dict:
     base = {"label": label, "algorithm": "scala", "seed": 0, "status": "complete",
             "evaluated": "global model on the test set", "device": "cpu", "rounds_completed": 150,
-            "rounds_planned": 150, "final_test_accuracy": 0.81234, "best_test_accuracy": 0.8255,
+            "rounds_planned": 150, "client_updates": 1500, "final_test_accuracy": 0.81234, "best_test_accuracy": 0.8255,
             "final_sim_time_s": 1234567.8, "host_time_s": 6123.4, "uplink_bytes": 123456789012,
             "downlink_bytes": 23456789012, "client_flops": 1.2e15, "server_flops": 3.4e15,
             "client_energy_j": 54321.0, "client_rounds": 1500, "dropped_clients": 0, "drop_rate": 0.0,
@@ -36,7 +36,7 @@ def test_time_to_accuracy_is_a_table_of_its_own_one_row_per_run_one_column_per_t
     assert lines[head + 1].split() == ["run", "0.5", "0.6", "0.7", "0.8"]
     assert lines[head + 2].split() == ["scala", "12,346", "23,457", "-", "-"]
     assert lines[head + 3].split() == ["fedavg", "99.0", "-", "-", "-"]  # a decimal below 100 s
-    assert lines[0].split()[:4] == ["run", "rounds", "final", "acc"]
+    assert lines[0].split()[:5] == ["run", "rounds", "updates", "final", "acc"]
 
 
 def test_csv_rows_carry_the_summary_numbers_under_their_own_names():
@@ -56,11 +56,11 @@ def test_written_files_round_trip_the_numbers(tmp_path):
     assert rows[0][tta_column_name(0.8)] == ""
     md = md_path.read_text()
     assert md == markdown([summary("scala"), summary("fedavg", seed=3)])
-    assert "| scala | scala | 0 | complete | 150 | 0.8123 |" in md and "# Simulated time to accuracy (s)" in md
+    assert "| scala | scala | 0 | complete | 150 | 1500 | 0.8123 |" in md and "# Simulated time to accuracy (s)" in md
 
 
 def test_the_printout_has_the_client_energy_column_when_it_fits_and_the_files_always():
-    small = dict(final_sim_time_s=812.3, host_time_s=61.0, uplink_bytes=1.2e9, downlink_bytes=3.4e8)
+    small = dict(final_sim_time_s=812.3, host_time_s=61.0, uplink_bytes=1.2e6, downlink_bytes=3.4e5)
     text = format_tables([summary("scala", **small), summary("fedavg", client_energy_j=None, **small)])
     assert text.splitlines()[0].split()[-2:] == ["client", "J"]
     assert text.splitlines()[1].split()[-1] == "5.43e+04" and text.splitlines()[2].split()[-1] == "-"
@@ -70,8 +70,9 @@ def test_the_printout_has_the_client_energy_column_when_it_fits_and_the_files_al
     assert "client J" in markdown([summary("scala")]) and "client_energy_j" in CSV_COLUMNS
 
 
-LOSSY = dict(client_rounds=300, dropped_clients=241, drop_rate=241 / 300, rounds_all_lost=2, uplink_attempts=900,
-             outage_rate=0.3, retransmissions=32, dropped_transmissions=238, harq_retransmissions=45.0,
+LOSSY = dict(client_rounds=300, client_updates=59, dropped_clients=241, drop_rate=241 / 300, rounds_all_lost=2,
+             uplink_attempts=900, outage_rate=0.3, retransmissions=32, dropped_transmissions=238,
+             harq_retransmissions=45.0,
              dropped_clients_by_cause={"deadline": 3, "outage": 238})
 
 

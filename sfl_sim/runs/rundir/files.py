@@ -335,12 +335,13 @@ class RunDir(RunFiles):
         return used if used >= 1 else None
 
     def read_summary(self) -> dict[str, Any] | None:
-        """The ``summary.json`` mapping; None when there is none or it is unreadable."""
+        """The ``summary.json`` mapping in today's shape (:func:`sfl_sim.runs.rundir.upgrade.summary`);
+        None when there is none or it is unreadable."""
         try:
             data = json.loads(self.summary_path.read_text())
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             return None
-        return data if isinstance(data, dict) else None
+        return upgrade.summary(data) if isinstance(data, dict) else None
 
     def read_resolved(self, today: Mapping[str, Any] | None = None,
                       from_round: int = 1) -> upgrade.Upgraded[dict[str, Any] | None]:

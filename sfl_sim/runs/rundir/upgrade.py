@@ -28,6 +28,10 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     energy and uplink attempt columns; ``clients.csv`` the scheduler's grant columns).  A run made
     before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
+``summary.json`` (:func:`summary`)
+    A summary made before ``client_updates`` was counted reads it as ``client_rounds`` less the
+    dropped client-rounds (``dropped_clients_by_cause``), which is how it is counted; without those
+    counts it stays absent (a table shows it as unknown).
 ``checkpoint.pt`` (:func:`checkpoint`)
     A state the checkpoint lacks is the state of the run as built to continue it, before any
     round: the energy ledger's (it starts from zero), a random stream added later (``harq``: never
@@ -74,7 +78,7 @@ from sfl_sim.runs.rundir.schema import (
 
 __all__ = ["Upgraded", "fill_defaults", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
            "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
-           "missing_file", "log_rows", "log_text", "checkpoint", "cell_state", "made_before_marker",
+           "missing_file", "log_rows", "log_text", "summary", "checkpoint", "cell_state", "made_before_marker",
            "unbound_work_record"]
 
 T = TypeVar("T")
@@ -440,6 +444,18 @@ def checkpoint(saved: Mapping[str, Any], fresh: Mapping[str, Any], scenario: Map
             and "client_work" not in algorithm):
         out["algorithm"] = {**algorithm, "client_work": {"rounds_run": int(out["round"]), "streams": {}}}
     return out
+
+
+# -- summary.json ----------------------------------------------------------------------------------
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """A run's ``summary.json`` mapping in today's shape: ``client_updates``, when absent, is
+    ``client_rounds`` less the client-rounds of ``dropped_clients_by_cause`` (both recorded since
+    before it was); left absent when the summary lacks them.  A copy when anything is added."""
+    rounds, by_cause = data.get("client_rounds"), data.get("dropped_clients_by_cause")
+    if ("client_updates" in data or not isinstance(rounds, int) or isinstance(rounds, bool)
+            or not isinstance(by_cause, dict) or not all(isinstance(n, int) for n in by_cause.values())):
+        return data
+    return {**data, "client_updates": rounds - sum(by_cause.values())}
 
 
 # -- directories made before the marker (.sfl-sim.json) --------------------------------------------
