@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.tutorials import TUTORIALS, blocks, missing_extras, needed_extras, run_tutorial, tutorial_pages
+from tests.docs.tutorials import (
+    TUTORIALS,
+    blocks,
+    checked_lines,
+    missing_extras,
+    needed_extras,
+    run_tutorial,
+    shape,
+    shown_outputs,
+    tutorial_pages,
+)
 
 
 def test_every_tutorial_is_listed_and_runs_something() -> None:
@@ -32,9 +42,22 @@ def test_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
     start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     outputs = run_tutorial(page, tmp_path)
     assert outputs, page.name
+    for i, text in shown_outputs(page):  # a shown output cannot go stale silently
+        printed = {shape(line) for line in outputs[i].splitlines()}
+        stale = [line for line in checked_lines(text) if line not in printed]
+        assert checked_lines(text) and not stale, (f"{page.name}: the output shown after run block {i} has "
+                                                   f"{stale}, which the run no longer prints:\n{outputs[i]}")
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"{page.name}: {time.perf_counter() - start:.1f} s wall, "
           f"{used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:.1f} s CPU")  # -s shows it
+
+
+def test_the_tutorials_show_what_their_table_printing_commands_print() -> None:
+    """Each command that prints a table is followed by its output (checked against the real run by
+    :func:`test_tutorial_runs_as_written`)."""
+    shown = {page.name: len(shown_outputs(page)) for page in tutorial_pages()}
+    assert all(n >= 1 for name, n in shown.items() if name != "ray.md"), shown  # ray.md's print no table
+    assert all(checked_lines(text) for page in tutorial_pages() for _, text in shown_outputs(page))
 
 
 def test_a_tutorial_that_uses_ray_declares_the_extra() -> None:

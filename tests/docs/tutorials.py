@@ -12,6 +12,11 @@ site does not show it):
   every extra) runs it.
 
 The blocks of one tutorial run in order in one directory, as a reader would type them.
+
+A ``text`` block right after a run block shows what that block printed, as a reader sees it
+(:func:`shown_outputs`).  The tests check that the real run still prints its lines, spacing and
+the digits of numbers aside (:func:`checked_lines`): column widths follow the numbers, and host
+seconds always differ; a line ``...`` marks rows left out, and a reader's own path is not checked.
 """
 from __future__ import annotations
 
@@ -48,6 +53,39 @@ def blocks(page: Path) -> list[Block]:
         action = None if m["what"] is None else ("run" if m["what"] == "run" else "file")
         found.append(Block(m["lang"], m["code"], action, m["name"]))
     return found
+
+
+def shown_outputs(page: Path) -> list[tuple[int, str]]:
+    """The outputs ``page`` shows: per ``text`` block right after a run block, the run block's
+    number among the page's run blocks (its index in :func:`run_tutorial`'s outputs) and the text."""
+    shown, runs = [], -1
+    found = blocks(page)
+    for before, block in zip([None, *found], found, strict=False):
+        if block.action == "run":
+            runs += 1
+        elif block.lang == "text" and before is not None and before.action == "run":
+            shown.append((runs, block.code))
+    return shown
+
+
+#: A line of a shown output standing for rows left out.
+ELISION = "..."
+#: Parts of a shown line that are the reader's own, so it is not checked: an absolute path (shown
+#: as under ``/home/you/`` or ``/path/to/``) and a Python object's address.
+READERS_OWN = ("/home/you/", "/path/to/", " at 0x")
+
+
+def shape(line: str) -> str:
+    """``line`` as checked: its runs of blanks made one space (column widths follow the numbers)
+    and its runs of digits made one ``0`` (numbers may vary; host seconds always do)."""
+    return re.sub(r"\d+", "0", " ".join(line.split()))
+
+
+def checked_lines(text: str) -> list[str]:
+    """The lines of a shown output the run must still print, in :func:`shape`'s form: all but blank
+    ones, :data:`ELISION` and those with a part in :data:`READERS_OWN`."""
+    return [shape(line) for line in text.splitlines()
+            if line.strip() and line.strip() != ELISION and not any(part in line for part in READERS_OWN)]
 
 
 #: An optional extra of ``pyproject.toml`` -> the module whose presence says it is installed.
