@@ -116,7 +116,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     -------
     dict
         ``name``, ``status`` (``complete``, ``diverged``, ``failed``), ``error`` (one line, or
-        ``""``), ``final_test_accuracy``, ``best_test_accuracy``, ``host_time_s`` and
+        ``""``), ``final_test_accuracy``, ``best_test_accuracy``, ``client_updates``, ``host_time_s`` and
         ``traceback`` (for unexpected errors).
     """
     start = time.perf_counter()
@@ -155,7 +155,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
             out["gpu_peak_bytes"] = int(torch.cuda.max_memory_allocated(run.device))
         out.update(status=summary.get("status", FAILED), error=summary.get("error", ""),
                    final_test_accuracy=summary.get("final_test_accuracy"),
-                   best_test_accuracy=summary.get("best_test_accuracy"))
+                   best_test_accuracy=summary.get("best_test_accuracy"), client_updates=summary.get("client_updates"))
         if "retime_refused" in out:
             _note_in_summary(Path(task.run_dir), retime_refused=out["retime_refused"])
     except (UserError, RunFailed) as exc:  # a message of several lines (differing fields) stays readable in one cell
@@ -203,7 +203,7 @@ def _retime(task: RunTask, out: dict[str, Any]) -> tuple[list[str] | None, bool]
     _note_in_summary(target, retimed_from=source.name)
     out.update(status=summary.get("status", FAILED), error=summary.get("error", ""), retimed_from=source.name,
                final_test_accuracy=summary.get("final_test_accuracy"),
-               best_test_accuracy=summary.get("best_test_accuracy"))
+               best_test_accuracy=summary.get("best_test_accuracy"), client_updates=summary.get("client_updates"))
     return None, False
 
 
@@ -400,14 +400,15 @@ def _write_status(path: Path, runs: Sequence[StudyRun], results: dict[str, dict[
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow([*STUDY_STATUS_HEADER_START.split(","), *keys, "final_test_accuracy", "made_by", "error"])
+        writer.writerow([*STUDY_STATUS_HEADER_START.split(","), *keys, "final_test_accuracy", "client_updates",
+                         "made_by", "error"])
         for run in runs:
             res = results.get(run.name, {})
             coords = [json.dumps(run.coordinates.get(k), default=str)
                       if isinstance(run.coordinates.get(k), (dict, list)) else run.coordinates.get(k, "")
                       for k in keys]
             writer.writerow([run.name, res.get("status", "pending"), *coords, res.get("final_test_accuracy", ""),
-                             made_by(res).removeprefix("; "), res.get("error", "")])
+                             res.get("client_updates", ""), made_by(res).removeprefix("; "), res.get("error", "")])
     os.replace(tmp, path)
 
 
@@ -456,7 +457,8 @@ def run_study(runs: Sequence[StudyRun], study_dir: Path, workers: int = 1, execu
         if is_complete(run, study_dir / run.name, strict_versions):
             summary = RunDir(study_dir / run.name).read_summary() or {}
             results[run.name] = {"name": run.name, "status": "skipped", "error": "",
-                                 "final_test_accuracy": summary.get("final_test_accuracy")}
+                                 "final_test_accuracy": summary.get("final_test_accuracy"),
+                                 "client_updates": summary.get("client_updates")}
     if executor not in ("local", "ray"):
         raise UserError(f"--executor: got {executor!r}; allowed: local, ray")
     todo = [r for r in runs if r.name not in results]

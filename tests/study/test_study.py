@@ -170,12 +170,16 @@ def test_study_runs_every_run_then_skips_them(tmp_path, capsys) -> None:
         summary = json.loads((out / name / "summary.json").read_text())
         assert summary["status"] == "complete" and summary["coordinates"]["seed"] in (0, 1)
         assert metrics[0]["round"] == "0"
+    updates = {name: str(json.loads((out / name / "summary.json").read_text())["client_updates"]) for name in first}
     with (out / "runs.csv").open() as fh:
-        assert {r["status"] for r in csv.DictReader(fh)} == {"complete"}
+        rows = list(csv.DictReader(fh))
+    assert {r["status"] for r in rows} == {"complete"} and {r["name"]: r["client_updates"] for r in rows} == updates
     capsys.readouterr()
     assert main(["study", str(path), "-o", str(out)]) == 0  # idempotent: nothing runs again
     assert "4 of 4 runs already finished; running 0" in capsys.readouterr().err
     assert study_rows(out) == first
+    with (out / "runs.csv").open() as fh:  # a skipped run's row still says what it was given
+        assert {r["name"]: r["client_updates"] for r in csv.DictReader(fh)} == updates
 
 
 @pytest.mark.slow
