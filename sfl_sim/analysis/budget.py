@@ -6,8 +6,11 @@ shows the three side by side (:func:`budget_table`, :func:`budget_layout`) and w
 algorithms compared in a setting had budgets more than :data:`BUDGET_RATIO_WARN` apart
 (:func:`budget_warnings`).
 
-Client updates are the ``clients.csv`` rows whose ``outcome`` is ``kept`` (a payload the server
-used); a run without ``clients.csv`` has none counted (``nan``).
+Client updates are the run's own count, ``summary.json``'s ``client_updates`` (the cohort clients
+the server used, as rounds end); a run without it counts the ``clients.csv`` rows whose
+``outcome`` is ``kept`` — which miss an asynchronous run's dispatch groups still in flight at its
+end (their rows are written when the group's last client arrives) — and one with neither has none
+counted (``nan``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ def run_budgets(study: StudyData) -> pd.DataFrame:
     kept = (c.loc[c["outcome"] == CLIENT_KEPT].groupby("run_id").size() if not c.empty
             else pd.Series(dtype=float))
     has_clients = set(c["run_id"]) if not c.empty else set()
-    out["client_updates"] = [float(kept.get(r, 0)) if r in has_clients else np.nan for r in out["run_id"]]
+    rows = [float(kept.get(r, 0)) if r in has_clients else np.nan for r in out["run_id"]]
+    own = study.runs["client_updates"].to_numpy(dtype=float)
+    out["client_updates"] = np.where(np.isfinite(own), own, rows)
     return out
 
 
@@ -63,7 +68,8 @@ def budget_layout(table: pd.DataFrame, study: StudyData, algorithms: Sequence[st
                   [headers[s] for s in study.settings], [(None, wide_rows(table, study, algorithms, _cell))],
                   ["A round of an asynchronous algorithm is one aggregation, of a synchronous one a cohort's "
                    "updates: compare algorithms by client updates or simulated time, not by rounds. Client updates: "
-                   "clients.csv rows with outcome kept (?: no clients.csv). Simulated time: at the last evaluation.",
+                   "the run's summary.json count (older runs: clients.csv rows with outcome kept; ?: neither). "
+                   "Simulated time: at the last evaluation.",
                    *notes], label="tab:budget")
 
 

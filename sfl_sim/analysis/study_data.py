@@ -506,8 +506,9 @@ class StudyData:
     runs : pandas.DataFrame
         One row per run, indexed by nothing special, columns: ``run_id`` (0..n-1), ``path``,
         ``setting`` (readable label, e.g. ``"partition=dirichlet(beta=0.1)"``), ``algorithm``,
-        ``seed``, ``label``, ``status``, ``evaluated``, ``rounds_planned``, then one column per
-        setting field (dotted name, display text).
+        ``seed``, ``label``, ``status``, ``evaluated``, ``rounds_planned``, ``client_updates``
+        (summary.json's; NaN where it has none), then one column per setting field (dotted name,
+        display text).
     metrics : pandas.DataFrame
         Every run's ``metrics.csv`` stacked: ``run_id``, ``setting``, ``algorithm``, ``seed``,
         then :data:`~sfl_sim.runs.rundir.schema.METRICS_COLUMNS`; sorted by ``run_id`` then ``round``.
@@ -839,6 +840,9 @@ def study_of(
                         for s in summaries],
             "rounds_planned": [s.get("rounds_planned", sc.get("rounds")) for s, sc in zip(summaries, scenarios,
                                                                                           strict=True)],
+            # the client updates the server used (summary.json; NaN where the run records none)
+            "client_updates": [float(s["client_updates"]) if isinstance(s.get("client_updates"), (int, float))
+                               else np.nan for s in summaries],
             **{f: [v[f] for v in values] for f in fields},
         }
     )

@@ -38,3 +38,15 @@ def test_client_updates_are_the_kept_rows_of_clients_csv(tmp_path):
         assert runs.loc[a, "client_updates"] == ((clients["algorithm"] == a) & (clients["outcome"] == "kept")).sum()
         assert runs.loc[a, "rounds"] == study.metrics.loc[study.metrics["algorithm"] == a, "round"].max()
     assert len(budget_table(study)) == 2
+
+
+def test_a_runs_own_count_of_client_updates_wins_over_its_clients_csv(tmp_path):
+    """An asynchronous run's clients.csv misses the dispatch groups still in flight at its end (their
+    rows come when a group's last client arrives); its summary.json counts every update the server used."""
+    import json
+
+    d = write_run(tmp_path / "fedasync", "fedasync", 0)
+    write_clients(d, 0, 5e6, rounds=5, cohort=1)
+    summary = json.loads((d / "summary.json").read_text())
+    (d / "summary.json").write_text(json.dumps({**summary, "client_updates": 7}))
+    assert run_budgets(load_study(tmp_path))["client_updates"].tolist() == [7.0]
