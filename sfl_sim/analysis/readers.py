@@ -21,8 +21,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sfl_sim.runs.rundir import upgrade
-from sfl_sim.runs.rundir.reader import RunFiles
+from sfl_sim.runs.rundir.reader import RunFiles, summary_in_todays_shape
 from sfl_sim.runs.rundir.schema import (
     CLIENTS_COLUMNS,
     CLIENTS_FILE,
@@ -44,7 +43,7 @@ class RunFormatError(ValueError):
 
 
 def read_summary(path: Path) -> dict[str, Any]:
-    """``summary.json`` as a dict in today's shape (:func:`sfl_sim.runs.rundir.upgrade.summary`;
+    """``summary.json`` as a dict in today's shape (:func:`sfl_sim.runs.rundir.reader.summary_in_todays_shape`;
     unknown keys kept; the schema version is not checked here).
 
     Raises
@@ -61,7 +60,7 @@ def read_summary(path: Path) -> dict[str, Any]:
         raise RunFormatError(
             f"{path}: expected a JSON object at top level, got {type(data).__name__}"
         )
-    return upgrade.summary(data)
+    return summary_in_todays_shape(data)
 
 
 def read_scenario(path: Path) -> dict[str, Any]:

@@ -45,15 +45,19 @@ def test_report_writes_files_and_matches_the_models(tmp_path):
     np.testing.assert_allclose(table["snr_db"], 10 * np.log10(0.2 * gain / (share_hz * n0 * 10 ** 0.5)))
     assert float(rows[5]["uplink_rate_full_band_bps"]) == pytest.approx(table["uplink_rate_full_band_bps"][5])
     printed = out.getvalue().splitlines()
-    assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1 + 1 + 1 + len(DRAW_SUMMARY_COLUMNS) + 1
+    # + 1: the uplink grid and who hands it out (reports.channel.grid_line)
+    assert len(printed) == 2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1 + 1 + 1 + 1 + len(DRAW_SUMMARY_COLUMNS) + 1
     assert "client" in printed[2]
     # the default shannon is uncapped: the report says its rates may pass TS 38.306's peak, and how many do
     se = np.log2(1 + 0.2 * gain / (whole_hz * n0 * 10 ** 0.5))
     assert printed[2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS)] == (
+        "uplink grid: numerology 1 (30 kHz subcarriers, 0.5 ms slots), 24 RBs of 360 kHz in 10 MHz; scheduler "
+        "static (each round's equal shares of the band, cell.allocation)")  # TS 38.101-1: 10 MHz at 30 kHz
+    assert printed[2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1] == (
         "cell.rate shannon is uncapped: a rate may exceed TS 38.306 clause 4.1.2's single-layer uplink peak "
         f"(6.3595 bit/s/Hz of the RBs; {np.count_nonzero(se > 6.3595)} of 8 clients do on the full band); cap it "
         "with cell.rate.max_spectral_efficiency_bps_per_hz: ts38306_uplink, or use attenuated_shannon")
-    assert printed[2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 1].startswith(
+    assert printed[2 + 1 + 8 + 1 + len(SUMMARY_COLUMNS) + 2].startswith(
         "downlink (ideal): 0 of 8 clients in downlink outage")
     assert all(line.split()[-2:] == ["-", "-"] for line in printed[3:11])  # no BLER without a CQI table: '-'
     stats = summary_statistics(table)

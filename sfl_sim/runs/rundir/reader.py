@@ -18,11 +18,17 @@ from typing import Any
 from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.schema import CLIENTS_COLUMNS, CLIENTS_FILE, ROUNDS_COLUMNS, ROUNDS_FILE
 
-__all__ = ["RunFiles", "LOG_COLUMNS", "with_sections_added_later", "sections_added_later"]
+__all__ = ["RunFiles", "LOG_COLUMNS", "summary_in_todays_shape", "with_sections_added_later", "sections_added_later"]
 
 #: The logs whose columns grew after runs were already being made, with today's columns: read
 #: through :meth:`RunFiles.log_text` (a column the file lacks is empty).
 LOG_COLUMNS: dict[str, tuple[str, ...]] = {ROUNDS_FILE: tuple(ROUNDS_COLUMNS), CLIENTS_FILE: tuple(CLIENTS_COLUMNS)}
+
+
+def summary_in_todays_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``summary.json`` mapping as read, in today's shape (:func:`sfl_sim.runs.rundir.upgrade.summary`):
+    the one way the analysis reads a summary it has parsed itself."""
+    return upgrade.summary(data)
 
 
 class RunFiles:
