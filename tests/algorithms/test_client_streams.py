@@ -18,6 +18,9 @@ from sfl_sim.algorithms.split.messages import ClientStep
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.engine import Simulator
 
+#: End-to-end runs of the real training (each takes a second or more): the inner loop leaves them out.
+pytestmark = pytest.mark.slow
+
 #: The synchronous FL algorithms: each client trains the whole model, dropout included.
 FL = sorted(n for n in ALGORITHMS.names()
             if issubclass(ALGORITHMS.get(n), FedAvg) and not is_asynchronous(ALGORITHMS.get(n)))

@@ -428,6 +428,7 @@ def test_every_registered_algorithm_has_golden_entries() -> None:
 REPRESENTATIVE = ("fedavg/plain", "splitfed_v1/lossy", "scala/deadline", "fedconcat[stage2]/plain")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("perturbation", PERTURBATIONS)
 @pytest.mark.parametrize("case", REPRESENTATIVE)
 def test_a_changed_training_fails_the_comparison(case: str, perturbation: str) -> None:

@@ -215,6 +215,7 @@ def test_sweep_axis_in_mhz_with_ticks_at_the_swept_values(study):
     assert not ax.xaxis.get_offset_text().get_text()  # no "1e7" beside the axis
 
 
+@pytest.mark.slow
 def test_sweep_lines_by_a_setting_field(tmp_path):
     root = tmp_path / "runs"
     for si, (bw, sched) in enumerate([(b, s) for s in ("rr", "pf") for b in BANDWIDTHS_HZ]):

@@ -129,6 +129,7 @@ def test_tta_and_speedup_equal_pandas_from_raw_files(study, report):
     assert got.loc[("dirichlet(beta=0.1)", "scala", 0.6), "speedup_pairs"] == 2
 
 
+@pytest.mark.slow
 def test_overhead_equals_pandas_from_raw_files(study, report):
     _, coords = study
     cols = ["uplink_bytes", "downlink_bytes", "client_flops", "server_flops"]

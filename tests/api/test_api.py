@@ -105,6 +105,7 @@ def test_run_writes_the_files_the_cli_writes(both, reference):
             assert torch.equal(tensor, b["algorithm"]["model"][key]), key
 
 
+@pytest.mark.slow
 def test_report_returns_the_tables_it_writes(both):
     _, api_dir, _, _ = both
     report = sfl_sim.report(api_dir, output_dir=api_dir.parent / "report", targets="0.1", figures=False)

@@ -25,7 +25,7 @@ def test_readme_is_short_and_its_links_lead_somewhere() -> None:
 def test_readme_shows_the_test_commands() -> None:
     text = README.read_text()
     assert '. .venv/bin/activate && python -m pytest -q -n auto --dist loadscope\n' in text
-    assert '. .venv/bin/activate && python -m pytest -q -m "not slow"' in text
+    assert '. .venv/bin/activate && python -m pytest -q -m "not slow" -n auto\n' in text
 
 
 def test_ci_runs_the_readme_test_command() -> None:

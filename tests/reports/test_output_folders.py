@@ -12,6 +12,9 @@ from sfl_sim.runs.rundir import marker
 from tests.analysis.synthetic_runs import write_run
 from tests.helpers import small_scenario, write_yaml
 
+#: End-to-end runs of the real training (each takes a second or more): the inner loop leaves them out.
+pytestmark = pytest.mark.slow
+
 TRACE = "client,start_s,end_s\n0,0,3600\n1,1800,7200\n"
 
 

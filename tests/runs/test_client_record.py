@@ -105,6 +105,7 @@ GRANTS = ("uplink_granted_rb_mean", "uplink_rb_s", "uplink_transport_blocks", "u
           "uplink_sinr_used_db")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler", [{"name": "static"}, {"name": "round_robin"},
                                        {"name": "proportional_fair", "fidelity": "slot"}],
                          ids=["static", "round_robin_fluid", "proportional_fair_slot"])

@@ -7,12 +7,16 @@ import csv
 import json
 
 import pandas as pd
+import pytest
 
 from sfl_sim.analysis.readers import read_summary
 from sfl_sim.cli import main
 from sfl_sim.runs.rundir import upgrade
 from sfl_sim.runs.rundir.files import RunDir
 from tests.helpers import small_scenario, write_yaml
+
+#: End-to-end runs of the real training (each takes a second or more): the inner loop leaves them out.
+pytestmark = pytest.mark.slow
 
 BUFF = {"name": "fedbuff", "concurrency": 3, "buffer_size": 2}
 

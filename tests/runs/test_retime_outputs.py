@@ -13,6 +13,9 @@ from sfl_sim.cli import main
 from sfl_sim.runs.rundir import marker
 from tests.helpers import small_scenario, write_yaml
 
+#: End-to-end runs of the real training (each takes a second or more): the inner loop leaves them out.
+pytestmark = pytest.mark.slow
+
 TINY = small_scenario(rounds=1, train=200, test=100, algorithms=["fedavg"])
 
 

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+#: End-to-end runs of the real training (each takes a second or more): the inner loop leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -87,6 +87,7 @@ def test_optimizers_drive_working_copies_as_they_drive_deep_copies(spec, setting
     assert pooled != _train(spec, "plain")  # and the settings did change the training
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [{"name": "fedavg"}, {"name": "splitfed_v1"}], ids=lambda s: s["name"])
 def test_without_foreach_copy_the_per_tensor_copy_gives_the_same_training(spec, monkeypatch):
     """torch._foreach_copy_ is private: where torch lacks it the copies are refilled tensor by tensor."""
