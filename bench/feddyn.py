@@ -2,7 +2,7 @@
 
 FedDyn (``sfl_sim/algorithms/fl/feddyn.py``) trains exactly as FedAvg plus a regulariser on the
 local loss and a per-client and server state; its rounds should cost little more than FedAvg's
-(issue 54: within 1.3x).  Rounds of a shipped scenario run through the simulator for both
+(our target: within 1.3x).  Rounds of a shipped scenario run through the simulator for both
 algorithms, alternately (FedAvg first on even rounds, FedDyn first on odd ones), on the same
 cohorts; prints the median round of each and the ratio FedDyn / FedAvg.  ``--profile FILE``
 also writes a cProfile of FedDyn's timed rounds (read it with ``python -m pstats FILE``).

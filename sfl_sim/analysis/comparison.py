@@ -269,7 +269,7 @@ def format_tables(summaries: Sequence[Summary], width: int = 80) -> str:
     totals, legend = _plain(header, rows, width=width), list(_LEGEND)
     # Columns the files always have, printed when a run has them and they fit the width without
     # cutting a label (the note after the tables gives the drops in any case), in this order; the
-    # best accuracy (the final one is the default, item 8 of issue 55) beside the final one, whose
+    # best accuracy (the final one is the default: best favours oscillating methods) beside the final one, whose
     # legend line covers it, the others at the end.
     optional = [("drop %", "drop_rate", _percent, _DROP_LEGEND, any(_dropped(s) for s in present)),
                 ("client J", "client_energy_j", _joules, _ENERGY_LEGEND,

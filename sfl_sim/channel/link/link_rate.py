@@ -47,7 +47,7 @@ __all__ = ["ShannonGapRate", "AttenuatedShannonRate", "McsTableRate", "gap_from_
 #: ns-3's default BER target of its LTE AMC model (``LteAmc::Ber``).
 DEFAULT_BER_TARGET = 5e-5
 #: The bler mapping's transport-block error target: 0.1, and 1e-5 with CQI table 3: TS 38.214
-#: clause 5.2.2.1's CQI as issue 51 reads it (we could not retrieve that clause's text to read it;
+#: clause 5.2.2.1's CQI definition, our reading (we could not retrieve that clause's text to read it;
 #: TS 25.214 clause 6A.2.1's HSDPA CQI, which we read, is the same rule on the transport block:
 #: "received with a transport block error probability not exceeding 0.1").
 DEFAULT_BLER_TARGET = 0.1
@@ -279,7 +279,7 @@ class McsTableRate(_SinrRate):
             "Bit-error target of the gap mapping, in (0, 0.0446] (ns-3's default 5e-5).")] = DEFAULT_BER_TARGET
         bler_target: Annotated[Annotated[float, BLER_TARGET] | None, Doc(
             "Transport-block error target of the bler mapping, in (0, 0.99]; null: 0.1, or 1e-5 with cqi_table3 "
-            "(TS 38.214 clause 5.2.2.1's CQI definition, as issue 51 reads it).")] = None
+            "(TS 38.214 clause 5.2.2.1's CQI definition, our reading).")] = None
         code_block_bits: Annotated[Annotated[float, CODE_BLOCK_BITS] | None, Doc(
             "null (default): the bler mapping judges each CQI on one slot's transport block on the share (see "
             "above); a size in bits, in [24, 8448]: on one code block of that size (the former rule).")] = None
