@@ -185,6 +185,24 @@ def scheduler_grants(plt: Any) -> Any:
     return fig
 
 
+@figure("async_timeline.png")
+def async_timeline(_: Any) -> bytes:
+    """A tiny default FedBuff run's timeline (``tools/async_timeline.py``: who computes, who waits,
+    when the server steps), made once per cache key like :func:`tiny_runs`."""
+    import importlib.util
+    import tempfile
+
+    out = CACHE / _key() / "async_timeline.png"
+    if not out.is_file():
+        spec = importlib.util.spec_from_file_location("async_timeline", ROOT / "tools" / "async_timeline.py")
+        assert spec is not None and spec.loader is not None
+        tool = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tool)
+        with tempfile.TemporaryDirectory() as tmp:
+            tool.timeline(tool.tiny_run(Path(tmp)), out)
+    return out.read_bytes()
+
+
 # --- writing -------------------------------------------------------------------------------------------
 
 def write(open_file: Callable[[str], Any]) -> None:
