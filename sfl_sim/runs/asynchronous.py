@@ -124,13 +124,32 @@ class _Loop:
         attempts = self._uplink_attempts()
         row["uplink_attempts"] = attempts
         energy_rows, client_rows = self._charge(agg.version)
+        last = agg.version == cfg.rounds or time_budget_spent(cfg, agg.time_s)
+        if last and run.ledger is not None:
+            energy_rows += self._charge_run_end(agg.version, agg.time_s)
         self.session.drops.add(len(agg.used) + len(agg.lost), [why for _, why in lost], attempts)
         row["client_energy_j"] = "" if run.ledger is None else math.fsum(r["total_j"] for r in energy_rows)
-        last = agg.version == cfg.rounds or time_budget_spent(cfg, agg.time_s)
         due = (self.grid_s is None and agg.version % cfg.eval_every_rounds == 0) or last
         finite = all_finite(run.algorithm.global_model())
         return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows, client_rows,
                        last)
+
+    def _charge_run_end(self, version: int, end_s: float) -> list[dict[str, Any]]:
+        """The RRC tails still running at the run's end (the last aggregation), as the synchronous
+        runner charges them (:meth:`~sfl_sim.clients.energy.EnergyLedger.charge_run_end`); a client
+        of a dispatch group still out had its tail cut by that dispatch, so its tail runs up to the
+        group's start.  (The work of groups still out is past the run's last aggregation and is not
+        charged, as before.)"""
+        ledger = self.run.ledger
+        assert ledger is not None
+        busy_from_s = {k: float(g.start_s) for g in self.pending for k in g.cohort.tolist()}
+        rows = []
+        for charged in ledger.charge_run_end(version, end_s, busy_from_s):
+            row = charged.row()
+            if ledger.battery:
+                row["battery_j"] = ledger.battery_j(row["client"])
+            rows.append(row)
+        return rows
 
     def _uplink_attempts(self) -> int:
         """Uplink attempts since the previous aggregation, over every dispatch group still out."""

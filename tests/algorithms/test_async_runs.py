@@ -110,3 +110,26 @@ def test_bad_asynchronous_settings_stop_the_check_in_one_line(tmp_path, capsys, 
     data = {**small_scenario(algorithms=[algorithm]), **extra}
     code, err = run_cli(capsys, str(write_yaml(tmp_path, data)), "-o", str(tmp_path / "out"), "--check")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_asynchronous_runner_charges_the_rrc_tail_at_the_runs_end_as_the_synchronous_one(tmp_path, capsys):
+    """FedBuff with K = the cohort and refill on use runs FedAvg's rounds; with the RRC tail on, each
+    client's energy over the run is FedAvg's: the tails still running at the last aggregation are
+    charged up to the run's end (the asynchronous runner charged none).  Rows differ by design (a
+    dispatch group charges each client up to its arrival, so the tail after it moves to a later row),
+    the per-client sums do not."""
+    data = small_scenario(rounds=3, algorithms=["fedavg", ANCHOR])
+    data["energy"] = {"device": {"name": "dvfs", "rrc_tail": True}}
+    _, out = finished_run(tmp_path, capsys, data)
+
+    def per_client_j(name):
+        totals: dict[str, float] = {}
+        for r in read_rows(out / name / "energy.csv"):
+            totals[r["client"]] = totals.get(r["client"], 0.0) + float(r["total_j"])
+        return totals
+
+    sync, buff = per_client_j("fedavg"), per_client_j("fedbuff")
+    assert sync.keys() == buff.keys() and len(sync) == 6
+    assert all(buff[k] == pytest.approx(sync[k], rel=1e-12) for k in sync)
+    tails = [r for r in read_rows(out / "fedbuff" / "energy.csv") if r["round"] == "3" and float(r["compute_j"]) == 0]
+    assert tails  # the run-end rows, with only idle_j

@@ -538,3 +538,14 @@ def test_the_rrc_tail_after_the_last_participation_is_charged_up_to_the_runs_end
     other = EnergyLedger(_tail_model(), np.ones(1), 0.0)
     other.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
     assert other.charge_run_end(5, 30.0)[0].idle_j == pytest.approx(9.0)
+
+
+def test_a_client_still_at_work_at_the_runs_end_has_its_tail_cut_by_that_work() -> None:
+    """An asynchronous run can end while a client is out on a new dispatch.  P_tail = 1 W, T_tail =
+    10 s.  Round 1 [0, 2]: upload [0, 1]; the client is dispatched again at 5 s and still out when the
+    run ends at 8 s: its tail ran from 2 s to 5 s (3 J), not to 8 s (6 J)."""
+    ledger = EnergyLedger(_tail_model(), np.ones(1), 0.0)
+    ledger.charge_round(1, _tail_ctx(0.0, [Busy("uplink", 0.0, 1.0, tx_power_w=1.0)]), 2.0)
+    (row,) = ledger.charge_run_end(4, 8.0, busy_from_s={0: 5.0})
+    assert row.idle_j == pytest.approx(3.0)
+    assert ledger.charge_run_end(4, 8.0, busy_from_s={0: 5.0}) == []  # charged once

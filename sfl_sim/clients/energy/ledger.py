@@ -171,8 +171,19 @@ class EnergyLedger:
         done = float(self.model.tail_j(float(self.tail_charged_s[client]), since - last))
         return max(0.0, float(self.model.tail_j(max(0.0, start_s - since), since - last)) - done)
 
-    def charge_run_end(self, rnd: int, end_s: float) -> list[ClientEnergy]:
+    def charge_run_end(self, rnd: int, end_s: float,
+                       busy_from_s: Mapping[int, float] | None = None) -> list[ClientEnergy]:
         """Charge each client's pending RRC tail up to the run's end ``end_s`` (see "RRC tail").
+
+        Parameters
+        ----------
+        rnd : int
+            The run's last round (aggregation).
+        end_s : float
+            The run's end, simulated s.
+        busy_from_s : mapping of int to float, optional
+            Clients still at work at the run's end (an asynchronous run's dispatches not yet
+            back): their tail runs only up to the start of that work, which cut it.
 
         Returns
         -------
@@ -182,8 +193,10 @@ class EnergyLedger:
             most its charge).
         """
         rows = []
+        cut = {} if busy_from_s is None else busy_from_s
         for client in range(len(self.spent_j)):
-            tail_j = self.carried_tail_j(client, end_s)
+            until_s = min(end_s, cut.get(client, end_s))
+            tail_j = self.carried_tail_j(client, until_s)
             if tail_j <= 0.0:
                 continue
             if self.battery and tail_j >= self.remaining_j[client]:
@@ -192,7 +205,7 @@ class EnergyLedger:
                 self.depleted[client] = True
             elif self.battery:
                 self.remaining_j[client] -= tail_j
-            self.tail_charged_s[client] = max(0.0, end_s - float(self.tail_from_s[client]))
+            self.tail_charged_s[client] = max(0.0, until_s - float(self.tail_from_s[client]))
             self.spent_j[client] += tail_j
             rows.append(ClientEnergy(rnd, client, 0.0, 0.0, 0.0, tail_j))
         return rows
