@@ -264,6 +264,11 @@ class JakesFading(_TimeVarying):
     def _state(self) -> dict[str, np.ndarray]:
         return {"theta_rad": self._theta, "phase_c_rad": self._phase_c, "phase_s_rad": self._phase_s}
 
+    def envelope_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
+        """The complex envelope ``h(t)`` of which :meth:`power_gain_at` is ``|h|^2`` (same
+        arguments), shape (k,): for checking the statistics (its autocorrelation is ``J0``)."""
+        return self._envelope(*self._ids_times(client_ids, t_s))
+
     def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Complex envelope ``h`` (k,) with ``E|h|^2 = 1``."""
         tt = t[:, None]
@@ -352,11 +357,13 @@ class RicianJakesFading(JakesFading):
     def _state(self) -> dict[str, np.ndarray]:
         return {**super()._state(), "los_angle_rad": self._los_angle, "los_phase_rad": self._los_phase}
 
+    def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        los = self._omega_los[ids] * t + self._los_phase[ids]
+        return self._los_amp * (np.cos(los) + 1j * np.sin(los)) + self._scatter_amp * super()._envelope(ids, t)
+
     def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """``|h(t)|^2`` of each client id at each time (arguments as :meth:`JakesFading.power_gain_at`)."""
-        ids, t = self._ids_times(client_ids, t_s)
-        los = self._omega_los[ids] * t + self._los_phase[ids]
-        h = self._los_amp * (np.cos(los) + 1j * np.sin(los)) + self._scatter_amp * self._envelope(ids, t)
+        h = self._envelope(*self._ids_times(client_ids, t_s))
         return h.real * h.real + h.imag * h.imag
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -537,6 +544,12 @@ class GaussMarkovFading(_TimeVarying):
         numpy.ndarray, shape (k,)
             Linear power gains, mean 1.
         """
+        h = self.envelope_at(client_ids, t_s)
+        return h.real * h.real + h.imag * h.imag
+
+    def envelope_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
+        """The complex ``h[floor(t / dt)]`` of which :meth:`power_gain_at` is ``|h|^2`` (same
+        arguments), shape (k,): for checking the statistics (``E[h[i] h*[i+k]] = rho^k``)."""
         ids, t = self._ids_times(client_ids, t_s)
         step = np.floor(t / self.params.update_interval_s).astype(np.int64)
         block, r = np.divmod(step, self._BLOCK)
@@ -549,7 +562,7 @@ class GaussMarkovFading(_TimeVarying):
             pairs, inverse = np.unique(np.column_stack((ids[miss], block[miss])), axis=0, return_inverse=True)
             paths = self._paths(pairs[:, 0].astype(np.intp), pairs[:, 1])
             h[miss] = paths[inverse.reshape(-1), r[miss]]
-        return h.real * h.real + h.imag * h.imag
+        return h
 
     def coherence_time_s(self, client_ids: Any) -> np.ndarray:
         """Lag at which ``rho^(tau/dt)`` falls to 1/2, at least ``dt``; inf for ``f_D = 0`` (see the class)."""
