@@ -166,6 +166,9 @@ def test_state_round_trip_continues_the_gains(name):
     b.load_state_dict(copy.deepcopy(state))
     for t in (1.2345, 5.0, 0.01):  # later, much later, and earlier than the saved point
         assert np.array_equal(a.power_gain_at(np.arange(n), t), b.power_gain_at(np.arange(n), t))
+    assert all(np.asarray(v).dtype.kind in "bifc" for v in state.values())  # no uint64: any checkpoint holds it
+    empty = a.power_gain_at(np.zeros(0, dtype=int), np.zeros(0))
+    assert empty.shape == (0,)
     fresh = FADING.create(name)
     assert fresh.state_dict() == {"started": False}
     fresh.load_state_dict({"started": False})

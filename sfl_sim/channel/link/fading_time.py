@@ -443,18 +443,20 @@ class GaussMarkovFading(_TimeVarying):
     _STATE_KEYS: ClassVar[tuple[str, ...]] = ("stream_key", "h0", "anchor_block", "anchor")
     _STATE_SHAPES: ClassVar[dict[str, tuple[str, ...]]] = {
         "stream_key": ("n",), "h0": ("n",), "anchor_block": ("n",), "anchor": ("n",)}
-    _STATE_DTYPES: ClassVar[dict[str, Any]] = {"stream_key": np.uint64, "h0": complex, "anchor_block": np.int64,
+    # the 64-bit keys are saved as int64 (the same bits): every checkpoint format holds int64
+    _STATE_DTYPES: ClassVar[dict[str, Any]] = {"stream_key": np.int64, "h0": complex, "anchor_block": np.int64,
                                                "anchor": complex}
     _CHUNK_BLOCKS: ClassVar[int] = 4096  # blocks drawn at once when walking far (bounds memory)
 
     def _draw(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         key = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
         h0 = (rng.standard_normal(n) + 1j * rng.standard_normal(n)) * math.sqrt(0.5)
-        return {"stream_key": key, "h0": h0, "anchor_block": np.zeros(n, dtype=np.int64), "anchor": h0.copy()}
+        return {"stream_key": key.view(np.int64), "h0": h0, "anchor_block": np.zeros(n, dtype=np.int64),
+                "anchor": h0.copy()}
 
     def _set(self, state: dict[str, np.ndarray]) -> None:
         b = self._BLOCK
-        self._key = state["stream_key"].astype(np.uint64)
+        self._key = np.ascontiguousarray(state["stream_key"], dtype=np.int64).view(np.uint64)
         self._h0 = state["h0"].astype(complex)
         if np.any(state["anchor_block"] < 0):
             raise invalid(f"{type(self).__name__} state['anchor_block']", state["anchor_block"], "integers >= 0")
@@ -472,7 +474,8 @@ class GaussMarkovFading(_TimeVarying):
         self._path = np.zeros((n, b), dtype=complex)
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"stream_key": self._key, "h0": self._h0, "anchor_block": self._anchor_block, "anchor": self._anchor}
+        return {"stream_key": self._key.view(np.int64), "h0": self._h0, "anchor_block": self._anchor_block,
+                "anchor": self._anchor}
 
     # the stream of one client: per block b, 2 + 2B uniforms at b * (2 + 2B): the block sum's
     # complex normal, then the B conditional innovations' z
