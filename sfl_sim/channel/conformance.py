@@ -21,7 +21,16 @@ Kinds and what is checked
                 decorrelation > 0 when given.
 ``shadowing``   shape (n,), finite; seeded; site methods (when present) give shape (n,) and
                 keep unmoved clients' values.
-``fading``      shape (n,), float, >= 0, finite; seeded; mean 1 over 200 000 draws.
+``fading``      shape (n,), float, >= 0, finite; seeded; mean 1 over 200 000 draws.  A fading in time
+                (:class:`~sfl_sim.channel.protocols.TimeVaryingFading`, ``time_varying`` true) is held to
+                that protocol instead (the i.i.d. checks run too when it also has
+                ``sample_power_gain``): fresh copies started with the same seed and Dopplers (0 to
+                400 Hz, some 0) give the same gains (relative 1e-12) at times 0 to 1 s, whatever the
+                order and grouping of the queries (all at once, one at a time backwards, shuffled
+                chunks); gains shape (k,), float, >= 0, finite, a scalar time broadcast; mean 1 over
+                4000 clients (within 6 standard errors of the per-client means, at least 0.02);
+                ``coherence_time_s`` shape (n,), > 0, inf where the Doppler is 0; a fresh copy loaded
+                with a started one's ``state_dict`` continues its gains.
 ``rate``        >= 0, finite, 0 at 0 Hz, non-decreasing in gain, broadcasts; non-decreasing in bandwidth,
                 or (a link abstraction with ``spectral_efficiency_bps_per_hz`` and ``snr_linear``) SE
                 non-decreasing in SINR and rate = b x SE(SINR).
@@ -81,12 +90,13 @@ from sfl_sim.channel.protocols import (
     SiteShadowing,
     SiteShadowingUpdate,
     Stateful,
+    TimeVaryingFading,
     UplinkScene,
 )
 from sfl_sim.channel.units import dbm_to_w
 from sfl_sim.kit.protocols import describe_members, missing_members
 
-__all__ = ["REGISTRIES", "check_component", "conformance_problem"]
+__all__ = ["REGISTRIES", "check_component", "conformance_problem", "is_time_varying"]
 
 
 _RADIUS_M = 500.0
@@ -149,10 +159,19 @@ def check_component(
     report = _Report(kind, component)
     protocol = PROTOCOLS[kind]
     missing = missing_members(component, protocol)
-    report.check(not missing, f"protocol {protocol.__name__}",
+    # a fading in time is held to its own protocol below
+    report.check(not missing or (kind == "fading" and is_time_varying(component)), f"protocol {protocol.__name__}",
                  f"lacks {describe_members(protocol, missing)}; a {kind} component needs {describe_members(protocol)}")
     counts = [int(n) for n in client_counts]
-    if kind == "harq":
+    if kind == "fading" and is_time_varying(component):
+        missing = missing_members(component, TimeVaryingFading)
+        report.check(not missing, "protocol TimeVaryingFading",
+                     f"lacks {describe_members(TimeVaryingFading, missing)}; a fading in time needs "
+                     f"{describe_members(TimeVaryingFading)}")
+        _check_time_varying_fading(report, component, int(rng_seed), counts)
+        if not missing_members(component, protocol):
+            _check_fading(report, component, int(rng_seed), counts)
+    elif kind == "harq":
         _check_harq(report, component, int(rng_seed), counts, thorough)
     else:
         _CHECKS[kind](report, component, int(rng_seed), counts)
@@ -289,6 +308,81 @@ def _check_fading(report: _Report, comp: Any, seed: int, counts: list[int]) -> N
     report.check(abs(big.mean() - 1.0) <= tol, "mean power gain 1", f"mean {big.mean():.4f}, allowed 1 +- {tol:.3f}")
 
 
+def is_time_varying(component: Any) -> bool:
+    """Whether a fading component says it is a process in time (``time_varying`` is True)."""
+    return getattr(component, "time_varying", False) is True
+
+
+#: Query times of the time-varying fading checks, s: a grid point, within a step, across steps and
+#: coherence times of 0-400 Hz Dopplers, up to 1 s (a model that steps on a grid walks 1000 steps).
+_FADING_TIMES_S = np.array([0.0, 1e-4, 1e-3, 0.0125, 0.1, 0.5, 1.0])
+#: Clients and times of the mean-power check of a fading in time.
+_FADING_MEAN_CLIENTS, _FADING_MEAN_TIMES_S = 4000, np.array([0.0, 0.05])
+#: Relative tolerance of "the same gains": bit-identical is the aim; 1e-12 lets a model sum in a
+#: shape-dependent order.
+_SAME_RTOL = 1e-12
+
+
+def _fading_doppler_hz(n: int, seed: int) -> np.ndarray:
+    """0 to 400 Hz (120 km/h at 3.5 GHz is 389 Hz), every fifth client 0 (static)."""
+    fd = _rng(seed + 1).uniform(0.0, 400.0, n)
+    fd[::5] = 0.0
+    return fd
+
+
+def _started_fading(comp: Any, n: int, seed: int) -> Any:
+    fresh = copy.deepcopy(comp)
+    fresh.start(n, _fading_doppler_hz(n, seed), _rng(seed))
+    return fresh
+
+
+def _check_time_varying_fading(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
+    times = _FADING_TIMES_S
+    for n in counts:
+        ids = np.repeat(np.arange(n), times.size)
+        t = np.tile(times, n)
+        a = _started_fading(comp, n, seed)
+        g = _float_array(report, a.power_gain_at(ids, t), (ids.size,), "power_gain_at")
+        report.check(np.all(g >= 0), "power gains >= 0", f"got {g!r}")
+        again = np.asarray(_started_fading(comp, n, seed).power_gain_at(ids, t), dtype=float)
+        report.check(np.allclose(g, again, rtol=_SAME_RTOL, atol=0.0), "same seed, same gains (fresh copies)",
+                     f"{g[:4]!r} vs {again[:4]!r}")
+        # the same queries in other orders and groupings, on fresh copies
+        b = _started_fading(comp, n, seed)
+        back = np.empty_like(g)
+        order = np.arange(ids.size)[::-1]
+        if ids.size <= 256:  # one at a time, latest first
+            for i in order:
+                back[i] = np.asarray(b.power_gain_at(ids[i:i + 1], t[i:i + 1]), dtype=float)[0]
+        else:
+            back[order] = np.asarray(b.power_gain_at(ids[order], t[order]), dtype=float)
+        c = _started_fading(comp, n, seed)
+        shuffled = np.empty_like(g)
+        perm = _rng(seed + 2).permutation(ids.size)
+        for chunk in np.array_split(perm, min(7, max(1, ids.size))):
+            shuffled[chunk] = np.asarray(c.power_gain_at(ids[chunk], t[chunk]), dtype=float)
+        for other, how in ((back, "one at a time, latest first"), (shuffled, "shuffled chunks")):
+            report.check(np.allclose(g, other, rtol=_SAME_RTOL, atol=0.0), "same gains in any query order",
+                         f"{how}: {other[:4]!r}, all at once: {g[:4]!r}")
+        scalar = _float_array(report, a.power_gain_at(np.arange(n), float(times[4])), (n,), "power_gain_at (scalar t)")
+        report.check(np.allclose(scalar, g[4::times.size], rtol=_SAME_RTOL, atol=0.0), "a scalar time is broadcast")
+        coh = np.asarray(a.coherence_time_s(np.arange(n)))
+        report.check(coh.shape == (n,) and np.issubdtype(coh.dtype, np.floating), "coherence_time_s shape",
+                     f"expected ({n},) floats, got {coh.shape} {coh.dtype}")
+        fd = _fading_doppler_hz(n, seed)
+        report.check(np.all(coh[fd == 0] == np.inf) and np.all(coh > 0), "coherence time > 0, inf at f_D = 0",
+                     f"got {coh!r} for Dopplers {fd!r}")
+    n = _FADING_MEAN_CLIENTS
+    big = _started_fading(comp, n, seed)
+    k = _FADING_MEAN_TIMES_S.size
+    g = np.asarray(big.power_gain_at(np.repeat(np.arange(n), k), np.tile(_FADING_MEAN_TIMES_S, n)), dtype=float)
+    report.check(g.shape == (n * k,) and np.all(np.isfinite(g)) and np.all(g >= 0), "power gains >= 0")
+    per_client = g.reshape(n, k).mean(axis=1)  # clients are independent, times of one client need not be
+    tol = max(0.02, 6.0 * per_client.std() / np.sqrt(n))
+    report.check(abs(per_client.mean() - 1.0) <= tol, "mean power gain 1",
+                 f"mean {per_client.mean():.4f} over {n} clients, allowed 1 +- {tol:.3f}")
+
+
 def _check_rate(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
     bands = np.array([0.0, 1e3, 1e5, 1e6, 1e7, 1e8])
     gains = np.logspace(-16, -6, 11)
@@ -357,6 +451,9 @@ def _is_plain(value: Any) -> bool:
 
 
 def _check_state(report: _Report, kind: str, comp: Any, seed: int, counts: list[int]) -> None:
+    if kind == "fading" and is_time_varying(comp):  # its state exists once started
+        _check_time_varying_state(report, comp, seed, counts)
+        return
     fresh = copy.deepcopy(comp)
     state = fresh.state_dict()
     report.check(_is_plain(state), "state_dict is plain data",
@@ -380,6 +477,23 @@ def _check_state(report: _Report, kind: str, comp: Any, seed: int, counts: list[
         pb = np.asarray(b.step(pb, dt, rng_b, radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M))
         report.check(np.array_equal(pa, pb), "loaded state continues the trajectory",
                      f"after {dt:g} s: {pa[:2]!r} vs {pb[:2]!r}")
+
+
+def _check_time_varying_state(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
+    """A fading in time: the state of a started copy is plain data, and a fresh (never started)
+    copy loaded with it gives the same gains at later times."""
+    n, times = max(counts), _FADING_TIMES_S
+    if n > 0:
+        a = _started_fading(comp, n, seed)
+        a.power_gain_at(np.repeat(np.arange(n), 3), np.tile(times[:3], n))
+        saved = a.state_dict()
+        report.check(_is_plain(saved), "state_dict is plain data", f"got {saved!r}")
+        b = copy.deepcopy(comp)
+        b.load_state_dict(copy.deepcopy(saved))
+        ids, t = np.repeat(np.arange(n), times.size - 3), np.tile(times[3:], n)
+        ga, gb = (np.asarray(x.power_gain_at(ids, t), dtype=float) for x in (a, b))
+        report.check(np.allclose(ga, gb, rtol=_SAME_RTOL, atol=0.0), "loaded state continues the gains",
+                     f"{ga[:4]!r} vs {gb[:4]!r}")
 
 
 def _check_mobility(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:

@@ -14,7 +14,10 @@ from sfl_sim.channel.large_scale.geometry import PLACEMENTS
 from sfl_sim.channel.large_scale.mobility import MOBILITY
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS
 from sfl_sim.channel.large_scale.shadowing import SHADOWING
-from sfl_sim.channel.link import link_rate  # noqa: F401  (registers shannon_gap, attenuated_shannon, mcs_table)
+from sfl_sim.channel.link import (
+    fading_time,  # noqa: F401  (registers jakes, gauss_markov, rician_jakes)
+    link_rate,  # noqa: F401  (registers shannon_gap, attenuated_shannon, mcs_table)
+)
 from sfl_sim.channel.link.allocation import ALLOCATORS
 from sfl_sim.channel.link.fading import FADING
 from sfl_sim.channel.link.harq import HARQ

@@ -34,6 +34,8 @@ __all__ = [
     "DECORRELATION_M",
     "RICIAN_K_FACTOR_DB",
     "NAKAGAMI_M",
+    "FADING_SINUSOIDS",
+    "FADING_UPDATE_INTERVAL_S",
     "SPECTRAL_EFFICIENCY_BPS_PER_HZ",
     "SNR_GAP_DB",
     "BER_TARGET",
@@ -120,6 +122,19 @@ RICIAN_K_FACTOR_DB = Range(
 )
 #: Nakagami shape m.
 NAKAGAMI_M = Range(0.5, 1e6, "m >= 0.5 by definition; beyond 1e6 the gain is 1 within 0.1 %")
+#: Sinusoids of a sum-of-sinusoids (Clarke/Jakes) fading generator.  Our choice: Zheng & Xiao
+#: (IEEE Trans. Commun. 51(6), 2003, abstract) report good convergence of the fourth-order
+#: statistics from 8; below 4 the gain is far from Rayleigh, above 1024 only the cost grows.
+FADING_SINUSOIDS = Range(4.0, 1024.0, "our choice: from 4 (far from Rayleigh below; 8 already converges well, "
+                         "Zheng & Xiao 2003) to 1024 (more only costs time)")
+#: Grid step of a time-correlated fading process that is updated on a grid (Gauss-Markov), s.
+#: Our choice: 1 us is below the shortest slot :data:`SLOT_S` allows (1/32 ms); above 10 s
+#: consecutive values of a moving client's fading are uncorrelated (a walker at 3.5 GHz has a
+#: coherence time of tens of ms).
+FADING_UPDATE_INTERVAL_S = Range(
+    1e-6, 10.0, "our choice: 1 us is below the shortest NR slot (1/32 ms); beyond 10 s the steps of a moving "
+    "client's fading are uncorrelated", "s",
+)
 #: Cap on the spectral efficiency of a rate model, bit/s/Hz.
 SPECTRAL_EFFICIENCY_BPS_PER_HZ = Range(
     0.0, 100.0, "> 0; 100 bit/s/Hz exceeds any modulation and MIMO layering (NR peak ~ 60)", "bit/s/Hz",

@@ -9,7 +9,8 @@ kind           protocol               method
 placement      :class:`Placement`     ``sample_positions_m(n_clients, rng) -> (n, 2)``
 pathloss       :class:`PathLoss`      ``loss_db(distance_m) -> same shape``
 shadowing      :class:`Shadowing`     ``sample_db(n_clients, rng) -> (n,)``
-fading         :class:`Fading`        ``sample_power_gain(n, rng) -> (n,)``
+fading         :class:`Fading`        ``sample_power_gain(n, rng) -> (n,)``; or a process in time,
+                                      :class:`TimeVaryingFading` (``start``, ``power_gain_at``)
 rate           :class:`Rate`          ``rate_bps(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)``
 allocation     :class:`Allocator`     ``allocate_hz(total_bandwidth_hz, payload_bits, gain_linear) -> (n,)``
 mobility       :class:`Mobility`      ``step(positions_m, dt_s, rng, radius_m=None, min_distance_m=None)``
@@ -69,6 +70,7 @@ __all__ = [
     "SiteShadowing",
     "SiteShadowingUpdate",
     "Fading",
+    "TimeVaryingFading",
     "Rate",
     "SnrRate",
     "NoiseFigureRate",
@@ -233,6 +235,37 @@ class Fading(Protocol):
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """n power gains >= 0, shape (n,)."""
+
+
+@runtime_checkable
+class TimeVaryingFading(Protocol):
+    """Small-scale fading as a process in time (kind ``fading``): per-client state, gains at absolute times.
+
+    ``start`` is called once per run (and again on a fresh copy for checks) before any query; the
+    gains are then a deterministic function of (the generator's seed, client id, t_s): the same for
+    any order or grouping of queries, so static, fluid and slot forms and re-timings see the same
+    channel (common random numbers). Queries of one client come in non-decreasing time in the
+    engine, but a component must give the same answer for a query at t whatever was asked before.
+    """
+
+    time_varying: ClassVar[bool]  # True (how the cell tells it from an i.i.d. Fading)
+
+    def start(self, n_clients: int, doppler_hz: np.ndarray, rng: np.random.Generator) -> None:
+        """Draw the per-client state (phases, initial gains, stream keys) for ``n_clients``
+        clients whose maximum Doppler frequencies are ``doppler_hz`` (shape (n,), >= 0)."""
+
+    def power_gain_at(self, client_ids: np.ndarray, t_s: np.ndarray) -> np.ndarray:
+        """Linear power gains |h|^2 (mean 1) of ``client_ids`` (shape (k,), repeats allowed)
+        at absolute simulated times ``t_s`` (shape (k,) or scalar, >= 0). Shape (k,)."""
+
+    def coherence_time_s(self, client_ids: np.ndarray) -> np.ndarray:
+        """Each client's coherence time (a stated definition with its source), s; inf for f_D = 0."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The per-client state as plain data (copies)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
 
 
 # ---------------------------------------------------------------------- rate
