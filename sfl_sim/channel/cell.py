@@ -74,7 +74,7 @@ from sfl_sim.channel.protocols import (
     UplinkScene,
 )
 from sfl_sim.kit.checks import check_array, check_count, check_scalar, check_state_keys, readonly
-from sfl_sim.kit.protocols import check_protocol
+from sfl_sim.kit.protocols import check_protocol, check_protocols
 
 __all__ = ["Cell", "LinkBudget", "ModelValidityWarning", "OutOfRange", "OUT_OF_RANGE_CHOICES", "CELL_STATE_VERSION"]
 
@@ -225,7 +225,7 @@ class Cell:
         # The components by kind, in the kinds' order (the state's component_types keep it).
         self._components = {kind.name: by_argument[str(kind.cell_argument)] for kind in CELL_KINDS}
         for kind in CELL_KINDS:
-            check_protocol(self._components[kind.name], kind.protocol, f"Cell {kind.name}")
+            check_protocols(self._components[kind.name], kind.protocols, f"Cell {kind.name}")
 
         power = CLIENT_TX_POWER_W.check_array("tx_power_w", tx_power_w)
         if power.ndim == 0:

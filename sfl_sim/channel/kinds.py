@@ -60,9 +60,16 @@ class ChannelKind:
 
     @property
     def protocol(self) -> type:
-        """The :class:`typing.Protocol` every component of the kind satisfies."""
+        """The :class:`typing.Protocol` every component of the kind satisfies (or one of
+        :attr:`protocols`)."""
         assert self.registry.protocol is not None  # every channel registry is made with one
         return self.registry.protocol
+
+    @property
+    def protocols(self) -> tuple[type, ...]:
+        """The protocols a component of the kind may satisfy (the first, :attr:`protocol`, or an
+        alternative form: a fading in time)."""
+        return self.registry.protocols
 
 
 #: Every channel kind, in listing order.

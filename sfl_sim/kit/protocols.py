@@ -130,3 +130,24 @@ def check_protocol(obj: Any, protocol: type, what: str) -> Any:
             f"{protocol.__module__}.{protocol.__qualname__} requires {describe_members(protocol)}"
         )
     return obj
+
+
+def check_protocols(obj: Any, protocols: tuple[type, ...], what: str) -> Any:
+    """Raise unless ``obj`` offers every member of one of ``protocols`` (a kind with more than one
+    form, e.g. a fading drawn per block or one that evolves in time); return ``obj``.
+
+    Raises
+    ------
+    ComponentProtocolError
+        One line for the first protocol, naming the others it could have met instead.
+    """
+    if any(not missing_members(obj, protocol) for protocol in protocols):
+        return obj
+    first, others = protocols[0], protocols[1:]
+    missing = missing_members(obj, first)
+    instead = "".join(f"; or {p.__module__}.{p.__qualname__}'s {describe_members(p)}" for p in others)
+    raise ComponentProtocolError(
+        f"{what}: {_component_name(obj)} lacks {describe_members(first, missing)}; "
+        f"{first.__module__}.{first.__qualname__} requires {describe_members(first)}{instead}"
+    )
+

@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import Any, TypeVar
 
 from sfl_sim.kit.params import params_model, validate_params
-from sfl_sim.kit.protocols import check_protocol, describe_members, missing_members
+from sfl_sim.kit.protocols import check_protocols, describe_members, missing_members
 
 T = TypeVar("T")
 
@@ -164,6 +164,9 @@ class Registry:
         The :class:`typing.Protocol` every component of this kind satisfies (see
         :mod:`sfl_sim.channel.protocols` for the channel kinds).  When given, :meth:`get` refuses a class
         that lacks one of its methods and :meth:`build` checks the built instance.
+    alternatives : tuple of type, optional
+        Other protocols a component of this kind may satisfy instead of ``protocol`` (a fading
+        that evolves in time instead of one drawn per block).
     supplied : tuple of str, optional
         Constructor parameters the project passes itself (an algorithm's ``setup``, a model's
         ``input_shape``): never a scenario's, so left out of the parameter model.
@@ -175,9 +178,12 @@ class Registry:
     naming ``os:system`` must not run it).
     """
 
-    def __init__(self, kind: str, protocol: type | None = None, supplied: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, protocol: type | None = None, supplied: Sequence[str] = (),
+                 alternatives: Sequence[type] = ()) -> None:
         self.kind = kind
         self.protocol = protocol
+        #: ``protocol`` and its alternatives: a component satisfies one of them
+        self.protocols: tuple[type, ...] = () if protocol is None else (protocol, *alternatives)
         self.supplied = tuple(supplied)
         self._entries: dict[str, Any] = {}
         self._entry_points_loaded = False
@@ -281,8 +287,8 @@ class Registry:
             raise ComponentParameterError(
                 f"{self.kind} {spec!r} rejected parameters {sorted(params)}: {exc}", [], accepted_params(cls) or []
             ) from exc
-        if self.protocol is not None:
-            check_protocol(obj, self.protocol, f"{self.kind} {spec!r}")
+        if self.protocols:
+            check_protocols(obj, self.protocols, f"{self.kind} {spec!r}")
         return obj
 
     def check_values(self, spec: str, cls: type, params: Mapping[str, Any]) -> None:
@@ -326,8 +332,8 @@ class Registry:
                 f"{self.kind} {spec!r} is {_what_is(obj)}, not a class; a {self.kind} component must be "
                 f"a class{needs}"
             )
-        if self.protocol is not None and missing_members(obj, self.protocol):
-            check_protocol(obj, self.protocol, f"{self.kind} {spec!r}")
+        if self.protocols and all(missing_members(obj, p) for p in self.protocols):
+            check_protocols(obj, self.protocols, f"{self.kind} {spec!r}")
         return obj
 
     def _load_entry_points(self) -> None:

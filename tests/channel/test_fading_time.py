@@ -274,3 +274,40 @@ def test_the_guides_own_ar1_fading_plugs_in(tmp_path, monkeypatch):
         se = prod.std(ddof=1) / np.sqrt(n)
         assert abs(prod.mean() - 1.0 - rho ** (2 * k)) <= Z * se, (k, prod.mean(), rho ** (2 * k))
     monkeypatch.delitem(__import__("sys").modules, "my_fading", raising=False)
+
+
+class _OnlyInTime:
+    """A fading that evolves in time and has no per-block draw (no sample_power_gain)."""
+
+    time_varying = True
+
+    def start(self, n_clients, doppler_hz, rng):
+        self.n = n_clients
+
+    def power_gain_at(self, client_ids, t_s):
+        return np.ones(np.asarray(client_ids).shape)
+
+    def coherence_time_s(self, client_ids):
+        return np.full(np.asarray(client_ids).shape, np.inf)
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+class _Neither:
+    def gain(self):
+        return 1.0
+
+
+def test_the_fading_registry_takes_a_fading_in_time_without_a_per_block_draw() -> None:
+    from sfl_sim.channel.link.fading import FADING
+    from sfl_sim.kit.protocols import ComponentProtocolError
+
+    assert FADING.get(f"{__name__}:_OnlyInTime") is _OnlyInTime
+    with pytest.raises(ComponentProtocolError) as err:
+        FADING.get(f"{__name__}:_Neither")
+    message = str(err.value)
+    assert "\n" not in message and "sample_power_gain" in message and "power_gain_at" in message

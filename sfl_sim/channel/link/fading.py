@@ -13,7 +13,7 @@ from typing import Annotated
 import numpy as np
 
 from sfl_sim.channel.limits import NAKAGAMI_M, RICIAN_K_FACTOR_DB
-from sfl_sim.channel.protocols import Fading
+from sfl_sim.channel.protocols import Fading, TimeVaryingFading
 from sfl_sim.kit.checks import check_count
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel
@@ -21,7 +21,7 @@ from sfl_sim.kit.registry import Registry
 
 __all__ = ["FADING", "NoFading", "RayleighFading", "RicianFading", "NakagamiFading"]
 
-FADING = Registry("fading", protocol=Fading)
+FADING = Registry("fading", protocol=Fading, alternatives=(TimeVaryingFading,))
 
 
 @FADING.register("none")
