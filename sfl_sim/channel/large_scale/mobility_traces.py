@@ -480,6 +480,55 @@ def read_mobility_trace(path: Any, format: str = "auto") -> MobilityTrace:
     return FORMATS[fmt](path)
 
 
+class _Lookup:
+    """The clients' tracks concatenated, for a lookup of every client at one time in a few array
+    operations (a binary search run for all clients at once, the same index as ``bisect_right``
+    per track, and the same interpolation as :meth:`NodeTrack.position_at`)."""
+
+    def __init__(self, tracks: Sequence[NodeTrack]) -> None:
+        self.lengths = np.array([t.times_s.size for t in tracks], dtype=np.int64)
+        self.offsets = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+        self.times_s = np.concatenate([t.times_s for t in tracks])
+        self.positions_m = np.concatenate([t.positions_m for t in tracks]).reshape(-1, 2)
+
+    def segment(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per client: the index (into the concatenation) of the last waypoint at or before
+        ``t_s``, clipped to its first; and whether a segment starts there (not its last waypoint)."""
+        lo = np.zeros_like(self.lengths)
+        hi = self.lengths.copy()
+        while True:
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            right = active & (self.times_s[self.offsets + np.minimum(mid, self.lengths - 1)] <= t_s)
+            lo = np.where(right, mid + 1, lo)
+            hi = np.where(active & ~right, mid, hi)
+        i = lo - 1  # bisect_right - 1: -1 before the first waypoint
+        inside = (i >= 0) & (i < self.lengths - 1)
+        return self.offsets + np.clip(i, 0, self.lengths - 1), inside
+
+    def positions_at(self, t_s: float) -> np.ndarray:
+        at, inside = self.segment(t_s)
+        pos = self.positions_m[at].copy()
+        moving = inside & (self.times_s[at] != t_s)
+        if moving.any():
+            k = at[moving]
+            t0, t1 = self.times_s[k], self.times_s[k + 1]
+            p0, p1 = self.positions_m[k], self.positions_m[k + 1]
+            pos[moving] = p0 + (p1 - p0) * ((t_s - t0) / (t1 - t0))[:, None]
+        return pos
+
+    def velocities_at(self, t_s: float) -> np.ndarray:
+        at, inside = self.segment(t_s)
+        vel = np.zeros((at.size, 2))
+        if inside.any():
+            k = at[inside]
+            span_s = self.times_s[k + 1] - self.times_s[k]
+            vel[inside] = (self.positions_m[k + 1] - self.positions_m[k]) / span_s[:, None]
+        return vel
+
+
 # ---------------------------------------------------------------------------------- the component
 @MOBILITY.register("trace")
 class TraceMobility(_TimedBase, Component):
@@ -545,6 +594,7 @@ class TraceMobility(_TimedBase, Component):
     def reset(self) -> None:
         """Forget the clients' nodes and the cell (the next :meth:`start` or :meth:`step` begins again)."""
         self._tracks: list[NodeTrack] | None = None
+        self._lookup: _Lookup | None = None
         self._radius_m: float | None = None
         self._min_distance_m: float | None = None
         self._reset_clock()
@@ -567,7 +617,7 @@ class TraceMobility(_TimedBase, Component):
         n = _check_positions(positions_m).shape[0]
         tracks = self._select(n)
         self.reset()
-        self._tracks = tracks
+        self._tracks, self._lookup = tracks, _Lookup(tracks)
         if radius_m is not None:
             self._radius_m = CELL_RADIUS_M.check("radius_m", radius_m)
             self._min_distance_m = MIN_DISTANCE_M.check("min_distance_m", min_distance_m or 0.0)
@@ -583,8 +633,8 @@ class TraceMobility(_TimedBase, Component):
     def positions_at(self, t_s: float) -> np.ndarray:
         """Positions at simulated time ``t_s`` (shape (n, 2), m, relative to the base station)."""
         u = self._trace_time(t_s)
-        assert self._tracks is not None
-        pos = np.array([track.position_at(u) for track in self._tracks]).reshape(-1, 2) - self._origin_m
+        assert self._lookup is not None
+        pos = self._lookup.positions_at(u) - self._origin_m
         if self._radius_m is not None:
             pos = _into_annulus(pos, self._radius_m, self._min_distance_m or 0.0)
         return pos
@@ -593,8 +643,8 @@ class TraceMobility(_TimedBase, Component):
         """Velocities at ``t_s`` (shape (n, 2), m/s): the file's segment velocity (zero before a
         node's first waypoint and from its last on)."""
         u = self._trace_time(t_s)
-        assert self._tracks is not None
-        return np.array([track.velocity_at(u) for track in self._tracks]).reshape(-1, 2)
+        assert self._lookup is not None
+        return self._lookup.velocities_at(u)
 
     def nominal_speed_m_per_s(self) -> np.ndarray:
         """Each client's node's mean speed over its trace (path length over the span from its first

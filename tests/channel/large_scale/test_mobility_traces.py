@@ -249,3 +249,21 @@ def test_a_format_the_file_does_not_have_is_refused_in_one_line():
 def test_positions_before_start_are_refused():
     with pytest.raises(ValueError, match="before start"):
         TraceMobility(path=str(BONN)).positions_at(0.0)
+
+
+def test_all_clients_at_once_equals_each_node_on_its_own():
+    """The lookup of every client at one time (a binary search run for all at once) gives each
+    node's own answer bit for bit: jumps (a time twice), single waypoints, before and after."""
+    from sfl_sim.channel.large_scale.mobility_traces import NodeTrack, _Lookup
+
+    rng = np.random.default_rng(0)
+    tracks = []
+    for i in range(30):
+        times = np.cumsum(rng.uniform(0.0, 1.5, int(rng.integers(1, 40))))
+        times = np.sort(np.concatenate([times, times[::5]]))
+        tracks.append(NodeTrack(str(i), times, rng.uniform(-100, 100, (times.size, 2))))
+    lookup = _Lookup(tracks)
+    queries = np.concatenate([[0.0, 100.0], rng.uniform(0, 40, 100), np.concatenate([t.times_s for t in tracks])])
+    for u in queries:
+        np.testing.assert_array_equal(lookup.positions_at(u), [t.position_at(u) for t in tracks])
+        np.testing.assert_array_equal(lookup.velocities_at(u), [t.velocity_at(u) for t in tracks])
