@@ -24,9 +24,11 @@ from sfl_sim.channel.large_scale.mobility import (
     RandomWaypointMobility,
     StaticMobility,
 )
+from sfl_sim.channel.large_scale.mobility_traces import MobilityTraceError, TraceMobility, read_mobility_trace
 from sfl_sim.channel.large_scale.model import LargeScale
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS, FreeSpace, LogDistance, TR36814Macro
 from sfl_sim.channel.large_scale.shadowing import SHADOWING, CorrelatedShadowing, LogNormalShadowing, NoShadowing
+from sfl_sim.channel.large_scale.timed_mobility import GaussMarkovMobility, StepwiseTimedMobility
 from sfl_sim.channel.large_scale.tr38901 import TR38901UMa, TR38901UMi
 from sfl_sim.channel.link.allocation import (
     ALLOCATORS,
@@ -106,6 +108,11 @@ __all__ = [
     "StaticMobility",
     "RandomWaypointMobility",
     "RandomDirectionMobility",
+    "GaussMarkovMobility",
+    "StepwiseTimedMobility",
+    "TraceMobility",
+    "MobilityTraceError",
+    "read_mobility_trace",
     "OutagePolicy",
     "Harq",
     "NoHarq",

@@ -37,7 +37,12 @@ Kinds and what is checked
 ``allocation``  shape (n,), >= 0, sum <= band; deterministic; works without payloads; gets
                 ``rate_of`` when it declares it.
 ``mobility``    shape (n, 2), finite, inside the disc and outside the exclusion circle, moves at
-                most ``max_speed_m_per_s * dt`` when given; seeded (on fresh copies).
+                most ``max_speed_m_per_s * dt`` when given; seeded (on fresh copies).  A
+                :class:`~sfl_sim.channel.protocols.TimedMobility` also: ``start`` gives (n, 2) finite
+                positions, the same as ``positions_at(0)``; fresh copies started with the same seed
+                give the same positions whatever the order of the queries (forwards, backwards, and an
+                early time again after a late one); velocities (n, 2) and nominal speeds (n,) finite,
+                speeds >= 0; a fresh copy loaded with the ``state_dict`` gives the same positions.
 ``power_control`` powers >= 0, finite, broadcast over (clients x shares x losses); non-decreasing
                 in coupling loss and in bandwidth (a weaker link or a wider share never gets less power).
 ``interference`` on a reference scene (500 m disc, TR 36.814 macro path loss, 8 dB shadowing,
@@ -91,6 +96,7 @@ from sfl_sim.channel.protocols import (
     SiteShadowingUpdate,
     Stateful,
     TimeVaryingFading,
+    TimedMobility,
     UplinkScene,
 )
 from sfl_sim.channel.units import dbm_to_w
@@ -522,6 +528,45 @@ def _check_mobility(report: _Report, comp: Any, seed: int, counts: list[int]) ->
                 pos = new
             runs.append(np.stack(trail))
         report.check(np.array_equal(runs[0], runs[1]), "same seed, same trajectory")
+    if isinstance(comp, TimedMobility):
+        _check_timed_mobility(report, comp, seed, counts)
+
+
+#: Query times of the timed check, s: a grid time, times inside steps, and one late enough (1500 s)
+#: that a model stepping in blocks of 256 steps of 1 s has dropped the first block from its cache.
+_TIMED_QUERIES_S = (0.0, 0.3, 1.7, 12.5, 100.0, 1500.25)
+
+
+def _check_timed_mobility(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:
+    for n in counts:
+        copies = []
+        for _ in range(3):
+            m = copy.deepcopy(comp)
+            if isinstance(m, Resettable):
+                m.reset()
+            first = m.start(_positions(n, seed), _rng(seed), radius_m=_RADIUS_M, min_distance_m=_MIN_DISTANCE_M)
+            copies.append((m, _float_array(report, first, (n, 2), "start")))
+        (a, first), (b, _), (c, _) = copies
+        forward = [_float_array(report, a.positions_at(t), (n, 2), "positions_at") for t in _TIMED_QUERIES_S]
+        report.check(np.array_equal(forward[0], first), "start gives the positions at t = 0")
+        backward = [np.asarray(b.positions_at(t), dtype=float) for t in reversed(_TIMED_QUERIES_S)][::-1]
+        for t, x, y in zip(_TIMED_QUERIES_S, forward, backward, strict=True):
+            report.check(np.array_equal(x, y), "same seed, same positions in any query order",
+                         f"at {t:g} s: {x[:2]!r} forwards vs {y[:2]!r} backwards")
+        again = np.asarray(a.positions_at(_TIMED_QUERIES_S[1]), dtype=float)
+        report.check(np.array_equal(again, forward[1]), "an early time again after a late one",
+                     f"at {_TIMED_QUERIES_S[1]:g} s: {forward[1][:2]!r} then {again[:2]!r}")
+        for t in _TIMED_QUERIES_S:
+            _float_array(report, a.velocities_at(t), (n, 2), "velocities_at")
+        speed = _float_array(report, a.nominal_speed_m_per_s(), (n,), "nominal_speed_m_per_s")
+        report.check(np.all(speed >= 0), "nominal speeds >= 0", f"min {speed.min():g} m/s")
+        if isinstance(comp, Stateful):
+            saved = a.state_dict()
+            report.check(_is_plain(saved), "state_dict is plain data", f"got {saved!r}")
+            c.load_state_dict(copy.deepcopy(saved))
+            loaded = [np.asarray(c.positions_at(t), dtype=float) for t in _TIMED_QUERIES_S]
+            report.check(all(np.array_equal(x, y) for x, y in zip(forward, loaded, strict=True)),
+                         "a loaded state gives the same positions")
 
 
 def _check_power_control(report: _Report, comp: Any, seed: int, counts: list[int]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sfl_sim.channel.large_scale import mobility_traces, timed_mobility  # noqa: F401  (register trace, gauss_markov)
 from sfl_sim.channel.large_scale.geometry import PLACEMENTS
 from sfl_sim.channel.large_scale.mobility import MOBILITY
 from sfl_sim.channel.large_scale.pathloss import PATHLOSS

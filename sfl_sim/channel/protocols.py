@@ -79,6 +79,7 @@ __all__ = [
     "Mobility",
     "BoundedSpeedMobility",
     "Resettable",
+    "TimedMobility",
     "Stateful",
     "PowerControl",
     "ChannelAwarePowerControl",
@@ -345,6 +346,40 @@ class Resettable(Protocol):
 
     def reset(self) -> None:
         """Forget the memory."""
+
+
+@runtime_checkable
+class TimedMobility(Protocol):
+    """Client positions as a function of absolute simulated time (kind ``mobility``).
+
+    ``start`` once per run; then positions at any t >= 0 are deterministic given the seed (a query
+    at t gives the same answer whatever was asked before; internally a model may advance in steps
+    and cache, but must be able to answer a t earlier than its cache by recomputing from its start
+    state, or refuse with one line if it cannot).
+    """
+
+    timed: ClassVar[bool]  # True
+
+    def start(self, positions_m: np.ndarray, rng: np.random.Generator,
+              radius_m: float | None = None, min_distance_m: float | None = None) -> np.ndarray:
+        """Take the placement's positions (shape (n, 2), m) at t = 0 and return the positions
+        actually used at t = 0 (a trace returns the file's, ignoring the placement)."""
+
+    def positions_at(self, t_s: float) -> np.ndarray:
+        """All clients' positions at absolute time t_s, shape (n, 2), m."""
+
+    def velocities_at(self, t_s: float) -> np.ndarray:
+        """All clients' velocities at t_s, shape (n, 2), m/s."""
+
+    def nominal_speed_m_per_s(self) -> np.ndarray:
+        """Each client's speed for its Doppler (shape (n,), m/s): the model's stated speed
+        (e.g. the mean of a trace's speeds, or a fixed pedestrian/vehicular speed)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The model's state as plain data (copies)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`."""
 
 
 # ---------------------------------------------------------------------- power control

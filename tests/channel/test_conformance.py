@@ -1,5 +1,6 @@
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -7,12 +8,15 @@ import pytest
 from sfl_sim import channel
 from sfl_sim.channel import REGISTRIES, check_component
 
+TRACES = Path(__file__).parent / "large_scale" / "mobility_traces"
+
 # Built-ins that need parameters to exist, and the client counts they accept.
 PARAMS = {("placement", "fixed_distances"): {"distances_m": [50.0, 120.0, 400.0]},
           ("interference", "noise_rise"): {"noise_rise_db": 3.0}, ("interference", "first_tier"): {"activity": 0.5},
           ("harq", "harq"): {"rate": channel.McsTableRate(mapping="bler")},
-          ("harq", "none"): {"rate": channel.ShannonRate()}}
-COUNTS = {("placement", "fixed_distances"): (3,)}
+          ("harq", "none"): {"rate": channel.ShannonRate()},
+          ("mobility", "trace"): {"path": str(TRACES / "sample.fcd.xml")}}
+COUNTS = {("placement", "fixed_distances"): (3,), ("mobility", "trace"): (1, 4)}
 VARIANTS = [("pathloss", "tr38901_uma", {"los": "los"}), ("pathloss", "tr38901_umi", {"los": "nlos"}),
             ("pathloss", "tr38901_uma", {"ut_height_m": 20.0}), ("shadowing", "lognormal", {"sigma_db": "model"}),
             ("shadowing", "correlated", {"sigma_db": 5.0, "decorrelation_m": 20.0}),

@@ -1,4 +1,6 @@
 """Protocols of the channel component kinds and the checks built on them."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,8 @@ def test_every_builtin_component_satisfies_its_protocol(kind):
     for name in registry.names():
         cls = registry.get(name)
         required = {"fixed_distances": ([10.0],), "first_tier": (0.5,), "noise_rise": (3.0,),
-                    "harq": (channel.McsTableRate(),)}
+                    "harq": (channel.McsTableRate(),),
+                    "trace": (str(Path(__file__).parent / "large_scale" / "mobility_traces" / "sample.movements"),)}
         obj = cls(*required.get(name, ()))
         assert isinstance(obj, PROTOCOLS[kind]), name
         assert missing_members(obj, PROTOCOLS[kind]) == []

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from sfl_sim.channel.limits import CELL_RADIUS_M, MIN_DISTANCE_M, SPEED_M_PER_S
-from sfl_sim.channel.protocols import Mobility
+from sfl_sim.channel.protocols import Mobility, TimedMobility
 from sfl_sim.kit.checks import check_scalar, check_state_keys, state_array
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
@@ -26,7 +26,7 @@ from sfl_sim.kit.registry import Registry
 
 __all__ = ["MOBILITY", "StaticMobility", "RandomWaypointMobility", "RandomDirectionMobility"]
 
-MOBILITY = Registry("mobility", protocol=Mobility)
+MOBILITY = Registry("mobility", protocol=Mobility, alternatives=(TimedMobility,))
 #: A random-waypoint pause at each waypoint, s.
 PAUSE_S = Range(0.0, float("inf"), ">= 0 (simulated seconds a client rests at a waypoint)", "s")
 
