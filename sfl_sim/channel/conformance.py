@@ -95,8 +95,8 @@ from sfl_sim.channel.protocols import (
     SiteShadowing,
     SiteShadowingUpdate,
     Stateful,
-    TimeVaryingFading,
     TimedMobility,
+    TimeVaryingFading,
     UplinkScene,
 )
 from sfl_sim.channel.units import dbm_to_w
