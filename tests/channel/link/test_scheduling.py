@@ -289,3 +289,25 @@ class _NoAttributes(_Bare):
 
     def grant_latency_slots(self):
         return 0
+
+
+@pytest.mark.slow  # imports the run builder (torch)
+def test_the_scheduler_is_built_once_per_setting_and_reused(monkeypatch):
+    from sfl_sim.runs import build
+
+    made = []
+    real = build.component
+
+    def counting(registry, spec, field, *args, **kwargs):
+        made.append(field)
+        return real(registry, spec, field, *args, **kwargs)
+
+    monkeypatch.setattr(build, "component", counting)
+    monkeypatch.setattr(build, "_SCHEDULERS_BUILT", {})
+    cfg = validate({"cell": {"scheduler": {"name": "proportional_fair", "fidelity": "slot"}}})
+    first = build.build_scheduler(cfg)
+    assert build.build_scheduler(cfg) is first and build.build_scheduler(validate(
+        {"cell": {"scheduler": {"name": "proportional_fair", "fidelity": "slot"}}})) is first
+    assert made == ["cell.scheduler"]  # one build (and one conformance check) for the three asks
+    other = build.build_scheduler(validate({"cell": {"scheduler": "round_robin"}}))
+    assert other is not first and made == ["cell.scheduler"] * 2
