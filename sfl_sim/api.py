@@ -465,7 +465,7 @@ def check(scenario: ScenarioLike, *, overrides: Overrides = (), output_dir: Path
     # The scenario's components (conformance checks included) before the output directory: a
     # leftover run directory must not hide a mistake in the scenario.
     build_harq(cfg, build_cell(cfg))
-    scheduler = build_scheduler(cfg)
+    scheduler = build_scheduler(cfg)  # built once: the runs prepared below get this one
     prepared = runner.prepare_scenario(cfg, resume=resume, strict_versions=strict_versions, overwrite=overwrite)
     runs = tuple(PlannedRun(run.label, plan.run_dir,
                             done=plan.resume and plan.rounds_done >= cfg.rounds)
@@ -477,11 +477,11 @@ def _radio_lines(cfg: Scenario, cell: Any, scheduler: Any) -> tuple[str, ...]:
     """What ``--check`` says about the cell: how many clients are in uplink and in downlink outage
     (every run of a scenario has the same cell)."""
     from sfl_sim.channel.link.downlink import downlink_outage
-    from sfl_sim.channel.link.scheduling import is_dynamic
     from sfl_sim.channel.link.uplink_outage import uplink_outage
+    from sfl_sim.engine.band import scheduling_form
     from sfl_sim.runs.build import selected_per_round
 
-    k, scheduled = selected_per_round(cfg), is_dynamic(scheduler)
+    k, scheduled = selected_per_round(cfg), scheduling_form(scheduler) != "static"
     return (uplink_outage(cell, k, scheduled).line(cfg.cell.scheduler.name),
             downlink_outage(cell, k).line(cfg.cell.downlink.mode))
 

@@ -514,7 +514,7 @@ class Scheduler(Protocol):
     """A MAC scheduling policy: how many resource blocks each client with data gets now
     (:mod:`sfl_sim.channel.link.scheduling`).  Pure functions of their arguments; the engine owns
     the buffers, the clock and the averages.  Everything the engine's band
-    (:mod:`sfl_sim.engine.scheduler`) reads is a member here, checked when the run is built (a
+    (:mod:`sfl_sim.engine.band`) reads is a member here, checked when the run is built (a
     class lacking one is refused in one line naming it, never run in another form):
 
     - ``dynamic`` (a class attribute, a bool): False (``static``) means the engine keeps the

@@ -37,8 +37,8 @@ import numpy as np
 
 from sfl_sim.channel.units import linear_to_db
 from sfl_sim.engine.accounting import Busy, ClientTraffic, Interval, RoundNotes
+from sfl_sim.engine.band import Grants
 from sfl_sim.engine.outcome import LossReason
-from sfl_sim.engine.scheduler import Grants
 
 if TYPE_CHECKING:
     from sfl_sim.channel import Cell

@@ -14,11 +14,11 @@ in this order (see :mod:`sfl_sim.engine.simulator` for the model):
    fails, HARQ resends transport blocks of one that is not; a failed attempt is retransmitted on
    a fresh fading draw while the outage policy allows, else dropped, ``Lost("outage")``.
 
-With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.scheduler`) an attempt's
+With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.band`) an attempt's
 bits go through the band instead of ``bits / rate`` on the round's share, and the band notes the
 busy interval; the outage rule still judges the attempt by the round's share (its rate and SNR),
 as without one; a client with no usable rate on the whole band besides (below the lowest MCS on
-every RB: :meth:`~sfl_sim.engine.scheduler.Band.serves`) is in outage too, its attempt taking no
+every RB: :meth:`~sfl_sim.engine.band.base.BandResource.serves`) is in outage too, its attempt taking no
 air time, as a zero rate on the share.  HARQ: in the ``fluid`` form the copies' bits go through
 the band and the round trips are waited after (:meth:`HarqModel.send`'s time less the copies' air time); in the ``slot``
 form the band asks the same :meth:`HarqModel.send` per transport block and resends its copies
@@ -36,9 +36,9 @@ from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.channel.protocols import HarqModel
 from sfl_sim.config.choices import OnOutage
 from sfl_sim.engine.accounting import Counters, RoundNotes
+from sfl_sim.engine.band import BandResource
 from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
 from sfl_sim.engine.radio import Uplink
-from sfl_sim.engine.scheduler import Band
 from sfl_sim.engine.steps import SimSteps, stoppable
 
 __all__ = ["BatteryCheck", "Link"]
@@ -69,13 +69,14 @@ class Link:
         :data:`BatteryCheck`, asked before each transfer that gets air time.
     offline_s : mapping of int to float
         Cohort clients that go offline in the round, and when.
-    band : Band, optional
+    band : BandResource, optional
         The scheduled band (a dynamic scheduler); None: each transfer on its share of the round.
     """
 
     def __init__(self, env: simpy.Environment, uplink: Uplink, counters: Counters, notes: RoundNotes,
                  outage: OutagePolicy | None, harq: HarqModel | None, harq_rng: np.random.Generator,
-                 battery: BatteryCheck | None, offline_s: Mapping[int, float], band: Band | None = None) -> None:
+                 battery: BatteryCheck | None, offline_s: Mapping[int, float],
+                 band: BandResource | None = None) -> None:
         self._env, self._uplink, self._counters, self._notes = env, uplink, counters, notes
         self._outage, self._harq, self._harq_rng = outage, harq, harq_rng
         self._battery, self._offline_s = battery, offline_s
@@ -217,13 +218,13 @@ class Link:
         the client goes offline first (then the band stops serving it)."""
         band = self._band
         assert band is not None
-        done = band.carry(client, bits)
+        done = band.put(client, bits)
         if leaving is None:
             return (yield done)
         yield done | leaving.event
         if done.triggered:
             return DELIVERED
-        band.withdraw(client)
+        done.cancel()  # the band stops serving it
         return Lost("unavailable")
 
     def _air(self, duration_s: float, leaving: _Departure | None) -> simpy.Timeout:

@@ -99,7 +99,7 @@ class Uplink:
 
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' fading power gains now (their latest draw by the coherence rule): what a
-        scheduled band sees (:mod:`sfl_sim.engine.scheduler`), in either fidelity."""
+        scheduled band sees (:mod:`sfl_sim.engine.band`), in either fidelity."""
         return np.array([self._fading_gain[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,

@@ -102,7 +102,7 @@ MAC scheduling
 --------------
 With a dynamic scheduler (``cell.scheduler``: ``round_robin``, ``proportional_fair``,
 ``max_rate``), the round's uplink is a band of resource blocks (``cell.numerology``'s grid of
-``cell.uplink_bandwidth_hz``) that :class:`~sfl_sim.engine.scheduler.Band` hands to the clients with
+``cell.uplink_bandwidth_hz``) that :func:`~sfl_sim.engine.band.open_band`'s band hands to the clients with
 data, fluid (shares change when a transfer starts or ends) or slot by slot; an upload lasts until
 its last bit is through instead of ``bits / r_k`` on a share fixed for the round.  The outage rule
 still judges each attempt by the round's share.  With ``unicast`` downlink, the replies and the
@@ -127,15 +127,15 @@ import simpy
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
-from sfl_sim.channel.link.scheduling import ResourceGrid, is_dynamic
+from sfl_sim.channel.link.scheduling import ResourceGrid
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
+from sfl_sim.engine.band import BandResource, Grants, SlotGrant, open_band, scheduling_form
 from sfl_sim.engine.client_state import Battery, Presence, departures
 from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
-from sfl_sim.engine.scheduler import Band, Grants, SlotGrant
 from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 from sfl_sim.kit.seeding import keyed_stream
@@ -183,8 +183,8 @@ class RoundContext:
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
                           None if sim.battery is None else self._battery_empties_at, self._offline_s, self._band)
 
-    def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> Band:
-        """The round's uplink band under the run's dynamic scheduler (:mod:`sfl_sim.engine.scheduler`)."""
+    def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
+        """The round's uplink band under the run's dynamic scheduler (:mod:`sfl_sim.engine.band`)."""
         assert sim.scheduler is not None
 
         def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
@@ -197,10 +197,10 @@ class RoundContext:
             # slot), so they shift no shared stream and a run of another form sees the same channel
             return keyed_stream(sim.seed, "harq_slot", round_index, client, slot)
 
-        return Band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
+        return open_band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
                     sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace)
 
-    def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> Band:
+    def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
         downlink has no block error model here)."""
         assert sim.scheduler is not None
@@ -208,7 +208,7 @@ class RoundContext:
         def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
             self.notes.note_busy(client, "downlink", start_s, duration_s)
 
-        return Band(sim.env, sim.scheduler, grid, self._downlink.link_at, self._downlink.fading_of, note,
+        return open_band(sim.env, sim.scheduler, grid, self._downlink.link_at, self._downlink.fading_of, note,
                     ladder=len(self.cohort))
 
     def _battery_empties_at(self, client: int, duration_s: float, tx_power_w: float) -> float | None:
@@ -221,11 +221,11 @@ class RoundContext:
         """The fraction of the uplink's resource-block time with a transmission on it, from the
         round's start to now, in [0, 1].
 
-        With a dynamic scheduler: the RBs it granted (:attr:`Band.load`).  With the static
-        split: each uplink busy interval (attempts, HARQ copies, up to now) times its client's
-        share of the band, over the band times the elapsed time; a share held while its client
-        computes or waits carries nothing.  The cell's neighbours follow it with
-        ``interference: {name: first_tier, rb_load: own_cell}``.
+        With a dynamic scheduler: the RBs it granted (:attr:`BandResource.load
+        <sfl_sim.engine.band.base.BandResource.load>`).  With the static split: each uplink busy
+        interval (attempts, HARQ copies, up to now) times its client's share of the band, over the
+        band times the elapsed time; a share held while its client computes or waits carries nothing.
+        The cell's neighbours follow it with ``interference: {name: first_tier, rb_load: own_cell}``.
         """
         if self._band is not None:
             return self._band.load
@@ -289,7 +289,8 @@ class RoundContext:
 
     def uplink_grants(self, client: int) -> Grants | None:
         """What the round's dynamic scheduler granted ``client`` on the uplink
-        (:meth:`Band.grants`); None with the static split, or when it sent nothing through the band."""
+        (:meth:`BandResource.grants <sfl_sim.engine.band.base.BandResource.grants>`); None with the
+        static split, or when it sent nothing through the band."""
         return None if self._band is None else self._band.grants(client)
 
     @property
@@ -382,7 +383,7 @@ class RoundContext:
         if client in self._downlink.outage:
             return self.env.timeout(0.0, value=self._lost_downlink(client, what))
         if self._downlink_band is not None:
-            return self._downlink_band.carry(client, 8.0 * nbytes)
+            return self._downlink_band.put(client, 8.0 * nbytes)
         duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
@@ -407,7 +408,7 @@ class RoundContext:
         if mode == "unicast" and self._downlink_band is not None:
             band = self._downlink_band  # a client in downlink outage gets no copy through the band either
             delivered = self.env.event()
-            copies = simpy.AllOf(self.env, [band.carry(k, 8.0 * nbytes) for k in receivers])
+            copies = simpy.AllOf(self.env, [band.put(k, 8.0 * nbytes) for k in receivers])
 
             def all_delivered(_copies: simpy.Event) -> None:
                 delivered.succeed(DELIVERED)
@@ -596,7 +597,7 @@ class Simulator:
         self.battery = battery
         self.traced_uplink_bps = _traced(uplink_bps)
         self.traced_downlink_bps = _traced(downlink_bps)
-        dynamic = scheduler is not None and is_dynamic(scheduler)
+        dynamic = scheduling_form(scheduler) != "static"
         self.scheduler = scheduler if dynamic else None
         self.slot_trace = slot_trace
         #: The uplink's resource grid under a dynamic scheduler; None: the per-round shares.

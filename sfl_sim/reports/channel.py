@@ -201,7 +201,7 @@ def grid_line(cfg: Scenario) -> str:
     clause 4.3.2: subcarrier spacing 15 * 2^mu kHz, slot 1 ms / 2^mu), the RBs of the band (TS 38.101-1 Table
     5.3.2-1) and the scheduler with its fidelity, or the static split."""
     from sfl_sim.channel.link.resource_grid import n_rb, slot_duration_s, subcarrier_spacing_hz
-    from sfl_sim.channel.link.scheduling import is_dynamic
+    from sfl_sim.engine.band import scheduling_form
     from sfl_sim.runs.build import build_scheduler
 
     mu, band_hz = cfg.cell.numerology, cfg.cell.uplink_bandwidth_hz
@@ -212,7 +212,8 @@ def grid_line(cfg: Scenario) -> str:
         rbs = f"{band_hz / 1e6:g} MHz has no entry in TS 38.101-1 Table 5.3.2-1 at {scs_hz / 1e3:g} kHz"
     scheduler = build_scheduler(cfg)
     name = cfg.cell.scheduler.name
-    how = (f"scheduler {name} ({scheduler.fidelity} form)" if is_dynamic(scheduler)
+    form = scheduling_form(scheduler)
+    how = (f"scheduler {name} ({form} form)" if form != "static"
            else f"scheduler {name} (each round's equal shares of the band, cell.allocation)")
     return (f"uplink grid: numerology {mu} ({scs_hz / 1e3:g} kHz subcarriers, {slot_duration_s(mu) * 1e3:g} ms "
             f"slots), {rbs}; {how}")

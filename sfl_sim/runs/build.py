@@ -369,14 +369,29 @@ def _check_traced_rates_unscheduled(cfg: Scenario, scheduler: Scheduler, capabil
                               f"measured throughput, not resource blocks a scheduler can share)")
 
 
+# The schedulers built so far, by (cell.scheduler, clients.count): built and checked once, then
+# reused by every check, plan, report and run of the process (a policy is pure: it holds no state).
+_SCHEDULERS_BUILT: dict[tuple[str, int], Scheduler] = {}
+# our choice: a study process sees a handful of scheduler settings; past this many the cache starts over
+_SCHEDULERS_KEPT = 64
+
+
 def build_scheduler(cfg: Scenario) -> Scheduler:
     """The MAC scheduler of a scenario's ``cell.scheduler``; a dynamic one must pass the scheduler
     conformance check first (a plug-in granting more RBs than exist, RBs to an empty buffer or
-    negative grants is refused in one line, before any work)."""
-    scheduler = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
-    if is_dynamic(scheduler):
-        conform("scheduler", scheduler, "cell.scheduler", cfg.clients.count)
-    return scheduler
+    negative grants is refused in one line, before any work).  Built once per setting and client
+    count and the same object returned after (the run's checks, its plan, its reports and its
+    engine ask one scheduler); a refused one is not kept, so it is refused again."""
+    key = (repr(cfg.cell.scheduler.model_dump()), cfg.clients.count)
+    built = _SCHEDULERS_BUILT.get(key)
+    if built is None:
+        built = component(SCHEDULERS, cfg.cell.scheduler, "cell.scheduler")
+        if is_dynamic(built):
+            conform("scheduler", built, "cell.scheduler", cfg.clients.count)
+        if len(_SCHEDULERS_BUILT) >= _SCHEDULERS_KEPT:
+            _SCHEDULERS_BUILT.clear()
+        _SCHEDULERS_BUILT[key] = built
+    return built
 
 
 def load_dataset(cfg: Scenario) -> ArrayDataset:
@@ -513,7 +528,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
     build_harq(cfg, cell)  # likewise
-    scheduler = build_scheduler(cfg)  # built once, kept for the engine (a policy is pure: it holds no state)
+    scheduler = build_scheduler(cfg)  # the one built for this setting, kept for the engine
     train_x, train_y = dataset.tensors("train", device)
     capability = build_capability(cfg, model, train_x[:1])
     _check_traced_rates_unscheduled(cfg, scheduler, capability)

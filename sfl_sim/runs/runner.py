@@ -35,6 +35,7 @@ from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
 from sfl_sim.config import Scenario
 from sfl_sim.engine import Counters, RoundContext, Simulator
+from sfl_sim.engine.band import scheduling_form
 from sfl_sim.engine.client_rounds import client_rounds
 from sfl_sim.engine.record import Recorder
 from sfl_sim.errors import RunFailed
@@ -281,7 +282,7 @@ class _Session:
         return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
                 "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm),
                 "slots": self.cfg.metrics.slot_trace and not is_asynchronous(self.run.algorithm)
-                and getattr(getattr(build_scheduler(self.cfg), "params", None), "fidelity", None) == "slot"}
+                and scheduling_form(build_scheduler(self.cfg)) == "slot"}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""

@@ -154,8 +154,8 @@ def test_every_cross_reference_in_the_source_resolves() -> None:
 def test_the_resolver_tells_a_moved_name_from_a_present_one() -> None:
     module = _import("sfl_sim.engine.link")
     assert module is not None
-    assert _resolves("~sfl_sim.engine.scheduler.Band.serves", module)
+    assert _resolves("~sfl_sim.engine.band.base.BandResource.serves", module)
     assert _resolves("Link.send", module) and _resolves("BatteryCheck", module)
-    assert not _resolves("sfl_sim.engine.scheduler.Band.no_such_method", module)
+    assert not _resolves("sfl_sim.engine.band.base.BandResource.no_such_method", module)
     assert not _resolves("sfl_sim.channel.outage.OutagePolicy", module)  # the old layout's name
     assert not _resolves("no_such_name", module)

@@ -10,7 +10,7 @@ import simpy
 
 from sfl_sim.channel import ResourceGrid, RoundRobin
 from sfl_sim.engine import DELIVERED
-from sfl_sim.engine.scheduler import Band
+from sfl_sim.engine.band import open_band
 
 GRID = ResourceGrid(1, 20e6)  # 51 RBs
 
@@ -35,13 +35,13 @@ def _shannon(gain: np.ndarray):
 def _run(policy, arrivals, gain):
     env = simpy.Environment()
     notes = []
-    band = Band(env, policy, GRID, _shannon(gain), lambda ids: np.ones(ids.size),
+    band = open_band(env, policy, GRID, _shannon(gain), lambda ids: np.ones(ids.size),
                 lambda *a: notes.append(a), ladder=len(gain))
     finish = {}
 
     def transfer(client, start_s, bits):
         yield env.timeout(start_s)
-        assert (yield band.carry(client, bits)) == DELIVERED
+        assert (yield band.put(client, bits)) == DELIVERED
         finish[client] = env.now
 
     for args in arrivals:

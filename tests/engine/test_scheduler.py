@@ -8,7 +8,7 @@ import simpy
 
 from sfl_sim.channel import FixedDistancePlacement, MaxRate, ProportionalFair, ResourceGrid, RoundRobin
 from sfl_sim.engine import DELIVERED, Lost, Simulator
-from sfl_sim.engine.scheduler import Band
+from sfl_sim.engine.band import open_band
 from tests.channel.helpers import small_cell
 
 GRID = ResourceGrid(1, 20e6)  # 51 RBs, 0.5 ms slots; m RBs are worth m x 20 MHz / 51 to the rate
@@ -31,12 +31,12 @@ def _run(policy, se, arrivals, *, fading=None, harq=None, block_rng=None):
     env = simpy.Environment()
     notes = []
     gains = fading if fading is not None else (lambda ids: np.ones(ids.size))
-    band = Band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, block_rng)
+    band = open_band(env, policy, GRID, _linear_link(se), gains, lambda *a: notes.append(a), harq, block_rng)
     finish = {}
 
     def transfer(client, start_s, bits):
         yield env.timeout(start_s)
-        value = yield band.carry(client, bits)
+        value = yield band.put(client, bits)
         assert value == DELIVERED
         finish[client] = env.now
 
@@ -204,9 +204,9 @@ def test_slot_harq_counts_the_failed_blocks_of_a_transfer():
         return 2 if len(calls) == 1 else 1
 
     env = simpy.Environment()
-    band = Band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
+    band = open_band(env, RoundRobin(fidelity="slot"), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
                 lambda *a: None, _StubHarq(first_block_twice), lambda k, j: np.random.default_rng([0, k, j]))
-    done = band.carry(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
+    done = band.put(0, 3 * 51 * GRID.hz_per_rb * GRID.slot_s * 2.0)  # 3 slots' worth alone
     env.run(done)
     assert band.failed_blocks(0) == 1 and not band.gave_up(0)
     assert env.now == pytest.approx(8e-3 + 2 * GRID.slot_s)  # the failed block waits its round trip, then a slot
@@ -229,9 +229,9 @@ def test_slot_harq_is_the_static_paths_model_a_hopeless_block_goes_max_transmiss
         return np.asarray(bandwidth_hz, dtype=float), np.full(ids.size, -30.0), np.ones(ids.size)
 
     env = simpy.Environment()
-    band = Band(env, RoundRobin(fidelity="slot"), GRID, hopeless, lambda ids: np.ones(ids.size), lambda *a: None,
+    band = open_band(env, RoundRobin(fidelity="slot"), GRID, hopeless, lambda ids: np.ones(ids.size), lambda *a: None,
                 harq, lambda k, j: np.random.default_rng([0, k, j]))
-    done = band.carry(0, 51 * GRID.hz_per_rb * GRID.slot_s)  # one slot of the whole grid
+    done = band.put(0, 51 * GRID.hz_per_rb * GRID.slot_s)  # one slot of the whole grid
     env.run(done)
     assert band.gave_up(0) and band.failed_blocks(0) == 3
     assert env.now == pytest.approx(4 * GRID.slot_s + 3 * 8e-3, rel=1e-9)
@@ -432,9 +432,9 @@ def test_bad_scheduler_input_is_one_line(tmp_path, capsys, override, words):
 def test_closing_the_band_notes_the_transfers_still_on_the_air():
     env = simpy.Environment()
     notes = []
-    band = Band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
+    band = open_band(env, RoundRobin(), GRID, _linear_link(SE), lambda ids: np.ones(ids.size),
                 lambda *a: notes.append(a))
-    done = band.carry(0, 40e6)  # 1 s alone
+    done = band.put(0, 40e6)  # 1 s alone
     env.run(until=0.25)
     band.close()
     env.run(until=2.0)
@@ -455,12 +455,12 @@ def _snr_link(se_bps_per_hz):
 
 def _grants(policy, se, arrivals, trace_slots=False):
     env = simpy.Environment()
-    band = Band(env, policy, GRID, _snr_link(se), lambda ids: np.ones(ids.size), lambda *a: None,
+    band = open_band(env, policy, GRID, _snr_link(se), lambda ids: np.ones(ids.size), lambda *a: None,
                 trace_slots=trace_slots)
 
     def transfer(client, start_s, bits):
         yield env.timeout(start_s)
-        yield band.carry(client, bits)
+        yield band.put(client, bits)
 
     for args in arrivals:
         env.process(transfer(*args))

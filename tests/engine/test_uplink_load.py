@@ -1,4 +1,4 @@
-"""The cell's uplink load per round (``RoundContext.uplink_load``, ``Band.load``): the fraction of
+"""The cell's uplink load per round (``RoundContext.uplink_load``, ``BandResource.load``): the fraction of
 the band's resource-block time with a transmission on it, by hand for the static split, the fluid
 round-robin band and the slot band; and a run whose neighbours follow it."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import yaml
 import sfl_sim
 from sfl_sim.channel import FixedDistancePlacement, RoundRobin
 from sfl_sim.engine import DELIVERED, Simulator
-from sfl_sim.engine.scheduler import Band
+from sfl_sim.engine.band import open_band
 from sfl_sim.errors import ConfigError
 from tests.channel.helpers import small_cell
 from tests.engine.test_scheduler import CASE, GRID, SE, _linear_link
@@ -21,12 +21,12 @@ from tests.helpers import read_rows, small_scenario
 def _band_load(policy, arrivals, until_s):
     """The band's load read at ``until_s`` after the transfers ``(client, start_s, bits)``."""
     env = simpy.Environment()
-    band = Band(env, policy, GRID, _linear_link(SE), lambda ids: np.ones(ids.size), lambda *a: None)
+    band = open_band(env, policy, GRID, _linear_link(SE), lambda ids: np.ones(ids.size), lambda *a: None)
     seen = {}
 
     def transfer(client, start_s, bits):
         yield env.timeout(start_s)
-        assert (yield band.carry(client, bits)) == DELIVERED
+        assert (yield band.put(client, bits)) == DELIVERED
 
     def reader():
         yield env.timeout(until_s)

@@ -2,7 +2,7 @@
 
 A scheduler (kind ``scheduler``, :data:`SCHEDULERS`, protocol
 :class:`sfl_sim.channel.protocols.Scheduler`) is a pure function of what the engine tells it; the
-engine (:mod:`sfl_sim.engine.scheduler`) owns the band, the buffers and the clock, and asks it in
+engine (:mod:`sfl_sim.engine.band`) owns the band, the buffers and the clock, and asks it in
 one of two forms:
 
 - :meth:`~sfl_sim.channel.protocols.Scheduler.fluid_rbs`: the processor-sharing split of the
@@ -33,7 +33,7 @@ one client at a time and the others catch up).  On the two-client case of
 1.0 s in the fluid form) the slot form ends the first client 3, 34 and 142 ms later for ``t_c`` =
 10, 100 and 1000 slots (the newcomer, with ``T = 0``, holds the band until its average catches up)
 and the last one within a slot of the fluid form.  Both forms see the same fading, the round
-link's by ``cell.coherence`` (:mod:`sfl_sim.engine.scheduler`).
+link's by ``cell.coherence`` (:mod:`sfl_sim.engine.band`).
 
 The resource grid: :class:`ResourceGrid` (numerology ``mu``: subcarrier spacing ``15 * 2^mu``
 kHz, TS 38.211 clause 4.2 Table 4.2-1; slot ``1 ms / 2^mu``, TS 38.211 clause 4.3.2; the

@@ -3,7 +3,7 @@
 A client's upload is in outage when its rate is 0 (the rate model finds no MCS at its SINR) on
 the round's share of the band, and, under a dynamic ``cell.scheduler``, also when it is 0 on the
 whole band (every resource block, what a client alone with data is granted: the band could never
-carry its bits, :meth:`~sfl_sim.engine.scheduler.Band.serves`); the cell's outage policy decides
+carry its bits, :meth:`~sfl_sim.engine.band.base.BandResource.serves`); the cell's outage policy decides
 what follows (drop, or retransmit on a fresh fading draw).  Counted here at the cell's
 large-scale gains, without fading, as :func:`~sfl_sim.channel.link.downlink.downlink_outage`
 counts the downlink.

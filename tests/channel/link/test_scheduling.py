@@ -229,13 +229,13 @@ class _NoFidelity(_PlainSlot):
 def test_a_plain_class_stating_the_slot_form_runs_slot():
     import simpy
 
-    from sfl_sim.engine.scheduler import Band
+    from sfl_sim.engine.band import open_band
 
     grid = ResourceGrid(1, 20e6)
     link_at = lambda ids, hz, fading: (np.asarray(hz, dtype=float), np.zeros(ids.size), np.ones(ids.size))  # noqa: E731
     env = simpy.Environment()
-    band = Band(env, _PlainSlot(), grid, link_at, lambda ids: np.ones(ids.size), lambda *a: None)
-    done = band.carry(0, 2.5 * 20e6 * grid.slot_s)  # two and a half slots of the whole grid at 1 bit/s/Hz
+    band = open_band(env, _PlainSlot(), grid, link_at, lambda ids: np.ones(ids.size), lambda *a: None)
+    done = band.put(0, 2.5 * 20e6 * grid.slot_s)  # two and a half slots of the whole grid at 1 bit/s/Hz
     env.run(done)
     assert env.now == pytest.approx(3 * grid.slot_s)  # slot form: the end of the third slot (fluid: 2.5 slots)
 
@@ -289,3 +289,25 @@ class _NoAttributes(_Bare):
 
     def grant_latency_slots(self):
         return 0
+
+
+@pytest.mark.slow  # imports the run builder (torch)
+def test_the_scheduler_is_built_once_per_setting_and_reused(monkeypatch):
+    from sfl_sim.runs import build
+
+    made = []
+    real = build.component
+
+    def counting(registry, spec, field, *args, **kwargs):
+        made.append(field)
+        return real(registry, spec, field, *args, **kwargs)
+
+    monkeypatch.setattr(build, "component", counting)
+    monkeypatch.setattr(build, "_SCHEDULERS_BUILT", {})
+    cfg = validate({"cell": {"scheduler": {"name": "proportional_fair", "fidelity": "slot"}}})
+    first = build.build_scheduler(cfg)
+    assert build.build_scheduler(cfg) is first and build.build_scheduler(validate(
+        {"cell": {"scheduler": {"name": "proportional_fair", "fidelity": "slot"}}})) is first
+    assert made == ["cell.scheduler"]  # one build (and one conformance check) for the three asks
+    other = build.build_scheduler(validate({"cell": {"scheduler": "round_robin"}}))
+    assert other is not first and made == ["cell.scheduler"] * 2

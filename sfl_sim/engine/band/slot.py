@@ -1,0 +1,366 @@
+"""The slot form of the scheduled band: a decision every slot, transport blocks and HARQ copies.
+
+A decision every slot ``1 ms / 2^mu`` on the slot grid ``t = j * slot_s`` (a transfer that starts
+at a slot's start is in its decision, one that starts later waits for the next slot's): each
+client's need (the RBs that would empty its buffer), the policy's
+:meth:`~sfl_sim.channel.protocols.Scheduler.grant_rbs` (:meth:`SlotBand._grant`), a transport
+block of ``r(m) * slot_s`` bits per grant.  With a HARQ model a block's fate is the static path's
+model, asked the same way: :meth:`~sfl_sim.channel.protocols.HarqModel.send` of the block's new
+bits at its rate and SINR (up to ``max_transmissions`` copies, chase combining's SINR gain per
+copy, the block given up after the last; ``mode`` as set), its one draw from a stream of its own
+keyed by the round, the client and the slot (so the slot form shifts no shared stream).  The
+block's copies (``retransmissions`` of it) come back to the buffer in its HARQ round trips
+(``ceil(retransmissions / blocks)`` of them, the waiting ``send`` times, ``time_s`` less the
+copies' air time, split evenly), each round one rtt after the previous copy went, and a grant
+sends copies before new bits (our reading: NR serves a pending retransmission first).  A block
+given up fails the transfer once its last bit is through (:meth:`SlotBand.gave_up`), an outage as
+on the static path.  A transfer ends at the end of the slot that empties its buffer.
+
+How it runs (our choice, for speed; the numbers are those of one SimPy step per slot, bit for bit):
+the buffers, averages, energies and the record are arrays with a row per client, each client's
+rate, power and SINR on ``1 .. n_rb`` RBs are tabled once per fading draw, and a slot is a few
+array operations and the policy's call, with no Python per client (but HARQ's per block).  The
+slot process yields to SimPy only where something can happen: a slot's decision depends only on
+the band's state, which nothing outside the band changes without an event, so while SimPy's next
+event (:meth:`simpy.Environment.peek`) lies after the next slot's decision and no transfer ends at
+the slot's end, the next slot is decided at once; the process sleeps until the end of the last
+slot so decided (the same float time one step per slot reaches).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+
+from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.protocols import HarqModel, Scheduler
+from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, LinkAt, NoteBusy, SlotGrant
+from sfl_sim.engine.steps import SimSteps
+
+__all__ = ["SlotBand"]
+
+
+def _delay_to(now: float, at_s: float) -> float:
+    """The delay ``d`` with ``now + d == at_s`` in floating point (SimPy schedules at ``now +
+    delay``), so a slot's end is the same float however far ahead it was decided."""
+    d = at_s - now
+    for _ in range(8):
+        if now + d < at_s:
+            d = float(np.nextafter(d, np.inf))
+        elif now + d > at_s:
+            d = float(np.nextafter(d, -np.inf))
+        else:
+            break
+    return d
+
+
+class SlotBand(BandResource):
+    """The slot form (see the module docstring).
+
+    Parameters
+    ----------
+    env, policy, grid, link_at, fading, note_busy, latency_s
+        As :class:`~sfl_sim.engine.band.base.BandResource`.
+    harq : HarqModel or None
+        Each transport block's fate is its ``send`` (see the module docstring).
+    block_rng : callable or None
+        ``block_rng(client, slot) -> numpy.random.Generator``: the stream of a client's draws in a
+        slot (with HARQ), keyed by the round, the client and the slot, never the run's shared streams.
+    trace_slots : bool
+        Keep every grant of every slot in :attr:`slot_trace` (``metrics.slot_trace``).
+    """
+
+    def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
+                 fading: FadingOf, note_busy: NoteBusy, latency_s: float, harq: HarqModel | None = None,
+                 block_rng: Callable[[int, int], np.random.Generator] | None = None,
+                 trace_slots: bool = False) -> None:
+        super().__init__(env, policy, grid, link_at, fading, note_busy, latency_s,
+                         np.arange(1, grid.n_rb + 1, dtype=float))
+        self._harq, self._block_rng = harq, block_rng
+        self._trace: list[SlotGrant] | None = [] if trace_slots else None
+        # per row: bits left, proportional fair's T_k, the transfer's energy so far (J), the
+        # fading draw of the last decision that yielded to SimPy, the client, whether it is in the
+        # buffers, the HARQ copies on their round trip; the record [RB-s, granted s, bits, transport
+        # blocks, SINR dB x s]
+        self._left = np.zeros(0)
+        self._average = np.zeros(0)
+        self._energy = np.zeros(0)
+        self._fad = np.zeros(0)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._in = np.zeros(0, dtype=bool)
+        self._n_held = np.zeros(0, dtype=np.int64)
+        self._book = np.zeros((5, 0))
+        # the rows in the buffers, in the order they came (the order the policy sees them in)
+        self._order: dict[int, None] = {}
+        self._order_rows: np.ndarray | None = None
+        # HARQ, per client: copies waiting their round trip, (due_s, bits, rounds after it, the wait
+        # before each of those); copies in the buffer, sent before new bits, [bits left, bits,
+        # rounds after it, wait]
+        self._held: dict[int, list[tuple[float, float, int, float]]] = {}
+        self._copies: dict[int, list[list[float]]] = {}
+        self._ticking = False
+
+    # -- the policy's call (one place) -------------------------------------------------------------
+    def _grant(self, rows: np.ndarray, need: np.ndarray, per_rb: np.ndarray, average: np.ndarray,
+               turn: int) -> np.ndarray:
+        """The policy's grants of slot ``turn`` to the clients of ``rows`` (those with data, in
+        order): their needs, rates per RB on the whole band and averaged throughputs; their rates
+        on ``1 .. n_rb`` RBs are :meth:`_rates_bps` ``(rows)``, shape (k, n_rb)."""
+        return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn), dtype=np.int64)
+
+    def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
+        """The rates (bit/s) of the clients of ``rows`` on ``1 .. n_rb`` RBs at their fading now, (k, n_rb)."""
+        return self._tab[:, 0, rows].T
+
+    # -- the base's hooks --------------------------------------------------------------------------
+    @property
+    def resends_blocks(self) -> bool:
+        """True with a HARQ model: the band resends failed transport blocks itself."""
+        return self._harq is not None
+
+    @property
+    def slot_trace(self) -> list[SlotGrant] | None:
+        """With ``trace_slots``: every grant of every slot, in order (None otherwise)."""
+        return self._trace
+
+    def _granted(self, client: int, in_band_s: float) -> Grants:
+        row = self._row.get(client)
+        if row is None:
+            return Grants(0.0, in_band_s, 0.0, 0.0, 0, 0.0)
+        rb_s, granted_s, bits, blocks, sinr_db_s = self._book[:, row].tolist()
+        return Grants(rb_s, in_band_s, granted_s, bits, int(blocks), sinr_db_s)
+
+    def _opened(self, client: int) -> None:
+        row = self._row_of(client)  # first: it may grow the arrays
+        self._energy[row] = 0.0
+
+    def _arrive(self, client: int, bits: float) -> None:
+        if self._closed or client not in self._done:
+            return
+        row = self._row_of(client)
+        if row not in self._order:
+            self._order[row] = None
+            self._order_rows = None
+        self._left[row] = float(bits)
+        self._in[row] = True
+        if not self._ticking:
+            self._ticking = True
+            self._env.process(self._slots())
+
+    def _drop(self, client: int) -> None:
+        row = self._row.get(client)
+        if row is not None and row in self._order:
+            del self._order[row]
+            self._order_rows = None
+            self._in[row] = False
+            self._left[row] = 0.0
+            self._n_held[row] = 0
+        self._held.pop(client, None)
+        self._copies.pop(client, None)
+
+    def _stop(self) -> None:
+        for row in self._order:
+            self._in[row] = False
+            self._n_held[row] = 0
+        self._order.clear()
+        self._order_rows = None
+        self._held.clear()
+        self._copies.clear()
+
+    def _energy_j(self, client: int) -> float:
+        row = self._row[client]
+        energy = float(self._energy[row])
+        self._energy[row] = 0.0
+        return energy
+
+    def _grow_rows(self, extra: int) -> None:
+        self._left = np.concatenate((self._left, np.zeros(extra)))
+        self._average = np.concatenate((self._average, np.zeros(extra)))
+        self._energy = np.concatenate((self._energy, np.zeros(extra)))
+        self._fad = np.concatenate((self._fad, np.full(extra, np.nan)))
+        self._ids = np.concatenate((self._ids, np.zeros(extra, dtype=np.int64)))
+        self._in = np.concatenate((self._in, np.zeros(extra, dtype=bool)))
+        self._n_held = np.concatenate((self._n_held, np.zeros(extra, dtype=np.int64)))
+        self._book = np.concatenate((self._book, np.zeros((5, extra))), axis=1)
+
+    def _row_of(self, client: int) -> int:
+        row = super()._row_of(client)
+        self._ids[row] = client
+        return row
+
+    # -- the slots ---------------------------------------------------------------------------------
+    def _rows_in(self) -> np.ndarray:
+        """The rows in the buffers, in order (cached until they change)."""
+        if self._order_rows is None:
+            self._order_rows = np.fromiter(self._order, dtype=np.int64, count=len(self._order))
+        return self._order_rows
+
+    def _slots(self) -> SimSteps[None]:
+        """The slot loop: runs while some client has data (or HARQ bits on their round trip)."""
+        env, slot_s = self._env, self._grid.slot_s
+        j = math.ceil(env.now / slot_s - 1e-9)
+        ahead, now = False, env.now  # ahead: deciding without yielding (see the module docstring)
+        while self._order and not self._closed:
+            start = j * slot_s
+            if not ahead:
+                if start > env.now:
+                    yield env.timeout(start - env.now)
+                # the decision comes after the events already due at the slot's start (a transfer
+                # starting then is in it)
+                yield env.timeout(0.0)
+                if self._closed:
+                    break
+                now = env.now
+                rows = self._rows_in()
+                self._fad[rows] = self._fading(self._ids[rows])  # changed only by events: read once per step
+            granted_rbs, sent_rows, sent_bits = self._decide(j, start, now)
+            end = start + slot_s
+            after = (j + 1) * slot_s
+            next_decision = after if after > end else end  # where one step per slot decides the next slot
+            if env.peek() > next_decision:  # nothing happens before the next decision: no one can see the wait
+                finishing = self._end_slot(granted_rbs, sent_rows, sent_bits)
+                j += 1
+                if not finishing:
+                    ahead, now = True, next_decision
+                    continue
+                yield env.timeout(_delay_to(env.now, end))
+            else:
+                yield env.timeout(_delay_to(env.now, end))
+                finishing = self._end_slot(granted_rbs, sent_rows, sent_bits)
+                j += 1
+            ahead = False
+            for row in finishing:
+                self._finish(int(self._ids[row]))
+        self._ticking = False
+
+    def _end_slot(self, granted_rbs: float, sent_rows: np.ndarray, sent_bits: np.ndarray) -> list[int]:
+        """A slot is over: its grants count to the load, its blocks leave the buffers; the rows
+        whose buffers are empty (and no HARQ copy on its way back) finish, in order."""
+        self._used_rb_s += granted_rbs * self._grid.slot_s  # the slot's grants, counted once it is over
+        if sent_rows.size:
+            still = self._in[sent_rows]  # a client withdrawn during the slot is gone
+            self._left[sent_rows[still]] -= sent_bits[still]
+        rows = self._rows_in()
+        if not rows.size:
+            return []
+        done = (self._left[rows] <= 1e-9) & (self._n_held[rows] == 0)
+        return rows[done].tolist() if done.any() else []
+
+    def _decide(self, j: int, start: float, now: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """Slot ``j``'s decision at ``now``: the grants, their energy, the averages and the record.
+        Returns the RBs granted and the rows and bits of the transport blocks."""
+        slot_s, n_rb = self._grid.slot_s, self._n_rb
+        if self._held:
+            self._return_copies(now)
+        everyone = self._rows_in()
+        has = self._left[everyone] > 0
+        rows = everyone if has.all() else everyone[has]
+        if not rows.size:
+            return 0.0, rows, np.zeros(0)
+        ids = self._ids[rows]
+        self._table(ids, rows, self._fad[rows])
+        # each client's link on the whole grid: the policy ranks by its rate per RB, and a grant
+        # of the whole grid (the usual one to the best) sends at it
+        per_rb = self._tab[n_rb - 1, 0, rows] / n_rb
+        left = self._left[rows]
+        average = self._average[rows]
+        need = _needed_rbs(left, per_rb, slot_s)
+        grant = self._grant(rows, need, per_rb, average, j)
+        g = np.flatnonzero(grant > 0)
+        served = np.zeros(rows.size)
+        if g.size:
+            got, at = rows[g], grant[g] - 1  # the granted rows and their columns of the tables
+            rate, power = self._tab[at, 0, got], self._tab[at, 1, got]
+            sinr_db = self._tab_snr[at, got]
+            block = np.minimum(rate * slot_s, left[g])
+            self._energy[got] += power * slot_s
+            delivered, ok = block, None
+            if self._harq is not None:
+                delivered, ok = block.copy(), np.ones(g.size, dtype=bool)  # ok: the block's first copy got through
+                end_s = start + slot_s
+                for i, (k, row) in enumerate(zip(ids[g].tolist(), got.tolist(), strict=True)):
+                    before = self._failed_blocks.get(k, 0)
+                    delivered[i] = self._harq_block(k, row, j, float(block[i]), float(rate[i]),
+                                                    float(sinr_db[i]), end_s)
+                    ok[i] = self._failed_blocks.get(k, 0) == before
+            served[g] = delivered / slot_s
+            book = self._book
+            book[0, got] += grant[g] * slot_s
+            book[1, got] += slot_s
+            book[2, got] += block
+            book[3, got] += 1.0
+            book[4, got] += sinr_db * slot_s
+            if self._trace is not None:
+                fails = ok.tolist() if ok is not None else [True] * g.size
+                self._trace.extend(SlotGrant(j, start, k, m, b, not f) for k, m, b, f in zip(
+                    ids[g].tolist(), grant[g].tolist(), block.tolist(), fails, strict=True))
+        else:
+            got, block = g, np.zeros(0)
+        self._average[rows] = self._policy.average_bps(average, served)
+        return float(grant.sum()), got, block
+
+    # -- HARQ --------------------------------------------------------------------------------------
+    def _return_copies(self, now: float) -> None:
+        """HARQ copies whose round trip is over go back to the buffer."""
+        for k in list(self._held):
+            due = [h for h in self._held[k] if h[0] <= now + 1e-12]
+            if due:
+                row = self._row[k]
+                self._left[row] = self._left[row] + sum(h[1] for h in due)
+                self._copies.setdefault(k, []).extend([h[1], h[1], h[2], h[3]] for h in due)
+                self._held[k] = [h for h in self._held[k] if h[0] > now + 1e-12]
+                self._n_held[row] = len(self._held[k])
+                if not self._held[k]:
+                    del self._held[k]
+
+    def _harq_block(self, client: int, row: int, slot: int, bits: float, rate_bps: float, snr_db: float,
+                    end_s: float) -> float:
+        """HARQ of one grant of ``bits`` ending at ``end_s``: the copies in the buffer go first (one
+        whose last bit goes starts its next round trip, if any); the rest is a new transport block,
+        whose fate the HARQ model gives (see the module docstring).  Returns the new bits sent."""
+        copies = self._copies.get(client, [])
+        while copies and bits > 1e-9:
+            entry = copies[0]
+            took = min(bits, entry[0])
+            entry[0] -= took
+            bits -= took
+            if entry[0] <= 1e-9:
+                copies.pop(0)
+                _, per_round, rounds_after, wait_s = entry
+                if rounds_after > 0:
+                    self._hold(client, row, end_s + wait_s, per_round, int(rounds_after) - 1, wait_s)
+        if bits <= 1e-9:
+            return 0.0
+        assert self._harq is not None and self._block_rng is not None
+        sent = self._harq.send(bits, rate_bps, snr_db, self._block_rng(client, slot))
+        if not sent.delivered:
+            self._gave_up.add(client)
+        if sent.retransmissions > 0:
+            self._failed_blocks[client] = self._failed_blocks.get(client, 0) + sent.retransmissions
+            rounds = math.ceil(sent.retransmissions / sent.blocks - 1e-9)
+            air_s = (sent.blocks + sent.retransmissions) * bits / (sent.blocks * rate_bps)
+            wait_s = max(0.0, sent.time_s - air_s) / rounds
+            per_round = sent.retransmissions * bits / (sent.blocks * rounds)
+            self._hold(client, row, end_s + wait_s, per_round, rounds - 1, wait_s)
+        return bits
+
+    def _hold(self, client: int, row: int, due_s: float, bits: float, rounds_after: int, wait_s: float) -> None:
+        """A HARQ copy of ``bits`` back in the buffer at ``due_s``, ``rounds_after`` more after it."""
+        self._held.setdefault(client, []).append((due_s, bits, rounds_after, wait_s))
+        self._n_held[row] += 1
+
+
+def _needed_rbs(left_bits: np.ndarray, rate_per_rb_bps: np.ndarray, slot_s: float) -> np.ndarray:
+    """:func:`~sfl_sim.channel.link.scheduling.needed_rbs` for buffers that all hold bits, in fewer
+    array operations (the same numbers: ``ceil(bits / (r_rb slot) (1 - 1e-12))``, at least 1 where
+    the rate is positive, 0 where it is 0)."""
+    per_rb = rate_per_rb_bps * slot_s
+    live = per_rb > 0
+    if live.all():
+        need = np.ceil(left_bits / per_rb * (1.0 - 1e-12)).astype(np.int64)
+        return np.maximum(need, 1)
+    need = np.zeros(left_bits.shape, dtype=np.int64)
+    need[live] = np.ceil(left_bits[live] / per_rb[live] * (1.0 - 1e-12)).astype(np.int64)
+    return np.maximum(need, live.astype(np.int64))
