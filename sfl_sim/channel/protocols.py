@@ -235,6 +235,33 @@ class Fading(Protocol):
         """n power gains >= 0, shape (n,)."""
 
 
+@runtime_checkable
+class TimeVaryingFading(Protocol):
+    """Small-scale fading as a process in time (kind ``fading``): per-client state, gains at absolute times.
+
+    ``start`` is called once per run (and again on a fresh copy for checks) before any query; the
+    gains are then a deterministic function of (the generator's seed, client id, t_s): the same for
+    any order or grouping of queries, so static, fluid and slot forms and re-timings see the same
+    channel (common random numbers). Queries of one client come in non-decreasing time in the
+    engine, but a component must give the same answer for a query at t whatever was asked before.
+    """
+    time_varying: ClassVar[bool]          # True (how the cell tells it from an i.i.d. Fading)
+
+    def start(self, n_clients: int, doppler_hz: np.ndarray, rng: np.random.Generator) -> None:
+        """Draw the per-client state (phases, initial gains, stream keys) for ``n_clients``
+        clients whose maximum Doppler frequencies are ``doppler_hz`` (shape (n,), >= 0)."""
+
+    def power_gain_at(self, client_ids: np.ndarray, t_s: np.ndarray) -> np.ndarray:
+        """Linear power gains |h|^2 (mean 1) of ``client_ids`` (shape (k,), repeats allowed)
+        at absolute simulated times ``t_s`` (shape (k,) or scalar, >= 0). Shape (k,)."""
+
+    def coherence_time_s(self, client_ids: np.ndarray) -> np.ndarray:
+        """Each client's coherence time (a stated definition with its source), s; inf for f_D = 0."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 # ---------------------------------------------------------------------- rate
 @runtime_checkable
 class Rate(Protocol):
@@ -312,6 +339,36 @@ class Resettable(Protocol):
 
     def reset(self) -> None:
         """Forget the memory."""
+
+
+@runtime_checkable
+class TimedMobility(Protocol):
+    """Client positions as a function of absolute simulated time (kind ``mobility``).
+
+    ``start`` once per run; then positions at any t >= 0 are deterministic given the seed (a query
+    at t gives the same answer whatever was asked before; internally a model may advance in steps
+    and cache, but must be able to answer a t earlier than its cache by recomputing from its start
+    state, or refuse with one line if it cannot).
+    """
+    timed: ClassVar[bool]                 # True
+
+    def start(self, positions_m: np.ndarray, rng: np.random.Generator,
+              radius_m: float | None = None, min_distance_m: float | None = None) -> np.ndarray:
+        """Take the placement's positions (shape (n, 2), m) at t = 0 and return the positions
+        actually used at t = 0 (a trace returns the file's, ignoring the placement)."""
+
+    def positions_at(self, t_s: float) -> np.ndarray:
+        """All clients' positions at absolute time t_s, shape (n, 2), m."""
+
+    def velocities_at(self, t_s: float) -> np.ndarray:
+        """All clients' velocities at t_s, shape (n, 2), m/s."""
+
+    def nominal_speed_m_per_s(self) -> np.ndarray:
+        """Each client's speed for its Doppler (shape (n,), m/s): the model's stated speed
+        (e.g. the mean of a trace's speeds, or a fixed pedestrian/vehicular speed)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 # ---------------------------------------------------------------------- power control
