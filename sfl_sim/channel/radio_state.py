@@ -24,8 +24,9 @@ Two kinds of component make the radio a function of time:
   cell's streams) are updated on a fixed grid of times, every :attr:`RadioState.large_scale_step_s`
   (the time a client at its nominal speed takes to travel a tenth of the LOS decorrelation
   distance, at most 1 s: our choice), whatever the engine asks, so every form of a run draws the
-  same; between grid times the path loss follows the client's exact position with the LOS latent
-  and shadowing held (:meth:`~sfl_sim.channel.large_scale.model.LargeScale.coupling_loss_db_at`).
+  same; between grid times the path loss follows the client's position (taken every tenth of that
+  step, :attr:`RadioState.position_step_s`) with the LOS latent and shadowing held
+  (:meth:`~sfl_sim.channel.large_scale.model.LargeScale.coupling_loss_db_at`).
 
 With neither (today's i.i.d. fading and between-round mobility) nothing depends on time:
 the links are those of the large-scale state as the cell's ``move`` left it, exactly as before.
@@ -136,6 +137,10 @@ class RadioState:
         #: The large-scale grid step, s (timed mobility; see the module docstring).
         self.large_scale_step_s = (MAX_LARGE_SCALE_STEP_S if fastest <= 0 else
                                    min(MAX_LARGE_SCALE_STEP_S, 0.1 * large_scale.los_decorrelation_m / fastest))
+        #: The step a transfer's position is taken at, s: a tenth of the large-scale step (our choice:
+        #: at most a hundredth of the LOS decorrelation distance travelled).
+        self.position_step_s = self.large_scale_step_s / 10
+        self._positions: dict[int, np.ndarray] = {}
         if self.time_varying:
             assert isinstance(fading, TimeVaryingFading)
             if fading_rng is None:
@@ -229,12 +234,24 @@ class RadioState:
         mobility = self._timed_mobility
         if mobility is None:
             return self.large_scale.snapshot.coupling_loss_db[client_ids]
-        times = np.broadcast_to(np.asarray(t_s, dtype=float), client_ids.shape)
+        # positions on a grid of position_step_s (a few per transfer; every client's transfers at
+        # about the same time share them: the latest few are kept)
+        step = self.position_step_s
+        index = np.floor(np.broadcast_to(np.asarray(t_s, dtype=float), client_ids.shape) / step).astype(np.int64)
         positions = np.empty((client_ids.size, 2))
-        for t in np.unique(times):
-            at = times == t
-            positions[at] = np.asarray(mobility.positions_at(float(t)), dtype=float)[client_ids[at]]
+        for i in np.unique(index).tolist():
+            at = index == i
+            positions[at] = self._positions_at_grid(mobility, i)[client_ids[at]]
         return self.large_scale.coupling_loss_db_at(client_ids, positions)
+
+    def _positions_at_grid(self, mobility: TimedMobility, index: int) -> np.ndarray:
+        """All clients' positions at ``index * position_step_s`` (kept for the next asks)."""
+        cache = self._positions
+        if index not in cache:
+            if len(cache) >= 64:
+                cache.pop(next(iter(cache)))
+            cache[index] = np.asarray(mobility.positions_at(index * self.position_step_s), dtype=float)
+        return cache[index]
 
     def links(self, client_ids: Any, t_s: Any, bandwidth_hz: Any = None, *, fading: Any = None,
               direction: str = "uplink", payload_bits: Any = None) -> LinkBudget:
@@ -287,13 +304,16 @@ class RadioState:
                                           self.noise_rise.linear, gain_fading)
 
     def transfer_end_s(self, client: int, bits: float, t0_s: float, bandwidth_hz: float,
-                       direction: str = "uplink", fading_gain: float | None = None) -> float:
+                       direction: str = "uplink", fading_gain: float | None = None,
+                       start_rate_bps: float | None = None) -> float:
         """When ``bits`` sent by (or to) ``client`` from ``t0_s`` on a share of ``bandwidth_hz`` are through.
 
         The rate at ``t0_s + j dt`` (``dt`` = :meth:`step_s`; the time-varying fading's gain and,
         with a timed mobility, the client's position then) is held over ``[t0 + j dt, t0 + (j+1) dt)``
         and the bits integrated; the last step ends when the last bit is through.  Pure.  Without a
         time-varying fading the gain is ``fading_gain`` (the coherence block's draw; None: 1).
+        ``start_rate_bps``, the rate at ``t0_s`` when the caller has it, only sizes the first chunk
+        of steps evaluated at once.
 
         Raises
         ------
@@ -302,8 +322,9 @@ class RadioState:
         """
         dt = float(self._step_s[client])
         done, j0 = 0.0, 0
-        first = float(self.links([client], t0_s, bandwidth_hz, fading=self._fading_mode(fading_gain),
-                                 direction=direction).rate_bps[0])
+        first = start_rate_bps if start_rate_bps is not None else float(
+            self.links([client], t0_s, bandwidth_hz, fading=self._fading_mode(fading_gain),
+                       direction=direction).rate_bps[0])
         # a first chunk about the length the start's rate needs, then doubling
         chunk = int(min(4096, max(16, 1.25 * bits / (first * dt) + 2))) if first > 0 else 64
         while j0 < _MAX_STEPS:

@@ -138,7 +138,8 @@ class Uplink:
             return bits / self._rate_bps[client]
         now = self._now()
         gain = None if self._time_varying else self._fading_gain[client]
-        end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], fading_gain=gain)
+        end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], fading_gain=gain,
+                                           start_rate_bps=self._rate_bps[client])
         return max(0.0, end_s - now)
 
     def _now(self) -> float:
