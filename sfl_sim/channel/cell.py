@@ -71,8 +71,11 @@ from sfl_sim.channel.protocols import (
     Rate,
     Shadowing,
     Stateful,
+    TimedMobility,
+    TimeVaryingFading,
     UplinkScene,
 )
+from sfl_sim.channel.radio_state import RadioState
 from sfl_sim.kit.checks import check_array, check_count, check_scalar, check_state_keys, readonly
 from sfl_sim.kit.protocols import check_protocol, check_protocols
 
@@ -84,6 +87,8 @@ _STATE_KEYS = (
     "version", "n_clients", "component_types", "positions_m", "los_latent", "shadowing_db",
     "shadowing_state", "los_rng", "shadowing_rng", "component_states", "interference_rng", "noise_rise",
 )
+#: The keys a cell in time (time-varying fading or timed mobility) adds: the radio state's clock.
+_TIME_KEYS = ("radio_time_s", "radio_grid_index", "moved_s")
 
 
 def _type_name(obj: Any) -> str:
@@ -200,6 +205,9 @@ class Cell:
         interference_rng: np.random.Generator | None = None,
         downlink_rate: Rate | None = None,
         numerology: int | None = None,
+        fading_process_rng: np.random.Generator | None = None,
+        mobility_rng: np.random.Generator | None = None,
+        carrier_frequency_hz: float | None = None,
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
@@ -224,8 +232,15 @@ class Cell:
         }
         # The components by kind, in the kinds' order (the state's component_types keep it).
         self._components = {kind.name: by_argument[str(kind.cell_argument)] for kind in CELL_KINDS}
+        # a fading or mobility in time answers its own protocol (sfl_sim.channel.radio_state)
+        in_time = {"fading": ("time_varying", TimeVaryingFading), "mobility": ("timed", TimedMobility)}
         for kind in CELL_KINDS:
-            check_protocols(self._components[kind.name], kind.protocols, f"Cell {kind.name}")
+            component = self._components[kind.name]
+            flag, timed_protocol = in_time.get(kind.name, ("", kind.protocol))
+            if flag and getattr(component, flag, False):
+                check_protocol(component, timed_protocol, f"Cell {kind.name}")
+            else:
+                check_protocols(component, kind.protocols, f"Cell {kind.name}")
 
         power = CLIENT_TX_POWER_W.check_array("tx_power_w", tx_power_w)
         if power.ndim == 0:
@@ -255,6 +270,14 @@ class Cell:
             n_clients=n, tx_power_w=self._tx_power_w, uplink_bandwidth_hz=self._budget.uplink_bandwidth_hz,
             noise_floor_w_per_hz=self._budget.noise_floor_w_per_hz, radius_m=self._large_scale.radius_m,
         ), interference_rng)
+        if carrier_frequency_hz is None:
+            # the path-loss model's carrier when it has one; otherwise the 2 GHz of the 3GPP
+            # evaluation setup TR 36.814 macro is defined for (sfl_sim.channel.large_scale.pathloss)
+            carrier_frequency_hz = float(getattr(getattr(pathloss, "params", None), "carrier_frequency_hz", 2.0e9))
+        self._radio = RadioState(self._large_scale, self._budget, self._noise_rise, self._tx_power_w, fading,
+                                 carrier_frequency_hz=carrier_frequency_hz, fading_rng=fading_process_rng,
+                                 mobility_rng=mobility_rng)
+        self._moved_s = 0.0  # the time the cell's moves add up to (a timed mobility is advanced to it)
 
     # ------------------------------------------------------------------ components
     @property
@@ -316,6 +339,11 @@ class Cell:
     def link_budget(self) -> LinkBudgetModel:
         """The per-round link budget (power control, rate, allocation, bands and noise)."""
         return self._budget
+
+    @property
+    def radio(self) -> RadioState:
+        """The clients' radio advanced in time: the one port the engine asks for links."""
+        return self._radio
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -394,8 +422,8 @@ class Cell:
         """
         ids = self._check_ids(client_ids)
         shares = np.broadcast_to(check_array("bandwidth_hz", bandwidth_hz, minimum=0.0), ids.shape).astype(float)
-        return self._budget.uplink_tx_power_w(self._tx_power_w[ids], shares,
-                                              self._large_scale.snapshot.coupling_loss_db[ids])
+        radio = self._radio
+        return self._budget.uplink_tx_power_w(self._tx_power_w[ids], shares, radio.coupling_loss_db(ids, radio.t_s))
 
     @property
     def noise_psd_dbm_per_hz(self) -> float:
@@ -439,6 +467,9 @@ class Cell:
             Linear power gains (mean 1), to pass as ``fading_gain`` to the rate methods.
         """
         ids = self._check_ids(client_ids)
+        if self._radio.time_varying:
+            raise ValueError(f"fading {self.fading!r} is time-varying: its gains are at times "
+                             "(cell.radio.links with fading='at_time'), not drawn per block")
         gains = np.asarray(self._fading.sample_power_gain(ids.size, rng), dtype=float)
         if gains.shape != ids.shape or np.any(~(gains >= 0)) or not np.all(np.isfinite(gains)):
             raise ValueError(f"fading {self.fading!r} must return {ids.size} finite gains >= 0, got {gains!r}")
@@ -464,9 +495,7 @@ class Cell:
             Arrays of shape (k) in the order of ``client_ids``.
         """
         ids = self._check_ids(client_ids)
-        now = self._large_scale.snapshot
-        return self._budget.uplink(ids, now.gain_linear[ids], now.coupling_loss_db[ids], self._tx_power_w[ids],
-                                   self._noise_rise.linear, payload_bits, fading_gain)
+        return self._radio.links(ids, self._radio.t_s, fading=fading_gain, payload_bits=payload_bits)
 
     def uplink_rates_bps(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> np.ndarray:
         """Uplink rate of each client in a group that transmits in the same phase.
@@ -510,26 +539,24 @@ class Cell:
         LinkBudget
         """
         ids = self._check_ids(client_ids)
-        now = self._large_scale.snapshot
-        return self._budget.uplink_at_bandwidth(ids, bandwidth_hz, now.gain_linear[ids], now.coupling_loss_db[ids],
-                                                self._tx_power_w[ids], self._noise_rise.linear, fading_gain)
+        return self._radio.links(ids, self._radio.t_s, bandwidth_hz, fading=fading_gain)
 
     def downlink_link(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> LinkBudget:
         """Downlink links of a group receiving separate data in one phase (see :meth:`downlink_rates_bps`)."""
         ids = self._check_ids(client_ids)
-        return self._budget.downlink(ids, self._large_scale.snapshot.gain_linear[ids], payload_bits, fading_gain)
+        return self._radio.links(ids, self._radio.t_s, fading=fading_gain, direction="downlink",
+                                 payload_bits=payload_bits)
 
     def downlink_link_at_bandwidth(self, client_ids: Any, bandwidth_hz: Any, fading_gain: Any = None) -> LinkBudget:
         """Downlink links on given shares, bypassing the allocator (a share b_k carries P b_k / B)."""
         ids = self._check_ids(client_ids)
-        return self._budget.downlink_at_bandwidth(ids, bandwidth_hz, self._large_scale.snapshot.gain_linear[ids],
-                                                  fading_gain)
+        return self._radio.links(ids, self._radio.t_s, bandwidth_hz, fading=fading_gain, direction="downlink")
 
     def broadcast_link(self, client_ids: Any, fading_gain: Any = None) -> LinkBudget:
         """Each receiver's link of one server transmission on the whole downlink band (its rate is
         what that receiver could decode; :meth:`broadcast_rate_bps` is their minimum)."""
         ids = self._check_ids(client_ids)
-        return self._budget.broadcast(ids, self._large_scale.snapshot.gain_linear[ids], fading_gain)
+        return self._radio.links(ids, self._radio.t_s, fading=fading_gain, direction="broadcast")
 
     def downlink_rates_bps(self, client_ids: Any, payload_bits: Any = None, fading_gain: Any = None) -> np.ndarray:
         """Downlink rate to each client when the server sends them separate data in one phase.
@@ -620,7 +647,13 @@ class Cell:
             if uplink_load is not None and not 0.0 <= check_scalar("uplink_load", uplink_load) <= 1.0:
                 raise ValueError(f"uplink_load: got {uplink_load!r}; allowed: a fraction in [0, 1]")
             self._noise_rise.draw(uplink_load)
-        return self._large_scale.move(dt, rng)
+        if not self._radio.timed:
+            return self._large_scale.move(dt, rng)
+        # a timed mobility: positions are a function of time; the moves add up to the clock
+        before = np.array(self._large_scale.snapshot.positions_m)
+        self._moved_s += dt
+        self._radio.advance_to(max(self._radio.t_s, self._moved_s))
+        return np.hypot(*(self._large_scale.snapshot.positions_m - before).T)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -651,6 +684,8 @@ class Cell:
             "component_types": {kind: _type_name(c) for kind, c in self._components.items()},
             **self._large_scale.state_dict(),
             **self._noise_rise.state_dict(),
+            # only a cell in time has a clock: the states of every other cell keep their keys
+            **({**self._radio.state_dict(), "moved_s": self._moved_s} if self._radio.in_time else {}),
             "component_states": {
                 kind: plain_data(c.state_dict(), f"{kind} {c!r} state_dict()")
                 for kind, c in self._components.items() if isinstance(c, Stateful)
@@ -681,7 +716,7 @@ class Cell:
         if isinstance(state, dict) and state.get("version", CELL_STATE_VERSION) != CELL_STATE_VERSION:
             # before the keys: another version's layout has other keys
             raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
-        check_state_keys("Cell", state, _STATE_KEYS)
+        check_state_keys("Cell", state, _STATE_KEYS + (_TIME_KEYS if self._radio.in_time else ()))
         n = self._n_clients
         if state["n_clients"] != n:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
@@ -708,8 +743,12 @@ class Cell:
         # Components last among the checks: their own load refuses a bad state before changing.
         for kind, component in stateful.items():
             component.load_state_dict(plain_data(saved[kind], f"Cell state['component_states'][{kind!r}]"))
+        moved_s = check_scalar("Cell state['moved_s']", state["moved_s"], minimum=0.0) if self._radio.in_time else 0.0
+        if self._radio.in_time:
+            self._radio.load_state_dict(state)  # checks, then sets the clock
         restore_noise_rise()
         restore_large_scale()
+        self._moved_s = moved_s
 
     # ------------------------------------------------------------------ summaries
     def describe(self, n_sharing: int | None = None) -> dict[str, np.ndarray]:

@@ -120,8 +120,10 @@ class Link:
             failed = rate <= 0.0 or (policy is not None and policy.active and bool(
                 policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
             if not failed and harq is None:
-                notes.note_busy(client, "uplink", env.now, 8.0 * nbytes / rate, tx_power_w=uplink.tx_power_w(client))
-                return (yield self._air(8.0 * nbytes / rate, leaving))
+                # bits / rate, or integrated over a radio in time (the channel as it changes)
+                air_s = uplink.air_time_s(client, 8.0 * nbytes)
+                notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
+                return (yield self._air(air_s, leaving))
             if policy is None:
                 policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
             if not failed:

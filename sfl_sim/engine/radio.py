@@ -5,10 +5,18 @@ large-scale gains, the round's fading draw and the payloads the algorithm declar
 the coherence rule (a new fading draw per block) that the link process asks for
 (:mod:`sfl_sim.engine.link`).  :class:`Downlink` holds the round's unicast and broadcast rates.
 Traced rates (``uplink_bps`` / ``downlink_bps`` of a device trace) replace the cell's where given.
+
+Both ask only the cell's radio state (:class:`~sfl_sim.channel.radio_state.RadioState`) for links.
+When the radio is in time (a time-varying fading, a timed mobility), they advance it to the clock
+(``clock``, the engine's ``env.now``) whenever they ask: a time-varying fading's gains are those at
+that time (no draw from the run's ``fading`` stream, so every fidelity and re-timing sees the same
+channel), and :meth:`Uplink.air_time_s` integrates a transfer's bits over the channel as it
+changes (:meth:`RadioState.transfer_end_s <sfl_sim.channel.radio_state.RadioState.transfer_end_s>`).
+Otherwise nothing depends on the clock and everything is as the round's draw gives it.
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -33,13 +41,21 @@ class Uplink:
         The run's fading stream; the round's draw is taken here, redraws later.
     traced_bps : mapping of int to float
         Clients whose uplink rate a device trace fixes, bit/s (no fading redraw for them).
+    clock : callable, optional
+        The simulated time now, s (the engine's ``env.now``); None: 0 (a radio not in time never asks).
     """
 
     def __init__(self, cell: Cell, cohort: np.ndarray, coherence: Coherence, fading_rng: np.random.Generator,
-                 traced_bps: Mapping[int, float]) -> None:
+                 traced_bps: Mapping[int, float], clock: Callable[[], float] | None = None) -> None:
         self._cell, self._cohort, self._coherence = cell, cohort, coherence
         self._rng, self._traced = fading_rng, traced_bps
-        self._round_fading = cell.sample_fading(cohort, fading_rng)
+        self._radio = radio = cell.radio
+        self._clock = (lambda: 0.0) if clock is None else clock
+        self._in_time, self._time_varying = radio.in_time, radio.time_varying
+        if self._time_varying:
+            self._round_fading = radio.fading_at(cohort, self._now())
+        else:
+            self._round_fading = cell.sample_fading(cohort, fading_rng)
         self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
         self.allocate(None)
 
@@ -48,7 +64,7 @@ class Uplink:
         None, for no declared payload (:meth:`sfl_sim.engine.RoundContext.allocate_uplink`)."""
         ids = self._cohort.tolist()
         payload = None if payload_bits is None else np.array([float(payload_bits[k]) for k in ids])
-        link = self._cell.uplink_link(self._cohort, payload_bits=payload, fading_gain=self._round_fading)
+        link = self._radio.links(self._cohort, self._now(), payload_bits=payload, fading=self._round_fading)
         self._fading_gain = dict(zip(ids, self._round_fading.tolist(), strict=True))
         self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
         self._rate_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
@@ -80,8 +96,20 @@ class Uplink:
 
     def enter_block(self, client: int, block: Hashable) -> None:
         """A transfer of ``client`` in coherence block ``block`` starts: a new fading draw for every
-        transfer (``per_transmission``) or when the block differs from its last one (``per_iteration``)."""
-        if self._coherence == "per_transmission" or (
+        transfer (``per_transmission``) or when the block differs from its last one (``per_iteration``).
+
+        A radio in time: the rate is that at the transfer's start (the time-varying fading's gain
+        then, whatever the coherence choice: the component's own coherence time rules)."""
+        if self._in_time:
+            if self._time_varying:
+                self.redraw(client)  # the gain at the start, no draw
+            elif self._coherence == "per_transmission" or (
+                    self._coherence == "per_iteration" and block is not None
+                    and self._block.get(client, block) != block):
+                self.redraw(client)
+            else:
+                self._evaluate(client, self._fading_gain[client])
+        elif self._coherence == "per_transmission" or (
                 self._coherence == "per_iteration" and block is not None and self._block.get(client, block) != block):
             self.redraw(client)
         if block is not None:
@@ -91,15 +119,53 @@ class Uplink:
         """New fading draw for ``client`` on the share it holds (none for a traced rate)."""
         if client in self._traced:
             return
+        if self._time_varying:  # no draw: the gain at the time it is asked
+            self._evaluate(client, float(self._radio.fading_at([client], self._now())[0]))
+            return
         fading = self._cell.sample_fading([client], self._rng)
+        if self._in_time:
+            self._evaluate(client, float(fading[0]))
+            return
         self._fading_gain[client] = float(fading[0])
         link = self._cell.uplink_link_at_bandwidth([client], [self._share_hz[client]], fading_gain=fading)
         self._rate_bps[client] = float(link.rate_bps[0])
         self._snr_db[client] = float(link.snr_db[0])
 
+    def air_time_s(self, client: int, bits: float) -> float:
+        """How long ``bits`` of ``client`` starting now take on its share, s: ``bits / rate`` (the
+        rate now), or, for a radio in time, integrated over the channel as it changes."""
+        if not self._in_time or client in self._traced:
+            return bits / self._rate_bps[client]
+        now = self._now()
+        gain = None if self._time_varying else self._fading_gain[client]
+        end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], fading_gain=gain,
+                                           start_rate_bps=self._rate_bps[client])
+        return max(0.0, end_s - now)
+
+    def _now(self) -> float:
+        """The clock now; the radio state advanced to it when it is in time."""
+        now = float(self._clock())
+        if self._in_time:
+            self._radio.advance_to(now)
+        return now
+
+    def _evaluate(self, client: int, gain: float) -> None:
+        """``client``'s rate now on its share with fading ``gain`` (a radio in time)."""
+        self._fading_gain[client] = gain
+        if client in self._traced:
+            return
+        link = self._radio.links(np.array([client]), self._now(), np.array([self._share_hz[client]]),
+                                 fading=np.array([gain]))
+        self._rate_bps[client] = float(link.rate_bps[0])
+        self._snr_db[client] = float(link.snr_db[0])
+        self._tx_power_w[client] = float(link.tx_power_w[0])
+
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' fading power gains now (their latest draw by the coherence rule): what a
-        scheduled band sees (:mod:`sfl_sim.engine.band`), in either fidelity."""
+        scheduled band sees (:mod:`sfl_sim.engine.band`), in either fidelity; a time-varying
+        fading's gains at the clock's time."""
+        if self._time_varying:
+            return self._radio.fading_at(clients, self._now())
         return np.array([self._fading_gain[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
@@ -110,11 +176,7 @@ class Uplink:
         The cell's :meth:`~sfl_sim.channel.Cell.uplink_link_at_bandwidth`, for links rather than
         clients: a client may appear more than once (its table of RB counts, in one call).
         """
-        cell = self._cell
-        now = cell.large_scale.snapshot
-        link = cell.link_budget.uplink_at_bandwidth(clients, bandwidth_hz, now.gain_linear[clients],
-                                                    now.coupling_loss_db[clients], cell.tx_power_w[clients],
-                                                    cell.noise_rise_linear, fading_gain)
+        link = self._radio.links(clients, self._now(), bandwidth_hz, fading=fading_gain)
         return link.rate_bps, link.snr_db, link.tx_power_w
 
 
@@ -141,6 +203,8 @@ class Downlink:
         of the channel's rate and the cohort's traced rates).
     outage : OutagePolicy, optional
         How many attempts a client in downlink outage gets (None: one).
+    clock : callable, optional
+        The simulated time now, s (as :class:`Uplink`'s).
 
     Attributes
     ----------
@@ -155,8 +219,11 @@ class Downlink:
     """
 
     def __init__(self, cell: Cell, cohort: np.ndarray, mode: DownlinkMode, fading_rng: np.random.Generator,
-                 traced_bps: Mapping[int, float], outage: OutagePolicy | None = None) -> None:
+                 traced_bps: Mapping[int, float], outage: OutagePolicy | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self._cell = cell
+        self._radio = radio = cell.radio
+        self._clock = (lambda: 0.0) if clock is None else clock
         self._fading: dict[int, float] = {}
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
@@ -165,7 +232,8 @@ class Downlink:
         if mode == "ideal":
             return
         ids = cohort.tolist()
-        fading = cell.sample_fading(cohort, fading_rng)
+        # a time-varying fading: the gains at the round's start (a retransmission sees the same)
+        fading = radio.fading_at(cohort, self._now()) if radio.time_varying else cell.sample_fading(cohort, fading_rng)
         self._fading = dict(zip(ids, fading.tolist(), strict=True))
         link = cell.downlink_link(cohort, fading_gain=fading)
         self.unicast_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
@@ -180,7 +248,8 @@ class Downlink:
             self.attempts[k] = 1
             while usable[k] <= 0.0 and k not in traced and self.attempts[k] < max_attempts:
                 self.attempts[k] += 1
-                redraw = cell.sample_fading([k], fading_rng)
+                redraw = (radio.fading_at([k], self._now()) if radio.time_varying
+                          else cell.sample_fading([k], fading_rng))
                 self._fading[k] = float(redraw[0])
                 if mode == "broadcast":
                     whole[k] = float(cell.broadcast_link([k], fading_gain=redraw).rate_bps[0])
@@ -194,7 +263,9 @@ class Downlink:
 
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
-        client the outage policy retransmitted to)."""
+        client the outage policy retransmitted to); a time-varying fading's gains at the clock's time."""
+        if self._radio.time_varying:
+            return self._radio.fading_at(clients, self._now())
         return np.array([self._fading[k] for k in clients.tolist()])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
@@ -203,7 +274,12 @@ class Downlink:
         bandwidths: its power spread flat over the downlink band (a sub-band ``b`` carries ``P b / B``;
         the downlink's own rate model), as :meth:`~sfl_sim.channel.Cell.downlink_link_at_bandwidth`); a client
         may appear more than once."""
-        cell = self._cell
-        gain_linear = cell.large_scale.snapshot.gain_linear[clients]
-        link = cell.link_budget.downlink_at_bandwidth(clients, bandwidth_hz, gain_linear, fading_gain)
+        link = self._radio.links(clients, self._now(), bandwidth_hz, fading=fading_gain, direction="downlink")
         return link.rate_bps, link.snr_db, link.tx_power_w
+
+    def _now(self) -> float:
+        """The clock now; the radio state advanced to it when it is in time."""
+        now = float(self._clock())
+        if self._radio.in_time:
+            self._radio.advance_to(now)
+        return now

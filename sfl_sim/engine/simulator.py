@@ -172,12 +172,13 @@ class RoundContext:
         self.cohort = cohort
         self._offline_s = departures(sim.availability, cohort, sim.now_s)  # client -> when it leaves
         self._sharing = cohort if sharing is None else sharing
-        self._uplink = Uplink(sim.cell, self._sharing, sim.coherence, sim.fading_rng, sim.traced_uplink_bps)
+        self._uplink = Uplink(sim.cell, self._sharing, sim.coherence, sim.fading_rng, sim.traced_uplink_bps,
+                              clock=sim.clock)
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
         self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps,
-                                  sim.outage)
+                                  sim.outage, clock=sim.clock)
         self._band = None if sim.uplink_grid is None else self._scheduled_band(sim, sim.uplink_grid)
         self._downlink_band = None if sim.downlink_grid is None else self._downlink_scheduled(sim, sim.downlink_grid)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
@@ -610,6 +611,10 @@ class Simulator:
     @property
     def now_s(self) -> float:
         """Current simulated time in seconds."""
+        return float(self.env.now)
+
+    def clock(self) -> float:
+        """Current simulated time in seconds (what the radio asks: :mod:`sfl_sim.engine.radio`)."""
         return float(self.env.now)
 
     def wait_until(self, t_s: float) -> float:

@@ -142,6 +142,9 @@ def build_cell(cfg: Scenario) -> Cell:
             shadowing_rng=stream(seed, "shadowing"),
             los_rng=stream(seed, "los"),
             interference_rng=stream(seed, "interference"),
+            # a time-varying fading's and a timed mobility's own streams, started once per run
+            fading_process_rng=stream(seed, "fading_process"),
+            mobility_rng=stream(seed, "mobility_process"),
             out_of_range=c.out_of_range,
             downlink_rate=downlink_rate,
             numerology=c.numerology,

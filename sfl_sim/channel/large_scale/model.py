@@ -245,6 +245,11 @@ class LargeScale:
         return self._radius_m
 
     @property
+    def los_decorrelation_m(self) -> float:
+        """The LOS state's decorrelation distance, metres (the path-loss model's, else 50 m)."""
+        return self._los_decorrelation_m
+
+    @property
     def min_distance_m(self) -> float:
         """Exclusion radius around the base station for mobility, metres."""
         return self._min_distance_m
@@ -271,10 +276,29 @@ class LargeScale:
             Distance each client moved, metres.
         """
         dt = check_scalar("dt_s", dt_s, minimum=0.0)
-        now = self._now
-        stepped = self.mobility.step(now.positions_m, dt, rng, radius_m=self._radius_m,
+        stepped = self.mobility.step(self._now.positions_m, dt, rng, radius_m=self._radius_m,
                                      min_distance_m=self._min_distance_m)
-        new_pos = self._checked_positions(stepped, "mobility", self.mobility)
+        return self.relocate(stepped)
+
+    def relocate(self, positions_m: Any) -> np.ndarray:
+        """Put the clients at ``positions_m`` and update their large-scale channel as :meth:`move` does.
+
+        What a timed mobility (positions as a function of time) uses instead of a step: the LOS
+        latent, path loss and shadowing follow the clients exactly as after a step to the same
+        positions.  When nobody moved, nothing changes and no stream is consumed.
+
+        Parameters
+        ----------
+        positions_m : array_like, shape (n, 2)
+            The clients' new positions, metres.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            Distance each client moved, metres.
+        """
+        now = self._now
+        new_pos = self._checked_positions(positions_m, "mobility", self.mobility)
         moved_m = np.hypot(*(new_pos - now.positions_m).T)
         if not np.any(moved_m > 0):
             return moved_m
@@ -295,6 +319,27 @@ class LargeScale:
         self._now = self._snapshot(site, pathloss_db, shadowing_db)
         self._check_validity(distance, "are, after a move,")
         return moved_m
+
+    def coupling_loss_db_at(self, client_ids: np.ndarray, positions_m: np.ndarray) -> np.ndarray:
+        """Coupling loss (dB) the clients would have at ``positions_m`` (shape (k, 2)) with their LOS
+        latent and shadowing held: pure (no stream is drawn, nothing changes).
+
+        What a transfer's rate follows between two moves (:mod:`sfl_sim.channel.radio_state`): the
+        path loss follows the distance; the LOS state follows it through the held latent; the
+        shadowing, drawn only when the clients are moved, is held (our choice: it decorrelates
+        over metres, :data:`~sfl_sim.channel.large_scale.tables` decorrelation distances, far more
+        than a client travels within one transfer).
+        """
+        distance = distances_m(np.asarray(positions_m, dtype=float))
+        if self._los_pathloss is None:
+            pathloss_db = np.asarray(self.pathloss.loss_db(distance), dtype=float)
+        else:
+            assert self._los_latent is not None
+            p = np.asarray(self._los_pathloss.los_probability(distance), dtype=float)
+            los = scipy.special.ndtr(self._los_latent[client_ids]) < p
+            pathloss_db = np.asarray(self._los_pathloss.loss_db(distance, los=los), dtype=float)
+        check_finite(pathloss_db, f"pathloss {self.pathloss!r}", "path loss (dB)")
+        return pathloss_db + self._now.shadowing_db[client_ids]
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
