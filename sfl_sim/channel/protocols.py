@@ -247,6 +247,11 @@ class TimeVaryingFading(Protocol):
     any order or grouping of queries, so static, fluid and slot forms and re-timings see the same
     channel (common random numbers). Queries of one client come in non-decreasing time in the
     engine, but a component must give the same answer for a query at t whatever was asked before.
+
+    Optional: an attribute ``speed_m_per_s`` (a float, or None) fixes the speed every client's
+    Doppler is computed from (a drop-based evaluation, clients that stay where they were dropped);
+    without it, or with None, the radio state gives each client's mobility speed
+    (:mod:`sfl_sim.channel.radio_state`).
     """
 
     time_varying: ClassVar[bool]  # True (how the cell tells it from an i.i.d. Fading)

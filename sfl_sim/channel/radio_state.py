@@ -140,7 +140,10 @@ class RadioState:
             if fading_rng is None:
                 raise ValueError(f"fading {fading!r} is time-varying: the cell needs its stream (fading_rng), got None")
             self._tv_fading: TimeVaryingFading | None = fading
-            fading.start(n, doppler_hz(speed, self.carrier_frequency_hz), fading_rng)
+            # a fading may fix the speed of its Doppler (a drop-based evaluation: clients that stay put)
+            fixed = getattr(fading, "speed_m_per_s", None)
+            fading_speed = speed if fixed is None else np.full(n, float(fixed))
+            fading.start(n, doppler_hz(fading_speed, self.carrier_frequency_hz), fading_rng)
             coherence = self._per_client(fading.coherence_time_s(np.arange(n)),
                                          f"fading {fading!r} coherence_time_s", allow_inf=True)
         else:

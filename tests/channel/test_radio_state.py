@@ -114,3 +114,23 @@ def test_the_state_of_a_cell_in_time_round_trips_and_continues_bit_for_bit():
 
 def test_a_cell_not_in_time_keeps_its_state_keys():
     assert "radio_time_s" not in _cell(RayleighFading()).state_dict()
+
+
+def test_a_fading_may_fix_the_speed_of_its_doppler_for_clients_that_stay_put():
+    """A drop-based evaluation: static clients, Jakes fading at 120 km/h.  f_D = v f_c / c at the
+    cell's 2 GHz (TR 36.814 macro): 33.33 m/s -> 222.4 Hz; the gain changes within a round."""
+    from sfl_sim.channel.link.fading_time import JakesFading
+
+    fading = JakesFading(speed_m_per_s=120 / 3.6)
+    cell = _cell(fading)
+    radio = cell.radio
+    assert radio.in_time
+    np.testing.assert_allclose(fading._doppler_hz, np.full(3, 120 / 3.6 * 2.0e9 / 299_792_458.0), rtol=1e-15)
+    assert 222.0 < fading._doppler_hz[0] < 223.0
+    first = radio.fading_at(np.array([0]), 0.0)
+    later = radio.fading_at(np.array([0]), 0.05)
+    assert first[0] != later[0]
+    # without the parameter the static clients' Doppler is 0: a frozen channel
+    frozen = JakesFading()
+    _cell(frozen)
+    assert np.all(frozen._doppler_hz == 0.0)

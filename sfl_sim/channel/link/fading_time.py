@@ -30,7 +30,7 @@ from scipy.optimize import brentq
 from scipy.special import j0
 
 from sfl_sim.channel.large_scale.pathloss import SPEED_OF_LIGHT_M_PER_S
-from sfl_sim.channel.limits import FADING_SINUSOIDS, FADING_UPDATE_INTERVAL_S, RICIAN_K_FACTOR_DB
+from sfl_sim.channel.limits import FADING_SINUSOIDS, FADING_UPDATE_INTERVAL_S, RICIAN_K_FACTOR_DB, SPEED_M_PER_S
 from sfl_sim.channel.link.fading import FADING
 from sfl_sim.kit.checks import check_count, check_state_keys, invalid, state_array
 from sfl_sim.kit.component import Component
@@ -86,6 +86,12 @@ class _TimeVarying(Component):
     def __post_init__(self) -> None:
         self._n = None
         self._doppler_hz = np.zeros(0)
+
+    @property
+    def speed_m_per_s(self) -> float | None:
+        """The speed every client's Doppler is computed from (the ``speed_m_per_s`` parameter), m/s;
+        None: the radio state takes each client's mobility speed."""
+        return self.params.speed_m_per_s  # type: ignore[attr-defined]
 
     # -- what a subclass provides
     def _draw(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -235,6 +241,10 @@ class JakesFading(_TimeVarying):
     """
 
     class Params(ParamsModel):
+        speed_m_per_s: Annotated[float | None, SPEED_M_PER_S, Doc(
+            "The speed every client's Doppler is computed from, m/s, in [0, 1000]: a drop-based evaluation "
+            "(clients stay where they were dropped, their channel fades as at this speed, as system-level "
+            "evaluations fix a UE speed for fast fading); null: each client's mobility speed")] = None
         n_sinusoids: Annotated[int, FADING_SINUSOIDS, Doc(
             "Sinusoids M per quadrature component, in [4, 1024] (our choice: 16; 8 already gives "
             "good fourth-order statistics, Zheng & Xiao 2003).")] = 16
@@ -433,6 +443,10 @@ class GaussMarkovFading(_TimeVarying):
     """
 
     class Params(ParamsModel):
+        speed_m_per_s: Annotated[float | None, SPEED_M_PER_S, Doc(
+            "The speed every client's Doppler is computed from, m/s, in [0, 1000]: a drop-based evaluation "
+            "(clients stay where they were dropped, their channel fades as at this speed, as system-level "
+            "evaluations fix a UE speed for fast fading); null: each client's mobility speed")] = None
         update_interval_s: Annotated[float, FADING_UPDATE_INTERVAL_S, Doc(
             "Grid step dt of the AR(1), s, in [1e-6, 10] (our choice: 1 ms, one NR slot at 15 kHz).")] = 1e-3
 
