@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from sfl_sim.channel.link.scheduling import ResourceGrid, needed_rbs
+from sfl_sim.channel.link.scheduling import ResourceGrid, concave_rates, declares, needed_rbs_table
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.engine.outcome import DELIVERED
 from sfl_sim.engine.steps import SimSteps
@@ -76,6 +76,9 @@ LinkAt = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.nda
 NoteBusy = Callable[[int, float, float, float], None]
 #: ``fading(client_ids (k,)) -> fading_gain (k,)``: the clients' fading now (the round's link's).
 FadingOf = Callable[[np.ndarray], np.ndarray]
+#: ``headroom(client_ids (k,)) -> RBs (k,) or None``: each client's power headroom in resource
+#: blocks (its power control's ``headroom_rbs``), None where the power control sets no limit.
+HeadroomOf = Callable[[np.ndarray], "np.ndarray | None"]
 
 # Finish times within this relative distance of the earliest end together (fluid).
 _TIE_RTOL = 1e-12
@@ -161,12 +164,17 @@ class Band:
         Fluid: the RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
     trace_slots : bool
         Slot form: keep every grant of every slot in :attr:`slot_trace` (``metrics.slot_trace``).
+    headroom : HeadroomOf or None
+        Each client's power headroom in RBs, given to a policy method that declares ``headroom_rb``
+        (None: no limit).  A policy method that declares ``rates_bps`` is given each client's
+        rates on ``1 .. n_rb`` RBs, made concave (:func:`~sfl_sim.channel.link.scheduling.concave_rates`),
+        tabled once per fading draw.
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, harq: HarqModel | None = None,
                  block_rng: Callable[[int, int], np.random.Generator] | None = None, ladder: int = 1,
-                 trace_slots: bool = False) -> None:
+                 trace_slots: bool = False, headroom: HeadroomOf | None = None) -> None:
         self._env, self._policy, self._grid = env, policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
         self._harq, self._block_rng = harq, block_rng
@@ -208,6 +216,13 @@ class Band:
         # a policy whose fluid split is always n_rb / n: its rates are a column of the tables
         self._equal_shares = bool(policy.fluid_equal_shares)
         self._fresh: list[int] = []  # clients on the air since the last re-share (their fading to table)
+        # the policy's optional inputs (the Scheduler protocol), passed to the methods that declare them
+        self._headroom_of = headroom
+        self._grant_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.grant_rbs, n)]
+        self._fluid_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.fluid_rbs, n)]
+        self._hull = np.zeros((0, self._n_rb))  # per row: its concave rates on 1 .. n_rb RBs
+        self._hull_fading = np.zeros(0)  # the fading draw each row's hull is of (NaN: none)
+        self._caps = np.zeros(0, dtype=np.int64)  # per row: its headroom in RBs (-1: not asked yet)
         self._grow(max(int(ladder), 1))
         self._resharing: simpy.Event | None = None
         # slot, per transfer on the air: bits left, energy so far
@@ -450,6 +465,71 @@ class Band:
             self._remember(ids[missing], rbs[missing], fading[missing], snr_db)
         return rates, powers
 
+    # -- the policy's optional inputs (rates on 1 .. n_rb RBs, power headroom) ----------------------
+    def _policy_inputs(self, names: list[str], ids: np.ndarray, rows: np.ndarray,
+                       fading: np.ndarray) -> dict[str, np.ndarray]:
+        """The optional inputs a policy method declares (``names``), for these clients."""
+        out: dict[str, np.ndarray] = {}
+        if "headroom_rb" in names:
+            caps = self._headroom(ids, rows)
+            if caps is not None:
+                out["headroom_rb"] = caps
+        if "rates_bps" in names:
+            out["rates_bps"] = self._concave_rates(ids, rows, fading)
+        return out
+
+    def _spare_rows(self, rows: np.ndarray) -> None:
+        """Room in the hull and headroom arrays for ``rows``."""
+        extra = int(rows.max(initial=-1)) + 1 - self._caps.size
+        if extra > 0:
+            extra = max(extra, self._caps.size)
+            self._hull = np.concatenate((self._hull, np.zeros((extra, self._n_rb))))
+            self._hull_fading = np.concatenate((self._hull_fading, np.full(extra, np.nan)))
+            self._caps = np.concatenate((self._caps, np.full(extra, -1, dtype=np.int64)))
+
+    def _concave_rates(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        """Each client's rates on ``1 .. n_rb`` RBs at ``fading``, made concave, shape (k, n_rb):
+        from the slot form's tables (or one link call for the clients whose draw is new, fluid),
+        the hull taken once per fading draw."""
+        self._spare_rows(rows)
+        stale = np.flatnonzero(self._hull_fading[rows] != fading)  # NaN: never
+        if stale.size:
+            if self._slot:  # the tables hold 1 .. n_rb RBs at the fading now (tabled before)
+                rates = self._tab[:, 0, rows[stale]].T
+            else:
+                counts = np.arange(1, self._n_rb + 1, dtype=float)
+                rate, _, _ = self._link_at(np.repeat(ids[stale], counts.size),
+                                           np.tile(counts, stale.size) * self._grid.hz_per_rb,
+                                           np.repeat(fading[stale], counts.size))
+                rates = np.asarray(rate, dtype=float).reshape(stale.size, counts.size)
+            self._hull[rows[stale]] = concave_rates(rates)
+            self._hull_fading[rows[stale]] = fading[stale]
+        return self._hull[rows]
+
+    def _headroom(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """Each client's power headroom in RBs, in ``[1, n_rb]`` (asked once per client and band),
+        or None when the power control sets no limit."""
+        if self._headroom_of is None:
+            return None
+        self._spare_rows(rows)
+        new = np.flatnonzero(self._caps[rows] < 0)
+        if new.size:
+            caps = self._headroom_of(ids[new])
+            if caps is None:
+                self._headroom_of = None
+                return None
+            self._caps[rows[new]] = np.clip(np.asarray(caps, dtype=np.int64), 1, self._n_rb)
+        return self._caps[rows]
+
+    def _headroom_binds(self, n: int) -> bool:
+        """Fluid: whether a client on the air has less headroom than its equal share ``n_rb / n``
+        (then the equal-shares policy is asked for its split)."""
+        if self._headroom_of is None or "headroom_rb" not in self._fluid_kw:
+            return False
+        rows = np.flatnonzero(self._f_on[1])
+        caps = self._headroom(np.array([self._client[r] for r in rows.tolist()], dtype=np.int64), rows)
+        return caps is not None and int(caps.min()) * n < self._n_rb
+
     # -- the record of the grants (read by Band.grants, never by the scheduling) -------------------
     def _remember(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray, snr_db: np.ndarray) -> None:
         """Keep the SINRs of the last two untabled link calls (a slot's whole-band and grant calls),
@@ -529,7 +609,7 @@ class Band:
             self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
                         self._fading(fresh))
         n, finish_s = self._n_on, self._f_finish
-        if self._equal_shares and n <= self._steps.size:
+        if self._equal_shares and n <= self._steps.size and not self._headroom_binds(n):
             # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
             np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
             np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)
@@ -542,7 +622,9 @@ class Band:
         else:
             rows = np.flatnonzero(self._f_on[1])
             ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
-            rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb), dtype=float)
+            extra = self._policy_inputs(self._fluid_kw, ids, rows, self._tab_fading[rows])
+            rbs = np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb, **extra),
+                             dtype=float)
             rate, power = self._links(ids, rbs, self._tab_fading[rows])
             self._rbs_on_air = float(rbs.sum())
             self._f_speed.fill(0.0)
@@ -606,8 +688,12 @@ class Band:
                 per_rb = whole_bps / self._n_rb
                 left = np.array([self._left[k] for k in ids.tolist()])
                 average = np.array([self._average[k] for k in ids.tolist()])
-                need = needed_rbs(left, per_rb, slot_s)
-                grant = np.asarray(policy.grant_rbs(self._n_rb, need, per_rb, average, j), dtype=np.int64)
+                rows = np.array([self._row[k] for k in ids.tolist()], dtype=np.int64)
+                # the fewest RBs that empty each buffer, by the rates tabled on 1 .. n_rb RBs
+                need = needed_rbs_table(left, self._tab[:, 0, rows].T, slot_s)
+                grant = np.asarray(policy.grant_rbs(self._n_rb, need, per_rb, average, j,
+                                                    **self._policy_inputs(self._grant_kw, ids, rows, fading)),
+                                   dtype=np.int64)
                 granted_rbs = float(grant.sum())
                 g = grant > 0
                 served = np.zeros(ids.size)
