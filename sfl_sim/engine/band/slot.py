@@ -34,9 +34,9 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.link.scheduling import ResourceGrid, needed_rbs_table
 from sfl_sim.channel.protocols import HarqModel, Scheduler
-from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, LinkAt, NoteBusy, SlotGrant
+from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant
 from sfl_sim.engine.steps import SimSteps
 
 __all__ = ["SlotBand"]
@@ -70,14 +70,16 @@ class SlotBand(BandResource):
         slot (with HARQ), keyed by the round, the client and the slot, never the run's shared streams.
     trace_slots : bool
         Keep every grant of every slot in :attr:`slot_trace` (``metrics.slot_trace``).
+    headroom : HeadroomOf or None
+        As :class:`~sfl_sim.engine.band.base.BandResource`.
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, latency_s: float, harq: HarqModel | None = None,
                  block_rng: Callable[[int, int], np.random.Generator] | None = None,
-                 trace_slots: bool = False) -> None:
+                 trace_slots: bool = False, headroom: HeadroomOf | None = None) -> None:
         super().__init__(env, policy, grid, link_at, fading, note_busy, latency_s,
-                         np.arange(1, grid.n_rb + 1, dtype=float))
+                         np.arange(1, grid.n_rb + 1, dtype=float), headroom)
         self._harq, self._block_rng = harq, block_rng
         self._trace: list[SlotGrant] | None = [] if trace_slots else None
         # per row: bits left, proportional fair's T_k, the transfer's energy so far (J), the
@@ -107,12 +109,18 @@ class SlotBand(BandResource):
                turn: int) -> np.ndarray:
         """The policy's grants of slot ``turn`` to the clients of ``rows`` (those with data, in
         order): their needs, rates per RB on the whole band and averaged throughputs; their rates
-        on ``1 .. n_rb`` RBs are :meth:`_rates_bps` ``(rows)``, shape (k, n_rb)."""
-        return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn), dtype=np.int64)
+        on ``1 .. n_rb`` RBs are :meth:`_rates_bps` ``(rows)``, shape (k, n_rb); the optional inputs
+        the policy declares (``rates_bps`` made concave, ``headroom_rb``) are passed."""
+        extra = self._policy_inputs(self._grant_kw, self._ids[rows], rows, self._fad[rows]) if self._grant_kw else {}
+        return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn, **extra), dtype=np.int64)
 
     def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
         """The rates (bit/s) of the clients of ``rows`` on ``1 .. n_rb`` RBs at their fading now, (k, n_rb)."""
         return self._tab[:, 0, rows].T
+
+    def _every_count(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        # the tables hold 1 .. n_rb RBs at the fading now (tabled before the policy is asked)
+        return self._rates_bps(rows)
 
     # -- the base's hooks --------------------------------------------------------------------------
     @property
@@ -266,7 +274,8 @@ class SlotBand(BandResource):
         per_rb = self._tab[n_rb - 1, 0, rows] / n_rb
         left = self._left[rows]
         average = self._average[rows]
-        need = _needed_rbs(left, per_rb, slot_s)
+        # the fewest RBs that empty each buffer, by the rates tabled on 1 .. n_rb RBs
+        need = needed_rbs_table(left, self._rates_bps(rows), slot_s)
         grant = self._grant(rows, need, per_rb, average, j)
         g = np.flatnonzero(grant > 0)
         served = np.zeros(rows.size)
@@ -351,16 +360,3 @@ class SlotBand(BandResource):
         self._held.setdefault(client, []).append((due_s, bits, rounds_after, wait_s))
         self._n_held[row] += 1
 
-
-def _needed_rbs(left_bits: np.ndarray, rate_per_rb_bps: np.ndarray, slot_s: float) -> np.ndarray:
-    """:func:`~sfl_sim.channel.link.scheduling.needed_rbs` for buffers that all hold bits, in fewer
-    array operations (the same numbers: ``ceil(bits / (r_rb slot) (1 - 1e-12))``, at least 1 where
-    the rate is positive, 0 where it is 0)."""
-    per_rb = rate_per_rb_bps * slot_s
-    live = per_rb > 0
-    if live.all():
-        need = np.ceil(left_bits / per_rb * (1.0 - 1e-12)).astype(np.int64)
-        return np.maximum(need, 1)
-    need = np.zeros(left_bits.shape, dtype=np.int64)
-    need[live] = np.ceil(left_bits[live] / per_rb[live] * (1.0 - 1e-12)).astype(np.int64)
-    return np.maximum(need, live.astype(np.int64))
