@@ -348,6 +348,10 @@ class BandResource(BaseResource[Transfer, Get]):
                 self._tab_inv[:, rows[stale]] = 1.0 / rate
             self._tab_fading[rows[stale]] = fading[stale]
             self._tab_snr[:, rows[stale]] = np.asarray(snr_db, dtype=float).reshape(stale.size, steps.size).T
+            self._tabled(rows[stale])
+
+    def _tabled(self, rows: np.ndarray) -> None:
+        """The rows whose tables were just filled (for what a form derives from them)."""
 
     def _links(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rate (bit/s) and power (W) of each client on ``rbs`` resource blocks with ``fading``.
