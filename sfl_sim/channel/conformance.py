@@ -44,7 +44,8 @@ Kinds and what is checked
                 early time again after a late one); velocities (n, 2) and nominal speeds (n,) finite,
                 speeds >= 0; a fresh copy loaded with the ``state_dict`` gives the same positions.
 ``power_control`` powers >= 0, finite, broadcast over (clients x shares x losses); non-decreasing
-                in coupling loss and in bandwidth (a weaker link or a wider share never gets less power).
+                in coupling loss and in bandwidth (a weaker link or a wider share never gets less power);
+                ``headroom_rbs``, where the model has it, integers >= 1 non-increasing in coupling loss.
 ``interference`` on a reference scene (500 m disc, TR 36.814 macro path loss, 8 dB shadowing,
                 fixed 0.2 W, 20 MHz): ``deploy`` gives plain data and is seeded; the noise rise is a
                 finite float >= 1, seeded.
@@ -63,7 +64,10 @@ Kinds and what is checked
                 ``min(n_rb, total need)`` (work-conserving); ``fluid_rbs`` finite, >= 0, within the
                 grid, the whole grid for a dynamic one; ``dynamic`` a bool on the class, and for a
                 dynamic one ``fidelity`` ``fluid`` or ``slot``, ``fluid_equal_shares`` a bool,
-                ``grant_latency_slots()`` an integer in [0, 640].
+                ``grant_latency_slots()`` an integer in [0, 640].  A method that declares
+                ``rates_bps`` / ``headroom_rb`` is asked again with them (concave rates, random
+                headrooms): the same checks, and nothing beyond a client's headroom unless every
+                client holds ``min(need, headroom)`` (slot) or its headroom (fluid).
 any kind        when the component is :class:`~sfl_sim.channel.protocols.Stateful`: ``state_dict()`` is
                 plain data (arrays, numbers, strings, None, dicts/lists) that
                 ``load_state_dict`` takes back; for mobility, a fresh copy loaded with it continues
@@ -82,7 +86,7 @@ from sfl_sim.channel.kinds import PROTOCOLS, REGISTRIES
 from sfl_sim.channel.link.allocation import accepts_rate_of
 from sfl_sim.channel.link.power_control import transmit_power_w
 from sfl_sim.channel.link.rate import ShannonRate
-from sfl_sim.channel.link.scheduling import MAX_LATENCY_SLOTS, Fidelity, is_dynamic
+from sfl_sim.channel.link.scheduling import MAX_LATENCY_SLOTS, Fidelity, declares, is_dynamic
 from sfl_sim.channel.protocols import (
     BoundedSpeedMobility,
     LosAwarePathLoss,
@@ -583,6 +587,12 @@ def _check_power_control(report: _Report, comp: Any, seed: int, counts: list[int
         p = transmit_power_w(comp, rng.uniform(0.1, 1.0, n), rng.uniform(1e5, 1e7, n), rng.uniform(60.0, 160.0, n),
                              2e7)
         _float_array(report, p, (n,), "tx_power_w")
+    if callable(getattr(comp, "headroom_rbs", None)):  # HeadroomPowerControl: RBs, integers >= 1
+        caps = np.asarray(comp.headroom_rbs(losses))
+        report.check(caps.shape == losses.shape, "headroom_rbs shape", f"expected {losses.shape}, got {caps.shape}")
+        report.check(np.issubdtype(caps.dtype, np.integer) and bool(np.all(caps >= 1)), "headroom_rbs integers >= 1",
+                     f"got {caps!r}")
+        report.check(bool(np.all(np.diff(caps) <= 0)), "headroom_rbs non-increasing in coupling loss", f"got {caps!r}")
 
 
 def _interference_scene(n: int) -> UplinkScene:
@@ -687,39 +697,83 @@ def _check_scheduler(report: _Report, comp: Any, seed: int, counts: list[int]) -
         report.check(isinstance(latency, (int, np.integer)) and not isinstance(latency, bool)
                      and 0 <= latency <= MAX_LATENCY_SLOTS,
                      f"grant_latency_slots() an integer in [0, {MAX_LATENCY_SLOTS}]", f"got {latency!r}")
+    # the optional inputs (the Scheduler protocol), given to the methods that declare them
+    grant_kw = [name for name in ("rates_bps", "headroom_rb") if declares(comp.grant_rbs, name)]
+    fluid_kw = [name for name in ("rates_bps", "headroom_rb") if declares(comp.fluid_rbs, name)]
     for n in counts:
         for n_rb in (11, 51, 273):
             rates = rng.uniform(1e4, 1e6, n)
             need = rng.integers(0, 2 * n_rb // max(n, 1) + 2, n)
             need[rng.random(n) < 0.3] = 0  # empty buffers
             average = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(1e5, 1e7, n))
+            # concave rates on 1 .. n_rb RBs (a power spread over more RBs, Shannon) and headrooms
+            snr = rng.uniform(0.1, 3.0 * n_rb, n)[:, None]
+            counts_rb = np.arange(1, n_rb + 1, dtype=float)
+            table = rates[:, None] * counts_rb * np.log2(1.0 + snr / counts_rb) / np.log2(1.0 + snr)
+            headroom = rng.integers(1, n_rb + 1, n)
+            headroom[rng.random(n) < 0.3] = n_rb
+            extra = {"rates_bps": table.copy(), "headroom_rb": headroom.copy()}
             for turn in (0, 1, 7):
                 grant = np.asarray(comp.grant_rbs(n_rb, need.copy(), rates.copy(), average.copy(), turn))
-                report.check(grant.shape == (n,), "grant_rbs shape", f"expected {(n,)}, got {grant.shape}")
-                report.check(np.all(grant == np.round(grant)), "grant_rbs whole RBs", f"got {grant!r}")
-                report.check(np.all(grant >= 0), "grant_rbs >= 0", f"got {grant!r}")
-                report.check(grant.sum() <= n_rb, "grant_rbs within the grid",
-                             f"{grant.sum():g} RBs granted of {n_rb} (n={n}, turn={turn})")
-                report.check(np.all(grant[need == 0] == 0), "no RBs to an empty buffer",
-                             f"grants {grant[need == 0]!r} to clients with need 0")
+                if grant_kw:
+                    with_inputs = np.asarray(comp.grant_rbs(n_rb, need.copy(), rates.copy(), average.copy(), turn,
+                                                            **{k: extra[k] for k in grant_kw}))
+                    _check_grant(report, comp, with_inputs, n, n_rb, need, turn, dynamic)
+                    if dynamic and "headroom_rb" in grant_kw:
+                        held = np.minimum(need, headroom)
+                        report.check(not np.any(with_inputs > held) or bool(np.all(with_inputs >= held)),
+                                     "grant_rbs beyond the headroom only when every client holds min(need, headroom)",
+                                     f"grants {with_inputs!r}, needs {need!r}, headroom {headroom!r}")
+                _check_grant(report, comp, grant, n, n_rb, need, turn, dynamic)
                 again = np.asarray(comp.grant_rbs(n_rb, need.copy(), rates.copy(), average.copy(), turn))
                 report.check(np.array_equal(grant, again), "grant_rbs deterministic")
-                if dynamic:
-                    report.check(np.all(grant <= need), "grant_rbs at most the need",
-                                 f"grants {grant!r} for needs {need!r}")
-                    report.check(grant.sum() == min(n_rb, int(need.sum())), "grant_rbs work-conserving",
-                                 f"{grant.sum():g} RBs granted, {min(n_rb, int(need.sum()))} could be used")
             active = rates[need > 0]
+            if fluid_kw:
+                on = need > 0
+                given = {"rates_bps": table[on].copy(), "headroom_rb": headroom[on].copy()}
+                share = np.asarray(comp.fluid_rbs(n_rb, active.copy(), **{k: given[k] for k in fluid_kw}), dtype=float)
+                _check_fluid(report, comp, share, active, n_rb, dynamic)
+                if dynamic and "headroom_rb" in fluid_kw and active.size:
+                    held = headroom[on]
+                    report.check(not np.any(share > held + 1e-9) or bool(np.all(share >= held - 1e-9)),
+                                 "fluid_rbs beyond the headroom only when every client holds its headroom",
+                                 f"shares {share!r}, headroom {held!r}")
             share = np.asarray(comp.fluid_rbs(n_rb, active.copy()), dtype=float)
-            report.check(share.shape == active.shape, "fluid_rbs shape", f"expected {active.shape}, got {share.shape}")
-            report.check(np.all(np.isfinite(share) & (share >= 0)), "fluid_rbs finite and >= 0", f"got {share!r}")
-            report.check(share.sum() <= n_rb * (1 + 1e-9), "fluid_rbs within the grid", f"{share.sum():g} of {n_rb}")
-            if dynamic and active.size:
-                report.check(share.sum() >= n_rb * (1 - 1e-9), "fluid_rbs work-conserving",
-                             f"{share.sum():g} of {n_rb} RBs shared")
+            _check_fluid(report, comp, share, active, n_rb, dynamic)
             if dynamic and getattr(comp, "fluid_equal_shares", False) is True and active.size:
                 report.check(bool(np.all(share == n_rb / active.size)), "fluid_rbs n_rb / n each (fluid_equal_shares)",
                              f"got {share!r} for n = {active.size}")
+                if "headroom_rb" in fluid_kw:  # the promise holds where no headroom is below n_rb / n
+                    roomy = np.full(active.size, n_rb)
+                    wide = np.asarray(comp.fluid_rbs(n_rb, active.copy(), headroom_rb=roomy), dtype=float)
+                    report.check(bool(np.all(wide == n_rb / active.size)),
+                                 "fluid_rbs n_rb / n each with room (fluid_equal_shares)", f"got {wide!r}")
+
+
+def _check_grant(report: _Report, comp: Any, grant: np.ndarray, n: int, n_rb: int, need: np.ndarray, turn: int,
+                 dynamic: bool) -> None:
+    """One slot's grants against the Scheduler protocol."""
+    report.check(grant.shape == (n,), "grant_rbs shape", f"expected {(n,)}, got {grant.shape}")
+    report.check(np.all(grant == np.round(grant)), "grant_rbs whole RBs", f"got {grant!r}")
+    report.check(np.all(grant >= 0), "grant_rbs >= 0", f"got {grant!r}")
+    report.check(grant.sum() <= n_rb, "grant_rbs within the grid",
+                 f"{grant.sum():g} RBs granted of {n_rb} (n={n}, turn={turn})")
+    report.check(np.all(grant[need == 0] == 0), "no RBs to an empty buffer",
+                 f"grants {grant[need == 0]!r} to clients with need 0")
+    if dynamic:
+        report.check(np.all(grant <= need), "grant_rbs at most the need", f"grants {grant!r} for needs {need!r}")
+        report.check(grant.sum() == min(n_rb, int(need.sum())), "grant_rbs work-conserving",
+                     f"{grant.sum():g} RBs granted, {min(n_rb, int(need.sum()))} could be used")
+
+
+def _check_fluid(report: _Report, comp: Any, share: np.ndarray, active: np.ndarray, n_rb: int, dynamic: bool) -> None:
+    """A fluid split against the Scheduler protocol."""
+    report.check(share.shape == active.shape, "fluid_rbs shape", f"expected {active.shape}, got {share.shape}")
+    report.check(np.all(np.isfinite(share) & (share >= 0)), "fluid_rbs finite and >= 0", f"got {share!r}")
+    report.check(share.sum() <= n_rb * (1 + 1e-9), "fluid_rbs within the grid", f"{share.sum():g} of {n_rb}")
+    if dynamic and active.size:
+        report.check(share.sum() >= n_rb * (1 - 1e-9), "fluid_rbs work-conserving",
+                     f"{share.sum():g} of {n_rb} RBs shared")
 
 
 _CHECKS = {

@@ -31,14 +31,17 @@ Optional capabilities
 :class:`SiteShadowingUpdate` (``update_site_db``), :class:`SnrRate` (``snr_linear``),
 :class:`NoiseFigureRate` (``noise_figure_db``),
 :class:`LinkAwareAllocator` (``allocate_hz(..., rate_of=...)``), :class:`ChannelAwarePowerControl`
-(``tx_power_w(..., channel_bandwidth_hz=...)``), :class:`BoundedSpeedMobility`
+(``tx_power_w(..., channel_bandwidth_hz=...)``), :class:`HeadroomPowerControl`
+(``headroom_rbs(coupling_loss_db)``), :class:`BoundedSpeedMobility`
 (``max_speed_m_per_s``), :class:`Resettable` (``reset()``) and :class:`Stateful`
 (``state_dict()`` / ``load_state_dict(state)``, any kind).
 
 ``isinstance(obj, Protocol)`` only sees that the members exist, not their parameters; the two
 capabilities that live in a parameter are detected by
 :func:`sfl_sim.channel.link.allocation.accepts_rate_of` (``rate_of``) and
-:func:`sfl_sim.channel.link.power_control.takes_channel_bandwidth` (``channel_bandwidth_hz``).
+:func:`sfl_sim.channel.link.power_control.takes_channel_bandwidth` (``channel_bandwidth_hz``), and a
+scheduler's optional inputs (``rates_bps``, ``headroom_rb``) by
+:func:`sfl_sim.channel.link.scheduling.declares`.
 
 :class:`ShadowingSite`, the argument of the site-aware shadowing protocols, and :class:`UplinkScene`,
 the argument of the interference protocol, and :class:`HarqSend`, what a HARQ model's ``send``
@@ -83,6 +86,7 @@ __all__ = [
     "Stateful",
     "PowerControl",
     "ChannelAwarePowerControl",
+    "HeadroomPowerControl",
     "UplinkScene",
     "Interference",
     "HarqSend",
@@ -408,6 +412,18 @@ class ChannelAwarePowerControl(Protocol):
         """As :meth:`PowerControl.tx_power_w`, the shares cut from a channel of ``channel_bandwidth_hz`` Hz."""
 
 
+@runtime_checkable
+class HeadroomPowerControl(Protocol):
+    """A power control with a nominal power per resource block, which reports each client's power
+    headroom in RBs: the most RBs it can send on before its nominal power reaches ``P_CMAX``
+    (TS 38.213 clause 7.7.1, Type-1 PH >= 0).  A dynamic scheduler caps a client's grant by it
+    while another client can use the RBs (:mod:`sfl_sim.channel.link.scheduling`); a model
+    without the method sets no limit."""
+
+    def headroom_rbs(self, coupling_loss_db: Any) -> np.ndarray:
+        """Integers >= 1, the shape of ``coupling_loss_db`` (path loss plus shadowing, dB)."""
+
+
 # ---------------------------------------------------------------------- interference
 @dataclass(frozen=True)
 class UplinkScene:
@@ -527,9 +543,24 @@ class Scheduler(Protocol):
       :func:`sfl_sim.channel.link.scheduling.is_dynamic` is the one place that reads it;
     - ``fidelity``: ``"fluid"`` (asked when a transfer starts or ends) or ``"slot"`` (every slot);
     - ``fluid_equal_shares`` (a bool): True promises that :meth:`fluid_rbs` is ``n_rb / n`` each
-      whatever the rates (round-robin, proportional fair): the engine then reads the rates of ``n``
-      equal shares from its tables without asking (the conformance check holds the policy to it);
+      whatever the rates, when no client's ``headroom_rb`` is below ``n_rb / n`` (round robin):
+      the engine then reads the rates of ``n`` equal shares from its tables without asking (the
+      conformance check holds the policy to it);
     - :meth:`grant_latency_slots`, the slots a new transfer waits before its first grant.
+
+    Optional inputs.  :meth:`fluid_rbs` and :meth:`grant_rbs` may declare either of two
+    keyword parameters, and the band passes each only to a method that declares it
+    (:func:`sfl_sim.channel.link.scheduling.declares`), so a policy written without them runs
+    unchanged:
+
+    - ``rates_bps``, shape (k, n_rb): each client's rate (bit/s) on ``m + 1`` resource blocks at
+      its channel now, made concave in ``m`` (the least concave majorant of the cell's rates,
+      :func:`sfl_sim.channel.link.scheduling.concave_rates`: what time-sharing two grant sizes
+      reaches; the cell's own rates where they are concave, as at a fixed power);
+    - ``headroom_rb``, shape (k,): each client's power headroom in RBs, integers in ``[1, n_rb]``
+      (the power control's ``headroom_rbs``, :class:`HeadroomPowerControl`); ``n_rb`` for a
+      power control without a limit.  A grant beyond it (the client at ``P_CMAX``, its power per
+      RB falling) should wait until every client with data holds ``min(need, headroom)``.
     """
 
     dynamic: ClassVar[bool]
@@ -542,13 +573,13 @@ class Scheduler(Protocol):
 
     def fluid_rbs(self, n_rb: int, rate_per_rb_bps: np.ndarray) -> np.ndarray:
         """Processor-sharing split of ``n_rb`` among the clients given (all with data), shape
-        (k,), real numbers >= 0 summing to ``n_rb``."""
+        (k,), real numbers >= 0 summing to ``n_rb`` (optional keywords: see the class)."""
 
     def grant_rbs(self, n_rb: int, need_rb: np.ndarray, rate_per_rb_bps: np.ndarray,
                   average_bps: np.ndarray, turn: int) -> np.ndarray:
         """One slot's grants, integers >= 0, shape (k,): 0 where ``need_rb`` is 0 (an empty
         buffer), at most ``need_rb`` for a dynamic one, summing to at most ``n_rb``; ``turn`` is the
-        slot's index."""
+        slot's index (optional keywords: see the class)."""
 
     def average_bps(self, average_bps: np.ndarray, served_bps: np.ndarray) -> np.ndarray:
         """The averaged throughputs ``grant_rbs`` is given, after a slot that served ``served_bps``

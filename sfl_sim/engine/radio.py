@@ -22,6 +22,7 @@ import numpy as np
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
+from sfl_sim.channel.link.power_control import headroom_rbs
 from sfl_sim.config.choices import Coherence, DownlinkMode
 
 __all__ = ["Downlink", "Uplink"]
@@ -167,6 +168,12 @@ class Uplink:
         if self._time_varying:
             return self._radio.fading_at(clients, self._now())
         return np.array([self._fading_gain[k] for k in clients.tolist()])
+
+    def headroom_rbs(self, clients: np.ndarray) -> np.ndarray | None:
+        """The clients' power headroom in resource blocks (the power control's ``headroom_rbs`` at
+        their coupling loss now), or None when the power control sets no limit."""
+        cell = self._cell
+        return headroom_rbs(cell.power_control, cell.large_scale.snapshot.coupling_loss_db[clients])
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
                 fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

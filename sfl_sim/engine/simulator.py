@@ -199,7 +199,8 @@ class RoundContext:
             return keyed_stream(sim.seed, "harq_slot", round_index, client, slot)
 
         return open_band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
-                    sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace)
+                         sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace,
+                         headroom=self._uplink.headroom_rbs)
 
     def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the

@@ -105,3 +105,28 @@ def test_deciding_ahead_with_harq_gives_the_numbers_of_one_step_per_slot():
     assert any(g.failed for g in plain[3])  # HARQ copies were resent
     assert ahead[:5] == plain[:5]
     assert ahead[5] < plain[5] / 4
+
+
+def test_the_slot_need_read_from_the_best_rate_is_needed_rbs_table():
+    # rates that fall and rise with the RB count (an MCS table's steps): the need is the fewest RBs
+    # whose rate empties the buffer, read from the table only for buffers its best rate empties
+    from sfl_sim.channel.link.scheduling import needed_rbs_table
+
+    rng = np.random.default_rng(5)
+    table = rng.uniform(0.0, 2e6, (6, GRID.n_rb))
+    table[5] = 0.0  # no rate on any RB count
+
+    def link_at(ids, bandwidth_hz, fading):
+        m = np.rint(np.asarray(bandwidth_hz) / GRID.hz_per_rb).astype(int)
+        return table[ids, m - 1], np.zeros(ids.size), np.ones(ids.size)
+
+    band = open_band(simpy.Environment(), RoundRobin(fidelity="slot"), GRID, link_at, lambda ids: np.ones(ids.size),
+                     lambda *a: None)
+    ids = np.arange(6)
+    rows = np.array([band._row_of(k) for k in ids])
+    band._table(ids, rows, np.ones(6))
+    per_slot_max = table.max(axis=1) * GRID.slot_s
+    # (every buffer holds bits: the band asks only for those)
+    for left in (rng.uniform(1.0, 1.2, 6) * per_slot_max + 1.0, rng.uniform(0.0, 1.0, 6) * per_slot_max + 1.0,
+                 per_slot_max + 1.0, np.full(6, 1e-3)):
+        assert band._need(rows, left).tolist() == needed_rbs_table(left, band._rates_bps(rows), GRID.slot_s).tolist()

@@ -130,19 +130,26 @@ def test_max_rate_serves_the_best_channel_first():
 
 
 def test_proportional_fair_slot_enumerated_by_hand():
-    # t_c = 2 slots: T <- T/2 + r/2.  Whole-grid rates r0 = 40, r1 = 20 Mbit/s (per RB: /51).  Slot 0:
-    # both T = 0 (metric inf): the lower index, client 0, gets all 51 RBs; T0 = 40/2 = 20, T1 = 0.
-    # Slot 1: client 1 has T = 0 -> all to 1; T1 = 10, T0 = 10.  Slot 2: metrics 40/10 vs 20/10 ->
-    # client 0; T0 = 5 + 20 = 25, T1 = 5.  Slot 3: 40/25 < 20/5 -> client 1.  So clients alternate:
-    # 0, 1, 0, 1.  Buffers of two slots' worth each
-    # (client 0: 2 x 51 RBs at 2 bit/Hz; client 1: 2 x 51 at 1): client 0 ends after slot 2, client 1
-    # after slot 3.
+    # t_c = 2 slots: T <- T/2 + r/2.  Rates linear in the RBs (per RB: r0 = 40/51, r1 = 20/51 Mbit/s),
+    # so every RB of a client has the metric (r/51) / T.  Buffers of two slots' worth each: client 0
+    # 2 x 51 RB-slots at 2 bit/Hz, client 1 2 x 51 at 1 bit/Hz.
+    # Slot 0: both T = 0 (metric inf), a tie on every RB: the lower RB count first, then the lower
+    #   index, so the band is dealt out one RB each: client 0 gets 26, client 1 25.  Served
+    #   40 x 26/51 = 20.39 and 20 x 25/51 = 9.80 Mbit/s: T0 = 10.196, T1 = 4.902.  Left: 76 and 77 RB-slots.
+    # Slot 1: metrics 0.784/10.196 = 0.077 < 0.392/4.902 = 0.080: client 1, all 51 (its need is 77).
+    #   T0 = 5.098, T1 = 2.451 + 10 = 12.451; client 1 has 26 left.
+    # Slot 2: 0.784/5.098 = 0.154 > 0.392/12.451 = 0.031: client 0, 51 RBs (25 left).  T0 = 22.549, T1 = 6.225.
+    # Slot 3: 0.784/22.549 = 0.035 < 0.392/6.225 = 0.063: client 1 its need, 26; the other 25 to client 0,
+    #   its need: both end after slot 3.  (Before the marginal rule the tie in slot 0 went whole to
+    #   client 0, and client 0 ended a slot earlier.)
     per_rb_slot = GRID.hz_per_rb * GRID.slot_s
     bits0, bits1 = 2 * 51 * per_rb_slot * 2.0, 2 * 51 * per_rb_slot * 1.0
-    finish, _ = _run(ProportionalFair(fidelity="slot", time_constant_slots=2.0), SE,
-                     [(0, 0.0, bits0), (1, 0.0, bits1)])
-    assert finish[0] == pytest.approx(3 * GRID.slot_s)
-    assert finish[1] == pytest.approx(4 * GRID.slot_s)
+    band = _grants(ProportionalFair(fidelity="slot", time_constant_slots=2.0), SE, [(0, 0.0, bits0), (1, 0.0, bits1)],
+                   trace_slots=True)
+    assert [(t.slot, t.client, t.rbs) for t in band.slot_trace] == [
+        (0, 0, 26), (0, 1, 25), (1, 1, 51), (2, 0, 51), (3, 0, 25), (3, 1, 26)]
+    assert band.grants(0).in_band_s == pytest.approx(4 * GRID.slot_s)
+    assert band.grants(1).in_band_s == pytest.approx(4 * GRID.slot_s)
     # the fluid form (equal shares) ends the pair at the same times to within a slot here
     fluid, _ = _run(ProportionalFair(), SE, [(0, 0.0, bits0), (1, 0.0, bits1)])
     assert fluid[0] == pytest.approx(4 * GRID.slot_s) and fluid[1] == pytest.approx(4 * GRID.slot_s)

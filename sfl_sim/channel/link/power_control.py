@@ -9,7 +9,10 @@ their bandwidth and their coupling loss (path loss plus shadowing: the long-term
 estimates from the downlink reference signals; small-scale fading is not compensated).  A model
 whose ``tx_power_w`` also takes ``channel_bandwidth_hz`` (a
 :class:`~sfl_sim.channel.protocols.ChannelAwarePowerControl`) is given the uplink band the shares
-are cut from (:func:`transmit_power_w`).
+are cut from (:func:`transmit_power_w`).  A model with ``headroom_rbs(coupling_loss_db)`` (a
+:class:`~sfl_sim.channel.protocols.HeadroomPowerControl`) tells a dynamic scheduler how many
+resource blocks each client can power at its nominal power (:func:`headroom_rbs`); a model
+without it sets no such limit.
 
 - ``fixed``: :class:`FixedPower`, every client sends at its configured power (the default).
 - ``open_loop``: :class:`OpenLoopPowerControl`, 3GPP TS 38.213 clause 7.1.1 open loop.
@@ -31,7 +34,8 @@ from sfl_sim.kit.params import Doc, ParamsModel, field_validator
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["POWER_CONTROL", "FixedPower", "OpenLoopPowerControl", "PATHLOSS_COMPENSATION_FACTORS",
-           "SUBCARRIERS_PER_RB", "resource_blocks", "numerology", "transmit_power_w", "takes_channel_bandwidth"]
+           "SUBCARRIERS_PER_RB", "headroom_rbs", "resource_blocks", "numerology", "transmit_power_w",
+           "takes_channel_bandwidth"]
 
 POWER_CONTROL = Registry("power_control", protocol=PowerControl)
 
@@ -98,9 +102,25 @@ def transmit_power_w(power_control: PowerControl, nominal_tx_power_w: Any, bandw
     return np.asarray(power_control.tx_power_w(nominal_tx_power_w, bandwidth_hz, coupling_loss_db), dtype=float)
 
 
+def headroom_rbs(power_control: PowerControl, coupling_loss_db: Any) -> np.ndarray | None:
+    """Each client's power headroom in resource blocks, ``power_control.headroom_rbs`` (integers
+    >= 1), or None for a model that has no such method (no limit: :class:`FixedPower`)."""
+    method = getattr(power_control, "headroom_rbs", None)
+    if method is None:
+        return None
+    return np.asarray(method(coupling_loss_db), dtype=np.int64)
+
+
 @POWER_CONTROL.register("fixed")
 class FixedPower(Component):
-    """Every client sends at its configured power (``cell.client_tx_power_w``), whatever its share."""
+    """Every client sends at its configured power (``cell.client_tx_power_w``), whatever its share.
+
+    It reports no power headroom (no ``headroom_rbs``): its power does not depend on the resource
+    blocks, so there is no nominal power on ``M`` RBs to hold against ``P_CMAX`` (TS 38.213 clause
+    7.7.1).  That its rate grows less than in proportion to the RBs (the same power spread over
+    more of them) is the scheduler's to weigh: proportional fair's marginal rule splits the band
+    by it (:mod:`sfl_sim.channel.link.scheduling`).
+    """
 
     def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any) -> np.ndarray:
         """The configured power, broadcast to the shape of the arguments.
@@ -215,6 +235,31 @@ class OpenLoopPowerControl(Component):
             wanted = p.p0_dbm + 10.0 * np.log10(2.0 ** numerology(p.subcarrier_spacing_hz) * rbs) \
                 + float(p.alpha) * pl
         return np.minimum(p.p_max_dbm, wanted)
+
+    def headroom_rbs(self, coupling_loss_db: Any) -> np.ndarray:
+        """The most resource blocks each client can send on at its nominal power: the largest
+        ``M_RB >= 1`` whose Type-1 power headroom is not negative (TS 38.213 clause 7.7.1:
+        ``PH = P_CMAX - (P0 + 10 log10(2^mu M_RB) + alpha PL)`` with ``Delta_TF = f = 0``, as in
+        :meth:`tx_power_dbm`), ``floor(10^((P_max - P0 - alpha PL) / 10) / 2^mu)``; 1 for a client
+        that is power-limited on one RB already.  On more RBs its power stays at ``P_max`` and
+        its power per RB falls.
+
+        Parameters
+        ----------
+        coupling_loss_db : float or array_like
+            Each client's path loss plus shadowing in dB (finite).
+
+        Returns
+        -------
+        numpy.ndarray
+            RBs (int64, >= 1), same shape (at most 2^31: no grid is near it).
+        """
+        p = self.params
+        pl = check_array("coupling_loss_db", coupling_loss_db)
+        spare_db = p.p_max_dbm - p.p0_dbm - float(p.alpha) * pl
+        rbs = 10.0 ** (np.minimum(spare_db, 100.0) / 10.0) / 2.0 ** numerology(p.subcarrier_spacing_hz)
+        # a headroom of exactly 0 dB counts (PH >= 0); 1e-9 keeps a rounding below the integer in
+        return np.clip(np.floor(rbs * (1.0 + 1e-9)), 1.0, 2.0 ** 31).astype(np.int64)
 
     def tx_power_w(self, nominal_tx_power_w: Any, bandwidth_hz: Any, coupling_loss_db: Any,
                    channel_bandwidth_hz: float | None = None) -> np.ndarray:

@@ -45,12 +45,12 @@ import simpy
 
 from sfl_sim.channel.link.scheduling import ResourceGrid, is_dynamic
 from sfl_sim.channel.protocols import HarqModel, Scheduler
-from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, LinkAt, NoteBusy, SlotGrant, Transfer
+from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant, Transfer
 from sfl_sim.engine.band.fluid import FluidBand
 from sfl_sim.engine.band.slot import SlotBand
 
-__all__ = ["BandResource", "FadingOf", "FluidBand", "Form", "Grants", "LinkAt", "NoteBusy", "SlotBand", "SlotGrant",
-           "Transfer", "open_band", "scheduling_form"]
+__all__ = ["BandResource", "FadingOf", "FluidBand", "Form", "Grants", "HeadroomOf", "LinkAt", "NoteBusy", "SlotBand",
+           "SlotGrant", "Transfer", "open_band", "scheduling_form"]
 
 Form = Literal["static", "fluid", "slot"]
 """What the engine does with a scheduler: the per-round split (``static``), or a band of either form."""
@@ -68,7 +68,7 @@ def scheduling_form(scheduler: object) -> Form:
 def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt, fading: FadingOf,
               note_busy: NoteBusy, harq: HarqModel | None = None,
               block_rng: Callable[[int, int], np.random.Generator] | None = None, ladder: int = 1,
-              trace_slots: bool = False) -> BandResource:
+              trace_slots: bool = False, headroom: HeadroomOf | None = None) -> BandResource:
     """The band of one direction in one round under the dynamic scheduler ``policy``, in its form.
 
     Parameters
@@ -90,6 +90,9 @@ def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, lin
         cohort size).
     trace_slots : bool
         Slot form: keep every grant of every slot (``metrics.slot_trace``).
+    headroom : HeadroomOf or None
+        Each client's power headroom in RBs (the uplink's power control), for a policy method that
+        declares ``headroom_rb``; None: no limit.
     """
     form = scheduling_form(policy)
     if form == "static":
@@ -97,5 +100,6 @@ def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, lin
     # what the band reads of the policy is the Scheduler protocol's, checked when the run is built
     latency_s = policy.grant_latency_slots() * grid.slot_s
     if form == "slot":
-        return SlotBand(env, policy, grid, link_at, fading, note_busy, latency_s, harq, block_rng, trace_slots)
-    return FluidBand(env, policy, grid, link_at, fading, note_busy, latency_s, ladder)
+        return SlotBand(env, policy, grid, link_at, fading, note_busy, latency_s, harq, block_rng, trace_slots,
+                        headroom)
+    return FluidBand(env, policy, grid, link_at, fading, note_busy, latency_s, ladder, headroom)

@@ -22,11 +22,11 @@ import numpy as np
 import simpy
 from simpy.resources.base import BaseResource, Get, Put
 
-from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.link.scheduling import ResourceGrid, concave_rates, declares
 from sfl_sim.channel.protocols import Scheduler
 from sfl_sim.engine.outcome import DELIVERED
 
-__all__ = ["BandResource", "FadingOf", "Grants", "LinkAt", "NoteBusy", "SlotGrant", "Transfer"]
+__all__ = ["BandResource", "FadingOf", "Grants", "HeadroomOf", "LinkAt", "NoteBusy", "SlotGrant", "Transfer"]
 
 #: ``link_at(client_ids (k,), bandwidth_hz (k,), fading_gain (k,)) -> (rate_bps, snr_db, tx_power_w)``,
 #: each shape (k,): the cell's link of these clients on these bandwidths.
@@ -35,6 +35,9 @@ LinkAt = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.nda
 NoteBusy = Callable[[int, float, float, float], None]
 #: ``fading(client_ids (k,)) -> fading_gain (k,)``: the clients' fading now (the round's link's).
 FadingOf = Callable[[np.ndarray], np.ndarray]
+#: ``headroom(client_ids (k,)) -> RBs (k,) or None``: each client's power headroom in resource
+#: blocks (its power control's ``headroom_rbs``), None where the power control sets no limit.
+HeadroomOf = Callable[[np.ndarray], "np.ndarray | None"]
 
 
 @dataclass(frozen=True)
@@ -113,10 +116,16 @@ class BandResource(BaseResource[Transfer, Get]):
         off the policy).
     steps : numpy.ndarray
         The RB counts tabled per client and fading draw.
+    headroom : HeadroomOf or None
+        Each client's power headroom in RBs, given to a policy method that declares ``headroom_rb``
+        (None: no limit).  A policy method that declares ``rates_bps`` is given each client's
+        rates on ``1 .. n_rb`` RBs, made concave
+        (:func:`~sfl_sim.channel.link.scheduling.concave_rates`), tabled once per fading draw.
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
-                 fading: FadingOf, note_busy: NoteBusy, latency_s: float, steps: np.ndarray) -> None:
+                 fading: FadingOf, note_busy: NoteBusy, latency_s: float, steps: np.ndarray,
+                 headroom: HeadroomOf | None = None) -> None:
         super().__init__(env, capacity=float("inf"))
         self._policy, self._grid = policy, grid
         self._link_at, self._fading, self._note_busy = link_at, fading, note_busy
@@ -134,6 +143,13 @@ class BandResource(BaseResource[Transfer, Get]):
         self._tab_inv = np.zeros((self._steps.size, 0))
         self._tab_fading = np.full(0, np.nan)  # the fading draw each row was tabled at
         self._tab_snr = np.zeros((self._steps.size, 0))  # per RB count and row: the SINR (dB), for the record
+        # the policy's optional inputs (the Scheduler protocol), passed to the methods that declare them
+        self._headroom_of = headroom
+        self._grant_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.grant_rbs, n)]
+        self._fluid_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.fluid_rbs, n)]
+        self._hull = np.zeros((0, self._n_rb))  # per row: its concave rates on 1 .. n_rb RBs
+        self._hull_fading = np.zeros(0)  # the fading draw each row's hull is of (NaN: none)
+        self._caps = np.zeros(0, dtype=np.int64)  # per row: its headroom in RBs (-1: not asked yet)
         self._in_band_s: dict[int, float] = {}  # per client: the seconds its finished transfers spent in the band
         self._start_s: dict[int, float] = {}
         self._done: dict[int, Transfer] = {}
@@ -308,6 +324,9 @@ class BandResource(BaseResource[Transfer, Get]):
         self._tab_inv = np.concatenate((self._tab_inv, np.full((steps, extra), np.inf)), axis=1)
         self._tab_fading = np.concatenate((self._tab_fading, np.full(extra, np.nan)))
         self._tab_snr = np.concatenate((self._tab_snr, np.zeros((steps, extra))), axis=1)
+        self._hull = np.concatenate((self._hull, np.zeros((extra, self._n_rb))))
+        self._hull_fading = np.concatenate((self._hull_fading, np.full(extra, np.nan)))
+        self._caps = np.concatenate((self._caps, np.full(extra, -1, dtype=np.int64)))
         self._grow_rows(extra)
         self._rows = rows
 
@@ -329,6 +348,10 @@ class BandResource(BaseResource[Transfer, Get]):
                 self._tab_inv[:, rows[stale]] = 1.0 / rate
             self._tab_fading[rows[stale]] = fading[stale]
             self._tab_snr[:, rows[stale]] = np.asarray(snr_db, dtype=float).reshape(stale.size, steps.size).T
+            self._tabled(rows[stale])
+
+    def _tabled(self, rows: np.ndarray) -> None:
+        """The rows whose tables were just filled (for what a form derives from them)."""
 
     def _links(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rate (bit/s) and power (W) of each client on ``rbs`` resource blocks with ``fading``.
@@ -355,3 +378,47 @@ class BandResource(BaseResource[Transfer, Get]):
 
     def _remember(self, ids: np.ndarray, rbs: np.ndarray, fading: np.ndarray, snr_db: np.ndarray) -> None:
         """An untabled link call's SINRs (the fluid form keeps the last ones for its record)."""
+
+    # -- the policy's optional inputs (rates on 1 .. n_rb RBs, power headroom) ----------------------
+    def _policy_inputs(self, names: list[str], ids: np.ndarray, rows: np.ndarray,
+                       fading: np.ndarray) -> dict[str, np.ndarray]:
+        """The optional inputs a policy method declares (``names``), for these clients."""
+        out: dict[str, np.ndarray] = {}
+        if "headroom_rb" in names:
+            caps = self._headroom(ids, rows)
+            if caps is not None:
+                out["headroom_rb"] = caps
+        if "rates_bps" in names:
+            out["rates_bps"] = self._concave_rates(ids, rows, fading)
+        return out
+
+    def _every_count(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        """The clients' rates on ``1 .. n_rb`` RBs at ``fading``, shape (k, n_rb): one link call
+        (the slot form has them tabled)."""
+        counts = np.arange(1, self._n_rb + 1, dtype=float)
+        rate, _, _ = self._link_at(np.repeat(ids, counts.size), np.tile(counts, ids.size) * self._grid.hz_per_rb,
+                                   np.repeat(fading, counts.size))
+        return np.asarray(rate, dtype=float).reshape(ids.size, counts.size)
+
+    def _concave_rates(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        """Each client's rates on ``1 .. n_rb`` RBs at ``fading``, made concave, shape (k, n_rb),
+        the hull taken once per fading draw."""
+        stale = np.flatnonzero(self._hull_fading[rows] != fading)  # NaN: never
+        if stale.size:
+            self._hull[rows[stale]] = concave_rates(self._every_count(ids[stale], rows[stale], fading[stale]))
+            self._hull_fading[rows[stale]] = fading[stale]
+        return self._hull[rows]
+
+    def _headroom(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        """Each client's power headroom in RBs, in ``[1, n_rb]`` (asked once per client and band),
+        or None when the power control sets no limit."""
+        if self._headroom_of is None:
+            return None
+        new = np.flatnonzero(self._caps[rows] < 0)
+        if new.size:
+            caps = self._headroom_of(ids[new])
+            if caps is None:
+                self._headroom_of = None
+                return None
+            self._caps[rows[new]] = np.clip(np.asarray(caps, dtype=np.int64), 1, self._n_rb)
+        return self._caps[rows]

@@ -20,7 +20,7 @@ import simpy
 
 from sfl_sim.channel.link.scheduling import ResourceGrid
 from sfl_sim.channel.protocols import Scheduler
-from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, LinkAt, NoteBusy
+from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy
 
 __all__ = ["FluidBand"]
 
@@ -51,13 +51,16 @@ class FluidBand(BandResource):
         As :class:`~sfl_sim.engine.band.base.BandResource`.
     ladder : int
         The RB counts ``n_rb / n``, ``n = 1 .. ladder``, tabled per fading draw (the cohort size).
+    headroom : HeadroomOf or None
+        As :class:`~sfl_sim.engine.band.base.BandResource`.
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
-                 fading: FadingOf, note_busy: NoteBusy, latency_s: float, ladder: int = 1) -> None:
+                 fading: FadingOf, note_busy: NoteBusy, latency_s: float, ladder: int = 1,
+                 headroom: HeadroomOf | None = None) -> None:
         rungs = max(int(ladder), 1)
         super().__init__(env, policy, grid, link_at, fading, note_busy, latency_s,
-                         grid.n_rb / np.arange(1, rungs + 1, dtype=float))
+                         grid.n_rb / np.arange(1, rungs + 1, dtype=float), headroom)
         # the record of the grants, per row: [RB-s, granted s, bits, SINR dB x s] and their rates of change
         self._f_book = np.zeros((4, 0))
         self._f_book_speed = np.zeros((4, 0))
@@ -84,8 +87,23 @@ class FluidBand(BandResource):
     def _fluid_split(self, rows: np.ndarray) -> np.ndarray:
         """The policy's RBs for the clients of ``rows`` (all with data): ``fluid_rbs`` of their rate
         per RB on the whole band (their rates on every tabled RB count, ``self._tab[:, 0, rows]``,
-        are at hand)."""
-        return np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb), dtype=float)
+        are at hand), and the optional inputs the policy declares (``rates_bps`` on ``1 .. n_rb``
+        RBs made concave, ``headroom_rb``)."""
+        extra = {}
+        if self._fluid_kw:
+            ids = np.array([self._client[r] for r in rows.tolist()], dtype=np.int64)
+            extra = self._policy_inputs(self._fluid_kw, ids, rows, self._tab_fading[rows])
+        return np.asarray(self._policy.fluid_rbs(self._n_rb, self._tab[0, 0, rows] / self._n_rb, **extra),
+                          dtype=float)
+
+    def _headroom_binds(self, n: int) -> bool:
+        """Whether a client on the air has less headroom than its equal share ``n_rb / n`` (then
+        the equal-shares policy is asked for its split)."""
+        if self._headroom_of is None or "headroom_rb" not in self._fluid_kw:
+            return False
+        rows = np.flatnonzero(self._f_on[1])
+        caps = self._headroom(np.array([self._client[r] for r in rows.tolist()], dtype=np.int64), rows)
+        return caps is not None and int(caps.min()) * n < self._n_rb
 
     # -- the base's hooks --------------------------------------------------------------------------
     def _rb_s_so_far(self) -> float:
@@ -208,7 +226,7 @@ class FluidBand(BandResource):
             self._table(fresh, np.array([self._row[k] for k in fresh.tolist()], dtype=np.int64),
                         self._fading(fresh))
         n, finish_s = self._n_on, self._f_finish
-        if self._equal_shares and n <= self._steps.size:
+        if self._equal_shares and n <= self._steps.size and not self._headroom_binds(n):
             # n_rb / n each: column n - 1 of the tables; a row off the air has inf bits left
             np.multiply(self._tab[n - 1], self._f_on, out=self._f_speed)
             np.multiply(self._f_state[0], self._tab_inv[n - 1], out=finish_s)

@@ -36,7 +36,7 @@ import simpy
 
 from sfl_sim.channel.link.scheduling import ResourceGrid
 from sfl_sim.channel.protocols import HarqModel, Scheduler
-from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, LinkAt, NoteBusy, SlotGrant
+from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant
 from sfl_sim.engine.steps import SimSteps
 
 __all__ = ["SlotBand"]
@@ -70,14 +70,16 @@ class SlotBand(BandResource):
         slot (with HARQ), keyed by the round, the client and the slot, never the run's shared streams.
     trace_slots : bool
         Keep every grant of every slot in :attr:`slot_trace` (``metrics.slot_trace``).
+    headroom : HeadroomOf or None
+        As :class:`~sfl_sim.engine.band.base.BandResource`.
     """
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, latency_s: float, harq: HarqModel | None = None,
                  block_rng: Callable[[int, int], np.random.Generator] | None = None,
-                 trace_slots: bool = False) -> None:
+                 trace_slots: bool = False, headroom: HeadroomOf | None = None) -> None:
         super().__init__(env, policy, grid, link_at, fading, note_busy, latency_s,
-                         np.arange(1, grid.n_rb + 1, dtype=float))
+                         np.arange(1, grid.n_rb + 1, dtype=float), headroom)
         self._harq, self._block_rng = harq, block_rng
         self._trace: list[SlotGrant] | None = [] if trace_slots else None
         # per row: bits left, proportional fair's T_k, the transfer's energy so far (J), the
@@ -92,6 +94,10 @@ class SlotBand(BandResource):
         self._in = np.zeros(0, dtype=bool)
         self._n_held = np.zeros(0, dtype=np.int64)
         self._book = np.zeros((5, 0))
+        self._top_bps = np.zeros(0)  # per row: its best rate in the table (on any RB count)
+        # False while every row in the buffers has data, its fading unread since its tables and hull
+        # were checked: the next decision need not check them again
+        self._unchecked = True
         # the rows in the buffers, in the order they came (the order the policy sees them in)
         self._order: dict[int, None] = {}
         self._order_rows: np.ndarray | None = None
@@ -104,15 +110,45 @@ class SlotBand(BandResource):
 
     # -- the policy's call (one place) -------------------------------------------------------------
     def _grant(self, rows: np.ndarray, need: np.ndarray, per_rb: np.ndarray, average: np.ndarray,
-               turn: int) -> np.ndarray:
+               turn: int, check: bool = True) -> np.ndarray:
         """The policy's grants of slot ``turn`` to the clients of ``rows`` (those with data, in
         order): their needs, rates per RB on the whole band and averaged throughputs; their rates
-        on ``1 .. n_rb`` RBs are :meth:`_rates_bps` ``(rows)``, shape (k, n_rb)."""
-        return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn), dtype=np.int64)
+        on ``1 .. n_rb`` RBs are :meth:`_rates_bps` ``(rows)``, shape (k, n_rb); the optional inputs
+        the policy declares (``rates_bps`` made concave, ``headroom_rb``) are passed (``check``:
+        whether a row's fading may have changed since its hull was taken)."""
+        extra = {}
+        if self._grant_kw:
+            if check:
+                extra = self._policy_inputs(self._grant_kw, self._ids[rows], rows, self._fad[rows])
+            else:  # every row's hull and headroom are at hand
+                if "headroom_rb" in self._grant_kw and self._headroom_of is not None:
+                    extra["headroom_rb"] = self._caps[rows]
+                if "rates_bps" in self._grant_kw:
+                    extra["rates_bps"] = self._hull[rows]
+        return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn, **extra), dtype=np.int64)
 
     def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
         """The rates (bit/s) of the clients of ``rows`` on ``1 .. n_rb`` RBs at their fading now, (k, n_rb)."""
         return self._tab[:, 0, rows].T
+
+    def _need(self, rows: np.ndarray, left: np.ndarray) -> np.ndarray:
+        """The fewest RBs that empty each buffer (all hold bits) by the rates tabled on ``1 ..
+        n_rb`` RBs: :func:`~sfl_sim.channel.link.scheduling.needed_rbs_table`, the same numbers,
+        with the table read only for the buffers the best rate in it would empty (the others
+        need ``n_rb``, or 0 without any rate)."""
+        slot_s = self._grid.slot_s
+        bits = left * (1.0 - 1e-12)
+        top = self._top_bps[rows] * slot_s  # the table's best rate x slot_s, as the table's own products
+        need = np.where(top > 0, self._n_rb, 0)
+        short = np.flatnonzero(top >= bits)
+        if short.size:
+            enough = self._tab[:, 0, rows[short]].T * slot_s >= bits[short, None]
+            need[short] = enough.argmax(axis=1) + 1
+        return need
+
+    def _every_count(self, ids: np.ndarray, rows: np.ndarray, fading: np.ndarray) -> np.ndarray:
+        # the tables hold 1 .. n_rb RBs at the fading now (tabled before the policy is asked)
+        return self._rates_bps(rows)
 
     # -- the base's hooks --------------------------------------------------------------------------
     @property
@@ -143,6 +179,7 @@ class SlotBand(BandResource):
         if row not in self._order:
             self._order[row] = None
             self._order_rows = None
+            self._unchecked = True
         self._left[row] = float(bits)
         self._in[row] = True
         if not self._ticking:
@@ -154,6 +191,7 @@ class SlotBand(BandResource):
         if row is not None and row in self._order:
             del self._order[row]
             self._order_rows = None
+            self._unchecked = True
             self._in[row] = False
             self._left[row] = 0.0
             self._n_held[row] = 0
@@ -166,6 +204,7 @@ class SlotBand(BandResource):
             self._n_held[row] = 0
         self._order.clear()
         self._order_rows = None
+        self._unchecked = True
         self._held.clear()
         self._copies.clear()
 
@@ -184,6 +223,10 @@ class SlotBand(BandResource):
         self._in = np.concatenate((self._in, np.zeros(extra, dtype=bool)))
         self._n_held = np.concatenate((self._n_held, np.zeros(extra, dtype=np.int64)))
         self._book = np.concatenate((self._book, np.zeros((5, extra))), axis=1)
+        self._top_bps = np.concatenate((self._top_bps, np.zeros(extra)))
+
+    def _tabled(self, rows: np.ndarray) -> None:
+        self._top_bps[rows] = self._tab[:, 0, rows].max(axis=0)
 
     def _row_of(self, client: int) -> int:
         row = super()._row_of(client)
@@ -214,7 +257,10 @@ class SlotBand(BandResource):
                     break
                 now = env.now
                 rows = self._rows_in()
-                self._fad[rows] = self._fading(self._ids[rows])  # changed only by events: read once per step
+                fad = self._fading(self._ids[rows])  # changed only by events: read once per step
+                if not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
+                    self._fad[rows] = fad
+                    self._unchecked = True
             granted_rbs, sent_rows, sent_bits = self._decide(j, start, now)
             end = start + slot_s
             after = (j + 1) * slot_s
@@ -260,14 +306,17 @@ class SlotBand(BandResource):
         if not rows.size:
             return 0.0, rows, np.zeros(0)
         ids = self._ids[rows]
-        self._table(ids, rows, self._fad[rows])
+        check = self._unchecked or rows is not everyone
+        if check:
+            self._table(ids, rows, self._fad[rows])
         # each client's link on the whole grid: the policy ranks by its rate per RB, and a grant
         # of the whole grid (the usual one to the best) sends at it
         per_rb = self._tab[n_rb - 1, 0, rows] / n_rb
         left = self._left[rows]
         average = self._average[rows]
-        need = _needed_rbs(left, per_rb, slot_s)
-        grant = self._grant(rows, need, per_rb, average, j)
+        need = self._need(rows, left)
+        grant = self._grant(rows, need, per_rb, average, j, check)
+        self._unchecked = rows is not everyone
         g = np.flatnonzero(grant > 0)
         served = np.zeros(rows.size)
         if g.size:
@@ -286,12 +335,13 @@ class SlotBand(BandResource):
                                                     float(sinr_db[i]), end_s)
                     ok[i] = self._failed_blocks.get(k, 0) == before
             served[g] = delivered / slot_s
-            book = self._book
-            book[0, got] += grant[g] * slot_s
-            book[1, got] += slot_s
-            book[2, got] += block
-            book[3, got] += 1.0
-            book[4, got] += sinr_db * slot_s
+            add = np.empty((5, g.size))  # the record's five columns in one update
+            np.multiply(grant[g], slot_s, out=add[0])
+            add[1] = slot_s
+            add[2] = block
+            add[3] = 1.0
+            np.multiply(sinr_db, slot_s, out=add[4])
+            self._book[:, got] += add
             if self._trace is not None:
                 fails = ok.tolist() if ok is not None else [True] * g.size
                 self._trace.extend(SlotGrant(j, start, k, m, b, not f) for k, m, b, f in zip(
@@ -351,16 +401,3 @@ class SlotBand(BandResource):
         self._held.setdefault(client, []).append((due_s, bits, rounds_after, wait_s))
         self._n_held[row] += 1
 
-
-def _needed_rbs(left_bits: np.ndarray, rate_per_rb_bps: np.ndarray, slot_s: float) -> np.ndarray:
-    """:func:`~sfl_sim.channel.link.scheduling.needed_rbs` for buffers that all hold bits, in fewer
-    array operations (the same numbers: ``ceil(bits / (r_rb slot) (1 - 1e-12))``, at least 1 where
-    the rate is positive, 0 where it is 0)."""
-    per_rb = rate_per_rb_bps * slot_s
-    live = per_rb > 0
-    if live.all():
-        need = np.ceil(left_bits / per_rb * (1.0 - 1e-12)).astype(np.int64)
-        return np.maximum(need, 1)
-    need = np.zeros(left_bits.shape, dtype=np.int64)
-    need[live] = np.ceil(left_bits[live] / per_rb[live] * (1.0 - 1e-12)).astype(np.int64)
-    return np.maximum(need, live.astype(np.int64))

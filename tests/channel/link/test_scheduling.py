@@ -311,3 +311,59 @@ def test_the_scheduler_is_built_once_per_setting_and_reused(monkeypatch):
     assert made == ["cell.scheduler"]  # one build (and one conformance check) for the three asks
     other = build.build_scheduler(validate({"cell": {"scheduler": "round_robin"}}))
     assert other is not first and made == ["cell.scheduler"] * 2
+
+
+def _full_search(metric, lo, hi, count):
+    """The count best of ``metric`` over every row's ``[lo, hi)`` on the whole matrix (the search
+    before the window): ties the lower column first, then the lower row."""
+    cols = np.arange(metric.shape[1])
+    room = np.maximum(hi - lo, 0)
+    if count <= 0:
+        return np.zeros(lo.shape, dtype=np.int64)
+    if room.sum() <= count:
+        return room
+    values = np.where((cols >= lo[:, None]) & (cols < hi[:, None]), metric, -np.inf)
+    threshold = np.sort(values.ravel())[::-1][count - 1]
+    take = (values > threshold).sum(axis=1)
+    order = [(m, k) for m in range(values.shape[1]) for k in range(values.shape[0]) if values[k, m] == threshold]
+    for _, k in order[:count - int(take.sum())]:
+        take[k] += 1
+    return take
+
+
+def test_the_best_entries_found_on_a_window_are_those_of_the_whole_matrix():
+    from sfl_sim.channel.link import scheduling
+
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        k, n = int(rng.integers(1, 40)), int(rng.integers(1, 60))
+        if trial % 3 == 0:  # few values: many ties, rows non-increasing
+            metric = -np.sort(rng.integers(0, 4, (k, n)), axis=1).astype(float)
+        elif trial % 3 == 1:  # rows in no order (the window does not rely on it), an inf here and there
+            metric = rng.normal(size=(k, n))
+            metric[rng.random((k, n)) < 0.02] = np.inf
+        else:  # concave rates' marginals over averages: the slot form's usual metric
+            metric = np.sort(rng.exponential(size=(k, n)), axis=1)[:, ::-1] / rng.uniform(0.1, 10, (k, 1))
+        hi = rng.integers(0, n + 1, k)
+        lo = np.zeros(k, dtype=np.int64) if trial % 2 else np.minimum(rng.integers(0, 3, k), hi)
+        count = int(rng.integers(0, n + 5))
+        assert scheduling._take_best(metric, lo, hi, count).tolist() == _full_search(metric, lo, hi, count).tolist()
+
+
+def test_proportional_fair_searches_only_the_first_columns_when_rbs_are_spread(monkeypatch):
+    # 100 clients with concave rates (a fixed power spread over 1 .. 51 RBs): each takes an RB or
+    # few, and the search for the 51 best marginal metrics runs on the first four columns, not 51
+    from sfl_sim.channel.link import scheduling
+
+    widths = []
+    best_of = scheduling._best_of
+    monkeypatch.setattr(scheduling, "_best_of", lambda values, count: widths.append(values.shape) or best_of(
+        values, count))
+    rng = np.random.default_rng(3)
+    snr = rng.uniform(1.0, 1e3, 100)[:, None]  # on one RB
+    m = np.arange(1, 52)
+    rates = m * np.log2(1.0 + snr / m)
+    grant = ProportionalFair(fidelity="slot").grant_rbs(51, np.full(100, 51), rates[:, -1] / 51,
+                                                        rng.uniform(1.0, 2.0, 100), 0, rates_bps=rates)
+    assert grant.sum() == 51
+    assert widths == [(100, 4)]
