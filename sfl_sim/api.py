@@ -189,7 +189,8 @@ class ChannelReport:
         The folder holding the files.
     files : list of pathlib.Path
         ``cell.csv``, ``channel_draws.csv``, then the figures
-        (:data:`sfl_sim.reports.channel.FIGURES`).
+        (:data:`sfl_sim.reports.channel.FIGURES`, and ``fading_autocorrelation.png`` for a
+        time-varying fading).
     draws : pandas.DataFrame
         The rounds' draws, one row per round and client (:data:`sfl_sim.reports.channel.DRAW_COLUMNS`,
         as in ``channel_draws.csv``).
@@ -865,8 +866,10 @@ def channel_report(scenario: ScenarioLike, *, overrides: Overrides = (), output_
         cfg, out, stream=io.StringIO() if stream is None else stream, colour_by=colour_by,
         rounds=cell_report.DEFAULT_ROUNDS if rounds is None else rounds,
         round_s=cell_report.DEFAULT_ROUND_S if round_s is None else round_s, draws_out=drawn)
+    in_time = out / cell_report.channel_time.AUTOCORRELATION_FILE  # written for a time-varying fading only
     return ChannelReport(table=pd.DataFrame({c: table[c] for c in CELL_REPORT_COLUMNS}), path=out,
-                         files=[out / CELL_FILE, out / cell_report.DRAWS_FILE, *(out / f for f in cell_report.FIGURES)],
+                         files=[out / CELL_FILE, out / cell_report.DRAWS_FILE, *(out / f for f in cell_report.FIGURES),
+                                *([in_time] if in_time.is_file() else [])],
                          draws=pd.DataFrame({c: drawn[c] for c in cell_report.DRAW_COLUMNS}))
 
 

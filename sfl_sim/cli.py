@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--colour-by", choices=("rate", "cqi"), default="rate",
                     help="colour the clients in cell.png by uplink rate (default) or CQI (cell.rate: mcs_table)")
     ch.add_argument("--rounds", type=int, default=None,
-                    help="rounds of fading and interference drawn for the distributions, 1 to 10,000 (default 20)")
+                    help="rounds of fading and interference drawn for the distributions, 1 to 10,000 (default 20); "
+                         "a time-varying fading's autocorrelation is estimated over rounds x round-s seconds")
     ch.add_argument("--round-s", type=float, default=None,
                     help="simulated seconds between drawn rounds: how far mobile clients move (default 1)")
     ch.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",

@@ -5,6 +5,8 @@ under ``figures/`` without writing them to ``docs/``; ``python docs/figures/make
 writes them to ``OUT`` instead. Each figure comes from what a user would run:
 
 - ``cell_map.png``: the cell of the default scenario, as ``sfl-sim channel`` draws it (no training);
+- ``fading_autocorrelation.png``, ``fading_autocorrelation_ar1.png``: a time-varying fading's envelope
+  autocorrelation against the model's, as ``sfl-sim channel`` draws it (``jakes``, ``gauss_markov``);
 - ``bler_curves.png``: the link chain's BLER against SINR for every CQI of the uplink's table, from
   the curves the simulator itself reads (:func:`sfl_sim.channel.link.bler.cqi_curves`);
 - ``accuracy_vs_time.png``, ``round_time_breakdown.png``, ``scheduler_grants.png``: from one tiny
@@ -123,6 +125,32 @@ def bler_curves(plt: Any) -> Any:
            title="CQI 1-15 (uplink, CQI table 1): BLER against SINR")
     ax.grid(True, which="major", alpha=0.3)
     return fig
+
+
+def _fading_in_time(fading: dict[str, Any]) -> Any:
+    """The autocorrelation figure ``sfl-sim channel`` writes for a time-varying fading, at a column's
+    width: 20 clients that stay put and fade as at 3 m/s (drop-based) on the default 2 GHz carrier,
+    over the report's default 20 rounds x 1 s (no training; about a second)."""
+    from sfl_sim.config import validate
+    from sfl_sim.reports.channel_time import autocorrelation_figure, fading_autocorrelation
+    from sfl_sim.runs.build import build_cell
+
+    cfg = validate({"seed": 0, "clients": {"count": 20, "participation": 0.5},
+                            "cell": {"fading": {**fading, "speed_m_per_s": 3.0}}})
+    data = fading_autocorrelation(build_cell(cfg), 20.0)
+    return autocorrelation_figure(data, width_in=WIDTH_IN)
+
+
+@figure("fading_autocorrelation.png")
+def fading_autocorrelation_jakes(_: Any) -> Any:
+    """Clarke's model by a sum of sinusoids (``jakes``): the envelope's autocorrelation against J0."""
+    return _fading_in_time({"name": "jakes"})
+
+
+@figure("fading_autocorrelation_ar1.png")
+def fading_autocorrelation_ar1(_: Any) -> Any:
+    """The AR(1) ``gauss_markov`` fading on its 1 ms grid: rho^k against J0."""
+    return _fading_in_time({"name": "gauss_markov"})
 
 
 @figure("accuracy_vs_time.png")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sfl_sim.channel.radio_time import doppler_speed_m_per_s, fading_doppler_hz
 from sfl_sim.channel.units import linear_to_db
 from sfl_sim.engine.accounting import Busy, ClientTraffic, Interval, RoundNotes
 from sfl_sim.engine.band import Grants
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from sfl_sim.channel import Cell
     from sfl_sim.engine.simulator import RoundContext, Simulator
 
-__all__ = ["TIME_PARTS", "ClientRound", "client_rounds", "context_clients", "time_split"]
+__all__ = ["TIME_PARTS", "ClientRound", "client_rounds", "context_clients", "time_split", "uploads_fading_gain"]
 
 #: The parts of a client's span, in the order an instant is given to the first that applies.
 TIME_PARTS: tuple[str, ...] = ("compute_s", "uplink_air_s", "harq_wait_s", "downlink_s", "wait_server_s",
@@ -99,6 +100,13 @@ class ClientRound:
     uplink_sinr_used_db : float
         The SINR of its grants (its power on the granted RBs), the time-weighted mean of the dB
         values over the time it held RBs; NaN with the static split or without a grant.
+    speed_m_per_s : float
+        The speed its fading's Doppler is computed from (:func:`doppler_speed_m_per_s`), m/s.
+    doppler_hz : float
+        Its time-varying fading's maximum Doppler ``f_D = v f_c / c``, Hz; NaN without one.
+    fading_gain_uploads_db : float
+        The fading power gain at the start of each of its uplink transfers in the round, the
+        linear mean over them, dB (:func:`uploads_fading_gain`).
     """
 
     client: int
@@ -125,6 +133,9 @@ class ClientRound:
     uplink_transport_blocks: int | None = None
     uplink_scheduled_rate_bps: float = math.nan
     uplink_sinr_used_db: float = math.nan
+    speed_m_per_s: float = math.nan
+    doppler_hz: float = math.nan
+    fading_gain_uploads_db: float = math.nan
 
     def fields(self) -> dict[str, float | int | None]:
         """Every numeric field by its ``clients.csv`` name (traffic and parts spread out)."""
@@ -139,6 +150,8 @@ class ClientRound:
                 "uplink_transport_blocks": self.uplink_transport_blocks,
                 "uplink_scheduled_rate_bps": self.uplink_scheduled_rate_bps,
                 "uplink_sinr_used_db": self.uplink_sinr_used_db,
+                "speed_m_per_s": self.speed_m_per_s, "doppler_hz": self.doppler_hz,
+                "fading_gain_uploads_db": self.fading_gain_uploads_db,
                 "uplink_attempts": t.uplink_attempts, "retransmissions": t.retransmissions,
                 "dropped_transmissions": t.dropped_transmissions, "harq_retransmissions": t.harq_retransmissions,
                 "uplink_bytes": t.uplink_bytes, "downlink_bytes": t.downlink_bytes,
@@ -273,10 +286,13 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
     # The rate model saw the noise PSD times the noise rise, so its SNR is the SINR; the SNR over
     # thermal noise alone is that times the noise rise (the link budget, sfl_sim.channel.link.budget).
     snr_db = sinr_db + float(linear_to_db(cell.noise_rise_linear))
-    fading_db = linear_to_db(np.array([ctx.uplink_fading_gain(k) for k in cohort], dtype=float))
+    fading = np.array([ctx.uplink_fading_gain(k) for k in cohort], dtype=float)
+    fading_db = linear_to_db(fading)
     cqi_of = getattr(cell.rate, "cqi", None)
     cqi = None if cqi_of is None else np.asarray(cqi_of(10.0 ** (sinr_db / 10.0)), dtype=int)
     scheduled = ctx.uplink_scheduled
+    speed = doppler_speed_m_per_s(cell.radio)[ids]
+    doppler = fading_doppler_hz(cell.radio)[ids]
     out = []
     for i, k in enumerate(cohort):
         until_s = max(ctx.start_s, min(end_s, notes.left_s.get(k, math.inf)))
@@ -286,6 +302,8 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
         share_hz, rate_bps = ctx.uplink_share_hz(k), ctx.uplink_rate_bps(k)
         downlink_bps = ctx.downlink_rate_bps(k)
         granted = _granted(ctx.uplink_grants(k)) if scheduled else {}
+        uploads = uploads_fading_gain(cell, k, busy, float(fading[i]))
+        uploads_db = math.nan if math.isnan(uploads) else float(linear_to_db(uploads))
         out.append(ClientRound(
             client=k, dropped=notes.dropped.get(k), distance_m=float(distance[i]), los=int(los_of[i]),
             pathloss_db=float(pathloss[i]), shadowing_db=float(shadowing[i]), fading_gain_db=float(fading_db[i]),
@@ -295,8 +313,28 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
             downlink_rate_bps=math.nan if downlink_bps is None else downlink_bps,
             traffic=notes.traffic.get(k, ClientTraffic()),
             client_flops=float(sum(b.flops for b in busy if b.kind == "compute")),
-            span_s=waited_s + (until_s - ctx.start_s), parts_s=parts, **granted))
+            span_s=waited_s + (until_s - ctx.start_s), parts_s=parts, speed_m_per_s=float(speed[i]),
+            doppler_hz=float(doppler[i]), fading_gain_uploads_db=uploads_db, **granted))
     return out
+
+
+def uploads_fading_gain(cell: Cell, client: int, busy: list[Busy], last_gain: float) -> float:
+    """The fading power gain of ``client`` at the start of each of its uplink transfers in the round
+    (every ``uplink`` interval: each attempt, each HARQ copy), the linear mean over them.
+
+    Under a time-varying fading the gains are the radio state's at those times
+    (:meth:`RadioState.fading_at <sfl_sim.channel.radio_state.RadioState.fading_at>`: a deterministic
+    function of the time, so reading them draws nothing and changes nothing); NaN when it sent
+    nothing.  Otherwise the gains drawn per transfer are not kept: ``last_gain``, the draw its rate
+    was last computed with (``fading_gain_db``), as the round's record has it.
+    """
+    radio = cell.radio
+    if not radio.time_varying:
+        return last_gain
+    starts = [b.start_s for b in busy if b.kind == "uplink"]
+    if not starts:
+        return math.nan
+    return float(np.mean(radio.fading_at(np.full(len(starts), client), np.array(starts))))
 
 
 def _granted(grants: Grants | None) -> dict[str, Any]:

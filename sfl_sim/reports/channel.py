@@ -6,7 +6,10 @@ writes ``cell.csv``; then it draws N rounds of what a run redraws (:func:`round_
 the interference of the neighbouring cells, positions under mobility), prints their median and
 5th/95th percentiles over clients and draws and writes ``channel_draws.csv``; the figures
 (:mod:`sfl_sim.reports.channel_figures`) are ``cell.png`` (map, parameters, compute budgets),
-``channel_cdfs.png`` and ``pathloss.png``.
+``channel_cdfs.png`` and ``pathloss.png``.  For a channel in time (:mod:`sfl_sim.reports.channel_time`)
+a line gives a time-varying fading's Doppler and coherence time, with ``fading_autocorrelation.png``
+(its envelope's autocorrelation over the report's ``rounds x round_s`` seconds against the model's),
+and a line a timed mobility's speeds.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from sfl_sim.channel import Harq, McsTableRate, ShannonRate, linear_to_db
 from sfl_sim.channel.link.peak import PEAK_CAPS
 from sfl_sim.clients.selection import cohort_size
 from sfl_sim.kit.seeding import stream as seeded_stream
-from sfl_sim.reports import channel_figures
+from sfl_sim.reports import channel_figures, channel_time
 from sfl_sim.runs.rundir import marker
 from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS
 
@@ -139,7 +142,8 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
                           f"draws for the report, not the scenario's rounds)")
     if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
         raise ArgumentError(f"channel --round-s: got {round_s!r}; allowed: a number of seconds > 0")
-    marker.claim_folder(out_dir, "cell_report", (CELL_FILE, DRAWS_FILE, *FIGURES))  # before any work
+    # before any work; the autocorrelation figure is written for a time-varying fading only
+    marker.claim_folder(out_dir, "cell_report", (CELL_FILE, DRAWS_FILE, *FIGURES, channel_time.AUTOCORRELATION_FILE))
 
     from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
@@ -193,7 +197,30 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
         print(uncapped, file=text)
     print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
+    _print_time(cell, cfg, out, rounds, round_s, text)
     return table
+
+
+def _print_time(cell: Any, cfg: Scenario, out: Path, rounds: int, round_s: float, stream: TextIO) -> None:
+    """The channel in time (:mod:`sfl_sim.reports.channel_time`): a time-varying fading's Doppler line
+    and :data:`~sfl_sim.reports.channel_time.AUTOCORRELATION_FILE` over ``rounds x round_s`` seconds,
+    a timed mobility's line; a figure of an earlier report in ``out`` (ours: the folder is claimed)
+    is removed when the fading is not time-varying."""
+    figure = out / channel_time.AUTOCORRELATION_FILE
+    for line in (channel_time.doppler_line(cell, cfg.cell.fading.name),
+                 channel_time.mobility_line(cell, cfg.cell.mobility.name)):
+        if line:
+            print(line, file=stream)
+    data = channel_time.fading_autocorrelation(cell, rounds * round_s) if cell.radio.time_varying else None
+    if data is None:
+        figure.unlink(missing_ok=True)
+        return
+    channel_figures.save(channel_time.autocorrelation_figure(data), figure)
+    deviation = data.max_deviation()
+    against = "" if math.isnan(deviation) else f"; largest |empirical - model| {deviation:.3f}"
+    print(f"  {channel_time.AUTOCORRELATION_FILE}: envelope autocorrelation over {data.clients} clients x "
+          f"{data.segments} segments of {data.segment_s:.3g} s in the {rounds} x {round_s:g} s drawn, lags to "
+          f"{data.lag_s[-1] * 1e3:.3g} ms{against}", file=stream)
 
 
 def grid_line(cfg: Scenario) -> str:
@@ -226,7 +253,8 @@ def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DE
     (:func:`sfl_sim.runs.build.build_cell`: placement, shadowing, LOS and the neighbouring cells'
     clients from their streams, drawn once per run as in a run); each round takes the uplink and
     then the downlink fading gains from the run's ``fading`` stream (as ``engine.radio.Uplink`` and
-    ``Downlink`` do) and, between rounds, :meth:`Cell.move <sfl_sim.channel.Cell.move>` by
+    ``Downlink`` do; a time-varying fading's gains at the round's start, ``(r - 1) x round_s``,
+    drawing nothing) and, between rounds, :meth:`Cell.move <sfl_sim.channel.Cell.move>` by
     ``round_s`` redraws the interference (which neighbouring clients transmit, from the cell's
     ``interference`` stream) and moves the clients (``mobility`` stream; static: they stay). A run
     draws for one cohort of ``k = round(clients.count x participation)`` clients a round; here
@@ -260,13 +288,14 @@ def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DE
         if r > 1:
             cell.move(round_s, mobility_rng)
         rise_db = float(linear_to_db(cell.noise_rise_linear))
+        t_s = (r - 1) * round_s  # the round's start on the report's clock
         for ids in groups:
-            up_gain = cell.sample_fading(ids, fading_rng)
+            up_gain = _fading_gains(cell, ids, fading_rng, t_s)
             up = cell.uplink_link(ids, fading_gain=up_gain)
             down_gain = np.full(ids.size, np.nan)
             down_bps = np.full(ids.size, np.nan)
             if mode != "ideal":
-                down_gain = cell.sample_fading(ids, fading_rng)
+                down_gain = _fading_gains(cell, ids, fading_rng, t_s)
                 if mode == "broadcast":
                     down_bps = np.full(ids.size, cell.broadcast_rate_bps(ids, fading_gain=down_gain))
                 else:
@@ -286,6 +315,15 @@ def round_draws(cfg: Scenario, rounds: int = DEFAULT_ROUNDS, round_s: float = DE
             for c in DRAW_COLUMNS:
                 columns[c].append(np.asarray(row[c]))
     return {c: np.concatenate(v) for c, v in columns.items()}
+
+
+def _fading_gains(cell: Any, ids: np.ndarray, fading_rng: np.random.Generator, t_s: float) -> np.ndarray:
+    """The round's fading gains of ``ids``: a draw from the run's ``fading`` stream, as the engine
+    takes one per round; a time-varying fading's gains at the round's start ``t_s`` instead (no
+    draw: as ``engine.radio.Uplink`` and ``Downlink`` read them, uplink and downlink alike)."""
+    if cell.radio.time_varying:
+        return cell.radio.fading_at(ids, t_s)
+    return cell.sample_fading(ids, fading_rng)
 
 
 def _db(gain: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sfl_sim.channel import Cell
     from sfl_sim.config import Scenario
 
-__all__ = ["cell_figure", "cdf_figure", "pathloss_figure", "parameter_lines", "write_figures",
+__all__ = ["cell_figure", "cdf_figure", "pathloss_figure", "parameter_lines", "write_figures", "save",
            "OUTAGE_MOSTLY", "LOS_MARKERS"]
 
 #: A client is drawn as "mostly in outage" from this share of its draws on (and as "sometimes" below it).
@@ -53,20 +53,22 @@ def write_figures(out: Path, cfg: Scenario, cell: Cell, table: Mapping[str, np.n
                   draws: Mapping[str, np.ndarray], compute_flops_per_s: np.ndarray | None, k: int,
                   colour_by: str) -> list[Path]:
     """Draw and save the three figures under ``out`` (120 dpi); return their paths."""
-    plt = _pyplot()
     figures = {
         "cell.png": cell_figure(cfg, cell, table, draws, compute_flops_per_s, k, colour_by),
         "channel_cdfs.png": cdf_figure(cfg, draws),
         "pathloss.png": pathloss_figure(cell, table),
     }
-    paths = []
-    for name, fig in figures.items():
-        try:
-            fig.savefig(out / name, dpi=120)
-        finally:
-            plt.close(fig)
-        paths.append(out / name)
-    return paths
+    return [save(fig, out / name) for name, fig in figures.items()]
+
+
+def save(fig: Figure, path: Path) -> Path:
+    """Save ``fig`` at the report's 120 dpi and close it; return ``path``."""
+    plt = _pyplot()
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def _spec_text(spec: Any) -> str:

@@ -141,3 +141,39 @@ def test_the_grant_columns_say_what_the_scheduler_did(tmp_path: Path, scheduler:
         mine = clients.set_index(["round", "client"])
         assert (trace["rbs"].sum() * slot_s).to_numpy() == pytest.approx(mine["uplink_rb_s"].to_numpy(), rel=1e-9)
         assert trace.size().to_numpy().tolist() == mine["uplink_transport_blocks"].astype(int).tolist()
+
+
+def test_the_uploads_fading_gain_is_the_radio_states_at_each_uploads_start() -> None:
+    from sfl_sim.config import validate
+    from sfl_sim.engine.accounting import Busy
+    from sfl_sim.engine.client_rounds import uploads_fading_gain
+    from sfl_sim.runs.build import build_cell
+
+    cell = build_cell(validate({"seed": 1, "clients": {"count": 4, "participation": 1.0},
+                                "cell": {"fading": {"name": "jakes", "speed_m_per_s": 3.0}}}))
+    busy = [Busy("uplink", 0.010, 0.020), Busy("compute", 0.020, 0.030), Busy("uplink", 0.125, 0.2)]
+    gains = cell.radio.fading.power_gain_at(np.array([2, 2]), np.array([0.010, 0.125]))
+    assert uploads_fading_gain(cell, 2, busy, 7.0) == pytest.approx(float(gains.mean()), rel=1e-12)
+    assert math.isnan(uploads_fading_gain(cell, 2, busy[1:2], 7.0))  # it sent nothing
+    block = build_cell(validate({"seed": 1, "clients": {"count": 4, "participation": 1.0},
+                                 "cell": {"fading": {"name": "rayleigh"}}}))
+    assert uploads_fading_gain(block, 2, busy, 7.0) == 7.0  # the draw its rate was last computed with
+
+
+@pytest.mark.slow
+def test_the_channel_in_time_columns(tmp_path: Path) -> None:
+    from sfl_sim.channel.large_scale.pathloss import SPEED_OF_LIGHT_M_PER_S
+
+    base = small_scenario(algorithms=["splitfed_v1"], rounds=2, clients=6, participation=1.0)
+    jakes = _run(tmp_path, {**base, "cell": {"fading": {"name": "jakes", "speed_m_per_s": 3.0}}}, "jakes")
+    clients = pd.read_csv(jakes / "splitfed_v1" / "clients.csv", keep_default_na=False, na_values=[""])
+    assert (clients["speed_m_per_s"] == 3.0).all()
+    # the default TR 36.814 macro path loss has no carrier: the cell's 2 GHz
+    np.testing.assert_allclose(clients["doppler_hz"], 3.0 * 2.0e9 / SPEED_OF_LIGHT_M_PER_S, rtol=1e-12)
+    assert np.isfinite(clients["fading_gain_uploads_db"]).all()
+    # several uploads a round (one per iteration and the model): their mean is not the last one's gain
+    assert not np.allclose(clients["fading_gain_uploads_db"], clients["fading_gain_db"])
+    block = _run(tmp_path, {**base, "cell": {"fading": {"name": "rayleigh"}}}, "block")
+    clients = pd.read_csv(block / "splitfed_v1" / "clients.csv", keep_default_na=False, na_values=[""])
+    assert (clients["speed_m_per_s"] == 0.0).all() and clients["doppler_hz"].isna().all()
+    np.testing.assert_array_equal(clients["fading_gain_uploads_db"], clients["fading_gain_db"])

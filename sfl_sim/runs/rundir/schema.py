@@ -340,6 +340,15 @@ CLIENT_SPAN_COLUMN = "span_s"
 #:   the dB values weighted by the time it held RBs); a run directory older than these columns
 #:   reads them empty;
 #: * ``downlink_rate_bps``: its unicast downlink rate in the round (empty with ``ideal`` downlink);
+#: * the channel in time: ``speed_m_per_s``, the speed its fading's Doppler is computed from (a
+#:   time-varying fading's fixed ``speed_m_per_s`` when set, a drop-based evaluation; else the radio
+#:   state's nominal speed of its mobility: a timed mobility's nominal speed, a step model's
+#:   top speed, 0 for static clients); ``doppler_hz``, the maximum Doppler ``f_D = v f_c / c`` the
+#:   time-varying fading runs at (empty without one); ``fading_gain_uploads_db``, the fading power
+#:   gain at the start of each of its uplink transfers in the round (every attempt, every HARQ
+#:   copy), the linear mean over them in dB: a time-varying fading's gains at those times (empty
+#:   when it sent nothing), otherwise ``fading_gain_db`` (the per-transfer draws are not kept); a
+#:   run directory older than these columns reads them empty;
 #: * what it sent and received, as ``rounds.csv`` counts them (each column sums over the round's rows
 #:   to that round's ``rounds.csv`` value): ``uplink_attempts``, ``retransmissions``,
 #:   ``dropped_transmissions``, ``harq_retransmissions``, ``uplink_bytes``, ``downlink_bytes``,
@@ -367,6 +376,9 @@ CLIENTS_COLUMNS: tuple[str, ...] = (
     "uplink_transport_blocks",
     "uplink_scheduled_rate_bps",
     "uplink_sinr_used_db",
+    "speed_m_per_s",
+    "doppler_hz",
+    "fading_gain_uploads_db",
     "uplink_attempts",
     "retransmissions",
     "dropped_transmissions",

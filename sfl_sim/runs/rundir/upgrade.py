@@ -25,7 +25,8 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
 ``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv``, ``clients.csv`` (:func:`log_rows`, :func:`log_text`)
     Cells are matched to today's columns by the file's own header: a column added after the file
     was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
-    energy and uplink attempt columns; ``clients.csv`` the scheduler's grant columns).  A run made
+    energy and uplink attempt columns; ``clients.csv`` the scheduler's grant columns and the
+    channel-in-time columns, speed, Doppler and the fading gain at the uploads' starts).  A run made
     before a file existed has none (:data:`FILES_ADDED_LATER`:
     the resume starts ``classes.csv``; an analysis says why it is missing).
 ``summary.json`` (:func:`summary`)

@@ -121,6 +121,16 @@ def test_an_older_clients_log_reads_the_grant_columns_empty() -> None:
     assert cells["uplink_rate_bps"] == str(old_header.index("uplink_rate_bps"))
 
 
+def test_an_older_clients_log_reads_the_channel_in_time_columns_empty() -> None:
+    later = ("speed_m_per_s", "doppler_hz", "fading_gain_uploads_db")
+    old_header = [c for c in CLIENTS_COLUMNS if c not in later]
+    text = ",".join(old_header) + "\n" + ",".join(str(i) for i in range(len(old_header))) + "\n"
+    header, row = list(csv.reader(upgrade.log_text(text, CLIENTS_COLUMNS).split("\n")[:-1]))
+    cells = dict(zip(header, row, strict=True))
+    assert tuple(header) == CLIENTS_COLUMNS and all(cells[c] == "" for c in later)
+    assert cells["fading_gain_db"] == str(old_header.index("fading_gain_db"))
+
+
 # -- checkpoint.pt ---------------------------------------------------------------------------------
 DEFAULT_CELL = {"cell": {"power_control": {"name": "fixed"}, "interference": {"name": "none"}}}
 
