@@ -80,3 +80,34 @@ def test_a_transfer_on_a_radio_in_time_lasts_its_integrated_time():
     for k, (end, share, start_rate) in ends.items():
         assert end == pytest.approx(cell.radio.transfer_end_s(k, 8 * 200_000, 0.0, share), rel=1e-12)
         assert end != pytest.approx(8 * 200_000 / start_rate, rel=1e-3)  # not the start's rate held
+
+
+def test_transfers_of_a_cohort_on_jakes_fading_end_as_each_alone():
+    """The cohort's transfers that start together are computed at once, and each client's link at
+    its transfer's end ahead of its next transfer: every end is still the one the radio state
+    gives for that transfer alone."""
+    from sfl_sim.channel.large_scale.timed_mobility import GaussMarkovMobility
+    from sfl_sim.channel.link.fading_time import JakesFading
+
+    cell = small_cell(FixedDistancePlacement([150.0, 250.0, 350.0, 450.0]), n_clients=4, uplink_bandwidth_hz=20e6,
+                      fading=JakesFading(speed_m_per_s=8.33), mobility=GaussMarkovMobility(mean_speed_m_per_s=8.33),
+                      min_distance_m=35.0, fading_process_rng=np.random.default_rng(11),
+                      mobility_rng=np.random.default_rng(12))
+    sim = Simulator(cell, np.ones(4), 1.0, fading_rng=np.random.default_rng(7))
+    seen = {}
+
+    def round_process(ctx):
+        def one(k):
+            yield ctx.upload(k, 40_000, "activations")
+            first_end = ctx.now_s
+            yield ctx.upload(k, 256, "labels")
+            seen[k] = (first_end, ctx.now_s, ctx.uplink_share_hz(k), ctx.uplink_rate_bps(k))
+
+        yield ctx.all_of([ctx.process(one(k)) for k in range(4)])
+
+    sim.run_round(round_process, np.arange(4))
+    radio = cell.radio
+    for k, (first_end, end, share, rate) in seen.items():
+        assert first_end == radio.transfer_end_s(k, 8 * 40_000, 0.0, share)
+        assert end == first_end + (radio.transfer_end_s(k, 8 * 256, first_end, share) - first_end)
+        assert rate == float(radio.links([k], first_end, [share], fading="at_time").rate_bps[0])
