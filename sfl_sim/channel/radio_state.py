@@ -432,6 +432,42 @@ class RadioState:
                                          count[group == g])
         return ends
 
+    def broadcast_end_s(self, client_ids: Any, bits: float, t0_s: float, fading_gain: Any = None,
+                        cap_bps: float = math.inf) -> float:
+        """When one broadcast of ``bits`` from ``t0_s`` on the whole downlink band is through to
+        ``client_ids``: the rate at each step is the slowest of the receivers' that have a usable
+        rate then (our choice, the round-start rule's, :class:`~sfl_sim.engine.radio.Downlink`:
+        a receiver in a deep fade does not stall the others), at most ``cap_bps`` (receivers whose
+        rate a trace fixes); held over the step, the bits summed in order.  The step is the
+        shortest of the receivers' :meth:`step_s`.  Pure.
+
+        Raises
+        ------
+        ValueError
+            When the bits are not through after a great many steps (no receiver has a rate).
+        """
+        ids = np.asarray(client_ids, dtype=int).reshape(-1)
+        k = ids.size
+        gains = None if self.time_varying or fading_gain is None else \
+            np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
+        dt = float(self._step_s[ids].min()) if k else MAX_STEP_S
+        share = np.zeros(k)
+        done, j0, width = 0.0, 0, 16
+        while j0 < _MAX_STEPS:
+            times = t0_s + dt * np.arange(j0, j0 + width)
+            rate = self._rates(np.repeat(ids, width), np.tile(times, k), np.repeat(share, width),
+                               None if gains is None else np.repeat(gains, width), "broadcast").reshape(k, width)
+            slowest = np.where(rate > 0, rate, np.inf).min(axis=0) if k else np.full(width, np.inf)
+            slowest = np.minimum(np.where(np.isinf(slowest), 0.0 if k else cap_bps, slowest), cap_bps)
+            cum = np.cumsum(np.concatenate(([done], slowest * dt)))[1:]
+            j = int(np.searchsorted(cum, bits))  # the first step whose end is past the last bit
+            if j < width:
+                before = cum[j - 1] if j > 0 else done
+                return float(times[j] + (bits - before) / slowest[j])
+            done, j0, width = float(cum[-1]), j0 + width, min(2 * width, 4096)
+        raise ValueError(f"broadcast to clients {ids.tolist()}: {bits:g} bits not through after {_MAX_STEPS} steps "
+                         f"of {dt:g} s (no receiver has a rate)")
+
     def _integrate(self, ids: np.ndarray, bits: np.ndarray, t0_s: float, share: np.ndarray, gains: np.ndarray | None,
                    dt: np.ndarray, direction: str, count: np.ndarray) -> np.ndarray:
         """The ends of the transfers of :meth:`transfer_ends_s` not through in their first step,

@@ -79,6 +79,11 @@ class Uplink:
             if k in self._traced:
                 self._rate_bps[k] = self._traced[k]
 
+    @property
+    def in_time(self) -> bool:
+        """True when the radio depends on time (a transfer's air time is integrated over it)."""
+        return self._in_time
+
     def share_hz(self, client: int) -> float:
         """Bandwidth allocated to ``client``, Hz."""
         return self._share_hz[client]
@@ -199,7 +204,9 @@ class Downlink:
     """The cohort's downlink in one round: one fading draw per round.
 
     A client with no usable rate (the downlink rate model finds no MCS at its SINR: on its share
-    with ``unicast``, on the whole band with ``broadcast``) is in downlink outage.  The outage
+    with ``unicast``, on the whole band with ``broadcast``) is in downlink outage.  On a radio in
+    time a transfer's bits are integrated over the channel as it changes (:meth:`air_time_s`,
+    :meth:`broadcast_time_s`); the outage is judged at the round's start.  The outage
     policy decides: with ``retransmit`` each further attempt sees a fresh fading draw of that
     client, up to ``max_attempts`` in all (a failed attempt at rate 0 takes no air time, as on
     the uplink, so the attempts are drawn here, at the round's start); a client still without a
@@ -240,6 +247,9 @@ class Downlink:
         self._radio = radio = cell.radio
         self._clock = (lambda: 0.0) if clock is None else clock
         self._fading: dict[int, float] = {}
+        self._share_hz: dict[int, float] = {}
+        self._traced = traced_bps
+        self._transfers: _Transfers | None = None
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
         self.outage: set[int] = set()
@@ -247,8 +257,13 @@ class Downlink:
         if mode == "ideal":
             return
         ids = cohort.tolist()
-        # a time-varying fading: the gains at the round's start (a retransmission sees the same)
-        fading = radio.fading_at(cohort, self._now()) if radio.time_varying else cell.sample_fading(cohort, fading_rng)
+        start_s = self._now()
+        if radio.time_varying:
+            self._transfers = _Transfers(radio, "downlink", [k for k in ids if k not in traced_bps])
+        # a time-varying fading: the gains at the round's start; attempt i (a retransmission) sees
+        # the gains i - 1 of the client's steps later (our choice: a tenth of its coherence time
+        # each, so the channel has changed; a frozen one stays in outage)
+        fading = radio.fading_at(cohort, start_s) if radio.time_varying else cell.sample_fading(cohort, fading_rng)
         self._fading = dict(zip(ids, fading.tolist(), strict=True))
         link = cell.downlink_link(cohort, fading_gain=fading)
         self.unicast_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
@@ -258,13 +273,13 @@ class Downlink:
         usable = whole if mode == "broadcast" else self.unicast_bps
         traced = {k: traced_bps[k] for k in ids if k in traced_bps}
         max_attempts = 1 if outage is None else outage.max_attempts
-        shares = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
+        shares = self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
         for k in ids:
             self.attempts[k] = 1
             while usable[k] <= 0.0 and k not in traced and self.attempts[k] < max_attempts:
                 self.attempts[k] += 1
-                redraw = (radio.fading_at([k], self._now()) if radio.time_varying
-                          else cell.sample_fading([k], fading_rng))
+                redraw = (radio.fading_at([k], start_s + (self.attempts[k] - 1) * radio.step_of(k))
+                          if radio.time_varying else cell.sample_fading([k], fading_rng))
                 self._fading[k] = float(redraw[0])
                 if mode == "broadcast":
                     whole[k] = float(cell.broadcast_link([k], fading_gain=redraw).rate_bps[0])
@@ -275,6 +290,37 @@ class Downlink:
         if mode == "broadcast":
             decodable = [whole[k] for k in ids if k not in self.outage]
             self.broadcast_bps = min([*decodable, *traced.values()]) if decodable or traced else 0.0
+
+    def air_time_s(self, client: int, bits: float) -> float:
+        """How long a unicast of ``bits`` to ``client`` starting now takes on its share, s: ``bits /
+        rate`` (the round's rate), or, for a radio in time, integrated over the channel as it
+        changes from now (as :meth:`Uplink.air_time_s`; with a time-varying fading the gain at
+        each step, otherwise the round's draw).  Not for a client in :attr:`outage`."""
+        rate = self.unicast_bps[client]
+        if not self._radio.in_time or client in self._traced:
+            return bits / rate
+        now = self._now()
+        if self._transfers is None:
+            end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], "downlink",
+                                               fading_gain=self._fading[client])
+        else:
+            start_bps = self._transfers.start(client, now, self._share_hz)[1]
+            end_s = self._transfers.end(client, bits, now, self._share_hz, start_bps)
+        return max(0.0, end_s - now)
+
+    def broadcast_time_s(self, receivers: list[int], bits: float) -> float:
+        """How long one broadcast of ``bits`` to ``receivers`` (none in :attr:`outage`) starting
+        now takes, s: ``bits /`` :attr:`broadcast_bps`, or, for a radio in time, integrated over
+        the channel as it changes (:meth:`RadioState.broadcast_end_s
+        <sfl_sim.channel.radio_state.RadioState.broadcast_end_s>`: at each step the slowest
+        receiver's rate then, at most the traced receivers' rates)."""
+        if not self._radio.in_time:
+            return bits / self.broadcast_bps
+        now = self._now()
+        ids = [k for k in receivers if k not in self._traced]
+        cap = min((self._traced[k] for k in receivers if k in self._traced), default=np.inf)
+        gains = None if self._radio.time_varying else [self._fading[k] for k in ids]
+        return max(0.0, self._radio.broadcast_end_s(ids, bits, now, gains, cap) - now)
 
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' downlink fading of the round (drawn once per round, or the last redraw of a

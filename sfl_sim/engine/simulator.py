@@ -385,7 +385,7 @@ class RoundContext:
             return self.env.timeout(0.0, value=self._lost_downlink(client, what))
         if self._downlink_band is not None:
             return self._downlink_band.put(client, 8.0 * nbytes)
-        duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
+        duration_s = self._downlink.air_time_s(client, 8.0 * nbytes)  # bits / rate, or over a radio in time
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
 
@@ -418,11 +418,11 @@ class RoundContext:
             return delivered
         if mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
-            copy_s = {k: 8.0 * nbytes / downlink.unicast_bps[k] for k in receivers}
+            copy_s = {k: downlink.air_time_s(k, 8.0 * nbytes) for k in receivers}
             for client, duration_s in copy_s.items():
                 self.notes.note_busy(client, "downlink", now, duration_s)
             return self.env.timeout(max(copy_s.values()), value=DELIVERED)
-        duration_s = 8.0 * nbytes / downlink.broadcast_bps
+        duration_s = downlink.broadcast_time_s(receivers, 8.0 * nbytes)
         for client in receivers:
             self.notes.note_busy(client, "downlink", now, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
