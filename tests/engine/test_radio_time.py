@@ -236,3 +236,19 @@ def test_harq_copies_go_over_the_channel_then_the_round_trips_are_waited():
     copies = _hand_end(low, high, 2 * 8 * 100_000)  # both copies' bits over the step in the gain
     assert ends[1] == pytest.approx(copies + 0.008, rel=1e-12)
     assert ends["busy"] == [(0.0, pytest.approx(copies, rel=1e-12))]
+
+
+@pytest.mark.parametrize(("max_attempts", "in_outage"), [(5, True), (6, False)])
+def test_a_downlink_retransmission_sees_the_gain_a_step_later(max_attempts, in_outage):
+    """No gain until 45 ms (rate 0: downlink outage): attempt i sees the gain (i - 1) steps of
+    10 ms after the round's start, so the 6th (at 50 ms) is the first with a usable rate."""
+    from sfl_sim.channel.link.outage import OutagePolicy
+    from sfl_sim.engine.radio import Downlink
+    from tests.channel.radio_standins import StepFading
+
+    cell = small_cell(FixedDistancePlacement([200.0, 400.0]), n_clients=2, downlink_bandwidth_hz=1e6,
+                      fading=StepFading(SWITCH_S, low=0.0), fading_process_rng=np.random.default_rng(1))
+    policy = OutagePolicy(on_outage="retransmit", max_attempts=max_attempts)
+    down = Downlink(cell, np.array([0, 1]), "unicast", np.random.default_rng(0), {}, policy)
+    assert down.outage == ({0, 1} if in_outage else set())
+    assert down.attempts == {0: max_attempts if in_outage else 6, 1: max_attempts if in_outage else 6}
