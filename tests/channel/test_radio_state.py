@@ -207,12 +207,14 @@ def test_transfers_ends_at_once_are_each_alone_and_follow_the_rate():
     together = radio.transfer_ends_s(ids, bits, 0.3, share)
     alone = [radio.transfer_end_s(k, b, 0.3, 5e5) for k, b in zip(ids.tolist(), bits.tolist(), strict=True)]
     np.testing.assert_array_equal(together, alone)
-    # the bits carried by the rates the links give at the steps (exact gains): the end's bits
+    # the end of the checked links' rates at the steps (the fading's exact gains), summed as before
+    # the fast paths: the same up to float rounding (measured on the bench's rounds at 3 and 120 km/h
+    # against the code before: at most 3.5e-15 relative on the end times)
     for k in (0, 3):
         dt = float(radio.step_s([k])[0])
-        n = int(np.ceil((together[k] - 0.3) / dt)) + 1
+        n = int(np.ceil((together[k] - 0.3) / dt)) + 2
         times = 0.3 + dt * np.arange(n)
         rates = radio.links(np.full(n, k), times, 5e5, fading="at_time").rate_bps
-        full = int(np.floor((together[k] - 0.3) / dt + 1e-9))
-        carried = rates[:full].sum() * dt + rates[full] * (together[k] - times[full])
-        assert carried == pytest.approx(bits[k], rel=1e-9)
+        cum = np.cumsum(rates * dt)
+        j = int(np.searchsorted(cum, bits[k]))
+        assert together[k] == pytest.approx(times[j] + (bits[k] - cum[j - 1]) / rates[j], rel=1e-12)
