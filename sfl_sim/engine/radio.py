@@ -10,8 +10,10 @@ Both ask only the cell's radio state (:class:`~sfl_sim.channel.radio_state.Radio
 When the radio is in time (a time-varying fading, a timed mobility), they advance it to the clock
 (``clock``, the engine's ``env.now``) whenever they ask: a time-varying fading's gains are those at
 that time (no draw from the run's ``fading`` stream, so every fidelity and re-timing sees the same
-channel), and :meth:`Uplink.air_time_s` integrates a transfer's bits over the channel as it
-changes (:meth:`RadioState.transfer_end_s <sfl_sim.channel.radio_state.RadioState.transfer_end_s>`).
+channel), and :meth:`Uplink.air_time_s`, :meth:`Downlink.air_time_s` and
+:meth:`Downlink.broadcast_time_s` integrate a transfer's bits over the channel as it changes
+(:meth:`RadioState.transfer_ends_s <sfl_sim.channel.radio_state.RadioState.transfer_ends_s>`);
+the transfers of a cohort that start together are computed at once (:class:`_Transfers`).
 Otherwise nothing depends on the clock and everything is as the round's draw gives it.
 """
 from __future__ import annotations

@@ -33,6 +33,10 @@ Time model
   ``max_k 8 N / r_k``.
 * bytes are counted per receiving client, whatever the downlink mode, so byte columns compare
   across modes: a broadcast of N bytes to 10 clients adds 10 N downlink bytes.
+* on a radio in time (a time-varying fading, a timed mobility: :mod:`sfl_sim.engine.radio`) each
+  of these transfers' bits, up and down, are integrated over the channel as it changes from the
+  transfer's start instead of ``8 N / r`` at one rate (a broadcast at the slowest receiver's rate
+  at each step).
 
 Small-scale fading and outage
 -----------------------------
