@@ -38,6 +38,15 @@ through: the rate is evaluated at ``t0`` and at every step ``dt`` after, held ov
 the bits integrated (numpy, ahead of time: the channel is a deterministic function of time, so a
 transfer stays one timeout of the engine).  ``dt`` is :meth:`RadioState.step_s`: a tenth of the
 client's coherence time (the fading changes little over it), at most :data:`MAX_STEP_S`.
+
+The bits are summed in order along each transfer's steps, so a transfer's end is the same number
+whether it is computed alone or with others (:meth:`RadioState.transfer_ends_s`: the cohort's
+transfers that start together, at once) and however its steps are asked in chunks.  The steps'
+rates skip the argument checks of :meth:`RadioState.links` (the same arithmetic:
+:meth:`~sfl_sim.channel.link.budget.LinkBudgetModel.link_unchecked`); the coupling losses are
+computed for every client per position grid time and kept; a fading that has
+``power_gain_steps`` (:meth:`~sfl_sim.channel.link.fading_time.JakesFading.power_gain_steps`)
+gives a transfer's gains at its steps at once, equal to its ``power_gain_at`` up to float rounding.
 """
 from __future__ import annotations
 
@@ -68,6 +77,9 @@ DIRECTIONS = ("uplink", "downlink", "broadcast")
 #: The most steps a transfer is integrated over before the state refuses (a link that never
 #: delivers is an outage, which the engine judges at the transfer's start).
 _MAX_STEPS = 10_000_000
+#: The most steps of a group of transfers evaluated at once (our choice: bounds the memory of a
+#: sum-of-sinusoids fading's evaluation, about its sinusoids x 8 bytes per step).
+_MAX_ELEMENTS = 1 << 17
 
 
 class RadioState:
@@ -135,6 +147,8 @@ class RadioState:
         #: at most a hundredth of the LOS decorrelation distance travelled).
         self.position_step_s = self.large_scale_step_s / 10
         self._positions: dict[int, np.ndarray] = {}
+        self._loss_owner: Any = None  # the large-scale snapshot the kept coupling losses are of
+        self._loss_at: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         if self.time_varying:
             assert isinstance(fading, TimeVaryingFading)
             if fading_rng is None:
@@ -150,6 +164,8 @@ class RadioState:
             self._tv_fading = None
             coherence = np.full(n, math.inf)
         self.coherence_time_s = coherence
+        # a fading that evaluates a transfer's steps at once (JakesFading.power_gain_steps)
+        self._steps_of = getattr(self._tv_fading, "power_gain_steps", None)
         self._step_s = np.minimum(STEP_FRACTION * coherence, MAX_STEP_S)
         self._step_s = np.where(self._step_s > 0, self._step_s, MAX_STEP_S)
 
@@ -180,6 +196,10 @@ class RadioState:
         """The step each client's rate is re-evaluated at within a transfer, s (module docstring)."""
         return self._step_s[np.asarray(client_ids, dtype=int)]
 
+    def step_of(self, client: int) -> float:
+        """:meth:`step_s` of one client, s."""
+        return float(self._step_s[client])
+
     # ------------------------------------------------------------------ time
     def advance_to(self, t_s: float) -> None:
         """Evolve mobility (and with it the large-scale channel) to absolute time ``t_s``.
@@ -192,6 +212,8 @@ class RadioState:
         ValueError
             If ``t_s`` is before the time the state was advanced to.
         """
+        if type(t_s) is float and t_s == self._t_s:  # the engine asks at every transfer: often no change
+            return
         t = check_scalar("t_s", t_s, minimum=0.0)
         if t < self._t_s:
             raise ValueError(f"t_s: got {t!r}; allowed: >= {self._t_s!r} (the radio state only moves forward)")
@@ -205,6 +227,15 @@ class RadioState:
         while self._grid_index < target:
             self._grid_index += 1
             self.large_scale.relocate(mobility.positions_at(self._grid_index * step))
+
+    def holds_until(self, t_s: Any) -> np.ndarray:
+        """Whether the large-scale state stays as it is until each of ``t_s`` (no grid update of a
+        timed mobility before then): what :meth:`links` gives for those times now is what it will
+        give then."""
+        t = np.asarray(t_s, dtype=float)
+        if self._timed_mobility is None:
+            return np.ones(t.shape, dtype=bool)
+        return np.floor(t / self.large_scale_step_s) <= self._grid_index
 
     # ------------------------------------------------------------------ links
     def fading_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
@@ -228,18 +259,46 @@ class RadioState:
         """Coupling loss (dB) of ``client_ids`` at ``t_s`` (scalar or per id): with a timed mobility
         the path loss at each client's position then (the random parts held since the latest grid
         update); otherwise the latest large-scale state's."""
+        return self._large_scale_at(np.asarray(client_ids, dtype=int), t_s)[0]
+
+    def _large_scale_at(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Coupling loss (dB) and gain (linear) of ``ids`` at ``t_s`` (see :meth:`coupling_loss_db`)."""
         mobility = self._timed_mobility
+        now = self.large_scale.snapshot
         if mobility is None:
-            return self.large_scale.snapshot.coupling_loss_db[client_ids]
-        # positions on a grid of position_step_s (a few per transfer; every client's transfers at
-        # about the same time share them: the latest few are kept)
+            return now.coupling_loss_db[ids], now.gain_linear[ids]
+        # positions on a grid of position_step_s; every client's coupling loss and gain at a grid
+        # time computed at once and kept (a transfer spans a few grid times, the cohort's transfers
+        # share them) until the large-scale state changes (its held LOS latent and shadowing)
+        if self._loss_owner is not now:
+            self._loss_owner, self._loss_at = now, {}
         step = self.position_step_s
-        index = np.floor(np.broadcast_to(np.asarray(t_s, dtype=float), client_ids.shape) / step).astype(np.int64)
-        positions = np.empty((client_ids.size, 2))
+        index = np.floor(np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape) / step).astype(np.int64)
+        first, last = (int(index.min()), int(index.max())) if index.size else (0, -1)
+        if first == last:
+            loss, gain = self._loss_at_grid(mobility, first)
+            return loss[ids], gain[ids]
+        if last - first < 64:  # a transfer's steps: a few consecutive grid times, one gather
+            kept = [self._loss_at_grid(mobility, i) for i in range(first, last + 1)]
+            at = (index - first) * self.n_clients + ids
+            return np.stack([k[0] for k in kept]).reshape(-1)[at], np.stack([k[1] for k in kept]).reshape(-1)[at]
+        coupling_db, gain_linear = np.empty(ids.size), np.empty(ids.size)
         for i in np.unique(index).tolist():
-            at = index == i
-            positions[at] = self._positions_at_grid(mobility, i)[client_ids[at]]
-        return self.large_scale.coupling_loss_db_at(client_ids, positions)
+            on = index == i
+            loss, gain = self._loss_at_grid(mobility, i)
+            coupling_db[on], gain_linear[on] = loss[ids[on]], gain[ids[on]]
+        return coupling_db, gain_linear
+
+    def _loss_at_grid(self, mobility: TimedMobility, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every client's coupling loss (dB) and gain at ``index * position_step_s`` (kept)."""
+        cache = self._loss_at
+        if index not in cache:
+            if len(cache) >= 256:
+                cache.pop(next(iter(cache)))
+            every = np.arange(self.n_clients)
+            loss = self.large_scale.coupling_loss_db_at(every, self._positions_at_grid(mobility, index))
+            cache[index] = (loss, np.power(10.0, -loss / 10.0))
+        return cache[index]
 
     def _positions_at_grid(self, mobility: TimedMobility, index: int) -> np.ndarray:
         """All clients' positions at ``index * position_step_s`` (kept for the next asks)."""
@@ -281,12 +340,7 @@ class RadioState:
         gain_fading = self.fading_at(ids, t_s) if isinstance(fading, str) and fading == "at_time" else fading
         if isinstance(fading, str) and fading != "at_time":
             raise ValueError(f"fading: got {fading!r}; allowed: None, 'at_time' or an array of gains")
-        if self._timed_mobility is None:
-            now = self.large_scale.snapshot
-            coupling_db, gain = now.coupling_loss_db[ids], now.gain_linear[ids]
-        else:
-            coupling_db = self.coupling_loss_db(ids, t_s)
-            gain = np.power(10.0, -coupling_db / 10.0)
+        coupling_db, gain = self._large_scale_at(ids, t_s)
         budget = self.budget
         if direction == "broadcast":
             return budget.broadcast(ids, gain, gain_fading)
@@ -307,39 +361,204 @@ class RadioState:
 
         The rate at ``t0_s + j dt`` (``dt`` = :meth:`step_s`; the time-varying fading's gain and,
         with a timed mobility, the client's position then) is held over ``[t0 + j dt, t0 + (j+1) dt)``
-        and the bits integrated; the last step ends when the last bit is through.  Pure.  Without a
-        time-varying fading the gain is ``fading_gain`` (the coherence block's draw; None: 1).
-        ``start_rate_bps``, the rate at ``t0_s`` when the caller has it, only sizes the first chunk
-        of steps evaluated at once.
+        and the bits integrated (the steps' bits summed in order from the first); the last step
+        ends when the last bit is through.  Pure.  Without a time-varying fading the gain is
+        ``fading_gain`` (the coherence block's draw; None: 1).  ``start_rate_bps``, the rate at
+        ``t0_s`` when the caller has it (the same number), saves its evaluation.
+        :meth:`transfer_ends_s` for one client.
 
         Raises
         ------
         ValueError
             When the bits are not through after a great many steps (the rate stays 0).
         """
-        dt = float(self._step_s[client])
-        done, j0 = 0.0, 0
-        first = start_rate_bps if start_rate_bps is not None else float(
-            self.links([client], t0_s, bandwidth_hz, fading=self._fading_mode(fading_gain),
-                       direction=direction).rate_bps[0])
-        # a first chunk about the length the start's rate needs, then doubling
-        chunk = int(min(4096, max(16, 1.25 * bits / (first * dt) + 2))) if first > 0 else 64
-        while j0 < _MAX_STEPS:
-            times = t0_s + dt * np.arange(j0, j0 + chunk)
-            ids = np.full(chunk, client)
-            rate = self.links(ids, times, np.full(chunk, float(bandwidth_hz)), fading=self._fading_mode(fading_gain),
-                              direction=direction).rate_bps
-            cum = done + np.cumsum(rate * dt)
-            j = int(np.searchsorted(cum, bits))  # the first step whose end is past the last bit
-            if j < chunk:
-                before = cum[j - 1] if j > 0 else done
-                return float(times[j] + (bits - before) / rate[j])
-            done, j0, chunk = float(cum[-1]), j0 + chunk, min(2 * chunk, 65536)
-        raise ValueError(f"client {client}: {bits:g} bits not through after {_MAX_STEPS} steps of {dt:g} s "
-                         "(its rate stays 0)")
+        return float(self.transfer_ends_s([client], bits, t0_s, bandwidth_hz, direction, fading_gain,
+                                          None if start_rate_bps is None else [start_rate_bps])[0])
 
-    def _fading_mode(self, fading_gain: float | None) -> str | float | None:
-        return "at_time" if self.time_varying else fading_gain
+    def transfer_ends_s(self, client_ids: Any, bits: Any, t0_s: float, bandwidth_hz: Any,
+                        direction: str = "uplink", fading_gain: Any = None,
+                        start_rate_bps: Any = None) -> np.ndarray:
+        """:meth:`transfer_end_s` of many transfers starting at ``t0_s`` at once (one client each).
+
+        Each transfer's end is the same number alone or with others: the steps' rates are
+        element-wise, and each transfer's bits are summed in order along its own steps.
+
+        Parameters
+        ----------
+        client_ids : array_like of int, shape (k,)
+        bits, bandwidth_hz : float or array_like, shape (k,)
+            Bits (> 0) and share (Hz; ignored for ``broadcast``) of each transfer.
+        t0_s : float
+            Their common start, s.
+        direction : {"uplink", "downlink", "broadcast"}
+        fading_gain : float or array_like, shape (k,), optional
+            Without a time-varying fading: each transfer's block gain (None: 1).
+        start_rate_bps : array_like, shape (k,), optional
+            Each rate at ``t0_s`` when the caller has it.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k,)
+            The ends, s.
+        """
+        ids = np.asarray(client_ids, dtype=int).reshape(-1)
+        k = ids.size
+        want = np.broadcast_to(np.asarray(bits, dtype=float), (k,))
+        share = np.broadcast_to(np.asarray(bandwidth_hz, dtype=float), (k,)).astype(float)
+        gains = None if self.time_varying or fading_gain is None else \
+            np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
+        dt = self._step_s[ids]
+        first = (self._rates(ids, np.full(k, float(t0_s)), share, gains, direction) if start_rate_bps is None
+                 else np.asarray(start_rate_bps, dtype=float).reshape(k))
+        ends = np.empty(k)
+        # through within the first step: t0 + bits / (the start's rate), what the sum below gives
+        quick = (first > 0) & (want <= first * dt)
+        ends[quick] = t0_s + want[quick] / first[quick]
+        rest = np.flatnonzero(~quick)
+        if rest.size == 0:
+            return ends
+        # a first chunk of steps about the length the start's rate needs (each transfer its own),
+        # then doubling; the chunks change nothing but the work (each transfer's bits are summed
+        # in order along its steps, the sum carried over a chunk's edge)
+        with np.errstate(divide="ignore"):
+            sized = np.where(first[rest] > 0, 1.25 * want[rest] / (first[rest] * dt[rest]) + 2, 64.0)
+        count = np.clip(sized, 16, 4096).astype(np.int64)
+        # groups of transfers of at most _MAX_ELEMENTS steps each evaluated at once (the memory)
+        group = np.cumsum(count) // _MAX_ELEMENTS
+        for g in np.unique(group).tolist():
+            rows = rest[group == g]
+            ends[rows] = self._integrate(ids[rows], want[rows], float(t0_s), share[rows],
+                                         None if gains is None else gains[rows], dt[rows], direction,
+                                         count[group == g])
+        return ends
+
+    def broadcast_end_s(self, client_ids: Any, bits: float, t0_s: float, fading_gain: Any = None,
+                        cap_bps: float = math.inf) -> float:
+        """When one broadcast of ``bits`` from ``t0_s`` on the whole downlink band is through to
+        ``client_ids``: the rate at each step is the slowest of the receivers' that have a usable
+        rate then (our choice, the round-start rule's, :class:`~sfl_sim.engine.radio.Downlink`:
+        a receiver in a deep fade does not stall the others), at most ``cap_bps`` (receivers whose
+        rate a trace fixes); held over the step, the bits summed in order.  The step is the
+        shortest of the receivers' :meth:`step_s`.  Pure.
+
+        Raises
+        ------
+        ValueError
+            When the bits are not through after a great many steps (no receiver has a rate).
+        """
+        ids = np.asarray(client_ids, dtype=int).reshape(-1)
+        k = ids.size
+        gains = None if self.time_varying or fading_gain is None else \
+            np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
+        dt = float(self._step_s[ids].min()) if k else MAX_STEP_S
+        share = np.zeros(k)
+        done, j0, width = 0.0, 0, 16
+        while j0 < _MAX_STEPS:
+            times = t0_s + dt * np.arange(j0, j0 + width)
+            rate = self._rates(np.repeat(ids, width), np.tile(times, k), np.repeat(share, width),
+                               None if gains is None else np.repeat(gains, width), "broadcast").reshape(k, width)
+            slowest = np.where(rate > 0, rate, np.inf).min(axis=0) if k else np.full(width, np.inf)
+            slowest = np.minimum(np.where(np.isinf(slowest), 0.0 if k else cap_bps, slowest), cap_bps)
+            cum = np.cumsum(np.concatenate(([done], slowest * dt)))[1:]
+            j = int(np.searchsorted(cum, bits))  # the first step whose end is past the last bit
+            if j < width:
+                before = cum[j - 1] if j > 0 else done
+                return float(times[j] + (bits - before) / slowest[j])
+            done, j0, width = float(cum[-1]), j0 + width, min(2 * width, 4096)
+        raise ValueError(f"broadcast to clients {ids.tolist()}: {bits:g} bits not through after {_MAX_STEPS} steps "
+                         f"of {dt:g} s (no receiver has a rate)")
+
+    def _integrate(self, ids: np.ndarray, bits: np.ndarray, t0_s: float, share: np.ndarray, gains: np.ndarray | None,
+                   dt: np.ndarray, direction: str, count: np.ndarray) -> np.ndarray:
+        """The ends of the transfers of :meth:`transfer_ends_s` not through in their first step,
+        ``count`` steps of each evaluated first."""
+        m = ids.size
+        ends, done = np.empty(m), np.zeros(m)
+        first_step = np.zeros(m, dtype=np.int64)  # each transfer's next step to evaluate
+        count = count.copy()
+        left = np.arange(m)  # transfers not through yet
+        while True:
+            n = count[left]
+            if int(first_step[left].max()) >= _MAX_STEPS:
+                worst = int(left[0])
+                raise ValueError(f"client {int(ids[worst])}: {float(bits[worst]):g} bits not through after "
+                                 f"{_MAX_STEPS} steps of {float(dt[worst]):g} s (its rate stays 0)")
+            # the steps of every transfer left, flat (row r: steps first_step[r] .. + n[r] - 1)
+            row = np.repeat(np.arange(left.size), n)
+            local = np.arange(row.size) - np.repeat(np.cumsum(n) - n, n)
+            owner = left[row]
+            times_flat = t0_s + dt[owner] * (first_step[owner] + local)
+            steps = None if self._steps_of is None else self._steps_of(ids[left], t0_s, dt[left], first_step[left], n)
+            rate_flat = self._rates(ids[owner], times_flat, share[owner],
+                                    None if gains is None else gains[owner], direction, steps)
+            width = int(n.max())
+            times, rate = np.zeros((left.size, width)), np.zeros((left.size, width))
+            times[row, local], rate[row, local] = times_flat, rate_flat
+            # the bits through by each step's end (a row's steps past its count add 0: it stays)
+            cum = np.cumsum(np.concatenate((done[left, None], rate * dt[left, None]), axis=1), axis=1)[:, 1:]
+            through = cum >= bits[left, None]
+            hit = through[:, -1]
+            if np.any(hit):
+                rows = np.flatnonzero(hit)
+                j = through[rows].argmax(axis=1)  # the first step whose end is past the last bit
+                before = np.where(j > 0, cum[rows, np.maximum(j - 1, 0)], done[left[rows]])
+                ends[left[rows]] = times[rows, j] + (bits[left[rows]] - before) / rate[rows, j]
+            done[left] = cum[:, -1]
+            first_step[left] += n
+            count[left] = np.minimum(2 * n, max(16, _MAX_ELEMENTS // left.size))
+            left = left[~hit]
+            if left.size == 0:
+                return ends
+
+    def start_links(self, client_ids: np.ndarray, t_s: np.ndarray, bandwidth_hz: np.ndarray,
+                    direction: str = "uplink") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The time-varying fading's gains and the links of ``client_ids`` at ``t_s`` on these shares:
+        :meth:`fading_at` and :meth:`links` (``fading`` those gains), the same numbers, without
+        their argument checks (ids, times and shares checked by the caller's round).
+
+        Returns
+        -------
+        tuple of numpy.ndarray, shape (k,)
+            Fading gains, rates (bit/s), SNRs (dB) and transmit powers (W).
+
+        Raises
+        ------
+        ValueError
+            Without a time-varying fading, or when a component returns rates that are not finite
+            and >= 0.
+        """
+        fading = self._tv_fading
+        if fading is None:
+            raise ValueError(f"fading {self.fading!r} is not time-varying: it has no gains at a time")
+        fast = getattr(fading, "power_gain_unchecked", None)
+        gains = fast(client_ids, t_s) if fast is not None else self.fading_at(client_ids, t_s)
+        coupling_db, gain = self._large_scale_at(client_ids, t_s)
+        rate, snr_db, power = self.budget.link_unchecked(direction, bandwidth_hz, gain * gains, coupling_db,
+                                                         self.tx_power_w[client_ids], self.noise_rise.linear,
+                                                         with_snr=True)
+        assert snr_db is not None and power is not None
+        if not np.all(rate >= 0) or not np.all(np.isfinite(rate)):  # a plug-in's bad rate, named once
+            self.links(client_ids, t_s, bandwidth_hz, fading=gains, direction=direction)
+        return gains, rate, snr_db, power
+
+    def _rates(self, ids: np.ndarray, times: np.ndarray, share: np.ndarray, gains: np.ndarray | None,
+               direction: str, fading_steps: np.ndarray | None = None) -> np.ndarray:
+        """The rates of :meth:`links` (``fading="at_time"`` with a time-varying fading, else
+        ``gains``), bit/s, without its checks: its inputs were checked once.  ``fading_steps``: the
+        time-varying fading's gains at ``times`` when the caller has them."""
+        fading: np.ndarray | None
+        if fading_steps is not None:
+            fading = fading_steps
+        elif self._tv_fading is not None:
+            fast = getattr(self._tv_fading, "power_gain_unchecked", None)
+            fading = fast(ids, times) if fast is not None else self.fading_at(ids, times)
+        else:
+            fading = gains
+        coupling_db, gain = self._large_scale_at(ids, times)
+        if fading is not None:
+            gain = gain * fading
+        return self.budget.link_unchecked(direction, share, gain, coupling_db, self.tx_power_w[ids],
+                                          self.noise_rise.linear)[0]
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

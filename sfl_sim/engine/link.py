@@ -12,7 +12,10 @@ in this order (see :mod:`sfl_sim.engine.simulator` for the model):
 3. fading: a new draw by coherence block;
 4. attempts: each attempt is counted and noted busy; a rate (or SNR) below the outage threshold
    fails, HARQ resends transport blocks of one that is not; a failed attempt is retransmitted on
-   a fresh fading draw while the outage policy allows, else dropped, ``Lost("outage")``.
+   a fresh fading draw while the outage policy allows, else dropped, ``Lost("outage")``.  On a
+   radio in time every attempt's bits (a HARQ transfer's copies, a failed attempt's payload, at
+   most as long as at the threshold rate) are integrated over the channel as it changes, a HARQ
+   transfer's round trips waited after its copies.
 
 With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.band`) an attempt's
 bits go through the band instead of ``bits / rate`` on the round's share, and the band notes the
@@ -135,9 +138,17 @@ class Link:
                 # on the air for its copies (sum of N_i blocks of B / n bits); the round trips between
                 # copies are waiting, which the energy ledger counts as idle
                 air_s = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / (sent.blocks * rate)
+                total_s = sent.time_s
+                if uplink.in_time:
+                    # the copies' bits over the channel as it changes, then the round trips (as the
+                    # scheduled band's fluid form: copies first, waits after)
+                    copies_bits = (sent.blocks + sent.retransmissions) * 8.0 * nbytes / sent.blocks
+                    wait_s = sent.time_s - air_s
+                    air_s = uplink.air_time_s(client, copies_bits)
+                    total_s = air_s + wait_s
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
-                notes.note_harq_wait(client, env.now + air_s, env.now + sent.time_s)
-                on_air = yield self._air(sent.time_s, leaving)
+                notes.note_harq_wait(client, env.now + air_s, env.now + total_s)
+                on_air = yield self._air(total_s, leaving)
                 if isinstance(on_air, Lost) or sent.delivered:
                     return on_air
             else:
@@ -145,6 +156,12 @@ class Link:
                 # rate); at rate 0 with no threshold nothing is granted, so it takes no time.
                 attempt_rate = max(rate, policy.min_rate_bps)
                 attempt_s = 8.0 * nbytes / attempt_rate if attempt_rate > 0 else 0.0
+                if uplink.in_time and rate > 0.0:
+                    # on a radio in time: its bits over the channel as it changes, at most as long
+                    # as at the threshold rate (our choice: the grant the outage rule allows)
+                    attempt_s = uplink.air_time_s(client, 8.0 * nbytes)
+                    if policy.min_rate_bps > 0:
+                        attempt_s = min(attempt_s, 8.0 * nbytes / policy.min_rate_bps)
                 notes.note_busy(client, "uplink", env.now, attempt_s, tx_power_w=uplink.tx_power_w(client))
                 on_air = yield self._air(attempt_s, leaving)
                 if isinstance(on_air, Lost):

@@ -10,19 +10,23 @@ Both ask only the cell's radio state (:class:`~sfl_sim.channel.radio_state.Radio
 When the radio is in time (a time-varying fading, a timed mobility), they advance it to the clock
 (``clock``, the engine's ``env.now``) whenever they ask: a time-varying fading's gains are those at
 that time (no draw from the run's ``fading`` stream, so every fidelity and re-timing sees the same
-channel), and :meth:`Uplink.air_time_s` integrates a transfer's bits over the channel as it
-changes (:meth:`RadioState.transfer_end_s <sfl_sim.channel.radio_state.RadioState.transfer_end_s>`).
+channel), and :meth:`Uplink.air_time_s`, :meth:`Downlink.air_time_s` and
+:meth:`Downlink.broadcast_time_s` integrate a transfer's bits over the channel as it changes
+(:meth:`RadioState.transfer_ends_s <sfl_sim.channel.radio_state.RadioState.transfer_ends_s>`);
+the transfers of a cohort that start together are computed at once (:class:`_Transfers`).
 Otherwise nothing depends on the clock and everything is as the round's draw gives it.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.channel.link.power_control import headroom_rbs
+from sfl_sim.channel.radio_state import RadioState
 from sfl_sim.config.choices import Coherence, DownlinkMode
 
 __all__ = ["Downlink", "Uplink"]
@@ -58,6 +62,9 @@ class Uplink:
         else:
             self._round_fading = cell.sample_fading(cohort, fading_rng)
         self._block: dict[int, Hashable] = {}  # per_iteration: the block each client's rate belongs to
+        # a time-varying fading: the start links and ends of transfers, kept (see _Transfers)
+        self._transfers = _Transfers(radio, "uplink", [k for k in cohort.tolist() if k not in traced_bps]) \
+            if self._time_varying else None
         self.allocate(None)
 
     def allocate(self, payload_bits: Mapping[int, float] | None) -> None:
@@ -74,6 +81,11 @@ class Uplink:
         for k in ids:
             if k in self._traced:
                 self._rate_bps[k] = self._traced[k]
+
+    @property
+    def in_time(self) -> bool:
+        """True when the radio depends on time (a transfer's air time is integrated over it)."""
+        return self._in_time
 
     def share_hz(self, client: int) -> float:
         """Bandwidth allocated to ``client``, Hz."""
@@ -121,7 +133,7 @@ class Uplink:
         if client in self._traced:
             return
         if self._time_varying:  # no draw: the gain at the time it is asked
-            self._evaluate(client, float(self._radio.fading_at([client], self._now())[0]))
+            self._start_now(client)
             return
         fading = self._cell.sample_fading([client], self._rng)
         if self._in_time:
@@ -138,10 +150,20 @@ class Uplink:
         if not self._in_time or client in self._traced:
             return bits / self._rate_bps[client]
         now = self._now()
-        gain = None if self._time_varying else self._fading_gain[client]
-        end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], fading_gain=gain,
-                                           start_rate_bps=self._rate_bps[client])
+        if not self._time_varying:
+            end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client],
+                                               fading_gain=self._fading_gain[client],
+                                               start_rate_bps=self._rate_bps[client])
+            return max(0.0, end_s - now)
+        assert self._transfers is not None
+        end_s = self._transfers.end(client, bits, now, self._share_hz, self._rate_bps[client])
         return max(0.0, end_s - now)
+
+    def _start_now(self, client: int) -> None:
+        """A time-varying fading: ``client``'s gain and link now on its share (:class:`_Transfers`)."""
+        assert self._transfers is not None
+        start = self._transfers.start(client, self._now(), self._share_hz)
+        self._fading_gain[client], self._rate_bps[client], self._snr_db[client], self._tx_power_w[client] = start
 
     def _now(self) -> float:
         """The clock now; the radio state advanced to it when it is in time."""
@@ -191,7 +213,9 @@ class Downlink:
     """The cohort's downlink in one round: one fading draw per round.
 
     A client with no usable rate (the downlink rate model finds no MCS at its SINR: on its share
-    with ``unicast``, on the whole band with ``broadcast``) is in downlink outage.  The outage
+    with ``unicast``, on the whole band with ``broadcast``) is in downlink outage.  On a radio in
+    time a transfer's bits are integrated over the channel as it changes (:meth:`air_time_s`,
+    :meth:`broadcast_time_s`); the outage is judged at the round's start.  The outage
     policy decides: with ``retransmit`` each further attempt sees a fresh fading draw of that
     client, up to ``max_attempts`` in all (a failed attempt at rate 0 takes no air time, as on
     the uplink, so the attempts are drawn here, at the round's start); a client still without a
@@ -232,6 +256,9 @@ class Downlink:
         self._radio = radio = cell.radio
         self._clock = (lambda: 0.0) if clock is None else clock
         self._fading: dict[int, float] = {}
+        self._share_hz: dict[int, float] = {}
+        self._traced = traced_bps
+        self._transfers: _Transfers | None = None
         self.unicast_bps: dict[int, float] = {}
         self.broadcast_bps = 0.0
         self.outage: set[int] = set()
@@ -239,8 +266,13 @@ class Downlink:
         if mode == "ideal":
             return
         ids = cohort.tolist()
-        # a time-varying fading: the gains at the round's start (a retransmission sees the same)
-        fading = radio.fading_at(cohort, self._now()) if radio.time_varying else cell.sample_fading(cohort, fading_rng)
+        start_s = self._now()
+        if radio.time_varying:
+            self._transfers = _Transfers(radio, "downlink", [k for k in ids if k not in traced_bps])
+        # a time-varying fading: the gains at the round's start; attempt i (a retransmission) sees
+        # the gains i - 1 of the client's steps later (our choice: a tenth of its coherence time
+        # each, so the channel has changed; a frozen one stays in outage)
+        fading = radio.fading_at(cohort, start_s) if radio.time_varying else cell.sample_fading(cohort, fading_rng)
         self._fading = dict(zip(ids, fading.tolist(), strict=True))
         link = cell.downlink_link(cohort, fading_gain=fading)
         self.unicast_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
@@ -250,13 +282,13 @@ class Downlink:
         usable = whole if mode == "broadcast" else self.unicast_bps
         traced = {k: traced_bps[k] for k in ids if k in traced_bps}
         max_attempts = 1 if outage is None else outage.max_attempts
-        shares = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
+        shares = self._share_hz = dict(zip(ids, link.bandwidth_hz.tolist(), strict=True))
         for k in ids:
             self.attempts[k] = 1
             while usable[k] <= 0.0 and k not in traced and self.attempts[k] < max_attempts:
                 self.attempts[k] += 1
-                redraw = (radio.fading_at([k], self._now()) if radio.time_varying
-                          else cell.sample_fading([k], fading_rng))
+                redraw = (radio.fading_at([k], start_s + (self.attempts[k] - 1) * radio.step_of(k))
+                          if radio.time_varying else cell.sample_fading([k], fading_rng))
                 self._fading[k] = float(redraw[0])
                 if mode == "broadcast":
                     whole[k] = float(cell.broadcast_link([k], fading_gain=redraw).rate_bps[0])
@@ -267,6 +299,37 @@ class Downlink:
         if mode == "broadcast":
             decodable = [whole[k] for k in ids if k not in self.outage]
             self.broadcast_bps = min([*decodable, *traced.values()]) if decodable or traced else 0.0
+
+    def air_time_s(self, client: int, bits: float) -> float:
+        """How long a unicast of ``bits`` to ``client`` starting now takes on its share, s: ``bits /
+        rate`` (the round's rate), or, for a radio in time, integrated over the channel as it
+        changes from now (as :meth:`Uplink.air_time_s`; with a time-varying fading the gain at
+        each step, otherwise the round's draw).  Not for a client in :attr:`outage`."""
+        rate = self.unicast_bps[client]
+        if not self._radio.in_time or client in self._traced:
+            return bits / rate
+        now = self._now()
+        if self._transfers is None:
+            end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client], "downlink",
+                                               fading_gain=self._fading[client])
+        else:
+            start_bps = self._transfers.start(client, now, self._share_hz)[1]
+            end_s = self._transfers.end(client, bits, now, self._share_hz, start_bps)
+        return max(0.0, end_s - now)
+
+    def broadcast_time_s(self, receivers: list[int], bits: float) -> float:
+        """How long one broadcast of ``bits`` to ``receivers`` (none in :attr:`outage`) starting
+        now takes, s: ``bits /`` :attr:`broadcast_bps`, or, for a radio in time, integrated over
+        the channel as it changes (:meth:`RadioState.broadcast_end_s
+        <sfl_sim.channel.radio_state.RadioState.broadcast_end_s>`: at each step the slowest
+        receiver's rate then, at most the traced receivers' rates)."""
+        if not self._radio.in_time:
+            return bits / self.broadcast_bps
+        now = self._now()
+        ids = [k for k in receivers if k not in self._traced]
+        cap = min((self._traced[k] for k in receivers if k in self._traced), default=np.inf)
+        gains = None if self._radio.time_varying else [self._fading[k] for k in ids]
+        return max(0.0, self._radio.broadcast_end_s(ids, bits, now, gains, cap) - now)
 
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
@@ -290,3 +353,99 @@ class Downlink:
         if self._radio.in_time:
             self._radio.advance_to(now)
         return now
+
+
+class _Transfers:
+    """A time-varying fading's start links and transfer ends of one direction, kept by (client, time).
+
+    Every number is what :meth:`RadioState.links` and :meth:`RadioState.transfer_ends_s` give for
+    that client, time, share and payload: the batches below change only how many are computed in
+    one call (the links are element-wise, each transfer's bits summed along its own steps).
+
+    - Starts: a round's cohort starts its transfers together (every client's step ends at once);
+      when a second client asks at an instant, every client is computed at once and the others
+      find theirs kept.
+    - Ends: likewise, the second transfer at an instant computes every client's that started then
+      (with the same payload).  After such a batch, each client's link at its end is computed at
+      once too: a client often sends again as soon as its transfer ends (labels after
+      activations), and would otherwise be computed alone.  A link kept for a later time holds
+      only while the large-scale state it was computed on does.
+    """
+
+    def __init__(self, radio: RadioState, direction: str, clients: list[int]) -> None:
+        self._radio, self._direction, self._clients = radio, direction, clients
+        # (client, t) -> snapshot, share, gain, rate, SNR, power
+        self._starts: dict[tuple[int, float], tuple[Any, float, float, float, float, float]] = {}
+        # (client, t) -> snapshot, bits, share, end
+        self._ends: dict[tuple[int, float], tuple[Any, float, float, float]] = {}
+        self._start_asked: tuple[float, int] = (-1.0, -1)  # the latest instant a start was computed at, by whom
+        self._end_asked: tuple[float, int] = (-1.0, -1)
+
+    def start(self, client: int, now: float, share_hz: Mapping[int, float]) -> tuple[float, float, float, float]:
+        """``client``'s fading gain, rate (bit/s), SNR (dB) and power (W) at ``now`` on its share."""
+        snapshot = self._radio.large_scale.snapshot
+        hit = self._starts.get((client, now))
+        if hit is None or hit[0] is not snapshot or hit[1] != share_hz[client]:
+            batch = [client]
+            if self._start_asked[0] == now and self._start_asked[1] != client:
+                batch += [k for k in self._clients if k != client and not self._has_start(k, now, share_hz, snapshot)]
+            self._start_asked = (now, client)
+            self._compute_starts(batch, np.full(len(batch), now), share_hz)
+            hit = self._starts[(client, now)]
+        return hit[2], hit[3], hit[4], hit[5]
+
+    def end(self, client: int, bits: float, now: float, share_hz: Mapping[int, float], start_rate_bps: float) -> float:
+        """When ``bits`` of ``client`` starting at ``now`` on its share are through, s."""
+        snapshot = self._radio.large_scale.snapshot
+        hit = self._ends.get((client, now))
+        if hit is not None and hit[0] is snapshot and hit[1] == bits and hit[2] == share_hz[client]:
+            return hit[3]
+        dt = self._radio.step_of(client)
+        if start_rate_bps > 0.0 and bits <= start_rate_bps * dt:
+            # through within its first step: what transfer_ends_s gives, in Python floats
+            end_s = now + bits / start_rate_bps
+            self._ends[(client, now)] = (snapshot, bits, share_hz[client], end_s)
+            return end_s
+        batch, rates = [client], [start_rate_bps]
+        if self._end_asked[0] == now and self._end_asked[1] != client:
+            for k in self._clients:
+                start = self._starts.get((k, now))
+                if k != client and start is not None and start[0] is snapshot and start[1] == share_hz[k] and not (
+                        (k, now) in self._ends and self._ends[(k, now)][0] is snapshot):
+                    batch.append(k)
+                    rates.append(start[3])
+        self._end_asked = (now, client)
+        ids = np.array(batch)
+        shares = np.array([share_hz[k] for k in batch], dtype=float)
+        ends = self._radio.transfer_ends_s(ids, bits, now, shares, self._direction, start_rate_bps=np.array(rates))
+        for k, b, e in zip(batch, shares.tolist(), ends.tolist(), strict=True):
+            self._ends[(k, now)] = (snapshot, bits, b, e)
+        if len(batch) > 1:
+            # each client's link when its transfer ends (the clock's sum now + (end - now), where
+            # the engine's timeout lands), while the large-scale state holds
+            at = now + (ends - now)
+            later = (at > now) & self._radio.holds_until(at)
+            if np.any(later):
+                self._compute_starts([batch[i] for i in np.flatnonzero(later).tolist()], at[later], share_hz)
+        self._prune(now)
+        return self._ends[(client, now)][3]
+
+    def _has_start(self, client: int, now: float, share_hz: Mapping[int, float], snapshot: Any) -> bool:
+        start = self._starts.get((client, now))
+        return start is not None and start[0] is snapshot and start[1] == share_hz[client]
+
+    def _compute_starts(self, batch: list[int], times: np.ndarray, share_hz: Mapping[int, float]) -> None:
+        radio = self._radio
+        ids = np.array(batch)
+        shares = np.array([share_hz[k] for k in batch], dtype=float)
+        gains, rate, snr_db, power = radio.start_links(ids, times, shares, self._direction)
+        snapshot = radio.large_scale.snapshot
+        for k, t, b, g, r, q, p in zip(batch, times.tolist(), shares.tolist(), gains.tolist(), rate.tolist(),
+                                       snr_db.tolist(), power.tolist(), strict=True):
+            self._starts[(k, t)] = (snapshot, b, g, r, q, p)
+
+    def _prune(self, now: float) -> None:
+        """Forget what was kept for times before ``now`` (the clock only moves forward)."""
+        if len(self._starts) + len(self._ends) > 8 * len(self._clients) + 64:
+            self._starts = {key: v for key, v in self._starts.items() if key[1] >= now}
+            self._ends = {key: v for key, v in self._ends.items() if key[1] >= now}

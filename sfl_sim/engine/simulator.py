@@ -33,6 +33,10 @@ Time model
   ``max_k 8 N / r_k``.
 * bytes are counted per receiving client, whatever the downlink mode, so byte columns compare
   across modes: a broadcast of N bytes to 10 clients adds 10 N downlink bytes.
+* on a radio in time (a time-varying fading, a timed mobility: :mod:`sfl_sim.engine.radio`) each
+  of these transfers' bits, up and down, are integrated over the channel as it changes from the
+  transfer's start instead of ``8 N / r`` at one rate (a broadcast at the slowest receiver's rate
+  at each step).
 
 Small-scale fading and outage
 -----------------------------
@@ -386,7 +390,7 @@ class RoundContext:
             return self.env.timeout(0.0, value=self._lost_downlink(client, what))
         if self._downlink_band is not None:
             return self._downlink_band.put(client, 8.0 * nbytes)
-        duration_s = 8.0 * nbytes / self._downlink.unicast_bps[client]
+        duration_s = self._downlink.air_time_s(client, 8.0 * nbytes)  # bits / rate, or over a radio in time
         self.notes.note_busy(client, "downlink", self.now_s, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)
 
@@ -419,11 +423,11 @@ class RoundContext:
             return delivered
         if mode == "unicast":
             # One copy per client on its own share, sent at once: done when the slowest copy is.
-            copy_s = {k: 8.0 * nbytes / downlink.unicast_bps[k] for k in receivers}
+            copy_s = {k: downlink.air_time_s(k, 8.0 * nbytes) for k in receivers}
             for client, duration_s in copy_s.items():
                 self.notes.note_busy(client, "downlink", now, duration_s)
             return self.env.timeout(max(copy_s.values()), value=DELIVERED)
-        duration_s = 8.0 * nbytes / downlink.broadcast_bps
+        duration_s = downlink.broadcast_time_s(receivers, 8.0 * nbytes)
         for client in receivers:
             self.notes.note_busy(client, "downlink", now, duration_s)
         return self.env.timeout(duration_s, value=DELIVERED)

@@ -73,3 +73,31 @@ class CircleMobility:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._r, self._theta0 = np.array(state["r"]), np.array(state["theta0"])
+
+
+class StepFading:
+    """A time-varying fading whose gain is a step function of time: ``low`` before ``switch_s``,
+    ``high`` from then on, for every client; no Doppler (an infinite coherence time, so a
+    transfer's rate is re-evaluated every ``MAX_STEP_S``): transfers with hand-computable ends."""
+
+    time_varying = True
+
+    def __init__(self, switch_s: float, low: float = 1.0, high: float = 4.0) -> None:
+        self.switch_s, self.low, self.high = switch_s, low, high
+
+    def start(self, n_clients: int, doppler_hz: np.ndarray, rng: np.random.Generator) -> None:
+        self._n = n_clients
+
+    def power_gain_at(self, client_ids: np.ndarray, t_s: Any) -> np.ndarray:
+        ids = np.asarray(client_ids, dtype=int)
+        t = np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape)
+        return np.where(t < self.switch_s, self.low, self.high)
+
+    def coherence_time_s(self, client_ids: np.ndarray) -> np.ndarray:
+        return np.full(np.shape(client_ids), np.inf)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"n": self._n}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._n = state["n"]

@@ -396,6 +396,62 @@ class LinkBudgetModel:
             rate_bps=rate.reshape(client_ids.shape),
         )
 
+    def link_unchecked(self, direction: str, bandwidth_hz: np.ndarray, gain_linear: np.ndarray,
+                       coupling_loss_db: np.ndarray | None = None, nominal_tx_power_w: np.ndarray | None = None,
+                       noise_rise_linear: float = 1.0, *,
+                       with_snr: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Rate, and with ``with_snr`` the SNR (dB) and power (W), of links on given shares whose
+        inputs were checked once: what :meth:`uplink_at_bandwidth`, :meth:`downlink_at_bandwidth`
+        and :meth:`broadcast` give, the same arithmetic in the same order, without the input and
+        output checks or the :class:`LinkBudget` (a transfer's rate integrated over many steps asks
+        this thousands of times per round).
+
+        Parameters
+        ----------
+        direction : {"uplink", "downlink", "broadcast"}
+        bandwidth_hz : numpy.ndarray of float, shape (k,)
+            Each link's share, Hz (ignored for ``broadcast``: the whole band).
+        gain_linear : numpy.ndarray, shape (k,)
+            Channel power gain, fading included.
+        coupling_loss_db, nominal_tx_power_w : numpy.ndarray, shape (k,), optional
+            The uplink's power control inputs (uplink only).
+        noise_rise_linear : float
+            The uplink's noise rise.
+        with_snr : bool
+            Also the SNR in dB and the transmit power (None otherwise).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(rate_bps, snr_db or None, tx_power_w or None)``.
+        """
+        if direction == "uplink":
+            assert coupling_loss_db is not None and nominal_tx_power_w is not None
+            power = transmit_power_w(self.power_control, nominal_tx_power_w, bandwidth_hz, coupling_loss_db,
+                                     self._uplink_bandwidth_hz)
+            noise, model, fraction = (self.uplink_noise_psd_w_per_hz(noise_rise_linear), self.rate,
+                                      self._occupied["uplink"])
+        else:
+            band, server_w = self._downlink(direction)
+            if direction == "broadcast":
+                bandwidth_hz = np.full(gain_linear.shape, band)
+                power = np.broadcast_to(np.asarray(server_w, dtype=float), gain_linear.shape)
+            else:
+                power = server_w * bandwidth_hz / band
+            noise, model, fraction = self._noise_psd_w_per_hz, self.downlink_rate, self._occupied["downlink"]
+        occupied_hz = bandwidth_hz if fraction == 1.0 else bandwidth_hz * fraction
+        rate = np.asarray(model.rate_bps(occupied_hz, power, gain_linear, noise), dtype=float)
+        if not with_snr:
+            return rate, None, None
+        snr_linear = self._snr_linear_of.get(id(model))
+        if snr_linear is not None:
+            snr = np.asarray(snr_linear(occupied_hz, power, gain_linear, noise), dtype=float)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                snr = power * gain_linear / (occupied_hz * noise)
+            snr = np.where(np.isnan(snr), 0.0, snr)
+        return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
+
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
                 power_on: Callable[[np.ndarray], np.ndarray], gain_linear: np.ndarray, fading_gain: Any,
                 noise_psd_w_per_hz: float, rate_model: Rate | None = None, direction: str = "uplink") -> LinkBudget:

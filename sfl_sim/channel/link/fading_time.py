@@ -132,7 +132,17 @@ class _TimeVarying(Component):
         state = {"doppler_hz": fd, **self._draw(n, rng)}
         self._install(state)
 
+    def power_gain_unchecked(self, ids: np.ndarray, t_s: np.ndarray) -> np.ndarray:
+        """:meth:`power_gain_at` without its argument checks: ``ids`` an integer array (k,) of
+        started clients, ``t_s`` a float array of the same shape, finite and >= 0 (the radio state
+        checked them once; a transfer's rate asks at thousands of steps)."""
+        return self._gain(ids, t_s)
+
+    def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def _install(self, state: dict[str, Any]) -> None:
+        self.__dict__.pop("_turns_kept", None)  # rotations of the previous state
         self._n = int(state["doppler_hz"].shape[0])
         self._doppler_hz = state["doppler_hz"]
         self._set(state)
@@ -302,11 +312,76 @@ class JakesFading(_TimeVarying):
         numpy.ndarray, shape (k,)
             Linear power gains, mean 1.
         """
-        ids, t = self._ids_times(client_ids, t_s)
+        return self._gain(*self._ids_times(client_ids, t_s))
+
+    def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         tt = t[:, None]
         xc = np.cos(self._omega_c[ids] * tt + self._phase_c[ids]).sum(axis=1)
         xs = np.cos(self._omega_s[ids] * tt + self._phase_s[ids]).sum(axis=1)
         return (xc * xc + xs * xs) / self._width()
+
+    #: Steps of :meth:`power_gain_steps` from one exactly evaluated step to the next (our choice).
+    ANCHOR_STEPS: ClassVar[int] = 32
+
+    def power_gain_steps(self, client_ids: np.ndarray, t0_s: float, dt_s: np.ndarray, first: np.ndarray,
+                         count: np.ndarray) -> np.ndarray:
+        """The gains of steps in time: row ``r`` is client ``client_ids[r]`` at
+        ``t0_s + dt_s[r] * (first[r] + i)``, ``i < count[r]``; rows concatenated, shape (sum(count),).
+
+        The same gains as :meth:`power_gain_unchecked` at those times but for float rounding (a
+        transfer's rate integrated over its steps asks thousands of them): the phases ``w t + phi``
+        of every :data:`ANCHOR_STEPS`-th step of a row (steps 0, 32, 64 ... whatever ``first``)
+        are evaluated as there, and the steps between turn them by ``w dt i`` (kept per client
+        and step) by the angle-addition formula ``cos(a + b) = cos a cos b - sin a sin b``: one
+        cosine and sine per anchor instead of a cosine per step; the sinusoids are summed in
+        another order.  Arguments are not checked (the radio state checked them once).
+        """
+        m, span = self._width(), self.ANCHOR_STEPS
+        ids = np.asarray(client_ids, dtype=np.intp)
+        # anchors on each row's own grid of steps 0, span, 2 span ... (whatever its first step: a
+        # transfer's gains do not depend on how its steps are asked in chunks)
+        lowest = first // span
+        anchors = (first + count - 1) // span - lowest + 1
+        row = np.repeat(np.arange(ids.size), anchors)
+        within = np.arange(row.size) - np.repeat(np.cumsum(anchors) - anchors, anchors)
+        t_a = t0_s + dt_s[row] * ((lowest[row] + within) * span)  # the anchors' times, as the steps' own
+        who = ids[row]
+        tt = t_a[:, None]
+        # per anchor and quadrature [cos a, -sin a] (2M) times [cos b; sin b] per step, summed
+        # over the sinusoids, is the quadrature's sum of cosines at each step
+        theta_c = self._omega_c[who] * tt + self._phase_c[who]
+        theta_s = self._omega_s[who] * tt + self._phase_s[who]
+        turns = self._turns(ids, dt_s)
+        lhs = [np.concatenate((np.cos(theta_c), -np.sin(theta_c)), axis=1),
+               np.concatenate((np.cos(theta_s), -np.sin(theta_s)), axis=1)]
+        out = np.empty(int(count.sum()))
+        at, a0 = 0, 0
+        for r, (n, na, skip) in enumerate(zip(count.tolist(), anchors.tolist(), (first - lowest * span).tolist(),
+                                              strict=True)):
+            # einsum's own loops: each step's terms summed in one order whatever the shape or the
+            # memory's alignment (a BLAS matrix product's order can follow them)
+            xc = np.einsum("ak,kl->al", lhs[0][a0:a0 + na], turns[r][0]).reshape(-1)[skip:skip + n]
+            xs = np.einsum("ak,kl->al", lhs[1][a0:a0 + na], turns[r][1]).reshape(-1)[skip:skip + n]
+            out[at:at + n] = (xc * xc + xs * xs) / m
+            at, a0 = at + n, a0 + na
+        return out
+
+    def _turns(self, ids: np.ndarray, dt_s: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per row and quadrature: ``[cos; sin]`` of ``w dt i`` (shape (2M, ANCHOR_STEPS)), kept per
+        (client, dt)."""
+        kept: dict[tuple[int, float], Any] = self.__dict__.setdefault("_turns_kept", {})
+        if len(kept) > 4096:
+            kept.clear()
+        steps = np.arange(self.ANCHOR_STEPS, dtype=float)[:, None]
+        out = []
+        for k, dt in zip(ids.tolist(), dt_s.tolist(), strict=True):
+            turn = kept.get((k, dt))
+            if turn is None:
+                turn = kept[(k, dt)] = tuple(
+                    np.concatenate((np.cos(b), np.sin(b)), axis=1).T.copy()
+                    for b in (self._omega_c[k] * (dt * steps), self._omega_s[k] * (dt * steps)))
+            out.append(turn)
+        return out
 
     def coherence_time_s(self, client_ids: Any) -> np.ndarray:
         """Lag at which the envelope's correlation ``J0(2 pi f_D tau)`` falls to 1/2, s; inf for
@@ -373,8 +448,18 @@ class RicianJakesFading(JakesFading):
 
     def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """``|h(t)|^2`` of each client id at each time (arguments as :meth:`JakesFading.power_gain_at`)."""
-        h = self._envelope(*self._ids_times(client_ids, t_s))
+        return self._gain(*self._ids_times(client_ids, t_s))
+
+    def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        h = self._envelope(ids, t)
         return h.real * h.real + h.imag * h.imag
+
+    def power_gain_steps(self, client_ids: np.ndarray, t0_s: float, dt_s: np.ndarray, first: np.ndarray,
+                         count: np.ndarray) -> np.ndarray:
+        """:meth:`JakesFading.power_gain_steps`, each step evaluated as :meth:`power_gain_at` does."""
+        row = np.repeat(np.arange(np.size(client_ids)), count)
+        local = np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)
+        return self._gain(np.asarray(client_ids, dtype=np.intp)[row], t0_s + dt_s[row] * (first[row] + local))
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` i.i.d. Rician gains with this K (as ``rician``), for a cell without time."""
@@ -564,10 +649,16 @@ class GaussMarkovFading(_TimeVarying):
         h = self.envelope_at(client_ids, t_s)
         return h.real * h.real + h.imag * h.imag
 
+    def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        h = self._envelope(ids, t)
+        return h.real * h.real + h.imag * h.imag
+
     def envelope_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """The complex ``h[floor(t / dt)]`` of which :meth:`power_gain_at` is ``|h|^2`` (same
         arguments), shape (k,): for checking the statistics (``E[h[i] h*[i+k]] = rho^k``)."""
-        ids, t = self._ids_times(client_ids, t_s)
+        return self._envelope(*self._ids_times(client_ids, t_s))
+
+    def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         step = np.floor(t / self.params.update_interval_s).astype(np.int64)
         block, r = np.divmod(step, self._BLOCK)
         hit = self._path_block[ids] == block
