@@ -87,6 +87,12 @@ class Uplink:
         """True when the radio depends on time (a transfer's air time is integrated over it)."""
         return self._in_time
 
+    def refresh_s(self) -> float | None:
+        """How often a fluid band re-shares while the channel changes in time: the cohort's
+        shortest rate step (:meth:`~sfl_sim.channel.radio_state.RadioState.step_s`), s; None when
+        the radio does not depend on time (the shares change only when a transfer starts or ends)."""
+        return _refresh_s(self._radio, self._cohort)
+
     def share_hz(self, client: int) -> float:
         """Bandwidth allocated to ``client``, Hz."""
         return self._share_hz[client]
@@ -254,6 +260,7 @@ class Downlink:
                  clock: Callable[[], float] | None = None) -> None:
         self._cell = cell
         self._radio = radio = cell.radio
+        self._cohort = cohort
         self._clock = (lambda: 0.0) if clock is None else clock
         self._fading: dict[int, float] = {}
         self._share_hz: dict[int, float] = {}
@@ -331,6 +338,10 @@ class Downlink:
         gains = None if self._radio.time_varying else [self._fading[k] for k in ids]
         return max(0.0, self._radio.broadcast_end_s(ids, bits, now, gains, cap) - now)
 
+    def refresh_s(self) -> float | None:
+        """As :meth:`Uplink.refresh_s`, for the downlink's fluid band."""
+        return _refresh_s(self._radio, self._cohort)
+
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' downlink fading of the round (drawn once per round, or the last redraw of a
         client the outage policy retransmitted to); a time-varying fading's gains at the clock's time."""
@@ -353,6 +364,13 @@ class Downlink:
         if self._radio.in_time:
             self._radio.advance_to(now)
         return now
+
+
+def _refresh_s(radio: RadioState, cohort: np.ndarray) -> float | None:
+    """The shortest rate step of ``cohort`` on a radio in time, s; None when it does not depend on time."""
+    if not radio.in_time or cohort.size == 0:
+        return None
+    return float(np.min(radio.step_s(cohort)))
 
 
 class _Transfers:

@@ -204,7 +204,7 @@ class RoundContext:
 
         return open_band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
                          sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace,
-                         headroom=self._uplink.headroom_rbs)
+                         headroom=self._uplink.headroom_rbs, refresh_s=self._uplink.refresh_s())
 
     def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
@@ -215,7 +215,7 @@ class RoundContext:
             self.notes.note_busy(client, "downlink", start_s, duration_s)
 
         return open_band(sim.env, sim.scheduler, grid, self._downlink.link_at, self._downlink.fading_of, note,
-                    ladder=len(self.cohort))
+                         ladder=len(self.cohort), refresh_s=self._downlink.refresh_s())
 
     def _battery_empties_at(self, client: int, duration_s: float, tx_power_w: float) -> float | None:
         """The run's battery asked about an upload of ``client`` starting now (:class:`Battery`)."""

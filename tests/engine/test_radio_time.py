@@ -252,3 +252,29 @@ def test_a_downlink_retransmission_sees_the_gain_a_step_later(max_attempts, in_o
     down = Downlink(cell, np.array([0, 1]), "unicast", np.random.default_rng(0), {}, policy)
     assert down.outage == ({0, 1} if in_outage else set())
     assert down.attempts == {0: max_attempts if in_outage else 6, 1: max_attempts if in_outage else 6}
+
+
+def test_a_fluid_band_follows_the_channel_in_time():
+    """Round robin's fluid form on a radio in time re-reads the channel every rate step (here
+    MAX_STEP_S = 10 ms: no Doppler): one client alone holds the whole 20 MHz band; gain 1 until
+    45 ms, 4 after, so the steps at 0..40 ms carry the low rate and the rest the high one (it held
+    the rate of the last re-share, the start's, until the transfer ended)."""
+    from sfl_sim.channel.link.scheduling import ResourceGrid, RoundRobin
+    from tests.channel.radio_standins import StepFading
+
+    cell = small_cell(FixedDistancePlacement([200.0, 400.0]), n_clients=2, uplink_bandwidth_hz=20e6,
+                      fading=StepFading(SWITCH_S), fading_process_rng=np.random.default_rng(1))
+    sim = Simulator(cell, np.ones(2), 1.0, fading_rng=np.random.default_rng(7), scheduler=RoundRobin(),
+                    numerology=1)
+    ends = {}
+    nbytes = 2_000_000
+
+    def round_process(ctx):
+        yield ctx.upload(0, nbytes, "payload")
+        ends[0] = ctx.now_s
+
+    sim.run_round(round_process, np.array([0]))
+    grid = ResourceGrid(1, 20e6)
+    whole_hz = grid.n_rb * grid.hz_per_rb
+    low, high = (float(cell.uplink_link_at_bandwidth([0], [whole_hz], fading_gain=[g]).rate_bps[0]) for g in (1.0, 4.0))
+    assert ends[0] == pytest.approx(_hand_end(low, high, 8 * nbytes), rel=1e-9)

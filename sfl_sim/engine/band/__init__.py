@@ -68,7 +68,8 @@ def scheduling_form(scheduler: object) -> Form:
 def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt, fading: FadingOf,
               note_busy: NoteBusy, harq: HarqModel | None = None,
               block_rng: Callable[[int, int], np.random.Generator] | None = None, ladder: int = 1,
-              trace_slots: bool = False, headroom: HeadroomOf | None = None) -> BandResource:
+              trace_slots: bool = False, headroom: HeadroomOf | None = None,
+              refresh_s: float | None = None) -> BandResource:
     """The band of one direction in one round under the dynamic scheduler ``policy``, in its form.
 
     Parameters
@@ -93,6 +94,9 @@ def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, lin
     headroom : HeadroomOf or None
         Each client's power headroom in RBs (the uplink's power control), for a policy method that
         declares ``headroom_rb``; None: no limit.
+    refresh_s : float or None
+        Fluid form on a radio in time: re-share at least this often (the rates follow the channel
+        as the slot form's do every slot); None: only when a transfer starts or ends.
     """
     form = scheduling_form(policy)
     if form == "static":
@@ -102,4 +106,4 @@ def open_band(env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, lin
     if form == "slot":
         return SlotBand(env, policy, grid, link_at, fading, note_busy, latency_s, harq, block_rng, trace_slots,
                         headroom)
-    return FluidBand(env, policy, grid, link_at, fading, note_busy, latency_s, ladder, headroom)
+    return FluidBand(env, policy, grid, link_at, fading, note_busy, latency_s, ladder, headroom, refresh_s)

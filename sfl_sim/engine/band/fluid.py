@@ -57,8 +57,11 @@ class FluidBand(BandResource):
 
     def __init__(self, env: simpy.Environment, policy: Scheduler, grid: ResourceGrid, link_at: LinkAt,
                  fading: FadingOf, note_busy: NoteBusy, latency_s: float, ladder: int = 1,
-                 headroom: HeadroomOf | None = None) -> None:
+                 headroom: HeadroomOf | None = None, refresh_s: float | None = None) -> None:
         rungs = max(int(ladder), 1)
+        # a radio in time: the rates are re-read (the fading at the clock's time) at least this often
+        self._refresh_s = None if refresh_s is None or not math.isfinite(refresh_s) or refresh_s <= 0 \
+            else float(refresh_s)
         super().__init__(env, policy, grid, link_at, fading, note_busy, latency_s,
                          grid.n_rb / np.arange(1, rungs + 1, dtype=float), headroom)
         # the record of the grants, per row: [RB-s, granted s, bits, SINR dB x s] and their rates of change
@@ -220,6 +223,8 @@ class FluidBand(BandResource):
         if self._n_on == 0 or self._closed:
             self._rbs_on_air = 0.0
             return
+        if self._refresh_s is not None:  # the channel moved: every client on the air is read again
+            self._fresh.extend(self._client[r] for r in np.flatnonzero(self._f_on[1]).tolist())
         if self._fresh:  # table the newcomers' rates for their fading draws, in one call
             fresh = np.array(list(dict.fromkeys(self._fresh)), dtype=np.int64)
             self._fresh.clear()
@@ -258,6 +263,8 @@ class FluidBand(BandResource):
                                f"blocks; no transfer can end")
         ties = (finish_s <= first * (1.0 + _TIE_RTOL)).nonzero()[0]
         self._finishing = [self._client[r] for r in ties.tolist()]
+        if self._refresh_s is not None and self._refresh_s < first:  # re-read the channel before anyone ends
+            first, self._finishing = self._refresh_s, []
         wake = self._env.timeout(first)
         self._wake = wake
         wake.callbacks.append(self._woken)
