@@ -378,12 +378,7 @@ class LinkBudgetModel:
             snr_linear = self._snr_linear_of[id(model)]
         else:  # a model passed in that is not the budget's own
             snr_linear = model.snr_linear if isinstance(model, SnrRate) else None
-        if snr_linear is not None:
-            snr = np.asarray(snr_linear(occupied_hz, power, gain_linear, noise_psd_w_per_hz), dtype=float)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                snr = power * gain_linear / (occupied_hz * noise_psd_w_per_hz)
-            snr = np.where(np.isnan(snr), 0.0, snr)
+        snr = _snr(snr_linear, occupied_hz, power, gain_linear, noise_psd_w_per_hz)
         # An SNR is infinite only on a 0 Hz share (no noise); anywhere else it must be finite.
         check_finite(snr, f"rate {model!r}" if snr_linear is not None else "the link budget",
                      "SNR (linear)", where=np.broadcast_to(bandwidth_hz, np.shape(snr)) > 0)
@@ -443,13 +438,7 @@ class LinkBudgetModel:
         rate = np.asarray(model.rate_bps(occupied_hz, power, gain_linear, noise), dtype=float)
         if not with_snr:
             return rate, None, None
-        snr_linear = self._snr_linear_of.get(id(model))
-        if snr_linear is not None:
-            snr = np.asarray(snr_linear(occupied_hz, power, gain_linear, noise), dtype=float)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                snr = power * gain_linear / (occupied_hz * noise)
-            snr = np.where(np.isnan(snr), 0.0, snr)
+        snr = _snr(self._snr_linear_of.get(id(model)), occupied_hz, power, gain_linear, noise)
         return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
 
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
@@ -516,3 +505,15 @@ def _fading(fading_gain: Any, shape: tuple[int, ...]) -> np.ndarray:
             f"fading_gain must be a scalar or have shape {shape} (one per client id), got shape {g.shape}"
         )
     return g
+
+
+def _snr(snr_linear: Callable[..., Any] | None, occupied_hz: Any, power_w: Any, gain_linear: Any,
+         noise_psd_w_per_hz: float) -> np.ndarray:
+    """The linear SNR of links: the rate model's own ``snr_linear`` where it has one, else
+    ``P g / (B N0)`` (0 on a 0 Hz share with no power, where that is 0/0)."""
+    if snr_linear is not None:
+        return np.asarray(snr_linear(occupied_hz, power_w, gain_linear, noise_psd_w_per_hz), dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        snr = power_w * gain_linear / (occupied_hz * noise_psd_w_per_hz)
+    return np.where(np.isnan(snr), 0.0, snr)
+
