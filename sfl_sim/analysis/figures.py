@@ -133,6 +133,9 @@ TARGET_STYLES: tuple = ("--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 3)))
 
 _GRID_POINTS = 256
 _TAIL_STYLE = (0, (3, 2))  # a seed running on alone after the earliest last evaluation
+#: The mean line's pattern of the lines past matplotlib's 10 colours: line i is colour C{i % 10} with
+#: pattern i // 10 (solid, dash-dot, dotted), so no two of 30 lines look alike (our choice).
+LINE_PATTERNS: tuple[str | tuple[int, tuple[float, ...]], ...] = ("solid", (0, (6, 1.5, 1.5, 1.5)), (0, (1, 1.2)))
 _TAIL_SHARE = 0.45  # its width, as a share of the mean line's
 
 
@@ -403,7 +406,8 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
         if not prepared:
             continue
         c = mean_curve(seeds, band, smooth, log_x=log_x, n_boot=n_boot, bootstrap_seed=bootstrap_seed)
-        drawn.append((name, f"C{i % 10}", prepared, c, seed_tails(seeds, smooth, log_x=log_x)))
+        drawn.append((name, (f"C{i % 10}", LINE_PATTERNS[(i // 10) % len(LINE_PATTERNS)]), prepared, c,
+                      seed_tails(seeds, smooth, log_x=log_x)))
 
     if one_run_per_line:
         labels = [a for a, *_ in drawn]
@@ -425,7 +429,7 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
     handles = []
     end_size = 3.2 if width_in < 5.5 else 4
     dot_size = 0.6 * end_size
-    for (_name, color, seeds, c, tails), label, dots in zip(drawn, labels, dotted, strict=True):
+    for (_name, (color, pattern), seeds, c, tails), label, dots in zip(drawn, labels, dotted, strict=True):
         if seed_lines:
             for sx, sy in seeds:
                 ax.plot(sx, sy, color=color, linewidth=0.6, alpha=0.5)
@@ -433,7 +437,7 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
             ax.fill_between(c["x"], c["low"], c["high"], where=c["low"].notna().to_numpy(), color=color, alpha=0.18,
                             linewidth=0)
         if not c.empty:
-            ax.plot(c["x"], c["mean"], color=color, linewidth=full_lw, solid_capstyle="butt")
+            ax.plot(c["x"], c["mean"], color=color, linewidth=full_lw, linestyle=pattern, solid_capstyle="butt")
         for tx, ty in tails:
             ax.plot(tx, ty, color=color, linewidth=_TAIL_SHARE * full_lw, linestyle=_TAIL_STYLE)
         if dots:
@@ -444,7 +448,7 @@ def _curves_figure(lines: Sequence[tuple[str, pd.DataFrame]], title_text: str, k
         ends = np.array([(sx[-1], sy[-1]) for sx, sy in seeds])
         ax.plot(ends[:, 0], ends[:, 1], linestyle="none", marker="o", markersize=end_size,
                 markerfacecolor="white", markeredgecolor=color, markeredgewidth=0.9, zorder=3)
-        handles.append(Line2D([], [], color=color, linewidth=full_lw, label=label,
+        handles.append(Line2D([], [], color=color, linewidth=full_lw, linestyle=pattern, label=label,
                               marker="o" if dots else None, markersize=dot_size))
 
     if log_x:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import matplotlib.colors
 import numpy as np
 import pytest
 from matplotlib.colors import same_color
@@ -72,3 +73,16 @@ def test_analysis_modules_import_no_private_name_of_another():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sfl_sim."):
                 private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not private
+
+
+def test_more_than_ten_lines_never_repeat_a_colour_and_pattern(tmp_path):
+    """Twelve lines (the scheduler study has 12 settings): lines 10 and 11 share C0 and C1 with lines 0 and 1,
+    so they are drawn dash-dot, in the axes and in the legend."""
+    run = load_runs([write_run(tmp_path / "a", "scala", 0)])[0]
+    fig = runs_figure([(f"s{i}", run.metrics) for i in range(12)], "accuracy_vs_time", "t")
+    handles = fig.legends[0].legend_handles
+    looks = {(tuple(np.round(matplotlib.colors.to_rgba(h.get_color()), 6)), str(h.get_linestyle()))
+             for h in handles}
+    assert len(handles) == 12 and len(looks) == 12
+    assert same_color(handles[10].get_color(), handles[0].get_color())
+    assert handles[10].get_linestyle() != handles[0].get_linestyle()
