@@ -207,7 +207,9 @@ class LinkBudgetModel:
 
     def uplink_noise_psd_w_per_hz(self, noise_rise_linear: float) -> float:
         """The noise PSD the uplink rate sees: ``N0`` times the noise rise of the interference."""
-        return self._noise_psd_w_per_hz if noise_rise_linear == 1.0 else self._noise_psd_w_per_hz * noise_rise_linear
+        if type(noise_rise_linear) is float and noise_rise_linear == 1.0:
+            return self._noise_psd_w_per_hz
+        return self._noise_psd_w_per_hz * noise_rise_linear  # a float, or one per link (a network's cells)
 
     # ------------------------------------------------------------------ uplink
     def uplink_tx_power_w(self, nominal_tx_power_w: np.ndarray, bandwidth_hz: np.ndarray,
