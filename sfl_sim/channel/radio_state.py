@@ -50,7 +50,6 @@ gives a transfer's gains at its steps at once, equal to its ``power_gain_at`` up
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -425,7 +424,8 @@ class RadioState:
         gains = None if self.time_varying or fading_gain is None else \
             np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
         dt = self._step_s[ids]
-        first = (self._rates(ids, np.full(k, float(t0_s)), share, gains, direction) if start_rate_bps is None
+        first = (self._rates(ids, np.full(k, float(t0_s)), share, gains, direction)
+                 if start_rate_bps is None or self.network is not None  # a network: 0 while not connected
                  else np.asarray(start_rate_bps, dtype=float).reshape(k))
         ends = np.empty(k)
         # through within the first step: t0 + bits / (the start's rate), what the sum below gives
@@ -554,8 +554,6 @@ class RadioState:
                                                          self.tx_power_w[client_ids],
                                                          self._noise_rise_of(client_ids, t_s, direction),
                                                          with_snr=True)
-        if self.network is not None:
-            rate = rate * self.network.connected(client_ids, t_s)
         assert snr_db is not None and power is not None
         if not np.all(rate >= 0) or not np.all(np.isfinite(rate)):  # a plug-in's bad rate, named once
             self.links(client_ids, t_s, bandwidth_hz, fading=gains, direction=direction)
@@ -595,7 +593,7 @@ class RadioState:
     def _network_links(self, ids: np.ndarray, t_s: Any, bandwidth_hz: Any, gain_fading: Any, direction: str,
                        payload_bits: Any, coupling_db: np.ndarray, gain: np.ndarray) -> LinkBudget:
         """:meth:`links` with a network: the allocator splits each cell's band among the clients
-        that cell serves; rate 0 while a client has no link."""
+        that cell serves (a client without a link: the cell it last had)."""
         network = self.network
         assert network is not None
         budget = self.budget
@@ -632,10 +630,9 @@ class RadioState:
                     column[on] = getattr(part, name)
                 fields[name] = column
             link = LinkBudget(client_ids=ids, **fields)
-        up = network.connected(ids, t_s)
-        if np.all(up):
-            return link
-        return dataclasses.replace(link, rate_bps=link.rate_bps * up)
+        # the rate on the serving cell, connected or not: a transfer that starts in an interruption
+        # waits for the link (its integration, _rates, has rate 0 until then), it is not in outage
+        return link
 
     @property
     def n_cells(self) -> int:
