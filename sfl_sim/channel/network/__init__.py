@@ -13,5 +13,5 @@ from sfl_sim.channel.network.hexgrid import NETWORK, HexGrid, hexagon_vertices, 
 from sfl_sim.channel.network.protocols import NO_CELL, HandoverEvent, HandoverRule, HandoverTrace
 
 __all__ = ["NETWORK", "HexGrid", "lattice_sites", "wraparound_translations", "hexagon_vertices", "HANDOVER",
-           "A3Handover", "rsrp_dbm", "strongest_cell", "a3_conditions", "HandoverRule", "HandoverEvent", "HandoverTrace", "NO_CELL",
-           "check_handover", "HandoverConformanceError"]
+           "A3Handover", "rsrp_dbm", "strongest_cell", "a3_conditions", "HandoverRule", "HandoverEvent",
+           "HandoverTrace", "NO_CELL", "check_handover", "HandoverConformanceError"]
