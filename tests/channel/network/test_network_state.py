@@ -104,7 +104,8 @@ def test_a3_on_a_straight_line_through_three_cells_hands_over_at_the_hand_comput
 def _cell(grid: HexGrid, network: bool, seed: int = 1) -> Cell:
     r = np.random.default_rng
     return Cell(NetworkPlacement(grid), PATHLOSS.build("tr36814_macro"), SHADOWING.build("none"),
-                RATES.build("shannon"), ALLOCATORS.build("equal"), n_clients=20, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                RATES.build("shannon"), ALLOCATORS.build("equal"),
+                n_clients=20, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
                 uplink_bandwidth_hz=20e6, downlink_bandwidth_hz=20e6, server_tx_power_w=40.0, placement_rng=r(seed),
                 shadowing_rng=r(2), los_rng=r(3), interference_rng=r(4), radius_m=layout_radius_m(grid),
                 **({"network": grid, "network_rng": r(5)} if network else {}))
