@@ -304,6 +304,15 @@ def markdown(summaries: Sequence[Summary]) -> str:
              "went offline; battery: its battery emptied); outage %: uplink attempts that failed; HARQ "
              "copies/round: transport-block copies beyond the first, per round; rounds all lost: rounds that "
              "dropped every selected client."]
+    with_network = [s for s in present if isinstance(s.get("handovers"), dict)]
+    if with_network:
+        causes = sorted({c for s in with_network for c in s["handovers"]})
+        parts += ["", "# Handovers", "", _markdown(["run", "cells", *causes],
+                                                    [[str(s.get("label", "?")), _number("d")(s.get("n_cells")),
+                                                      *(_number("d")(s["handovers"].get(c, 0)) for c in causes)]
+                                                     for s in with_network]),
+                  "", "a3: handovers (TS 38.331 event A3); rlf: radio link failures (T310); handovers.csv lists "
+                  "each."]
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)

@@ -208,6 +208,9 @@ class Cell:
         fading_process_rng: np.random.Generator | None = None,
         mobility_rng: np.random.Generator | None = None,
         carrier_frequency_hz: float | None = None,
+        network: Any = None,
+        handover: Any = None,
+        network_rng: np.random.Generator | None = None,
     ) -> None:
         n = check_count("n_clients", n_clients)
         if n < 1:
@@ -277,6 +280,20 @@ class Cell:
         self._radio = RadioState(self._large_scale, self._budget, self._noise_rise, self._tx_power_w, fading,
                                  carrier_frequency_hz=carrier_frequency_hz, fading_rng=fading_process_rng,
                                  mobility_rng=mobility_rng)
+        self._network = None
+        if network is not None:
+            # a network of cells (sfl_sim.channel.network.state): serving cells, handovers, interference
+            from sfl_sim.channel.network.association import A3Handover
+            from sfl_sim.channel.network.state import NetworkRadio
+
+            if network_rng is None:
+                raise ValueError("network_rng: got None; allowed: a numpy.random.Generator (the network's stream)")
+            radio = self._radio
+            self._network = NetworkRadio(
+                network, A3Handover() if handover is None else handover, self._large_scale, self._budget,
+                self._tx_power_w, network_rng, timed_mobility=radio._timed_mobility,
+                large_scale_step_s=radio.large_scale_step_s, position_step_s=radio.position_step_s)
+            radio.attach_network(self._network)
         self._moved_s = 0.0  # the time the cell's moves add up to (a timed mobility is advanced to it)
 
     # ------------------------------------------------------------------ components
@@ -686,6 +703,7 @@ class Cell:
             **self._noise_rise.state_dict(),
             # only a cell in time has a clock: the states of every other cell keep their keys
             **({**self._radio.state_dict(), "moved_s": self._moved_s} if self._radio.in_time else {}),
+            **({"network": plain_data(self._network.state_dict(), "network state")} if self._network else {}),
             "component_states": {
                 kind: plain_data(c.state_dict(), f"{kind} {c!r} state_dict()")
                 for kind, c in self._components.items() if isinstance(c, Stateful)
@@ -716,7 +734,8 @@ class Cell:
         if isinstance(state, dict) and state.get("version", CELL_STATE_VERSION) != CELL_STATE_VERSION:
             # before the keys: another version's layout has other keys
             raise ValueError(f"Cell state version must be {CELL_STATE_VERSION}, got {state['version']!r}")
-        check_state_keys("Cell", state, _STATE_KEYS + (_TIME_KEYS if self._radio.in_time else ()))
+        check_state_keys("Cell", state, _STATE_KEYS + (_TIME_KEYS if self._radio.in_time else ())
+                         + (("network",) if self._network is not None else ()))
         n = self._n_clients
         if state["n_clients"] != n:
             raise ValueError(f"Cell state is for {state['n_clients']!r} clients, this cell has {n}")
@@ -748,6 +767,8 @@ class Cell:
             self._radio.load_state_dict(state)  # checks, then sets the clock
         restore_noise_rise()
         restore_large_scale()
+        if self._network is not None:
+            self._network.load_state_dict(state["network"])
         self._moved_s = moved_s
 
     # ------------------------------------------------------------------ summaries

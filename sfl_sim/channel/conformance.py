@@ -140,7 +140,7 @@ def check_component(
     ----------
     kind : str
         One of ``placement, pathloss, shadowing, fading, rate, allocation, mobility, power_control,
-        interference, harq, scheduler``.
+        interference, harq, scheduler, network, handover``.
     component : object
         An instance (e.g. ``PATHLOSS.create("tr38901_uma")``; a HARQ model is built with its rate
         model, ``HARQ.build("harq", McsTableRate(mapping="bler"))``).
@@ -776,6 +776,31 @@ def _check_fluid(report: _Report, comp: Any, share: np.ndarray, active: np.ndarr
                      f"{share.sum():g} of {n_rb} RBs shared")
 
 
+def _check_network(report: _Report, layout: Any, seed: int, counts: Sequence[int]) -> None:
+    """A layout drops clients over itself and gives finite, non-negative wrap-around distances."""
+    for n in counts:
+        positions, site = layout.drop_uniform(n, np.random.default_rng(seed))
+        report.check(np.shape(positions) == (n, 2) and np.shape(site) == (n,), "drop_uniform shapes",
+                     f"for {n} clients got {np.shape(positions)} and {np.shape(site)}")
+        again = layout.drop_uniform(n, np.random.default_rng(seed))[0]
+        report.check(np.array_equal(positions, again), "drop_uniform seeded", "two equal generators gave two drops")
+        d = np.asarray(layout.wraparound_distances_m(positions), dtype=float)
+        report.check(d.shape == (n, int(layout.n_sites)) and bool(np.all(np.isfinite(d) & (d >= 0))),
+                     "wraparound_distances_m finite, >= 0", f"got shape {d.shape}")
+
+
+def _check_handover(report: _Report, rule: Any, seed: int, counts: Sequence[int]) -> None:
+    """The scripted checks of :func:`sfl_sim.channel.network.conformance.check_handover`."""
+    from sfl_sim.channel.network.conformance import HandoverConformanceError, check_handover
+
+    try:
+        check_handover(rule)
+        problem = ""
+    except HandoverConformanceError as exc:
+        problem = str(exc)
+    report.check(not problem, "check_handover", problem)
+
+
 _CHECKS = {
     "placement": _check_placement,
     "pathloss": _check_pathloss,
@@ -788,6 +813,8 @@ _CHECKS = {
     "interference": _check_interference,
     "harq": _check_harq,
     "scheduler": _check_scheduler,
+    "network": _check_network,
+    "handover": _check_handover,
 }
 
 

@@ -26,6 +26,8 @@ from sfl_sim.channel.link.interference import INTERFERENCE
 from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.link.scheduling import SCHEDULERS
+from sfl_sim.channel.network.association import HANDOVER
+from sfl_sim.channel.network.hexgrid import NETWORK
 from sfl_sim.kit.registry import Registry
 
 __all__ = ["ChannelKind", "CHANNEL_KINDS", "CELL_KINDS", "PROTOCOLS", "REGISTRIES"]
@@ -43,7 +45,7 @@ class ChannelKind:
         The scenario field that names one (``"cell.pathloss"``).
     cell_argument : str or None
         The :class:`~sfl_sim.channel.Cell` constructor argument that takes one; None for a kind the cell
-        does not hold (``harq``, ``scheduler``: the engine's).
+        does not hold (``harq``, ``scheduler``: the engine's; ``network``, ``handover``: passed by name).
     implied_name : str or None
         The component a scenario mapping without ``name`` means (``cell.harq: {mode: sampled}``
         is ``harq``); None: ``name`` is required.
@@ -86,6 +88,8 @@ CHANNEL_KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(INTERFERENCE, "cell.interference", "interference"),
     ChannelKind(HARQ, "cell.harq", None, implied_name="harq"),
     ChannelKind(SCHEDULERS, "cell.scheduler", None),
+    ChannelKind(NETWORK, "cell.network", None),
+    ChannelKind(HANDOVER, "cell.handover", None),
 )
 
 #: The kinds the :class:`~sfl_sim.channel.Cell` is built from (those with a ``cell_argument``).

@@ -51,7 +51,7 @@ gives a transfer's gains at its steps at once, equal to its ``power_gain_at`` up
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,6 +61,9 @@ from sfl_sim.channel.link.fading_time import doppler_hz
 from sfl_sim.channel.link.noise_rise import UplinkNoiseRise
 from sfl_sim.channel.protocols import BoundedSpeedMobility, Fading, TimedMobility, TimeVaryingFading
 from sfl_sim.kit.checks import check_scalar
+
+if TYPE_CHECKING:
+    from sfl_sim.channel.network.state import NetworkRadio
 
 __all__ = ["RadioState", "MAX_STEP_S", "STEP_FRACTION", "DIRECTIONS"]
 
@@ -168,12 +171,19 @@ class RadioState:
         self._steps_of = getattr(self._tv_fading, "power_gain_steps", None)
         self._step_s = np.minimum(STEP_FRACTION * coherence, MAX_STEP_S)
         self._step_s = np.where(self._step_s > 0, self._step_s, MAX_STEP_S)
+        #: The network of cells (:mod:`sfl_sim.channel.network.state`), or None: one cell.
+        self.network: NetworkRadio | None = None
+
+    def attach_network(self, network: NetworkRadio) -> None:
+        """Serve the clients from a network of cells: the serving cell's coupling loss, no rate
+        while a client has no link, the uplink interference of the other cells' transmissions."""
+        self.network = network
 
     # ------------------------------------------------------------------ the arrays
     @property
     def in_time(self) -> bool:
         """True when the radio depends on time (time-varying fading or timed mobility)."""
-        return self.timed or self.time_varying
+        return self.timed or self.time_varying or self.network is not None
 
     @property
     def t_s(self) -> float:
@@ -218,6 +228,8 @@ class RadioState:
         if t < self._t_s:
             raise ValueError(f"t_s: got {t!r}; allowed: >= {self._t_s!r} (the radio state only moves forward)")
         self._t_s = t
+        if self.network is not None:
+            self.network.advance_to(t)
         mobility = self._timed_mobility
         if mobility is None:
             return
@@ -263,6 +275,8 @@ class RadioState:
 
     def _large_scale_at(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
         """Coupling loss (dB) and gain (linear) of ``ids`` at ``t_s`` (see :meth:`coupling_loss_db`)."""
+        if self.network is not None:
+            return self.network.losses(ids, t_s)
         mobility = self._timed_mobility
         now = self.large_scale.snapshot
         if mobility is None:
@@ -341,6 +355,8 @@ class RadioState:
         if isinstance(fading, str) and fading != "at_time":
             raise ValueError(f"fading: got {fading!r}; allowed: None, 'at_time' or an array of gains")
         coupling_db, gain = self._large_scale_at(ids, t_s)
+        if self.network is not None:
+            return self._network_links(ids, t_s, bandwidth_hz, gain_fading, direction, payload_bits, coupling_db, gain)
         budget = self.budget
         if direction == "broadcast":
             return budget.broadcast(ids, gain, gain_fading)
@@ -408,7 +424,8 @@ class RadioState:
         gains = None if self.time_varying or fading_gain is None else \
             np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
         dt = self._step_s[ids]
-        first = (self._rates(ids, np.full(k, float(t0_s)), share, gains, direction) if start_rate_bps is None
+        first = (self._rates(ids, np.full(k, float(t0_s)), share, gains, direction)
+                 if start_rate_bps is None or self.network is not None  # a network: 0 while not connected
                  else np.asarray(start_rate_bps, dtype=float).reshape(k))
         ends = np.empty(k)
         # through within the first step: t0 + bits / (the start's rate), what the sum below gives
@@ -534,7 +551,8 @@ class RadioState:
         gains = fast(client_ids, t_s) if fast is not None else self.fading_at(client_ids, t_s)
         coupling_db, gain = self._large_scale_at(client_ids, t_s)
         rate, snr_db, power = self.budget.link_unchecked(direction, bandwidth_hz, gain * gains, coupling_db,
-                                                         self.tx_power_w[client_ids], self.noise_rise.linear,
+                                                         self.tx_power_w[client_ids],
+                                                         self._noise_rise_of(client_ids, t_s, direction),
                                                          with_snr=True)
         assert snr_db is not None and power is not None
         if not np.all(rate >= 0) or not np.all(np.isfinite(rate)):  # a plug-in's bad rate, named once
@@ -557,8 +575,96 @@ class RadioState:
         coupling_db, gain = self._large_scale_at(ids, times)
         if fading is not None:
             gain = gain * fading
-        return self.budget.link_unchecked(direction, share, gain, coupling_db, self.tx_power_w[ids],
-                                          self.noise_rise.linear)[0]
+        rate = self.budget.link_unchecked(direction, share, gain, coupling_db, self.tx_power_w[ids],
+                                          self._noise_rise_of(ids, times, direction))[0]
+        if self.network is not None:  # no rate while a client has no link
+            rate = rate * self.network.connected(ids, times)
+        return rate
+
+    # ------------------------------------------------------------------ a network of cells
+    def _noise_rise_of(self, ids: np.ndarray, t_s: Any, direction: str) -> Any:
+        """The uplink noise rise of these links: the cell's draw, or with a network each serving
+        cell's from the transmissions in flight (at the earliest of ``t_s``)."""
+        if self.network is None or direction != "uplink":
+            return self.noise_rise.linear
+        t = np.asarray(t_s, dtype=float)
+        return self.network.noise_rise(ids, float(t.min()) if t.size else self._t_s)
+
+    def _network_links(self, ids: np.ndarray, t_s: Any, bandwidth_hz: Any, gain_fading: Any, direction: str,
+                       payload_bits: Any, coupling_db: np.ndarray, gain: np.ndarray) -> LinkBudget:
+        """:meth:`links` with a network: the allocator splits each cell's band among the clients
+        that cell serves (a client without a link: the cell it last had)."""
+        network = self.network
+        assert network is not None
+        budget = self.budget
+        rise = self._noise_rise_of(ids, t_s, direction)
+        if direction == "broadcast":
+            link = budget.broadcast(ids, gain, gain_fading)
+        elif bandwidth_hz is not None:
+            if direction == "downlink":
+                link = budget.downlink_at_bandwidth(ids, bandwidth_hz, gain, gain_fading)
+            else:
+                link = budget.uplink_at_bandwidth(ids, bandwidth_hz, gain, coupling_db, self.tx_power_w[ids], rise,
+                                                  gain_fading)
+        else:
+            cells = network.attached_cell(ids, np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape))
+            payload = None if payload_bits is None else np.broadcast_to(np.asarray(payload_bits, dtype=float),
+                                                                        ids.shape)
+            fading_all = None if gain_fading is None else np.broadcast_to(np.asarray(gain_fading, dtype=float),
+                                                                          ids.shape)
+            parts: list[tuple[np.ndarray, LinkBudget]] = []
+            for cell in np.unique(cells).tolist():
+                on = np.flatnonzero(cells == cell)
+                bits = None if payload is None else payload[on]
+                fad = None if fading_all is None else fading_all[on]
+                if direction == "downlink":
+                    part = budget.downlink(ids[on], gain[on], bits, fad)
+                else:
+                    part = budget.uplink(ids[on], gain[on], coupling_db[on], self.tx_power_w[ids[on]],
+                                         rise[on] if isinstance(rise, np.ndarray) else rise, bits, fad)
+                parts.append((on, part))
+            fields = {}
+            for name in ("bandwidth_hz", "tx_power_w", "gain_linear", "snr_db", "rate_bps"):
+                column = np.empty(ids.shape)
+                for on, part in parts:
+                    column[on] = getattr(part, name)
+                fields[name] = column
+            link = LinkBudget(client_ids=ids, **fields)
+        # the rate on the serving cell, connected or not: a transfer that starts in an interruption
+        # waits for the link (its integration, _rates, has rate 0 until then), it is not in outage
+        return link
+
+    @property
+    def n_cells(self) -> int:
+        """The number of cells (1 without a network)."""
+        return 1 if self.network is None else self.network.n_cells
+
+    def serving_cell(self, client_ids: Any, t_s: Any) -> np.ndarray:
+        """Each client's serving cell at ``t_s``; ``NO_CELL`` (-1) while it has no link; 0 without a network."""
+        ids = np.asarray(client_ids, dtype=int)
+        if self.network is None:
+            return np.zeros(ids.shape, dtype=int)
+        return self.network.serving_cell(ids, t_s).reshape(ids.shape)
+
+    def connected(self, client_ids: Any, t_s: Any) -> np.ndarray:
+        """Whether each client has a link at ``t_s`` (always without a network)."""
+        ids = np.asarray(client_ids, dtype=int)
+        if self.network is None:
+            return np.ones(ids.shape, dtype=bool)
+        return self.network.connected(ids, t_s)
+
+    def handovers_between(self, t0_s: float, t1_s: float) -> tuple[Any, ...]:
+        """The handover events with ``t0_s <= time_s < t1_s``, in time order; () without a network."""
+        return () if self.network is None else self.network.handovers_between(float(t0_s), float(t1_s))
+
+    def handover_events(self) -> tuple[Any, ...]:
+        """Every handover event evaluated so far, in time order; () without a network."""
+        return () if self.network is None else self.network.handover_events()
+
+    def set_transmitting(self, client: int, on: bool) -> None:
+        """The engine says an uplink transfer of ``client`` starts (``on``) or ends; no-op without a network."""
+        if self.network is not None:
+            self.network.set_transmitting(client, on)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

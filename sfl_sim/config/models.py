@@ -439,6 +439,28 @@ class CellSection(Section):
     noise_psd_dbm_per_hz: NoisePsdDbmPerHz = -174.0
     gnb_noise_figure_db: Annotated[float, Number.of_range(NOISE_FIGURE_DB)] = GNB_NOISE_FIGURE_DB
     downlink: Downlink = Field(default_factory=Downlink)
+    network: ComponentSpec | None = None
+    handover: ComponentSpec = _default("a3")
+
+    @model_validator(mode="after")
+    def _network_parts(self) -> CellSection:
+        """``cell.handover`` needs a network; a network drops its own clients, carries its own
+        interference and shares each cell's band per round (no dynamic scheduler yet)."""
+        if self.network is None:
+            if "handover" in self.model_fields_set:
+                raise CrossFieldError("handover", self.handover.name, "left out without cell.network (one cell "
+                                      "has no handover)", relative=True)
+            return self
+        if "placement" in self.model_fields_set:
+            raise CrossFieldError("placement", self.placement.name, "left out with cell.network (the network drops "
+                                  "the clients over its hexagons)", relative=True)
+        if self.interference.name != "none":
+            raise CrossFieldError("interference", self.interference.name, "none with cell.network (the other "
+                                  "cells' transmissions are the interference)", relative=True)
+        if _dynamic_scheduler(self.scheduler.name):
+            raise CrossFieldError("scheduler", self.scheduler.name, "static with cell.network (one fluid/slot band "
+                                  "per cell is not built yet)", relative=True)
+        return self
 
     @model_validator(mode="after")
     def _grid_has_rows(self) -> CellSection:

@@ -124,9 +124,12 @@ class Link:
                 policy.is_outage(np.array([rate]), np.array([uplink.snr_db(client)]))[0]))
             if not failed and harq is None:
                 # bits / rate, or integrated over a radio in time (the channel as it changes)
+                uplink.radio.set_transmitting(client, True)  # a network: other cells' interference
                 air_s = uplink.air_time_s(client, 8.0 * nbytes)
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
-                return (yield self._air(air_s, leaving))
+                outcome = yield self._air(air_s, leaving)
+                uplink.radio.set_transmitting(client, False)
+                return outcome
             if policy is None:
                 policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
             if not failed:

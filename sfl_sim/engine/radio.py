@@ -87,6 +87,11 @@ class Uplink:
         """True when the radio depends on time (a transfer's air time is integrated over it)."""
         return self._in_time
 
+    @property
+    def radio(self) -> RadioState:
+        """The cell's radio state (the engine tells it which clients transmit)."""
+        return self._radio
+
     def refresh_s(self) -> float | None:
         """How often a fluid band re-shares while the channel changes in time: the cohort's
         shortest rate step (:meth:`~sfl_sim.channel.radio_state.RadioState.step_s`), s; None when

@@ -25,6 +25,9 @@ from sfl_sim.channel.link.downlink import downlink_rate_params
 from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.link.resource_grid import slot_duration_s
 from sfl_sim.channel.link.scheduling import is_dynamic
+from sfl_sim.channel.network.association import HANDOVER
+from sfl_sim.channel.network.hexgrid import NETWORK
+from sfl_sim.channel.network.state import NetworkPlacement, layout_radius_m
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.clients.availability import AVAILABILITY, AlwaysAvailable, Availability
 from sfl_sim.clients.availability.capability import ClientCapability, client_capability, read_capability
@@ -129,6 +132,15 @@ def build_cell(cfg: Scenario) -> Cell:
     for kind in CELL_KINDS:
         conform(kind.name, parts[str(kind.cell_argument)], kind.field, cfg.clients.count)
     conform("rate", downlink_rate, "cell.downlink.rate", cfg.clients.count)
+    network: dict[str, Any] = {}
+    if c.network is not None:  # a network of cells drops the clients over its hexagons
+        grid = component(NETWORK, c.network, "cell.network")
+        if grid.n_cells != grid.n_sites:
+            raise ConfigError(f"cell.network.sectors_per_site: got {grid.n_cells // grid.n_sites}; allowed: 1 (a "
+                              "sector antenna pattern is not modelled)")
+        parts["placement"] = NetworkPlacement(grid)
+        network = {"network": grid, "handover": component(HANDOVER, c.handover, "cell.handover"),
+                   "network_rng": stream(seed, "network"), "radius_m": layout_radius_m(grid)}
     try:
         return Cell(
             **parts,
@@ -148,6 +160,7 @@ def build_cell(cfg: Scenario) -> Cell:
             out_of_range=c.out_of_range,
             downlink_rate=downlink_rate,
             numerology=c.numerology,
+            **network,
         )
     except ConfigError:
         raise

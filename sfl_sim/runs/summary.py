@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sfl_sim.channel.network.protocols import CAUSES
 from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
 from sfl_sim.runs.rundir.schema import (
@@ -177,7 +178,19 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: 
         "flops_per_sample": run.algorithm.meter.state_dict(),
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
         **(run.ledger.summary(c.server_flops) if run.ledger is not None else {}),
+        **_handovers(run),
     }
+
+
+def _handovers(run: Run) -> dict[str, Any]:
+    """With ``cell.network``: the handovers so far by cause (``handovers``) and the cell count."""
+    network = run.cell.radio.network
+    if network is None:
+        return {}
+    counts = dict.fromkeys(CAUSES, 0)
+    for event in network.handover_events(with_pending=True):
+        counts[event.cause] = counts.get(event.cause, 0) + 1
+    return {"n_cells": network.n_cells, "handovers": counts}
 
 
 def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool,

@@ -174,8 +174,9 @@ def test_schema_entries_are_told_apart_by_name(schema) -> None:
 def test_channel_kinds_table_is_the_one_list() -> None:
     names = [k.name for k in CHANNEL_KINDS]
     assert names == ["placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility", "power_control",
-                     "interference", "harq", "scheduler"]
-    assert [k.name for k in CELL_KINDS] == names[:-2]  # harq and the scheduler go to the engine, not the cell
+                     "interference", "harq", "scheduler", "network", "handover"]
+    # harq and the scheduler go to the engine; network and handover are passed to the cell by name
+    assert [k.name for k in CELL_KINDS] == names[:-4]
     for kind in CHANNEL_KINDS:
         section, field = kind.field.split(".")
         assert field in Scenario.model_fields[section].annotation.model_fields  # type: ignore[union-attr]

@@ -45,7 +45,7 @@ def test_every_builtin_passes_conformance(kind, name, params):
 
 def test_registries_cover_every_kind():
     assert set(REGISTRIES) == {"placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
-        "power_control", "interference", "harq", "scheduler"}
+        "power_control", "interference", "harq", "scheduler", "network", "handover"}
     assert channel.FADING.kind == "fading" and channel.MOBILITY.kind == "mobility"
 
 

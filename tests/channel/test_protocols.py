@@ -31,7 +31,7 @@ from sfl_sim.kit.protocols import (
 def test_every_kind_has_a_protocol_and_a_registry_that_carries_it():
     assert set(PROTOCOLS) == set(REGISTRIES) == {
         "placement", "pathloss", "shadowing", "fading", "rate", "allocation", "mobility",
-        "power_control", "interference", "harq", "scheduler"}
+        "power_control", "interference", "harq", "scheduler", "network", "handover"}
     for kind, registry in REGISTRIES.items():
         assert registry.protocol is PROTOCOLS[kind]
 

@@ -205,9 +205,11 @@ class LinkBudgetModel:
         numerology or a table entry), of ``direction`` ``uplink`` or ``downlink``."""
         return self._occupied[direction]
 
-    def uplink_noise_psd_w_per_hz(self, noise_rise_linear: float) -> float:
+    def uplink_noise_psd_w_per_hz(self, noise_rise_linear: Any) -> Any:
         """The noise PSD the uplink rate sees: ``N0`` times the noise rise of the interference."""
-        return self._noise_psd_w_per_hz if noise_rise_linear == 1.0 else self._noise_psd_w_per_hz * noise_rise_linear
+        if type(noise_rise_linear) is float and noise_rise_linear == 1.0:
+            return self._noise_psd_w_per_hz
+        return self._noise_psd_w_per_hz * noise_rise_linear  # a float, or one per link (a network's cells)
 
     # ------------------------------------------------------------------ uplink
     def uplink_tx_power_w(self, nominal_tx_power_w: np.ndarray, bandwidth_hz: np.ndarray,
@@ -233,7 +235,7 @@ class LinkBudgetModel:
         return power
 
     def uplink(self, client_ids: np.ndarray, gain_linear: np.ndarray, coupling_loss_db: np.ndarray,
-               nominal_tx_power_w: np.ndarray, noise_rise_linear: float, payload_bits: Any = None,
+               nominal_tx_power_w: np.ndarray, noise_rise_linear: Any, payload_bits: Any = None,
                fading_gain: Any = None) -> LinkBudget:
         """The uplink of a group sending in the same phase: the allocator splits the uplink band.
 

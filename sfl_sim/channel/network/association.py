@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -80,7 +81,7 @@ from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, Field, ParamsModel
 from sfl_sim.kit.registry import Registry
 
-__all__ = ["HANDOVER", "A3Handover", "rsrp_dbm", "strongest_cell", "a3_conditions", "SUBCARRIERS_PER_RB",
+__all__ = ["HANDOVER", "A3Handover", "A3State", "rsrp_dbm", "strongest_cell", "a3_conditions", "SUBCARRIERS_PER_RB",
            "TIME_TO_TRIGGER_S", "T310_S"]
 
 HANDOVER = Registry("handover", protocol=HandoverRule)
@@ -224,8 +225,50 @@ class A3Handover(Component):
         -------
         HandoverTrace
         """
-        p = self.params
         t, rsrp, sinr, serving = _validated(times_s, rsrp_dbm, sinr_db, initial_cell)
+        state = self.start(rsrp.shape[0], rsrp.shape[1], serving)
+        serving_cell, connected, events = self._advance(state, t, rsrp, sinr)
+        events.extend(self.pending(state))  # failed and not re-attached by the last sample
+        events.sort(key=lambda e: (e.time_s, e.client))
+        serving_cell.flags.writeable = False
+        connected.flags.writeable = False
+        return HandoverTrace(tuple(events), serving_cell, connected)
+
+    # ------------------------------------------------------------ in chunks
+    def start(self, n_clients: int, n_cells: int, initial_cell: Any) -> A3State:
+        """The state before the first sample: serving cells ``initial_cell`` (shape (n_clients,)),
+        no timer running, nobody blocked (what :meth:`evaluate` starts from)."""
+        serving = np.array(initial_cell, dtype=int, copy=True).reshape(-1)
+        if serving.shape != (n_clients,) or np.any((serving < 0) | (serving >= n_cells)):
+            raise ValueError(f"initial_cell: got {initial_cell!r}; allowed: one integer cell index in "
+                             f"[0, {n_cells - 1}] per client ({n_clients})")
+        return A3State(serving=serving, blocked_until=np.full(n_clients, -np.inf),
+                       ttt_start=np.full((n_clients, n_cells), np.nan), oos_start=np.full(n_clients, np.nan),
+                       failed={})
+
+    def advance(self, state: A3State, times_s: Any, rsrp_dbm: Any,
+                sinr_db: Any = None) -> tuple[np.ndarray, np.ndarray, list[HandoverEvent]]:
+        """Continue from ``state`` over more samples (changing ``state``): chunk by chunk, the same
+        serving cells, connections and events as one :meth:`evaluate` over the whole series.
+
+        Returns the serving cells and connections at these samples, shape (n_clients, n_times),
+        and the events decided in them: A3 handovers at their sample, radio link failures when
+        the client re-attaches (an RLF not re-attached yet is in :meth:`pending`).  Unsorted.
+        """
+        t, rsrp, sinr, _ = _validated(times_s, rsrp_dbm, sinr_db, state.serving.clip(0))
+        if rsrp.shape[:2] != state.ttt_start.shape:
+            raise ValueError(f"rsrp_dbm: got shape {rsrp.shape}; allowed: (n_clients, n_cells) = "
+                             f"{state.ttt_start.shape} as the state was started with")
+        return self._advance(state, t, rsrp, sinr)
+
+    def pending(self, state: A3State) -> list[HandoverEvent]:
+        """The radio link failures of ``state`` not re-attached yet (target :data:`NO_CELL`)."""
+        return [HandoverEvent(time_s, client, source, NO_CELL, "rlf", float(self.params.reestablishment_time_s))
+                for client, (time_s, source) in sorted(state.failed.items())]
+
+    def _advance(self, state: A3State, t: np.ndarray, rsrp: np.ndarray,
+                 sinr: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list[HandoverEvent]]:
+        p = self.params
         n_clients, n_cells, n_times = rsrp.shape
         ocn = np.zeros(n_cells)
         if p.cell_individual_offsets_db is not None:
@@ -236,11 +279,9 @@ class A3Handover(Component):
         clients = np.arange(n_clients)
         serving_cell = np.empty((n_clients, n_times), dtype=int)
         connected = np.empty((n_clients, n_times), dtype=bool)
-        blocked_until = np.full(n_clients, -np.inf)  # no link while t < blocked_until
-        ttt_start = np.full((n_clients, n_cells), np.nan)  # when each neighbour's A3-1 began to hold
-        oos_start = np.full(n_clients, np.nan)  # when the serving link went out of sync
+        serving, blocked_until, failed = state.serving, state.blocked_until, state.failed
+        ttt_start, oos_start = state.ttt_start, state.oos_start  # replaced below, stored back at the end
         events: list[HandoverEvent] = []
-        failed: dict[int, tuple[float, int]] = {}  # client -> (RLF time, failed cell), until it re-attaches
 
         def reattach(k: int) -> None:
             due = (serving == NO_CELL) & (t[k] >= blocked_until - _TIME_TOLERANCE_S)
@@ -285,12 +326,48 @@ class A3Handover(Component):
             reattach(k)  # a zero re-establishment time joins at once
             serving_cell[:, k] = serving
             connected[:, k] = (serving != NO_CELL) & (tk >= blocked_until - _TIME_TOLERANCE_S)
-        for client, (time_s, source) in sorted(failed.items()):  # failed and not re-attached by the last sample
-            events.append(HandoverEvent(time_s, client, source, NO_CELL, "rlf", float(p.reestablishment_time_s)))
-        events.sort(key=lambda e: (e.time_s, e.client))
-        serving_cell.flags.writeable = False
-        connected.flags.writeable = False
-        return HandoverTrace(tuple(events), serving_cell, connected)
+        state.ttt_start, state.oos_start = ttt_start, oos_start
+        return serving_cell, connected, events
+
+
+@dataclass
+class A3State:
+    """What :class:`A3Handover` carries from one sample to the next (:meth:`A3Handover.advance`).
+
+    Attributes
+    ----------
+    serving : numpy.ndarray of int, shape (n_clients,)
+        The serving cell (:data:`NO_CELL` between a radio link failure and the re-attachment).
+    blocked_until : numpy.ndarray, shape (n_clients,)
+        No link while ``t < blocked_until``, s.
+    ttt_start : numpy.ndarray, shape (n_clients, n_cells)
+        When each neighbour's entering condition began to hold (NaN: not holding), s.
+    oos_start : numpy.ndarray, shape (n_clients,)
+        When the serving link went out of sync (NaN: in sync), s.
+    failed : dict of int to (float, int)
+        Client -> (the radio link failure's time, the failed cell) until it re-attaches.
+    """
+
+    serving: np.ndarray
+    blocked_until: np.ndarray
+    ttt_start: np.ndarray
+    oos_start: np.ndarray
+    failed: dict[int, tuple[float, int]]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data (copies)."""
+        return {"serving": self.serving.copy(), "blocked_until": self.blocked_until.copy(),
+                "ttt_start": self.ttt_start.copy(), "oos_start": self.oos_start.copy(),
+                "failed": [[int(c), float(t), int(s)] for c, (t, s) in sorted(self.failed.items())]}
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> A3State:
+        """The state of :meth:`state_dict`."""
+        return cls(serving=np.array(state["serving"], dtype=int), blocked_until=np.array(state["blocked_until"],
+                                                                                         dtype=float),
+                   ttt_start=np.array(state["ttt_start"], dtype=float),
+                   oos_start=np.array(state["oos_start"], dtype=float),
+                   failed={int(c): (float(t), int(s)) for c, t, s in state["failed"]})
 
 
 def _validated(times_s: Any, rsrp_dbm: Any, sinr_db: Any,

@@ -53,11 +53,14 @@ from typing import Annotated, Literal
 import numpy as np
 
 from sfl_sim.channel.limits import INTER_SITE_DISTANCE_M, MIN_DISTANCE_M
+from sfl_sim.channel.network.protocols import NetworkLayout
 from sfl_sim.kit.checks import check_count, invalid
 from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, Field, ParamsModel, model_validator
+from sfl_sim.kit.registry import Registry
 
-__all__ = ["HexGrid", "SUPPORTED_SITES", "n_rings", "lattice_sites", "wraparound_translations", "hexagon_vertices",
+__all__ = ["NETWORK", "HexGrid", "SUPPORTED_SITES", "n_rings", "lattice_sites", "wraparound_translations",
+           "hexagon_vertices",
            "in_hexagon", "RING_SITES"]
 
 #: Site counts of a network of 0, 1 or 2 rings around the centre: ``1 + 3 N (N + 1)``.
@@ -161,6 +164,11 @@ def _wrap_deg(angle_deg: np.ndarray) -> np.ndarray:
     return 180.0 - (180.0 - np.asarray(angle_deg, dtype=float)) % 360.0
 
 
+#: The ``network`` kind's registry (``cell.network``).
+NETWORK = Registry("network", protocol=NetworkLayout)
+
+
+@NETWORK.register("hexgrid")
 class HexGrid(Component):
     """A network of 1, 7 or 19 hexagonal sites, each of one cell or three sectors (1, 3, 7, 19, 21,
     57 cells), with wrap-around distances and uniform client drops.

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["HandoverRule", "HandoverEvent", "HandoverTrace", "CAUSES", "NO_CELL"]
+__all__ = ["NetworkLayout", "HandoverRule", "HandoverEvent", "HandoverTrace", "CAUSES", "NO_CELL"]
 
 #: Causes of a change of serving cell: an A3 event (a handover) or a radio link failure (and the
 #: re-establishment that follows it).  A rule of one's own may add causes of its own.
@@ -112,4 +112,28 @@ class HandoverRule(Protocol):
         initial_cell : array_like of int, shape (n_clients,), optional
             Serving cells at ``times_s[0]``; None: the strongest RSRP there.
         """
+        ...
+
+
+@runtime_checkable
+class NetworkLayout(Protocol):
+    """A layout of cell sites (kind ``network``): where they are, the wrap-around distances to
+    them and how clients are dropped over it (:class:`~sfl_sim.channel.network.hexgrid.HexGrid`)."""
+
+    @property
+    def n_sites(self) -> int:
+        """Number of sites."""
+        ...
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells."""
+        ...
+
+    def wraparound_distances_m(self, points_m: np.ndarray) -> np.ndarray:
+        """2-D distance from each point to the nearest image of each site, shape (n, n_sites), m."""
+        ...
+
+    def drop_uniform(self, n_clients: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (n, 2) and the site each client was dropped in."""
         ...

@@ -96,6 +96,8 @@ from sfl_sim.runs.rundir.schema import (
     ENERGY_BATTERY_COLUMN,
     ENERGY_COLUMNS,
     ENERGY_FILE,
+    HANDOVERS_COLUMNS,
+    HANDOVERS_FILE,
     HOST_ONLY_FIELDS,
     METRICS_COLUMNS,
     METRICS_FILE,
@@ -118,7 +120,7 @@ __all__ = ["RUN_FILES", "RESUMABLE_FIELDS", "RunDir", "RunDirPlan", "check_writa
 
 #: Files a run writes into its directory.
 RUN_FILES = (METRICS_FILE, ROUNDS_FILE, SUMMARY_FILE, SCENARIO_FILE, RESOLVED_FILE, CELL_FILE, CHECKPOINT_FILE,
-             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, SLOTS_FILE, STALENESS_FILE, WORK_FILE)
+             CLASSES_FILE, ENERGY_FILE, CLIENTS_FILE, SLOTS_FILE, STALENESS_FILE, WORK_FILE, HANDOVERS_FILE)
 
 #: Scenario fields a resume may change (a field covers every field below it): none of them
 #: changes what the run computes (more rounds continue the same run; the host-only fields only
@@ -443,6 +445,18 @@ class RunDir(RunFiles):
             writer.writerow(CELL_COLUMNS)
             writer.writerows(zip(*(table[c] for c in CELL_COLUMNS), strict=True))
         os.replace(tmp, self.cell_path)
+
+    def write_handovers(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write ``handovers.csv`` (atomically): the columns
+        :data:`~sfl_sim.runs.rundir.schema.HANDOVERS_COLUMNS` of ``rows``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        path = self.path / HANDOVERS_FILE
+        tmp = path.with_name(HANDOVERS_FILE + ".tmp")
+        with tmp.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(HANDOVERS_COLUMNS)
+            writer.writerows([row[c] for c in HANDOVERS_COLUMNS] for row in rows)
+        os.replace(tmp, path)
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
                    battery: bool = False, clients: bool = False, staleness: bool = False,

@@ -42,6 +42,8 @@ __all__ = [
     "CLIENTS_COLUMNS",
     "SLOTS_COLUMNS",
     "SLOTS_FILE",
+    "HANDOVERS_FILE",
+    "HANDOVERS_COLUMNS",
     "CLIENTS_NUMERIC_COLUMNS",
     "CLIENT_TIME_COLUMNS",
     "CLIENT_SPAN_COLUMN",
@@ -146,6 +148,13 @@ SLOTS_FILE = "slots.csv"
 #: and its start ``time_s``, the client granted, its ``rbs``, the transport block's bits
 #: (``tb_bits``) and ``failed`` (1: the block failed and its bits went back to the buffer, HARQ).
 SLOTS_COLUMNS: tuple[str, ...] = ("round", "slot", "time_s", "client", "rbs", "tb_bits", "failed")
+#: One row per change of serving cell of a run with ``cell.network``, columns
+#: :data:`HANDOVERS_COLUMNS` (:meth:`sfl_sim.channel.network.HandoverTrace.rows`), in time order;
+#: rewritten with every summary (every event the radio evaluated so far).
+HANDOVERS_FILE = "handovers.csv"
+#: Exact header of ``handovers.csv``: when (s), the client, the cell it left and the one it joined
+#: (-1: none yet after a radio link failure), the cause (``a3``, ``rlf``) and the time without a link (s).
+HANDOVERS_COLUMNS: tuple[str, ...] = ("time_s", "client", "source_cell", "target_cell", "cause", "interruption_s")
 #: State to resume from the last evaluated round (torch; never read by :mod:`sfl_sim.analysis`).
 CHECKPOINT_FILE = "checkpoint.pt"
 #: The study definition at the top of a study directory.

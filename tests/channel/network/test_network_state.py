@@ -1,0 +1,180 @@
+"""A network of cells inside the radio: A3 in chunks, a scripted trajectory through three cells,
+a transfer paused by an interruption, the 1-site network against today's cell, the scenario's refusals."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import Cell
+from sfl_sim.channel.large_scale.pathloss import PATHLOSS
+from sfl_sim.channel.large_scale.shadowing import SHADOWING
+from sfl_sim.channel.link.allocation import ALLOCATORS
+from sfl_sim.channel.link.rate import RATES
+from sfl_sim.channel.network import NO_CELL, A3Handover, HexGrid
+from sfl_sim.channel.network.state import MEASUREMENT_STEP_S, NetworkPlacement, NetworkRadio, layout_radius_m
+from sfl_sim.config.loading import validate
+from tests.helpers import small_scenario
+
+
+def test_a3_in_chunks_equals_one_whole_series_evaluation() -> None:
+    rng = np.random.default_rng(3)
+    n_clients, n_cells, n_times = 12, 4, 400
+    times = np.arange(n_times) * 0.02
+    walk = np.cumsum(rng.normal(0.0, 1.5, (n_clients, n_cells, n_times)), axis=2) - 80.0
+    # a slow walk of the SINR: long spells below Q_out, some radio link failures
+    sinr = np.broadcast_to(np.cumsum(rng.normal(0.0, 1.0, (n_clients, 1, n_times)), axis=2), walk.shape)
+    rule = A3Handover(time_to_trigger_s=0.1, t310_s=0.2, reestablishment_time_s=0.1)
+    whole = rule.evaluate(times, walk, sinr)
+    state = rule.start(n_clients, n_cells, np.argmax(walk[:, :, 0], axis=1))
+    serving, connected, events = [], [], []
+    for lo, hi in ((0, 1), (1, 37), (37, 200), (200, 201), (201, 400)):
+        s, c, e = rule.advance(state, times[lo:hi], walk[:, :, lo:hi], sinr[:, :, lo:hi])
+        serving.append(s)
+        connected.append(c)
+        events += e
+    events += rule.pending(state)
+    assert whole.counts()["rlf"] > 0 and whole.counts()["a3"] > 0
+    np.testing.assert_array_equal(np.concatenate(serving, axis=1), whole.serving_cell)
+    np.testing.assert_array_equal(np.concatenate(connected, axis=1), whole.connected)
+    assert sorted(events, key=lambda e: (e.time_s, e.client)) == list(whole.events)
+
+
+class _Line:
+    """A timed mobility of one client on a straight line: ``p0 + v t u``."""
+
+    timed = True
+
+    def __init__(self, p0: np.ndarray, velocity: np.ndarray) -> None:
+        self.p0, self.v = p0, velocity
+
+    def positions_at(self, t_s: float) -> np.ndarray:
+        return (self.p0 + self.v * t_s)[None, :]
+
+
+def _line_network(rule: A3Handover) -> tuple[NetworkRadio, HexGrid, np.ndarray]:
+    grid = HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1)
+    u = np.array([math.cos(math.radians(30.0)), math.sin(math.radians(30.0))])
+    large_scale = SimpleNamespace(n_clients=1, pathloss=PATHLOSS.build("log_distance", exponent=3.5),
+                                  shadowing=SHADOWING.build("none"))
+    budget = SimpleNamespace(server_tx_power_w=None, downlink_bandwidth_hz=None, numerology=None,
+                             uplink_bandwidth_hz=20e6, noise_floor_w_per_hz=1e-20)
+    net = NetworkRadio(grid, rule, large_scale, budget, np.array([0.2]), np.random.default_rng(0),
+                       timed_mobility=_Line(100.0 * u, 10.0 * u), large_scale_step_s=1.0, position_step_s=0.1)
+    return net, grid, u
+
+
+def test_a3_on_a_straight_line_through_three_cells_hands_over_at_the_hand_computed_instants() -> None:
+    """7 sites, ISD 500 m, log-distance exponent 3.5 on 2-D distances (no shadowing); the client
+    starts 100 m from site A (the centre) and moves at 10 m/s along the 30 deg lattice line
+    through site B (at 500 m) and site C (at 1000 m: a lattice site, on the torus one of the 7).
+
+    A3-1 with Hys 3 dB, Off 0: 35 log10(dA / dB) > 3, i.e. dA / dB > rho = 10^(3/35) = 1.21798;
+    with dA = s, dB = 500 - s: s > 500 rho / (1 + rho) = 274.572 m, reached at
+    t = (274.572 - 100) / 10 = 17.457 s.  Samples every 40 ms: the first with the condition is
+    437 x 0.04 = 17.48 s; timeToTrigger 320 ms: the handover A -> B at 17.48 + 0.32 = 17.80 s.
+    B -> C: the same geometry 500 m later, at 67.80 s.  The neighbours off the line are at
+    >= 433 m, 6.9 dB or more below the serving site there: they never trigger.  After each
+    handover the client has no link for 50 ms.
+    """
+    rule = A3Handover(hysteresis_db=3.0, time_to_trigger_s=0.32, interruption_time_s=0.05)
+    net, grid, u = _line_network(rule)
+    rho = 10 ** (3.0 / 35.0)
+    s_star = 500.0 * rho / (1 + rho)
+    first = math.ceil((s_star - 100.0) / 10.0 / MEASUREMENT_STEP_S) * MEASUREMENT_STEP_S + 0.32
+    assert first == pytest.approx(17.80)
+    site_b = int(np.argmin(grid.wraparound_distances_m((500.0 * u)[None, :])))
+    site_c = int(np.argmin(grid.wraparound_distances_m((1000.0 * u)[None, :])))
+    events = net.handovers_between(0.0, 80.0)
+    assert [(e.source_cell, e.target_cell, e.cause) for e in events] == [(0, site_b, "a3"), (site_b, site_c, "a3")]
+    assert events[0].time_s == pytest.approx(17.80, abs=1e-9)
+    assert events[1].time_s == pytest.approx(67.80, abs=1e-9)
+    # the same events asked in pieces, by another network from scratch
+    again, _, _ = _line_network(rule)
+    spans = ((0.0, 3.3), (3.3, 17.81), (17.81, 50.0), (50.0, 80.0))
+    pieces = [e for a, b in spans for e in again.handovers_between(a, b)]
+    assert pieces == list(events)
+    t = np.array([17.79, 17.80, 17.849, 17.851])
+    assert net.connected(np.zeros(4, dtype=int), t).tolist() == [True, False, False, True]
+    assert net.serving_cell(np.zeros(4, dtype=int), t).tolist() == [0, NO_CELL, NO_CELL, site_b]
+
+
+def _cell(grid: HexGrid, network: bool, seed: int = 1) -> Cell:
+    r = np.random.default_rng
+    return Cell(NetworkPlacement(grid), PATHLOSS.build("tr36814_macro"), SHADOWING.build("none"),
+                RATES.build("shannon"), ALLOCATORS.build("equal"),
+                n_clients=20, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=20e6, downlink_bandwidth_hz=20e6, server_tx_power_w=40.0, placement_rng=r(seed),
+                shadowing_rng=r(2), los_rng=r(3), interference_rng=r(4), radius_m=layout_radius_m(grid),
+                **({"network": grid, "network_rng": r(5)} if network else {}))
+
+
+def test_a_transfer_spanning_an_interruption_ends_the_interruption_later() -> None:
+    cell = _cell(HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1), network=True)
+    radio, net = cell.radio, cell.radio.network
+    assert net is not None
+    share = radio.links(np.arange(20), 0.0, payload_bits=1e6).bandwidth_hz[3]
+    rate = float(radio.links(np.array([3]), 0.0, np.array([share])).rate_bps[0])
+    bits = rate * 1.0  # one second on the air
+    assert radio.transfer_end_s(3, bits, 0.0, share) == pytest.approx(1.0, rel=1e-12)
+    net._out.append((3, 0.5, 0.55))  # a handover's interruption of 50 ms in the middle
+    assert not radio.connected([3], 0.52)[0] and radio.serving_cell([3], 0.52)[0] == NO_CELL
+    assert radio.transfer_end_s(3, bits, 0.0, share) == pytest.approx(1.05, rel=1e-9)
+
+
+def test_the_one_site_network_gives_the_links_of_the_single_cell_at_the_same_positions() -> None:
+    """The 1-site network's clients are dropped in its hexagon (not today's disc: a scenario
+    without cell.network keeps the disc); at the same positions its links are the cell's."""
+    grid = HexGrid(n_sites=1, isd_m=500.0, sectors_per_site=1)
+    one, single = _cell(grid, network=True), _cell(grid, network=False)
+    np.testing.assert_array_equal(one.positions_m, single.positions_m)
+    ids = np.arange(20)
+    a, b = one.radio.links(ids, 0.0, payload_bits=1e6), single.radio.links(ids, 0.0, payload_bits=1e6)
+    np.testing.assert_allclose(a.rate_bps, b.rate_bps, rtol=1e-12)
+    np.testing.assert_array_equal(a.bandwidth_hz, b.bandwidth_hz)
+    assert one.radio.n_cells == 1 and single.radio.n_cells == 1
+    assert one.radio.serving_cell(ids, 30.0).tolist() == [0] * 20
+    assert one.radio.handovers_between(0.0, 30.0) == () == single.radio.handovers_between(0.0, 30.0)
+
+
+def test_the_network_state_survives_a_kill_and_resume() -> None:
+    grid = HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1)
+    cell = _cell(grid, network=True)
+    cell.radio.advance_to(1.0)
+    cell.radio.set_transmitting(2, True)
+    saved = cell.state_dict()
+    other = _cell(grid, network=True)
+    other.load_state_dict(saved)
+    ids = np.arange(20)
+    np.testing.assert_array_equal(other.radio.links(ids, 1.0, payload_bits=1e6).rate_bps,
+                                  cell.radio.links(ids, 1.0, payload_bits=1e6).rate_bps)
+
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ({"handover": {"name": "a3"}}, "cell.handover"),
+    ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "scheduler": {"name": "round_robin"}},
+     "cell.scheduler"),
+    ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "interference": {"name": "first_tier"}},
+     "cell.interference"),
+])
+def test_the_scenario_refuses_what_a_network_does_not_build(cell: dict, message: str) -> None:
+    with pytest.raises(Exception, match=message):
+        validate({**small_scenario(), "cell": cell})
+
+
+def test_uplink_interference_lowers_the_rates_of_other_cells_only() -> None:
+    cell = _cell(HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1), network=True)
+    radio = cell.radio
+    ids = np.arange(20)
+    quiet = radio.links(ids, 0.0, payload_bits=1e6)
+    cells = radio.serving_cell(ids, 0.0)
+    talker = 0
+    radio.set_transmitting(talker, True)
+    loud = radio.links(ids, 0.0, payload_bits=1e6)
+    same = cells == cells[talker]
+    np.testing.assert_array_equal(loud.rate_bps[same], quiet.rate_bps[same])
+    assert np.all(loud.rate_bps[~same] < quiet.rate_bps[~same])
+    radio.set_transmitting(talker, False)
+    np.testing.assert_array_equal(radio.links(ids, 0.0, payload_bits=1e6).rate_bps, quiet.rate_bps)
