@@ -29,6 +29,11 @@ it from the file):
 ``warnings``
     One line each: a run whose every round lost every selected client says so (it ends
     ``complete``: it ran its rounds, but no client's work ever reached the server).
+
+With ``server.edge`` (only then), the run's totals of ``rounds.csv``'s edge columns
+(:data:`sfl_sim.runs.round_steps.EDGE_COUNTERS`): ``handovers``, ``handover_lost_s``,
+``migrations``, ``handover_drops`` and ``backhaul_bytes``; the clients a handover dropped are
+also in ``dropped_clients_by_cause`` (cause ``handover``).
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from typing import Any
 
 from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
+from sfl_sim.runs.round_steps import edge_counts
 from sfl_sim.runs.rundir.schema import (
     BEST_ACCURACY_DEFINITION,
     DIVERGED,
@@ -177,6 +183,7 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: 
         "flops_per_sample": run.algorithm.meter.state_dict(),
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
         **(run.ledger.summary(c.server_flops) if run.ledger is not None else {}),
+        **(edge_counts(Counters().as_dict(), c.as_dict()) if run.cfg.server.edge is not None else {}),
     }
 
 
