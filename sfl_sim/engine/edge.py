@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 import numpy as np
 
 from sfl_sim.channel.network.protocols import NO_CELL, HandoverEvent
+from sfl_sim.kit.component import Component
 from sfl_sim.kit.conformance import ConformanceReport
 from sfl_sim.kit.protocols import check_protocol
 from sfl_sim.kit.registry import Registry
@@ -67,7 +68,7 @@ HANDOVER_POLICIES = Registry("handover_policy", protocol=HandoverPolicy)
 
 
 @HANDOVER_POLICIES.register("migrate")
-class Migrate:
+class Migrate(Component):
     """Always move the client's server-side state to the new cell's edge (the default)."""
 
     def decide(self, event: HandoverEvent, state_bytes: int, migration_s: float) -> HandoverAction:
@@ -75,7 +76,7 @@ class Migrate:
 
 
 @HANDOVER_POLICIES.register("drop")
-class Drop:
+class Drop(Component):
     """Always drop the client's round (its update is not used this round)."""
 
     def decide(self, event: HandoverEvent, state_bytes: int, migration_s: float) -> HandoverAction:
