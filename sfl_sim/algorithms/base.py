@@ -316,6 +316,20 @@ class Algorithm(Component, abc.ABC):
     def global_model(self) -> nn.Module:
         """The model evaluated on the test set after a round."""
 
+    def handover_state_bytes(self) -> int:
+        """Bytes of one client's server-side state that a handover moves from one edge server to
+        another (``server.edge`` with ``on_handover: migrate``, :mod:`sfl_sim.engine.edge`).
+
+        Default 0: an algorithm without server-side work per client keeps nothing of a client at
+        its edge that the client needs to go on (split algorithms override it)."""
+        return 0
+
+    def aggregate_bytes(self) -> int:
+        """Bytes each cell's edge sends the cloud at a round's end, and gets back as the global
+        model (``server.edge``: hierarchical aggregation).  Default: the state of
+        :meth:`global_model` (our reading: each edge's aggregate is a whole model)."""
+        return state_bytes(self.global_model())
+
     def evaluate(self, evaluate_fn: Callable[..., tuple[float, float]], x: torch.Tensor, y: torch.Tensor,
                  batch_size: int) -> tuple[float, float]:
         """Test accuracy and loss the runner reports after a round.

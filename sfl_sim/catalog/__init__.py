@@ -30,6 +30,7 @@ KINDS: dict[str, str] = {
     "availability": "clients.availability.name",
     "compressor": "compression.activations/gradients/updates/model_download.name (top level or per algorithm)",
     "energy": "energy.device.name",
+    "handover_policy": "server.edge.on_handover.name",
     **{kind.name: f"{kind.field}.name" for kind in CHANNEL_KINDS},
 }
 
@@ -83,11 +84,12 @@ def registries() -> dict[str, Any]:
     from sfl_sim.clients.selection import SELECTORS
     from sfl_sim.compression import COMPRESSORS
     from sfl_sim.data import DATASETS, PARTITIONERS
+    from sfl_sim.engine.edge import HANDOVER_POLICIES
     from sfl_sim.models import MODELS
 
     found = {"algorithm": ALGORITHMS, "model": MODELS, "dataset": DATASETS, "partitioner": PARTITIONERS,
              "selector": SELECTORS, "availability": AVAILABILITY, "compressor": COMPRESSORS,
-             "energy": ENERGY,
+             "energy": ENERGY, "handover_policy": HANDOVER_POLICIES,
              **REGISTRIES}
     return {kind: found[kind] for kind in KINDS}
 

@@ -68,7 +68,7 @@ from sfl_sim.config.training import Training, TrainingOverride, merge_training, 
 from sfl_sim.kit.params import params_model
 
 __all__ = ["ComponentSpec", "CompressorSpec", "Compression", "COMPRESSION_PATHS", "merge_compression",
-           "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Server", "Metrics",
+           "AlgorithmSpec", "Data", "ModelSection", "Capability", "Clients", "Stragglers", "Edge", "Server", "Metrics",
            "Outage", "HarqSpec", "Downlink", "CellSection", "Battery", "EnergySection", "Scenario"]
 
 
@@ -317,10 +317,38 @@ class Stragglers(Section):
     over_selection_fraction: PositiveFloat = 0.25
 
 
-class Server(Section):
-    """``server:``: the edge server's compute."""
+class Edge(Section):
+    """``server.edge:``: an edge server per cell joined to the cloud by a backhaul
+    (:mod:`sfl_sim.engine.edge`); absent or null: the one server of ``server.compute_flops_per_s``.
+
+    Each cell's edge runs the server-side work of the clients it serves (one job at a time, like the
+    one server); ``server.compute_flops_per_s`` becomes the cloud's, which aggregates.  A transfer of
+    N bytes over the backhaul (a migration edge -> edge, a cell's aggregate to the cloud and the
+    global model back) takes ``8 N / backhaul_bps + backhaul_latency_s``.  The defaults are our choice
+    (an edge as fast as the default server, a 1 Gbit/s link with 5 ms one way), not measured values.
+    """
 
     compute_flops_per_s: ComputeFlopsPerS = 1.0e12
+    backhaul_bps: Annotated[float, Number(1.0e3, 1.0e12, unit="bit/s",
+                                          why="our choice: from a slow microwave hop to a 1 Tbit/s fibre")] = 1.0e9
+    backhaul_latency_s: Annotated[float, Number(0.0, 1.0, unit="s, one way",
+                                                why="our choice: above 1 s is a unit slip")] = 0.005
+    on_handover: ComponentSpec = _default("migrate")
+
+
+class Server(Section):
+    """``server:``: the server's compute (the cloud's with ``edge``), and the optional edge servers."""
+
+    compute_flops_per_s: ComputeFlopsPerS = 1.0e12
+    edge: Edge | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # without an edge the section dumps as before (a run's scenario.yaml, compared on resume)
+        data = handler(self)
+        if self.edge is None:
+            data.pop("edge", None)
+        return data
 
 
 class Metrics(Section):

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 LossReason = Literal["outage", "downlink_outage", "deadline", "over_selection", "round_over", "unavailable",
-                     "battery"]
+                     "battery", "handover"]
 """Why a payload or a client left the round: its upload failed after outage (``outage``), a
 payload for it had no usable downlink rate after its last attempt (``downlink_outage``), the
 straggler policy stopped waiting for it (``deadline``, ``over_selection``), the client went
 offline during the round (``unavailable``, :mod:`sfl_sim.clients.availability`), its battery emptied
-before its upload was through (``battery``, with ``energy.battery``), or the round ended while it
+before its upload was through (``battery``, with ``energy.battery``), a handover's policy dropped
+its round (``handover``, with ``server.edge``: :mod:`sfl_sim.engine.edge`), or the round ended while it
 was still running (``round_over``, never recorded as a drop)."""
 
 

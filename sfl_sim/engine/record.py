@@ -202,6 +202,9 @@ class RecordingContext(RoundContext):
         self._pid_of: dict[simpy.Process, int] = {}
         self._depth: list[int] = [0]  # per process: inside an engine primitive (its own yields)
         self._seen: list[Sequence[object] | None] = [None]  # per process: the streams when it last looked
+        if sim.edge is not None:
+            # the edges' handovers, migrations and backhaul aggregation are not in the record
+            self.unreplayable("a round with edge servers (server.edge)")
 
     # -- bookkeeping -----------------------------------------------------------------------------
     def unreplayable(self, reason: str) -> None:
@@ -300,14 +303,14 @@ class RecordingContext(RoundContext):
                 waited[2] = encode_outcome(send)
 
     # -- the primitives, recorded ----------------------------------------------------------------------
-    def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
+    def compute(self, who: int, flops: float, what: str = "compute", *, client: int | None = None) -> SimSteps[None]:
         pid = self._current()
         self._log(["c", int(who), float(flops), what])
         if pid is None:
-            return (yield from super().compute(who, flops, what))
+            return (yield from super().compute(who, flops, what, client=client))
         self._depth[pid] += 1
         try:
-            return (yield from super().compute(who, flops, what))
+            return (yield from super().compute(who, flops, what, client=client))
         finally:
             self._depth[pid] -= 1
 

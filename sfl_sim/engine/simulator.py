@@ -114,6 +114,27 @@ per-client model copies go through a band of the downlink grid the same way (the
 spread flat over the band; one fading draw per round; no HARQ).  ``static`` (the default) is the
 per-round split.
 
+Edge servers and handovers
+--------------------------
+With an edge (``edge``, :class:`~sfl_sim.engine.edge.EdgeServers`: ``server.edge``) each cell of the
+radio has its own server, a SimPy resource of capacity 1 at the edge's FLOP/s, and
+``compute(SERVER, flops, client=k)`` runs on the edge of the cell holding client k's server-side
+state: its serving cell at the round's start, then the target of each handover the round sees
+(``client`` None, or work on many clients' data at once: the cloud server, ``server_flops_per_s``).
+A watcher process per round walks the radio's handovers (:meth:`CellNetwork.handovers_between`, in
+chunks of :data:`HANDOVER_CHUNK_S` as the round goes) and, at each one of a cohort client still in
+the round, asks the policy: ``migrate`` moves the state to the new edge over the backhaul
+(``8 N / backhaul_bps + backhaul_latency_s``, :meth:`~sfl_sim.engine.edge.EdgeServers.backhaul_s`),
+and the client's next server step waits until it has arrived; ``drop`` ends the client's round
+(``Lost("handover")``: its later transfers are lost at once and a gather does not keep it).  Every
+handover of a cohort client counts ``handovers`` and adds its interruption (and a migration's time)
+to ``handover_lost_s``; ``migrations``, ``handover_drops`` and the bytes ``backhaul/migration`` are
+counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  At the round's
+end each cell with a kept client sends its aggregate (the algorithm's ``aggregate_bytes``) to the
+cloud and gets the global model back, the cells in parallel: the round's clock gains
+``2 (8 N / backhaul_bps + backhaul_latency_s)``, and ``backhaul/aggregation`` counts ``2 N`` per
+such cell.  Without an edge none of this exists: one server, as above.
+
 Device traces
 -------------
 ``uplink_bps`` / ``downlink_bps`` (per client, NaN where none) replace the cell's uplink rate and
@@ -132,11 +153,13 @@ import simpy
 from sfl_sim.channel.cell import Cell
 from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.channel.link.scheduling import ResourceGrid
+from sfl_sim.channel.network.protocols import NO_CELL, HandoverEvent
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
 from sfl_sim.engine.band import BandResource, Grants, SlotGrant, open_band, scheduling_form
 from sfl_sim.engine.client_state import Battery, Presence, departures
+from sfl_sim.engine.edge import HANDOVER_ACTIONS, CellNetwork, EdgeServers, cell_network
 from sfl_sim.engine.link import Link
 from sfl_sim.engine.outcome import DELIVERED, LossReason, Lost
 from sfl_sim.engine.radio import Downlink, Uplink
@@ -144,10 +167,15 @@ from sfl_sim.engine.steps import SimSteps, stoppable
 from sfl_sim.engine.stragglers import straggler_rule
 from sfl_sim.kit.seeding import keyed_stream
 
-__all__ = ["SERVER", "RoundContext", "Simulator"]
+__all__ = ["SERVER", "HANDOVER_CHUNK_S", "RoundContext", "Simulator"]
 
 SERVER = -1
 """``who`` value of :meth:`RoundContext.compute` for the server."""
+
+#: How far ahead, in simulated seconds, a round's handover watcher asks the radio for handovers at
+#: a time (our choice: the radio evaluates them lazily, so a round asks only for the time it lasts,
+#: in steps long against a handover's time-to-trigger yet few per round).
+HANDOVER_CHUNK_S = 1.0
 
 
 class RoundContext:
@@ -187,6 +215,84 @@ class RoundContext:
         self._downlink_band = None if sim.downlink_grid is None else self._downlink_scheduled(sim, sim.downlink_grid)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
                           None if sim.battery is None else self._battery_empties_at, self._offline_s, self._band)
+        if sim.edge is not None:
+            self._start_edge(sim)
+
+    # -- edge servers and handovers (module docstring: "Edge servers and handovers") ---------------
+    def _start_edge(self, sim: Simulator) -> None:
+        """Where each cohort client's server-side state is at the round's start, and the watcher."""
+        assert sim.network is not None  # made with the edge
+        cells = sim.network.serving_cell(self.cohort, self.start_s)
+        # a client with no cell at the start (re-establishing) is taken to be in cell 0 (our choice)
+        self._home: dict[int, int] = {int(k): int(c) if c != NO_CELL else 0
+                                      for k, c in zip(self.cohort.tolist(), np.asarray(cells).tolist(), strict=True)}
+        self._ready_s: dict[int, float] = {}  # client -> when its migrated state is at its new edge
+        watcher = self.env.process(stoppable(self._watch_handovers(sim.network)))
+        self._processes.append(watcher)  # stopped at the round's end (not an algorithm's process: not recorded)
+
+    def _watch_handovers(self, network: CellNetwork) -> SimSteps[None]:
+        """At each handover of a cohort client, the policy's answer (:meth:`_handover`)."""
+        env, sim = self.env, self._sim
+        cohort = set(self.cohort.tolist())
+        t_s = self.start_s
+        while True:
+            end_s = t_s + HANDOVER_CHUNK_S
+            for event in network.handovers_between(t_s, end_s):
+                if event.client not in cohort or event in sim.handled_handovers:
+                    continue
+                if event.time_s > env.now:
+                    yield env.timeout(event.time_s - env.now)
+                sim.handled_handovers.add(event)
+                self._handover(event)
+            if end_s > env.now:
+                yield env.timeout(end_s - env.now)
+            t_s = end_s
+
+    def _handover(self, event: HandoverEvent) -> None:
+        """One handover of cohort client ``event.client``, now (see "Edge servers and handovers")."""
+        sim, k = self._sim, event.client
+        edge, counters, now = sim.edge, sim.counters, self.now_s
+        assert edge is not None
+        if k in self.notes.dropped or self._offline_s.get(k, math.inf) <= now:
+            return  # already out of the round
+        counters.add("handovers", 1)
+        counters.add("handover_lost_s", event.interruption_s)
+        if event.target_cell == NO_CELL or event.target_cell == self._home[k]:
+            return  # no new cell (a failed link not re-established, or back on the same one): nothing moves
+        migration_s = edge.backhaul_s(edge.state_bytes)
+        action = edge.policy.decide(event, edge.state_bytes, migration_s)
+        if action not in HANDOVER_ACTIONS:
+            raise ValueError(f"server.edge.on_handover: {type(edge.policy).__name__}.decide returned {action!r}; "
+                             f"allowed: {', '.join(HANDOVER_ACTIONS)}")
+        if action == "drop":
+            counters.add("handover_drops", 1)
+            self.notes.note_dropped(k, "handover")
+            self.notes.note_left(k, now)
+            self._offline_s[k] = now  # its later transfers and steps find it gone
+            return
+        # the migration starts now, or after one already under way (our choice: one at a time per client)
+        self._ready_s[k] = max(self._ready_s.get(k, now), now) + migration_s
+        self._home[k] = event.target_cell
+        counters.add("migrations", 1)
+        counters.add("handover_lost_s", migration_s)
+        counters.add("backhaul/migration", edge.state_bytes)
+
+    def edge_of(self, client: int) -> int:
+        """The cell whose edge holds ``client``'s server-side state now (with an edge)."""
+        return self._home[client]
+
+    def aggregate_over_backhaul(self) -> float:
+        """The round's hierarchical aggregation (with an edge): each cell holding a kept client's
+        state sends ``aggregate_bytes`` to the cloud and gets the global model back, the cells in
+        parallel; counts the bytes and returns the time it takes (0 when no cell has a kept client
+        or the algorithm aggregates nothing)."""
+        edge = self._sim.edge
+        assert edge is not None
+        cells = {self._home[k] for k in self.cohort.tolist() if k not in self.notes.dropped}
+        if not cells or edge.aggregate_bytes <= 0:
+            return 0.0
+        self._sim.counters.add("backhaul/aggregation", 2 * len(cells) * edge.aggregate_bytes)
+        return 2.0 * edge.backhaul_s(edge.aggregate_bytes)  # up, then the global model down
 
     def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
         """The round's uplink band under the run's dynamic scheduler (:mod:`sfl_sim.engine.band`)."""
@@ -331,15 +437,25 @@ class RoundContext:
         return self._downlink.unicast_bps.get(client)
 
     # -- the primitives ----------------------------------------------------------------------------
-    def compute(self, who: int, flops: float, what: str = "compute") -> SimSteps[None]:
-        """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``."""
+    def compute(self, who: int, flops: float, what: str = "compute", *, client: int | None = None) -> SimSteps[None]:
+        """Spend ``flops`` on client ``who`` (or :data:`SERVER`); use as ``yield from``.
+
+        ``client``: with ``who`` :data:`SERVER`, the client whose server-side work this is; with an
+        edge it runs on the edge holding that client's state, once a migration of it has arrived
+        (see "Edge servers and handovers"); None, or without an edge: the one server."""
         sim = self._sim
         if who == SERVER:
             sim.counters.count_flops(True, flops, what)
-            with sim.server.request() as slot:
+            server, flops_per_s = sim.server, sim.server_flops_per_s
+            if sim.edge is not None and client is not None:
+                wait_s = self._ready_s.get(client, -math.inf) - self.now_s
+                if wait_s > 0:  # its state is still on its way to the new edge
+                    yield self.env.timeout(wait_s)
+                server, flops_per_s = sim.edge_servers[self._home[client]], sim.edge.compute_flops_per_s
+            with server.request() as slot:
                 yield slot
-                self.notes.note_server_busy(self.now_s, flops / sim.server_flops_per_s)
-                yield self.env.timeout(flops / sim.server_flops_per_s)
+                self.notes.note_server_busy(self.now_s, flops / flops_per_s)
+                yield self.env.timeout(flops / flops_per_s)
         else:
             duration_s = flops / sim.client_flops_per_s[who]
             left_s = self._offline_s.get(who, math.inf) - self.now_s
@@ -470,6 +586,11 @@ class RoundContext:
         for client, reason in decision.dropped.items():
             self.notes.note_dropped(client, reason)
         self._sim.counters.dropped_clients += len(decision.dropped)
+        if self._sim.edge is not None:
+            # a handover's drop policy discarded the state of a client whose payload still arrived
+            handed = [k for k in decision.kept if self.notes.dropped.get(k) == "handover"]
+            self._sim.counters.dropped_clients += len(handed)
+            return [k for k in decision.kept if k not in handed]
         return decision.kept
 
     def start(self, round_process: Callable[[RoundContext], SimSteps[Any]]) -> simpy.Process:
@@ -559,6 +680,12 @@ class Simulator:
     seed : int
         The run's root seed: the slot form's keyed streams (``harq_slot``, by round, client and
         slot: :func:`sfl_sim.kit.seeding.keyed_stream`) derive from it.
+    edge : sfl_sim.engine.edge.EdgeServers, optional
+        Edge servers per cell, their backhaul and handover policy (see "Edge servers and
+        handovers"); None: the one server.
+    network : sfl_sim.engine.edge.CellNetwork, optional
+        The cells and handovers the edge follows (default: the cell's radio, through
+        :func:`~sfl_sim.engine.edge.cell_network`).
 
     Attributes
     ----------
@@ -578,7 +705,7 @@ class Simulator:
                  availability: Presence | None = None, battery: Battery | None = None,
                  uplink_bps: np.ndarray | None = None, downlink_bps: np.ndarray | None = None,
                  scheduler: Scheduler | None = None, numerology: int = 1, slot_trace: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, edge: EdgeServers | None = None, network: CellNetwork | None = None) -> None:
         check_choice("downlink_mode", downlink_mode, DownlinkMode)
         check_choice("coherence", coherence, Coherence)
         if outage is not None:
@@ -598,6 +725,15 @@ class Simulator:
         self.downlink_mode = downlink_mode
         self.env = simpy.Environment(initial_time=start_time_s)
         self.server = simpy.Resource(self.env, capacity=1)
+        #: The edge servers and backhaul (``server.edge``); None: the one server.
+        self.edge = edge
+        #: The radio's cells (with an edge): the radio itself, or single-cell answers without a network.
+        self.network = None if edge is None else (cell_network(cell.radio) if network is None else network)
+        #: One server per cell (with an edge), each of capacity 1 like :attr:`server`.
+        self.edge_servers = [] if self.network is None else \
+            [simpy.Resource(self.env, capacity=1) for _ in range(int(self.network.n_cells))]
+        #: The handovers a round's watcher has handled (a round's end may fall between two at one instant).
+        self.handled_handovers: set[HandoverEvent] = set()
         self.counters = counters if counters is not None else Counters()
         self.availability = availability
         self.battery = battery
@@ -659,6 +795,12 @@ class Simulator:
         self.last_round = ctx
         self.env.run(until=ctx.start(round_process))
         ctx.stop_stragglers()
+        if self.edge is not None:
+            # only those the next round may be asked for again (at the instant this one ended)
+            self.handled_handovers = {e for e in self.handled_handovers if e.time_s >= self.now_s}
+            backhaul_s = ctx.aggregate_over_backhaul()
+            if backhaul_s > 0:
+                self.env.run(until=self.env.timeout(backhaul_s))
         gone = sum(1 for why in ctx.dropped.values() if why == "unavailable")
         if gone:  # by_kind only: the counters of runs without departures stay as they were
             self.counters.add("dropped_clients/unavailable", gone)

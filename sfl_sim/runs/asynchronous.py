@@ -39,7 +39,15 @@ from sfl_sim.engine.asynchronous import Aggregation, AsyncDriver
 from sfl_sim.engine.client_rounds import context_clients
 from sfl_sim.engine.simulator import RoundContext
 from sfl_sim.runs.checkpoint import CheckpointError, RunState
-from sfl_sim.runs.round_steps import ROUND_COUNTERS, Trained, all_finite, check_cohort, client_rows, time_budget_spent
+from sfl_sim.runs.round_steps import (
+    ROUND_COUNTERS,
+    Trained,
+    all_finite,
+    check_cohort,
+    client_rows,
+    edge_counts,
+    time_budget_spent,
+)
 from sfl_sim.runs.rundir.schema import COMPLETE, DIVERGED, RUNNING
 from sfl_sim.runs.summary import Drops
 
@@ -118,6 +126,7 @@ class _Loop:
         row = {"round": agg.version, "sim_time_s": agg.time_s, "round_sim_time_s": duration_s, **counted,
                "online_clients": online, "unavailable_clients": sum(1 for _, why in lost if why == "unavailable"),
                "availability_wait_s": 0.0, "uplink_rb_load": "",  # dispatch groups overlap: no round's load
+               **edge_counts(after, after),  # no edge with an asynchronous algorithm: 0
                "cohort": " ".join(map(str, used.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(lost))}
         self.pending.extend(self.driver.take_groups())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from sfl_sim.config import AlgorithmSpec, ComponentSpec, Scenario
 from sfl_sim.config.models import CellSection, CompressorSpec
 from sfl_sim.data import DATASETS, PARTITIONERS, ArrayDataset, DatasetNotFoundError
 from sfl_sim.engine import Counters, Simulator
+from sfl_sim.engine.edge import HANDOVER_POLICIES, EdgeServers, HandoverPolicy, check_handover_policy
 from sfl_sim.errors import ConfigError
 from sfl_sim.kit.checks import one_line
 from sfl_sim.kit.params import params_model
@@ -306,6 +307,9 @@ def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: st
             raise ConfigError(f"eval_every_sim_s: got {cfg.eval_every_sim_s!r}; allowed: null with the synchronous "
                               f"algorithm {label} (the evaluation grid is for asynchronous ones: {names})")
         return
+    if cfg.server.edge is not None:
+        raise ConfigError(f"server.edge: got {cfg.server.edge.model_dump()!r}; allowed: null with the asynchronous "
+                          f"algorithm {label} (edge servers, handovers and the backhaul are timed per round)")
     if cfg.stragglers.policy != "wait_all":
         raise ConfigError(f"stragglers.policy: got {cfg.stragglers.policy!r}; allowed: wait_all with the asynchronous "
                           f"algorithm {label} (its server never waits for a cohort)")
@@ -317,6 +321,38 @@ def _check_asynchrony(cfg: Scenario, algorithm: Algorithm, field: str, label: st
         algorithm.async_policy(cohort_size(cfg.clients.count, cfg.clients.participation))
     except ValueError as exc:
         raise ConfigError(f"{field}.{exc}, for {label}") from None
+
+
+def build_handover_policy(cfg: Scenario) -> HandoverPolicy | None:
+    """``server.edge.on_handover`` built and checked (:func:`sfl_sim.engine.edge.check_handover_policy`);
+    None without ``server.edge``.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the field: an unknown name, a refused parameter, a failed conformance check.
+    """
+    edge = cfg.server.edge
+    if edge is None:
+        return None
+    field = "server.edge.on_handover"
+    policy = component(HANDOVER_POLICIES, edge.on_handover, field)
+    try:
+        check_handover_policy(policy, edge.on_handover.name)
+    except (AssertionError, ComponentProtocolError) as exc:
+        raise ConfigError(f"{field}: {one_line(exc)}") from None
+    return cast(HandoverPolicy, policy)
+
+
+def build_edge(cfg: Scenario, algorithm: Algorithm) -> EdgeServers | None:
+    """The engine's edge servers (``server.edge``) with the algorithm's byte counts, computed here
+    where torch is (:meth:`Algorithm.handover_state_bytes`, :meth:`Algorithm.aggregate_bytes`);
+    None without ``server.edge``."""
+    edge, policy = cfg.server.edge, build_handover_policy(cfg)
+    if edge is None or policy is None:
+        return None
+    return EdgeServers(edge.compute_flops_per_s, edge.backhaul_bps, edge.backhaul_latency_s, policy,
+                       int(algorithm.handover_state_bytes()), int(algorithm.aggregate_bytes()))
 
 
 def build_outage(cfg: Scenario) -> OutagePolicy:
@@ -543,6 +579,7 @@ def build_run(cfg: Scenario, algorithm_spec: AlgorithmSpec, dataset: ArrayDatase
 
     cell = build_cell(cfg)
     build_outage(cfg)  # checked now, used by the engine
+    build_handover_policy(cfg)  # likewise
     build_harq(cfg, cell)  # likewise
     scheduler = build_scheduler(cfg)  # the one built for this setting, kept for the engine
     train_x, train_y = dataset.tensors("train", device)
@@ -737,7 +774,8 @@ def build_simulator(run: Run, start_time_s: float = 0.0, counters: Counters | No
                      uplink_bps=None if run.capability is None else run.capability.uplink_bps,
                      downlink_bps=None if run.capability is None else run.capability.downlink_bps,
                      scheduler=run.scheduler if run.scheduler is not None else build_scheduler(cfg),
-                     numerology=cfg.cell.numerology, slot_trace=cfg.metrics.slot_trace, seed=cfg.seed)
+                     numerology=cfg.cell.numerology, slot_trace=cfg.metrics.slot_trace, seed=cfg.seed,
+                     edge=build_edge(cfg, run.algorithm))
 
 
 def cell_table(run: Run) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from sfl_sim.config import Scenario
 from sfl_sim.engine.client_rounds import ClientRound
 from sfl_sim.runs.rundir.schema import CLIENT_KEPT
 
-__all__ = ["ROUND_COUNTERS", "Trained", "all_finite", "check_cohort", "client_rows", "time_budget_spent"]
+__all__ = ["ROUND_COUNTERS", "EDGE_COUNTERS", "Trained", "all_finite", "check_cohort", "client_rows", "edge_counts",
+           "time_budget_spent"]
 
 
 def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
@@ -48,6 +49,23 @@ def client_rows(rnd: int, clients: list[ClientRound]) -> list[dict[str, Any]]:
 #: The per-round counters of ``rounds.csv`` (differences of the engine's cumulative counters).
 ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flops", "retransmissions",
                   "dropped_transmissions", "dropped_clients", "harq_retransmissions")
+
+
+#: ``rounds.csv``'s edge columns: each the difference of these :attr:`Counters.by_kind
+#: <sfl_sim.engine.accounting.Counters.by_kind>` keys over the round (:mod:`sfl_sim.engine.edge`).
+EDGE_COUNTERS: dict[str, tuple[str, ...]] = {
+    "handovers": ("handovers",), "handover_lost_s": ("handover_lost_s",), "migrations": ("migrations",),
+    "handover_drops": ("handover_drops",), "backhaul_bytes": ("backhaul/migration", "backhaul/aggregation")}
+
+
+def edge_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """The round's :data:`EDGE_COUNTERS` from the counters' :meth:`~sfl_sim.engine.Counters.as_dict`
+    before and after it (whole numbers as int; 0 without ``server.edge``)."""
+    out: dict[str, float] = {}
+    for column, keys in EDGE_COUNTERS.items():
+        value = sum(after["by_kind"].get(k, 0) - before["by_kind"].get(k, 0) for k in keys)
+        out[column] = value if column == "handover_lost_s" else int(value)
+    return out
 
 
 @dataclass

@@ -72,7 +72,7 @@ from sfl_sim.runs.round_steps import ROUND_COUNTERS as _ROUND_COUNTERS
 from sfl_sim.runs.round_steps import Trained as _Trained
 from sfl_sim.runs.round_steps import all_finite as _all_finite
 from sfl_sim.runs.round_steps import check_cohort as _check_cohort
-from sfl_sim.runs.round_steps import client_rows, time_budget_spent
+from sfl_sim.runs.round_steps import client_rows, edge_counts, time_budget_spent
 from sfl_sim.runs.rundir import marker, work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
@@ -316,7 +316,7 @@ class _Session:
         row = {"round": rnd, "sim_time_s": sim.now_s, "round_sim_time_s": duration_s, **counted,
                "uplink_attempts": notes.uplink_attempts(), "online_clients": n_online,
                "unavailable_clients": sum(1 for why in notes.dropped.values() if why == "unavailable"),
-               "availability_wait_s": waited_s, "uplink_rb_load": uplink_load,
+               "availability_wait_s": waited_s, "uplink_rb_load": uplink_load, **edge_counts(before, after),
                "cohort": " ".join(map(str, cohort.tolist())),
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(notes.dropped.items()))}
         last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)

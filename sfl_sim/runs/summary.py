@@ -29,6 +29,11 @@ it from the file):
 ``warnings``
     One line each: a run whose every round lost every selected client says so (it ends
     ``complete``: it ran its rounds, but no client's work ever reached the server).
+
+With ``server.edge`` (only then), the run's totals of ``rounds.csv``'s edge columns
+(:data:`sfl_sim.runs.round_steps.EDGE_COUNTERS`): ``handovers``, ``handover_lost_s``,
+``migrations``, ``handover_drops`` and ``backhaul_bytes``; the clients a handover dropped are
+also in ``dropped_clients_by_cause`` (cause ``handover``).
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ from typing import Any
 from sfl_sim.channel.network.protocols import CAUSES
 from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
+from sfl_sim.runs.round_steps import edge_counts
 from sfl_sim.runs.rundir.schema import (
     BEST_ACCURACY_DEFINITION,
     DIVERGED,
@@ -179,7 +185,18 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: 
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
         **(run.ledger.summary(c.server_flops) if run.ledger is not None else {}),
         **_handovers(run),
+        **_edge_totals(run, c),
     }
+
+
+def _edge_totals(run: Run, counters: Counters) -> dict[str, Any]:
+    """With ``server.edge``: the run's totals of the rounds.csv edge columns; the rounds' handovers (of
+    the clients in a round, while it ran) as ``handovers_in_rounds``, apart from ``handovers`` (every
+    client's, by cause, from the network)."""
+    if run.cfg.server.edge is None:
+        return {}
+    totals = edge_counts(Counters().as_dict(), counters.as_dict())
+    return {("handovers_in_rounds" if k == "handovers" else k): v for k, v in totals.items()}
 
 
 def _handovers(run: Run) -> dict[str, Any]:

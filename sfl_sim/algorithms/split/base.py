@@ -419,7 +419,8 @@ class SplitFedBase(Algorithm):
             with self.copy_stream(upload.client):
                 return self.server_on_activations(server, upload, want_reply)
 
-        return (yield from self.server_compute(ctx, "server_step", upload.activations.shape[0], step))
+        return (yield from self.server_compute(ctx, "server_step", upload.activations.shape[0], step,
+                                               client=upload.client))
 
     def copy_stream(self, client: int) -> contextlib.AbstractContextManager[None]:
         """The block draws from client ``client``'s server-copy stream (``per_client`` mode,
@@ -445,12 +446,30 @@ class SplitFedBase(Algorithm):
         return result
 
     def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
-                       fn: Callable[[], Result]) -> SimSteps[Result]:
+                       fn: Callable[[], Result], client: int | None = None) -> SimSteps[Result]:
         """Run ``fn()`` as server work of ``kind`` on ``n_samples`` samples (metered, queued on
-        the one server); ``yield from`` it.  Returns ``fn()``'s result."""
+        the one server); ``yield from`` it.  Returns ``fn()``'s result.
+
+        ``client``: the client whose server-side work this is: with ``server.edge`` it runs on the
+        edge server holding that client's state (:meth:`RoundContext.compute`); None (work on many
+        clients' data at once, a concatenation): the cloud's server."""
         result, flops = self.meter.run(kind, n_samples, fn)
-        yield from ctx.compute(SERVER, flops, kind)
+        if client is None:
+            yield from ctx.compute(SERVER, flops, kind)
+        else:
+            yield from ctx.compute(SERVER, flops, kind, client=client)
         return result
+
+    def handover_state_bytes(self) -> int:
+        """One client's server-side state a handover moves (:meth:`Algorithm.handover_state_bytes`):
+        the server-side model's state, w_s or the client's copy of it (``per_client``,
+        ``sequential``).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading: the one shared w_s is
+        stepped on the cohort's concatenation, which runs on the cloud's server, so a client's
+        handover moves none of it; its activations of the iteration in flight are re-sent as any
+        upload is)."""
+        if isinstance(self.server_mode, server_modes.ConcatenatedServer):
+            return 0
+        return state_bytes(self.server_model)
 
     def upload_activations(self, ctx: RoundContext, k: int, acts: torch.Tensor,
                            labels: torch.Tensor, iteration: int | None = None,

@@ -470,8 +470,10 @@ class BCCServer(PerClientServer):
         to_j = algo.shared_rows(got[i].labels, share.get((i, j), {}))  # rows of i's batch for W_S,j
         to_i = algo.shared_rows(got[j].labels, share.get((j, i), {}))
         n_samples = len(got[i].labels) + len(got[j].labels) + len(to_i) + len(to_j)
+        # with edge servers the pair's job runs where client i's state is (our choice: one job, one place)
         reply_i, reply_j = yield from algo.server_compute(
-            rnd.ctx, "server_step", n_samples, lambda: algo.server_on_pair(servers, got[i], got[j], to_j, to_i))
+            rnd.ctx, "server_step", n_samples, lambda: algo.server_on_pair(servers, got[i], got[j], to_j, to_i),
+            client=i)
         rnd.exchange.answer(t, i, reply_i)
         rnd.exchange.answer(t, j, reply_j)
 

@@ -55,8 +55,8 @@ class ServerSide(Protocol):
         """One timed server job on one client's activations; ``yield from`` it."""
 
     def server_compute(self, ctx: RoundContext, kind: str, n_samples: int,
-                       fn: Callable[[], Result]) -> SimSteps[Result]:
-        """Run ``fn()`` as metered server work; ``yield from`` it."""
+                       fn: Callable[[], Result], client: int | None = None) -> SimSteps[Result]:
+        """Run ``fn()`` as metered server work (``client``'s, on its edge, or the cloud's); ``yield from`` it."""
 
     def working_copies(self, source: nn.Module, keys: Sequence[Key]) -> dict[Key, nn.Module]:
         """One copy of ``source`` per key, valid until the next call."""

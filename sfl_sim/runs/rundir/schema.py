@@ -248,8 +248,14 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: within ``round_sim_time_s``, for anyone to come online; ``uplink_rb_load`` the fraction of the
 #: uplink's resource-block time with a transmission on it during the round
 #: (:meth:`RoundContext.uplink_load <sfl_sim.engine.RoundContext.uplink_load>`; empty for an
-#: asynchronous run and in rows written before the column existed); ``cohort`` is space-separated client
-#: ids, ``dropped`` space-separated ``client:reason``.
+#: asynchronous run and in rows written before the column existed); with ``server.edge``
+#: (:mod:`sfl_sim.engine.edge`; 0 without it, empty in rows written before the columns existed):
+#: ``handovers`` the handovers of cohort clients still in the round, ``handover_lost_s`` the seconds
+#: they lost to them (each handover's interruption plus a migration's backhaul time, summed over the
+#: clients), ``migrations`` the server-side states moved edge to edge, ``handover_drops`` the clients
+#: a handover dropped (also among ``dropped_clients``, reason ``handover``), ``backhaul_bytes`` the
+#: bytes over the backhaul (migrations, and each cell's aggregate up and the global model down);
+#: ``cohort`` is space-separated client ids, ``dropped`` space-separated ``client:reason``.
 ROUNDS_COLUMNS: tuple[str, ...] = (
     "round",
     "sim_time_s",
@@ -269,6 +275,11 @@ ROUNDS_COLUMNS: tuple[str, ...] = (
     "availability_wait_s",
     "client_energy_j",
     "uplink_rb_load",
+    "handovers",
+    "handover_lost_s",
+    "migrations",
+    "handover_drops",
+    "backhaul_bytes",
     "cohort",
     "dropped",
 )

@@ -1,0 +1,248 @@
+"""Edge servers per cell, handovers in a round and the backhaul (``server.edge``): hand calculations
+on two clients with a scripted radio network (a fake with the radio's network methods).
+
+Every number is a power-of-two fraction, so the clock's sums are exact: the backhaul carries
+1e6 bit/s with a 0.25 s latency, so a 125 000-byte state takes 8 * 125000 / 1e6 + 0.25 = 1.25 s.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
+from sfl_sim.channel.network.protocols import HandoverEvent
+from sfl_sim.engine import SERVER, Lost, Simulator
+from sfl_sim.engine.edge import (
+    HANDOVER_POLICIES,
+    Drop,
+    EdgeServers,
+    HandoverPolicyConformanceError,
+    Migrate,
+    cell_network,
+    check_handover_policy,
+)
+
+STATE_BYTES = 125_000
+BACKHAUL_BPS = 1e6
+LATENCY_S = 0.25
+
+
+class FakeNetwork:
+    """Two cells; each client starts on ``start_cells[k]`` and follows the scripted events."""
+
+    n_cells = 2
+
+    def __init__(self, events: list[HandoverEvent], start_cells: list[int]) -> None:
+        self.events, self.start_cells = events, start_cells
+        self.asked: list[tuple[float, float]] = []
+
+    def serving_cell(self, client_ids, t_s: float) -> np.ndarray:
+        out = []
+        for k in np.atleast_1d(np.asarray(client_ids)).tolist():
+            cell = self.start_cells[k]
+            for e in self.events:
+                if e.client == k and e.time_s <= t_s:
+                    cell = e.target_cell
+            out.append(cell)
+        return np.asarray(out, dtype=int)
+
+    def handovers_between(self, t0_s: float, t1_s: float) -> tuple[HandoverEvent, ...]:
+        self.asked.append((t0_s, t1_s))
+        return tuple(e for e in self.events if t0_s <= e.time_s < t1_s)
+
+
+def _cell() -> Cell:
+    rng = np.random.default_rng(0)
+    return Cell(FixedDistancePlacement([100.0, 100.0]), TR36814Macro(), NoShadowing(), ShannonRate(),
+                EqualAllocation(), n_clients=2, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
+                uplink_bandwidth_hz=1e6, placement_rng=rng, shadowing_rng=rng)
+
+
+def _sim(policy=None, events=(), start_cells=(0, 0), aggregate_bytes: int = 0, edge: bool = True) -> Simulator:
+    """Clients at 1 FLOP/s with a traced 1000 bit/s uplink; edges at 4 FLOP/s, the cloud at 1 FLOP/s."""
+    servers = EdgeServers(4.0, BACKHAUL_BPS, LATENCY_S, policy or Migrate(), STATE_BYTES, aggregate_bytes)
+    return Simulator(_cell(), np.ones(2), 1.0, uplink_bps=np.array([1000.0, 1000.0]),
+                     edge=servers if edge else None, network=FakeNetwork(list(events), list(start_cells)))
+
+
+def _round(seen: dict, upload_bytes: int = 0):
+    """Each client: 1 s of its own compute, (an upload), then a 4-FLOP server step of its own."""
+    def client(ctx, k):
+        yield from ctx.compute(k, 1.0)
+        if upload_bytes:
+            sent = yield ctx.upload(k, upload_bytes, "payload")
+            if isinstance(sent, Lost):
+                return sent
+        yield from ctx.compute(SERVER, 4.0, "server_step", client=k)
+        seen[k] = ctx.now_s
+        return None
+
+    def round_process(ctx):
+        seen["kept"] = yield from ctx.gather({k: ctx.process(client(ctx, k)) for k in ctx.cohort.tolist()})
+    return round_process
+
+
+def _handover(t_s: float, client: int = 0, interruption_s: float = 0.0) -> HandoverEvent:
+    return HandoverEvent(t_s, client, 0, 1, "a3", interruption_s)
+
+
+def test_a_migration_takes_bytes_over_the_rate_plus_latency_and_the_next_step_waits() -> None:
+    sim = _sim(events=[_handover(0.5, interruption_s=0.125)])
+    seen: dict = {}
+    duration = sim.run_round(_round(seen), [0, 1])
+    migration_s = 8 * STATE_BYTES / BACKHAUL_BPS + LATENCY_S
+    assert migration_s == 1.25
+    assert sim.edge is not None and sim.edge.backhaul_s(STATE_BYTES) == migration_s
+    # client 0: handover at 0.5 s, its state at edge 1 at 1.75 s; its step (4 FLOP at 4 FLOP/s) 1.75 .. 2.75
+    assert seen[0] == 0.5 + migration_s + 1.0 == 2.75
+    # client 1 stays on edge 0: its step 1 .. 2, in parallel with client 0's on the other edge
+    assert seen[1] == 2.0 and duration == 2.75
+    by_kind = sim.counters.by_kind
+    assert by_kind["handovers"] == 1 and by_kind["migrations"] == 1
+    assert by_kind["backhaul/migration"] == STATE_BYTES
+    assert by_kind["handover_lost_s"] == 0.125 + migration_s
+    assert "handover_drops" not in by_kind and sim.last_round.dropped == {}
+
+
+def test_clients_on_one_edge_queue_and_the_cloud_is_apart() -> None:
+    sim = _sim()
+    seen: dict = {}
+    assert sim.run_round(_round(seen), [0, 1]) == 3.0  # both on edge 0 at 4 FLOP/s: 1 .. 2, then 2 .. 3
+    assert sorted([seen[0], seen[1]]) == [2.0, 3.0]
+    assert sim.edge_servers[0].count == 0 and len(sim.edge_servers) == 2
+
+
+def test_a_server_step_without_a_client_runs_on_the_cloud() -> None:
+    sim = _sim()
+
+    def round_process(ctx):
+        yield from ctx.compute(SERVER, 4.0, "aggregate")  # the cloud: 1 FLOP/s
+
+    assert sim.run_round(round_process, [0, 1]) == 4.0
+
+
+def test_without_an_edge_a_client_step_runs_on_the_one_server() -> None:
+    sim = _sim(events=[_handover(0.5)], edge=False)
+    seen: dict = {}
+    assert sim.run_round(_round(seen), [0, 1]) == 9.0  # 1 s, then 4 s + 4 s queued at 1 FLOP/s
+    assert sim.edge is None and sim.network is None and sim.counters.by_kind.get("handovers") is None
+
+
+def test_drop_policy_drops_the_round_with_reason_handover() -> None:
+    sim = _sim(policy=Drop(), events=[_handover(0.5)])
+    seen: dict = {}
+    sim.run_round(_round(seen, upload_bytes=125), [0, 1])  # 1 s compute, 1 s upload, step on edge 0
+    assert sim.last_round.dropped == {0: "handover"}
+    assert seen["kept"] == [1] and 0 not in seen
+    assert sim.counters.by_kind["handover_drops"] == 1 and sim.counters.dropped_clients == 1
+    assert "migrations" not in sim.counters.by_kind and "dropped_clients/unavailable" not in sim.counters.by_kind
+
+
+def test_a_handover_after_the_delivery_still_drops_a_kept_payload() -> None:
+    # client 0's upload is through at 2 s; its state is dropped at 2.5 s while client 1 is still at work
+    sim = _sim(policy=Drop(), events=[_handover(2.5)])
+    kept: dict = {}
+
+    def client(ctx, k):
+        yield from ctx.compute(k, 1.0 + 3.0 * k)
+        return (yield ctx.upload(k, 125, "payload"))
+
+    def round_process(ctx):
+        kept["kept"] = yield from ctx.gather({k: ctx.process(client(ctx, k)) for k in ctx.cohort.tolist()})
+
+    sim.run_round(round_process, [0, 1])
+    assert kept["kept"] == [1] and sim.last_round.dropped == {0: "handover"}
+
+
+def test_handovers_of_clients_outside_the_cohort_and_later_chunks() -> None:
+    events = [_handover(0.5, client=1), _handover(1.5)]  # client 1 is not in the round; 1.5 s: the second chunk
+    sim = _sim(events=events)
+    seen: dict = {}
+
+    def round_process(ctx):
+        yield from ctx.compute(0, 1.25)
+        yield from ctx.compute(SERVER, 4.0, "server_step", client=0)
+        seen["edge"] = ctx.edge_of(0)
+
+    # client 0's step starts at 1.25 s on edge 0 (its handover at 1.5 s comes during it)
+    assert sim.run_round(round_process, [0]) == 2.25
+    assert sim.counters.by_kind["handovers"] == 1 and seen["edge"] == 1
+    assert sim.network.asked[:2] == [(0.0, 1.0), (1.0, 2.0)]  # type: ignore[union-attr]
+
+
+def test_hierarchical_aggregation_adds_the_backhaul_up_and_down() -> None:
+    sim = _sim(events=[_handover(0.5)], aggregate_bytes=STATE_BYTES)
+    seen: dict = {}
+    duration = sim.run_round(_round(seen), [0, 1])
+    # the round's work ends at 2.75 s; then the two cells' aggregates up and the model down, in parallel
+    assert duration == 2.75 + 2 * (8 * STATE_BYTES / BACKHAUL_BPS + LATENCY_S) == 5.25
+    assert sim.counters.by_kind["backhaul/aggregation"] == 2 * 2 * STATE_BYTES
+
+
+def test_aggregation_of_one_cell_and_none_when_all_dropped() -> None:
+    sim = _sim(aggregate_bytes=STATE_BYTES)
+    assert sim.run_round(_round({}), [0, 1]) == 3.0 + 2.5
+    assert sim.counters.by_kind["backhaul/aggregation"] == 2 * STATE_BYTES
+    sim = _sim(policy=Drop(), events=[_handover(0.5)], aggregate_bytes=STATE_BYTES)
+    sim.run_round(_round({}, upload_bytes=125), [0])
+    assert "backhaul/aggregation" not in sim.counters.by_kind
+
+
+def test_a_handover_at_a_round_boundary_is_handled_once() -> None:
+    sim = _sim(events=[_handover(2.0)])
+
+    def round_process(ctx):
+        yield ctx.env.timeout(2.0)
+
+    sim.run_round(round_process, [0])
+    sim.run_round(round_process, [0])
+    assert sim.counters.by_kind["handovers"] == 1
+
+
+def test_the_single_cell_answers_for_a_radio_without_a_network() -> None:
+    network = cell_network(_cell().radio)
+    assert network.n_cells == 1 and network.serving_cell([0, 1], 3.0).tolist() == [0, 0]
+    assert network.handovers_between(0.0, 10.0) == ()
+    fake = FakeNetwork([], [0, 1])
+    assert cell_network(fake) is fake
+
+
+def test_builtin_policies_conform_and_a_bad_answer_is_refused() -> None:
+    assert "deterministic" in check_handover_policy(Migrate()).passed
+    check_handover_policy(Drop())
+
+    class Maybe:
+        def decide(self, event, state_bytes, migration_s):
+            return "keep"
+
+    with pytest.raises(HandoverPolicyConformanceError, match="answers an action"):
+        check_handover_policy(Maybe())
+    sim = _sim(policy=Maybe(), events=[_handover(0.5)])
+    with pytest.raises(ValueError, match="server.edge.on_handover: Maybe.decide returned 'keep'"):
+        sim.run_round(_round({}), [0, 1])
+
+
+def test_a_policy_of_ones_own_plugs_in_by_module_and_class(tmp_path, monkeypatch) -> None:
+    (tmp_path / "my_policies.py").write_text(
+        '"""A policy as a user writes it: migrate what is quick to move, drop the rest."""\n'
+        "class MigrateIfQuick:\n"
+        "    def __init__(self, max_migration_s: float = 1.0) -> None:\n"
+        "        self.max_migration_s = max_migration_s\n"
+        "\n"
+        "    def decide(self, event, state_bytes, migration_s):\n"
+        "        return 'migrate' if migration_s <= self.max_migration_s else 'drop'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        policy = HANDOVER_POLICIES.build("my_policies:MigrateIfQuick", max_migration_s=1.0)
+        check_handover_policy(policy)
+        sim = _sim(policy=policy, events=[_handover(0.5)])  # 1.25 s to migrate: dropped
+        sim.run_round(_round({}, upload_bytes=125), [0, 1])
+        assert sim.last_round.dropped == {0: "handover"}
+        quick = HANDOVER_POLICIES.build("my_policies:MigrateIfQuick", max_migration_s=2.0)
+        sim = _sim(policy=quick, events=[_handover(0.5)])
+        sim.run_round(_round({}), [0, 1])
+        assert sim.counters.by_kind["migrations"] == 1
+    finally:
+        sys.modules.pop("my_policies", None)

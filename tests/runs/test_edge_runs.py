@@ -1,0 +1,81 @@
+"""``server.edge`` end to end on today's single cell (no network): the backhaul's aggregation in
+each round's clock and bytes, the rounds.csv columns and the summary's totals, and the one-line
+refusals."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from sfl_sim.cli import main
+from sfl_sim.config import validate
+from sfl_sim.errors import ConfigError
+from sfl_sim.runs.build import build_handover_policy
+from sfl_sim.runs.rundir.schema import ROUNDS_COLUMNS
+from tests.helpers import small_scenario, write_yaml
+
+pytestmark = pytest.mark.slow
+
+EDGE = {"compute_flops_per_s": 1.0e12, "backhaul_bps": 1.0e6, "backhaul_latency_s": 0.25}
+EDGE_COLUMNS = ["handovers", "handover_lost_s", "migrations", "handover_drops", "backhaul_bytes"]
+
+
+def _run(tmp_path, name: str, edge: dict | None, algorithm: str = "fedavg") -> tuple[pd.DataFrame, dict]:
+    data = small_scenario(rounds=2, algorithms=[algorithm])
+    if edge is not None:
+        data["server"] = {"edge": edge}
+    path = write_yaml(tmp_path, data, f"{name}.yaml")
+    assert main(["scenario", str(path), "-o", str(tmp_path / name), "--no-progress"]) == 0
+    out = tmp_path / name / algorithm
+    return pd.read_csv(out / "rounds.csv"), json.loads((out / "summary.json").read_text())
+
+
+def test_one_cell_aggregates_over_the_backhaul_each_round(tmp_path) -> None:
+    plain, plain_summary = _run(tmp_path, "plain", None)
+    edged, summary = _run(tmp_path, "edge", EDGE)
+    assert list(edged.columns) == list(ROUNDS_COLUMNS)
+    cohort = len(str(edged["cohort"][0]).split())
+    model_bytes = plain_summary["traffic_and_compute_by_kind"]["downlink/model"] // (2 * cohort)  # the broadcasts
+    one_way_s = 8 * model_bytes / EDGE["backhaul_bps"] + EDGE["backhaul_latency_s"]
+    # the edge (as fast as the server) changes nothing else: each round gains the cell's aggregate
+    # up and the global model down
+    assert (edged["round_sim_time_s"] - plain["round_sim_time_s"]).tolist() == pytest.approx([2 * one_way_s] * 2)
+    assert edged["backhaul_bytes"].tolist() == [2 * model_bytes] * 2
+    assert edged[EDGE_COLUMNS[:-1]].to_numpy().sum() == 0 and plain[EDGE_COLUMNS].to_numpy().sum() == 0
+    assert summary["backhaul_bytes"] == 4 * model_bytes and summary["handovers_in_rounds"] == 0
+    assert "backhaul_bytes" not in plain_summary  # without an edge the summary is as it was
+
+
+def test_a_split_algorithm_runs_its_steps_on_the_edge(tmp_path) -> None:
+    fast, summary = _run(tmp_path, "fast", {**EDGE, "on_handover": "drop"}, algorithm="splitfed_v1")
+    slow, _ = _run(tmp_path, "slow", {**EDGE, "compute_flops_per_s": 1.0e7}, algorithm="splitfed_v1")
+    assert (fast["backhaul_bytes"] > 0).all() and summary["migrations"] == 0 and summary["handover_drops"] == 0
+    # the per-client server steps run on the (one) edge: a slow edge slows every round by about
+    # their FLOPs at its rate (less the little the clients' own work overlaps with them)
+    seconds = (slow["server_flops"] / 1.0e7 - fast["server_flops"] / EDGE["compute_flops_per_s"]).tolist()
+    assert (slow["round_sim_time_s"] - fast["round_sim_time_s"]).tolist() == pytest.approx(seconds, rel=0.01)
+
+
+@pytest.mark.parametrize(("edge", "message"), [
+    ({"on_handover": "teleport"}, "server.edge.on_handover.name: "),
+    ({"on_handover": {"name": "migrate", "speed": 2}}, "server.edge.on_handover: "),
+    ({"on_handover": "tests.runs.test_edge_runs:NotAPolicy"}, "server.edge.on_handover: "),
+])
+def test_a_bad_policy_is_one_line_naming_the_field(edge, message) -> None:
+    cfg = validate({"server": {"edge": edge}})
+    with pytest.raises(ConfigError) as info:
+        build_handover_policy(cfg)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+class NotAPolicy:
+    """No ``decide``: refused by the protocol check."""
+
+
+def test_an_asynchronous_algorithm_with_an_edge_is_refused(tmp_path, capsys) -> None:
+    data = small_scenario(rounds=1, algorithms=[{"name": "fedbuff", "concurrency": 3, "buffer_size": 2}])
+    data["server"] = {"edge": EDGE}
+    path = write_yaml(tmp_path, data)
+    assert main(["scenario", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) != 0
+    assert "server.edge: got" in capsys.readouterr().err
