@@ -199,7 +199,7 @@ class FedAvg(Algorithm):
         if isinstance(sent, Lost):
             return sent
         if coded.decode_flops > 0:
-            yield from ctx.compute(SERVER, coded.decode_flops, "decompress_update")
+            yield from ctx.compute(SERVER, coded.decode_flops, "decompress_update", client=k)
         rebuilt = unflat(coded.decoded, glob, floats)
         model.load_state_dict({**local, **{key: glob[key] + rebuilt[key] for key in floats}})
         return sent
