@@ -345,7 +345,8 @@ class _Session:
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
         network = self.run.cell.radio.network
         if network is not None:  # every change of serving cell so far (a network of cells)
-            self.files.write_handovers(HandoverTrace(network.handover_events(with_pending=True), np.empty((0, 0)),
+            self.files.write_handovers(HandoverTrace(run_summary.handovers_until(network, self.sim.now_s),
+                                                     np.empty((0, 0)),
                                                      np.empty((0, 0))).rows())
         if status == COMPLETE:
             self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET

@@ -184,7 +184,7 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: 
         "flops_per_sample": run.algorithm.meter.state_dict(),
         "time_to_accuracy_s": time_to_accuracy(rows, run.cfg.target_accuracies),
         **(run.ledger.summary(c.server_flops) if run.ledger is not None else {}),
-        **_handovers(run),
+        **_handovers(run, last["sim_time_s"]),
         **_edge_totals(run, c),
     }
 
@@ -199,13 +199,19 @@ def _edge_totals(run: Run, counters: Counters) -> dict[str, Any]:
     return {("handovers_in_rounds" if k == "handovers" else k): v for k, v in totals.items()}
 
 
-def _handovers(run: Run) -> dict[str, Any]:
+def handovers_until(network: Any, t_s: float) -> tuple[Any, ...]:
+    """The network's handover events up to the run's clock ``t_s`` (the radio evaluates ahead of the
+    clock, lazily: an event it found beyond the last round's end did not happen in the run)."""
+    return tuple(e for e in network.handover_events(with_pending=True) if e.time_s <= t_s)
+
+
+def _handovers(run: Run, last_sim_time_s: float) -> dict[str, Any]:
     """With ``cell.network``: the handovers so far by cause (``handovers``) and the cell count."""
     network = run.cell.radio.network
     if network is None:
         return {}
     counts = dict.fromkeys(CAUSES, 0)
-    for event in network.handover_events(with_pending=True):
+    for event in handovers_until(network, float(last_sim_time_s)):
         counts[event.cause] = counts.get(event.cause, 0) + 1
     return {"n_cells": network.n_cells, "handovers": counts}
 
