@@ -479,9 +479,11 @@ class CellSection(Section):
                 raise CrossFieldError("handover", self.handover.name, "left out without cell.network (one cell "
                                       "has no handover)", relative=True)
             return self
-        if "placement" in self.model_fields_set:
-            raise CrossFieldError("placement", self.placement.name, "left out with cell.network (the network drops "
-                                  "the clients over its hexagons)", relative=True)
+        # a placement other than the default is refused (the network drops the clients over its
+        # hexagons); the default written out, as the shipped scenarios do, is accepted and unused
+        if self.placement != CellSection.model_fields["placement"].get_default(call_default_factory=True):
+            raise CrossFieldError("placement", self.placement.name, "left out (or the default uniform_disc) with "
+                                  "cell.network (the network drops the clients over its hexagons)", relative=True)
         if self.interference.name != "none":
             raise CrossFieldError("interference", self.interference.name, "none with cell.network (the other "
                                   "cells' transmissions are the interference)", relative=True)

@@ -158,10 +158,20 @@ def test_the_network_state_survives_a_kill_and_resume() -> None:
      "cell.scheduler"),
     ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "interference": {"name": "first_tier"}},
      "cell.interference"),
+    ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1},
+      "placement": {"name": "uniform_disc", "radius_m": 800.0}}, "cell.placement"),
 ])
 def test_the_scenario_refuses_what_a_network_does_not_build(cell: dict, message: str) -> None:
     with pytest.raises(Exception, match=message):
         validate({**small_scenario(), "cell": cell})
+
+
+def test_the_default_placement_written_out_is_accepted_with_a_network() -> None:
+    """The shipped scenarios write cell.placement's default out; a study that sets cell.network on them runs."""
+    placement = {"name": "uniform_disc", "radius_m": 500.0, "min_distance_m": 35.0}
+    cfg = validate({**small_scenario(), "cell": {"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1},
+                                                 "placement": placement}})
+    assert cfg.cell.network is not None
 
 
 def test_uplink_interference_lowers_the_rates_of_other_cells_only() -> None:
