@@ -197,28 +197,6 @@ def test_a_fadings_gains_over_steps_are_its_gains_at_those_times(name):
     np.testing.assert_array_equal(split, steps[1:71])
 
 
-def test_jakes_gains_over_steps_of_many_rows_are_each_rows_alone():
-    """Rows of similar length are evaluated at once (anchors padded to the widest row's): every
-    row's gains are those it has alone, bit for bit, and near its gains at those times."""
-    from sfl_sim.channel.link.fading_time import FADING
-
-    fading = FADING.create("jakes")
-    fading.start(8, np.linspace(5.0, 222.0, 8), np.random.default_rng(5))
-    ids = np.array([3, 0, 7, 5, 1, 6])
-    dt = np.array([1.1e-4, 4e-3, 1.1e-4, 2e-4, 3e-4, 1.1e-4])
-    first = np.array([0, 5, 31, 64, 100, 3])
-    count = np.array([90, 70, 65, 96, 33, 80])
-    t0 = 12.5
-    together = fading.power_gain_steps(ids, t0, dt, first, count)
-    alone = np.concatenate([fading.power_gain_steps(ids[r:r + 1], t0, dt[r:r + 1], first[r:r + 1], count[r:r + 1])
-                            for r in range(ids.size)])
-    np.testing.assert_array_equal(together, alone)
-    row = np.repeat(np.arange(ids.size), count)
-    local = np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)
-    np.testing.assert_allclose(together, fading.power_gain_at(ids[row], t0 + dt[row] * (first[row] + local)),
-                               rtol=0, atol=1e-9)
-
-
 def test_transfers_ends_at_once_are_each_alone_and_follow_the_rate():
     cell = _jakes_cell()
     radio = cell.radio

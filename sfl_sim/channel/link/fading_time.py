@@ -370,23 +370,10 @@ class JakesFading(_TimeVarying):
         turns = self._turns(ids, dt_s)
         lhs = [np.concatenate((np.cos(theta_c), -np.sin(theta_c)), axis=1),
                np.concatenate((np.cos(theta_s), -np.sin(theta_s)), axis=1)]
-        rows, widest = ids.size, int(anchors.max()) if ids.size else 0
-        skips = first - lowest * span
-        if rows > 1 and rows * widest <= 2 * row.size:
-            # every row at once, its anchors padded to the widest row's (at most twice the work):
-            # einsum sums each step's terms in the same order as the row alone (its own loops)
-            sums = []
-            for q in (0, 1):
-                padded = np.zeros((rows, widest, lhs[q].shape[1]))
-                padded[row, within] = lhs[q]
-                stacked = np.stack([turn[q] for turn in turns])
-                sums.append(np.einsum("rak,rkl->ral", padded, stacked).reshape(rows, -1))
-            steps_row = np.repeat(np.arange(rows), count)
-            steps_at = np.arange(steps_row.size) - np.repeat(np.cumsum(count) - count, count) + skips[steps_row]
-            return self._gain_of_sums(sums[0][steps_row, steps_at], sums[1][steps_row, steps_at])
         out = np.empty(int(count.sum()))
         at, a0 = 0, 0
-        for r, (n, na, skip) in enumerate(zip(count.tolist(), anchors.tolist(), skips.tolist(), strict=True)):
+        for r, (n, na, skip) in enumerate(zip(count.tolist(), anchors.tolist(), (first - lowest * span).tolist(),
+                                              strict=True)):
             # einsum's own loops: each step's terms summed in one order whatever the shape or the
             # memory's alignment (a BLAS matrix product's order can follow them)
             xc = np.einsum("ak,kl->al", lhs[0][a0:a0 + na], turns[r][0]).reshape(-1)[skip:skip + n]
