@@ -26,6 +26,31 @@ the cohort's transfers that start together computed at once and each client's ne
 km/h a round has about 35,000 steps of 4.4 ms to evaluate (16 sinusoids per quadrature each), at
 120 km/h 40 times as many, and the transfers that start alone (a client's labels after its
 activations where the large-scale grid moved in between) are computed one by one.
+
+Re-measured (load 5-7 on the 2 shared cores, other helpers running; 6 rounds, 3 speeds, the base
+and the branch run alternately twice; ms per round, ratio to that run's static round):
+
+=======================  =======  =========  ===========  ===========
+code                     static   3 km/h     30 km/h      120 km/h
+=======================  =======  =========  ===========  ===========
+base, run 1 / run 2      76 / 84  3.2 / 2.9  10.1 / 10.3  15.7 / 17.0
+rows batched (reverted)  76 / 68  3.1 / 3.3  10.9 / 14.0  20.1 / 24.3
+=======================  =======  =========  ===========  ===========
+
+(one batched einsum over a transfer group's rows instead of a loop per row: no gain, so not
+kept).  Where the time goes (timing wrappers on one process): per round at 3 / 30 / 120 km/h
+the group transfers integrate 34 k / 343 k / 1.40 M steps (0.5-2 us each), and 8 / 506 / 506
+transfers start alone (a client's labels after its activations) at 0.3-0.7 ms each of numpy
+call overhead, plus 80-500 ``start_links`` calls of 0.2-0.3 ms.  A coarser step does not fit a
+0.1 % tolerance: against the true integral (trapezoid at T_c / 2000; Shannon rate, mean SNR -5
+to 40 dB, 400 clients) the present rule (rate held over T_c / 10) is itself off by at most 12 %
+/ 1.3 % / 0.3 % / 0.15 % (p99 9.7 % / 0.97 % / 0.21 % / 0.10 %) on transfers of 1 / 10 / 45 /
+100 T_c (deep fades at high SNR, narrower than the step); Gauss-Legendre or midpoint steps of
+T_c / 2 are as accurate as that but differ from today's numbers by up to 3 % (1 % at 45 T_c),
+for 2.5-5x fewer evaluations, and even T_c steps leave 35 k (30 km/h) and 140 k (120 km/h)
+coherence times per round to evaluate, above the static round's budget at any per-step cost
+numpy reaches.  So 1.3x needs a change of rule (a stated accuracy loss) plus batching the
+lone transfers in the engine (sfl_sim/engine/radio.py ``_Transfers``), neither done here.
 """
 from __future__ import annotations
 

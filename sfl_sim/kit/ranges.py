@@ -89,12 +89,26 @@ class Range:
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         """``Annotated[float, RANGE]`` in a parameter model: a finite number inside the range (an
         ``int`` annotation stays an integer, a count); pydantic calls this when it builds the model."""
-        schema = dict(handler(source))
-        schema["gt" if self.low_open else "ge"] = self.low
-        if self.high != float("inf"):
-            schema["le"] = self.high
-        if schema.get("type") == "float":
-            schema["allow_inf_nan"] = False
+        return self._bound(handler(source))
+
+    def _bound(self, schema: Any) -> Any:
+        """``schema`` with the numbers in it bounded: a float or int schema itself, and the numbers
+        inside an optional (``float | None``: pydantic's ``nullable``) or a union (``float | str``),
+        as pydantic's own ``Field(ge=...)`` does; other members (None, a keyword) stay as they are."""
+        kind = schema.get("type")
+        if kind in ("float", "int"):
+            schema = dict(schema)
+            schema["gt" if self.low_open else "ge"] = self.low
+            if self.high != float("inf"):
+                schema["le"] = self.high
+            if kind == "float":
+                schema["allow_inf_nan"] = False
+            return schema
+        if kind == "nullable":
+            return {**schema, "schema": self._bound(schema["schema"])}
+        if kind == "union":  # a choice is a schema or (schema, label)
+            return {**schema, "choices": [(self._bound(c[0]), c[1]) if isinstance(c, tuple) else self._bound(c)
+                                          for c in schema["choices"]]}
         return schema
 
     def check_array(self, name: str, value: Any) -> np.ndarray:

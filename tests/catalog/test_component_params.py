@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import jsonschema
 import numpy as np
@@ -26,6 +26,7 @@ from sfl_sim.kit.params import (
     params_schema,
     validate_params,
 )
+from sfl_sim.kit.ranges import Range
 from sfl_sim.kit.registry import ComponentParameterError, ComponentValueError, Registry
 from sfl_sim.runs.resolved import COMPONENT_FIELDS
 from sfl_sim.study.plan import expand, load_study
@@ -84,6 +85,8 @@ WRONG = [
     ("cell.pathloss={name: log_distance, exponnt: 3}", ["cell.pathloss", "exponnt", "did you mean 'exponent'"]),
     ("cell.shadowing={name: lognormal, sigma_db: 80}", ["cell.shadowing.sigma_db", "80"]),
     ("cell.fading={name: nakagami, m: 0.1}", ["cell.fading.m", "0.1", ">= 0.5"]),
+    ("cell.fading={name: jakes, speed_m_per_s: -3}", ["cell.fading.speed_m_per_s", "-3", "null or",
+                                                      ">= 0 and <= 1000"]),
     ("cell.rate={name: shannon, noise_figure_db: true}", ["cell.rate.noise_figure_db", "True"]),
     ("cell.allocation={name: equal_finish_time, rtol: 0}", ["cell.allocation.rtol", "0", "> 0"]),
     ("cell.mobility={name: random_waypoint, pause_s: -1}", ["cell.mobility.pause_s", "-1"]),
@@ -225,6 +228,31 @@ def test_a_plug_in_without_a_model_gets_one_from_its_signature() -> None:
     with pytest.raises(ComponentParameterError, match="did you mean 'gain'"):
         reg.build("typed", gian=3)
     assert reg.build("typed", gain=3).gain == 3  # the value given, not a converted one
+
+
+class _Optional:
+    """A component whose optional and union parameters carry a :class:`Range`."""
+
+    class Params(ParamsModel):
+        speed_m_per_s: Annotated[float | None, Range(0.0, 10.0, ">= 0; our test's bound", "m/s")] = None
+        count: Annotated[int | None, Range(1.0, 5.0, "a test count")] = None
+        level: Annotated[float | str, Range(0.0, 1.0, "a test level", low_open=True)] = "auto"
+
+    def __init__(self, speed_m_per_s: float | None = None, count: int | None = None,
+                 level: float | str = "auto") -> None:
+        self.params = _Optional.Params.parse({"speed_m_per_s": speed_m_per_s, "count": count, "level": level})
+
+
+def test_a_range_on_an_optional_or_union_parameter_is_applied() -> None:
+    """``Annotated[float | None, RANGE]`` (and a number-or-keyword union) bounds the number, as
+    ``Annotated[float, RANGE]`` does: the one-line error names the field, the value and the range."""
+    assert validate_params(_Optional, {"speed_m_per_s": None, "count": 3, "level": "auto"}) is None
+    assert validate_params(_Optional, {"speed_m_per_s": 10.0, "level": 1.0}) is None
+    assert validate_params(_Optional, {"speed_m_per_s": -3}) == (
+        "speed_m_per_s: got -3; allowed: null or a finite number >= 0 and <= 10 (m/s: >= 0; our test's bound)")
+    assert validate_params(_Optional, {"speed_m_per_s": float("inf")}).startswith("speed_m_per_s: got inf; ")
+    assert validate_params(_Optional, {"count": 0}).startswith("count: got 0; allowed: null or an integer >= 1")
+    assert validate_params(_Optional, {"level": 0.0}).startswith("level: got 0.0; allowed: ")
 
 
 def test_a_declared_model_checks_a_direct_call_too() -> None:

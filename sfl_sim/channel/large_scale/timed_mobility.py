@@ -120,6 +120,7 @@ class _TimedBase:
 
     timed: ClassVar[bool] = True
     _clock_s: float
+    _path: _SteppedPath | None
 
     def _reset_clock(self) -> None:
         self._clock_s = 0.0
@@ -139,9 +140,27 @@ class _TimedBase:
         """See :class:`~sfl_sim.channel.protocols.TimedMobility`."""
         raise NotImplementedError
 
+    def _segment(self, t_s: Any) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """``(p_k, p_{k+1}, fraction, step_s)`` of the grid step that holds ``t_s`` (checked; the
+        model started): the one walk of the grid both :meth:`positions_at` and :meth:`velocities_at` read."""
+        t = _check_t(t_s)
+        self._require_started()
+        path = self._path
+        assert path is not None
+        p0, p1, frac = path.segment(t)
+        return p0, p1, frac, path.step_s
+
     def positions_at(self, t_s: float) -> np.ndarray:
-        """See :class:`~sfl_sim.channel.protocols.TimedMobility`."""
-        raise NotImplementedError
+        """Positions at ``t_s`` (shape (n, 2), m): the grid's, linear within a step
+        (:class:`~sfl_sim.channel.protocols.TimedMobility`)."""
+        p0, p1, frac, _ = self._segment(t_s)
+        return p0.copy() if frac == 0.0 else p0 + (p1 - p0) * frac
+
+    def velocities_at(self, t_s: float) -> np.ndarray:
+        """Velocities at ``t_s`` (shape (n, 2), m/s): the step's displacement over the grid step
+        (the derivative of :meth:`positions_at`, taken from the right at a grid time)."""
+        p0, p1, _, step_s = self._segment(t_s)
+        return (p1 - p0) / step_s
 
     def step(
         self, positions_m: Any, dt_s: float, rng: np.random.Generator,
@@ -256,23 +275,6 @@ class StepwiseTimedMobility(_TimedBase):
         self._model0 = copy.deepcopy(self.model)
         self._build()
         return pos.copy()
-
-    def positions_at(self, t_s: float) -> np.ndarray:
-        """Positions at ``t_s`` (shape (n, 2), m): the grid's, linear within a step."""
-        t = _check_t(t_s)
-        self._require_started()
-        assert self._path is not None
-        p0, p1, frac = self._path.segment(t)
-        return p0.copy() if frac == 0.0 else p0 + (p1 - p0) * frac
-
-    def velocities_at(self, t_s: float) -> np.ndarray:
-        """Velocities at ``t_s`` (shape (n, 2), m/s): the step's displacement over ``step_s``
-        (the derivative of :meth:`positions_at`, taken from the right at a grid time)."""
-        t = _check_t(t_s)
-        self._require_started()
-        assert self._path is not None
-        p0, p1, _ = self._path.segment(t)
-        return (p1 - p0) / self.step_s
 
     def nominal_speed_m_per_s(self) -> np.ndarray:
         """Each client's speed for its Doppler, m/s: the model's ``nominal_speed_m_per_s`` when it
@@ -465,23 +467,6 @@ class GaussMarkovMobility(_TimedBase, Component):
         self._seed, self._positions0_m = seed, _into_annulus(pos, radius, r0)
         self._build()
         return self._positions0_m.copy()
-
-    def positions_at(self, t_s: float) -> np.ndarray:
-        """Positions at ``t_s`` (shape (n, 2), m)."""
-        t = _check_t(t_s)
-        self._require_started()
-        assert self._path is not None
-        p0, p1, frac = self._path.segment(t)
-        return p0.copy() if frac == 0.0 else p0 + (p1 - p0) * frac
-
-    def velocities_at(self, t_s: float) -> np.ndarray:
-        """Velocities at ``t_s`` (shape (n, 2), m/s): the step's displacement over ``step_s``
-        (from the right at an update time)."""
-        t = _check_t(t_s)
-        self._require_started()
-        assert self._path is not None
-        p0, p1, _ = self._path.segment(t)
-        return (p1 - p0) / self.params.step_s
 
     def nominal_speed_m_per_s(self) -> np.ndarray:
         """``mean_speed_m_per_s`` for every client (the speed the process returns to)."""

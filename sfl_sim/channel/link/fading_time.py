@@ -77,6 +77,11 @@ HALF_CORRELATION_ARG = float(brentq(lambda x: j0(x) - 0.5, 0.5, 2.4))
 
 
 # ---------------------------------------------------------------------- common part
+def _power(h: np.ndarray) -> np.ndarray:
+    """``|h|^2`` of complex envelopes, as ``re^2 + im^2`` (every complex-envelope model's gain)."""
+    return h.real * h.real + h.imag * h.imag
+
+
 class _TimeVarying(Component):
     """What every time-varying fading here shares: the started state and the argument checks."""
 
@@ -132,6 +137,23 @@ class _TimeVarying(Component):
         state = {"doppler_hz": fd, **self._draw(n, rng)}
         self._install(state)
 
+    def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
+        """``|h(t)|^2`` of each client id at each time.
+
+        Parameters
+        ----------
+        client_ids : array_like of int, shape (k,)
+            Clients (repeats allowed), in ``[0, n_clients)``.
+        t_s : float or array_like, shape (k,)
+            Absolute simulated times, s, finite and >= 0.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k,)
+            Linear power gains, mean 1.
+        """
+        return self._gain(*self._ids_times(client_ids, t_s))
+
     def power_gain_unchecked(self, ids: np.ndarray, t_s: np.ndarray) -> np.ndarray:
         """:meth:`power_gain_at` without its argument checks: ``ids`` an integer array (k,) of
         started clients, ``t_s`` a float array of the same shape, finite and >= 0 (the radio state
@@ -139,6 +161,10 @@ class _TimeVarying(Component):
         return self._gain(ids, t_s)
 
     def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """``|h|^2`` of the complex envelope (a model without a cheaper form of its own)."""
+        return _power(self._envelope(ids, t))
+
+    def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def _install(self, state: dict[str, Any]) -> None:
@@ -289,35 +315,25 @@ class JakesFading(_TimeVarying):
         arguments), shape (k,): for checking the statistics (its autocorrelation is ``J0``)."""
         return self._envelope(*self._ids_times(client_ids, t_s))
 
-    def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Complex envelope ``h`` (k,) with ``E|h|^2 = 1``."""
+    def _sums(self, ids: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The quadratures' sums of cosines ``sum_n cos(w_n t + phi_n)`` (k,) each (unscaled)."""
         tt = t[:, None]
         xc = np.cos(self._omega_c[ids] * tt + self._phase_c[ids]).sum(axis=1)
         xs = np.cos(self._omega_s[ids] * tt + self._phase_s[ids]).sum(axis=1)
+        return xc, xs
+
+    def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Complex envelope ``h`` (k,) with ``E|h|^2 = 1``."""
+        xc, xs = self._sums(ids, t)
         scale = 1.0 / math.sqrt(self._width())  # sqrt(2/M) / sqrt(2)
         return scale * (xc + 1j * xs)
 
-    def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
-        """``|h(t)|^2`` of each client id at each time.
-
-        Parameters
-        ----------
-        client_ids : array_like of int, shape (k,)
-            Clients (repeats allowed), in ``[0, n_clients)``.
-        t_s : float or array_like, shape (k,)
-            Absolute simulated times, s, finite and >= 0.
-
-        Returns
-        -------
-        numpy.ndarray, shape (k,)
-            Linear power gains, mean 1.
-        """
-        return self._gain(*self._ids_times(client_ids, t_s))
-
     def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
-        tt = t[:, None]
-        xc = np.cos(self._omega_c[ids] * tt + self._phase_c[ids]).sum(axis=1)
-        xs = np.cos(self._omega_s[ids] * tt + self._phase_s[ids]).sum(axis=1)
+        return self._gain_of_sums(*self._sums(ids, t))
+
+    def _gain_of_sums(self, xc: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        """``|h|^2`` from the quadratures' sums: ``(xc^2 + xs^2) / M`` (``|h|^2`` with ``h`` as in
+        :meth:`_envelope`, in this order of operations: the one form every path here uses)."""
         return (xc * xc + xs * xs) / self._width()
 
     #: Steps of :meth:`power_gain_steps` from one exactly evaluated step to the next (our choice).
@@ -336,7 +352,7 @@ class JakesFading(_TimeVarying):
         cosine and sine per anchor instead of a cosine per step; the sinusoids are summed in
         another order.  Arguments are not checked (the radio state checked them once).
         """
-        m, span = self._width(), self.ANCHOR_STEPS
+        span = self.ANCHOR_STEPS
         ids = np.asarray(client_ids, dtype=np.intp)
         # anchors on each row's own grid of steps 0, span, 2 span ... (whatever its first step: a
         # transfer's gains do not depend on how its steps are asked in chunks)
@@ -362,7 +378,7 @@ class JakesFading(_TimeVarying):
             # memory's alignment (a BLAS matrix product's order can follow them)
             xc = np.einsum("ak,kl->al", lhs[0][a0:a0 + na], turns[r][0]).reshape(-1)[skip:skip + n]
             xs = np.einsum("ak,kl->al", lhs[1][a0:a0 + na], turns[r][1]).reshape(-1)[skip:skip + n]
-            out[at:at + n] = (xc * xc + xs * xs) / m
+            out[at:at + n] = self._gain_of_sums(xc, xs)
             at, a0 = at + n, a0 + na
         return out
 
@@ -446,13 +462,8 @@ class RicianJakesFading(JakesFading):
         los = self._omega_los[ids] * t + self._los_phase[ids]
         return self._los_amp * (np.cos(los) + 1j * np.sin(los)) + self._scatter_amp * super()._envelope(ids, t)
 
-    def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
-        """``|h(t)|^2`` of each client id at each time (arguments as :meth:`JakesFading.power_gain_at`)."""
-        return self._gain(*self._ids_times(client_ids, t_s))
-
     def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
-        h = self._envelope(ids, t)
-        return h.real * h.real + h.imag * h.imag
+        return _power(self._envelope(ids, t))
 
     def power_gain_steps(self, client_ids: np.ndarray, t0_s: float, dt_s: np.ndarray, first: np.ndarray,
                          count: np.ndarray) -> np.ndarray:
@@ -630,28 +641,6 @@ class GaussMarkovFading(_TimeVarying):
         self._path_block[li] = lb
         self._path[li] = path[last]
         return path
-
-    def power_gain_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
-        """``|h[floor(t / dt)]|^2`` of each client id at each time.
-
-        Parameters
-        ----------
-        client_ids : array_like of int, shape (k,)
-            Clients (repeats allowed), in ``[0, n_clients)``.
-        t_s : float or array_like, shape (k,)
-            Absolute simulated times, s, finite and >= 0.
-
-        Returns
-        -------
-        numpy.ndarray, shape (k,)
-            Linear power gains, mean 1.
-        """
-        h = self.envelope_at(client_ids, t_s)
-        return h.real * h.real + h.imag * h.imag
-
-    def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
-        h = self._envelope(ids, t)
-        return h.real * h.real + h.imag * h.imag
 
     def envelope_at(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """The complex ``h[floor(t / dt)]`` of which :meth:`power_gain_at` is ``|h|^2`` (same
