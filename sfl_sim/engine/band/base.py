@@ -134,6 +134,12 @@ class BandResource(BaseResource[Transfer, Get]):
         self._steps = np.asarray(steps, dtype=float)
         self._step_order = np.argsort(self._steps, kind="stable")
         self._sorted_steps = self._steps[self._step_order]
+        # the column of the whole grid (n_rb RBs) in the tables, as _links finds it; -1: not tabled
+        self._full_col = -1
+        if self._steps.size:
+            at = min(int(np.searchsorted(self._sorted_steps, self._n_rb)), self._steps.size - 1)
+            full = int(self._step_order[at])
+            self._full_col = full if self._steps[full] == self._n_rb else -1
         self._row: dict[int, int] = {}  # client -> its row of the tables (and of the form's arrays)
         self._client: list[int] = []  # row -> client
         self._rows = 0  # rows allocated
@@ -194,7 +200,12 @@ class BandResource(BaseResource[Transfer, Get]):
         whole band is positive on fewer RBs (the power per RB only grows as the grant shrinks), so
         every transfer the band takes ends."""
         ids = np.array([client], dtype=np.int64)
-        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids))
+        fading = self._fading(ids)
+        row = self._row.get(client)
+        if row is not None and self._full_col >= 0 and self._tab_fading[row] == fading[0]:
+            # tabled at this fading: the number _links reads off the table, without its array work
+            return bool(self._tab[self._full_col, 0, row] > 0.0)
+        rate, _ = self._links(ids, np.array([float(self._n_rb)]), fading)
         return bool(rate[0] > 0.0)
 
     def failed_blocks(self, client: int) -> float:

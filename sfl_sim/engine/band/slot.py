@@ -36,6 +36,7 @@ import simpy
 
 from sfl_sim.channel.link.scheduling import ResourceGrid
 from sfl_sim.channel.protocols import HarqModel, Scheduler
+from sfl_sim.engine.band import compiled
 from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant
 from sfl_sim.engine.steps import SimSteps
 
@@ -107,6 +108,16 @@ class SlotBand(BandResource):
         self._held: dict[int, list[tuple[float, float, int, float]]] = {}
         self._copies: dict[int, list[list[float]]] = {}
         self._ticking = False
+        # a built-in policy's decisions compiled (compiled.py); the whole slot loop while nothing
+        # else can happen where no HARQ draw and no trace is needed
+        self._code = compiled.policy_code(policy) if compiled.enabled() else None
+        if self._code is not None:
+            compiled.warm_up()
+        self._run_compiled = self._code is not None and harq is None and not trace_slots
+        self._work: tuple[np.ndarray, ...] | None = None  # the compiled loop's work arrays (compiled.scratch)
+        # proportional fair's 1 / t_c, as its average_bps computes it
+        self._pf_weight = (1.0 / policy.params.time_constant_slots  # type: ignore[attr-defined]
+                           if self._code == compiled.PROPORTIONAL_FAIR else 0.0)
 
     # -- the policy's call (one place) -------------------------------------------------------------
     def _grant(self, rows: np.ndarray, need: np.ndarray, per_rb: np.ndarray, average: np.ndarray,
@@ -125,7 +136,37 @@ class SlotBand(BandResource):
                     extra["headroom_rb"] = self._caps[rows]
                 if "rates_bps" in self._grant_kw:
                     extra["rates_bps"] = self._hull[rows]
+        if self._code is not None:  # a built-in policy: its compiled grants, the same numbers
+            grant = compiled.grant_slot(self._code, self._n_rb, need, per_rb, average, turn, self._hull, rows,
+                                        extra.get("headroom_rb"))
+            if grant is not None:
+                return grant
         return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn, **extra), dtype=np.int64)
+
+    def _run_ahead(self, j: int) -> tuple[int, int, np.ndarray, np.ndarray, float, np.ndarray] | None:
+        """Slots ``j, j + 1, ...`` decided by the compiled loop (:func:`compiled.run_slots`) while
+        nothing else can happen, or None where slot ``j`` needs :meth:`_decide` (a client in the
+        buffers without bits).  The tables, hulls and headrooms are brought up to date first, as
+        :meth:`_decide` does for a slot whose rows may have changed."""
+        everyone = self._rows_in()
+        if not everyone.size or not self._left[everyone].min() > 0:
+            return None
+        if self._unchecked:
+            ids, fad = self._ids[everyone], self._fad[everyone]
+            self._table(ids, everyone, fad)
+            if self._grant_kw:
+                self._policy_inputs(self._grant_kw, ids, everyone, fad)
+            self._unchecked = False
+        if self._work is None or self._work[0].size < everyone.size:
+            self._work = compiled.scratch(max(everyone.size, 2 * (0 if self._work is None else self._work[0].size)),
+                                          self._n_rb)
+        caps = self._caps[everyone] if "headroom_rb" in self._grant_kw and self._headroom_of is not None else None
+        assert self._code is not None
+        outcome, last, self._used_rb_s, sent_rows, sent_bits, granted, finishing = compiled.run_slots(
+            self._code, self._n_rb, self._grid.slot_s, j, self._env.peek(), self._used_rb_s, self._pf_weight,
+            everyone, self._left, self._average, self._energy, self._book, self._n_held, self._top_bps, self._tab,
+            self._tab_snr, self._hull, caps, self._work)
+        return outcome, last, sent_rows, sent_bits, granted, finishing
 
     def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
         """The rates (bit/s) of the clients of ``rows`` on ``1 .. n_rb`` RBs at their fading now, (k, n_rb)."""
@@ -251,8 +292,10 @@ class SlotBand(BandResource):
                 if start > env.now:
                     yield env.timeout(start - env.now)
                 # the decision comes after the events already due at the slot's start (a transfer
-                # starting then is in it)
-                yield env.timeout(0.0)
+                # starting then is in it); with none due (SimPy's next event later), the zero wait
+                # would be the very next step: no one could see it, so it is left out
+                if env.peek() <= env.now:
+                    yield env.timeout(0.0)
                 if self._closed:
                     break
                 now = env.now
@@ -261,6 +304,26 @@ class SlotBand(BandResource):
                 if not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
                     self._fad[rows] = fad
                     self._unchecked = True
+            if self._run_compiled and not self._held:
+                run = self._run_ahead(j)
+                if run is not None:
+                    outcome, last, sent_rows, sent_bits, granted_rbs, done = run
+                    if outcome == compiled.MORE:  # decided ahead up to slot ``last``, not yet it
+                        j, ahead, now = last, True, last * slot_s
+                        continue
+                    if outcome != compiled.FALLBACK:
+                        end = last * slot_s + slot_s
+                        j = last + 1
+                        yield env.timeout(_delay_to(env.now, end))
+                        if outcome == compiled.YIELD:
+                            finishing = self._end_slot(granted_rbs, sent_rows, sent_bits)
+                        else:
+                            finishing = done.tolist()
+                        ahead = False
+                        for row in finishing:
+                            self._finish(int(self._ids[row]))
+                        continue
+                    j, start = last, last * slot_s  # slot ``last`` by the numpy path
             granted_rbs, sent_rows, sent_bits = self._decide(j, start, now)
             end = start + slot_s
             after = (j + 1) * slot_s
@@ -285,6 +348,9 @@ class SlotBand(BandResource):
         """A slot is over: its grants count to the load, its blocks leave the buffers; the rows
         whose buffers are empty (and no HARQ copy on its way back) finish, in order."""
         self._used_rb_s += granted_rbs * self._grid.slot_s  # the slot's grants, counted once it is over
+        if self._code is not None:  # the same array operations, compiled
+            return compiled.end_slot(self._rows_in(), sent_rows, sent_bits, self._left, self._in,
+                                     self._n_held).tolist()
         if sent_rows.size:
             still = self._in[sent_rows]  # a client withdrawn during the slot is gone
             self._left[sent_rows[still]] -= sent_bits[still]
