@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - an installation without numba
     numba = None
 
 __all__ = ["AVAILABLE", "FALLBACK", "FINISH", "MAX_RATE", "PROPORTIONAL_FAIR", "ROUND_ROBIN", "YIELD", "enabled",
-           "end_slot", "grant_slot", "policy_code", "run_slots", "scratch", "warm_up"]
+           "any_stale", "end_slot", "grant_slot", "note_fading", "policy_code", "run_slots", "scratch", "warm_up"]
 
 #: Whether numba could be imported.
 AVAILABLE = numba is not None
@@ -619,6 +619,33 @@ _NO_CAPS = np.zeros(0, dtype=np.int64)
 
 
 @_njit
+def note_fading(rows: np.ndarray, fading: np.ndarray, seen: np.ndarray) -> bool:
+    """Whether ``fading`` (the rows' draws now) differs from ``seen[rows]`` (NaN counts as
+    different, as for ``numpy.array_equal``); where it does, ``seen[rows] = fading``."""
+    changed = False
+    for i in range(rows.size):
+        if fading[i] != seen[rows[i]]:  # NaN differs from all
+            changed = True
+            break
+    if changed:
+        for i in range(rows.size):
+            seen[rows[i]] = fading[i]
+    return changed
+
+
+@_njit
+def any_stale(rows: np.ndarray, fading: np.ndarray, tab_fading: np.ndarray, hull_fading: np.ndarray,
+              caps: np.ndarray, hulls: bool, headroom: bool) -> bool:
+    """Whether some row's table (or hull, with ``hulls``; or headroom, with ``headroom``) is not of
+    its fading now: the band's ``_table`` and ``_policy_inputs`` have work (NaN: never done)."""
+    for r in rows:
+        f = fading[r]
+        if tab_fading[r] != f or (hulls and hull_fading[r] != f) or (headroom and caps[r] < 0):
+            return True
+    return False
+
+
+@_njit
 def end_slot(rows: np.ndarray, sent_rows: np.ndarray, sent_bits: np.ndarray, left: np.ndarray, in_: np.ndarray,
              n_held: np.ndarray) -> np.ndarray:
     """:meth:`~sfl_sim.engine.band.slot.SlotBand._end_slot`'s arrays: the blocks of the rows still
@@ -658,3 +685,5 @@ def warm_up() -> None:
                       np.zeros((5, k)), np.zeros(k, dtype=np.int64), np.full(k, 3.0), tab, np.zeros((n_rb, k)),
                       hull, caps)
     end_slot(rows, rows[:1], np.ones(1), np.full(k, 1e3), np.ones(k, dtype=np.bool_), np.zeros(k, dtype=np.int64))
+    note_fading(rows, np.ones(k), np.zeros(k))
+    any_stale(rows, np.ones(k), np.ones(k), np.ones(k), np.ones(k, dtype=np.int64), True, True)

@@ -149,13 +149,20 @@ class SlotBand(BandResource):
         buffers without bits).  The tables, hulls and headrooms are brought up to date first, as
         :meth:`_decide` does for a slot whose rows may have changed."""
         everyone = self._rows_in()
-        if not everyone.size or not self._left[everyone].min() > 0:
+        if not everyone.size:
             return None
         if self._unchecked:
-            ids, fad = self._ids[everyone], self._fad[everyone]
-            self._table(ids, everyone, fad)
-            if self._grant_kw:
-                self._policy_inputs(self._grant_kw, ids, everyone, fad)
+            if not self._left[everyone].min() > 0:
+                return None
+            # the tables, hulls and headrooms of rows whose fading is new (none: the calls would
+            # find nothing to do, so they are left out)
+            if compiled.any_stale(everyone, self._fad, self._tab_fading, self._hull_fading, self._caps,
+                                  "rates_bps" in self._grant_kw,
+                                  "headroom_rb" in self._grant_kw and self._headroom_of is not None):
+                ids, fad = self._ids[everyone], self._fad[everyone]
+                self._table(ids, everyone, fad)
+                if self._grant_kw:
+                    self._policy_inputs(self._grant_kw, ids, everyone, fad)
             self._unchecked = False
         if self._work is None or self._work[0].size < everyone.size:
             self._work = compiled.scratch(max(everyone.size, 2 * (0 if self._work is None else self._work[0].size)),
@@ -301,7 +308,10 @@ class SlotBand(BandResource):
                 now = env.now
                 rows = self._rows_in()
                 fad = self._fading(self._ids[rows])  # changed only by events: read once per step
-                if not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
+                if self._code is not None:  # the same test and update, compiled
+                    if compiled.note_fading(rows, fad, self._fad):
+                        self._unchecked = True
+                elif not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
                     self._fad[rows] = fad
                     self._unchecked = True
             if self._run_compiled and not self._held:
