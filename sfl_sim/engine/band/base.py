@@ -155,6 +155,7 @@ class BandResource(BaseResource[Transfer, Get]):
         self._fluid_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.fluid_rbs, n)]
         self._hull = np.zeros((0, self._n_rb))  # per row: its concave rates on 1 .. n_rb RBs
         self._hull_fading = np.zeros(0)  # the fading draw each row's hull is of (NaN: none)
+        self._hull_gen = np.zeros(0, dtype=np.int64)  # per row: how often its hull was taken (derived data follows it)
         self._caps = np.zeros(0, dtype=np.int64)  # per row: its headroom in RBs (-1: not asked yet)
         self._in_band_s: dict[int, float] = {}  # per client: the seconds its finished transfers spent in the band
         self._start_s: dict[int, float] = {}
@@ -337,6 +338,7 @@ class BandResource(BaseResource[Transfer, Get]):
         self._tab_snr = np.concatenate((self._tab_snr, np.zeros((steps, extra))), axis=1)
         self._hull = np.concatenate((self._hull, np.zeros((extra, self._n_rb))))
         self._hull_fading = np.concatenate((self._hull_fading, np.full(extra, np.nan)))
+        self._hull_gen = np.concatenate((self._hull_gen, np.zeros(extra, dtype=np.int64)))
         self._caps = np.concatenate((self._caps, np.full(extra, -1, dtype=np.int64)))
         self._grow_rows(extra)
         self._rows = rows
@@ -417,6 +419,7 @@ class BandResource(BaseResource[Transfer, Get]):
         stale = np.flatnonzero(self._hull_fading[rows] != fading)  # NaN: never
         if stale.size:
             self._hull[rows[stale]] = concave_rates(self._every_count(ids[stale], rows[stale], fading[stale]))
+            self._hull_gen[rows[stale]] += 1
             self._hull_fading[rows[stale]] = fading[stale]
         return self._hull[rows]
 

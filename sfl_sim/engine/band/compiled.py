@@ -405,25 +405,31 @@ def _grant(code: int, n_rb: int, need: np.ndarray, per_rb: np.ndarray, inv: np.n
 
 
 @_njit
-def _marginals(hull: np.ndarray, rows: np.ndarray, gain: np.ndarray, usable: np.ndarray, mono: np.ndarray) -> None:
-    """``scheduling._marginal`` of the hull rows ``rows`` (gain ``r(m + 1) - r(m)`` and the count
-    of positive ones), and whether each is positive and non-increasing on its first ``usable``."""
+def _marginal_row(hull: np.ndarray, r: int, gain: np.ndarray, k: int, usable: np.ndarray, mono: np.ndarray) -> None:
+    """``scheduling._marginal`` of hull row ``r`` into ``gain[k]`` (gain ``r(m + 1) - r(m)``),
+    ``usable[k]`` (the count of positive ones) and ``mono[k]`` (whether they are positive and
+    non-increasing on the first ``usable``)."""
     n = hull.shape[1]
+    u = 0
+    for m in range(n):
+        g = hull[r, 0] if m == 0 else hull[r, m] - hull[r, m - 1]
+        gain[k, m] = g
+        if g > 0:
+            u += 1
+    usable[k] = u
+    ok = True
+    for m in range(u):
+        if not gain[k, m] > 0 or (m > 0 and gain[k, m] > gain[k, m - 1]):
+            ok = False
+            break
+    mono[k] = ok
+
+
+@_njit
+def _marginals(hull: np.ndarray, rows: np.ndarray, gain: np.ndarray, usable: np.ndarray, mono: np.ndarray) -> None:
+    """:func:`_marginal_row` of the hull rows ``rows``, into position ``k`` of each."""
     for k in range(rows.size):
-        r = rows[k]
-        u = 0
-        for m in range(n):
-            g = hull[r, 0] if m == 0 else hull[r, m] - hull[r, m - 1]
-            gain[k, m] = g
-            if g > 0:
-                u += 1
-        usable[k] = u
-        ok = True
-        for m in range(u):
-            if not gain[k, m] > 0 or (m > 0 and gain[k, m] > gain[k, m - 1]):
-                ok = False
-                break
-        mono[k] = ok
+        _marginal_row(hull, rows[k], gain, k, usable, mono)
 
 
 def _scratch(k: int, n_rb: int) -> tuple[np.ndarray, ...]:
@@ -477,10 +483,10 @@ def _run_slots(code: int, n_rb: int, slot_s: float, j: int, peek: float, used_rb
                n_held: np.ndarray, top_bps: np.ndarray, tab: np.ndarray, tab_snr: np.ndarray, hull: np.ndarray,
                has_cap: bool, caps: np.ndarray, need_factor: float, max_slots: int,
                sent_rows: np.ndarray, sent_bits: np.ndarray, finishing: np.ndarray, s: Any, out_i: np.ndarray,
-               out_f: np.ndarray) -> None:
+               out_f: np.ndarray, marg: Any) -> None:
     outcome, last, used_rb_s, n_sent, granted, n_fin = _run_loop(
         code, n_rb, slot_s, j, peek, used_rb_s, w, rows, left, average, energy, book, n_held, top_bps, tab,
-        tab_snr, hull, has_cap, caps, need_factor, max_slots, sent_rows, sent_bits, finishing, s)
+        tab_snr, hull, has_cap, caps, need_factor, max_slots, sent_rows, sent_bits, finishing, s, marg)
     out_i[0] = outcome
     out_i[1] = last
     out_i[2] = n_sent
@@ -494,18 +500,24 @@ def _run_loop(code: int, n_rb: int, slot_s: float, j: int, peek: float, used_rb_
               rows: np.ndarray, left: np.ndarray, average: np.ndarray, energy: np.ndarray, book: np.ndarray,
               n_held: np.ndarray, top_bps: np.ndarray, tab: np.ndarray, tab_snr: np.ndarray, hull: np.ndarray,
               has_cap: bool, caps: np.ndarray, need_factor: float, max_slots: int,
-              sent_rows: np.ndarray, sent_bits: np.ndarray, finishing: np.ndarray, s: Any) -> Any:
+              sent_rows: np.ndarray, sent_bits: np.ndarray, finishing: np.ndarray, s: Any, marg: Any) -> Any:
     k_n = rows.size
     need = np.zeros(k_n, dtype=np.int64)
     per_rb = np.zeros(k_n)
     inv = np.empty(k_n)
     grant = np.zeros(k_n, dtype=np.int64)
-    gain = np.zeros((k_n, n_rb))
+    gain, usable_of, mono_of, gain_gen, hull_gen = marg
     usable = np.zeros(k_n, dtype=np.int64)
     mono = np.ones(k_n, dtype=np.bool_)
-    grow = np.arange(k_n)
-    if code == PROPORTIONAL_FAIR:
-        _marginals(hull, rows, gain, usable, mono)  # the hulls do not change within a run
+    grow = rows  # the marginal rates are kept by row
+    if code == PROPORTIONAL_FAIR:  # each row's, taken again where its hull was (the hulls do not change within a run)
+        for k in range(k_n):
+            r = rows[k]
+            if gain_gen[r] != hull_gen[r]:
+                _marginal_row(hull, r, gain, r, usable_of, mono_of)
+                gain_gen[r] = hull_gen[r]
+            usable[k] = usable_of[r]
+            mono[k] = mono_of[r]
     if code == MAX_RATE:  # the rate per RB on the whole grid (the tables do not change within a run)
         for k in range(k_n):
             per_rb[k] = tab[n_rb - 1, 0, rows[k]] / n_rb
@@ -591,12 +603,16 @@ def run_slots(code: int, n_rb: int, slot_s: float, j: int, peek: float, used_rb_
               rows: np.ndarray, left: np.ndarray, average: np.ndarray, energy: np.ndarray, book: np.ndarray,
               n_held: np.ndarray, top_bps: np.ndarray, tab: np.ndarray, tab_snr: np.ndarray, hull: np.ndarray,
               caps: np.ndarray | None, work: tuple[np.ndarray, ...] | None = None,
+              marginals: tuple[np.ndarray, ...] | None = None,
               ) -> tuple[int, int, float, np.ndarray, np.ndarray, float, np.ndarray]:
     """Decide slots ``j, j + 1, ...`` of the clients of ``rows`` (every one with data) by policy
     ``code`` while SimPy's next event (``peek``) lies after the next decision and no transfer ends,
     updating the band's arrays in place (``left``, ``average``, ``energy``, ``book``) as
     :meth:`~sfl_sim.engine.band.slot.SlotBand._decide` and ``_end_slot`` do, slot by slot;
-    ``work``: :func:`scratch` for at least ``rows.size`` clients (made here when None).
+    ``work``: :func:`scratch` for at least ``rows.size`` clients (made here when None);
+    ``marginals``: the band's per-row ``(gain, usable, mono, gain_gen, hull_gen)``, the hull's
+    marginal rates kept between calls and taken again for a row whose ``hull_gen`` moved (made
+    here, for this call only, when None).
 
     Returns ``(outcome, last slot, RB-seconds so far, its blocks' rows, their bits, its RBs
     granted, the rows that finish)``: ``FINISH`` (the last slot is over, its rows finish at its
@@ -606,10 +622,14 @@ def run_slots(code: int, n_rb: int, slot_s: float, j: int, peek: float, used_rb_
     if work is None or work[0].size < rows.size:
         work = scratch(rows.size, n_rb)
     sent_rows, sent_bits, finishing, out_i, out_f = work[:5]
+    if marginals is None:
+        size = left.size
+        marginals = (np.zeros((size, n_rb)), np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.bool_),
+                     np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=np.int64))
     has_cap = caps is not None
     _run_slots(code, n_rb, slot_s, j, peek, used_rb_s, w, rows, left, average, energy, book, n_held, top_bps,
                tab, tab_snr, hull, has_cap, caps if has_cap else _NO_CAPS, NEED_FACTOR, MAX_SLOTS_PER_CALL,
-               sent_rows, sent_bits, finishing, work[5:], out_i, out_f)
+               sent_rows, sent_bits, finishing, work[5:], out_i, out_f, marginals)
     outcome, last, n_sent, n_fin = out_i[:4].tolist()
     used, granted = out_f.tolist()
     return outcome, last, used, sent_rows[:n_sent].copy(), sent_bits[:n_sent].copy(), granted, finishing[:n_fin]

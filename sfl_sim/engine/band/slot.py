@@ -115,6 +115,12 @@ class SlotBand(BandResource):
             compiled.warm_up()
         self._run_compiled = self._code is not None and harq is None and not trace_slots
         self._work: tuple[np.ndarray, ...] | None = None  # the compiled loop's work arrays (compiled.scratch)
+        # per row, for the compiled loop: the marginal rates of its hull, their positive count,
+        # whether they fall, and the hull they are of (its _hull_gen; -1: none yet)
+        self._gain = np.zeros((0, self._n_rb))
+        self._usable = np.zeros(0, dtype=np.int64)
+        self._mono = np.zeros(0, dtype=bool)
+        self._gain_gen = np.zeros(0, dtype=np.int64)
         # proportional fair's 1 / t_c, as its average_bps computes it
         self._pf_weight = (1.0 / policy.params.time_constant_slots  # type: ignore[attr-defined]
                            if self._code == compiled.PROPORTIONAL_FAIR else 0.0)
@@ -172,7 +178,8 @@ class SlotBand(BandResource):
         outcome, last, self._used_rb_s, sent_rows, sent_bits, granted, finishing = compiled.run_slots(
             self._code, self._n_rb, self._grid.slot_s, j, self._env.peek(), self._used_rb_s, self._pf_weight,
             everyone, self._left, self._average, self._energy, self._book, self._n_held, self._top_bps, self._tab,
-            self._tab_snr, self._hull, caps, self._work)
+            self._tab_snr, self._hull, caps, self._work,
+            (self._gain, self._usable, self._mono, self._gain_gen, self._hull_gen))
         return outcome, last, sent_rows, sent_bits, granted, finishing
 
     def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
@@ -272,6 +279,10 @@ class SlotBand(BandResource):
         self._n_held = np.concatenate((self._n_held, np.zeros(extra, dtype=np.int64)))
         self._book = np.concatenate((self._book, np.zeros((5, extra))), axis=1)
         self._top_bps = np.concatenate((self._top_bps, np.zeros(extra)))
+        self._gain = np.concatenate((self._gain, np.zeros((extra, self._n_rb))))
+        self._usable = np.concatenate((self._usable, np.zeros(extra, dtype=np.int64)))
+        self._mono = np.concatenate((self._mono, np.zeros(extra, dtype=bool)))
+        self._gain_gen = np.concatenate((self._gain_gen, np.full(extra, -1, dtype=np.int64)))
 
     def _tabled(self, rows: np.ndarray) -> None:
         self._top_bps[rows] = self._tab[:, 0, rows].max(axis=0)
