@@ -25,6 +25,13 @@ the band's state, which nothing outside the band changes without an event, so wh
 event (:meth:`simpy.Environment.peek`) lies after the next slot's decision and no transfer ends at
 the slot's end, the next slot is decided at once; the process sleeps until the end of the last
 slot so decided (the same float time one step per slot reaches).
+
+For the built-in policies (proportional fair, round robin, max rate) the decisions are compiled
+(:mod:`sfl_sim.engine.band.compiled`, numba): without HARQ and without a slot trace the slots
+decided ahead run in one compiled call each, until SimPy's next event or a transfer's end; with
+HARQ or a trace each slot's grants are compiled and the rest (the keyed HARQ draws, the trace)
+stays here.  The numbers are this module's numpy path's, bit for bit; a scheduler of one's own
+runs the numpy path (``SFL_SIM_SLOT_NUMPY=1`` forces it for every scheduler).
 """
 from __future__ import annotations
 
