@@ -63,7 +63,7 @@ LIBRARIES: dict[str, set[str] | None] = {
     "errors": set(),
     "_legacy_imports": set(),
     "channel": {"numpy", "scipy"},
-    "engine": {"numpy", "simpy"},
+    "engine": {"numpy", "simpy", "numba"},  # numba: the slot form's compiled decisions (engine.band.compiled)
     "analysis": {"numpy", "scipy", "pandas", "matplotlib", "yaml"},
 }
 

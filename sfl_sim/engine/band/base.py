@@ -134,6 +134,12 @@ class BandResource(BaseResource[Transfer, Get]):
         self._steps = np.asarray(steps, dtype=float)
         self._step_order = np.argsort(self._steps, kind="stable")
         self._sorted_steps = self._steps[self._step_order]
+        # the column of the whole grid (n_rb RBs) in the tables, as _links finds it; -1: not tabled
+        self._full_col = -1
+        if self._steps.size:
+            at = min(int(np.searchsorted(self._sorted_steps, self._n_rb)), self._steps.size - 1)
+            full = int(self._step_order[at])
+            self._full_col = full if self._steps[full] == self._n_rb else -1
         self._row: dict[int, int] = {}  # client -> its row of the tables (and of the form's arrays)
         self._client: list[int] = []  # row -> client
         self._rows = 0  # rows allocated
@@ -149,6 +155,7 @@ class BandResource(BaseResource[Transfer, Get]):
         self._fluid_kw = [n for n in ("rates_bps", "headroom_rb") if declares(policy.fluid_rbs, n)]
         self._hull = np.zeros((0, self._n_rb))  # per row: its concave rates on 1 .. n_rb RBs
         self._hull_fading = np.zeros(0)  # the fading draw each row's hull is of (NaN: none)
+        self._hull_gen = np.zeros(0, dtype=np.int64)  # per row: how often its hull was taken (derived data follows it)
         self._caps = np.zeros(0, dtype=np.int64)  # per row: its headroom in RBs (-1: not asked yet)
         self._in_band_s: dict[int, float] = {}  # per client: the seconds its finished transfers spent in the band
         self._start_s: dict[int, float] = {}
@@ -194,7 +201,12 @@ class BandResource(BaseResource[Transfer, Get]):
         whole band is positive on fewer RBs (the power per RB only grows as the grant shrinks), so
         every transfer the band takes ends."""
         ids = np.array([client], dtype=np.int64)
-        rate, _ = self._links(ids, np.array([float(self._n_rb)]), self._fading(ids))
+        fading = self._fading(ids)
+        row = self._row.get(client)
+        if row is not None and self._full_col >= 0 and self._tab_fading[row] == fading[0]:
+            # tabled at this fading: the number _links reads off the table, without its array work
+            return bool(self._tab[self._full_col, 0, row] > 0.0)
+        rate, _ = self._links(ids, np.array([float(self._n_rb)]), fading)
         return bool(rate[0] > 0.0)
 
     def failed_blocks(self, client: int) -> float:
@@ -326,6 +338,7 @@ class BandResource(BaseResource[Transfer, Get]):
         self._tab_snr = np.concatenate((self._tab_snr, np.zeros((steps, extra))), axis=1)
         self._hull = np.concatenate((self._hull, np.zeros((extra, self._n_rb))))
         self._hull_fading = np.concatenate((self._hull_fading, np.full(extra, np.nan)))
+        self._hull_gen = np.concatenate((self._hull_gen, np.zeros(extra, dtype=np.int64)))
         self._caps = np.concatenate((self._caps, np.full(extra, -1, dtype=np.int64)))
         self._grow_rows(extra)
         self._rows = rows
@@ -406,6 +419,7 @@ class BandResource(BaseResource[Transfer, Get]):
         stale = np.flatnonzero(self._hull_fading[rows] != fading)  # NaN: never
         if stale.size:
             self._hull[rows[stale]] = concave_rates(self._every_count(ids[stale], rows[stale], fading[stale]))
+            self._hull_gen[rows[stale]] += 1
             self._hull_fading[rows[stale]] = fading[stale]
         return self._hull[rows]
 

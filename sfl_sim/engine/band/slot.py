@@ -25,6 +25,13 @@ the band's state, which nothing outside the band changes without an event, so wh
 event (:meth:`simpy.Environment.peek`) lies after the next slot's decision and no transfer ends at
 the slot's end, the next slot is decided at once; the process sleeps until the end of the last
 slot so decided (the same float time one step per slot reaches).
+
+For the built-in policies (proportional fair, round robin, max rate) the decisions are compiled
+(:mod:`sfl_sim.engine.band.compiled`, numba): without HARQ and without a slot trace the slots
+decided ahead run in one compiled call each, until SimPy's next event or a transfer's end; with
+HARQ or a trace each slot's grants are compiled and the rest (the keyed HARQ draws, the trace)
+stays here.  The numbers are this module's numpy path's, bit for bit; a scheduler of one's own
+runs the numpy path (``SFL_SIM_SLOT_NUMPY=1`` forces it for every scheduler).
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ import simpy
 
 from sfl_sim.channel.link.scheduling import ResourceGrid
 from sfl_sim.channel.protocols import HarqModel, Scheduler
+from sfl_sim.engine.band import compiled
 from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant
 from sfl_sim.engine.steps import SimSteps
 
@@ -107,6 +115,22 @@ class SlotBand(BandResource):
         self._held: dict[int, list[tuple[float, float, int, float]]] = {}
         self._copies: dict[int, list[list[float]]] = {}
         self._ticking = False
+        # a built-in policy's decisions compiled (compiled.py); the whole slot loop while nothing
+        # else can happen where no HARQ draw and no trace is needed
+        self._code = compiled.policy_code(policy) if compiled.enabled() else None
+        if self._code is not None:
+            compiled.warm_up()
+        self._run_compiled = self._code is not None and harq is None and not trace_slots
+        self._work: tuple[np.ndarray, ...] | None = None  # the compiled loop's work arrays (compiled.scratch)
+        # per row, for the compiled loop: the marginal rates of its hull, their positive count,
+        # whether they fall, and the hull they are of (its _hull_gen; -1: none yet)
+        self._gain = np.zeros((0, self._n_rb))
+        self._usable = np.zeros(0, dtype=np.int64)
+        self._mono = np.zeros(0, dtype=bool)
+        self._gain_gen = np.zeros(0, dtype=np.int64)
+        # proportional fair's 1 / t_c, as its average_bps computes it
+        self._pf_weight = (1.0 / policy.params.time_constant_slots  # type: ignore[attr-defined]
+                           if self._code == compiled.PROPORTIONAL_FAIR else 0.0)
 
     # -- the policy's call (one place) -------------------------------------------------------------
     def _grant(self, rows: np.ndarray, need: np.ndarray, per_rb: np.ndarray, average: np.ndarray,
@@ -125,7 +149,45 @@ class SlotBand(BandResource):
                     extra["headroom_rb"] = self._caps[rows]
                 if "rates_bps" in self._grant_kw:
                     extra["rates_bps"] = self._hull[rows]
+        if self._code is not None:  # a built-in policy: its compiled grants, the same numbers
+            grant = compiled.grant_slot(self._code, self._n_rb, need, per_rb, average, turn, self._hull, rows,
+                                        extra.get("headroom_rb"))
+            if grant is not None:
+                return grant
         return np.asarray(self._policy.grant_rbs(self._n_rb, need, per_rb, average, turn, **extra), dtype=np.int64)
+
+    def _run_ahead(self, j: int) -> tuple[int, int, np.ndarray, np.ndarray, float, np.ndarray] | None:
+        """Slots ``j, j + 1, ...`` decided by the compiled loop (:func:`compiled.run_slots`) while
+        nothing else can happen, or None where slot ``j`` needs :meth:`_decide` (a client in the
+        buffers without bits).  The tables, hulls and headrooms are brought up to date first, as
+        :meth:`_decide` does for a slot whose rows may have changed."""
+        everyone = self._rows_in()
+        if not everyone.size:
+            return None
+        if self._unchecked:
+            if not self._left[everyone].min() > 0:
+                return None
+            # the tables, hulls and headrooms of rows whose fading is new (none: the calls would
+            # find nothing to do, so they are left out)
+            if compiled.any_stale(everyone, self._fad, self._tab_fading, self._hull_fading, self._caps,
+                                  "rates_bps" in self._grant_kw,
+                                  "headroom_rb" in self._grant_kw and self._headroom_of is not None):
+                ids, fad = self._ids[everyone], self._fad[everyone]
+                self._table(ids, everyone, fad)
+                if self._grant_kw:
+                    self._policy_inputs(self._grant_kw, ids, everyone, fad)
+            self._unchecked = False
+        if self._work is None or self._work[0].size < everyone.size:
+            self._work = compiled.scratch(max(everyone.size, 2 * (0 if self._work is None else self._work[0].size)),
+                                          self._n_rb)
+        caps = self._caps[everyone] if "headroom_rb" in self._grant_kw and self._headroom_of is not None else None
+        assert self._code is not None
+        outcome, last, self._used_rb_s, sent_rows, sent_bits, granted, finishing = compiled.run_slots(
+            self._code, self._n_rb, self._grid.slot_s, j, self._env.peek(), self._used_rb_s, self._pf_weight,
+            everyone, self._left, self._average, self._energy, self._book, self._n_held, self._top_bps, self._tab,
+            self._tab_snr, self._hull, caps, self._work,
+            (self._gain, self._usable, self._mono, self._gain_gen, self._hull_gen))
+        return outcome, last, sent_rows, sent_bits, granted, finishing
 
     def _rates_bps(self, rows: np.ndarray) -> np.ndarray:
         """The rates (bit/s) of the clients of ``rows`` on ``1 .. n_rb`` RBs at their fading now, (k, n_rb)."""
@@ -224,6 +286,10 @@ class SlotBand(BandResource):
         self._n_held = np.concatenate((self._n_held, np.zeros(extra, dtype=np.int64)))
         self._book = np.concatenate((self._book, np.zeros((5, extra))), axis=1)
         self._top_bps = np.concatenate((self._top_bps, np.zeros(extra)))
+        self._gain = np.concatenate((self._gain, np.zeros((extra, self._n_rb))))
+        self._usable = np.concatenate((self._usable, np.zeros(extra, dtype=np.int64)))
+        self._mono = np.concatenate((self._mono, np.zeros(extra, dtype=bool)))
+        self._gain_gen = np.concatenate((self._gain_gen, np.full(extra, -1, dtype=np.int64)))
 
     def _tabled(self, rows: np.ndarray) -> None:
         self._top_bps[rows] = self._tab[:, 0, rows].max(axis=0)
@@ -251,16 +317,41 @@ class SlotBand(BandResource):
                 if start > env.now:
                     yield env.timeout(start - env.now)
                 # the decision comes after the events already due at the slot's start (a transfer
-                # starting then is in it)
-                yield env.timeout(0.0)
+                # starting then is in it); with none due (SimPy's next event later), the zero wait
+                # would be the very next step: no one could see it, so it is left out
+                if env.peek() <= env.now:
+                    yield env.timeout(0.0)
                 if self._closed:
                     break
                 now = env.now
                 rows = self._rows_in()
                 fad = self._fading(self._ids[rows])  # changed only by events: read once per step
-                if not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
+                if self._code is not None:  # the same test and update, compiled
+                    if compiled.note_fading(rows, fad, self._fad):
+                        self._unchecked = True
+                elif not np.array_equal(fad, self._fad[rows]):  # a new draw (or NaN: a row never read)
                     self._fad[rows] = fad
                     self._unchecked = True
+            if self._run_compiled and not self._held:
+                run = self._run_ahead(j)
+                if run is not None:
+                    outcome, last, sent_rows, sent_bits, granted_rbs, done = run
+                    if outcome == compiled.MORE:  # decided ahead up to slot ``last``, not yet it
+                        j, ahead, now = last, True, last * slot_s
+                        continue
+                    if outcome != compiled.FALLBACK:
+                        end = last * slot_s + slot_s
+                        j = last + 1
+                        yield env.timeout(_delay_to(env.now, end))
+                        if outcome == compiled.YIELD:
+                            finishing = self._end_slot(granted_rbs, sent_rows, sent_bits)
+                        else:
+                            finishing = done.tolist()
+                        ahead = False
+                        for row in finishing:
+                            self._finish(int(self._ids[row]))
+                        continue
+                    j, start = last, last * slot_s  # slot ``last`` by the numpy path
             granted_rbs, sent_rows, sent_bits = self._decide(j, start, now)
             end = start + slot_s
             after = (j + 1) * slot_s
@@ -285,6 +376,9 @@ class SlotBand(BandResource):
         """A slot is over: its grants count to the load, its blocks leave the buffers; the rows
         whose buffers are empty (and no HARQ copy on its way back) finish, in order."""
         self._used_rb_s += granted_rbs * self._grid.slot_s  # the slot's grants, counted once it is over
+        if self._code is not None:  # the same array operations, compiled
+            return compiled.end_slot(self._rows_in(), sent_rows, sent_bits, self._left, self._in,
+                                     self._n_held).tolist()
         if sent_rows.size:
             still = self._in[sent_rows]  # a client withdrawn during the slot is gone
             self._left[sent_rows[still]] -= sent_bits[still]
