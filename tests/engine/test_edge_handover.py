@@ -246,3 +246,58 @@ def test_a_policy_of_ones_own_plugs_in_by_module_and_class(tmp_path, monkeypatch
         assert sim.counters.by_kind["migrations"] == 1
     finally:
         sys.modules.pop("my_policies", None)
+
+
+def _finishing_round(seen: dict, by_process: bool):
+    """Client 0 delivers at 2 s, client 1 at 4 s; the server then works 2 s on the cloud.  The
+    arrivals are the clients' processes (gather keeps them for good) or plain events the clients
+    trigger (a concatenated server's uploads: the algorithm says its final word with ``keep``)."""
+    def client(ctx, k, arrived):
+        yield from ctx.compute(k, 1.0 + 2.0 * k)
+        sent = yield ctx.upload(k, 125, "payload")
+        if arrived is not None:
+            arrived.succeed(sent)
+        return sent
+
+    def round_process(ctx):
+        cohort = ctx.cohort.tolist()
+        if by_process:
+            kept = yield from ctx.gather({k: ctx.process(client(ctx, k, None)) for k in cohort})
+        else:
+            arrived = {k: ctx.event() for k in cohort}
+            jobs = [ctx.process(client(ctx, k, arrived[k])) for k in cohort]
+            yield ctx.all_of(jobs)
+            kept = ctx.keep([k for k in cohort if not isinstance(arrived[k].value, Lost)])
+        seen["kept"], seen["at"] = kept, ctx.now_s
+        yield from ctx.compute(SERVER, 2.0, "aggregate")  # on the cloud: 4 .. 6 s
+    return round_process
+
+
+@pytest.mark.parametrize("by_process", [True, False])
+def test_a_drop_applies_while_the_clients_round_is_in_progress(by_process) -> None:
+    # client 0's payload arrived at 2 s; at 3 s the server has not kept it yet: the drop applies
+    sim = _sim(policy=Drop(), events=[_handover(3.0)], aggregate_bytes=STATE_BYTES)
+    seen: dict = {}
+    sim.run_round(_finishing_round(seen, by_process), [0, 1])
+    assert seen["kept"] == [1] and sim.last_round.dropped == {0: "handover"}
+    assert sim.counters.by_kind["handover_drops"] == 1 and sim.counters.dropped_clients == 1
+
+
+@pytest.mark.parametrize("by_process", [True, False])
+def test_a_handover_after_the_update_was_kept_is_no_drop(by_process) -> None:
+    # kept at 4 s; the handover at 5 s, while the server works on the aggregate, drops nothing
+    sim = _sim(policy=Drop(), events=[_handover(5.0)], aggregate_bytes=STATE_BYTES)
+    seen: dict = {}
+    duration = sim.run_round(_finishing_round(seen, by_process), [0, 1])
+    assert seen["kept"] == [0, 1] and seen["at"] == 4.0 and sim.last_round.dropped == {}
+    by_kind = sim.counters.by_kind
+    assert "handover_drops" not in by_kind and "handovers" not in by_kind and sim.counters.dropped_clients == 0
+    # both updates wait at edge 0 (the handover moved nothing): one cell aggregates over the backhaul
+    assert by_kind["backhaul/aggregation"] == 2 * STATE_BYTES and duration == 6.0 + 2.5
+
+
+def test_keep_without_an_edge_is_the_identity() -> None:
+    sim = _sim(edge=False)
+    seen: dict = {}
+    sim.run_round(_finishing_round(seen, by_process=False), [0, 1])
+    assert seen["kept"] == [0, 1]

@@ -516,6 +516,9 @@ class SplitFedBase(Algorithm):
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
         kept = yield from self.server_mode.finish(self, rnd, jobs, server)
+        # the final word (with server.edge: less whom a handover's drop discarded meanwhile; a later
+        # handover of the others no longer drops them); without an edge, kept as it is
+        kept = ctx.keep(kept)
         steps.finish()
         if kept:  # nobody finished: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
