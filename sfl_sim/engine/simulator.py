@@ -133,7 +133,10 @@ algorithm's own final word, e.g. the concatenated server's) a handover of it mov
 counts nothing; its update waits at the edge it reached for the aggregation.  Every
 handover of a cohort client still at work counts ``handovers`` and adds its interruption (and a migration's time)
 to ``handover_lost_s``; ``migrations``, ``handover_drops`` and the bytes ``backhaul/migration`` are
-counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  At the round's
+counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  Server work on
+many clients' data at once (a concatenated step) runs on the cloud: the payloads it takes and
+gives cross the backhaul between the client's cell and the cloud (:meth:`RoundContext.backhaul`,
+``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  At the round's
 end each cell with a kept client sends its aggregate (the algorithm's ``aggregate_bytes``) to the
 cloud and gets the global model back, the cells in parallel: the round's clock gains
 ``2 (8 N / backhaul_bps + backhaul_latency_s)``, and ``backhaul/aggregation`` counts ``2 N`` per
@@ -281,6 +284,41 @@ class RoundContext:
         counters.add("migrations", 1)
         counters.add("handover_lost_s", migration_s)
         counters.add("backhaul/migration", edge.state_bytes)
+
+    def backhaul(self, client: int, payload: Mapping[str, int], *, to_cloud: bool) -> SimSteps[None]:
+        """A payload of ``client``'s between its cell's edge and the cloud; ``yield from`` it.
+
+        With an edge, server work on many clients' data at once runs on the cloud (``compute`` with
+        ``client`` None: a concatenated step): what the client uploaded for it reaches the cloud
+        from the edge of the client's cell (``to_cloud``) and the cloud's answer goes back to that
+        edge (not ``to_cloud``) before it goes on the air.  The cell is the one holding the
+        client's state (:meth:`edge_of`: its cell at the round's start, then each handover's target
+        cell).  Each cell has one link each way (the cells' links in parallel; our choice): the
+        payload takes it for ``8 N / backhaul_bps``, after the payloads before it, then arrives
+        ``backhaul_latency_s`` later, so on an idle link ``8 N / backhaul_bps + backhaul_latency_s``
+        (:meth:`EdgeServers.backhaul_s <sfl_sim.engine.edge.EdgeServers.backhaul_s>`).  Each kind's
+        bytes count under ``backhaul/<kind>``.  Nothing for a client that has left the round, and
+        nothing at all (no event) without an edge.
+
+        Parameters
+        ----------
+        client : int
+        payload : dict of kind -> bytes
+            What crosses together, by kind (e.g. ``activations`` and ``labels``).
+        to_cloud : bool
+            Edge to cloud (True) or cloud to edge (False).
+        """
+        sim = self._sim
+        edge = sim.edge
+        nbytes = sum(int(n) for n in payload.values())
+        if edge is None or nbytes <= 0 or self._offline_s.get(client, math.inf) <= self.now_s:
+            return
+        for what, n in payload.items():
+            sim.counters.add(f"backhaul/{what}", int(n))
+        with sim.backhaul_links[(self._home[client], to_cloud)].request() as link:
+            yield link
+            yield self.env.timeout(8.0 * nbytes / edge.backhaul_bps)
+        yield self.env.timeout(edge.backhaul_latency_s)
 
     def edge_of(self, client: int) -> int:
         """The cell whose edge holds ``client``'s server-side state now (with an edge)."""
@@ -767,6 +805,10 @@ class Simulator:
         #: One server per cell (with an edge), each of capacity 1 like :attr:`server`.
         self.edge_servers = [] if self.network is None else \
             [simpy.Resource(self.env, capacity=1) for _ in range(int(self.network.n_cells))]
+        #: Each cell's backhaul link to the cloud and from it (with an edge; :meth:`RoundContext.backhaul`),
+        #: one payload at a time each.
+        self.backhaul_links = {(cell, to_cloud): simpy.Resource(self.env, capacity=1)
+                               for cell in range(len(self.edge_servers)) for to_cloud in (True, False)}
         #: The handovers a round's watcher has handled (a round's end may fall between two at one instant).
         self.handled_handovers: set[HandoverEvent] = set()
         self.counters = counters if counters is not None else Counters()
