@@ -17,6 +17,11 @@ in this order (see :mod:`sfl_sim.engine.simulator` for the model):
    most as long as at the threshold rate) are integrated over the channel as it changes, a HARQ
    transfer's round trips waited after its copies.
 
+While an attempt is on the air (a failed one, a HARQ transfer with its round trips, a battery
+running out, a transfer through the band) its client is marked transmitting on the radio
+(``set_transmitting``: a network radio's uplink interference is the transmissions in flight); the
+mark is cleared however the transfer ends, the round's end or a departure interrupting it included.
+
 With a scheduled band (a dynamic ``cell.scheduler``, :mod:`sfl_sim.engine.band`) an attempt's
 bits go through the band instead of ``bits / rate`` on the round's share, and the band notes the
 busy interval; the outage rule still judges the attempt by the round's share (its rate and SNR),
@@ -92,6 +97,23 @@ class Link:
         return self._env.process(stoppable(self._transfer(client, nbytes, what, block)))
 
     def _transfer(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
+        """The transfer's attempts; whatever ends it (delivered, lost, the round's end or a departure
+        interrupting it), the radio hears that ``client`` stops transmitting."""
+        try:
+            return (yield from self._attempts(client, nbytes, what, block))
+        finally:
+            self._uplink.radio.set_transmitting(client, False)
+
+    def _on_air(self, client: int, duration_s: float, leaving: _Departure | None) -> SimSteps[Outcome]:
+        """``client`` on the air for ``duration_s`` (:meth:`_air`), marked transmitting meanwhile
+        (a network radio's uplink interference: the transmissions in flight)."""
+        radio = self._uplink.radio
+        radio.set_transmitting(client, True)
+        outcome = yield self._air(duration_s, leaving)
+        radio.set_transmitting(client, False)
+        return outcome
+
+    def _attempts(self, client: int, nbytes: int, what: str, block: Hashable) -> SimSteps[Outcome]:
         env, uplink, notes = self._env, self._uplink, self._notes
         start_s = env.now
         leaving: _Departure | None = None
@@ -107,7 +129,7 @@ class Link:
                 if empty_s > start_s:
                     notes.note_busy(client, "uplink", start_s, empty_s - start_s, tx_power_w=uplink.tx_power_w(client))
                 notes.note_left(client, max(empty_s, start_s))
-                on_air = yield self._air(max(0.0, empty_s - start_s), leaving)
+                on_air = yield from self._on_air(client, max(0.0, empty_s - start_s), leaving)
                 return on_air if isinstance(on_air, Lost) else Lost("battery")
         uplink.enter_block(client, block)
         if self._band is not None:
@@ -127,9 +149,7 @@ class Link:
                 uplink.radio.set_transmitting(client, True)  # a network: other cells' interference
                 air_s = uplink.air_time_s(client, 8.0 * nbytes)
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
-                outcome = yield self._air(air_s, leaving)
-                uplink.radio.set_transmitting(client, False)
-                return outcome
+                return (yield from self._on_air(client, air_s, leaving))
             if policy is None:
                 policy = OutagePolicy()  # no policy: one attempt, then the payload is dropped
             if not failed:
@@ -151,7 +171,9 @@ class Link:
                     total_s = air_s + wait_s
                 notes.note_busy(client, "uplink", env.now, air_s, tx_power_w=uplink.tx_power_w(client))
                 notes.note_harq_wait(client, env.now + air_s, env.now + total_s)
-                on_air = yield self._air(total_s, leaving)
+                # transmitting for the whole HARQ transfer, its round trips included (our choice:
+                # one interval per transfer; its copies are spread over it)
+                on_air = yield from self._on_air(client, total_s, leaving)
                 if isinstance(on_air, Lost) or sent.delivered:
                     return on_air
             else:
@@ -166,7 +188,7 @@ class Link:
                     if policy.min_rate_bps > 0:
                         attempt_s = min(attempt_s, 8.0 * nbytes / policy.min_rate_bps)
                 notes.note_busy(client, "uplink", env.now, attempt_s, tx_power_w=uplink.tx_power_w(client))
-                on_air = yield self._air(attempt_s, leaving)
+                on_air = yield from self._on_air(client, attempt_s, leaving)  # a failed attempt is on the air too
                 if isinstance(on_air, Lost):
                     return on_air
             action: OnOutage = policy.next_action(np.array([True]), attempt)[0]
@@ -240,10 +262,15 @@ class Link:
         the client goes offline first (then the band stops serving it)."""
         band = self._band
         assert band is not None
+        radio = self._uplink.radio
+        radio.set_transmitting(client, True)  # cleared by _transfer's finally if the round's end stops it
         done = band.put(client, bits)
         if leaving is None:
-            return (yield done)
+            outcome = yield done
+            radio.set_transmitting(client, False)
+            return outcome
         yield done | leaving.event
+        radio.set_transmitting(client, False)
         if done.triggered:
             return DELIVERED
         done.cancel()  # the band stops serving it

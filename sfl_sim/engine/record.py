@@ -14,7 +14,9 @@ The record of a round
 number.  A process is a list of *ops*, lists whose first item says what happened:
 
 ==========================================  =====================================================
-``["c", who, flops, what]``                 ``compute`` (``who`` -1: the server)
+``["c", who, flops, what]``                 ``compute`` (``who`` -1: the server); with an edge and a
+                                            ``client``, ``["c", who, flops, what, client]``
+``["h", client, [[what, n], ...], up]``     ``backhaul`` (with an edge): bytes by kind, to the cloud or not
 ``["u", client, nbytes, what, block, h]``   ``upload``; ``h`` numbers its event in the round
 ``["d", client, nbytes, what, h]``          ``download``
 ``["b", nbytes, what, h]``                  ``broadcast``
@@ -305,7 +307,8 @@ class RecordingContext(RoundContext):
     # -- the primitives, recorded ----------------------------------------------------------------------
     def compute(self, who: int, flops: float, what: str = "compute", *, client: int | None = None) -> SimSteps[None]:
         pid = self._current()
-        self._log(["c", int(who), float(flops), what])
+        placed = [] if client is None or self._sim.edge is None else [int(client)]  # where it runs: an edge
+        self._log(["c", int(who), float(flops), what, *placed])
         if pid is None:
             return (yield from super().compute(who, flops, what, client=client))
         self._depth[pid] += 1
@@ -313,6 +316,11 @@ class RecordingContext(RoundContext):
             return (yield from super().compute(who, flops, what, client=client))
         finally:
             self._depth[pid] -= 1
+
+    def backhaul(self, client: int, payload: Mapping[str, int], *, to_cloud: bool) -> SimSteps[None]:
+        if self._sim.edge is not None:
+            self._log(["h", int(client), [[what, int(n)] for what, n in payload.items()], bool(to_cloud)])
+        return (yield from super().backhaul(client, payload, to_cloud=to_cloud))
 
     def upload(self, client: int, nbytes: int, what: str, block: Hashable = None) -> simpy.Process:
         proc = super().upload(client, nbytes, what, block)

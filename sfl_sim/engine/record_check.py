@@ -25,7 +25,8 @@ __all__ = ["RecordEntryError", "RecordedTotals", "checked_round"]
 
 #: Per op code, its length (the code included) and, in words, its layout (the record's docstring).
 OPS: dict[str, tuple[int, str]] = {
-    "c": (4, '["c", who, flops, what]'),
+    "c": (4, '["c", who, flops, what] or ["c", who, flops, what, client]'),
+    "h": (4, '["h", client, [[what, nbytes], ...], to_cloud]'),
     "u": (6, '["u", client, nbytes, what, block, h]'),
     "d": (5, '["d", client, nbytes, what, h]'),
     "b": (4, '["b", nbytes, what, h]'),
@@ -165,7 +166,7 @@ def _op(field: str, op: Any, n_clients: int, clients: str, pids: str, n_processe
                                op[0] if isinstance(op, list) and op else op, f"an op code: {', '.join(OPS)}")
     kind = op[0]
     length, layout = OPS[kind]
-    if len(op) != length:
+    if len(op) != length and not (kind == "c" and len(op) == 5):  # a compute placed on a client's edge
         raise RecordEntryError(field, op, layout)
     events = f"an event number the round defines ({len(defined)} of them)"
 
@@ -177,6 +178,16 @@ def _op(field: str, op: Any, n_clients: int, clients: str, pids: str, n_processe
         _int_in(f"{field}[1]", op[1], SERVER, n_clients, f"{SERVER} (the server) or {clients}")
         _amount(f"{field}[2]", op[2])
         _text(f"{field}[3]", op[3])
+        if len(op) == 5:
+            _int_in(f"{field}[4]", op[4], 0, n_clients, clients)
+    elif kind == "h":
+        _int_in(f"{field}[1]", op[1], 0, n_clients, clients)
+        for i, item in enumerate(_list(f"{field}[2]", op[2], "a list of [kind, bytes]")):
+            if not (isinstance(item, list) and len(item) == 2 and _is_int(item[1]) and item[1] >= 0):
+                raise RecordEntryError(f"{field}[2][{i}]", item, "[kind, a whole number of bytes >= 0]")
+            _text(f"{field}[2][{i}][0]", item[0])
+        if not isinstance(op[3], bool):
+            raise RecordEntryError(f"{field}[3]", op[3], "true (to the cloud) or false (from it)")
     elif kind in ("u", "d"):
         _int_in(f"{field}[1]", op[1], 0, n_clients, clients)
         _amount(f"{field}[2]", op[2])

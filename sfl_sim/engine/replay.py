@@ -113,7 +113,9 @@ class _Script:
         for op in record.processes[pid]:
             kind = op[0]
             if kind == "c":
-                yield from ctx.compute(op[1], op[2], op[3])
+                yield from ctx.compute(op[1], op[2], op[3], client=op[4] if len(op) > 4 else None)
+            elif kind == "h":
+                yield from ctx.backhaul(op[1], {what: int(n) for what, n in op[2]}, to_cloud=op[3])
             elif kind == "u":
                 events[op[5]] = ctx.upload(op[1], op[2], op[3], op[4])
                 self.about[op[5]] = op[1]

@@ -126,10 +126,17 @@ chunks of :data:`HANDOVER_CHUNK_S` as the round goes) and, at each one of a coho
 the round, asks the policy: ``migrate`` moves the state to the new edge over the backhaul
 (``8 N / backhaul_bps + backhaul_latency_s``, :meth:`~sfl_sim.engine.edge.EdgeServers.backhaul_s`),
 and the client's next server step waits until it has arrived; ``drop`` ends the client's round
-(``Lost("handover")``: its later transfers are lost at once and a gather does not keep it).  Every
-handover of a cohort client counts ``handovers`` and adds its interruption (and a migration's time)
+(``Lost("handover")``: its later transfers are lost at once and a gather does not keep it).  This
+holds while the client's round is in progress: once the server has kept its update
+(:meth:`RoundContext.keep`: a gather keeping a client whose arrival was its process's end, or the
+algorithm's own final word, e.g. the concatenated server's) a handover of it moves, drops and
+counts nothing; its update waits at the edge it reached for the aggregation.  Every
+handover of a cohort client still at work counts ``handovers`` and adds its interruption (and a migration's time)
 to ``handover_lost_s``; ``migrations``, ``handover_drops`` and the bytes ``backhaul/migration`` are
-counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  At the round's
+counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  Server work on
+many clients' data at once (a concatenated step) runs on the cloud: the payloads it takes and
+gives cross the backhaul between the client's cell and the cloud (:meth:`RoundContext.backhaul`,
+``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  At the round's
 end each cell with a kept client sends its aggregate (the algorithm's ``aggregate_bytes``) to the
 cloud and gets the global model back, the cells in parallel: the round's clock gains
 ``2 (8 N / backhaul_bps + backhaul_latency_s)``, and ``backhaul/aggregation`` counts ``2 N`` per
@@ -227,6 +234,7 @@ class RoundContext:
         self._home: dict[int, int] = {int(k): int(c) if c != NO_CELL else 0
                                       for k, c in zip(self.cohort.tolist(), np.asarray(cells).tolist(), strict=True)}
         self._ready_s: dict[int, float] = {}  # client -> when its migrated state is at its new edge
+        self._done: set[int] = set()  # clients whose update the server has kept (:meth:`keep`)
         watcher = self.env.process(stoppable(self._watch_handovers(sim.network)))
         self._processes.append(watcher)  # stopped at the round's end (not an algorithm's process: not recorded)
 
@@ -253,8 +261,8 @@ class RoundContext:
         sim, k = self._sim, event.client
         edge, counters, now = sim.edge, sim.counters, self.now_s
         assert edge is not None
-        if k in self.notes.dropped or self._offline_s.get(k, math.inf) <= now:
-            return  # already out of the round
+        if k in self.notes.dropped or self._offline_s.get(k, math.inf) <= now or k in self._done:
+            return  # already out of the round, or its part of it is over (its update kept: :meth:`keep`)
         counters.add("handovers", 1)
         counters.add("handover_lost_s", event.interruption_s)
         if event.target_cell == NO_CELL or event.target_cell == self._home[k]:
@@ -276,6 +284,41 @@ class RoundContext:
         counters.add("migrations", 1)
         counters.add("handover_lost_s", migration_s)
         counters.add("backhaul/migration", edge.state_bytes)
+
+    def backhaul(self, client: int, payload: Mapping[str, int], *, to_cloud: bool) -> SimSteps[None]:
+        """A payload of ``client``'s between its cell's edge and the cloud; ``yield from`` it.
+
+        With an edge, server work on many clients' data at once runs on the cloud (``compute`` with
+        ``client`` None: a concatenated step): what the client uploaded for it reaches the cloud
+        from the edge of the client's cell (``to_cloud``) and the cloud's answer goes back to that
+        edge (not ``to_cloud``) before it goes on the air.  The cell is the one holding the
+        client's state (:meth:`edge_of`: its cell at the round's start, then each handover's target
+        cell).  Each cell has one link each way (the cells' links in parallel; our choice): the
+        payload takes it for ``8 N / backhaul_bps``, after the payloads before it, then arrives
+        ``backhaul_latency_s`` later, so on an idle link ``8 N / backhaul_bps + backhaul_latency_s``
+        (:meth:`EdgeServers.backhaul_s <sfl_sim.engine.edge.EdgeServers.backhaul_s>`).  Each kind's
+        bytes count under ``backhaul/<kind>``.  Nothing for a client that has left the round, and
+        nothing at all (no event) without an edge.
+
+        Parameters
+        ----------
+        client : int
+        payload : dict of kind -> bytes
+            What crosses together, by kind (e.g. ``activations`` and ``labels``).
+        to_cloud : bool
+            Edge to cloud (True) or cloud to edge (False).
+        """
+        sim = self._sim
+        edge = sim.edge
+        nbytes = sum(int(n) for n in payload.values())
+        if edge is None or nbytes <= 0 or self._offline_s.get(client, math.inf) <= self.now_s:
+            return
+        for what, n in payload.items():
+            sim.counters.add(f"backhaul/{what}", int(n))
+        with sim.backhaul_links[(self._home[client], to_cloud)].request() as link:
+            yield link
+            yield self.env.timeout(8.0 * nbytes / edge.backhaul_bps)
+        yield self.env.timeout(edge.backhaul_latency_s)
 
     def edge_of(self, client: int) -> int:
         """The cell whose edge holds ``client``'s server-side state now (with an edge)."""
@@ -587,11 +630,41 @@ class RoundContext:
             self.notes.note_dropped(client, reason)
         self._sim.counters.dropped_clients += len(decision.dropped)
         if self._sim.edge is not None:
-            # a handover's drop policy discarded the state of a client whose payload still arrived
-            handed = [k for k in decision.kept if self.notes.dropped.get(k) == "handover"]
-            self._sim.counters.dropped_clients += len(handed)
-            return [k for k in decision.kept if k not in handed]
+            kept = self._less_handed_over(decision.kept)
+            # a client whose arrival was its process's end has nothing left to do in the round
+            self._done.update(k for k in kept if _ended_process(arrivals[k]))
+            return kept
         return decision.kept
+
+    def _less_handed_over(self, clients: list[int]) -> list[int]:
+        """``clients`` less those a handover's drop policy discarded the state of while their
+        payload was still on its way or waiting (counted as dropped clients)."""
+        handed = [k for k in clients if self.notes.dropped.get(k) == "handover"]
+        self._sim.counters.dropped_clients += len(handed)
+        return [k for k in clients if k not in handed]
+
+    def keep(self, clients: Iterable[int]) -> list[int]:
+        """The server's final word on ``clients``: their updates go into the round's aggregate.
+
+        With an edge, a client that a handover's drop policy dropped before this (its state at the
+        edge discarded while its payload was still on its way or waiting) is left out and counted
+        as a dropped client; the others' part of the round is over: a later handover of one neither
+        migrates nor drops it, nor counts (its update is kept: "Edge servers and handovers").
+        :meth:`gather` calls it for the clients it keeps whose arrival was their process's end; an
+        algorithm that decides its round's cohort otherwise (the concatenated server keeps whoever
+        delivered) calls it with that cohort.  Without an edge: ``clients``, as they are.
+
+        Returns
+        -------
+        list of int
+            ``clients`` less those a handover dropped, in their order.
+        """
+        clients = list(clients)
+        if self._sim.edge is None:
+            return clients
+        kept = self._less_handed_over([k for k in clients if k not in self._done])
+        self._done.update(kept)
+        return [k for k in clients if k in self._done]
 
     def start(self, round_process: Callable[[RoundContext], SimSteps[Any]]) -> simpy.Process:
         """Start the round's own process, ``round_process(self)`` (:meth:`Simulator.run_round`; a
@@ -732,6 +805,10 @@ class Simulator:
         #: One server per cell (with an edge), each of capacity 1 like :attr:`server`.
         self.edge_servers = [] if self.network is None else \
             [simpy.Resource(self.env, capacity=1) for _ in range(int(self.network.n_cells))]
+        #: Each cell's backhaul link to the cloud and from it (with an edge; :meth:`RoundContext.backhaul`),
+        #: one payload at a time each.
+        self.backhaul_links = {(cell, to_cloud): simpy.Resource(self.env, capacity=1)
+                               for cell in range(len(self.edge_servers)) for to_cloud in (True, False)}
         #: The handovers a round's watcher has handled (a round's end may fall between two at one instant).
         self.handled_handovers: set[HandoverEvent] = set()
         self.counters = counters if counters is not None else Counters()
@@ -805,6 +882,11 @@ class Simulator:
         if gone:  # by_kind only: the counters of runs without departures stay as they were
             self.counters.add("dropped_clients/unavailable", gone)
         return self.now_s - start
+
+
+def _ended_process(event: simpy.Event) -> bool:
+    """``event`` is a process that has returned (a client's whole part of the round)."""
+    return isinstance(event, simpy.Process) and not event.is_alive
 
 
 def _traced(rates_bps: np.ndarray | None) -> dict[int, float]:

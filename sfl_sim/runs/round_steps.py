@@ -52,10 +52,12 @@ ROUND_COUNTERS = ("uplink_bytes", "downlink_bytes", "client_flops", "server_flop
 
 
 #: ``rounds.csv``'s edge columns: each the difference of these :attr:`Counters.by_kind
-#: <sfl_sim.engine.accounting.Counters.by_kind>` keys over the round (:mod:`sfl_sim.engine.edge`).
+#: <sfl_sim.engine.accounting.Counters.by_kind>` keys over the round (:mod:`sfl_sim.engine.edge`); a
+#: key ending in ``/`` stands for every key it begins (``backhaul/``: migrations, the aggregation
+#: and the payloads of the cloud's steps, ``backhaul/<kind>``).
 EDGE_COUNTERS: dict[str, tuple[str, ...]] = {
     "handovers": ("handovers",), "handover_lost_s": ("handover_lost_s",), "migrations": ("migrations",),
-    "handover_drops": ("handover_drops",), "backhaul_bytes": ("backhaul/migration", "backhaul/aggregation")}
+    "handover_drops": ("handover_drops",), "backhaul_bytes": ("backhaul/",)}
 
 
 def edge_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
@@ -63,7 +65,9 @@ def edge_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, floa
     before and after it (whole numbers as int; 0 without ``server.edge``)."""
     out: dict[str, float] = {}
     for column, keys in EDGE_COUNTERS.items():
-        value = sum(after["by_kind"].get(k, 0) - before["by_kind"].get(k, 0) for k in keys)
+        names = {name for name in (*after["by_kind"], *before["by_kind"])
+                 if any(name == k or (k.endswith("/") and name.startswith(k)) for k in keys)}
+        value = sum(after["by_kind"].get(k, 0) - before["by_kind"].get(k, 0) for k in names)
         out[column] = value if column == "handover_lost_s" else int(value)
     return out
 

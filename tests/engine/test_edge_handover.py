@@ -246,3 +246,123 @@ def test_a_policy_of_ones_own_plugs_in_by_module_and_class(tmp_path, monkeypatch
         assert sim.counters.by_kind["migrations"] == 1
     finally:
         sys.modules.pop("my_policies", None)
+
+
+def _finishing_round(seen: dict, by_process: bool):
+    """Client 0 delivers at 2 s, client 1 at 4 s; the server then works 2 s on the cloud.  The
+    arrivals are the clients' processes (gather keeps them for good) or plain events the clients
+    trigger (a concatenated server's uploads: the algorithm says its final word with ``keep``)."""
+    def client(ctx, k, arrived):
+        yield from ctx.compute(k, 1.0 + 2.0 * k)
+        sent = yield ctx.upload(k, 125, "payload")
+        if arrived is not None:
+            arrived.succeed(sent)
+        return sent
+
+    def round_process(ctx):
+        cohort = ctx.cohort.tolist()
+        if by_process:
+            kept = yield from ctx.gather({k: ctx.process(client(ctx, k, None)) for k in cohort})
+        else:
+            arrived = {k: ctx.event() for k in cohort}
+            jobs = [ctx.process(client(ctx, k, arrived[k])) for k in cohort]
+            yield ctx.all_of(jobs)
+            kept = ctx.keep([k for k in cohort if not isinstance(arrived[k].value, Lost)])
+        seen["kept"], seen["at"] = kept, ctx.now_s
+        yield from ctx.compute(SERVER, 2.0, "aggregate")  # on the cloud: 4 .. 6 s
+    return round_process
+
+
+@pytest.mark.parametrize("by_process", [True, False])
+def test_a_drop_applies_while_the_clients_round_is_in_progress(by_process) -> None:
+    # client 0's payload arrived at 2 s; at 3 s the server has not kept it yet: the drop applies
+    sim = _sim(policy=Drop(), events=[_handover(3.0)], aggregate_bytes=STATE_BYTES)
+    seen: dict = {}
+    sim.run_round(_finishing_round(seen, by_process), [0, 1])
+    assert seen["kept"] == [1] and sim.last_round.dropped == {0: "handover"}
+    assert sim.counters.by_kind["handover_drops"] == 1 and sim.counters.dropped_clients == 1
+
+
+@pytest.mark.parametrize("by_process", [True, False])
+def test_a_handover_after_the_update_was_kept_is_no_drop(by_process) -> None:
+    # kept at 4 s; the handover at 5 s, while the server works on the aggregate, drops nothing
+    sim = _sim(policy=Drop(), events=[_handover(5.0)], aggregate_bytes=STATE_BYTES)
+    seen: dict = {}
+    duration = sim.run_round(_finishing_round(seen, by_process), [0, 1])
+    assert seen["kept"] == [0, 1] and seen["at"] == 4.0 and sim.last_round.dropped == {}
+    by_kind = sim.counters.by_kind
+    assert "handover_drops" not in by_kind and "handovers" not in by_kind and sim.counters.dropped_clients == 0
+    # both updates wait at edge 0 (the handover moved nothing): one cell aggregates over the backhaul
+    assert by_kind["backhaul/aggregation"] == 2 * STATE_BYTES and duration == 6.0 + 2.5
+
+
+def test_keep_without_an_edge_is_the_identity() -> None:
+    sim = _sim(edge=False)
+    seen: dict = {}
+    sim.run_round(_finishing_round(seen, by_process=False), [0, 1])
+    assert seen["kept"] == [0, 1]
+
+
+def _cloud_round(seen: dict, payload_bytes: int = STATE_BYTES):
+    """Each client: 1 s of its own compute, then its payload to the cloud over its cell's backhaul;
+    the cloud steps once on all of them (4 FLOP at 1 FLOP/s) and sends each its reply back."""
+    def client(ctx, k, arrived, reply):
+        yield from ctx.compute(k, 1.0)
+        yield from ctx.backhaul(k, {"activations": payload_bytes - 1000, "labels": 1000}, to_cloud=True)
+        seen[("at_cloud", k)] = ctx.now_s
+        arrived.succeed()
+        yield reply
+        yield from ctx.backhaul(k, {"activation_gradients": payload_bytes}, to_cloud=False)
+        seen[("at_edge", k)] = ctx.now_s
+
+    def round_process(ctx):
+        cohort = ctx.cohort.tolist()
+        arrived, replies = {k: ctx.event() for k in cohort}, {k: ctx.event() for k in cohort}
+        jobs = [ctx.process(client(ctx, k, arrived[k], replies[k])) for k in cohort]
+        yield ctx.all_of(arrived.values())
+        yield from ctx.compute(SERVER, 4.0, "server_step")  # the concatenated step, on the cloud
+        for event in replies.values():
+            event.succeed()
+        yield ctx.all_of(jobs)
+    return round_process
+
+
+def test_a_cloud_steps_payloads_cross_the_backhaul_each_cell_on_its_own_link() -> None:
+    one_way_s = 8 * STATE_BYTES / BACKHAUL_BPS + LATENCY_S
+    assert one_way_s == 1.25
+    # two cells: the links in parallel; each payload at the cloud 1.25 s after it left the cell
+    sim = _sim(start_cells=(0, 1))
+    seen: dict = {}
+    duration = sim.run_round(_cloud_round(seen), [0, 1])
+    assert seen[("at_cloud", 0)] == seen[("at_cloud", 1)] == 1.0 + one_way_s
+    # the cloud's step 2.25 .. 6.25, then each reply at its edge 1.25 s later
+    assert seen[("at_edge", 0)] == seen[("at_edge", 1)] == duration == 2.25 + 4.0 + one_way_s
+    by_kind = sim.counters.by_kind
+    assert by_kind["backhaul/activations"] == 2 * (STATE_BYTES - 1000) and by_kind["backhaul/labels"] == 2 * 1000
+    assert by_kind["backhaul/activation_gradients"] == 2 * STATE_BYTES
+
+
+def test_one_cells_payloads_take_its_link_one_after_the_other() -> None:
+    # one cell: the second payload waits for the first one's 1 s on the link (the latencies overlap)
+    sim = _sim(start_cells=(0, 0))
+    seen: dict = {}
+    sim.run_round(_cloud_round(seen), [0, 1])
+    assert sorted([seen[("at_cloud", 0)], seen[("at_cloud", 1)]]) == [2.25, 3.25]
+    assert sorted([seen[("at_edge", 0)], seen[("at_edge", 1)]]) == [3.25 + 4 + 1.25, 3.25 + 4 + 2.25]
+
+
+def test_without_an_edge_the_backhaul_is_no_step_at_all() -> None:
+    sim = _sim(edge=False)
+    seen: dict = {}
+    assert sim.run_round(_cloud_round(seen), [0, 1]) == 1.0 + 4.0
+    assert not any(k.startswith("backhaul/") for k in sim.counters.by_kind)
+
+
+def test_a_cloud_reply_goes_to_the_edge_of_the_cell_the_client_moved_to() -> None:
+    # client 0 hands over to cell 1 at 0.5 s (its state: none to speak of, 0 bytes): its payload goes
+    # up cell 1's link, in parallel with client 1's on cell 0's
+    servers = EdgeServers(4.0, BACKHAUL_BPS, LATENCY_S, Migrate(), 0, 0)
+    sim = Simulator(_cell(), np.ones(2), 1.0, edge=servers, network=FakeNetwork([_handover(0.5)], [0, 0]))
+    seen: dict = {}
+    sim.run_round(_cloud_round(seen), [0, 1])
+    assert seen[("at_cloud", 0)] == seen[("at_cloud", 1)] == 2.25 and sim.last_round.edge_of(0) == 1

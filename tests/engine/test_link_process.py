@@ -133,3 +133,63 @@ def test_an_upload_still_retransmitting_when_the_round_ends_is_stopped_then() ->
     assert {k: v for k, v in after_second["by_kind"].items() if not k.startswith("client/")} == after_first["by_kind"]
     cell.sample_fading(np.array([1]), fading)  # the second round's own draw, and nothing else
     assert sim.fading_rng.bit_generator.state == fading.bit_generator.state
+
+
+class _Spy:
+    """Records the radio's transmitting marks (what a network radio's interference reads)."""
+
+    def __init__(self) -> None:
+        self.on: set[int] = set()
+        self.log: list[tuple[float, int, bool]] = []
+
+    def __call__(self, client: int, on: bool) -> None:
+        (self.on.add if on else self.on.discard)(client)
+        self.log.append((self.now(), client, on))
+
+
+def _spied(sim: Simulator) -> _Spy:
+    spy = _Spy()
+    spy.now = sim.clock  # type: ignore[attr-defined]
+    sim.cell.radio.set_transmitting = spy  # type: ignore[method-assign]
+    return spy
+
+
+@pytest.mark.parametrize("case, kwargs", [
+    ("plain", {}),
+    ("outage", {"outage": OutagePolicy(min_rate_bps=1e15, max_attempts=3, on_outage="retransmit")}),
+    ("harq", {"rate": McsTableRate(mapping="bler"), "harq": "harq"}),
+    ("battery", {"battery": _Empty()}),
+])
+def test_every_attempt_marks_its_client_transmitting_until_it_ends(case, kwargs) -> None:
+    if kwargs.get("harq") == "harq":
+        kwargs["harq"] = Harq(kwargs["rate"], max_transmissions=4)
+    sim = _sim(**kwargs)
+    spy = _spied(sim)
+    _, _, at = _send(sim)
+    on = [t for t, k, flag in spy.log if k == 0 and flag]
+    # on at the start of each attempt (the failed ones included), off when the transfer ended
+    assert on[0] == 0.0 and len(on) >= (3 if case == "outage" else 1)
+    assert spy.log[-1] == (at, 0, False) and spy.on == set()
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"outage": OutagePolicy(min_rate_bps=1e12, max_attempts=9,
+                                                                 on_outage="retransmit")}])
+def test_an_upload_stopped_by_the_rounds_end_leaves_nobody_transmitting(kwargs) -> None:
+    sim = _sim(**kwargs)
+    spy = _spied(sim)
+
+    def round_process(ctx):
+        ctx.upload(0, 10**9, "payload")  # far longer than the round
+        yield ctx.env.timeout(1e-3)
+        assert spy.on == {0}  # on the air when the round ends
+
+    sim.run_round(round_process, np.array([0, 1]))
+    assert spy.on == set() and spy.log[-1] == (1e-3, 0, False)
+
+
+def test_a_client_leaving_mid_transfer_stops_transmitting() -> None:
+    sim = _sim(availability=_LeavesAt(1e-4), outage=OutagePolicy(min_rate_bps=1e12, max_attempts=9,
+                                                                  on_outage="retransmit"))
+    spy = _spied(sim)
+    _, got, at = _send(sim, nbytes=10**9)
+    assert got == Lost("unavailable") and at == 1e-4 and spy.on == set()

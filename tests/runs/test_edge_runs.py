@@ -79,3 +79,19 @@ def test_an_asynchronous_algorithm_with_an_edge_is_refused(tmp_path, capsys) -> 
     path = write_yaml(tmp_path, data)
     assert main(["scenario", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) != 0
     assert "server.edge: got" in capsys.readouterr().err
+
+
+def test_scalas_cloud_steps_take_their_payloads_over_the_backhaul(tmp_path) -> None:
+    plain, plain_summary = _run(tmp_path, "plain", None, algorithm="scala")
+    edged, summary = _run(tmp_path, "edge", EDGE, algorithm="scala")
+    by_kind, plain_kind = summary["traffic_and_compute_by_kind"], plain_summary["traffic_and_compute_by_kind"]
+    # every iteration's activations and labels go from the cell's edge to the cloud, the gradients back
+    for kind, air in (("activations", "uplink/activations"), ("labels", "uplink/labels"),
+                      ("activation_gradients", "downlink/activation_gradients")):
+        assert by_kind[f"backhaul/{kind}"] == by_kind[air] == plain_kind[air] > 0
+    assert summary["backhaul_bytes"] == sum(v for k, v in by_kind.items() if k.startswith("backhaul/"))
+    assert edged["backhaul_bytes"].sum() == summary["backhaul_bytes"] and summary["migrations"] == 0
+    # each iteration waits for two backhaul crossings at least (up, then down)
+    iterations = small_scenario(rounds=2)["training"]["local_iterations"]
+    slower = (edged["round_sim_time_s"] - plain["round_sim_time_s"]).tolist()
+    assert min(slower) > iterations * 2 * EDGE["backhaul_latency_s"]

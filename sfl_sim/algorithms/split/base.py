@@ -460,14 +460,25 @@ class SplitFedBase(Algorithm):
             yield from ctx.compute(SERVER, flops, kind, client=client)
         return result
 
+    @property
+    def server_steps_at_cloud(self) -> bool:
+        """True when the server's steps on the activations run on the cloud, on many clients' data
+        at once (``concatenated`` modes: SCALA, CA-SFL, the triggered server): with
+        ``server.edge`` the activations and labels then cross the backhaul from the client's cell
+        to the cloud, and the replies back (:meth:`upload_activations`, :meth:`download_reply`)."""
+        return isinstance(self.server_mode, server_modes.ConcatenatedServer)
+
     def handover_state_bytes(self) -> int:
         """One client's server-side state a handover moves (:meth:`Algorithm.handover_state_bytes`):
         the server-side model's state, w_s or the client's copy of it (``per_client``,
         ``sequential``).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading: the one shared w_s is
-        stepped on the cohort's concatenation, which runs on the cloud's server, so a client's
-        handover moves none of it; its activations of the iteration in flight are re-sent as any
-        upload is)."""
-        if isinstance(self.server_mode, server_modes.ConcatenatedServer):
+        stepped on the cohort's concatenation on the cloud's server, so a client's handover moves
+        none of it).  Nothing is re-sent either: activations already at the cloud stay there; an
+        upload on the air at the handover pauses for the interruption (the radio gives no rate
+        while the client has no link) and goes on to the new cell, whose edge relays it to the
+        cloud; the reply goes from the cloud to the edge of the client's cell then
+        (:meth:`RoundContext.backhaul`)."""
+        if self.server_steps_at_cloud:
             return 0
         return state_bytes(self.server_model)
 
@@ -478,17 +489,28 @@ class SplitFedBase(Algorithm):
 
         ``iteration`` is the coherence block of both transfers: with ``coherence: per_iteration``
         each local iteration's uploads see a new fading draw.  ``nbytes``: the bytes A_k takes
-        (its compressed payload's), else those of ``acts``."""
-        sent = yield ctx.upload(k, tensor_bytes(acts) if nbytes is None else nbytes, "activations", block=iteration)
+        (its compressed payload's), else those of ``acts``.  With ``server.edge`` and the steps on
+        the cloud (:attr:`server_steps_at_cloud`), both then cross the backhaul to the cloud, as
+        one payload."""
+        acts_bytes = tensor_bytes(acts) if nbytes is None else nbytes
+        sent = yield ctx.upload(k, acts_bytes, "activations", block=iteration)
         if isinstance(sent, Lost):
             return sent
-        return (yield ctx.upload(k, tensor_bytes(labels), "labels", block=iteration))
+        sent = yield ctx.upload(k, tensor_bytes(labels), "labels", block=iteration)
+        if not isinstance(sent, Lost) and self.server_steps_at_cloud:
+            yield from ctx.backhaul(k, {"activations": acts_bytes, "labels": tensor_bytes(labels)}, to_cloud=True)
+        return sent
 
     def download_reply(self, ctx: RoundContext, k: int, reply: Reply,
                        grad_bytes: int | None = None) -> SimSteps[None]:
         """G_k (kind ``activation_gradients``; ``grad_bytes``: its compressed payload's bytes, else
-        those of the tensor), then each extra under its own kind."""
+        those of the tensor), then each extra under its own kind.  With ``server.edge`` and the
+        steps on the cloud (:attr:`server_steps_at_cloud`), the reply first crosses the backhaul
+        from the cloud to the edge of the client's cell, as one payload."""
         nbytes = tensor_bytes(reply.activation_grad) if grad_bytes is None else grad_bytes
+        if self.server_steps_at_cloud:
+            yield from ctx.backhaul(k, {"activation_gradients": nbytes,
+                                        **{kind: tensor_bytes(t) for kind, t in reply.extras.items()}}, to_cloud=False)
         yield ctx.download(k, nbytes, "activation_gradients")
         for kind, tensor in reply.extras.items():
             yield ctx.download(k, tensor_bytes(tensor), kind)
@@ -516,6 +538,9 @@ class SplitFedBase(Algorithm):
             rnd, lambda k, start, done: ctx.process(self._client_round(rnd, k, start, done)))
         server = self.server_mode.start_server(self, rnd)
         kept = yield from self.server_mode.finish(self, rnd, jobs, server)
+        # the final word (with server.edge: less whom a handover's drop discarded meanwhile; a later
+        # handover of the others no longer drops them); without an edge, kept as it is
+        kept = ctx.keep(kept)
         steps.finish()
         if kept:  # nobody finished: the global model stays as it was
             self.aggregate(np.asarray(kept, dtype=np.int64), local, rnd.servers)
