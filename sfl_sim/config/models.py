@@ -470,12 +470,22 @@ class CellSection(Section):
     network: ComponentSpec | None = None
     handover: ComponentSpec = _default("a3")
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        # without a network the section dumps as before (a run's scenario.yaml, compared on resume)
+        data = handler(self)
+        if self.network is None:
+            data.pop("network", None)
+            data.pop("handover", None)
+        return data
+
     @model_validator(mode="after")
     def _network_parts(self) -> CellSection:
         """``cell.handover`` needs a network; a network drops its own clients, carries its own
         interference and shares each cell's band per round (no dynamic scheduler yet)."""
         if self.network is None:
-            if "handover" in self.model_fields_set:
+            # the default written out (a scenario.yaml of a run) is accepted; another rule is refused
+            if self.handover != CellSection.model_fields["handover"].get_default(call_default_factory=True):
                 raise CrossFieldError("handover", self.handover.name, "left out without cell.network (one cell "
                                       "has no handover)", relative=True)
             return self

@@ -126,7 +126,7 @@ def _set(kind: str, index: int, value: Any) -> Callable[[list[dict[str, Any]]], 
 @pytest.mark.parametrize(("edit", "field", "got", "allowed"), [
     (_set("c", 2, -5.0), "[2]", "-5.0", "a finite number >= 0"),
     (_set("u", 1, 9999), "[1]", "9999", "a client id in [0, 5] (the run has 6 clients)"),
-    (_set("c", 0, "zz"), "[0]", "'zz'", "an op code: c, u, d"),
+    (_set("c", 0, "zz"), "[0]", "'zz'", "an op code: c, h, u, d"),
     (_set("u", 2, 1e400), "[2]", "inf", "a finite number >= 0"),
 ], ids=["negative-flops", "client-9999", "op-zz", "infinite-bytes"])
 def test_a_record_line_the_recorder_cannot_have_written_is_refused_naming_line_and_field(

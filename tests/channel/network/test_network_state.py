@@ -153,7 +153,7 @@ def test_the_network_state_survives_a_kill_and_resume() -> None:
 
 
 @pytest.mark.parametrize(("cell", "message"), [
-    ({"handover": {"name": "a3"}}, "cell.handover"),
+    ({"handover": {"name": "a3", "hysteresis_db": 1.0}}, "cell.handover"),
     ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "scheduler": {"name": "round_robin"}},
      "cell.scheduler"),
     ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "interference": {"name": "first_tier"}},
@@ -188,3 +188,14 @@ def test_uplink_interference_lowers_the_rates_of_other_cells_only() -> None:
     assert np.all(loud.rate_bps[~same] < quiet.rate_bps[~same])
     radio.set_transmitting(talker, False)
     np.testing.assert_array_equal(radio.links(ids, 0.0, payload_bits=1e6).rate_bps, quiet.rate_bps)
+
+
+def test_a_scenario_dump_validates_again_and_without_a_network_names_none_of_its_fields() -> None:
+    """A run's scenario.yaml is the scenario's dump, validated again on resume and re-timing: without a
+    network it is as before (no network, no handover), with one it round-trips."""
+    plain = validate(small_scenario()).model_dump(mode="json")
+    assert "network" not in plain["cell"] and "handover" not in plain["cell"]
+    assert validate(plain).cell.network is None
+    networked = validate({**small_scenario(), "cell": {"network": {"name": "hexgrid", "n_sites": 7,
+                                                                   "sectors_per_site": 1}}}).model_dump(mode="json")
+    assert validate(networked).cell.network is not None
