@@ -308,8 +308,16 @@ class HexGrid(Component):
 
     def wraparound_distances_m(self, points_m: np.ndarray) -> np.ndarray:
         """2-D distance from each point to the nearest image of each site, shape (n, n_sites), metres."""
-        offsets = self.wrapped_offsets_m(points_m)
-        return np.hypot(offsets[..., 0], offsets[..., 1])
+        pts = _points("points_m", points_m)
+        px, py = pts[:, 0:1], pts[:, 1:2]
+        nearest = None
+        for tx, ty in self._translations.tolist():  # the squared distance to each image, the least kept
+            dx = (self._sites[:, 0] + tx)[None, :] - px
+            dy = (self._sites[:, 1] + ty)[None, :] - py
+            squared = dx * dx + dy * dy
+            nearest = squared if nearest is None else np.minimum(nearest, squared)
+        assert nearest is not None
+        return np.sqrt(nearest)
 
     def cell_distances_m(self, points_m: np.ndarray) -> np.ndarray:
         """:meth:`wraparound_distances_m` per cell (a sector's distance is its site's), shape (n, n_cells)."""
