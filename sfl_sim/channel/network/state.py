@@ -137,7 +137,7 @@ class NetworkRadio:
     Parameters
     ----------
     grid : HexGrid
-        The layout (one cell per site).
+        The layout (one cell per site, or three sectors with the TR 38.901 element pattern).
     rule : object
         The handover rule; it must continue from a carried state (``start``, ``advance``,
         ``pending``: :class:`~sfl_sim.channel.network.association.A3Handover`).
@@ -162,9 +162,6 @@ class NetworkRadio:
             if not callable(getattr(rule, name, None)):
                 raise ValueError(f"handover {rule!r}: a network needs a rule that continues from a carried state "
                                  "(start, advance, pending, as a3 has)")
-        if grid.n_cells != grid.n_sites:
-            raise ValueError(f"network.sectors_per_site: got {grid.n_cells // grid.n_sites}; allowed: 1 in a run (a "
-                             "sector antenna pattern is not modelled: three sectors of a site would see equal losses)")
         self.grid, self.rule, self._ls, self._budget = grid, rule, large_scale, budget
         self._tx_power_w = np.asarray(tx_power_w, dtype=float)
         self._rng = rng
@@ -175,6 +172,12 @@ class NetworkRadio:
         self.n_cells = grid.n_cells
         self.measurement_step_s = MEASUREMENT_STEP_S
         pathloss = large_scale.pathloss
+        # the sector antennas' vertical cut reads the site's height above the client where the path-loss
+        # component has both heights (TR 38.901's models), else the horizon (our choice)
+        h_bs = getattr(pathloss, "bs_height_m", None)
+        h_ut = getattr(getattr(pathloss, "params", None), "ut_height_m", None)
+        self._height_difference_m = float(h_bs) - float(h_ut) if h_bs is not None and h_ut is not None else 0.0
+        self._sectored = grid.n_cells != grid.n_sites
         self._los_pathloss = pathloss if isinstance(pathloss, LosAwarePathLoss) else None
         self._los_decorrelation_m = float(pathloss.los_decorrelation_m) if isinstance(pathloss, LosDecorrelation) \
             else _DEFAULT_DECORRELATION_M
@@ -298,6 +301,16 @@ class NetworkRadio:
             raise ValueError(f"pathloss {self._ls.pathloss!r}: a (client, site) loss is not finite")
         return loss.reshape(d.shape)
 
+    def cell_losses_db(self, positions_m: np.ndarray, epoch: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Coupling loss of every (client, cell), dB, shape (k, n_cells): :meth:`site_losses_db` of
+        the cell's site less the cell's antenna gain towards the client (three sectors: the
+        TR 38.901 Table 7.3-1 element, :meth:`HexGrid.cell_antenna_gains_dbi`; one: 0 dBi)."""
+        loss = self.site_losses_db(positions_m, epoch, rows)[:, self.grid.cell_site]
+        if self._sectored:
+            loss = loss - self.grid.cell_antenna_gains_dbi(torus_positions_m(self.grid, positions_m),
+                                                           self._height_difference_m)
+        return loss
+
     def cell_losses_at(self, t_s: float) -> np.ndarray:
         """Coupling loss of every (client, cell) at ``t_s`` on the radio state's position grid, dB,
         shape (n, n_cells) (kept per (epoch, position grid index))."""
@@ -312,8 +325,7 @@ class NetworkRadio:
         if hit is None:
             if len(self._loss_cache) >= 256:
                 self._loss_cache.pop(next(iter(self._loss_cache)))
-            positions = self._positions_now(index * self._pos_step_s)
-            loss = self.site_losses_db(positions, epoch)[:, self.grid.cell_site]
+            loss = self.cell_losses_db(self._positions_now(index * self._pos_step_s), epoch)
             hit = (loss, np.power(10.0, -loss / 10.0))
             self._loss_cache[key] = hit
         return hit
@@ -331,8 +343,8 @@ class NetworkRadio:
         for e in np.unique(epochs).tolist():
             cols = np.flatnonzero(epochs == e)
             positions = np.concatenate([self._positions_now(t) for t in times_s[cols].tolist()])
-            loss = self.site_losses_db(positions, int(e), np.tile(np.arange(n), cols.size))
-            loss = loss.reshape(cols.size, n, self.n_sites)[:, :, self.grid.cell_site]
+            loss = self.cell_losses_db(positions, int(e), np.tile(np.arange(n), cols.size))
+            loss = loss.reshape(cols.size, n, self.n_cells)
             out[:, :, cols] = np.moveaxis(self._p_rb_dbm - 10.0 * math.log10(12) - loss, 0, 2)
         return out
 
