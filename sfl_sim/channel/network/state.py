@@ -266,7 +266,11 @@ class NetworkRadio:
             del self._epochs[old]
 
     def _min_epoch(self) -> int:
-        return int(self._epoch_of(np.array(self._t_floor))) if self._mobility is not None else self._epoch_count
+        """The earliest epoch still needed: the clock's, or that of the first measurement sample the
+        rule has not evaluated yet (nobody may have asked for a while: the rule still walks there)."""
+        if self._mobility is None:
+            return self._epoch_count
+        return min(self._epoch_at(self._t_floor), self._epoch_at(self._k_next * self.measurement_step_s))
 
     def _latents(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         if epoch not in self._epochs:

@@ -251,3 +251,21 @@ def test_the_intervals_without_a_link_are_forgotten_once_the_clock_passes_them()
     assert net.connected([e.client], e.time_s - 0.001)[0]
     assert not net.connected([e.client], e.time_s)[0]
     assert net.connected([e.client], e.time_s + e.interruption_s + 0.001)[0]
+
+
+def test_a_long_silence_keeps_what_the_rule_still_has_to_walk() -> None:
+    """Nobody asks for 20 s while the clock moves on: the rule still evaluates every measurement
+    sample from where it stopped (the latents of those epochs are kept), and the answers are those
+    of a network asked all along."""
+    quiet, busy = _wander_network(), _wander_network()
+    quiet.connected(np.arange(30), 0.0)
+    for t in np.arange(0.0, 20.0, 0.25):
+        busy.advance_to(float(t))
+        busy.connected(np.arange(30), float(t))
+    quiet.advance_to(20.0)
+    busy.advance_to(20.0)
+    loss, _ = quiet.losses(np.arange(30), 20.0)  # the losses at the clock first (a link's question)
+    np.testing.assert_array_equal(loss, busy.losses(np.arange(30), 20.0)[0])
+    np.testing.assert_array_equal(quiet.serving_cell(np.arange(30), 20.0), busy.serving_cell(np.arange(30), 20.0))
+    assert quiet.handovers_between(0.0, 20.0) == busy.handovers_between(0.0, 20.0)
+    assert len(quiet.handovers_between(0.0, 20.0)) > 50
