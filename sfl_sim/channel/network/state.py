@@ -425,6 +425,11 @@ class NetworkRadio:
         return k * self.measurement_step_s
 
     # ------------------------------------------------------------------ the port
+    def positions_at(self, t_s: float) -> np.ndarray:
+        """The clients' positions at ``t_s`` on the layout's torus, shape (n, 2), m (a step
+        mobility: the latest move's)."""
+        return torus_positions_m(self.grid, self._positions_now(float(t_s)))
+
     def advance_to(self, t_s: float) -> None:
         """The clock moved to ``t_s``: nothing before it is asked again."""
         self._t_floor = max(self._t_floor, float(t_s))
