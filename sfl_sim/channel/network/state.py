@@ -166,6 +166,12 @@ class NetworkRadio:
         self._tx_power_w = np.asarray(tx_power_w, dtype=float)
         self._rng = rng
         self._mobility = timed_mobility
+        from sfl_sim.channel.large_scale.mobility_traces import TraceMobility
+
+        if isinstance(timed_mobility, TraceMobility) and timed_mobility.started:
+            # the radio started the trace in the cell's annulus (pulled onto its edge outside it): on a
+            # network the trace moves on the layout's torus, a crossing kept (a trace draws nothing)
+            timed_mobility.start(np.zeros((large_scale.n_clients, 2)))
         self._ls_step_s, self._pos_step_s = float(large_scale_step_s), float(position_step_s)
         self.n_clients = n = large_scale.n_clients
         self.n_sites = grid.n_sites

@@ -269,3 +269,32 @@ def test_a_long_silence_keeps_what_the_rule_still_has_to_walk() -> None:
     np.testing.assert_array_equal(quiet.serving_cell(np.arange(30), 20.0), busy.serving_cell(np.arange(30), 20.0))
     assert quiet.handovers_between(0.0, 20.0) == busy.handovers_between(0.0, 20.0)
     assert len(quiet.handovers_between(0.0, 20.0)) > 50
+
+
+def test_a_trace_through_three_cells_in_a_built_cell_hands_over_at_the_hand_computed_instants() -> None:
+    """The straight line of the hand calculation above (``test_a3_on_a_straight_line...``: 17.80 s
+    A -> B, 67.80 s B -> C) as an ns-2 movement file in a scenario's cell: the trace is not pulled
+    into the cell's annulus (at 67.8 s the client is 778 m from the centre, beyond the layout's
+    763.8 m circumradius: on the torus it is near site C)."""
+    from pathlib import Path
+
+    from sfl_sim.runs.build import build_cell
+
+    trace = Path(__file__).parent / "data" / "line_three_cells.ns_movements"
+    raw = small_scenario(clients=1, participation=1.0)
+    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
+                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
+                                "interruption_time_s": 0.05},
+                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
+                   "mobility": {"name": "trace", "path": str(trace)}}
+    cell = build_cell(validate(raw))
+    radio = cell.radio
+    events = radio.handovers_between(0.0, 80.0)
+    grid = radio.network.grid
+    u = np.array([math.cos(math.radians(30.0)), math.sin(math.radians(30.0))])
+    site_b = int(np.argmin(grid.wraparound_distances_m((500.0 * u)[None, :])))
+    site_c = int(np.argmin(grid.wraparound_distances_m((1000.0 * u)[None, :])))
+    assert [(e.source_cell, e.target_cell, e.cause) for e in events] == [(0, site_b, "a3"), (site_b, site_c, "a3")]
+    assert [e.time_s for e in events] == pytest.approx([17.80, 67.80], abs=1e-9)
+    assert radio.network.positions_at(67.8) == pytest.approx(
+        torus_positions_m(grid, (778.0 * u)[None, :]), abs=1e-6)
