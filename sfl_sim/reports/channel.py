@@ -9,7 +9,10 @@ the interference of the neighbouring cells, positions under mobility), prints th
 ``channel_cdfs.png`` and ``pathloss.png``.  For a channel in time (:mod:`sfl_sim.reports.channel_time`)
 a line gives a time-varying fading's Doppler and coherence time, with ``fading_autocorrelation.png``
 (its envelope's autocorrelation over the report's ``rounds x round_s`` seconds against the model's),
-and a line a timed mobility's speeds.
+and a line a timed mobility's speeds.  For a network of cells (``cell.network``,
+:mod:`sfl_sim.reports.network_map`) lines give the cells, the clients per cell and the handovers
+by cause, with ``network_map.png`` (sites, cells, client tracks coloured by serving cell,
+handovers).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from sfl_sim.channel import Harq, McsTableRate, ShannonRate, linear_to_db
 from sfl_sim.channel.link.peak import PEAK_CAPS
 from sfl_sim.clients.selection import cohort_size
 from sfl_sim.kit.seeding import stream as seeded_stream
-from sfl_sim.reports import channel_figures, channel_time
+from sfl_sim.reports import channel_figures, channel_time, network_map
 from sfl_sim.runs.rundir import marker
 from sfl_sim.runs.rundir.schema import CELL_FILE, CELL_REPORT_COLUMNS
 
@@ -143,7 +146,8 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     if isinstance(round_s, bool) or not isinstance(round_s, (int, float)) or not (0 < round_s < math.inf):
         raise ArgumentError(f"channel --round-s: got {round_s!r}; allowed: a number of seconds > 0")
     # before any work; the autocorrelation figure is written for a time-varying fading only
-    marker.claim_folder(out_dir, "cell_report", (CELL_FILE, DRAWS_FILE, *FIGURES, channel_time.AUTOCORRELATION_FILE))
+    marker.claim_folder(out_dir, "cell_report", (CELL_FILE, DRAWS_FILE, *FIGURES, channel_time.AUTOCORRELATION_FILE,
+                                                 network_map.NETWORK_MAP_FILE))
 
     from sfl_sim.channel.link.downlink import downlink_outage
     from sfl_sim.runs.build import build_cell, build_harq  # build imports torch; keep it out of module import
@@ -198,7 +202,25 @@ def channel_report(cfg: Scenario, out_dir: Path, stream: TextIO | None = None,
     print(downlink_outage(cell, k).line(cfg.cell.downlink.mode), file=text)
     _print_draws(draws, text, cfg, rounds)
     _print_time(cell, cfg, out, rounds, round_s, text)
+    _print_network(cfg, out, rounds, round_s, text)
     return table
+
+
+def _print_network(cfg: Scenario, out: Path, rounds: int, round_s: float, stream: TextIO) -> None:
+    """A network of cells (:mod:`sfl_sim.reports.network_map`): its lines and
+    :data:`~sfl_sim.reports.network_map.NETWORK_MAP_FILE` over ``rounds x round_s`` seconds; a figure
+    of an earlier report in ``out`` (ours: the folder is claimed) is removed without a network."""
+    figure = out / network_map.NETWORK_MAP_FILE
+    tracks = network_map.network_tracks(cfg, rounds * round_s)
+    if tracks is None:
+        figure.unlink(missing_ok=True)
+        return
+    for line in network_map.network_lines(tracks, rounds, round_s):
+        print(line, file=stream)
+    channel_figures.save(network_map.network_map_figure(tracks), figure)
+    shown = min(network_map.MAX_TRACKS, tracks.n_clients)
+    print(f"  {network_map.NETWORK_MAP_FILE}: cells, sites, the tracks of {shown} of {tracks.n_clients} clients "
+          f"coloured by serving cell, handovers marked", file=stream)
 
 
 def _print_time(cell: Any, cfg: Scenario, out: Path, rounds: int, round_s: float, stream: TextIO) -> None:

@@ -136,9 +136,6 @@ def build_cell(cfg: Scenario) -> Cell:
     network: dict[str, Any] = {}
     if c.network is not None:  # a network of cells drops the clients over its hexagons
         grid = component(NETWORK, c.network, "cell.network")
-        if grid.n_cells != grid.n_sites:
-            raise ConfigError(f"cell.network.sectors_per_site: got {grid.n_cells // grid.n_sites}; allowed: 1 (a "
-                              "sector antenna pattern is not modelled)")
         parts["placement"] = NetworkPlacement(grid)
         network = {"network": grid, "handover": component(HANDOVER, c.handover, "cell.handover"),
                    "network_rng": stream(seed, "network"), "radius_m": layout_radius_m(grid)}

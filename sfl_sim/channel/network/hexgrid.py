@@ -308,8 +308,16 @@ class HexGrid(Component):
 
     def wraparound_distances_m(self, points_m: np.ndarray) -> np.ndarray:
         """2-D distance from each point to the nearest image of each site, shape (n, n_sites), metres."""
-        offsets = self.wrapped_offsets_m(points_m)
-        return np.hypot(offsets[..., 0], offsets[..., 1])
+        pts = _points("points_m", points_m)
+        px, py = pts[:, 0:1], pts[:, 1:2]
+        nearest = None
+        for tx, ty in self._translations.tolist():  # the squared distance to each image, the least kept
+            dx = (self._sites[:, 0] + tx)[None, :] - px
+            dy = (self._sites[:, 1] + ty)[None, :] - py
+            squared = dx * dx + dy * dy
+            nearest = squared if nearest is None else np.minimum(nearest, squared)
+        assert nearest is not None
+        return np.sqrt(nearest)
 
     def cell_distances_m(self, points_m: np.ndarray) -> np.ndarray:
         """:meth:`wraparound_distances_m` per cell (a sector's distance is its site's), shape (n, n_cells)."""
@@ -321,6 +329,23 @@ class HexGrid(Component):
         offsets = -self.wrapped_offsets_m(points_m)[:, self.cell_site]         # site -> point
         azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0]))
         return _wrap_deg(azimuth - self.cell_boresight_deg[None, :])
+
+    def cell_antenna_gains_dbi(self, points_m: np.ndarray, height_difference_m: float = 0.0) -> np.ndarray:
+        """The gain of each cell's antenna towards each point, dBi, shape (n, n_cells): 0 for an
+        omnidirectional cell (one sector per site); with three sectors, the TR 38.901 Table 7.3-1
+        element pattern (:func:`~sfl_sim.channel.network.antenna.element_gain_dbi`) at the point's
+        azimuth from the sector's boresight (seen from the nearest site image) and its zenith angle
+        ``90 + atan(height_difference_m / d_2D)`` deg (the site ``height_difference_m`` above the
+        point; 0: the horizon, the vertical cut flat)."""
+        pts = _points("points_m", points_m)
+        if int(self.params.sectors_per_site) == 1:
+            return np.zeros((pts.shape[0], self.n_cells))
+        from sfl_sim.channel.network.antenna import element_gain_dbi
+
+        offsets = -self.wrapped_offsets_m(pts)[:, self.cell_site]         # site -> point
+        azimuth = np.degrees(np.arctan2(offsets[..., 1], offsets[..., 0])) - self.cell_boresight_deg[None, :]
+        zenith = 90.0 + np.degrees(np.arctan2(float(height_difference_m), np.hypot(offsets[..., 0], offsets[..., 1])))
+        return element_gain_dbi(azimuth, zenith)
 
     def geometric_cell(self, points_m: np.ndarray) -> np.ndarray:
         """The cell whose region holds each point: the nearest site (with wrap-around) and, with three

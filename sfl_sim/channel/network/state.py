@@ -92,22 +92,28 @@ def torus_positions_m(grid: HexGrid, positions_m: np.ndarray) -> np.ndarray:
     translations = grid.wraparound_translations_m
     if translations.shape[0] < 3:
         return pts
-    basis = np.stack([translations[1], translations[2]], axis=1)  # two translations 60 deg apart
-    coords = np.linalg.solve(basis, pts.T).T
-    frac = coords - np.floor(coords)
-    best, best_norm = None, None
+    # coordinates in two translations 60 deg apart, element by element (no BLAS: a point's numbers
+    # do not depend on the batch it is reduced with)
+    (ax, ay), (bx, by) = translations[1], translations[2]
+    det = ax * by - bx * ay
+    x, y = pts[..., 0], pts[..., 1]
+    c0 = (by * x - bx * y) / det
+    c1 = (ax * y - ay * x) / det
+    f0, f1 = c0 - np.floor(c0), c1 - np.floor(c1)
+    best_x = best_y = best_norm = None
     for i in (0, 1):
         for j in (0, 1):  # the nearest lattice point to a point of the cell is one of its corners
-            cand = (frac - np.array([i, j])) @ basis.T
-            norm = np.einsum("nd,nd->n", cand, cand)
-            if best is None:
-                best, best_norm = cand, norm
+            g0, g1 = f0 - i, f1 - j
+            cx, cy = g0 * ax + g1 * bx, g0 * ay + g1 * by
+            norm = cx * cx + cy * cy
+            if best_norm is None:
+                best_x, best_y, best_norm = cx, cy, norm
             else:
                 closer = norm < best_norm
-                best = np.where(closer[:, None], cand, best)
+                best_x, best_y = np.where(closer, cx, best_x), np.where(closer, cy, best_y)
                 best_norm = np.where(closer, norm, best_norm)
-    assert best is not None
-    return best
+    assert best_x is not None and best_y is not None
+    return np.stack([best_x, best_y], axis=-1)
 
 
 class NetworkPlacement:
@@ -131,7 +137,7 @@ class NetworkRadio:
     Parameters
     ----------
     grid : HexGrid
-        The layout (one cell per site).
+        The layout (one cell per site, or three sectors with the TR 38.901 element pattern).
     rule : object
         The handover rule; it must continue from a carried state (``start``, ``advance``,
         ``pending``: :class:`~sfl_sim.channel.network.association.A3Handover`).
@@ -156,19 +162,28 @@ class NetworkRadio:
             if not callable(getattr(rule, name, None)):
                 raise ValueError(f"handover {rule!r}: a network needs a rule that continues from a carried state "
                                  "(start, advance, pending, as a3 has)")
-        if grid.n_cells != grid.n_sites:
-            raise ValueError(f"network.sectors_per_site: got {grid.n_cells // grid.n_sites}; allowed: 1 in a run (a "
-                             "sector antenna pattern is not modelled: three sectors of a site would see equal losses)")
         self.grid, self.rule, self._ls, self._budget = grid, rule, large_scale, budget
         self._tx_power_w = np.asarray(tx_power_w, dtype=float)
         self._rng = rng
         self._mobility = timed_mobility
+        from sfl_sim.channel.large_scale.mobility_traces import TraceMobility
+
+        if isinstance(timed_mobility, TraceMobility) and timed_mobility.started:
+            # the radio started the trace in the cell's annulus (pulled onto its edge outside it): on a
+            # network the trace moves on the layout's torus, a crossing kept (a trace draws nothing)
+            timed_mobility.start(np.zeros((large_scale.n_clients, 2)))
         self._ls_step_s, self._pos_step_s = float(large_scale_step_s), float(position_step_s)
         self.n_clients = n = large_scale.n_clients
         self.n_sites = grid.n_sites
         self.n_cells = grid.n_cells
         self.measurement_step_s = MEASUREMENT_STEP_S
         pathloss = large_scale.pathloss
+        # the sector antennas' vertical cut reads the site's height above the client where the path-loss
+        # component has both heights (TR 38.901's models), else the horizon (our choice)
+        h_bs = getattr(pathloss, "bs_height_m", None)
+        h_ut = getattr(getattr(pathloss, "params", None), "ut_height_m", None)
+        self._height_difference_m = float(h_bs) - float(h_ut) if h_bs is not None and h_ut is not None else 0.0
+        self._sectored = grid.n_cells != grid.n_sites
         self._los_pathloss = pathloss if isinstance(pathloss, LosAwarePathLoss) else None
         self._los_decorrelation_m = float(pathloss.los_decorrelation_m) if isinstance(pathloss, LosDecorrelation) \
             else _DEFAULT_DECORRELATION_M
@@ -196,8 +211,11 @@ class NetworkRadio:
         first = self._positions_now(0.0)
         self._epochs[0] = (first, rng.standard_normal((n, sites)), rng.standard_normal((n, sites)))
         self._epoch_count = 0  # a step mobility's moves seen
-        self._loss_cache: dict[tuple[int, int], np.ndarray] = {}
+        self._loss_cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._seen_snapshot: Any = None  # the large-scale snapshot a step mobility's epoch was checked on
         self._transmitting = np.zeros(n, dtype=bool)
+        self._on: np.ndarray | None = None  # the transmitting clients (None: to be listed again)
+        self._out_kept: tuple[Any, int, np.ndarray | None] = (None, 0, None)  # _out as arrays
         # the rule's state and what it decided so far
         rsrp0 = self._rsrp_at(np.array([0.0]))
         self._state = rule.start(n, self.n_cells, np.argmax(rsrp0[:, :, 0], axis=1))
@@ -222,9 +240,20 @@ class NetworkRadio:
         self._sync_moves()
         return np.full(np.shape(t_s), self._epoch_count, dtype=np.int64)
 
+    def _epoch_at(self, t_s: float) -> int:
+        """:meth:`_epoch_of` of one time."""
+        if self._mobility is not None:
+            return math.floor(t_s / self._ls_step_s + _EPS)
+        self._sync_moves()
+        return self._epoch_count
+
     def _sync_moves(self) -> None:
         """A step mobility moved the clients: a new epoch (latents evolved by the distances)."""
-        positions = self._ls.snapshot.positions_m
+        snapshot = self._ls.snapshot
+        if snapshot is self._seen_snapshot:  # nothing changed since the last look
+            return
+        self._seen_snapshot = snapshot
+        positions = snapshot.positions_m
         last = self._epochs[self._epoch_count][0]
         if positions is last or np.array_equal(positions, last):
             return
@@ -243,7 +272,11 @@ class NetworkRadio:
             del self._epochs[old]
 
     def _min_epoch(self) -> int:
-        return int(self._epoch_of(np.array(self._t_floor))) if self._mobility is not None else self._epoch_count
+        """The earliest epoch still needed: the clock's, or that of the first measurement sample the
+        rule has not evaluated yet (nobody may have asked for a while: the rule still walks there)."""
+        if self._mobility is None:
+            return self._epoch_count
+        return min(self._epoch_at(self._t_floor), self._epoch_at(self._k_next * self.measurement_step_s))
 
     def _latents(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
         if epoch not in self._epochs:
@@ -278,18 +311,32 @@ class NetworkRadio:
             raise ValueError(f"pathloss {self._ls.pathloss!r}: a (client, site) loss is not finite")
         return loss.reshape(d.shape)
 
+    def cell_losses_db(self, positions_m: np.ndarray, epoch: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Coupling loss of every (client, cell), dB, shape (k, n_cells): :meth:`site_losses_db` of
+        the cell's site less the cell's antenna gain towards the client (three sectors: the
+        TR 38.901 Table 7.3-1 element, :meth:`HexGrid.cell_antenna_gains_dbi`; one: 0 dBi)."""
+        loss = self.site_losses_db(positions_m, epoch, rows)[:, self.grid.cell_site]
+        if self._sectored:
+            loss = loss - self.grid.cell_antenna_gains_dbi(torus_positions_m(self.grid, positions_m),
+                                                           self._height_difference_m)
+        return loss
+
     def cell_losses_at(self, t_s: float) -> np.ndarray:
         """Coupling loss of every (client, cell) at ``t_s`` on the radio state's position grid, dB,
         shape (n, n_cells) (kept per (epoch, position grid index))."""
-        epoch = int(self._epoch_of(np.array(t_s)))
-        index = int(math.floor(t_s / self._pos_step_s + _EPS)) if self._mobility is not None else 0
+        return self._losses_gains_at(float(t_s))[0]
+
+    def _losses_gains_at(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`cell_losses_at` and the coupling gains, linear (both kept)."""
+        epoch = self._epoch_at(t_s)
+        index = math.floor(t_s / self._pos_step_s + _EPS) if self._mobility is not None else 0
         key = (epoch, index)
         hit = self._loss_cache.get(key)
         if hit is None:
             if len(self._loss_cache) >= 256:
                 self._loss_cache.pop(next(iter(self._loss_cache)))
-            positions = self._positions_now(index * self._pos_step_s)
-            hit = self.site_losses_db(positions, epoch)[:, self.grid.cell_site]
+            loss = self.cell_losses_db(self._positions_now(index * self._pos_step_s), epoch)
+            hit = (loss, np.power(10.0, -loss / 10.0))
             self._loss_cache[key] = hit
         return hit
 
@@ -297,12 +344,18 @@ class NetworkRadio:
         """RSRP of every (client, cell) at the sample times, dBm, shape (n, n_cells, len(times))."""
         out = np.empty((self.n_clients, self.n_cells, times_s.size))
         epochs = self._epoch_of(times_s)
-        for j, (t, e) in enumerate(zip(times_s.tolist(), epochs.tolist(), strict=True)):
-            if self._mobility is None:
-                loss = self.cell_losses_at(t)
-            else:
-                loss = self.site_losses_db(self._positions_now(t), int(e))[:, self.grid.cell_site]
-            out[:, :, j] = self._p_rb_dbm - 10.0 * math.log10(12) - loss
+        if self._mobility is None:
+            for j, t in enumerate(times_s.tolist()):
+                out[:, :, j] = self._p_rb_dbm - 10.0 * math.log10(12) - self.cell_losses_at(t)
+            return out
+        # a timed mobility: the positions at every sample, the losses of the samples of one epoch at once
+        n = self.n_clients
+        for e in np.unique(epochs).tolist():
+            cols = np.flatnonzero(epochs == e)
+            positions = np.concatenate([self._positions_now(t) for t in times_s[cols].tolist()])
+            loss = self.cell_losses_db(positions, int(e), np.tile(np.arange(n), cols.size))
+            loss = loss.reshape(cols.size, n, self.n_cells)
+            out[:, :, cols] = np.moveaxis(self._p_rb_dbm - 10.0 * math.log10(12) - loss, 0, 2)
         return out
 
     def _sinr_db(self, rsrp_dbm: np.ndarray) -> np.ndarray | None:
@@ -344,7 +397,8 @@ class NetworkRadio:
         else:
             serving, _, events = self.rule.advance(state, times, rsrp, self._sinr(rsrp))
         self._record(events)
-        self._serving = np.concatenate([self._serving, serving], axis=1)
+        # kept as attached_cell answers them: while a client has no cell, cell 0 (the band it is counted in)
+        self._serving = np.concatenate([self._serving, np.where(serving == NO_CELL, 0, serving)], axis=1)
         self._k_next = k_last + 1
         # forget samples before the clock
         drop = int(self._sample(self._t_floor)) - self._k_base - 1
@@ -377,6 +431,11 @@ class NetworkRadio:
         return k * self.measurement_step_s
 
     # ------------------------------------------------------------------ the port
+    def positions_at(self, t_s: float) -> np.ndarray:
+        """The clients' positions at ``t_s`` on the layout's torus, shape (n, 2), m (a step
+        mobility: the latest move's)."""
+        return torus_positions_m(self.grid, self._positions_now(float(t_s)))
+
     def advance_to(self, t_s: float) -> None:
         """The clock moved to ``t_s``: nothing before it is asked again."""
         self._t_floor = max(self._t_floor, float(t_s))
@@ -384,13 +443,18 @@ class NetworkRadio:
             self._sync_moves()
 
     def attached_cell(self, client_ids: Any, t_s: Any) -> np.ndarray:
-        """The serving cell of each client at each time, or the cell it last had while it has none."""
+        """The serving cell of each client at each time (the target during a handover's
+        interruption; cell 0 from a radio link failure until the re-attachment: our choice)."""
         ids = np.asarray(client_ids, dtype=int)
+        if np.ndim(t_s) == 0:  # one time: one column of the evaluated samples
+            one = math.floor(float(t_s) / self.measurement_step_s + _EPS)
+            self._ensure(one)
+            return self._serving[ids, one - self._k_base]
         k = np.broadcast_to(self._sample(t_s), ids.shape)
-        if k.size:
-            self._ensure(int(k.max()))
-        cell = self._serving[ids, k - self._k_base] if k.size else np.zeros(0, dtype=int)
-        return np.where(cell == NO_CELL, 0, cell)
+        if k.size == 0:
+            return np.zeros(ids.shape, dtype=int)
+        self._ensure(int(k.max()))
+        return self._serving[ids, k - self._k_base]
 
     def serving_cell(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """The serving cell of each client at ``t_s``; :data:`NO_CELL` while it has no link."""
@@ -399,58 +463,99 @@ class NetworkRadio:
         cell = self.attached_cell(ids, t)
         return np.where(self.connected(ids, t), cell, NO_CELL)
 
+    def _out_arrays(self) -> np.ndarray | None:
+        """The intervals without a link still open after the clock, shape (3, m) (client, start,
+        end), or None when there are none (kept until they change)."""
+        out = self._out
+        if out and min(o[2] for o in out) <= self._t_floor:  # over before the clock: never asked again
+            out = self._out = [o for o in out if o[2] > self._t_floor]
+        kept_list, kept_len, kept = self._out_kept
+        if kept_list is out and kept_len == len(out):
+            return kept
+        arrays = np.array(out, dtype=float).T.copy() if out else None
+        self._out_kept = (out, len(out), arrays)
+        return arrays
+
     def connected(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """Whether each client has a link at ``t_s`` (not in a handover's interruption, not between
         a radio link failure and its re-attachment)."""
         ids = np.asarray(client_ids, dtype=int)
-        t = np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape)
-        if t.size:
-            self._ensure(int(self._sample(t.max())))
-        if not self._out:
+        t = np.asarray(t_s, dtype=float)
+        if t.size == 0 or ids.size == 0:
             return np.ones(ids.shape, dtype=bool)
-        out = np.array(self._out, dtype=float)
-        hit = ((ids[..., None] == out[:, 0]) & (t[..., None] >= out[:, 1] - _EPS) & (t[..., None] < out[:, 2] - _EPS))
+        t_max = float(t.max())
+        self._ensure(math.floor(t_max / self.measurement_step_s + _EPS))
+        out = self._out_arrays()
+        if out is None:
+            return np.ones(ids.shape, dtype=bool)
+        # only the intervals that overlap the times asked: usually none
+        t_min = float(t.min())
+        near = (out[1] - _EPS <= t_max) & (out[2] - _EPS > t_min)
+        if not near.any():
+            return np.ones(ids.shape, dtype=bool)
+        client, start, end = out[:, near]
+        t = np.broadcast_to(t, ids.shape)
+        hit = (ids[..., None] == client) & (t[..., None] >= start - _EPS) & (t[..., None] < end - _EPS)
         return ~hit.any(axis=-1)
 
     def losses(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
         """Coupling loss (dB) and gain (linear) of each client to its serving cell at ``t_s``."""
+        if np.ndim(t_s) == 0:
+            loss_all, gain_all = self._losses_gains_at(float(t_s))
+            cell = self.attached_cell(ids, t_s)
+            return loss_all[ids, cell], gain_all[ids, cell]
         t = np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape)
-        cell = self.attached_cell(ids, t)
-        loss = np.empty(ids.shape)
         if t.size == 0:
-            return loss, loss.copy()
+            return np.empty(ids.shape), np.empty(ids.shape)
+        cell = self.attached_cell(ids, t)
         # the losses are kept per (epoch, position grid index): few distinct ones per ask
-        epoch = self._epoch_of(t)
-        index = np.floor(t / self._pos_step_s + _EPS).astype(np.int64) if self._mobility is not None else \
-            np.zeros(t.shape, dtype=np.int64)
-        if epoch.min() == epoch.max() and index.min() == index.max():
-            loss = self.cell_losses_at(float(t.flat[0]))[ids, cell]
+        t_min, t_max = float(t.min()), float(t.max())
+        if self._mobility is None:
+            same = True  # one epoch: the step mobility moves between asks, not within one
         else:
-            key = (epoch - epoch.min()) * (int(index.max() - index.min()) + 1) + (index - index.min())
-            for value in np.unique(key).tolist():
-                on = key == value
-                first = float(t[on].flat[0])
-                loss[on] = self.cell_losses_at(first)[ids[on], cell[on]]
-        return loss, np.power(10.0, -loss / 10.0)
+            same = (self._epoch_at(t_min) == self._epoch_at(t_max)
+                    and math.floor(t_min / self._pos_step_s + _EPS) == math.floor(t_max / self._pos_step_s + _EPS))
+        if same:
+            loss_all, gain_all = self._losses_gains_at(t_min)
+            return loss_all[ids, cell], gain_all[ids, cell]
+        epoch = self._epoch_of(t)
+        index = np.floor(t / self._pos_step_s + _EPS).astype(np.int64)
+        key = (epoch - epoch.min()) * (int(index.max() - index.min()) + 1) + (index - index.min())
+        loss, gain = np.empty(ids.shape), np.empty(ids.shape)
+        for value in np.unique(key).tolist():
+            on = key == value
+            loss_all, gain_all = self._losses_gains_at(float(t[on].flat[0]))
+            loss[on], gain[on] = loss_all[ids[on], cell[on]], gain_all[ids[on], cell[on]]
+        return loss, gain
 
     def noise_rise(self, ids: np.ndarray, t_s: float) -> np.ndarray:
         """``1 + I_i / (N0 F)`` of each client's serving cell ``i`` (the transmissions in flight)."""
-        on = np.flatnonzero(self._transmitting)
-        if on.size == 0:
-            return np.ones(ids.shape)
-        loss = self.cell_losses_at(float(t_s))
-        tx_cell = self.attached_cell(on, np.full(on.size, float(t_s)))
-        tx_connected = self.connected(on, np.full(on.size, float(t_s)))
-        power = self._tx_power_w[on] * tx_connected
-        received = power[:, None] * np.power(10.0, -loss[on] / 10.0)  # (transmitters, cells)
-        received[np.arange(on.size), tx_cell] = 0.0  # a cell's own clients are orthogonal to it
-        psd = received.sum(axis=0) / self._budget.uplink_bandwidth_hz
-        cells = self.attached_cell(ids, np.full(ids.shape, float(t_s)))
+        if self._on is None:
+            self._on = np.flatnonzero(self._transmitting)
+        on = self._on
+        if on.size == 0 or self.n_cells == 1:  # nobody transmits, or no other cell to hear
+            return np.ones(np.shape(ids))
+        t = float(t_s)
+        psd = self._interference_psd(on, t)
+        cells = self.attached_cell(ids, t)
         return 1.0 + psd[cells] / self._budget.noise_floor_w_per_hz
+
+    def _interference_psd(self, on: np.ndarray, t_s: float) -> np.ndarray:
+        """The uplink interference PSD at each cell from the transmitting clients ``on``, W/Hz."""
+        _, gain = self._losses_gains_at(t_s)
+        tx_cell = self.attached_cell(on, t_s)
+        tx_connected = self.connected(on, t_s)
+        power = self._tx_power_w[on] * tx_connected
+        received = power[:, None] * gain[on]  # (transmitters, cells)
+        received[np.arange(on.size), tx_cell] = 0.0  # a cell's own clients are orthogonal to it
+        return received.sum(axis=0) / self._budget.uplink_bandwidth_hz
 
     def set_transmitting(self, client: int, on: bool) -> None:
         """The engine says whether ``client`` has an uplink transfer in flight."""
-        self._transmitting[int(client)] = bool(on)
+        client, on = int(client), bool(on)
+        if self._transmitting[client] != on:
+            self._transmitting[client] = on
+            self._on = None
 
     def handovers_between(self, t0_s: float, t1_s: float) -> tuple[HandoverEvent, ...]:
         """The events with ``t0_s <= time_s < t1_s`` in time order (ties by client)."""
@@ -491,7 +596,8 @@ class NetworkRadio:
             self._epoch_count = int(state["epoch_count"])
             self._state = A3State.from_state_dict(state["rule"])
             self._k_next, self._k_base = int(state["k_next"]), int(state["k_base"])
-            self._serving = np.array(state["serving"], dtype=int).reshape(self.n_clients, -1)
+            serving = np.array(state["serving"], dtype=int).reshape(self.n_clients, -1)
+            self._serving = np.where(serving == NO_CELL, 0, serving)
             self._events = [HandoverEvent(float(t), int(c), int(s), int(g), str(cause), float(i))
                             for t, c, s, g, cause, i in state["events"]]
             self._out = [(int(c), float(s), float(f)) for c, s, f in state["out"]]
@@ -500,3 +606,5 @@ class NetworkRadio:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"Cell state['network']: not a network state of this scenario ({exc})") from None
         self._loss_cache = {}
+        self._seen_snapshot, self._on = None, None
+        self._out_kept = (None, 0, None)

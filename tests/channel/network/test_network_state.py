@@ -14,7 +14,13 @@ from sfl_sim.channel.large_scale.shadowing import SHADOWING
 from sfl_sim.channel.link.allocation import ALLOCATORS
 from sfl_sim.channel.link.rate import RATES
 from sfl_sim.channel.network import NO_CELL, A3Handover, HexGrid
-from sfl_sim.channel.network.state import MEASUREMENT_STEP_S, NetworkPlacement, NetworkRadio, layout_radius_m
+from sfl_sim.channel.network.state import (
+    MEASUREMENT_STEP_S,
+    NetworkPlacement,
+    NetworkRadio,
+    layout_radius_m,
+    torus_positions_m,
+)
 from sfl_sim.config.loading import validate
 from tests.helpers import small_scenario
 
@@ -199,3 +205,117 @@ def test_a_scenario_dump_validates_again_and_without_a_network_names_none_of_its
     networked = validate({**small_scenario(), "cell": {"network": {"name": "hexgrid", "n_sites": 7,
                                                                    "sectors_per_site": 1}}}).model_dump(mode="json")
     assert validate(networked).cell.network is not None
+
+
+class _Wander:
+    """A timed mobility: clients on circles of different radii and speeds around the centre."""
+
+    timed = True
+
+    def __init__(self, n: int) -> None:
+        self.r = np.linspace(50.0, 900.0, n)
+        self.w = np.linspace(0.01, 0.05, n)
+
+    def positions_at(self, t_s: float) -> np.ndarray:
+        a = self.w * t_s
+        return np.stack([self.r * np.cos(a), self.r * np.sin(a)], axis=1)
+
+
+def _wander_network(n: int = 30) -> NetworkRadio:
+    grid = HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1)
+    large_scale = SimpleNamespace(n_clients=n, pathloss=PATHLOSS.build("tr36814_macro"),
+                                  shadowing=SHADOWING.build("lognormal", sigma_db=8.0))
+    budget = SimpleNamespace(server_tx_power_w=None, downlink_bandwidth_hz=None, numerology=None,
+                             uplink_bandwidth_hz=20e6, noise_floor_w_per_hz=1e-20)
+    rule = A3Handover(time_to_trigger_s=0.04, interruption_time_s=0.05)
+    return NetworkRadio(grid, rule, large_scale, budget, np.full(n, 0.2), np.random.default_rng(7),
+                        timed_mobility=_Wander(n), large_scale_step_s=0.5, position_step_s=0.05)
+
+
+def test_the_rsrp_of_a_chunk_at_once_equals_the_samples_one_by_one() -> None:
+    """The losses of a chunk's samples are computed together, per epoch: the same numbers as
+    each sample alone (a sample's numbers do not depend on what it is computed with)."""
+    net = _wander_network()
+    times = np.arange(0, 80) * MEASUREMENT_STEP_S  # four epochs of 0.5 s
+    together = net._rsrp_at(times)
+    for j, t in enumerate(times.tolist()):
+        np.testing.assert_array_equal(net._rsrp_at(np.array([t]))[:, :, 0], together[:, :, j])
+
+
+def test_torus_reduction_of_a_point_does_not_depend_on_its_batch() -> None:
+    grid = HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1)
+    points = np.random.default_rng(0).uniform(-3000.0, 3000.0, (257, 2))
+    together = torus_positions_m(grid, points)
+    one_by_one = np.vstack([torus_positions_m(grid, p[None, :]) for p in points])
+    np.testing.assert_array_equal(together, one_by_one)
+    # on the torus, within the layout's circumradius of the centre ring... and every image the same point
+    t = grid.wraparound_translations_m[3]
+    np.testing.assert_allclose(torus_positions_m(grid, points + t), together, atol=1e-6)
+
+
+def test_the_intervals_without_a_link_are_forgotten_once_the_clock_passes_them() -> None:
+    """``connected`` keeps only the interruptions still open after the clock (and those evaluated
+    ahead, a chunk of samples): the list does not grow with the run's history."""
+    net = _wander_network(60)
+    kept = []
+    for t in np.arange(0.0, 60.0, 0.5):
+        net.advance_to(float(t))
+        net.connected(np.arange(60), float(t))
+        kept.append(len(net._out))
+        assert all(end > t for _, _, end in net._out)
+    events = net.handover_events()
+    assert len(events) > 200
+    assert max(kept) < len(events) / 4
+    # an interruption ahead of the clock answers as before
+    e = next(e for e in net.handovers_between(60.0, 70.0) if e.cause == "a3")
+    net.advance_to(e.time_s - 0.01)
+    assert net.connected([e.client], e.time_s - 0.001)[0]
+    assert not net.connected([e.client], e.time_s)[0]
+    assert net.connected([e.client], e.time_s + e.interruption_s + 0.001)[0]
+
+
+def test_a_long_silence_keeps_what_the_rule_still_has_to_walk() -> None:
+    """Nobody asks for 20 s while the clock moves on: the rule still evaluates every measurement
+    sample from where it stopped (the latents of those epochs are kept), and the answers are those
+    of a network asked all along."""
+    quiet, busy = _wander_network(), _wander_network()
+    quiet.connected(np.arange(30), 0.0)
+    for t in np.arange(0.0, 20.0, 0.25):
+        busy.advance_to(float(t))
+        busy.connected(np.arange(30), float(t))
+    quiet.advance_to(20.0)
+    busy.advance_to(20.0)
+    loss, _ = quiet.losses(np.arange(30), 20.0)  # the losses at the clock first (a link's question)
+    np.testing.assert_array_equal(loss, busy.losses(np.arange(30), 20.0)[0])
+    np.testing.assert_array_equal(quiet.serving_cell(np.arange(30), 20.0), busy.serving_cell(np.arange(30), 20.0))
+    assert quiet.handovers_between(0.0, 20.0) == busy.handovers_between(0.0, 20.0)
+    assert len(quiet.handovers_between(0.0, 20.0)) > 50
+
+
+def test_a_trace_through_three_cells_in_a_built_cell_hands_over_at_the_hand_computed_instants() -> None:
+    """The straight line of the hand calculation above (``test_a3_on_a_straight_line...``: 17.80 s
+    A -> B, 67.80 s B -> C) as an ns-2 movement file in a scenario's cell: the trace is not pulled
+    into the cell's annulus (at 67.8 s the client is 778 m from the centre, beyond the layout's
+    763.8 m circumradius: on the torus it is near site C)."""
+    from pathlib import Path
+
+    from sfl_sim.runs.build import build_cell
+
+    trace = Path(__file__).parent / "data" / "line_three_cells.ns_movements"
+    raw = small_scenario(clients=1, participation=1.0)
+    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
+                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
+                                "interruption_time_s": 0.05},
+                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
+                   "mobility": {"name": "trace", "path": str(trace)}}
+    cell = build_cell(validate(raw))
+    radio = cell.radio
+    events = radio.handovers_between(0.0, 80.0)
+    grid = radio.network.grid
+    u = np.array([math.cos(math.radians(30.0)), math.sin(math.radians(30.0))])
+    site_b = int(np.argmin(grid.wraparound_distances_m((500.0 * u)[None, :])))
+    site_c = int(np.argmin(grid.wraparound_distances_m((1000.0 * u)[None, :])))
+    assert [(e.source_cell, e.target_cell, e.cause) for e in events] == [(0, site_b, "a3"), (site_b, site_c, "a3")]
+    assert [e.time_s for e in events] == pytest.approx([17.80, 67.80], abs=1e-9)
+    assert radio.network.positions_at(67.8) == pytest.approx(
+        torus_positions_m(grid, (778.0 * u)[None, :]), abs=1e-6)
