@@ -121,6 +121,7 @@ class _TimedBase:
     timed: ClassVar[bool] = True
     _clock_s: float
     _path: _SteppedPath | None
+    _min_distance_m: float | None
 
     def _reset_clock(self) -> None:
         self._clock_s = 0.0
@@ -152,9 +153,19 @@ class _TimedBase:
 
     def positions_at(self, t_s: float) -> np.ndarray:
         """Positions at ``t_s`` (shape (n, 2), m): the grid's, linear within a step
-        (:class:`~sfl_sim.channel.protocols.TimedMobility`)."""
+        (:class:`~sfl_sim.channel.protocols.TimedMobility`); a point of the straight line between
+        two grid points that falls inside the exclusion circle (the chord of a long step passing
+        the site) is pushed radially out to it, as the grid points are."""
         p0, p1, frac, _ = self._segment(t_s)
-        return p0.copy() if frac == 0.0 else p0 + (p1 - p0) * frac
+        if frac == 0.0:
+            return p0.copy()
+        pos = p0 + (p1 - p0) * frac
+        r0 = self._min_distance_m
+        if r0:
+            inside = np.hypot(pos[:, 0], pos[:, 1]) < r0
+            if inside.any():
+                pos[inside] = _into_annulus(pos[inside], math.inf, r0)
+        return pos
 
     def velocities_at(self, t_s: float) -> np.ndarray:
         """Velocities at ``t_s`` (shape (n, 2), m/s): the step's displacement over the grid step

@@ -179,3 +179,18 @@ def test_timed_conformance_catches_a_model_whose_answer_depends_on_the_queries()
 
     with pytest.raises(AssertionError, match="same seed, same positions in any query order"):
         check_component("mobility", Drifting(), client_counts=(2,))
+
+
+def test_a_fast_client_passing_the_site_between_grid_points_stays_outside_the_exclusion_circle() -> None:
+    """At 120 km/h a 1 s grid step is 33 m: the straight line between two grid points outside a 10 m
+    exclusion circle can cut it (the conformance check found 8.4 m and refused gauss_markov at 120
+    km/h); a position between grid points is pushed out to the circle as the grid points are."""
+    from sfl_sim.channel.conformance import check_component
+    from sfl_sim.channel.large_scale.mobility import MOBILITY
+
+    fast = MOBILITY.build("gauss_markov", mean_speed_m_per_s=33.333)
+    assert "stays outside min_distance_m" in check_component("mobility", fast)["checks"]
+    fast.start(np.random.default_rng(1).uniform(-300, 300, (200, 2)), np.random.default_rng(2), radius_m=500.0,
+               min_distance_m=10.0)
+    for t in np.arange(0.0, 60.0, 0.05):
+        assert np.hypot(*fast.positions_at(float(t)).T).min() >= 10.0 * (1 - 1e-12)
