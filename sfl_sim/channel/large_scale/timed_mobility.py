@@ -121,7 +121,7 @@ class _TimedBase:
     timed: ClassVar[bool] = True
     _clock_s: float
     _path: _SteppedPath | None
-    _min_distance_m: float | None
+    _min_distance_m: Any  # the exclusion radius, m (None or 0: none)
 
     def _reset_clock(self) -> None:
         self._clock_s = 0.0
