@@ -675,22 +675,27 @@ class RadioState:
     @staticmethod
     def _within_panel(remaining: np.ndarray, panel_bits: np.ndarray, rates: np.ndarray,
                       panel: np.ndarray) -> np.ndarray:
-        """Where in its panel (a fraction in [0, 1]) the last of ``remaining`` bits is through: on
-        the rate through the two nodes' rates, linear in time (its integral over the panel is the
-        panel's bits), ``a u + b u^2 / 2 = remaining / panel`` solved for ``u``; where that line
-        goes negative in the panel (no unique answer), the panel's mean rate.  With
-        :data:`QUADRATURE_NODES` = 2 the line's integral is the panel's Gauss-Legendre bits, so
-        the end is continuous across panels."""
+        """Where in its panel (a fraction ``u`` in [0, 1]) the last of ``remaining`` bits is
+        through, on the rate ``max(0, a + b u)`` through the two nodes' rates (a line in time, cut
+        at 0: a rate that rises from or falls to 0 inside the panel, as a table rate's does),
+        scaled so that its integral over the panel is the panel's bits (with
+        :data:`QUADRATURE_NODES` = 2 and a line that stays >= 0, scale 1: the end is continuous
+        across panels)."""
         u1, u2 = float(_GL_NODES[0]), float(_GL_NODES[-1])
         r1, r2 = rates[:, 0], rates[:, -1]
         b = (r2 - r1) / (u2 - u1)
         a = r1 - b * u1
-        x = remaining / panel
         with np.errstate(divide="ignore", invalid="ignore"):
+            zero = -a / b  # where the line crosses 0 (outside [0, 1] when it stays > 0)
+            rising, falling = (a < 0) & (b > 0), (a + b < 0) & (b < 0)
+            # the line's positive part's integral over [0, 1]
+            whole = np.where(rising, b * (1 - zero) ** 2 / 2,
+                             np.where(falling, a * zero + b * zero * zero / 2, a + b / 2))
+            x = remaining / panel * (whole / (panel_bits / panel))  # in the line's units
             root = np.sqrt(a * a + 2.0 * b * x)
-            u = 2.0 * x / (a + root)  # the smaller root, without cancellation
+            u = np.where(rising, zero + np.sqrt(2.0 * x / b), 2.0 * x / (a + root))  # no cancellation
             mean = remaining / panel_bits
-        ok = (a >= 0) & (a + b >= 0) & np.isfinite(u) & (u >= 0) & (u <= 1)
+        ok = (whole > 0) & np.isfinite(u) & (u >= 0) & (u <= 1)
         return np.where(ok, u, np.clip(mean, 0.0, 1.0))
 
     def start_links(self, client_ids: np.ndarray, t_s: np.ndarray, bandwidth_hz: np.ndarray,

@@ -135,3 +135,25 @@ def test_a_piecewise_constant_fading_keeps_the_held_steps():
     end = radio.transfer_end_s(k, bits, t0, SHARE_HZ)
     dt = float(radio.step_s([k])[0])
     assert end == pytest.approx(_held_end(radio, k, bits, t0, dt), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["jakes", "rician_jakes"])
+def test_a_fadings_gains_at_panel_nodes_are_its_gains_at_those_times(name):
+    """``power_gain_panels``: the gains at ``t0 + h (first + j + node)``, as ``power_gain_at`` gives
+    them up to float rounding, and the same however the panels are asked in chunks."""
+    from sfl_sim.channel.link.fading_time import RicianJakesFading
+
+    fading = JakesFading() if name == "jakes" else RicianJakesFading()
+    fading.start(3, np.array([55.6, 222.0, 5.6]), np.random.default_rng(4))
+    ids, t0, h = np.array([0, 1, 2]), np.array([0.3, 1.25, 0.0]), np.array([8.7e-4, 2.2e-4, 8.7e-3])
+    first, count = np.array([0, 5, 40]), np.array([70, 33, 9])
+    got = fading.power_gain_panels(ids, t0, h, first, count, _GL_NODES)
+    row = np.repeat(np.arange(3), count)
+    j = np.concatenate([f + np.arange(c) for f, c in zip(first, count, strict=True)]).astype(float)
+    t = t0[row][:, None] + h[row][:, None] * (j[:, None] + _GL_NODES[None, :])
+    exact = fading.power_gain_at(np.repeat(ids[row], 2), t.reshape(-1)).reshape(-1, 2)
+    np.testing.assert_allclose(got, exact, rtol=1e-9, atol=1e-12)
+    chunks = [fading.power_gain_panels(ids[:1], t0[:1], h[:1], np.array([a]), np.array([n]), _GL_NODES)
+              for a, n in ((0, 20), (20, 50))]
+    split = np.concatenate(chunks)
+    np.testing.assert_array_equal(split, got[:70])
