@@ -9,8 +9,9 @@ cell, as built (static clients, no fading: today's round), and on the same cell 
 Doppler at ``v``) and ``cell.mobility: {name: gauss_markov, mean_speed_m_per_s: v}`` (clients
 moving within the round), one such cell per speed ``v`` (``--speeds-kmh``, default 3 and 120
 km/h), so that every upload's bits are integrated over the changing channel
-(:mod:`sfl_sim.channel.radio_state`: the rate re-evaluated every tenth of the coherence time,
-4.4 ms at 3 km/h, 0.11 ms at 120 km/h on the scenario's 2 GHz).  The kinds of round are
+(:mod:`sfl_sim.channel.radio_state`: 2-point Gauss-Legendre panels of a fifth of the coherence
+time, 8.7 ms at 3 km/h, 0.22 ms at 120 km/h on the scenario's 2 GHz; before, the rate held over
+steps of a tenth).  The kinds of round are
 interleaved in one process (the order rotated each round) so machine noise hits all alike;
 prints the median host milliseconds per round of each and its ratio to the static round (the
 target: at most 1.3).
@@ -41,16 +42,35 @@ rows batched (reverted)  76 / 68  3.1 / 3.3  10.9 / 14.0  20.1 / 24.3
 kept).  Where the time goes (timing wrappers on one process): per round at 3 / 30 / 120 km/h
 the group transfers integrate 34 k / 343 k / 1.40 M steps (0.5-2 us each), and 8 / 506 / 506
 transfers start alone (a client's labels after its activations) at 0.3-0.7 ms each of numpy
-call overhead, plus 80-500 ``start_links`` calls of 0.2-0.3 ms.  A coarser step does not fit a
-0.1 % tolerance: against the true integral (trapezoid at T_c / 2000; Shannon rate, mean SNR -5
-to 40 dB, 400 clients) the present rule (rate held over T_c / 10) is itself off by at most 12 %
-/ 1.3 % / 0.3 % / 0.15 % (p99 9.7 % / 0.97 % / 0.21 % / 0.10 %) on transfers of 1 / 10 / 45 /
-100 T_c (deep fades at high SNR, narrower than the step); Gauss-Legendre or midpoint steps of
-T_c / 2 are as accurate as that but differ from today's numbers by up to 3 % (1 % at 45 T_c),
-for 2.5-5x fewer evaluations, and even T_c steps leave 35 k (30 km/h) and 140 k (120 km/h)
-coherence times per round to evaluate, above the static round's budget at any per-step cost
-numpy reaches.  So 1.3x needs a change of rule (a stated accuracy loss) plus batching the
-lone transfers in the engine (sfl_sim/engine/radio.py ``_Transfers``), neither done here.
+call overhead, plus 80-500 ``start_links`` calls of 0.2-0.3 ms.
+
+The rule changed since (Gauss-Legendre panels, judged against the true integral: see
+:mod:`sfl_sim.channel.radio_state`; the same evaluations per coherence time, 2 per fifth, since
+panels of T_c / 2 lose to the held steps on long Shannon transfers and on the MCS table's rate)
+and a client's follow-up transfer (labels at the instant its activations end) is computed ahead
+with the cohort's where the large-scale grid does not move in between.  Round times on this
+bench moved by at most 6.6e-4 (3 km/h), 4.9e-4 (30 km/h), 1.4e-5 (120 km/h) relative (4 rounds,
+the same cohorts).  Re-measured, the base (6c2a3ab) and the branch run alternately twice, 6
+rounds each, load 5.2-7.8 on the 2 shared cores (other helpers and an accuracy script running);
+ms per round of the static round, then the ratio to it::
+
+    code                 static    3 km/h      30 km/h      120 km/h
+    base, run 1 / 2      66 / 55   4.0 / 2.8   6.1 / 10.6   17.5 / 17.3
+    panels + follow-ups  43 / 39   3.8 / 4.4   7.1 / 10.5   16.9 / 19.0
+
+No gain above the noise, and the target (1.3) is not met at any speed.  Why: the panels evaluate
+as often as the held steps did (fewer would be less accurate than today on some transfers, above);
+the follow-ups batch only the labels of clients whose activations end before the large-scale
+grid's next update (0.1 of the LOS decorrelation distance travelled: most 30 / 120 km/h
+activations cross one), so at 30 / 120 km/h about 290 / 490 labels per round are still computed
+alone, each a numpy pass of 0.34-0.42 ms (~400 Python calls: 80 / 207 ms per round); at 3 km/h
+most labels end within their first span (a tenth of T_c) and need no integration (timing
+wrappers, one process: 3 km/h 7 lone transfers, 7 ms, and 52 k node evaluations in groups,
+35 ms).  What would: a single-transfer path without
+numpy's per-call overhead (scalar loops over a few panels), or letting the engine ask for a
+transfer's end lazily so lone transfers of many clients are integrated together; at 30 and 120
+km/h the groups' integration itself (510 k / 1.9 M node evaluations per round, the chunks'
+overshoot included, 65 / 205 ms) stays above the static round's budget whatever the call overhead.
 """
 from __future__ import annotations
 

@@ -393,6 +393,10 @@ class _Transfers:
       once too: a client often sends again as soon as its transfer ends (labels after
       activations), and would otherwise be computed alone.  A link kept for a later time holds
       only while the large-scale state it was computed on does.
+    - Follow-ups: a client that sent ``b2`` bits at the instant its ``b1``-bit transfer ended
+      (labels after activations) is expected to again: after a batch, the ends of those
+      follow-ups are computed at once too (each at its own start, the batch's end), and kept
+      (without a network of cells only: there the rates depend on who transmits then).
     """
 
     def __init__(self, radio: RadioState, direction: str, clients: list[int]) -> None:
@@ -403,6 +407,8 @@ class _Transfers:
         self._ends: dict[tuple[int, float], tuple[Any, float, float, float]] = {}
         self._start_asked: tuple[float, int] = (-1.0, -1)  # the latest instant a start was computed at, by whom
         self._end_asked: tuple[float, int] = (-1.0, -1)
+        self._last: dict[int, tuple[float, float]] = {}  # client -> its latest transfer's (end, bits)
+        self._follow: dict[tuple[int, float], float] = {}  # (client, bits) -> the bits sent at that end
 
     def start(self, client: int, now: float, share_hz: Mapping[int, float]) -> tuple[float, float, float, float]:
         """``client``'s fading gain, rate (bit/s), SNR (dB) and power (W) at ``now`` on its share."""
@@ -419,13 +425,21 @@ class _Transfers:
 
     def end(self, client: int, bits: float, now: float, share_hz: Mapping[int, float], start_rate_bps: float) -> float:
         """When ``bits`` of ``client`` starting at ``now`` on its share are through, s."""
+        last = self._last.get(client)
+        if last is not None and last[0] == now:  # sent at the instant its previous transfer ended
+            self._follow[(client, last[1])] = bits
+        end_s = self._end(client, bits, now, share_hz, start_rate_bps)
+        self._last[client] = (now + (end_s - now), bits)  # where the engine's timeout lands
+        return end_s
+
+    def _end(self, client: int, bits: float, now: float, share_hz: Mapping[int, float],
+             start_rate_bps: float) -> float:
         snapshot = self._radio.large_scale.snapshot
         hit = self._ends.get((client, now))
         if hit is not None and hit[0] is snapshot and hit[1] == bits and hit[2] == share_hz[client]:
             return hit[3]
-        dt = self._radio.step_of(client)
-        if start_rate_bps > 0.0 and bits <= start_rate_bps * dt:
-            # through within its first step: what transfer_ends_s gives, in Python floats
+        if start_rate_bps > 0.0 and bits <= start_rate_bps * self._radio.first_span_of(client):
+            # through within its first span: what transfer_ends_s gives, in Python floats
             end_s = now + bits / start_rate_bps
             self._ends[(client, now)] = (snapshot, bits, share_hz[client], end_s)
             return end_s
@@ -450,8 +464,32 @@ class _Transfers:
             later = (at > now) & self._radio.holds_until(at)
             if np.any(later):
                 self._compute_starts([batch[i] for i in np.flatnonzero(later).tolist()], at[later], share_hz)
+                if self._radio.network is None:
+                    self._follow_ups([batch[i] for i in np.flatnonzero(later).tolist()], bits, at[later], share_hz)
         self._prune(now)
         return self._ends[(client, now)][3]
+
+    def _follow_ups(self, clients: list[int], bits: float, at: np.ndarray, share_hz: Mapping[int, float]) -> None:
+        """The ends of the transfers ``clients`` are expected to start when their ``bits``-bit
+        transfers end (at ``at``, their start links kept), all at once, kept as :meth:`end`
+        would keep them."""
+        radio = self._radio
+        snapshot = radio.large_scale.snapshot
+        rows: list[tuple[int, float, float, float, float]] = []  # client, start, bits, share, start rate
+        for k, t in zip(clients, at.tolist(), strict=True):
+            follow = self._follow.get((k, bits))
+            start = self._starts.get((k, t))
+            if follow is None or start is None or (k, t) in self._ends:
+                continue
+            rows.append((k, t, follow, start[1], start[3]))
+        if len(rows) < 2:  # one alone is computed when asked
+            return
+        ids = np.array([r[0] for r in rows])
+        ends = radio.transfer_ends_s(ids, np.array([r[2] for r in rows]), np.array([r[1] for r in rows]),
+                                     np.array([r[3] for r in rows]), self._direction,
+                                     start_rate_bps=np.array([r[4] for r in rows]))
+        for (k, t, b, share, _), e in zip(rows, ends.tolist(), strict=True):
+            self._ends[(k, t)] = (snapshot, b, share, e)
 
     def _has_start(self, client: int, now: float, share_hz: Mapping[int, float], snapshot: Any) -> bool:
         start = self._starts.get((client, now))

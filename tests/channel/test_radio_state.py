@@ -207,14 +207,20 @@ def test_transfers_ends_at_once_are_each_alone_and_follow_the_rate():
     together = radio.transfer_ends_s(ids, bits, 0.3, share)
     alone = [radio.transfer_end_s(k, b, 0.3, 5e5) for k, b in zip(ids.tolist(), bits.tolist(), strict=True)]
     np.testing.assert_array_equal(together, alone)
-    # the end of the checked links' rates at the steps (the fading's exact gains), summed as before
-    # the fast paths: the same up to float rounding (measured on the bench's rounds at 3 and 120 km/h
-    # against the code before: at most 3.5e-15 relative on the end times)
+    # the end of the checked links' rates at the panels' Gauss-Legendre nodes (the fading's exact
+    # gains, the moving clients' positions), as tests/channel/test_radio_state_quadrature.py
+    # computes it: the same up to float rounding (the gains by angle addition)
+    from sfl_sim.channel.radio_state import _GL_NODES, _GL_WEIGHTS, PANEL_FRACTION
+
     for k in (0, 3):
-        dt = float(radio.step_s([k])[0])
-        n = int(np.ceil((together[k] - 0.3) / dt)) + 2
-        times = 0.3 + dt * np.arange(n)
-        rates = radio.links(np.full(n, k), times, 5e5, fading="at_time").rate_bps
-        cum = np.cumsum(rates * dt)
+        h = PANEL_FRACTION * float(radio.coherence_time_s[k])
+        n = int(np.ceil((together[k] - 0.3) / h)) + 1
+        times = 0.3 + h * (np.arange(n)[:, None] + _GL_NODES[None, :])
+        rates = radio.links(np.full(2 * n, k), times.reshape(-1), 5e5, fading="at_time").rate_bps.reshape(-1, 2)
+        cum = np.cumsum(h * (rates[:, 0] * _GL_WEIGHTS[0] + rates[:, 1] * _GL_WEIGHTS[1]))
         j = int(np.searchsorted(cum, bits[k]))
-        assert together[k] == pytest.approx(times[j] + (bits[k] - cum[j - 1]) / rates[j], rel=1e-12)
+        slope = (rates[j, 1] - rates[j, 0]) / (_GL_NODES[1] - _GL_NODES[0])
+        a = rates[j, 0] - slope * _GL_NODES[0]
+        x = (bits[k] - cum[j - 1]) / h
+        u = 2 * x / (a + np.sqrt(a * a + 2 * slope * x))
+        assert together[k] == pytest.approx(0.3 + h * j + h * u, rel=1e-12)

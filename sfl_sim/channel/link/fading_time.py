@@ -86,6 +86,9 @@ class _TimeVarying(Component):
     """What every time-varying fading here shares: the started state and the argument checks."""
 
     time_varying: ClassVar[bool] = True
+    #: Whether the gain is a smooth function of time (the radio state then integrates a transfer's
+    #: rate by Gauss-Legendre panels; False: piecewise constant, held over steps).
+    smooth_in_time: ClassVar[bool] = False
     _n: int | None = None
 
     def __post_init__(self) -> None:
@@ -159,6 +162,20 @@ class _TimeVarying(Component):
         started clients, ``t_s`` a float array of the same shape, finite and >= 0 (the radio state
         checked them once; a transfer's rate asks at thousands of steps)."""
         return self._gain(ids, t_s)
+
+    def power_gain_panels(self, client_ids: np.ndarray, t0_s: np.ndarray, panel_s: np.ndarray, first: np.ndarray,
+                          count: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The gains at a quadrature's nodes in panels of time: row ``r`` is client
+        ``client_ids[r]`` at ``t0_s[r] + panel_s[r] * (first[r] + j + offsets[i])``, ``j <
+        count[r]``; rows concatenated, shape (sum(count), len(offsets)).  Each value is
+        :meth:`power_gain_unchecked` at that time (a model may override with the same gains up to
+        float rounding, the same whatever other rows are asked with it).  Unchecked arguments."""
+        ids = np.asarray(client_ids, dtype=np.intp)
+        row = np.repeat(np.arange(ids.size), count)
+        j = (np.repeat(first - np.cumsum(count) + count, count) + np.arange(row.size)).astype(float)
+        t = t0_s[row][:, None] + panel_s[row][:, None] * (j[:, None] + offsets[None, :])
+        p = offsets.size
+        return self._gain(np.repeat(ids[row], p), t.reshape(-1)).reshape(-1, p)
 
     def _gain(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         """``|h|^2`` of the complex envelope (a model without a cheaper form of its own)."""
@@ -286,6 +303,7 @@ class JakesFading(_TimeVarying):
             "good fourth-order statistics, Zheng & Xiao 2003).")] = 16
 
     params: Params
+    smooth_in_time: ClassVar[bool] = True  # a sum of sinusoids
     _STATE_KEYS: ClassVar[tuple[str, ...]] = ("theta_rad", "phase_c_rad", "phase_s_rad")
     _STATE_SHAPES: ClassVar[dict[str, tuple[str, ...]]] = {
         "theta_rad": ("n",), "phase_c_rad": ("n", "m"), "phase_s_rad": ("n", "m")}
@@ -382,18 +400,56 @@ class JakesFading(_TimeVarying):
             at, a0 = at + n, a0 + na
         return out
 
-    def _turns(self, ids: np.ndarray, dt_s: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per row and quadrature: ``[cos; sin]`` of ``w dt i`` (shape (2M, ANCHOR_STEPS)), kept per
-        (client, dt)."""
-        kept: dict[tuple[int, float], Any] = self.__dict__.setdefault("_turns_kept", {})
+    def power_gain_panels(self, client_ids: np.ndarray, t0_s: np.ndarray, panel_s: np.ndarray, first: np.ndarray,
+                          count: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """:meth:`_TimeVarying.power_gain_panels` by angle addition, as :meth:`power_gain_steps`:
+        the phases at every :data:`ANCHOR_STEPS`-th panel's start of a row (on its own grid of
+        panels 0, 32, 64 ..., whatever ``first``) are evaluated, the nodes after it turn them by
+        ``w panel (l + offsets[i])`` (kept per client, panel and offsets).  The same gains as
+        :meth:`power_gain_unchecked` at those times but for float rounding, and each row's the same
+        whatever rows are asked with it."""
+        span, p = self.ANCHOR_STEPS, offsets.size
+        ids = np.asarray(client_ids, dtype=np.intp)
+        lowest = first // span
+        anchors = (first + count - 1) // span - lowest + 1
+        row = np.repeat(np.arange(ids.size), anchors)
+        within = np.arange(row.size) - np.repeat(np.cumsum(anchors) - anchors, anchors)
+        t_a = t0_s[row] + panel_s[row] * ((lowest[row] + within) * span)
+        who = ids[row]
+        tt = t_a[:, None]
+        theta_c = self._omega_c[who] * tt + self._phase_c[who]
+        theta_s = self._omega_s[who] * tt + self._phase_s[who]
+        turns = self._turns(ids, panel_s, offsets)
+        lhs = [np.concatenate((np.cos(theta_c), -np.sin(theta_c)), axis=1),
+               np.concatenate((np.cos(theta_s), -np.sin(theta_s)), axis=1)]
+        out = np.empty((int(count.sum()), p))
+        at, a0 = 0, 0
+        for r, (n, na, skip) in enumerate(zip(count.tolist(), anchors.tolist(), (first - lowest * span).tolist(),
+                                              strict=True)):
+            xc = np.einsum("ak,kl->al", lhs[0][a0:a0 + na], turns[r][0]).reshape(-1, p)[skip:skip + n]
+            xs = np.einsum("ak,kl->al", lhs[1][a0:a0 + na], turns[r][1]).reshape(-1, p)[skip:skip + n]
+            out[at:at + n] = self._gain_of_sums(xc, xs)
+            at, a0 = at + n, a0 + na
+        return out
+
+    def _turns(self, ids: np.ndarray, dt_s: np.ndarray,
+               offsets: np.ndarray | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per row and quadrature: ``[cos; sin]`` of ``w dt i`` (shape (2M, ANCHOR_STEPS)), or with
+        ``offsets`` of ``w dt (l + offsets[i])`` (columns ``l`` major, shape (2M, ANCHOR_STEPS p)),
+        kept per (client, dt, offsets)."""
+        kept: dict[tuple[int, float, Any], Any] = self.__dict__.setdefault("_turns_kept", {})
         if len(kept) > 4096:
             kept.clear()
         steps = np.arange(self.ANCHOR_STEPS, dtype=float)[:, None]
+        tag = None
+        if offsets is not None:
+            tag = tuple(offsets.tolist())
+            steps = (steps + offsets[None, :]).reshape(-1, 1)
         out = []
         for k, dt in zip(ids.tolist(), dt_s.tolist(), strict=True):
-            turn = kept.get((k, dt))
+            turn = kept.get((k, dt, tag))
             if turn is None:
-                turn = kept[(k, dt)] = tuple(
+                turn = kept[(k, dt, tag)] = tuple(
                     np.concatenate((np.cos(b), np.sin(b)), axis=1).T.copy()
                     for b in (self._omega_c[k] * (dt * steps), self._omega_s[k] * (dt * steps)))
             out.append(turn)
@@ -471,6 +527,10 @@ class RicianJakesFading(JakesFading):
         row = np.repeat(np.arange(np.size(client_ids)), count)
         local = np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)
         return self._gain(np.asarray(client_ids, dtype=np.intp)[row], t0_s + dt_s[row] * (first[row] + local))
+
+    #: Each node evaluated as :meth:`power_gain_at` does (the scattered part's rotations do not
+    #: carry the line of sight).
+    power_gain_panels = _TimeVarying.power_gain_panels
 
     def sample_power_gain(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` i.i.d. Rician gains with this K (as ``rician``), for a cell without time."""
