@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -135,7 +135,7 @@ _GRID_POINTS = 256
 _TAIL_STYLE = (0, (3, 2))  # a seed running on alone after the earliest last evaluation
 #: The mean line's pattern of the lines past matplotlib's 10 colours: line i is colour C{i % 10} with
 #: pattern i // 10 (solid, dash-dot, dotted), so no two of 30 lines look alike (our choice).
-LINE_PATTERNS: tuple[str | tuple[int, tuple[float, ...]], ...] = ("solid", (0, (6, 1.5, 1.5, 1.5)), (0, (1, 1.2)))
+LINE_PATTERNS: tuple[Any, ...] = ("solid", (0, (6, 1.5, 1.5, 1.5)), (0, (1, 1.2)))
 _TAIL_SHARE = 0.45  # its width, as a share of the mean line's
 
 
