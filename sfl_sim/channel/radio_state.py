@@ -519,6 +519,13 @@ class RadioState:
         ends = np.empty(k)
         # through within the first span (a step; a sub-panel with a smooth fading): t0 + bits / (the start's rate)
         quick = (first > 0) & (want <= first * self._first_span_s[ids])
+        if self.network is not None and not (self.timed or self.time_varying):
+            # a network whose channel does not change in time: a link's rate is constant until its
+            # client changes cell or loses the link, so a transfer without such an event in it is
+            # through at t0 + bits / rate (the steps would sum the same rate)
+            with np.errstate(divide="ignore"):
+                through = t0 + np.where(first > 0, want / first, np.inf)
+            quick |= (first > 0) & ~self.network.changes_within(ids, t0, through)
         ends[quick] = t0[quick] + want[quick] / first[quick]
         rest = np.flatnonzero(~quick)
         if rest.size == 0:

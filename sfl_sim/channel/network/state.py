@@ -498,6 +498,29 @@ class NetworkRadio:
         hit = (ids[..., None] == client) & (t[..., None] >= start - _EPS) & (t[..., None] < end - _EPS)
         return ~hit.any(axis=-1)
 
+    def changes_within(self, client_ids: Any, t0_s: Any, t1_s: Any) -> np.ndarray:
+        """Whether each client changes cell or loses its link (a handover or a radio link failure,
+        evaluated or pending) at a time in ``[t0_s, t1_s]`` (per client; ``t1_s`` may be inf)."""
+        ids = np.asarray(client_ids, dtype=int).reshape(-1)
+        t0 = np.broadcast_to(np.asarray(t0_s, dtype=float), ids.shape)
+        t1 = np.broadcast_to(np.asarray(t1_s, dtype=float), ids.shape)
+        out = np.zeros(ids.shape, dtype=bool)
+        if ids.size == 0:
+            return out
+        out |= ~np.isfinite(t1)
+        finite = ~out
+        if not finite.any():
+            return out
+        last = float(t1[finite].max())
+        for event in self.handovers_between(float(t0[finite].min()), math.nextafter(last, math.inf)):
+            out |= (ids == event.client) & (t0 <= event.time_s) & (event.time_s <= t1)
+        gaps = self._out_arrays()  # and any interval without a link that overlaps the transfer
+        if gaps is not None:
+            client, start, end = gaps
+            out |= ((ids[:, None] == client) & (start[None, :] - _EPS <= t1[:, None])
+                    & (end[None, :] - _EPS > t0[:, None])).any(axis=1)
+        return out
+
     def losses(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
         """Coupling loss (dB) and gain (linear) of each client to its serving cell at ``t_s``."""
         if np.ndim(t_s) == 0:

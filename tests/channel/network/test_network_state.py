@@ -130,6 +130,19 @@ def test_a_transfer_spanning_an_interruption_ends_the_interruption_later() -> No
     assert radio.transfer_end_s(3, bits, 0.0, share) == pytest.approx(1.05, rel=1e-9)
 
 
+def test_on_a_network_that_does_not_change_in_time_a_transfer_is_its_bits_over_its_rate() -> None:
+    """Static clients, no fading: a link's rate is constant while its client keeps its cell, so a
+    transfer is through at exactly t0 + bits / rate (not a sum over 10 ms steps), 3 s or 0.1 s."""
+    cell = _cell(HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1), network=True)
+    radio = cell.radio
+    share = radio.links(np.arange(20), 0.0, payload_bits=1e6).bandwidth_hz
+    rate = radio.links(np.arange(20), 0.25, share).rate_bps
+    for seconds in (3.0, 0.1):
+        bits = rate * seconds
+        ends = radio.transfer_ends_s(np.arange(20), bits, 0.25, share)
+        np.testing.assert_array_equal(ends, 0.25 + bits / rate)
+
+
 def test_the_one_site_network_gives_the_links_of_the_single_cell_at_the_same_positions() -> None:
     """The 1-site network's clients are dropped in its hexagon (not today's disc: a scenario
     without cell.network keeps the disc); at the same positions its links are the cell's."""
