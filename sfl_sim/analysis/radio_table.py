@@ -12,7 +12,10 @@ Every number is a mean over seeds of a per-run quantity:
   uplink_attempts``, as ``summary.json``'s ``outage_rate``);
 * ``harq_per_round``: HARQ copies per round;
 * ``round_s``: mean simulated round duration, and the mean client time split
-  (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`) from ``clients.csv``.
+  (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`) from ``clients.csv``;
+* with a network and edge servers (``server.edge``), per round: the handovers of the round's clients,
+  the client-seconds they lost (interruptions and migrations), the migrations and the backhaul's
+  megabytes (:data:`EDGE_COLUMNS`, ``rounds.csv``), shown where any run has them.
 
 A setting whose runs dropped clients gets a note: a dropped client's payload never reaches the
 server, so its round ends without waiting for it — a lossy setting looks faster in simulated time
@@ -31,9 +34,14 @@ from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData
 from sfl_sim.analysis.tables import Layout, in_study_order
 from sfl_sim.runs.rundir.schema import CLIENT_KEPT, CLIENT_TIME_COLUMNS
 
-__all__ = ["has_radio_losses", "radio_table", "radio_layouts", "DROPS_SHORTEN_ROUNDS"]
+__all__ = ["has_radio_losses", "radio_table", "radio_layouts", "DROPS_SHORTEN_ROUNDS", "EDGE_COLUMNS"]
 
 _KEYS = list(GROUP_KEYS)
+
+#: rounds.csv's edge columns the table shows per round where a run has them: column -> (header, scale).
+EDGE_COLUMNS: dict[str, tuple[str, float]] = {
+    "handovers": ("handovers / round", 1.0), "handover_lost_s": ("handover s / round", 1.0),
+    "migrations": ("migrations / round", 1.0), "backhaul_bytes": ("backhaul MB / round", 1e-6)}
 
 #: The note under the table where a setting dropped clients.
 DROPS_SHORTEN_ROUNDS = ("dropped clients shorten rounds: a round ends without waiting for a client whose payload "
@@ -56,7 +64,9 @@ def _per_run(study: StudyData) -> pd.DataFrame:
                      "dropped": float(r["dropped_clients"].sum()), "client_rounds": client_rounds,
                      "outage_rate": failed / attempts if attempts else np.nan,
                      "harq_per_round": float(r["harq_retransmissions"].mean()),
-                     "round_s": float(r["round_sim_time_s"].mean())})
+                     "round_s": float(r["round_sim_time_s"].mean()),
+                     **{c: float(r[c].fillna(0).mean()) * scale for c, (_, scale) in EDGE_COLUMNS.items()
+                        if c in r}})
     per_run = pd.DataFrame(rows)
     per_run["drop_rate"] = per_run["dropped"] / per_run["client_rounds"]
     return per_run
@@ -76,12 +86,14 @@ def _causes(study: StudyData) -> pd.DataFrame:
 
 
 def has_radio_losses(study: StudyData) -> bool:
-    """Whether any run dropped a client, failed an uplink attempt or sent a HARQ copy."""
+    """Whether any run dropped a client, failed an uplink attempt, sent a HARQ copy or (with edge
+    servers) saw a handover or used the backhaul."""
     r = study.rounds
     if r.empty:
         return False
-    return bool((r[["dropped_clients", "retransmissions", "dropped_transmissions", "harq_retransmissions"]]
-                 .fillna(0).to_numpy() > 0).any())
+    seen = ["dropped_clients", "retransmissions", "dropped_transmissions", "harq_retransmissions",
+            *[c for c in EDGE_COLUMNS if c in r]]
+    return bool((r[seen].fillna(0).to_numpy() > 0).any())
 
 
 def radio_table(study: StudyData, algorithms: Sequence[str] | None = None) -> pd.DataFrame:
@@ -134,9 +146,10 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
     """
     causes = sorted(c for c in table.columns if c.startswith("drops_"))
     split = [c for c in CLIENT_TIME_COLUMNS if c in table.columns and table[c].notna().any()]
+    edge = [c for c in EDGE_COLUMNS if c in table.columns and (table[c].fillna(0) > 0).any()]
     columns: list[tuple[str, ...]] = [
         ("seeds",), ("drop %",), *[(f"drop: {c.removeprefix('drops_')} %",) for c in causes], ("failed attempts %",),
-        ("HARQ copies / round",), ("round s",), *[(c,) for c in split]]
+        ("HARQ copies / round",), ("round s",), *[(EDGE_COLUMNS[c][0],) for c in edge], *[(c,) for c in split]]
     groups: list[tuple[str | None, list[tuple[str, list[str]]]]] = []
     for setting in study.settings:
         part = table.loc[table["setting"] == setting]
@@ -146,12 +159,16 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
         for _, r in part.iterrows():
             cells = [str(int(r["n_runs"])), _pct(r["drop_rate"]), *[_pct(r[c]) for c in causes],
                      _pct(r["outage_rate"]), _sec(r["harq_per_round"]), _sec(r["round_s"]),
-                     *[_sec(r[c]) for c in split]]
+                     *[_sec(r[c]) for c in edge], *[_sec(r[c]) for c in split]]
             rows.append((str(r["algorithm"]), cells))
         groups.append((setting if len(study.settings) > 1 else None, rows))
     notes = ["Means over seeds of each run's rates (drops: share of client-rounds, in all and by cause; failed "
              "attempts: uplink attempts in outage over attempts; time split: the mean client-round, s, from "
              "clients.csv)."]
+    if edge:
+        notes.append("With edge servers, per round: the handovers of the round's clients, the client-seconds they "
+                     "lost (interruptions and migrations over the backhaul), the migrations and the backhaul's MB "
+                     "(rounds.csv).")
     lossy = table.loc[table["drop_rate"].fillna(0) > 0, "setting"].unique().tolist()
     if lossy:
         notes.append(f"{DROPS_SHORTEN_ROUNDS}: {', '.join(map(str, lossy))}.")

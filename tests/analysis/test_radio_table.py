@@ -57,3 +57,24 @@ def test_a_lossless_study_has_no_radio_table(tmp_path: Path) -> None:
     assert not has_radio_losses(study)  # type: ignore[arg-type]
     study.rounds = rounds.assign(harq_retransmissions=[1])  # type: ignore[attr-defined]
     assert has_radio_losses(study)  # type: ignore[arg-type]
+
+
+def test_a_study_with_handovers_shows_them_per_round(tmp_path: Path) -> None:
+    """rounds.csv's edge columns (a network with edge servers): the table appears for handovers alone and
+    shows their per-round means, the backhaul in MB."""
+    from sfl_sim.analysis.radio_table import _per_run
+
+    rounds = pd.DataFrame({"run_id": [0, 0], "setting": ["s", "s"], "algorithm": ["a", "a"], "seed": [0, 0],
+                           "dropped_clients": [0, 0], "retransmissions": [0, 0], "dropped_transmissions": [0, 0],
+                           "harq_retransmissions": [0, 0], "uplink_attempts": [4, 4], "round_sim_time_s": [2.0, 4.0],
+                           "handovers": [1, 2], "handover_lost_s": [0.05, 0.3], "migrations": [1, 1],
+                           "backhaul_bytes": [3e6, 5e6]})
+
+    class _Study:  # only what has_radio_losses and _per_run read
+        clients = pd.DataFrame()
+    study = _Study()
+    study.rounds = rounds  # type: ignore[attr-defined]
+    assert has_radio_losses(study)  # type: ignore[arg-type]
+    row = _per_run(study).iloc[0]  # type: ignore[arg-type]
+    assert (row["handovers"], row["migrations"], row["backhaul_bytes"]) == (1.5, 1.0, 4.0)
+    assert row["handover_lost_s"] == pytest.approx(0.175)
