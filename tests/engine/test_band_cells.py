@@ -205,3 +205,42 @@ def test_a_round_on_a_seven_site_network_runs_each_cells_band_in_parallel(form: 
         per_slot[s] = per_slot.get(s, 0) + rbs
     assert max(per_slot.values()) > GRID.n_rb  # the cells' grids at once
 
+
+
+def test_a_client_walking_through_a_handover_pauses_in_its_first_cells_band_on_the_built_network() -> None:
+    """The ns-2 line of tests/channel/network (A -> B at 17.80 s, 50 ms without a link) in a built
+    cell under round robin: an upload from 17.5 s gets its rate then, nothing from 17.80 to
+    17.85 s, then the rate to site B (read again at the link's return), and stays in cell A's band."""
+    from pathlib import Path
+
+    from sfl_sim.config.loading import validate
+    from sfl_sim.runs.build import build_cell
+    from tests.helpers import small_scenario
+
+    trace = Path(__file__).parents[1] / "channel" / "network" / "data" / "line_three_cells.ns_movements"
+    raw = small_scenario(clients=1, participation=1.0)
+    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
+                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
+                                "interruption_time_s": 0.05},
+                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
+                   "mobility": {"name": "trace", "path": str(trace)}}
+    cell = build_cell(validate(raw))
+    radio = cell.radio
+    t0 = 17.5
+    radio.advance_to(t0)
+    sim = Simulator(cell, np.ones(1), 1.0, start_time_s=t0, scheduler=RoundRobin(), numerology=1)
+    grid = sim.uplink_grid
+    assert grid is not None and RoundRobin().grant_latency_slots() == 0
+    full = np.array([grid.n_rb * grid.hz_per_rb])
+    gain = np.ones(1)
+    before = float(radio.links(np.array([0]), t0, full, fading=gain).rate_bps[0])
+    after = float(radio.links(np.array([0]), 17.85, full, fading=gain).rate_bps[0])
+    assert radio.serving_cell([0], 17.85).tolist() != [0]
+    nbytes = int(before * 0.3 / 8) + 100_000  # past the handover
+    out, ctx = _uploads(sim, [(0, 0.0, nbytes)])
+    end_s = 17.85 + (8 * nbytes - before * (17.80 - t0)) / after
+    assert out[0] == (DELIVERED, pytest.approx(end_s, rel=1e-9))
+    assert ctx.uplink_grants(0).granted_s == pytest.approx(end_s - t0 - 0.05, rel=1e-9)
+    band = ctx._band
+    assert isinstance(band, CellBands) and band.bands[0].grants(0) is not None
+    assert all(b.grants(0) is None for b in band.bands[1:])

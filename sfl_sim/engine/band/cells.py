@@ -44,7 +44,7 @@ import numpy as np
 import simpy
 
 from sfl_sim.engine.band.base import BandResource, Grants, LinkAt, SlotGrant, Transfer
-from sfl_sim.engine.steps import SimSteps
+from sfl_sim.engine.steps import SimSteps, stoppable
 
 __all__ = ["CHUNK_S", "CellBands", "CellRadio"]
 
@@ -94,7 +94,7 @@ class CellBands:
         self._had: dict[int, list[int]] = {}  # client -> the bands it had transfers in, in order
         self._closed = False
         #: The watcher of the clients' link changes (the engine stops it at the round's end).
-        self.watcher = env.process(self._watch())
+        self.watcher = env.process(stoppable(self._watch()))
 
     # -- the links the bands read ----------------------------------------------------------------
     def _linked_at(self, ids: np.ndarray, bandwidth_hz: np.ndarray,
