@@ -481,8 +481,8 @@ class CellSection(Section):
 
     @model_validator(mode="after")
     def _network_parts(self) -> CellSection:
-        """``cell.handover`` needs a network; a network drops its own clients, carries its own
-        interference and shares each cell's band per round (no dynamic scheduler yet)."""
+        """``cell.handover`` needs a network; a network drops its own clients and carries its own
+        interference (a dynamic scheduler runs one band per cell: :mod:`sfl_sim.engine.band.cells`)."""
         if self.network is None:
             # the default written out (a scenario.yaml of a run) is accepted; another rule is refused
             if self.handover != CellSection.model_fields["handover"].get_default(call_default_factory=True):
@@ -497,9 +497,6 @@ class CellSection(Section):
         if self.interference.name != "none":
             raise CrossFieldError("interference", self.interference.name, "none with cell.network (the other "
                                   "cells' transmissions are the interference)", relative=True)
-        if _dynamic_scheduler(self.scheduler.name):
-            raise CrossFieldError("scheduler", self.scheduler.name, "static with cell.network (one fluid/slot band "
-                                  "per cell is not built yet)", relative=True)
         return self
 
     @model_validator(mode="after")

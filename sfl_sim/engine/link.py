@@ -44,7 +44,7 @@ from sfl_sim.channel.link.outage import OutagePolicy
 from sfl_sim.channel.protocols import HarqModel
 from sfl_sim.config.choices import OnOutage
 from sfl_sim.engine.accounting import Counters, RoundNotes
-from sfl_sim.engine.band import BandResource
+from sfl_sim.engine.band import BandResource, CellBands
 from sfl_sim.engine.outcome import DELIVERED, Lost, Outcome
 from sfl_sim.engine.radio import Uplink
 from sfl_sim.engine.steps import SimSteps, stoppable
@@ -77,14 +77,15 @@ class Link:
         :data:`BatteryCheck`, asked before each transfer that gets air time.
     offline_s : mapping of int to float
         Cohort clients that go offline in the round, and when.
-    band : BandResource, optional
-        The scheduled band (a dynamic scheduler); None: each transfer on its share of the round.
+    band : BandResource or CellBands, optional
+        The scheduled band (a dynamic scheduler; one per cell on a network); None: each transfer on its
+        share of the round.
     """
 
     def __init__(self, env: simpy.Environment, uplink: Uplink, counters: Counters, notes: RoundNotes,
                  outage: OutagePolicy | None, harq: HarqModel | None, harq_rng: np.random.Generator,
                  battery: BatteryCheck | None, offline_s: Mapping[int, float],
-                 band: BandResource | None = None) -> None:
+                 band: BandResource | CellBands | None = None) -> None:
         self._env, self._uplink, self._counters, self._notes = env, uplink, counters, notes
         self._outage, self._harq, self._harq_rng = outage, harq, harq_rng
         self._battery, self._offline_s = battery, offline_s

@@ -164,7 +164,7 @@ from sfl_sim.channel.network.protocols import NO_CELL, HandoverEvent
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.config.choices import Coherence, DownlinkMode, OnOutage, StragglerPolicy, check_choice
 from sfl_sim.engine.accounting import Busy, Counters, RoundNotes
-from sfl_sim.engine.band import BandResource, Grants, SlotGrant, open_band, scheduling_form
+from sfl_sim.engine.band import BandResource, CellBands, Grants, LinkAt, SlotGrant, open_band, scheduling_form
 from sfl_sim.engine.client_state import Battery, Presence, departures
 from sfl_sim.engine.edge import HANDOVER_ACTIONS, CellNetwork, EdgeServers, cell_network
 from sfl_sim.engine.link import Link
@@ -337,7 +337,7 @@ class RoundContext:
         self._sim.counters.add("backhaul/aggregation", 2 * len(cells) * edge.aggregate_bytes)
         return 2.0 * edge.backhaul_s(edge.aggregate_bytes)  # up, then the global model down
 
-    def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
+    def _scheduled_band(self, sim: Simulator, grid: ResourceGrid) -> BandResource | CellBands:
         """The round's uplink band under the run's dynamic scheduler (:mod:`sfl_sim.engine.band`)."""
         assert sim.scheduler is not None
 
@@ -351,11 +351,15 @@ class RoundContext:
             # slot), so they shift no shared stream and a run of another form sees the same channel
             return keyed_stream(sim.seed, "harq_slot", round_index, client, slot)
 
-        return open_band(sim.env, sim.scheduler, grid, self._uplink.link_at, self._uplink.fading_of, note,
-                         sim.harq, block_rng, ladder=len(self.cohort), trace_slots=sim.slot_trace,
-                         headroom=self._uplink.headroom_rbs, refresh_s=self._uplink.refresh_s())
+        def one(link_at: LinkAt) -> BandResource:
+            return open_band(sim.env, scheduler, grid, link_at, self._uplink.fading_of, note, sim.harq, block_rng,
+                             ladder=len(self.cohort), trace_slots=sim.slot_trace,
+                             headroom=self._uplink.headroom_rbs, refresh_s=self._uplink.refresh_s())
 
-    def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> BandResource:
+        scheduler = sim.scheduler
+        return self._per_cell(sim, self._uplink.link_at, one)
+
+    def _downlink_scheduled(self, sim: Simulator, grid: ResourceGrid) -> BandResource | CellBands:
         """The round's unicast downlink band under the run's dynamic scheduler (no HARQ: the
         downlink has no block error model here)."""
         assert sim.scheduler is not None
@@ -363,8 +367,23 @@ class RoundContext:
         def note(client: int, start_s: float, duration_s: float, tx_power_w: float) -> None:
             self.notes.note_busy(client, "downlink", start_s, duration_s)
 
-        return open_band(sim.env, sim.scheduler, grid, self._downlink.link_at, self._downlink.fading_of, note,
-                         ladder=len(self.cohort), refresh_s=self._downlink.refresh_s())
+        def one(link_at: LinkAt) -> BandResource:
+            return open_band(sim.env, scheduler, grid, link_at, self._downlink.fading_of, note,
+                             ladder=len(self.cohort), refresh_s=self._downlink.refresh_s())
+
+        scheduler = sim.scheduler
+        return self._per_cell(sim, self._downlink.link_at, one)
+
+    def _per_cell(self, sim: Simulator, link_at: LinkAt,
+                  one: Callable[[LinkAt], BandResource]) -> BandResource | CellBands:
+        """The band ``one`` opens on ``link_at``; on a network of more than one cell, one per cell
+        (:class:`~sfl_sim.engine.band.cells.CellBands`: each transfer in its serving cell's band)."""
+        network = sim.cell.radio.network
+        if network is None or network.n_cells <= 1:
+            return one(link_at)
+        bands = CellBands(sim.env, network, link_at, one)
+        self._processes.append(bands.watcher)  # stopped at the round's end with the round's processes
+        return bands
 
     def _battery_empties_at(self, client: int, duration_s: float, tx_power_w: float) -> float | None:
         """The run's battery asked about an upload of ``client`` starting now (:class:`Battery`)."""

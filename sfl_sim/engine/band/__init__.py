@@ -31,6 +31,9 @@ RB-seconds, seconds with a grant, bits sent, transport blocks, the SINR of the g
 recorded: ``clients.csv``'s grant columns and, with ``metrics.slot_trace``, one row per slot form
 grant (:attr:`~sfl_sim.engine.band.base.BandResource.slot_trace`).
 
+On a network of more than one cell each cell has its own band, and a transfer goes to its
+client's serving cell's (:class:`~sfl_sim.engine.band.cells.CellBands`, :mod:`sfl_sim.engine.band.cells`).
+
 A new transfer waits the grant latency (scheduling request + buffer status report + K2 slots)
 before it can be granted.  The energy ledger gets one busy interval per transfer, from its start
 to its end, at the mean power it sent with (energy over duration), so the energy is exact.
@@ -46,11 +49,12 @@ import simpy
 from sfl_sim.channel.link.scheduling import ResourceGrid, is_dynamic
 from sfl_sim.channel.protocols import HarqModel, Scheduler
 from sfl_sim.engine.band.base import BandResource, FadingOf, Grants, HeadroomOf, LinkAt, NoteBusy, SlotGrant, Transfer
+from sfl_sim.engine.band.cells import CellBands, CellRadio
 from sfl_sim.engine.band.fluid import FluidBand
 from sfl_sim.engine.band.slot import SlotBand
 
-__all__ = ["BandResource", "FadingOf", "FluidBand", "Form", "Grants", "HeadroomOf", "LinkAt", "NoteBusy", "SlotBand",
-           "SlotGrant", "Transfer", "open_band", "scheduling_form"]
+__all__ = ["BandResource", "CellBands", "CellRadio", "FadingOf", "FluidBand", "Form", "Grants", "HeadroomOf", "LinkAt",
+           "NoteBusy", "SlotBand", "SlotGrant", "Transfer", "open_band", "scheduling_form"]
 
 Form = Literal["static", "fluid", "slot"]
 """What the engine does with a scheduler: the per-round split (``static``), or a band of either form."""

@@ -73,7 +73,8 @@ class Grants:
 @dataclass(frozen=True)
 class SlotGrant:
     """One grant of one slot (slot form, ``metrics.slot_trace``): the slot's index on the grid and
-    start, the client, its RBs, the transport block's bits and whether the block failed (HARQ)."""
+    start, the client, its RBs, the transport block's bits, whether the block failed (HARQ) and
+    the cell whose band granted it (0 with one cell; :mod:`~sfl_sim.engine.band.cells`)."""
 
     slot: int
     start_s: float
@@ -81,6 +82,7 @@ class SlotGrant:
     rbs: int
     block_bits: float
     failed: bool
+    cell: int = 0
 
 
 class Transfer(Put):
@@ -162,6 +164,7 @@ class BandResource(BaseResource[Transfer, Get]):
         self._done: dict[int, Transfer] = {}
         self._failed_blocks: dict[int, float] = {}
         self._gave_up: set[int] = set()
+        self._unlinked: set[int] = set()  # clients without a link now (a network: link_changed)
         self._opened_s = env.now
         self._used_rb_s = 0.0  # RB-seconds granted so far (the round's load)
         self._closed = False
@@ -230,6 +233,25 @@ class BandResource(BaseResource[Transfer, Get]):
         in_band_s = self._in_band_s.get(client, 0.0) + (now - self._start_s[client] if client in self._start_s else 0.0)
         return self._granted(client, in_band_s)
 
+    def unlinked(self, client: int) -> bool:
+        """Whether the band was last told that ``client`` has no link (:meth:`link_changed`)."""
+        return client in self._unlinked
+
+    def link_changed(self, client: int, linked: bool) -> None:
+        """``client``'s link changed (a network: a handover, its link lost or back; ``linked``:
+        whether it has one now): its rates are read again from the links now (its tables are
+        forgotten), and a transfer of it in the band follows (the forms' :meth:`_relinked`)."""
+        if linked:
+            self._unlinked.discard(client)
+        else:
+            self._unlinked.add(client)
+        row = self._row.get(client)
+        if row is None:
+            return
+        self._tab_fading[row] = np.nan
+        self._hull_fading[row] = np.nan
+        self._relinked(client, row)
+
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): its busy interval ends now, its event never fires."""
         if client not in self._done:
@@ -296,6 +318,9 @@ class BandResource(BaseResource[Transfer, Get]):
 
     def _changed(self) -> None:
         """The clients with data changed (a withdrawal)."""
+
+    def _relinked(self, client: int, row: int) -> None:
+        """``client``'s link changed and its tables were forgotten (:meth:`link_changed`)."""
 
     def _stop(self) -> None:
         """The round is over: stop serving (before the open transfers are closed)."""

@@ -85,6 +85,7 @@ class FluidBand(BandResource):
         self._rbs_on_air = 0.0  # the RBs granted since the last re-share
         self._wake: simpy.Event | None = None
         self._finishing: list[int] = []
+        self._paused: dict[int, float] = {}  # client without a link -> its bits left, kept off the air
 
     # -- the policy's call (one place) -------------------------------------------------------------
     def _fluid_split(self, rows: np.ndarray) -> np.ndarray:
@@ -129,7 +130,39 @@ class FluidBand(BandResource):
         self._f_on[0, row], self._f_on[1, row] = -1.0, 1.0
         self._n_on += 1
         self._fresh.append(client)
+        if client in self._unlinked:  # it starts without a link: off the air until it has one
+            self._pause(row)
         self._reshare_soon()
+
+    def _pause(self, row: int) -> None:
+        """Take ``row``'s transfer off the air (its client has no link), its bits kept."""
+        client = self._client[row]
+        self._paused[client] = float(self._f_state[0, row])
+        self._f_state[0, row] = np.inf
+        self._f_on[:, row] = self._f_speed[:, row] = self._f_book_speed[:, row] = 0.0
+        self._n_on -= 1
+
+    def _relinked(self, client: int, row: int) -> None:
+        # a network: a link lost takes the transfer off the air, a link back puts it on again, and
+        # either way its rates are read again (the serving cell's coupling loss now)
+        self._seen.clear()
+        if self._closed or client not in self._done or not math.isfinite(self._f_state[0, row]) \
+                and client not in self._paused:
+            return  # no transfer of it here, or one still in its grant latency (_arrive decides)
+        self._advance()
+        linked = client not in self._unlinked
+        if linked and client in self._paused:
+            self._f_state[0, row] = self._paused.pop(client)
+            self._f_on[0, row], self._f_on[1, row] = -1.0, 1.0
+            self._n_on += 1
+        elif not linked and client not in self._paused:
+            self._pause(row)
+        if linked:
+            self._fresh.append(client)
+        self._reshare_soon()
+
+    def _drop(self, client: int) -> None:
+        self._paused.pop(client, None)
 
     def withdraw(self, client: int) -> None:
         """Stop serving ``client`` (it went offline): the bits sent until now come off first."""
@@ -142,6 +175,7 @@ class FluidBand(BandResource):
 
     def _stop(self) -> None:
         self._advance()
+        self._paused.clear()
         self._fresh.clear()
         self._rbs_on_air = 0.0
         self._wake = None

@@ -291,6 +291,12 @@ class SlotBand(BandResource):
         self._mono = np.concatenate((self._mono, np.zeros(extra, dtype=bool)))
         self._gain_gen = np.concatenate((self._gain_gen, np.full(extra, -1, dtype=np.int64)))
 
+    def _relinked(self, client: int, row: int) -> None:
+        # a network: the next decision reads the client's fading as new, so its tables (0 without
+        # a link: no need, no grant) and hull are read again
+        self._fad[row] = np.nan
+        self._unchecked = True
+
     def _tabled(self, rows: np.ndarray) -> None:
         self._top_bps[rows] = self._tab[:, 0, rows].max(axis=0)
 

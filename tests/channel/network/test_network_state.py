@@ -173,8 +173,6 @@ def test_the_network_state_survives_a_kill_and_resume() -> None:
 
 @pytest.mark.parametrize(("cell", "message"), [
     ({"handover": {"name": "a3", "hysteresis_db": 1.0}}, "cell.handover"),
-    ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "scheduler": {"name": "round_robin"}},
-     "cell.scheduler"),
     ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1}, "interference": {"name": "first_tier"}},
      "cell.interference"),
     ({"network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1},
@@ -183,6 +181,30 @@ def test_the_network_state_survives_a_kill_and_resume() -> None:
 def test_the_scenario_refuses_what_a_network_does_not_build(cell: dict, message: str) -> None:
     with pytest.raises(Exception, match=message):
         validate({**small_scenario(), "cell": cell})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", [{"name": "round_robin"}, {"name": "proportional_fair", "fidelity": "slot"}])
+def test_a_dynamic_scheduler_on_a_network_runs(tmp_path, scheduler: dict) -> None:
+    """Once refused ('one fluid/slot band per cell is not built yet'): a scenario with cell.network and a
+    dynamic cell.scheduler validates and runs a round (one band per cell, sfl_sim.engine.band.cells)."""
+    import csv
+
+    import yaml
+
+    from sfl_sim.cli import main
+    from tests.runs.test_end_to_end import SMALL
+
+    cell = {**SMALL.get("cell", {}), "network": {"name": "hexgrid", "n_sites": 7, "sectors_per_site": 1},
+            "scheduler": scheduler}
+    cell.pop("placement", None)
+    data = {**SMALL, "rounds": 1, "algorithms": [{"name": "fedavg"}], "cell": cell}
+    assert validate(data).cell.scheduler.name == scheduler["name"]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["scenario", str(path), "-o", str(tmp_path / "o"), "--no-progress"]) == 0
+    with (tmp_path / "o" / "fedavg" / "rounds.csv").open() as fh:
+        assert len(list(csv.DictReader(fh))) == 1
 
 
 def test_the_default_placement_written_out_is_accepted_with_a_network() -> None:
