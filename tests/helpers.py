@@ -169,3 +169,18 @@ def schema_validator(schema: dict) -> Any:
     """A JSON-schema validator of ``schema``, built once per schema: ``jsonschema.validate`` checks the
     schema itself at every call (about 1 s for the scenario schema on the 2-core machine)."""
     return _validator_of(json.dumps(schema, sort_keys=True))
+
+
+def line_three_cells_scenario() -> dict[str, Any]:
+    """One client walking the straight line A -> B -> C of tests/channel/network (its ns-2 file): 7
+    sites at ISD 500 m, one sector each, A3 with Hys 3 dB, TTT 320 ms and a 50 ms interruption,
+    log-distance path loss of exponent 3.5, no shadowing (hand-computed handovers at 17.80 s and
+    67.80 s: tests/channel/network/test_network_state.py)."""
+    trace = Path(__file__).parent / "channel" / "network" / "data" / "line_three_cells.ns_movements"
+    raw = small_scenario(clients=1, participation=1.0)
+    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
+                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
+                                "interruption_time_s": 0.05},
+                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
+                   "mobility": {"name": "trace", "path": str(trace)}}
+    return raw

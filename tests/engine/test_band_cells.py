@@ -211,20 +211,12 @@ def test_a_client_walking_through_a_handover_pauses_in_its_first_cells_band_on_t
     """The ns-2 line of tests/channel/network (A -> B at 17.80 s, 50 ms without a link) in a built
     cell under round robin: an upload from 17.5 s gets its rate then, nothing from 17.80 to
     17.85 s, then the rate to site B (read again at the link's return), and stays in cell A's band."""
-    from pathlib import Path
 
     from sfl_sim.config.loading import validate
     from sfl_sim.runs.build import build_cell
-    from tests.helpers import small_scenario
+    from tests.helpers import line_three_cells_scenario
 
-    trace = Path(__file__).parents[1] / "channel" / "network" / "data" / "line_three_cells.ns_movements"
-    raw = small_scenario(clients=1, participation=1.0)
-    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
-                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
-                                "interruption_time_s": 0.05},
-                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
-                   "mobility": {"name": "trace", "path": str(trace)}}
-    cell = build_cell(validate(raw))
+    cell = build_cell(validate(line_three_cells_scenario()))
     radio = cell.radio
     t0 = 17.5
     radio.advance_to(t0)

@@ -22,7 +22,7 @@ from sfl_sim.channel.network.state import (
     torus_positions_m,
 )
 from sfl_sim.config.loading import validate
-from tests.helpers import small_scenario
+from tests.helpers import line_three_cells_scenario, small_scenario
 
 
 def test_a3_in_chunks_equals_one_whole_series_evaluation() -> None:
@@ -332,18 +332,10 @@ def test_a_trace_through_three_cells_in_a_built_cell_hands_over_at_the_hand_comp
     A -> B, 67.80 s B -> C) as an ns-2 movement file in a scenario's cell: the trace is not pulled
     into the cell's annulus (at 67.8 s the client is 778 m from the centre, beyond the layout's
     763.8 m circumradius: on the torus it is near site C)."""
-    from pathlib import Path
 
     from sfl_sim.runs.build import build_cell
 
-    trace = Path(__file__).parent / "data" / "line_three_cells.ns_movements"
-    raw = small_scenario(clients=1, participation=1.0)
-    raw["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 500.0, "sectors_per_site": 1},
-                   "handover": {"name": "a3", "hysteresis_db": 3.0, "time_to_trigger_s": 0.32,
-                                "interruption_time_s": 0.05},
-                   "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
-                   "mobility": {"name": "trace", "path": str(trace)}}
-    cell = build_cell(validate(raw))
+    cell = build_cell(validate(line_three_cells_scenario()))
     radio = cell.radio
     events = radio.handovers_between(0.0, 80.0)
     grid = radio.network.grid
