@@ -222,6 +222,7 @@ class RoundContext:
         self._downlink_band = None if sim.downlink_grid is None else self._downlink_scheduled(sim, sim.downlink_grid)
         self._link = Link(sim.env, self._uplink, sim.counters, self.notes, sim.outage, sim.harq, sim.harq_rng,
                           None if sim.battery is None else self._battery_empties_at, self._offline_s, self._band)
+        self._handover_dropped: set[int] = set()  # a handover's drops, counted as dropped clients when dropped
         if sim.edge is not None:
             self._start_edge(sim)
 
@@ -274,6 +275,9 @@ class RoundContext:
                              f"allowed: {', '.join(HANDOVER_ACTIONS)}")
         if action == "drop":
             counters.add("handover_drops", 1)
+            # counted now: a client that delivers nothing more may never reach a gather or keep
+            counters.dropped_clients += 1
+            self._handover_dropped.add(k)
             self.notes.note_dropped(k, "handover")
             self.notes.note_left(k, now)
             self._offline_s[k] = now  # its later transfers and steps find it gone
@@ -647,7 +651,7 @@ class RoundContext:
         decision = yield from self._sim.stragglers.wait(self.env, pending, local_iterations)
         for client, reason in decision.dropped.items():
             self.notes.note_dropped(client, reason)
-        self._sim.counters.dropped_clients += len(decision.dropped)
+        self._sim.counters.dropped_clients += sum(1 for k in decision.dropped if k not in self._handover_dropped)
         if self._sim.edge is not None:
             kept = self._less_handed_over(decision.kept)
             # a client whose arrival was its process's end has nothing left to do in the round
@@ -657,10 +661,8 @@ class RoundContext:
 
     def _less_handed_over(self, clients: list[int]) -> list[int]:
         """``clients`` less those a handover's drop policy discarded the state of while their
-        payload was still on its way or waiting (counted as dropped clients)."""
-        handed = [k for k in clients if self.notes.dropped.get(k) == "handover"]
-        self._sim.counters.dropped_clients += len(handed)
-        return [k for k in clients if k not in handed]
+        payload was still on its way or waiting (counted as dropped clients when dropped)."""
+        return [k for k in clients if k not in self._handover_dropped]
 
     def keep(self, clients: Iterable[int]) -> list[int]:
         """The server's final word on ``clients``: their updates go into the round's aggregate.
