@@ -1,7 +1,7 @@
 """``server.edge`` on the real network radio end to end: a client walks (a BonnMotion trace,
-``crossing.movements``) from site 0's cell into site 1's on a 7-site network during the round's
-first local step; the migration's bytes and time in rounds.csv and the round's clock are the hand
-calculation, and with ``drop`` the client's round is dropped with reason ``handover``.
+``tests/channel/network/data/crossing.movements``) from site 0's cell into site 1's on a 7-site
+network during the round's first local step; the migration's bytes and time in rounds.csv and the
+round's clock are the hand calculation, and with ``drop`` the client's round is dropped with reason ``handover``.
 
 Client 0 moves from (60, 35) m to (140, 81) m in 0.2 s and stays there (site 1 is at
 (173.2, 100) m); client 1 stays at (-50, -30) m in site 0's cell.  The clients compute at 1 MFLOP/s,
@@ -24,7 +24,7 @@ from tests.helpers import small_scenario, write_yaml
 
 pytestmark = pytest.mark.slow
 
-TRACE = Path(__file__).with_name("crossing.movements")
+TRACE = Path(__file__).parents[1] / "channel" / "network" / "data" / "crossing.movements"
 BACKHAUL_BPS = 1e4
 
 
