@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from sfl_sim.algorithms.asynchronous import is_asynchronous
-from sfl_sim.channel.network.protocols import HandoverTrace
+from sfl_sim.channel.network.protocols import event_rows
 from sfl_sim.clients.availability import round_start
 from sfl_sim.clients.protocols import BatteryObserver
 from sfl_sim.clients.selection import select_online
@@ -345,9 +345,7 @@ class _Session:
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
         network = self.run.cell.radio.network
         if network is not None:  # every change of serving cell so far (a network of cells)
-            self.files.write_handovers(HandoverTrace(run_summary.handovers_until(network, self.sim.now_s),
-                                                     np.empty((0, 0)),
-                                                     np.empty((0, 0))).rows())
+            self.files.write_handovers(event_rows(run_summary.handovers_until(network, self.sim.now_s)))
         if status == COMPLETE:
             self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET
             if self.recorder is not None:  # the record, whole now, bound to the run (sfl-sim retime checks it)

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sfl_sim.channel.network.protocols import CAUSES
+from sfl_sim.channel.network.protocols import event_counts
 from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
 from sfl_sim.runs.round_steps import edge_counts
@@ -210,10 +210,8 @@ def _handovers(run: Run, last_sim_time_s: float) -> dict[str, Any]:
     network = run.cell.radio.network
     if network is None:
         return {}
-    counts = dict.fromkeys(CAUSES, 0)
-    for event in handovers_until(network, float(last_sim_time_s)):
-        counts[event.cause] = counts.get(event.cause, 0) + 1
-    return {"n_cells": network.n_cells, "handovers": counts}
+    return {"n_cells": network.n_cells,
+            "handovers": event_counts(handovers_until(network, float(last_sim_time_s)))}
 
 
 def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool,

@@ -17,12 +17,14 @@ handover or a learned policy is another class with the same method.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["NetworkLayout", "HandoverRule", "HandoverEvent", "HandoverTrace", "CAUSES", "NO_CELL"]
+__all__ = ["NetworkLayout", "HandoverRule", "HandoverEvent", "HandoverTrace", "CAUSES", "NO_CELL",
+           "event_counts", "event_rows"]
 
 #: Causes of a change of serving cell: an A3 event (a handover) or a radio link failure (and the
 #: re-establishment that follows it).  A rule of one's own may add causes of its own.
@@ -79,18 +81,28 @@ class HandoverTrace:
     connected: np.ndarray
 
     def counts(self) -> dict[str, int]:
-        """Events per cause (every cause of :data:`CAUSES` present, 0 when none): the summary's counts."""
-        out = dict.fromkeys(CAUSES, 0)
-        for event in self.events:
-            out[event.cause] = out.get(event.cause, 0) + 1
-        return out
+        """Events per cause (:func:`event_counts`)."""
+        return event_counts(self.events)
 
     def rows(self) -> list[dict[str, float | int | str]]:
-        """The events as ``handovers.csv`` rows (``time_s, client, source_cell, target_cell, cause,
-        interruption_s``)."""
-        return [{"time_s": e.time_s, "client": e.client, "source_cell": e.source_cell,
-                 "target_cell": e.target_cell, "cause": e.cause, "interruption_s": e.interruption_s}
-                for e in self.events]
+        """The events as ``handovers.csv`` rows (:func:`event_rows`)."""
+        return event_rows(self.events)
+
+
+def event_counts(events: Iterable[HandoverEvent]) -> dict[str, int]:
+    """Events per cause (every cause of :data:`CAUSES` present, 0 when none): the summary's counts."""
+    out = dict.fromkeys(CAUSES, 0)
+    for event in events:
+        out[event.cause] = out.get(event.cause, 0) + 1
+    return out
+
+
+def event_rows(events: Iterable[HandoverEvent]) -> list[dict[str, float | int | str]]:
+    """The events as ``handovers.csv`` rows (``time_s, client, source_cell, target_cell, cause,
+    interruption_s``)."""
+    return [{"time_s": e.time_s, "client": e.client, "source_cell": e.source_cell,
+             "target_cell": e.target_cell, "cause": e.cause, "interruption_s": e.interruption_s}
+            for e in events]
 
 
 @runtime_checkable
