@@ -458,6 +458,24 @@ class RadioState:
         return budget.uplink_at_bandwidth(ids, bandwidth_hz, gain, coupling_db, self.tx_power_w[ids],
                                           self.noise_rise.linear, gain_fading)
 
+    def uplink_of(self, client: int, t_s: float, bandwidth_hz: float, fading_gain: float) -> tuple[float, float, float]:
+        """One client's uplink at ``t_s`` on a share of ``bandwidth_hz`` with the block gain
+        ``fading_gain``: the rate (bit/s; a network: on the serving cell, connected or not), SNR (dB)
+        and transmit power (W) of :meth:`links`, the same numbers, without its input checks (the
+        engine asks at every transfer's start; the share and gain were checked when drawn).  A
+        component's rate or SNR that is not finite and >= 0 is named by :meth:`links`' checks."""
+        ids = np.array([client])
+        coupling_db, gain = self._large_scale_at(ids, t_s)
+        share = np.array([bandwidth_hz], dtype=float)
+        rate, snr_db, power = self.budget.link_unchecked("uplink", share, gain * fading_gain, coupling_db,
+                                                         self.tx_power_w[ids], self._noise_rise_of(ids, t_s, "uplink"),
+                                                         with_snr=True)
+        assert snr_db is not None and power is not None
+        r, snr = float(rate[0]), float(snr_db[0])
+        if not (0.0 <= r < math.inf) or math.isnan(snr) or (bandwidth_hz > 0 and math.isinf(snr)):
+            self.links(ids, t_s, share, fading=np.array([fading_gain]))  # raises, naming the component
+        return r, snr, float(power[0])
+
     def transfer_end_s(self, client: int, bits: float, t0_s: float, bandwidth_hz: float,
                        direction: str = "uplink", fading_gain: float | None = None,
                        start_rate_bps: float | None = None) -> float:
@@ -499,7 +517,8 @@ class RadioState:
         fading_gain : float or array_like, shape (k,), optional
             Without a time-varying fading: each transfer's block gain (None: 1).
         start_rate_bps : array_like, shape (k,), optional
-            Each rate at ``t0_s`` when the caller has it.
+            Each rate at ``t0_s`` when the caller has it (a network: the serving cell's, connected
+            or not, as :meth:`links` and :meth:`uplink_of` give it).
 
         Returns
         -------
@@ -513,19 +532,25 @@ class RadioState:
         t0 = np.broadcast_to(np.asarray(t0_s, dtype=float), (k,)).astype(float)
         gains = None if self.time_varying or fading_gain is None else \
             np.broadcast_to(np.asarray(fading_gain, dtype=float), (k,))
-        first = (self._rates(ids, t0.copy(), share, gains, direction)
-                 if start_rate_bps is None or self.network is not None  # a network: 0 while not connected
-                 else np.asarray(start_rate_bps, dtype=float).reshape(k))
+        if start_rate_bps is None:
+            first = self._rates(ids, t0.copy(), share, gains, direction)
+        else:
+            first = np.asarray(start_rate_bps, dtype=float).reshape(k)
+            if self.network is not None:  # the serving cell's rate: 0 while the client has no link
+                first = first * self.network.connected(ids, t0)
         ends = np.empty(k)
         # through within the first span (a step; a sub-panel with a smooth fading): t0 + bits / (the start's rate)
         quick = (first > 0) & (want <= first * self._first_span_s[ids])
-        if self.network is not None and not (self.timed or self.time_varying):
-            # a network whose channel does not change in time: a link's rate is constant until its
-            # client changes cell or loses the link, so a transfer without such an event in it is
-            # through at t0 + bits / rate (the steps would sum the same rate)
+        if not self.time_varying and (self.network is not None or self.timed):
+            # without a time-varying fading a link's rate is constant while its client stays on one
+            # position grid step (a timed mobility) and, on a network, in one cell with a link: a
+            # transfer through within that is through at t0 + bits / rate (its steps would sum the
+            # same rate)
             with np.errstate(divide="ignore"):
                 through = t0 + np.where(first > 0, want / first, np.inf)
-            quick |= (first > 0) & ~self.network.changes_within(ids, t0, through)
+            maybe = np.flatnonzero(~quick & (first > 0))
+            if maybe.size:
+                quick[maybe] = self._rate_holds(ids[maybe], t0[maybe], through[maybe])
         ends[quick] = t0[quick] + want[quick] / first[quick]
         rest = np.flatnonzero(~quick)
         if rest.size == 0:
@@ -553,6 +578,21 @@ class RadioState:
                 ends[rows] = self._integrate(ids[rows], want[rows], float(t0[rows[0]]), share[rows],
                                              None if gains is None else gains[rows], dt[rows], direction, count[on])
         return ends
+
+    def _rate_holds(self, ids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+        """Whether each link's rate (no time-varying fading) is the same at every time of
+        ``[t0, t1]`` as at ``t0``: the same large-scale grid step and position step (a timed
+        mobility), and on a network no handover or loss of the link in between (the noise rise is
+        the start's over a whole transfer)."""
+        holds = np.isfinite(t1)
+        if self.network is not None:
+            holds &= self.network.same_losses(t0, t1)
+            on = np.flatnonzero(holds)  # (the handovers looked for only as far as a grid step)
+            holds[on] = ~self.network.changes_within(ids[on], t0[on], t1[on])
+        elif self.timed:  # the positions' grid of _large_scale_at
+            step = self.position_step_s
+            holds &= np.floor(t0 / step) == np.floor(t1 / step)
+        return holds
 
     def broadcast_end_s(self, client_ids: Any, bits: float, t0_s: float, fading_gain: Any = None,
                         cap_bps: float = math.inf) -> float:

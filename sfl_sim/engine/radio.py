@@ -78,6 +78,8 @@ class Uplink:
         self._rate_bps = dict(zip(ids, link.rate_bps.tolist(), strict=True))
         self._snr_db = dict(zip(ids, link.snr_db.tolist(), strict=True))
         self._tx_power_w = dict(zip(ids, link.tx_power_w.tolist(), strict=True))
+        now = self._now() if self._in_time else 0.0
+        self._rate_at_s: dict[int, float] = dict.fromkeys(ids, now)  # when each rate was evaluated
         for k in ids:
             if k in self._traced:
                 self._rate_bps[k] = self._traced[k]
@@ -162,9 +164,11 @@ class Uplink:
             return bits / self._rate_bps[client]
         now = self._now()
         if not self._time_varying:
+            # the rate kept is the one at the transfer's start when it was evaluated now (a retry
+            # after a wait keeps an older one: the state evaluates the start again)
+            start = self._rate_bps[client] if self._rate_at_s.get(client) == now else None
             end_s = self._radio.transfer_end_s(client, bits, now, self._share_hz[client],
-                                               fading_gain=self._fading_gain[client],
-                                               start_rate_bps=self._rate_bps[client])
+                                               fading_gain=self._fading_gain[client], start_rate_bps=start)
             return max(0.0, end_s - now)
         assert self._transfers is not None
         end_s = self._transfers.end(client, bits, now, self._share_hz, self._rate_bps[client])
@@ -184,15 +188,15 @@ class Uplink:
         return now
 
     def _evaluate(self, client: int, gain: float) -> None:
-        """``client``'s rate now on its share with fading ``gain`` (a radio in time)."""
+        """``client``'s rate now on its share with fading ``gain`` (a radio in time): the numbers of
+        :meth:`RadioState.links`, one link at a time (:meth:`RadioState.uplink_of`)."""
         self._fading_gain[client] = gain
         if client in self._traced:
             return
-        link = self._radio.links(np.array([client]), self._now(), np.array([self._share_hz[client]]),
-                                 fading=np.array([gain]))
-        self._rate_bps[client] = float(link.rate_bps[0])
-        self._snr_db[client] = float(link.snr_db[0])
-        self._tx_power_w[client] = float(link.tx_power_w[0])
+        now = self._now()
+        rate, snr_db, power = self._radio.uplink_of(client, now, self._share_hz[client], gain)
+        self._rate_bps[client], self._snr_db[client], self._tx_power_w[client] = rate, snr_db, power
+        self._rate_at_s[client] = now
 
     def fading_of(self, clients: np.ndarray) -> np.ndarray:
         """The clients' fading power gains now (their latest draw by the coherence rule): what a

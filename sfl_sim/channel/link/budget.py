@@ -163,6 +163,10 @@ class LinkBudgetModel:
         # bound methods keep their models alive, so an id here never names another object
         self._snr_linear_of: dict[int, Callable[..., Any] | None] = {
             id(m): (m.snr_linear if isinstance(m, SnrRate) else None) for m in (self.rate, self.downlink_rate)}
+        # the hot path's rate and SNR methods of each own model (link_unchecked)
+        self._unchecked_of = {id(m): (_unchecked(m, "rate_bps"), _unchecked(m, "snr_linear")
+                                      if self._snr_linear_of[id(m)] is not None else None)
+                              for m in (self.rate, self.downlink_rate)}
         # isinstance cannot see a parameter: the allocator is link-aware when it declares rate_of.
         self._link_aware_allocator = cast(LinkAwareAllocator, allocator) if accepts_rate_of(allocator) else None
         noise_figure_db = float(rate.noise_figure_db) if isinstance(rate, NoiseFigureRate) else 0.0
@@ -437,10 +441,11 @@ class LinkBudgetModel:
                 power = server_w * bandwidth_hz / band
             noise, model, fraction = self._noise_psd_w_per_hz, self.downlink_rate, self._occupied["downlink"]
         occupied_hz = bandwidth_hz if fraction == 1.0 else bandwidth_hz * fraction
-        rate = np.asarray(model.rate_bps(occupied_hz, power, gain_linear, noise), dtype=float)
+        rate_of, snr_of = self._unchecked_of[id(model)]
+        rate = np.asarray(rate_of(occupied_hz, power, gain_linear, noise), dtype=float)
         if not with_snr:
             return rate, None, None
-        snr = _snr(self._snr_linear_of.get(id(model)), occupied_hz, power, gain_linear, noise)
+        snr = _snr(snr_of, occupied_hz, power, gain_linear, noise)
         return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
 
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
@@ -507,6 +512,17 @@ def _fading(fading_gain: Any, shape: tuple[int, ...]) -> np.ndarray:
             f"fading_gain must be a scalar or have shape {shape} (one per client id), got shape {g.shape}"
         )
     return g
+
+
+def _unchecked(model: Any, name: str) -> Callable[..., Any]:
+    """``model``'s ``<name>_unchecked`` (the same numbers without the argument checks, for inputs
+    checked once) when the class that defines ``name`` defines it too, else ``name`` itself: a
+    subclass that overrides ``rate_bps`` is never bypassed by an inherited fast path."""
+    fast = name + "_unchecked"
+    for klass in type(model).__mro__:
+        if name in vars(klass):
+            return getattr(model, fast) if fast in vars(klass) else getattr(model, name)
+    return getattr(model, name)
 
 
 def _snr(snr_linear: Callable[..., Any] | None, occupied_hz: Any, power_w: Any, gain_linear: Any,

@@ -84,6 +84,11 @@ class _SinrRate(Component):
         """Received SINR (linear), as :meth:`sfl_sim.channel.link.rate.ShannonRate.snr_linear`."""
         return self._snr.snr_linear(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
 
+    def snr_linear_unchecked(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any,
+                             noise_psd_w_per_hz: Any) -> np.ndarray:
+        """:meth:`snr_linear` of arguments already checked (the link budget's hot path)."""
+        return self._snr.snr_linear_unchecked(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+
     def spectral_efficiency_bps_per_hz(self, sinr_linear: Any) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -101,7 +106,10 @@ class _SinrRate(Component):
         numpy.ndarray
             Rate in bit/s with the broadcast shape of the arguments.
         """
-        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        return self.rate_bps_unchecked(*_check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz))
+
+    def rate_bps_unchecked(self, b: Any, p: Any, g: Any, n0: Any) -> np.ndarray:
+        """:meth:`rate_bps` of arguments already checked (float arrays in range): the link budget's hot path."""
         positive = b > 0
         safe_b = np.where(positive, b, 1.0)
         se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._noise_factor))
@@ -384,7 +392,10 @@ class McsTableRate(_SinrRate):
     def rate_bps(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any, noise_psd_w_per_hz: Any) -> np.ndarray:
         """Rate ``b x SE(SINR, b)`` in bit/s (0 on a 0 Hz share): as the other link abstractions',
         the CQI judged on the share's transport block (see the class docstring)."""
-        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        return self.rate_bps_unchecked(*_check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz))
+
+    def rate_bps_unchecked(self, b: Any, p: Any, g: Any, n0: Any) -> np.ndarray:
+        """:meth:`rate_bps` of arguments already checked (float arrays in range): the link budget's hot path."""
         positive = b > 0
         safe_b = np.where(positive, b, 1.0)
         se = self.spectral_efficiency_bps_per_hz(p * g / (safe_b * n0 * self._noise_factor), safe_b)

@@ -99,9 +99,14 @@ class ShannonRate(Component):
         numpy.ndarray
             Linear SNR with the broadcast shape.
         """
-        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        return self.snr_linear_unchecked(*_check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz))
+
+    def snr_linear_unchecked(self, bandwidth_hz: Any, tx_power_w: Any, gain_linear: Any,
+                             noise_psd_w_per_hz: Any) -> np.ndarray:
+        """:meth:`snr_linear` of arguments already checked (float arrays in range): the link budget's
+        hot path (:meth:`~sfl_sim.channel.link.budget.LinkBudgetModel.link_unchecked`)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            snr = p * g / (b * n0 * self._noise_factor)
+            snr = tx_power_w * gain_linear / (bandwidth_hz * noise_psd_w_per_hz * self._noise_factor)
         # 0/0 (no band, no signal) is "no SNR": report 0, not nan.
         return np.where(np.isnan(snr), 0.0, snr)
 
@@ -138,7 +143,11 @@ class ShannonRate(Component):
         ValueError
             If an argument is negative, non-finite, or the noise PSD is not > 0.
         """
-        b, p, g, n0 = _check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz)
+        return self.rate_bps_unchecked(*_check_link(bandwidth_hz, tx_power_w, gain_linear, noise_psd_w_per_hz))
+
+    def rate_bps_unchecked(self, b: Any, p: Any, g: Any, n0: Any) -> np.ndarray:
+        """:meth:`rate_bps` of arguments already checked (bandwidth, power, gain, noise PSD as float
+        arrays in range): the link budget's hot path."""
         positive = b > 0
         # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
         safe_b = np.where(positive, b, 1.0)

@@ -521,6 +521,16 @@ class NetworkRadio:
                     & (end[None, :] - _EPS > t0[:, None])).any(axis=1)
         return out
 
+    def same_losses(self, t0_s: np.ndarray, t1_s: np.ndarray) -> np.ndarray:
+        """Whether the coupling losses at ``t0_s`` and at ``t1_s`` (and so at every time between)
+        are the same kept ones: the same epoch and position grid step (always, without a timed
+        mobility: a step mobility moves between asks)."""
+        if self._mobility is None:
+            return np.ones(np.shape(t0_s), dtype=bool)
+        t0, t1 = np.asarray(t0_s, dtype=float), np.asarray(t1_s, dtype=float)
+        return ((self._epoch_of(t0) == self._epoch_of(t1))
+                & (np.floor(t0 / self._pos_step_s + _EPS) == np.floor(t1 / self._pos_step_s + _EPS)))
+
     def losses(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
         """Coupling loss (dB) and gain (linear) of each client to its serving cell at ``t_s``."""
         if np.ndim(t_s) == 0:
