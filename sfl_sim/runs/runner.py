@@ -277,13 +277,14 @@ class _Session:
         return state
 
     def _logs(self) -> dict[str, bool]:
-        """The ``energy.csv``, ``clients.csv`` and ``staleness.csv`` options of :meth:`RunDir.start_logs`
-        for this run."""
+        """The ``energy.csv``, ``clients.csv``, ``staleness.csv`` and ``slots.csv`` options of
+        :meth:`RunDir.start_logs` for this run."""
         ledger = self.run.ledger
         return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
                 "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm),
                 "slots": self.cfg.metrics.slot_trace and not is_asynchronous(self.run.algorithm)
-                and scheduling_form(build_scheduler(self.cfg)) == "slot"}
+                and scheduling_form(build_scheduler(self.cfg)) == "slot",
+                "network": self.cfg.cell.network is not None}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -304,7 +305,7 @@ class _Session:
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         trace = sim.last_round.uplink_slot_trace or []
         self._slot_rows = [{"round": rnd, "slot": g.slot, "time_s": g.start_s, "client": g.client, "rbs": g.rbs,
-                            "tb_bits": g.block_bits, "failed": int(g.failed)} for g in trace]
+                            "tb_bits": g.block_bits, "failed": int(g.failed), "cell": g.cell} for g in trace]
         # clients move while the round runs (static: no-op); the neighbours may follow its uplink load
         uplink_load = sim.last_round.uplink_load()
         run.cell.move(duration_s, self.streams.mobility, uplink_load=uplink_load)

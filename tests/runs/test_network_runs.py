@@ -31,3 +31,23 @@ def test_handovers_are_those_before_the_runs_end(tmp_path) -> None:
     # the radio had looked ahead (a measurement chunk past the end): with 33 m/s on 200 m cells it found
     # handovers there that the run never reached
     assert end_s < 1.0
+
+
+def _network_slot_run(tmp_path) -> tuple:
+    """A tiny 7-site run with a slot-form scheduler and the slot trace (the client record is on by default)."""
+    data = small_scenario(rounds=2, algorithms=["fedavg"], clients=8, participation=1.0)
+    data["cell"] = {"network": {"name": "hexgrid", "n_sites": 7, "isd_m": 200.0, "sectors_per_site": 1},
+                    "mobility": {"name": "gauss_markov", "mean_speed_m_per_s": 33.0, "min_distance_m": 35.0},
+                    "scheduler": {"name": "proportional_fair", "fidelity": "slot"}}
+    data["metrics"] = {"slot_trace": True}
+    path = write_yaml(tmp_path, data, "net.yaml")
+    assert main(["scenario", str(path), "-o", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = tmp_path / "out" / "fedavg"
+    return out, pd.read_csv(out / "slots.csv"), pd.read_csv(out / "handovers.csv")
+
+
+def test_a_network_runs_slots_carry_each_grants_cell(tmp_path) -> None:
+    out, slots, handovers = _network_slot_run(tmp_path)
+    assert list(slots.columns)[-1] == "cell" and slots["cell"].dtype.kind == "i"
+    assert slots["cell"].between(0, 6).all()
+    assert slots["cell"].nunique() > 1  # eight clients over seven cells: not all granted by cell 0
