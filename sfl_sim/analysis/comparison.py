@@ -313,6 +313,17 @@ def markdown(summaries: Sequence[Summary]) -> str:
                                                      for s in with_network]),
                   "", "a3: handovers (TS 38.331 event A3); rlf: radio link failures (T310); handovers.csv lists "
                   "each."]
+        loaded = [s for s in with_network if isinstance(s.get("cells"), list)]
+        if loaded:
+            parts += ["", "# Load per cell", "", _markdown(
+                ["run", "cell", "client-rounds", "uplink MB", "uplink air s", "handovers in", "handovers out"],
+                [[str(s.get("label", "?")), str(c.get("cell")), _number("d")(c.get("client_rounds")),
+                  _number(".3g")(None if c.get("uplink_bytes") is None else c["uplink_bytes"] / 1e6),
+                  _number(".3g")(c.get("uplink_air_s")), _number("d")(c.get("handovers_in")),
+                  _number("d")(c.get("handovers_out"))] for s in loaded for c in s["cells"]]),
+                "", "client-rounds: the rounds' clients by their serving cell at the round's start (clients.csv's "
+                "cell), with their uplink bytes and time on the air; handovers in and out: every client's, into "
+                "and out of the cell (handovers.csv)."]
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)

@@ -53,7 +53,13 @@ import numpy.typing as npt
 from sfl_sim.channel.checks import plain_data
 from sfl_sim.channel.kinds import CELL_KINDS
 from sfl_sim.channel.large_scale.mobility import StaticMobility
-from sfl_sim.channel.large_scale.model import OUT_OF_RANGE_CHOICES, LargeScale, ModelValidityWarning, OutOfRange
+from sfl_sim.channel.large_scale.model import (
+    OUT_OF_RANGE_CHOICES,
+    LargeScale,
+    ModelValidityWarning,
+    NetworkSites,
+    OutOfRange,
+)
 from sfl_sim.channel.limits import CLIENT_TX_POWER_W
 from sfl_sim.channel.link.budget import LinkBudget, LinkBudgetModel
 from sfl_sim.channel.link.fading import NoFading
@@ -262,9 +268,16 @@ class Cell:
         )
         if downlink_rate is not None:
             check_protocol(downlink_rate, Rate, "Cell downlink_rate")
+        sites = None
+        if network is not None:  # the validity check of a moving client on a network (NetworkSites)
+            from sfl_sim.channel.network.state import _MIN_DISTANCE_M
+
+            isd_m = getattr(network, "isd_m", None)
+            sites = NetworkSites(_MIN_DISTANCE_M, None if isd_m is None else float(isd_m))
         self._large_scale = LargeScale(
             placement, pathloss, shadowing, mobility, n_clients=n, placement_rng=placement_rng, los_rng=los_rng,
             shadowing_rng=shadowing_rng, radius_m=radius_m, min_distance_m=min_distance_m, out_of_range=out_of_range,
+            network_sites=sites,
         )
         # Interference last: its scene needs the radius, and its draws come from its own stream.
         self._interference_rng = interference_rng  # the noise rise draws from it

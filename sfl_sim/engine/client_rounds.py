@@ -107,6 +107,8 @@ class ClientRound:
     fading_gain_uploads_db : float
         The fading power gain at the start of each of its uplink transfers in the round, the
         linear mean over them, dB (:func:`uploads_fading_gain`).
+    cell : int
+        Its serving cell at the round's start (0 with one cell; ``NO_CELL``, -1, while it had no link).
     """
 
     client: int
@@ -136,11 +138,12 @@ class ClientRound:
     speed_m_per_s: float = math.nan
     doppler_hz: float = math.nan
     fading_gain_uploads_db: float = math.nan
+    cell: int = 0
 
     def fields(self) -> dict[str, float | int | None]:
         """Every numeric field by its ``clients.csv`` name (traffic and parts spread out)."""
         t = self.traffic
-        return {"client": self.client, "distance_m": self.distance_m, "los": self.los,
+        return {"client": self.client, "cell": self.cell, "distance_m": self.distance_m, "los": self.los,
                 "pathloss_db": self.pathloss_db, "shadowing_db": self.shadowing_db,
                 "fading_gain_db": self.fading_gain_db, "snr_db": self.snr_db, "sinr_db": self.sinr_db,
                 "cqi": self.cqi, "spectral_efficiency_bps_per_hz": self.spectral_efficiency_bps_per_hz,
@@ -293,6 +296,7 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
     scheduled = ctx.uplink_scheduled
     speed = doppler_speed_m_per_s(cell.radio)[ids]
     doppler = fading_doppler_hz(cell.radio)[ids]
+    serving = ctx.start_cells  # each client's serving cell at the round's start
     out = []
     for i, k in enumerate(cohort):
         until_s = max(ctx.start_s, min(end_s, notes.left_s.get(k, math.inf)))
@@ -314,7 +318,7 @@ def context_clients(ctx: RoundContext, cell: Cell, end_s: float, waited_s: float
             traffic=notes.traffic.get(k, ClientTraffic()),
             client_flops=float(sum(b.flops for b in busy if b.kind == "compute")),
             span_s=waited_s + (until_s - ctx.start_s), parts_s=parts, speed_m_per_s=float(speed[i]),
-            doppler_hz=float(doppler[i]), fading_gain_uploads_db=uploads_db, **granted))
+            doppler_hz=float(doppler[i]), fading_gain_uploads_db=uploads_db, cell=int(serving[i]), **granted))
     return out
 
 

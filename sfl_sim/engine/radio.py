@@ -208,9 +208,13 @@ class Uplink:
 
     def headroom_rbs(self, clients: np.ndarray) -> np.ndarray | None:
         """The clients' power headroom in resource blocks (the power control's ``headroom_rbs`` at
-        their coupling loss now), or None when the power control sets no limit."""
-        cell = self._cell
-        return headroom_rbs(cell.power_control, cell.large_scale.snapshot.coupling_loss_db[clients])
+        their coupling loss now: the radio state's, to each client's serving cell on a network and at
+        its position now under a timed mobility; the single cell's large-scale state otherwise), or
+        None when the power control sets no limit."""
+        power_control = self._cell.power_control
+        if getattr(power_control, "headroom_rbs", None) is None:
+            return None  # no limit: nothing to look up
+        return headroom_rbs(power_control, self._radio.coupling_loss_db(clients, self._now()))
 
     def link_at(self, clients: np.ndarray, bandwidth_hz: np.ndarray,
                 fading_gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -215,6 +215,11 @@ class RoundContext:
                               clock=sim.clock)
         self._processes: list[simpy.Process] = []
         self.start_s = sim.now_s
+        # each client's serving cell at the start (clients.csv's cell), read now: a network keeps no
+        # past of its serving cells once the clock has moved on
+        radio = sim.cell.radio
+        self.start_cells: np.ndarray = (np.zeros(cohort.shape, dtype=int) if getattr(radio, "network", None) is None
+                                        else np.asarray(radio.serving_cell(cohort, self.start_s), dtype=int))
         self.notes = RoundNotes(self.start_s, left_s=self._offline_s)
         self._downlink = Downlink(sim.cell, cohort, sim.downlink_mode, sim.fading_rng, sim.traced_downlink_bps,
                                   sim.outage, clock=sim.clock)

@@ -19,10 +19,12 @@ during training, e.g. a plug-in returning garbage: the summary records it and
 """
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,7 @@ from sfl_sim.runs.round_steps import client_rows, edge_counts, time_budget_spent
 from sfl_sim.runs.rundir import marker, work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
+    CLIENTS_FILE,
     COMPLETE,
     DIVERGED,
     FAILED,
@@ -277,13 +280,14 @@ class _Session:
         return state
 
     def _logs(self) -> dict[str, bool]:
-        """The ``energy.csv``, ``clients.csv`` and ``staleness.csv`` options of :meth:`RunDir.start_logs`
-        for this run."""
+        """The ``energy.csv``, ``clients.csv``, ``staleness.csv`` and ``slots.csv`` options of
+        :meth:`RunDir.start_logs` for this run."""
         ledger = self.run.ledger
         return {"energy": ledger is not None, "battery": ledger is not None and ledger.battery,
                 "clients": self.cfg.metrics.client_record, "staleness": is_asynchronous(self.run.algorithm),
                 "slots": self.cfg.metrics.slot_trace and not is_asynchronous(self.run.algorithm)
-                and scheduling_form(build_scheduler(self.cfg)) == "slot"}
+                and scheduling_form(build_scheduler(self.cfg)) == "slot",
+                "network": self.cfg.cell.network is not None}
 
     def train_round(self, rnd: int) -> _Trained:
         """Select the cohort and run the algorithm's round on the simulated clock; move the clients."""
@@ -304,7 +308,7 @@ class _Session:
         clients = client_rows(rnd, client_rounds(sim, waited_s)) if cfg.metrics.client_record else []
         trace = sim.last_round.uplink_slot_trace or []
         self._slot_rows = [{"round": rnd, "slot": g.slot, "time_s": g.start_s, "client": g.client, "rbs": g.rbs,
-                            "tb_bits": g.block_bits, "failed": int(g.failed)} for g in trace]
+                            "tb_bits": g.block_bits, "failed": int(g.failed), "cell": g.cell} for g in trace]
         # clients move while the round runs (static: no-op); the neighbours may follow its uplink load
         uplink_load = sim.last_round.uplink_load()
         run.cell.move(duration_s, self.streams.mobility, uplink_load=uplink_load)
@@ -340,12 +344,19 @@ class _Session:
         self.rows.append({k: float(v) for k, v in row.items()})
         return row
 
-    def summarize(self, status: RunStatus) -> None:
-        """Rewrite ``summary.json`` with ``status`` after the rows so far."""
+    def summarize(self, status: RunStatus, pending_clients: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Rewrite ``summary.json`` with ``status`` after the rows so far (``pending_clients``: the
+        round's ``clients.csv`` rows not appended yet)."""
         self.summary = run_summary.summary(self.run, self.rows, self.sim.counters, status, self.drops)
         network = self.run.cell.radio.network
         if network is not None:  # every change of serving cell so far (a network of cells)
             self.files.write_handovers(event_rows(run_summary.handovers_until(network, self.sim.now_s)))
+            # each cell's load, from clients.csv (the serving cell of each client-round) and the events
+            # the summary counts (up to the last evaluated round's clock)
+            text = self.files.log_text(CLIENTS_FILE)
+            written = [] if text is None else list(csv.DictReader(io.StringIO(text)))
+            events = run_summary.handovers_until(network, float(self.rows[-1]["sim_time_s"]))
+            self.summary["cells"] = run_summary.cell_load([*written, *pending_clients], events, network.n_cells)
         if status == COMPLETE:
             self.summary[STOP_REASON] = STOPPED_AT_ROUNDS if self.round == self.cfg.rounds else STOPPED_AT_TIME_BUDGET
             if self.recorder is not None:  # the record, whole now, bound to the run (sfl-sim retime checks it)
@@ -363,7 +374,7 @@ class _Session:
                                                     trained.weights_finite, self.drops)
                 self.files.write_summary(self.summary)
             else:
-                self.summarize(COMPLETE if trained.last else RUNNING)
+                self.summarize(COMPLETE if trained.last else RUNNING, trained.client_rows)
         # Logged after the evaluation, so that a slow evaluation shows in its round's host time,
         # and before the checkpoint, so that a checkpoint never names a round rounds.csv lacks.
         if self.run.ledger is not None:

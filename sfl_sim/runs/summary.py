@@ -34,6 +34,11 @@ With ``server.edge`` (only then), the run's totals of ``rounds.csv``'s edge colu
 (:data:`sfl_sim.runs.round_steps.EDGE_COUNTERS`): ``handovers``, ``handover_lost_s``,
 ``migrations``, ``handover_drops`` and ``backhaul_bytes``; the clients a handover dropped are
 also in ``dropped_clients_by_cause`` (cause ``handover``).
+
+With ``cell.network`` (only then), ``cells``: one entry per cell (:func:`cell_load`), the load it
+carried: the client-rounds it served (by ``clients.csv``'s ``cell``, the serving cell at the
+round's start), their uplink bytes and air time, and the handovers into and out of it (every
+client's, from the network's events up to the last evaluated round's clock).
 """
 from __future__ import annotations
 
@@ -212,6 +217,32 @@ def _handovers(run: Run, last_sim_time_s: float) -> dict[str, Any]:
         return {}
     return {"n_cells": network.n_cells,
             "handovers": event_counts(handovers_until(network, float(last_sim_time_s)))}
+
+
+def cell_load(client_rows: Iterable[Mapping[str, Any]], events: Iterable[Any], n_cells: int) -> list[dict[str, Any]]:
+    """Each cell's load: ``cell``, ``client_rounds`` (the ``clients.csv`` rows whose ``cell`` is it),
+    their ``uplink_bytes`` and ``uplink_air_s`` summed, ``handovers_in`` and ``handovers_out`` (the
+    ``events`` whose ``target_cell`` / ``source_cell`` it is; -1, no cell, counts for none).
+
+    A row without a cell (-1: no link at the round's start; empty: a file older than the column)
+    counts for no cell.  Values may be strings, as a CSV reader gives them.
+    """
+    cells = [{"cell": i, "client_rounds": 0, "uplink_bytes": 0, "uplink_air_s": 0.0, "handovers_in": 0,
+              "handovers_out": 0} for i in range(n_cells)]
+    for row in client_rows:
+        text = str(row.get("cell", "")).strip()
+        cell = int(float(text)) if text else -1
+        if 0 <= cell < n_cells:
+            entry = cells[cell]
+            entry["client_rounds"] += 1
+            entry["uplink_bytes"] += int(float(row.get("uplink_bytes") or 0))
+            entry["uplink_air_s"] += float(row.get("uplink_air_s") or 0.0)
+    for e in events:
+        if 0 <= e.target_cell < n_cells:
+            cells[e.target_cell]["handovers_in"] += 1
+        if 0 <= e.source_cell < n_cells:
+            cells[e.source_cell]["handovers_out"] += 1
+    return cells
 
 
 def diverged(run: Run, rows: Rows, counters: Counters, rnd: int, weights_finite: bool,

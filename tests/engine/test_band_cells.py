@@ -22,7 +22,7 @@ GRID = ResourceGrid(1, 20e6)  # 51 RBs, 0.5 ms slots
 FULL_HZ = GRID.n_rb * GRID.hz_per_rb
 
 
-def _network_cell(n_clients: int = 20) -> Cell:
+def _network_cell(n_clients: int = 20, **extra: object) -> Cell:
     grid = HexGrid(n_sites=7, isd_m=500.0, sectors_per_site=1)
     r = np.random.default_rng
     return Cell(NetworkPlacement(grid), PATHLOSS.build("tr36814_macro"), SHADOWING.build("none"),
@@ -30,7 +30,7 @@ def _network_cell(n_clients: int = 20) -> Cell:
                 n_clients=n_clients, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0,
                 uplink_bandwidth_hz=20e6, downlink_bandwidth_hz=20e6, server_tx_power_w=40.0, placement_rng=r(1),
                 shadowing_rng=r(2), los_rng=r(3), interference_rng=r(4), radius_m=layout_radius_m(grid),
-                network=grid, network_rng=r(5))
+                network=grid, network_rng=r(5), **extra)
 
 
 def _uploads(sim: Simulator, plan: list[tuple[int, float, int]]) -> tuple[dict, object]:
@@ -236,3 +236,27 @@ def test_a_client_walking_through_a_handover_pauses_in_its_first_cells_band_on_t
     band = ctx._band
     assert isinstance(band, CellBands) and band.bands[0].grants(0) is not None
     assert all(b.grants(0) is None for b in band.bands[1:])
+
+
+def test_the_power_headroom_is_that_of_the_serving_cells_coupling_loss() -> None:
+    from sfl_sim.channel import OpenLoopPowerControl
+    from sfl_sim.engine.radio import Uplink
+
+    pc = OpenLoopPowerControl(p0_dbm=-90.0, alpha=1.0, p_max_dbm=23.0, subcarrier_spacing_hz=30e3)
+    cell = _network_cell(power_control=pc)
+    radio = cell.radio
+    ids = np.arange(20)
+    serving = radio.serving_cell(ids, 0.0)
+    other = ids[serving != 0]  # served by another site
+    # the single cell's view (its large-scale state): the loss to site 0, at the centre
+    far = other[cell.large_scale.snapshot.coupling_loss_db[other] > radio.coupling_loss_db(other, 0.0) + 6.0]
+    assert far.size >= 5  # well inside their own cells, far from site 0
+    loss = radio.coupling_loss_db(far, 0.0)  # to the serving cell
+    site0 = cell.large_scale.snapshot.coupling_loss_db[far]
+    # by hand (TS 38.213 eq. 7.1.1 with alpha = 1 at 30 kHz): P0 + 10 log10(2 M) + CL <= P_max, so
+    # M = floor(10^((P_max - P0 - CL) / 10) / 2), at least 1
+    want = np.maximum(np.floor(10.0 ** ((23.0 + 90.0 - loss) / 10.0) / 2.0), 1).astype(int)
+    uplink = Uplink(cell, ids, "per_round", np.random.default_rng(0), {}, clock=lambda: 0.0)
+    got = uplink.headroom_rbs(far)
+    assert got is not None and got.tolist() == want.tolist()
+    assert got.tolist() != pc.headroom_rbs(site0).tolist()  # what site 0's loss would have allowed

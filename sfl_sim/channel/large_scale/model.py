@@ -71,6 +71,7 @@ __all__ = [
     "LargeScale",
     "LargeScaleSnapshot",
     "ModelValidityWarning",
+    "NetworkSites",
     "OUT_OF_RANGE_CHOICES",
     "OutOfRange",
     "DEFAULT_LOS_DECORRELATION_M",
@@ -89,6 +90,31 @@ _WARNING_STACKLEVEL = 5
 
 class ModelValidityWarning(UserWarning):
     """Clients lie outside the distances a path-loss model is valid for."""
+
+
+@dataclass(frozen=True)
+class NetworkSites:
+    """What the validity check of a moving client needs of a network of sites (``cell.network``).
+
+    Attributes
+    ----------
+    floor_m : float
+        The distance below which the network takes a client's distance to a site at this value, m
+        (it may pass under a site).
+    isd_m : float or None
+        The inter-site distance of a hexagonal layout, m; None for another layout.
+    """
+
+    floor_m: float
+    isd_m: float | None = None
+
+    def share_within(self, distance_m: float) -> float | None:
+        """The share of a hexagonal layout's area within ``distance_m`` of a site: the disc
+        ``pi d^2`` over the site's hexagon of inradius ``isd_m / 2``, area ``(sqrt(3) / 2) isd_m^2``
+        (whole while the disc lies inside it, ``d <= isd_m / 2``); None without ``isd_m`` or beyond."""
+        if self.isd_m is None or distance_m > self.isd_m / 2.0:
+            return None
+        return math.pi * distance_m**2 / (math.sqrt(3.0) / 2.0 * self.isd_m**2)
 
 
 @dataclass(frozen=True)
@@ -153,6 +179,9 @@ class LargeScale:
         ``min_distance_m``, at least 1 m.
     out_of_range : {"warn", "error"}, default "warn"
         What to do when clients lie outside the path-loss model's ``valid_distance_m``.
+    network_sites : NetworkSites, optional
+        The clients move over a network of sites (``cell.network``): the mobility check says what
+        a moving client meets there (:meth:`_check_mobility_validity`).
 
     Raises
     ------
@@ -176,6 +205,7 @@ class LargeScale:
         radius_m: float | None = None,
         min_distance_m: float | None = None,
         out_of_range: str = "warn",
+        network_sites: NetworkSites | None = None,
     ) -> None:
         if out_of_range not in OUT_OF_RANGE_CHOICES:
             raise ValueError(f"out_of_range must be one of {', '.join(OUT_OF_RANGE_CHOICES)}, got {out_of_range!r}")
@@ -183,6 +213,7 @@ class LargeScale:
         self._n_clients = n_clients
         self._los_rng, self._shadowing_rng = los_rng, shadowing_rng
         self._out_of_range = out_of_range
+        self._network_sites = network_sites
         self._validity_warned = False
 
         # The capabilities of the parts, looked up once (isinstance on a runtime protocol is not free).
@@ -499,16 +530,18 @@ class LargeScale:
         )
 
     # ------------------------------------------------------------------ validity range
-    def _validity_problem(self, low_m: float, high_m: float, what: str) -> None:
+    def _validity_problem(self, low_m: float, high_m: float, what: str, advice: str | None = None) -> None:
         valid_low, valid_high = self._valid_distance_m  # type: ignore[misc]
         fixes = []
         if low_m < valid_low:
             fixes.append(f"min_distance_m >= {valid_low:g}")
         if high_m > valid_high:
             fixes.append(f"radius_m <= {valid_high:g}")
+        if advice is None:
+            advice = f"set {' and '.join(fixes)} or choose another path-loss model"
         message = (
             f"{what} outside the valid distance range [{valid_low:g}, {valid_high:g}] m of pathloss "
-            f"{self.pathloss!r}; set {' and '.join(fixes)} or choose another path-loss model"
+            f"{self.pathloss!r}; {advice}"
         )
         if self._out_of_range == "error":
             raise ValueError(message)
@@ -534,6 +567,24 @@ class LargeScale:
         if self._valid_distance_m is None or self._mobility_is_static:
             return
         low, high = self._valid_distance_m
+        sites = self._network_sites
+        if sites is not None and (sites.floor_m < low or self._radius_m > high):
+            # on a network a client moves past every site, not only the centre one a mobility's
+            # min_distance_m keeps it from: no setting of min_distance_m keeps it in range
+            near = sites.share_within(low)
+            share = "" if near is None else (
+                f"; about {100 * near:.3g} % of the layout's area lies within {low:g} m of a site (the disc "
+                f"of {low:g} m over the hexagon of isd_m {sites.isd_m:g}), which a larger isd_m makes smaller")
+            far = "" if self._radius_m <= high else f"; the layout reaches {self._radius_m:g} m from its centre"
+            self._validity_problem(
+                sites.floor_m, self._radius_m,
+                f"on a network, mobility {self.mobility!r} takes clients past every site, as near as "
+                f"{sites.floor_m:g} m (a mobility's min_distance_m keeps them off the centre of its region only; "
+                f"a distance below {sites.floor_m:g} m is taken at {sites.floor_m:g} m), and the path loss there is "
+                f"evaluated at max(d, {sites.floor_m:g} m),",
+                f"its formula is used there all the same (extrapolated){share}{far}; a path-loss model valid over "
+                f"[{sites.floor_m:g}, {self._radius_m:g}] m avoids it")
+            return
         if self._min_distance_m < low or self._radius_m > high:
             self._validity_problem(
                 self._min_distance_m, self._radius_m,

@@ -460,7 +460,7 @@ class RunDir(RunFiles):
 
     def start_logs(self, num_classes: int, keep_through_round: int | None = None, energy: bool = False,
                    battery: bool = False, clients: bool = False, staleness: bool = False,
-                   slots: bool = False) -> None:
+                   slots: bool = False, network: bool = False) -> None:
         """Create ``metrics.csv``, ``rounds.csv`` and ``classes.csv`` (for ``num_classes``
         classes) with their headers, or, when resuming, keep their rows of rounds up to
         ``keep_through_round`` (rows written after the last checkpoint are dropped: they will be
@@ -470,7 +470,9 @@ class RunDir(RunFiles):
         log the run has not written yet starts empty.  With ``energy``, ``energy.csv`` too (with
         ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
         recording it still cuts it back to the checkpoint); with ``staleness`` (an asynchronous run),
-        ``staleness.csv``; with ``slots`` (``metrics.slot_trace``), ``slots.csv``."""
+        ``staleness.csv``; with ``slots`` (``metrics.slot_trace``), ``slots.csv``.  ``network``: the
+        run has ``cell.network`` (kept ``slots.csv`` rows written before its ``cell`` column read it
+        as 0 without one, empty with one: :func:`sfl_sim.runs.rundir.upgrade.slots_fill`)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -485,8 +487,9 @@ class RunDir(RunFiles):
             logs.append((self.clients_path, CLIENTS_COLUMNS))
         if slots or (keep_through_round is not None and (self.path / SLOTS_FILE).exists()):
             logs.append((self.path / SLOTS_FILE, SLOTS_COLUMNS))
+        fills = {SLOTS_FILE: upgrade.slots_fill(network)}  # what a column added later was, where known
         for path, columns in logs:
-            _start_log(path, columns, keep_through_round)
+            _start_log(path, columns, keep_through_round, fills.get(path.name))
 
     def append_metrics(self, row: Mapping[str, Any]) -> None:
         """Append one row to ``metrics.csv`` and flush it to disk."""
@@ -635,13 +638,15 @@ def _cell(value: float) -> Any:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
-def _start_log(path: Path, columns: Sequence[str], keep_through_round: int | None) -> None:
+def _start_log(path: Path, columns: Sequence[str], keep_through_round: int | None,
+               fill: Mapping[str, str] | None = None) -> None:
     kept: list[list[str]] = []
     if keep_through_round is not None and path.exists():
         with path.open(newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, None) or []
-            kept = [row for row in upgrade.log_rows(header, reader, columns) if int(row[0]) <= keep_through_round]
+            kept = [row for row in upgrade.log_rows(header, reader, columns, fill)
+                    if int(row[0]) <= keep_through_round]
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", newline="") as fh:
         writer = csv.writer(fh)

@@ -15,14 +15,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sfl_sim.runs.rundir import upgrade
-from sfl_sim.runs.rundir.schema import CLIENTS_COLUMNS, CLIENTS_FILE, ROUNDS_COLUMNS, ROUNDS_FILE
+from sfl_sim.runs.rundir.schema import (
+    CLIENTS_COLUMNS,
+    CLIENTS_FILE,
+    ROUNDS_COLUMNS,
+    ROUNDS_FILE,
+    SCENARIO_FILE,
+    SLOTS_COLUMNS,
+    SLOTS_FILE,
+)
 
 __all__ = ["RunFiles", "LOG_COLUMNS", "summary_in_todays_shape", "with_sections_added_later", "sections_added_later"]
 
 #: The logs whose columns grew after runs were already being made, with today's columns: read
 #: through :meth:`RunFiles.log_text` (a column the file lacks is empty).
-LOG_COLUMNS: dict[str, tuple[str, ...]] = {ROUNDS_FILE: tuple(ROUNDS_COLUMNS), CLIENTS_FILE: tuple(CLIENTS_COLUMNS)}
+LOG_COLUMNS: dict[str, tuple[str, ...]] = {ROUNDS_FILE: tuple(ROUNDS_COLUMNS), CLIENTS_FILE: tuple(CLIENTS_COLUMNS),
+                                           SLOTS_FILE: tuple(SLOTS_COLUMNS)}
 
 
 def summary_in_todays_shape(data: dict[str, Any]) -> dict[str, Any]:
@@ -60,11 +71,23 @@ class RunFiles:
 
     def log_text(self, name: str) -> str | None:
         """The log ``name`` (a key of :data:`LOG_COLUMNS`) as CSV text in today's columns
-        (:func:`sfl_sim.runs.rundir.upgrade.log_text`: a column the file lacks is empty); None when
-        the run has no such file."""
+        (:func:`sfl_sim.runs.rundir.upgrade.log_text`: a column the file lacks is empty, but
+        ``slots.csv``'s ``cell``, 0 in a run whose ``scenario.yaml`` has no ``cell.network``); None
+        when the run has no such file."""
         if not self.file(name).is_file():
             return None
-        return upgrade.log_text(self.text(name), LOG_COLUMNS[name])
+        fill = upgrade.slots_fill(self._has_network()) if name == SLOTS_FILE else None
+        return upgrade.log_text(self.text(name), LOG_COLUMNS[name], fill)
+
+    def _has_network(self) -> bool:
+        """Whether the run's ``scenario.yaml`` sets ``cell.network`` (True when it cannot be read:
+        then nothing is assumed of its cells)."""
+        try:
+            scenario = yaml.safe_load(self.text(SCENARIO_FILE))
+        except (OSError, yaml.YAMLError):
+            return True
+        cell = scenario.get("cell") if isinstance(scenario, Mapping) else None
+        return not isinstance(cell, Mapping) or cell.get("network") is not None
 
     @staticmethod
     def why_missing(name: str) -> str:

@@ -146,8 +146,12 @@ CLIENTS_FILE = "clients.csv"
 SLOTS_FILE = "slots.csv"
 #: Exact header of ``slots.csv``: the round, the slot's index on the grid (``t = slot * slot_s``)
 #: and its start ``time_s``, the client granted, its ``rbs``, the transport block's bits
-#: (``tb_bits``) and ``failed`` (1: the block failed and its bits went back to the buffer, HARQ).
-SLOTS_COLUMNS: tuple[str, ...] = ("round", "slot", "time_s", "client", "rbs", "tb_bits", "failed")
+#: (``tb_bits``), ``failed`` (1: the block failed and its bits went back to the buffer, HARQ) and the
+#: ``cell`` whose band granted it (0 with one cell; with ``cell.network``, the client's serving cell
+#: when the transfer started: :mod:`sfl_sim.engine.band.cells`).  A file written before ``cell``
+#: existed reads it as 0 in a run without ``cell.network``, empty (unknown) in one with it
+#: (:func:`sfl_sim.runs.rundir.upgrade.slots_fill`).
+SLOTS_COLUMNS: tuple[str, ...] = ("round", "slot", "time_s", "client", "rbs", "tb_bits", "failed", "cell")
 #: One row per change of serving cell of a run with ``cell.network``, columns
 #: :data:`HANDOVERS_COLUMNS` (:meth:`sfl_sim.channel.network.HandoverTrace.rows`), in time order;
 #: rewritten with every summary (every event the radio evaluated so far).
@@ -338,6 +342,8 @@ CLIENT_SPAN_COLUMN = "span_s"
 
 #: Exact header of ``clients.csv``, in order; one row per round and cohort client, in cohort order.
 #:
+#: * ``cell``: its serving cell at the round's start (0 with one cell; with ``cell.network`` -1 while
+#:   it had no link then); a run directory older than the column reads it empty;
 #: * ``outcome``: :data:`CLIENT_KEPT`, or why the client was dropped (the first reason recorded);
 #: * the large-scale channel during the round: ``distance_m``, ``los`` (1, 0, or
 #:   :data:`NO_LOS_STATE`), ``pathloss_db``, ``shadowing_db``;
@@ -377,6 +383,7 @@ CLIENT_SPAN_COLUMN = "span_s"
 CLIENTS_COLUMNS: tuple[str, ...] = (
     "round",
     "client",
+    "cell",
     "outcome",
     "distance_m",
     "los",

@@ -22,13 +22,14 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
     record lacks was added later and takes today's value; a record made before energy accounting
     adopts today's energy record from the first round its resume trains (``from_round``), which
     the resume says in one line.
-``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv``, ``clients.csv`` (:func:`log_rows`, :func:`log_text`)
-    Cells are matched to today's columns by the file's own header: a column added after the file
-    was written is empty (``rounds.csv`` gained the host time per round, HARQ, availability,
-    energy and uplink attempt columns; ``clients.csv`` the scheduler's grant columns and the
-    channel-in-time columns, speed, Doppler and the fading gain at the uploads' starts).  A run made
-    before a file existed has none (:data:`FILES_ADDED_LATER`:
-    the resume starts ``classes.csv``; an analysis says why it is missing).
+``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv``, ``clients.csv``, ``slots.csv`` (:func:`log_rows`)
+    Read with :func:`log_rows` and :func:`log_text`. Cells are matched to today's columns by the file's
+    own header: a column added after the file was written is empty, or what the run did then where that
+    is known (``slots.csv``'s ``cell``: 0 in a run without ``cell.network``, :func:`slots_fill`)
+    (``rounds.csv`` gained the host time per round, HARQ, availability, energy and uplink attempt
+    columns; ``clients.csv`` the scheduler's grant columns and the channel-in-time columns, speed,
+    Doppler and the fading gain at the uploads' starts). A run made before a file existed has none
+    (:data:`FILES_ADDED_LATER`: the resume starts ``classes.csv``; an analysis says why it is missing).
 ``summary.json`` (:func:`summary`)
     A summary made before ``client_updates`` was counted reads it as ``client_rounds`` less the
     dropped client-rounds (``dropped_clients_by_cause``), which is how it is counted; without those
@@ -79,8 +80,8 @@ from sfl_sim.runs.rundir.schema import (
 
 __all__ = ["Upgraded", "fill_defaults", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
            "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
-           "missing_file", "log_rows", "log_text", "summary", "checkpoint", "cell_state", "made_before_marker",
-           "unbound_work_record"]
+           "missing_file", "log_rows", "log_text", "slots_fill", "summary", "checkpoint", "cell_state",
+           "made_before_marker", "unbound_work_record"]
 
 T = TypeVar("T")
 
@@ -318,20 +319,24 @@ def missing_file(name: str) -> str:
     return f"runs made before {name} existed have none: {FILES_ADDED_LATER[name]} went unrecorded"
 
 
-def log_rows(header: Sequence[str], rows: Iterable[Sequence[str]], columns: Sequence[str]) -> list[list[str]]:
+def log_rows(header: Sequence[str], rows: Iterable[Sequence[str]], columns: Sequence[str],
+             fill: Mapping[str, str] | None = None) -> list[list[str]]:
     """The rows of a per-round log written under ``header`` as rows of today's ``columns``.
 
     Each cell is matched by its column's name in the file's own header: a column the file lacks
-    (added after it was written) is empty, a column today's lacks is left out.  Blank lines are
+    (added after it was written) is ``fill``'s value for it where ``fill`` knows what the run did
+    then (:func:`slots_fill`), else empty; a column today's lacks is left out.  Blank lines are
     skipped.
     """
     where = {c: i for i, c in enumerate(header)}
-    return [[row[where[c]] if c in where and where[c] < len(row) else "" for c in columns] for row in rows if row]
+    fill = fill or {}
+    return [[row[where[c]] if c in where and where[c] < len(row) else ("" if c in where else fill.get(c, ""))
+             for c in columns] for row in rows if row]
 
 
-def log_text(text: str, columns: Sequence[str]) -> str:
-    """A per-round log's text (header first) with today's header ``columns`` (:func:`log_rows`;
-    lines end in ``\\n``); a file already written under ``columns`` is returned as it is."""
+def log_text(text: str, columns: Sequence[str], fill: Mapping[str, str] | None = None) -> str:
+    """A per-round log's text (header first) with today's header ``columns`` (:func:`log_rows`, with
+    ``fill``; lines end in ``\\n``); a file already written under ``columns`` is returned as it is."""
     head = text.partition("\n")[0].rstrip("\r")
     if head == ",".join(columns):
         return text
@@ -340,8 +345,17 @@ def log_text(text: str, columns: Sequence[str]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    writer.writerows(log_rows(header, reader, columns))
+    writer.writerows(log_rows(header, reader, columns, fill))
     return out.getvalue()
+
+
+def slots_fill(has_network: bool) -> dict[str, str]:
+    """What a ``slots.csv`` written before its ``cell`` column did record (:func:`log_rows`'s ``fill``).
+
+    A run without ``cell.network`` has one cell, so each of its grants was cell 0; a network run's
+    rows made before the column do not say which cell granted them (empty: unknown, never a guess).
+    """
+    return {} if has_network else {"cell": "0"}
 
 
 # -- checkpoint.pt ---------------------------------------------------------------------------------

@@ -346,3 +346,35 @@ def test_a_trace_through_three_cells_in_a_built_cell_hands_over_at_the_hand_comp
     assert [e.time_s for e in events] == pytest.approx([17.80, 67.80], abs=1e-9)
     assert radio.network.positions_at(67.8) == pytest.approx(
         torus_positions_m(grid, (778.0 * u)[None, :]), abs=1e-6)
+
+
+@pytest.mark.parametrize("isd_m", [200.0, 500.0])
+def test_the_mobility_range_warning_on_a_network_says_what_happens_and_what_helps(isd_m: float) -> None:
+    import warnings
+
+    from sfl_sim.channel import GaussMarkovMobility
+    from sfl_sim.channel.large_scale.model import ModelValidityWarning
+
+    grid = HexGrid(n_sites=7, isd_m=isd_m, sectors_per_site=1)
+    r = np.random.default_rng
+    parts = (NetworkPlacement(grid), PATHLOSS.build("tr36814_macro"), SHADOWING.build("none"),
+             RATES.build("shannon"), ALLOCATORS.build("equal"))
+    kwargs = dict(n_clients=20, tx_power_w=0.2, noise_psd_dbm_per_hz=-174.0, uplink_bandwidth_hz=20e6,
+                  downlink_bandwidth_hz=20e6, server_tx_power_w=40.0, placement_rng=r(1), shadowing_rng=r(2),
+                  los_rng=r(3), interference_rng=r(4), radius_m=layout_radius_m(grid), network=grid,
+                  network_rng=r(5), mobility_rng=r(6))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # min_distance_m set to the model's 35 m: on a network it keeps clients off no site but the centre one
+        Cell(*parts, mobility=GaussMarkovMobility(min_distance_m=35.0), **kwargs)
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, ModelValidityWarning)]
+    assert "set min_distance_m" not in message  # no setting of it helps on a network
+    assert "takes clients past every site, as near as 1 m" in message
+    assert "evaluated at max(d, 1 m)" in message and "[35, inf] m of pathloss TR36814Macro()" in message
+    # by hand: pi 35^2 / ((sqrt(3) / 2) isd^2): 11.1 % at 200 m, 1.78 % at 500 m
+    share = math.pi * 35.0**2 / (math.sqrt(3.0) / 2.0 * isd_m**2)
+    assert f"about {100 * share:.3g} % of the layout's area lies within 35 m of a site" in message
+    assert {200.0: "11.1 %", 500.0: "1.78 %"}[isd_m] in message
+    assert f"a path-loss model valid over [1, {layout_radius_m(grid):g}] m avoids it" in message
+    with pytest.raises(ValueError, match="as near as 1 m"):  # out_of_range: error refuses with the same words
+        Cell(*parts, mobility=GaussMarkovMobility(min_distance_m=35.0), out_of_range="error", **kwargs)

@@ -41,3 +41,18 @@ def test_the_analysis_reads_run_directories_through_the_reader() -> None:
                      [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [])
             direct += [f"{path.name}: {n}" for n in names if n.startswith("sfl_sim.runs.rundir.upgrade")]
     assert not direct, direct
+
+
+def test_an_older_slots_log_reads_cell_0_only_without_a_network(tmp_path) -> None:
+    import yaml
+
+    from sfl_sim.runs.rundir.schema import SCENARIO_FILE, SLOTS_COLUMNS, SLOTS_FILE
+
+    (tmp_path / SLOTS_FILE).write_text("round,slot,time_s,client,rbs,tb_bits,failed\n1,0,0.0,3,10,1200,0\n")
+    files = RunFiles(tmp_path)
+    for cell, read in [({"network": None}, "0"), ({}, "0"),  # one cell (a run made before networks: no field)
+                       ({"network": {"name": "hexgrid", "n_sites": 7}}, "")]:  # a network: not recorded, unknown
+        (tmp_path / SCENARIO_FILE).write_text(yaml.safe_dump({"cell": cell}))
+        header, row = files.log_text(SLOTS_FILE).splitlines()
+        assert header.split(",") == list(SLOTS_COLUMNS)
+        assert row.split(",") == ["1", "0", "0.0", "3", "10", "1200", "0", read]

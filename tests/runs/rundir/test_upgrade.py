@@ -312,3 +312,43 @@ def test_a_run_directory_of_the_old_layout_resumes_as_a_straight_run(tmp_path, c
     assert [r["round"] for r in read_rows(run_dir / "classes.csv")] == ["3", "4"]
     record = yaml.safe_load((run_dir / "resolved.yaml").read_text())
     assert record["energy"]["from_round"] == 3 and record["compression"] == {}
+
+
+# -- slots.csv's cell column -----------------------------------------------------------------------
+OLD_SLOTS = "round,slot,time_s,client,rbs,tb_bits,failed\n1,0,0.0,3,10,1200,0\n2,4,0.002,1,20,2400,1\n"
+
+
+def test_an_older_slots_log_reads_its_cell_as_what_the_run_did() -> None:
+    from sfl_sim.runs.rundir.schema import SLOTS_COLUMNS
+
+    one_cell = list(csv.reader(upgrade.log_text(OLD_SLOTS, SLOTS_COLUMNS, upgrade.slots_fill(False)).splitlines()))
+    assert one_cell[0] == list(SLOTS_COLUMNS) and SLOTS_COLUMNS[-1] == "cell"
+    assert one_cell[1:] == [["1", "0", "0.0", "3", "10", "1200", "0", "0"],
+                            ["2", "4", "0.002", "1", "20", "2400", "1", "0"]]
+    # a network run's rows made before the column do not say which cell granted them: empty, not 0
+    network = list(csv.reader(upgrade.log_text(OLD_SLOTS, SLOTS_COLUMNS, upgrade.slots_fill(True)).splitlines()))
+    assert [r[-1] for r in network[1:]] == ["", ""] and [r[:-1] for r in network[1:]] == [r[:-1] for r in one_cell[1:]]
+    # the fill is for a column the file lacks, never for an empty cell of a column it has
+    today = ",".join(SLOTS_COLUMNS) + "\n1,0,0.0,3,10,1200,0,\n"
+    assert upgrade.log_rows(*_split(today), SLOTS_COLUMNS, {"cell": "0"})[0][-1] == ""
+
+
+def _split(text: str) -> tuple[list[str], list[list[str]]]:
+    header, *rows = list(csv.reader(text.splitlines()))
+    return header, rows
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["one_cell", "network"])
+def test_a_resume_appends_slots_onto_an_older_layout_in_todays_columns(tmp_path, network: bool) -> None:
+    from sfl_sim.runs.rundir.files import RunDir
+    from sfl_sim.runs.rundir.schema import SLOTS_COLUMNS, SLOTS_FILE
+
+    files = RunDir(tmp_path)
+    (tmp_path / SLOTS_FILE).write_text(OLD_SLOTS)  # written before the cell column; round 2 after the checkpoint
+    files.start_logs(num_classes=2, keep_through_round=1, slots=True, network=network)
+    files.append_slots([{"round": 2, "slot": 4, "time_s": 0.002, "client": 1, "rbs": 20, "tb_bits": 2400,
+                         "failed": 1, "cell": 5}])
+    header, *rows = list(csv.reader((tmp_path / SLOTS_FILE).read_text().splitlines()))
+    assert header == list(SLOTS_COLUMNS)  # the header upgraded: no row misaligned under it
+    assert rows == [["1", "0", "0.0", "3", "10", "1200", "0", "0" if not network else ""],
+                    ["2", "4", "0.002", "1", "20", "2400", "1", "5"]]
