@@ -92,7 +92,11 @@ rates skip the argument checks of :meth:`RadioState.links` (the same arithmetic:
 computed for every client per position grid time and kept; a fading that has
 ``power_gain_steps`` / ``power_gain_panels``
 (:meth:`~sfl_sim.channel.link.fading_time.JakesFading.power_gain_panels`) gives a transfer's
-gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.
+gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.  For
+the built-in ``jakes`` / ``rician_jakes`` with the Shannon or the MCS table's gap rate (one cell),
+the panels are walked by a compiled loop (:mod:`sfl_sim.channel.transfer_compiled`: the same
+algorithm, ends within :data:`~sfl_sim.channel.transfer_compiled.NUMPY_AGREEMENT` of the
+transfer's duration of this numpy path's; ``SFL_SIM_RADIO_NUMPY=1`` keeps numpy).
 """
 from __future__ import annotations
 
