@@ -18,59 +18,41 @@ target: at most 1.3).
 
     python bench/radio_time.py [--size 100] [--rounds 12] [--speeds-kmh 3 120]
 
-Measured on the shared 2-core CPU (load 3.0-3.8), ms per round (ratio to the static round): the
-code before the fast paths (this bench run against it) 36.8 static, 781 at 3 km/h (21.2x), 3204
-at 120 km/h (87x); with them (a transfer's steps without the link budget's checks, coupling
-losses kept per position grid time, the Jakes gains over a transfer's steps by angle addition,
-the cohort's transfers that start together computed at once and each client's next start ahead)
-39.3 static, 125 at 3 km/h (3.2x), 712 at 120 km/h (18x).  The target of 1.3 is not met: at 3
-km/h a round has about 35,000 steps of 4.4 ms to evaluate (16 sinusoids per quadrature each), at
-120 km/h 40 times as many, and the transfers that start alone (a client's labels after its
-activations where the large-scale grid moved in between) are computed one by one.
+History, in short (ms per round on the shared 2-core CPU, ratio to that run's static round): the
+code before the fast paths 21x at 3 km/h and 87x at 120 km/h; with them (the link budget's checks
+skipped on a transfer's steps, coupling losses kept per position grid time, Jakes gains by angle
+addition, a cohort's transfers that start together computed at once, each client's follow-up
+ahead) about 3x at 3 km/h, 10x at 30 km/h, 16-18x at 120 km/h; the Gauss-Legendre panels (the
+same evaluations per coherence time as the held steps, :mod:`sfl_sim.channel.radio_state`) and
+batching a transfer group's rows in one einsum moved nothing above the noise.
 
-Re-measured (load 5-7 on the 2 shared cores, other helpers running; 6 rounds, 3 speeds, the base
-and the branch run alternately twice; ms per round, ratio to that run's static round):
+Now: a smooth fading's transfers are integrated by a compiled loop
+(:mod:`sfl_sim.channel.transfer_compiled`, numba: each transfer's panels walked with the
+sinusoids' phasors turned panel to panel, ends within 1e-12 of the numpy path's, measured at most
+3.3e-14 of a transfer's duration).  Measured with this bench, ``--rounds 6 --speeds-kmh 3 30
+120``, the numpy path (``SFL_SIM_RADIO_NUMPY=1``, the code before) and the compiled one run
+alternately twice, load 3.3-3.6 on the 2 shared cores (another helper's tests running)::
 
-=======================  =======  =========  ===========  ===========
-code                     static   3 km/h     30 km/h      120 km/h
-=======================  =======  =========  ===========  ===========
-base, run 1 / run 2      76 / 84  3.2 / 2.9  10.1 / 10.3  15.7 / 17.0
-rows batched (reverted)  76 / 68  3.1 / 3.3  10.9 / 14.0  20.1 / 24.3
-=======================  =======  =========  ===========  ===========
+    path                 static     3 km/h      30 km/h     120 km/h
+    numpy, run 1 / 2     44 / 60    3.5 / 3.6   9.7 / 10.0  21.2 / 18.9
+    compiled, run 1 / 2  57 / 57    2.5 / 3.1   6.1 / 7.9   13.3 / 16.4
 
-(one batched einsum over a transfer group's rows instead of a loop per row: no gain, so not
-kept).  Where the time goes (timing wrappers on one process): per round at 3 / 30 / 120 km/h
-the group transfers integrate 34 k / 343 k / 1.40 M steps (0.5-2 us each), and 8 / 506 / 506
-transfers start alone (a client's labels after its activations) at 0.3-0.7 ms each of numpy
-call overhead, plus 80-500 ``start_links`` calls of 0.2-0.3 ms.
-
-The rule changed since (Gauss-Legendre panels, judged against the true integral: see
-:mod:`sfl_sim.channel.radio_state`; the same evaluations per coherence time, 2 per fifth, since
-panels of T_c / 2 lose to the held steps on long Shannon transfers and on the MCS table's rate)
-and a client's follow-up transfer (labels at the instant its activations end) is computed ahead
-with the cohort's where the large-scale grid does not move in between.  Round times on this
-bench moved by at most 6.6e-4 (3 km/h), 4.9e-4 (30 km/h), 1.4e-5 (120 km/h) relative (4 rounds,
-the same cohorts).  Re-measured, the base (6c2a3ab) and the branch run alternately twice, 6
-rounds each, load 5.2-7.8 on the 2 shared cores (other helpers and an accuracy script running);
-ms per round of the static round, then the ratio to it::
-
-    code                 static    3 km/h      30 km/h      120 km/h
-    base, run 1 / 2      66 / 55   4.0 / 2.8   6.1 / 10.6   17.5 / 17.3
-    panels + follow-ups  43 / 39   3.8 / 4.4   7.1 / 10.5   16.9 / 19.0
-
-No gain above the noise, and the target (1.3) is not met at any speed.  Why: the panels evaluate
-as often as the held steps did (fewer would be less accurate than today on some transfers, above);
-the follow-ups batch only the labels of clients whose activations end before the large-scale
-grid's next update (0.1 of the LOS decorrelation distance travelled: most 30 / 120 km/h
-activations cross one), so at 30 / 120 km/h about 290 / 490 labels per round are still computed
-alone, each a numpy pass of 0.34-0.42 ms (~400 Python calls: 80 / 207 ms per round); at 3 km/h
-most labels end within their first span (a tenth of T_c) and need no integration (timing
-wrappers, one process: 3 km/h 7 lone transfers, 7 ms, and 52 k node evaluations in groups,
-35 ms).  What would: a single-transfer path without
-numpy's per-call overhead (scalar loops over a few panels), or letting the engine ask for a
-transfer's end lazily so lone transfers of many clients are integrated together; at 30 and 120
-km/h the groups' integration itself (510 k / 1.9 M node evaluations per round, the chunks'
-overshoot included, 65 / 205 ms) stays above the static round's budget whatever the call overhead.
+Where the time goes (timing wrappers, one process, garbage collector off, 4 rounds; ms per round,
+numpy -> compiled): the transfer integration 47 -> 32 at 3 km/h (17 calls a round; the loop
+itself 6), 174 -> 107 at 30 km/h (240 calls; the loop 48), 684 -> 244 at 120 km/h (504 calls;
+the loop 127, about 65 ns a rate node, 16 + 16 phasor turns and a logarithm each, over the ~1.9 M
+nodes of a round: the numpy path's count, chunks' overshoot included; the loop stops at the last
+bit).  The target (1.3) is still not met.  What is left at 3 km/h (about 105 ms
+against a static round of about 20-25 ms idle): the large-scale terms per position grid time
+(every client's coupling loss every 0.1 s of simulated time, ~170 grid times a round, 12 ms),
+the ``start_links`` calls (a transfer's link at its start, ~100 a round at 0.2 ms of numpy calls
+each, 18-22 ms), the integration's numpy set-up around the loop (~1 ms a call, 14 ms) and the
+engine's own bookkeeping of transfers in time.  At 30 and 120 km/h most labels start alone (their
+activations cross a large-scale grid update) so each is a call of its own (240 / 500 a round,
+with as many ``start_links``), and the rate nodes themselves (510 k / 1.9 M a round at ~65 ns:
+35 / 125 ms) already exceed the static round: while the rate follows the fading's realisation
+they cannot reach 1.3.  What would help next: the lone transfers' start link and end in one
+compiled call (no numpy set-up), and the coupling losses of the cohort only.
 """
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ LIBRARIES: dict[str, set[str] | None] = {
     "kit": {"numpy", "pydantic"},
     "errors": set(),
     "_legacy_imports": set(),
-    "channel": {"numpy", "scipy"},
+    "channel": {"numpy", "scipy", "numba"},  # numba: a smooth fading's compiled transfer integration
     "engine": {"numpy", "simpy", "numba"},  # numba: the slot form's compiled decisions (engine.band.compiled)
     "analysis": {"numpy", "scipy", "pandas", "matplotlib", "yaml"},
 }

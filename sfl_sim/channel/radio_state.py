@@ -92,7 +92,11 @@ rates skip the argument checks of :meth:`RadioState.links` (the same arithmetic:
 computed for every client per position grid time and kept; a fading that has
 ``power_gain_steps`` / ``power_gain_panels``
 (:meth:`~sfl_sim.channel.link.fading_time.JakesFading.power_gain_panels`) gives a transfer's
-gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.
+gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.  For
+the built-in ``jakes`` / ``rician_jakes`` with the Shannon or the MCS table's gap rate (one cell),
+the panels are walked by a compiled loop (:mod:`sfl_sim.channel.transfer_compiled`: the same
+algorithm, ends within :data:`~sfl_sim.channel.transfer_compiled.NUMPY_AGREEMENT` of the
+transfer's duration of this numpy path's; ``SFL_SIM_RADIO_NUMPY=1`` keeps numpy).
 """
 from __future__ import annotations
 
@@ -101,6 +105,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sfl_sim.channel import transfer_compiled
 from sfl_sim.channel.large_scale.model import LargeScale
 from sfl_sim.channel.link.budget import LinkBudget, LinkBudgetModel
 from sfl_sim.channel.link.fading_time import doppler_hz
@@ -568,6 +573,11 @@ class RadioState:
         group = np.cumsum(count) // _MAX_ELEMENTS
         if not self._smooth:  # the held steps: one start per call
             group = group * (k + 1) + np.unique(t0[rest], return_inverse=True)[1].reshape(-1)
+        compiled = self._compiled_terms(direction) if self._smooth else None
+        if compiled is not None and np.all(share[rest] > 0):
+            ends[rest] = self._integrate_compiled(ids[rest], want[rest], t0[rest], share[rest], dt[rest], direction,
+                                                  count, compiled)
+            return ends
         for g in np.unique(group).tolist():
             on = group == g
             rows = rest[on]
@@ -717,6 +727,79 @@ class RadioState:
             count[left] = np.minimum(2 * n, max(16, _MAX_ELEMENTS // (left.size * _GL_NODES.size)))
             left = left[~hit]
         return t0 + panel * last.astype(float) + panel * self._within_panel(bits - before, bits_in, last_rates, panel)
+
+    def _compiled_terms(self, direction: str) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+        """The fading's and the rate model's terms for the compiled integration
+        (:mod:`sfl_sim.channel.transfer_compiled`), or None where the numpy path runs: a fading or
+        rate model it does not know, a network of cells, or the compiled path switched off."""
+        if self.network is not None or direction not in ("uplink", "downlink") or not transfer_compiled.enabled():
+            return None
+        fading = transfer_compiled.fading_terms(self._tv_fading)
+        rate = transfer_compiled.rate_terms(self.budget.rate if direction == "uplink" else self.budget.downlink_rate)
+        return None if fading is None or rate is None else (fading, rate)
+
+    def _integrate_compiled(self, ids: np.ndarray, bits: np.ndarray, t0: np.ndarray, share: np.ndarray,
+                            panel: np.ndarray, direction: str, count: np.ndarray,
+                            terms: tuple[tuple[Any, ...], tuple[Any, ...]]) -> np.ndarray:
+        """:meth:`_integrate_panels` compiled (:mod:`sfl_sim.channel.transfer_compiled`): the
+        powers and large-scale gains of the position grid times the next ``count`` panels of each
+        transfer reach are computed here (as :meth:`_rates` does), the panels walked there; a
+        transfer that walks past its table carries on with the next table (twice the panels)."""
+        fading, (code, noise_factor, cap, keep, eff) = terms
+        m = ids.size
+        mobility = self._timed_mobility
+        step = self.position_step_s if mobility is not None else math.inf
+        done, ends = np.zeros(m), np.empty(m)
+        next_panel = np.zeros(m, dtype=np.int64)
+        status = np.zeros(m, dtype=np.int64)
+        count = count.astype(np.int64)
+        left = np.arange(m)
+        rise = self.noise_rise.linear
+        while left.size:
+            on_ids, on_t0, on_panel = ids[left], t0[left], panel[left]
+            if mobility is None:  # one large-scale state: a table of one grid time
+                index0, span = np.zeros(left.size, dtype=np.int64), np.ones(left.size, dtype=np.int64)
+                cols = index0[:, None]
+            else:
+                index0 = np.floor((on_t0 + on_panel * next_panel[left]) / step).astype(np.int64)
+                last = np.floor((on_t0 + on_panel * (next_panel[left] + count[left])) / step).astype(np.int64)
+                span = last - index0 + 1
+                cols = np.minimum(index0[:, None] + np.arange(int(span.max()))[None, :], last[:, None])
+            width = cols.shape[1]
+            if mobility is None:
+                now = self.large_scale.snapshot
+                coupling_db, gain = now.coupling_loss_db[on_ids][:, None], now.gain_linear[on_ids][:, None]
+            else:
+                if self._loss_owner is not self.large_scale.snapshot:
+                    self._loss_owner, self._loss_at = self.large_scale.snapshot, {}
+                times, where = np.unique(cols, return_inverse=True)
+                kept = [self._loss_at_grid(mobility, i) for i in times.tolist()]
+                at = where.reshape(cols.shape) * self.n_clients + on_ids[:, None]
+                coupling_db = np.stack([k[0] for k in kept]).reshape(-1)[at]
+                gain = np.stack([k[1] for k in kept]).reshape(-1)[at]
+            flat_ids = np.repeat(on_ids, width)
+            occupied, power, noise, _ = self.budget.rate_terms_unchecked(
+                direction, np.repeat(share[left], width), (flat_ids.size,), coupling_db.reshape(-1),
+                self.tx_power_w[flat_ids], rise)
+            occupied = np.asarray(occupied, dtype=float).reshape(left.size, width)[:, 0]
+            power = np.ascontiguousarray(np.broadcast_to(np.asarray(power, dtype=float), (flat_ids.size,)))
+            denominator = occupied * noise * noise_factor  # ShannonRate's safe_b * n0 * F
+            on_ends, on_status = np.empty(left.size), np.empty(left.size, dtype=np.int64)
+            on_done, on_next = done[left], next_panel[left]
+            transfer_compiled.integrate(*fading, on_ids.astype(np.int64), on_t0, on_panel, bits[left], _GL_NODES,
+                                        _GL_WEIGHTS, step, index0, span, power.reshape(left.size, width), gain,
+                                        occupied, denominator, code, cap, eff, keep, on_done, on_next, _MAX_STEPS,
+                                        on_ends, on_status)
+            done[left], next_panel[left], ends[left], status[left] = on_done, on_next, on_ends, on_status
+            stuck = on_status == transfer_compiled.STUCK
+            if np.any(stuck):
+                worst = int(left[np.flatnonzero(stuck)[0]])
+                raise ValueError(f"client {int(ids[worst])}: {float(bits[worst]):g} bits not through after "
+                                 f"{_MAX_STEPS} panels of {float(panel[worst]):g} s (its rate stays 0)")
+            more = on_status == transfer_compiled.MORE
+            left = left[more]
+            count[left] = np.minimum(2 * count[left], 1 << 16)
+        return ends
 
     def _panel_bits(self, ids: np.ndarray, t0: np.ndarray, panel: np.ndarray, first: np.ndarray, count: np.ndarray,
                     share: np.ndarray, direction: str) -> tuple[np.ndarray, np.ndarray]:

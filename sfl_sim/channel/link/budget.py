@@ -426,6 +426,24 @@ class LinkBudgetModel:
         tuple of numpy.ndarray
             ``(rate_bps, snr_db or None, tx_power_w or None)``.
         """
+        occupied_hz, power, noise, model = self.rate_terms_unchecked(direction, bandwidth_hz, gain_linear.shape,
+                                                                     coupling_loss_db, nominal_tx_power_w,
+                                                                     noise_rise_linear)
+        rate_of, snr_of = self._unchecked_of[id(model)]
+        rate = np.asarray(rate_of(occupied_hz, power, gain_linear, noise), dtype=float)
+        if not with_snr:
+            return rate, None, None
+        snr = _snr(snr_of, occupied_hz, power, gain_linear, noise)
+        return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
+
+    def rate_terms_unchecked(self, direction: str, bandwidth_hz: np.ndarray, shape: tuple[int, ...],
+                             coupling_loss_db: np.ndarray | None = None,
+                             nominal_tx_power_w: np.ndarray | None = None,
+                             noise_rise_linear: float = 1.0) -> tuple[Any, Any, Any, Rate]:
+        """What :meth:`link_unchecked` hands its rate model besides the gain: the occupied
+        bandwidth (Hz), the transmit power (W), the noise PSD (W/Hz) and the model, for links of
+        ``shape`` on these shares (the same arithmetic; a compiled transfer integration computes
+        the rate from them, :mod:`sfl_sim.channel.transfer_compiled`)."""
         if direction == "uplink":
             assert coupling_loss_db is not None and nominal_tx_power_w is not None
             power = transmit_power_w(self.power_control, nominal_tx_power_w, bandwidth_hz, coupling_loss_db,
@@ -435,18 +453,13 @@ class LinkBudgetModel:
         else:
             band, server_w = self._downlink(direction)
             if direction == "broadcast":
-                bandwidth_hz = np.full(gain_linear.shape, band)
-                power = np.broadcast_to(np.asarray(server_w, dtype=float), gain_linear.shape)
+                bandwidth_hz = np.full(shape, band)
+                power = np.broadcast_to(np.asarray(server_w, dtype=float), shape)
             else:
                 power = server_w * bandwidth_hz / band
             noise, model, fraction = self._noise_psd_w_per_hz, self.downlink_rate, self._occupied["downlink"]
         occupied_hz = bandwidth_hz if fraction == 1.0 else bandwidth_hz * fraction
-        rate_of, snr_of = self._unchecked_of[id(model)]
-        rate = np.asarray(rate_of(occupied_hz, power, gain_linear, noise), dtype=float)
-        if not with_snr:
-            return rate, None, None
-        snr = _snr(snr_of, occupied_hz, power, gain_linear, noise)
-        return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
+        return occupied_hz, power, noise, model
 
     def _shared(self, ids: np.ndarray, payload_bits: Any, band_hz: float,
                 power_on: Callable[[np.ndarray], np.ndarray], gain_linear: np.ndarray, fading_gain: Any,

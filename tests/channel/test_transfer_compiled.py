@@ -1,0 +1,153 @@
+"""The compiled integration of a smooth fading's transfers (:mod:`sfl_sim.channel.transfer_compiled`)
+against the numpy path, and when it runs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sfl_sim.channel import FixedDistancePlacement, transfer_compiled
+from sfl_sim.channel.link.fading_time import JakesFading, RicianJakesFading
+from sfl_sim.channel.link.link_rate import McsTableRate
+from sfl_sim.channel.link.rate import ShannonRate
+from sfl_sim.channel.radio_state import _GL_NODES, RadioState
+from tests.channel.helpers import small_cell
+
+pytestmark = pytest.mark.skipif(not transfer_compiled.AVAILABLE, reason="numba is not installed")
+
+
+def _cell(fading, rate, n=12, seed=0):
+    return small_cell(FixedDistancePlacement(list(np.geomspace(145.0, 2300.0, n))), rate=rate, n_clients=n,
+                      fading=fading, min_distance_m=35.0, radius_m=5000.0,
+                      fading_process_rng=np.random.default_rng(seed + 10))
+
+
+def _moving_cell(speed_kmh, rate=None):
+    """The scenario's cell (100 clients) with Jakes fading and Gauss-Markov mobility at ``speed_kmh``."""
+    from sfl_sim.config import load_scenario
+    from sfl_sim.config.scenario_files import resolve_scenario
+    from sfl_sim.runs.build import build_cell
+
+    v = speed_kmh / 3.6
+    extra = {"clients": {"count": 100, "participation": 0.1},
+             "cell": {"fading": {"name": "jakes", "speed_m_per_s": v},
+                      "mobility": {"name": "gauss_markov", "mean_speed_m_per_s": v}}}
+    if rate is not None:
+        extra["cell"]["rate"] = rate
+    return build_cell(load_scenario(resolve_scenario("cellular_100clients"), extra=extra))
+
+
+def _transfers(radio, k, seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, radio.n_clients, k)
+    t0 = rng.uniform(0.0, 3.0, k)
+    mean = radio.links(ids, t0, np.full(k, 1e6), fading=np.ones(k)).rate_bps
+    bits = np.maximum(mean, 1e4) * rng.uniform(0.005, 1.5, k)  # from within a panel to a few hundred panels
+    return ids, bits, t0
+
+
+def _both(radio, ids, bits, t0, monkeypatch, direction="uplink"):
+    monkeypatch.setenv("SFL_SIM_RADIO_NUMPY", "1")
+    numpy_ends = radio.transfer_ends_s(ids, bits, t0, 1e6, direction)
+    monkeypatch.delenv("SFL_SIM_RADIO_NUMPY")
+    return numpy_ends, radio.transfer_ends_s(ids, bits, t0, 1e6, direction)
+
+
+@pytest.mark.parametrize("fading", [JakesFading(speed_m_per_s=8.33), RicianJakesFading(speed_m_per_s=8.33)],
+                         ids=["jakes", "rician_jakes"])
+@pytest.mark.parametrize("rate", [ShannonRate(), ShannonRate(max_spectral_efficiency_bps_per_hz=4.0)],
+                         ids=["shannon", "capped"])
+def test_compiled_ends_agree_with_the_numpy_path(fading, rate, monkeypatch):
+    """300 random transfers (a fixed cell, SNRs -5 to 40 dB): the compiled ends are the numpy
+    path's within NUMPY_AGREEMENT of each transfer's duration, up- and downlink."""
+    radio = _cell(fading, rate).radio
+    assert radio._compiled_terms("uplink") is not None
+    ids, bits, t0 = _transfers(radio, 300, 1)
+    for direction in ("uplink", "downlink"):
+        numpy_ends, ends = _both(radio, ids, bits, t0, monkeypatch, direction)
+        assert not np.array_equal(ends, numpy_ends)  # another evaluation of the gains: not the same bits
+        assert np.max(np.abs(ends - numpy_ends) / (numpy_ends - t0)) <= transfer_compiled.NUMPY_AGREEMENT
+
+
+def test_compiled_table_rate_agrees_where_no_node_sits_on_a_threshold(monkeypatch):
+    """The MCS table's gap mapping: the same ends within NUMPY_AGREEMENT on these seeded transfers
+    (a node within rounding of a CQI threshold could pick the neighbouring CQI; none here)."""
+    radio = _cell(JakesFading(speed_m_per_s=8.33), McsTableRate()).radio
+    assert radio._compiled_terms("uplink") is not None
+    ids, bits, t0 = _transfers(radio, 300, 2)
+    numpy_ends, ends = _both(radio, ids, bits, t0, monkeypatch)
+    assert np.max(np.abs(ends - numpy_ends) / (numpy_ends - t0)) <= transfer_compiled.NUMPY_AGREEMENT
+
+
+@pytest.mark.parametrize("speed_kmh", [3.0, 120.0])
+def test_compiled_ends_agree_with_a_timed_mobility(speed_kmh, monkeypatch):
+    """In-round mobility (the large-scale gain per position grid time, handed in as tables)."""
+    radio = _moving_cell(speed_kmh).radio
+    assert radio._timed_mobility is not None and radio._compiled_terms("uplink") is not None
+    ids, bits, t0 = _transfers(radio, 120, 3)
+    numpy_ends, ends = _both(radio, ids, bits, t0, monkeypatch)
+    assert np.max(np.abs(ends - numpy_ends) / (numpy_ends - t0)) <= transfer_compiled.NUMPY_AGREEMENT
+
+
+def test_an_end_is_the_same_alone_batched_and_in_any_chunks():
+    """Every transfer on its own: alone, with others, and walked in chunks of 1 or 4096 panels
+    (each chunk restarting from its anchor) give the same number."""
+    radio = _moving_cell(30.0).radio
+    ids, bits, t0 = _transfers(radio, 40, 4)
+    ends = radio.transfer_ends_s(ids, bits, t0, 1e6)
+    alone = np.array([radio.transfer_end_s(int(k), float(b), float(t), 1e6)
+                      for k, b, t in zip(ids, bits, t0, strict=True)])
+    assert np.array_equal(alone, ends)
+    panel, share = radio._panel_s[ids], np.full(ids.size, 1e6)
+    terms = radio._compiled_terms("uplink")
+    for count in (1, 3, 4096):
+        chunked = radio._integrate_compiled(ids, bits, t0, share, panel, "uplink",
+                                            np.full(ids.size, count, dtype=np.int64), terms)
+        # the ones through within their first span are ended by the start's rate in transfer_ends_s
+        first = radio.start_links(ids, t0, share)[1]
+        quick = bits <= first * radio._first_span_s[ids]
+        assert np.any(~quick) and np.array_equal(chunked[~quick], ends[~quick])
+
+
+def test_the_numpy_switch_and_unknown_components_take_the_numpy_path(monkeypatch):
+    """``SFL_SIM_RADIO_NUMPY=1``, a fading subclass (its gain may differ) and a rate model the
+    kernel does not know all keep the numpy path: the kernel is never called."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the compiled kernel was called")
+
+    class MyJakes(JakesFading):
+        pass
+
+    class MyRate(ShannonRate):
+        pass
+
+    cases = [(JakesFading(speed_m_per_s=8.33), ShannonRate(), "1"), (MyJakes(speed_m_per_s=8.33), ShannonRate(), ""),
+             (JakesFading(speed_m_per_s=8.33), MyRate(), ""),
+             (JakesFading(speed_m_per_s=8.33), McsTableRate(mapping="bler"), "")]
+    for fading, rate, switch in cases:
+        radio = _cell(fading, rate).radio
+        ids, bits, t0 = _transfers(radio, 20, 5)
+        monkeypatch.setenv("SFL_SIM_RADIO_NUMPY", switch)
+        monkeypatch.setattr(transfer_compiled, "integrate", refuse)
+        radio.transfer_ends_s(ids, bits, t0, 1e6)
+        monkeypatch.undo()
+    radio = _cell(JakesFading(speed_m_per_s=8.33), ShannonRate()).radio
+    monkeypatch.setattr(transfer_compiled, "integrate", refuse)
+    with pytest.raises(AssertionError, match="compiled kernel"):
+        radio.transfer_ends_s(*_transfers(radio, 20, 5), 1e6)
+
+
+def test_within_panel_is_the_numpy_rule_bit_for_bit():
+    """The compiled place of the last bit in its panel is :meth:`RadioState._within_panel`'s
+    number on random lines (rising from 0, falling to 0, flat, positive)."""
+    rng = np.random.default_rng(6)
+    n = 2000
+    r = rng.choice([-1.0, 0.0, 1.0], (n, 2)) * rng.uniform(0, 1e7, (n, 2))
+    r[::7, 1] = r[::7, 0]
+    panel = rng.uniform(1e-4, 1e-2, n)
+    bits = np.abs((r[:, 0] + r[:, 1]) / 2 * panel)
+    remaining = bits * rng.uniform(0.0, 1.0, n)
+    expected = RadioState._within_panel(remaining, bits, r, panel)
+    got = [transfer_compiled._within_panel(float(remaining[i]), float(bits[i]), float(r[i, 0]), float(r[i, 1]),
+                                           float(_GL_NODES[0]), float(_GL_NODES[1]), float(panel[i]))
+           for i in range(n)]
+    np.testing.assert_array_equal(np.array(got), expected)
