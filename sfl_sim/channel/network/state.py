@@ -449,12 +449,21 @@ class NetworkRadio:
         if np.ndim(t_s) == 0:  # one time: one column of the evaluated samples
             one = math.floor(float(t_s) / self.measurement_step_s + _EPS)
             self._ensure(one)
+            if one < self._k_base:
+                self._forgotten(float(t_s))
             return self._serving[ids, one - self._k_base]
         k = np.broadcast_to(self._sample(t_s), ids.shape)
         if k.size == 0:
             return np.zeros(ids.shape, dtype=int)
         self._ensure(int(k.max()))
+        if int(k.min()) < self._k_base:  # a negative column would silently read a later sample
+            self._forgotten(float(np.min(t_s)))
         return self._serving[ids, k - self._k_base]
+
+    def _forgotten(self, t_s: float) -> None:
+        raise ValueError(f"network: the serving cells at {t_s!r} s were asked after they were forgotten "
+                         f"(kept from {self._k_base * self.measurement_step_s!r} s: the clock only moves forward; "
+                         "read what a round needs when it happens)")
 
     def serving_cell(self, client_ids: Any, t_s: Any) -> np.ndarray:
         """The serving cell of each client at ``t_s``; :data:`NO_CELL` while it has no link."""

@@ -378,3 +378,18 @@ def test_the_mobility_range_warning_on_a_network_says_what_happens_and_what_help
     assert f"a path-loss model valid over [1, {layout_radius_m(grid):g}] m avoids it" in message
     with pytest.raises(ValueError, match="as near as 1 m"):  # out_of_range: error refuses with the same words
         Cell(*parts, mobility=GaussMarkovMobility(min_distance_m=35.0), out_of_range="error", **kwargs)
+
+
+def test_serving_cells_before_the_kept_samples_are_refused_not_read_from_a_later_sample() -> None:
+    """Once the clock has moved on, the samples before it are forgotten: asking for a serving cell
+    then is an error naming the time (a negative column would read a later sample's cell)."""
+    net = _wander_network(30)
+    for t in np.arange(0.0, 20.0, 0.5):
+        net.advance_to(float(t))
+        net.attached_cell(np.arange(30), float(t))
+    assert net._k_base > 0
+    with pytest.raises(ValueError, match=r"network: the serving cells at 1\.0 s were asked after they were forgotten"):
+        net.attached_cell(np.arange(30), 1.0)
+    with pytest.raises(ValueError, match="forgotten"):
+        net.attached_cell(np.arange(3), np.array([19.6, 1.0, 19.7]))
+    assert net.attached_cell(np.arange(30), 19.6).shape == (30,)
