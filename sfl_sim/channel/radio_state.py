@@ -35,7 +35,16 @@ A transfer in time
 ------------------
 :meth:`RadioState.transfer_end_s` gives when ``bits`` sent from ``t0`` on a fixed share are
 through, integrating the rate over the channel as it changes (numpy, ahead of time: the channel is
-a deterministic function of time, so a transfer stays one timeout of the engine).  Two rules:
+a deterministic function of time, so a transfer stays one timeout of the engine).  Three rules:
+
+- **Pieces**, without a time-varying fading (a timed mobility, a network of cells, or both; an
+  i.i.d. block gain held over the transfer): the rate is constant between the position grid's
+  steps (:attr:`RadioState.position_step_s`) and, on a network, the client's changes of cell or
+  link (handovers, interruptions, radio link failures and re-attachments), so each transfer is
+  walked piece by piece, each piece's rate that at its middle (the first's the start's), the bits
+  summed in order: the exact integral of that rate (``tests/channel/network/
+  test_network_fast_paths.py``: within 1.2e-5 s of held steps of 10 us at 120 km/h, where the
+  held steps of 10 ms, the rule before, were 5e-4 s off).
 
 - **Gauss-Legendre panels**, for a fading whose gain is smooth in time (``smooth_in_time``: the
   sum-of-sinusoids ``jakes`` and ``rician_jakes``).  The time from ``t0`` is cut into panels of
@@ -47,8 +56,8 @@ a deterministic function of time, so a transfer stays one timeout of the engine)
   bits, so the end is continuous).  A transfer through within :data:`FIRST_SPAN_FRACTION` of a
   panel (a tenth of the coherence time, as the held steps' first step) at its start's rate
   ends at ``t0 + bits / rate``.
-- **Held steps**, for any other fading (``gauss_markov``, constant between its grid points;
-  none, or an i.i.d. one, with a timed mobility; a plug-in that says nothing): the rate at
+- **Held steps**, for any other time-varying fading (``gauss_markov``, constant between its
+  grid points; a plug-in that says nothing): the rate at
   ``t0 + j dt`` held over ``[t0 + j dt, t0 + (j+1) dt)``, the bits summed in order; ``dt`` is
   :meth:`RadioState.step_s`: a tenth of the client's coherence time, at most :data:`MAX_STEP_S`.
 
@@ -159,6 +168,11 @@ _MAX_STEPS = 10_000_000
 #: The most steps of a group of transfers evaluated at once (our choice: bounds the memory of a
 #: sum-of-sinusoids fading's evaluation, about its sinusoids x 8 bytes per step).
 _MAX_ELEMENTS = 1 << 17
+#: The most pieces a transfer without a time-varying fading is walked over one by one before the
+#: held steps take over (our choice: a rate that stays 0 is refused by them).
+_MAX_PIECES = 100_000
+#: The network's grid indices are floor(t / step + this) (:mod:`sfl_sim.channel.network.state`).
+_GRID_EPS = 1e-9
 
 
 class RadioState:
@@ -544,18 +558,22 @@ class RadioState:
             if self.network is not None:  # the serving cell's rate: 0 while the client has no link
                 first = first * self.network.connected(ids, t0)
         ends = np.empty(k)
+        if not self.time_varying and (self.network is not None or self.timed) and direction != "broadcast":
+            # no time-varying fading: the rate is piecewise constant in time (module docstring, "A
+            # transfer in time"), each transfer walked piece by piece, exactly
+            for r in range(k):
+                ends[r] = self._piecewise_end(int(ids[r]), float(want[r]), float(t0[r]), float(share[r]),
+                                              None if gains is None else float(gains[r]), float(first[r]), direction)
+            return ends
         # through within the first span (a step; a sub-panel with a smooth fading): t0 + bits / (the start's rate)
         quick = (first > 0) & (want <= first * self._first_span_s[ids])
-        if not self.time_varying and (self.network is not None or self.timed):
-            # without a time-varying fading a link's rate is constant while its client stays on one
-            # position grid step (a timed mobility) and, on a network, in one cell with a link: a
-            # transfer through within that is through at t0 + bits / rate (its steps would sum the
-            # same rate)
+        if self.network is not None and not (self.timed or self.time_varying):
+            # a network whose channel does not change in time: a link's rate is constant until its
+            # client changes cell or loses the link, so a transfer without such an event in it is
+            # through at t0 + bits / rate (the steps would sum the same rate)
             with np.errstate(divide="ignore"):
                 through = t0 + np.where(first > 0, want / first, np.inf)
-            maybe = np.flatnonzero(~quick & (first > 0))
-            if maybe.size:
-                quick[maybe] = self._rate_holds(ids[maybe], t0[maybe], through[maybe])
+            quick |= (first > 0) & ~self.network.changes_within(ids, t0, through)
         ends[quick] = t0[quick] + want[quick] / first[quick]
         rest = np.flatnonzero(~quick)
         if rest.size == 0:
@@ -589,20 +607,63 @@ class RadioState:
                                              None if gains is None else gains[rows], dt[rows], direction, count[on])
         return ends
 
-    def _rate_holds(self, ids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-        """Whether each link's rate (no time-varying fading) is the same at every time of
-        ``[t0, t1]`` as at ``t0``: the same large-scale grid step and position step (a timed
-        mobility), and on a network no handover or loss of the link in between (the noise rise is
-        the start's over a whole transfer)."""
-        holds = np.isfinite(t1)
-        if self.network is not None:
-            holds &= self.network.same_losses(t0, t1)
-            on = np.flatnonzero(holds)  # (the handovers looked for only as far as a grid step)
-            holds[on] = ~self.network.changes_within(ids[on], t0[on], t1[on])
-        elif self.timed:  # the positions' grid of _large_scale_at
-            step = self.position_step_s
-            holds &= np.floor(t0 / step) == np.floor(t1 / step)
-        return holds
+    def _piecewise_end(self, client: int, bits: float, t0: float, share: float, gain: float | None,
+                       first: float, direction: str) -> float:
+        """When ``bits`` of one transfer from ``t0`` are through, without a time-varying fading:
+        the rate is constant between the position grid's steps (a timed mobility) and the
+        client's changes of cell or link (a network: handovers, interruptions, radio link
+        failures), so the transfer is walked piece by piece, each piece's rate that at its middle
+        (the first's: ``first``, the rate at ``t0``), the bits summed in order and the end placed
+        in the piece of the last bit.  Exact for the piecewise-constant rate (no held steps)."""
+        step = self.position_step_s if self.timed else math.inf
+        network = self.network
+        i = math.floor(t0 / step + _GRID_EPS) if self.timed else 0  # the grid step t0 is in
+        window = 1.0  # how far ahead a network's changes are looked up at once, s (our choice)
+        horizon = t0 if network is not None else math.inf  # the changes are known up to here
+        changes: list[float] = []  # the client's changes of cell or link after the piece's start
+        start, done, rate = t0, 0.0, first  # the piece's start, the bits before it, its rate
+        for _ in range(_MAX_PIECES):
+            grid = (i + 1) * step
+            while changes and changes[0] <= start:
+                changes.pop(0)
+            # look further while nothing ends the piece before the horizon and the bits are not through by it
+            while (network is not None and not changes and horizon < grid
+                   and not (rate > 0 and done + rate * (horizon - start) >= bits)):
+                changes = network.change_times(client, horizon, horizon + window)
+                horizon += window
+                if rate <= 0 and not changes:  # no link and none ahead: the held steps decide or refuse
+                    break
+            end = min(grid, changes[0] if changes else math.inf, horizon)
+            if rate > 0 and done + rate * (end - start) >= bits:
+                return start + (bits - done) / rate
+            if math.isinf(end) or (rate <= 0 and not changes and end >= horizon):
+                break
+            done += rate * (end - start)
+            start = end
+            if start >= grid:
+                i += 1
+            while changes and changes[0] <= start:
+                changes.pop(0)
+            if network is not None and horizon <= start:
+                changes = network.change_times(client, horizon, start + window)
+                horizon = start + window
+            following = min((i + 1) * step, changes[0] if changes else math.inf, horizon)
+            rate = self._rate_at(client, 0.5 * (start + following), share, gain, direction)
+        # not through after that many pieces (a rate that stays 0): the held steps decide or refuse
+        dt = self._step_s[[client]]
+        return float(self._integrate(np.array([client]), np.array([bits]), t0, np.array([share]),
+                                     None if gain is None else np.array([gain]), dt, direction,
+                                     np.array([64]))[0])
+
+    def _rate_at(self, client: int, t_s: float, share: float, gain: float | None, direction: str) -> float:
+        """One link's rate at ``t_s`` (0 while a network's client has no link), bit/s."""
+        if direction == "uplink":
+            rate = self.uplink_of(client, t_s, share, 1.0 if gain is None else gain)[0]
+            if self.network is not None and not self.network.connected_one(client, t_s):
+                return 0.0
+            return rate
+        return float(self._rates(np.array([client]), np.array([t_s]), np.array([share]),
+                                 None if gain is None else np.array([gain]), direction)[0])
 
     def broadcast_end_s(self, client_ids: Any, bits: float, t0_s: float, fading_gain: Any = None,
                         cap_bps: float = math.inf) -> float:

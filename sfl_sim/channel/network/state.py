@@ -223,8 +223,10 @@ class NetworkRadio:
         self._k_base = 0  # the first sample kept
         self._serving = np.empty((n, 0), dtype=int)
         self._events: list[HandoverEvent] = []
+        self._events_of: dict[int, list[HandoverEvent]] = {}  # each client's, for change_times
         # intervals without a link: client, start, end (inf until an RLF re-attaches)
         self._out: list[tuple[int, float, float]] = []
+        self._pruned: tuple[float, Any, int] = (-1.0, None, 0)  # the clock, list and length last pruned at
         self._t_floor = 0.0  # no ask before this (the radio's clock)
 
     # ------------------------------------------------------------------ geometry and losses
@@ -413,6 +415,7 @@ class NetworkRadio:
         failed = self._state.failed
         for e in events:
             self._events.append(e)
+            self._events_of.setdefault(e.client, []).append(e)
             if e.cause == "rlf":  # re-attached: no link until the re-attachment's sample
                 self._out = [o for o in self._out if not (o[0] == e.client and o[1] == e.time_s)]
                 self._out.append((e.client, e.time_s, self._serving_time_after(e)))
@@ -472,12 +475,22 @@ class NetworkRadio:
         cell = self.attached_cell(ids, t)
         return np.where(self.connected(ids, t), cell, NO_CELL)
 
+    def _prune_out(self) -> None:
+        """Forget the intervals without a link that are over before the clock (never asked again);
+        looked at again only when the clock or the list moved."""
+        out = self._out
+        floor, kept, length = self._pruned
+        if floor == self._t_floor and kept is out and length == len(out):
+            return
+        if out and min(o[2] for o in out) <= self._t_floor:
+            out = self._out = [o for o in out if o[2] > self._t_floor]
+        self._pruned = (self._t_floor, out, len(out))
+
     def _out_arrays(self) -> np.ndarray | None:
         """The intervals without a link still open after the clock, shape (3, m) (client, start,
         end), or None when there are none (kept until they change)."""
+        self._prune_out()
         out = self._out
-        if out and min(o[2] for o in out) <= self._t_floor:  # over before the clock: never asked again
-            out = self._out = [o for o in out if o[2] > self._t_floor]
         kept_list, kept_len, kept = self._out_kept
         if kept_list is out and kept_len == len(out):
             return kept
@@ -489,6 +502,12 @@ class NetworkRadio:
         """Whether each client has a link at ``t_s`` (not in a handover's interruption, not between
         a radio link failure and its re-attachment)."""
         ids = np.asarray(client_ids, dtype=int)
+        if np.ndim(t_s) == 0:  # one time: the clients without a link then, from the (short) list
+            one = float(t_s)
+            self._ensure(math.floor(one / self.measurement_step_s + _EPS))
+            self._prune_out()
+            off = [c for c, start, end in self._out if start - _EPS <= one < end - _EPS]
+            return ~np.isin(ids, off) if off else np.ones(ids.shape, dtype=bool)
         t = np.asarray(t_s, dtype=float)
         if t.size == 0 or ids.size == 0:
             return np.ones(ids.shape, dtype=bool)
@@ -530,15 +549,23 @@ class NetworkRadio:
                     & (end[None, :] - _EPS > t0[:, None])).any(axis=1)
         return out
 
-    def same_losses(self, t0_s: np.ndarray, t1_s: np.ndarray) -> np.ndarray:
-        """Whether the coupling losses at ``t0_s`` and at ``t1_s`` (and so at every time between)
-        are the same kept ones: the same epoch and position grid step (always, without a timed
-        mobility: a step mobility moves between asks)."""
-        if self._mobility is None:
-            return np.ones(np.shape(t0_s), dtype=bool)
-        t0, t1 = np.asarray(t0_s, dtype=float), np.asarray(t1_s, dtype=float)
-        return ((self._epoch_of(t0) == self._epoch_of(t1))
-                & (np.floor(t0 / self._pos_step_s + _EPS) == np.floor(t1 / self._pos_step_s + _EPS)))
+    def connected_one(self, client: int, t_s: float) -> bool:
+        """:meth:`connected` of one client at one time."""
+        return bool(self.connected(np.array([client]), float(t_s))[0])
+
+    def change_times(self, client: int, t0_s: float, t1_s: float) -> list[float]:
+        """The times in ``(t0_s, t1_s]`` at which ``client``'s serving cell or link changes (a
+        handover, the end of its interruption, a radio link failure, its re-attachment), in
+        time order: where its rate may change (the rest of the time it changes only with the
+        position grid)."""
+        reach = t1_s + float(getattr(self.rule.params, "reestablishment_time_s", 0.0)) + self.measurement_step_s
+        self._ensure(int(self._sample(reach)))
+        times = {e.time_s for e in self._events_of.get(client, ()) if t0_s < e.time_s <= t1_s}
+        times.update(e.time_s for e in self.rule.pending(self._state) if e.client == client and t0_s < e.time_s <= t1_s)
+        for c, start, end in self._out:
+            if c == client:
+                times.update(x for x in (start, end) if t0_s < x <= t1_s)
+        return sorted(times)
 
     def losses(self, ids: np.ndarray, t_s: Any) -> tuple[np.ndarray, np.ndarray]:
         """Coupling loss (dB) and gain (linear) of each client to its serving cell at ``t_s``."""
@@ -578,8 +605,15 @@ class NetworkRadio:
         if on.size == 0 or self.n_cells == 1:  # nobody transmits, or no other cell to hear
             return np.ones(np.shape(ids))
         t = float(t_s)
-        psd = self._interference_psd(on, t)
         cells = self.attached_cell(ids, t)
+        if cells.size == 1:  # one link (a transfer's start): its cell's column only, summed in the same order
+            cell = int(cells.flat[0])
+            _, gain = self._losses_gains_at(t)
+            power = self._tx_power_w[on] * self.connected(on, t)
+            received = np.where(self.attached_cell(on, t) == cell, 0.0, power * gain[on, cell])
+            psd_one = sum(received.tolist(), 0.0) / self._budget.uplink_bandwidth_hz
+            return np.full(np.shape(ids), 1.0 + psd_one / self._budget.noise_floor_w_per_hz)
+        psd = self._interference_psd(on, t)
         return 1.0 + psd[cells] / self._budget.noise_floor_w_per_hz
 
     def _interference_psd(self, on: np.ndarray, t_s: float) -> np.ndarray:
@@ -642,6 +676,9 @@ class NetworkRadio:
             self._serving = np.where(serving == NO_CELL, 0, serving)
             self._events = [HandoverEvent(float(t), int(c), int(s), int(g), str(cause), float(i))
                             for t, c, s, g, cause, i in state["events"]]
+            self._events_of = {}
+            for event in self._events:
+                self._events_of.setdefault(event.client, []).append(event)
             self._out = [(int(c), float(s), float(f)) for c, s, f in state["out"]]
             self._t_floor = float(state["t_floor"])
             self._transmitting = np.array(state["transmitting"], dtype=bool).reshape(self.n_clients)
@@ -650,3 +687,4 @@ class NetworkRadio:
         self._loss_cache = {}
         self._seen_snapshot, self._on = None, None
         self._out_kept = (None, 0, None)
+        self._pruned = (-1.0, None, 0)

@@ -79,3 +79,38 @@ def test_an_unchecked_rate_is_used_only_where_its_class_defines_rate_bps() -> No
     assert _unchecked(halved, "rate_bps") == halved.rate_bps  # the override, not the parent's fast path
     args = (np.array([1e6]), np.array([0.2]), np.array([1e-10]), np.array([4e-21]))
     assert _unchecked(halved, "rate_bps")(*args)[0] == 0.5 * plain.rate_bps(*args)[0]
+
+
+def _moving_cell(speed_kmh: float = 120.0):
+    raw = small_scenario(clients=60, participation=0.5)
+    raw["cell"] = {"mobility": {"name": "gauss_markov", "mean_speed_m_per_s": speed_kmh / 3.6}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_cell(validate(raw))
+
+
+@pytest.mark.parametrize("network", [True, False])
+def test_a_transfer_walked_piece_by_piece_is_the_limit_of_ever_finer_held_steps(network: bool) -> None:
+    """Without a time-varying fading the rate is piecewise constant (the position grid; on a
+    network the handovers and interruptions): the pieces give the exact integral, which held steps
+    of dt approach within about dt per change of rate."""
+    radio = (_moving_network_cell(120.0) if network else _moving_cell(120.0)).radio
+    t0 = 0.5
+    radio.advance_to(t0)
+    ids = np.arange(0, 60, 2)
+    share = np.full(ids.size, 1e6)
+    rate = radio.links(ids, t0, share).rate_bps
+    bits = rate * np.linspace(0.05, 2.0, ids.size)  # from within one position step to many
+    ends = radio.transfer_ends_s(ids, bits, t0, share)
+    fine_dt = 1e-5
+    fine = radio._integrate(ids, bits, t0, share, None, np.full(ids.size, fine_dt), "uplink", np.full(ids.size, 4096))
+    steps = (ends - t0) / radio.position_step_s + 2
+    changes = np.zeros(ids.size)
+    if network:
+        changes = np.array([len(radio.network.change_times(int(k), t0, float(e)))
+                            for k, e in zip(ids, ends, strict=True)])
+    assert np.all(np.abs(ends - fine) <= 2 * fine_dt * (steps + changes))
+    assert np.any(steps > 5)  # some transfers cross many position steps
+    # a transfer is the same number alone
+    for r in (0, ids.size // 2, ids.size - 1):
+        assert radio.transfer_ends_s(ids[r:r + 1], bits[r:r + 1], t0, share[r:r + 1])[0] == ends[r]
