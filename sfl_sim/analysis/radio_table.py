@@ -15,7 +15,17 @@ Every number is a mean over seeds of a per-run quantity:
   (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`) from ``clients.csv``;
 * with a network and edge servers (``server.edge``), per round: the handovers of the round's clients,
   the client-seconds they lost (interruptions and migrations), the migrations and the backhaul's
-  megabytes (:data:`EDGE_COLUMNS`, ``rounds.csv``), shown where any run has them.
+  megabytes (:data:`EDGE_COLUMNS`, ``rounds.csv``), shown where any run has them;
+* with a network (``cell.network``; ``summary.json``'s ``n_cells``), each cell's load
+  (:data:`CELL_LOAD_COLUMNS`): the cell count and the busiest and the least-busy cell's share of the
+  run's client-rounds, by ``clients.csv``'s ``cell`` (the serving cell at the round's start; a
+  client-round without a link, -1, counts for no cell, so the shares of a run's cells add up to
+  less than 1 where some had none; a cell that served none has share 0).  The busiest cell of one
+  seed need not be that of another: the table's value is the mean over seeds of each run's largest
+  (smallest) share, against an even load of 1 / cells.  Our choice over a per-cell breakdown: two
+  numbers read the same for 7 cells or 57, and for networks that differ between settings.  A run
+  whose ``clients.csv`` does not say (written before the column, or without the file) shows none.
+  Runs without a network get no such columns (a study of none: the table as without networks).
 
 A setting whose runs dropped clients gets a note: a dropped client's payload never reaches the
 server, so its round ends without waiting for it — a lossy setting looks faster in simulated time
@@ -34,7 +44,8 @@ from sfl_sim.analysis.study_data import GROUP_KEYS, StudyData
 from sfl_sim.analysis.tables import Layout, in_study_order
 from sfl_sim.runs.rundir.schema import CLIENT_KEPT, CLIENT_TIME_COLUMNS
 
-__all__ = ["has_radio_losses", "radio_table", "radio_layouts", "DROPS_SHORTEN_ROUNDS", "EDGE_COLUMNS"]
+__all__ = ["has_radio_losses", "has_cell_load", "radio_table", "radio_layouts", "radio_title", "DROPS_SHORTEN_ROUNDS",
+           "EDGE_COLUMNS", "CELL_LOAD_COLUMNS"]
 
 _KEYS = list(GROUP_KEYS)
 
@@ -42,6 +53,12 @@ _KEYS = list(GROUP_KEYS)
 EDGE_COLUMNS: dict[str, tuple[str, float]] = {
     "handovers": ("handovers / round", 1.0), "handover_lost_s": ("handover s / round", 1.0),
     "migrations": ("migrations / round", 1.0), "backhaul_bytes": ("backhaul MB / round", 1e-6)}
+
+#: The per-cell load columns of runs with a network (:func:`radio_table`): column -> header.
+CELL_LOAD_COLUMNS: dict[str, str] = {"n_cells": "cells", "cell_share_max": "busiest cell %",
+                                     "cell_share_min": "least-busy cell %"}
+
+_TITLE = "What the radio lost"
 
 #: The note under the table where a setting dropped clients.
 DROPS_SHORTEN_ROUNDS = ("dropped clients shorten rounds: a round ends without waiting for a client whose payload "
@@ -85,6 +102,44 @@ def _causes(study: StudyData) -> pd.DataFrame:
     return shares.reset_index()
 
 
+def _network_runs(study: StudyData) -> pd.DataFrame:
+    """The runs with a network: ``run_id`` and ``n_cells`` (summary.json's)."""
+    runs = study.runs
+    if "n_cells" not in runs:
+        return pd.DataFrame(columns=["run_id", "n_cells"])
+    return runs.loc[runs["n_cells"].notna(), ["run_id", "n_cells"]]
+
+
+def _cell_load(study: StudyData) -> pd.DataFrame:
+    """Per run with a network: ``n_cells`` and its busiest and least-busy cell's share of its client-rounds
+    (NaN where ``clients.csv`` does not say which cell served each: none, or written before ``cell``)."""
+    networks = _network_runs(study)
+    cells = study.clients.groupby("run_id")["cell"] if not study.clients.empty else None
+    rows = []
+    for run_id, n_cells in networks.itertuples(index=False):
+        n = int(n_cells)
+        served = cells.get_group(run_id) if cells is not None and run_id in cells.groups else None
+        shares = np.full(n, np.nan)
+        if served is not None and len(served) and served.notna().all():
+            on = served.to_numpy(dtype=np.int64)
+            on = on[(on >= 0) & (on < n)]  # -1: no link at the round's start, no cell's load
+            shares = np.bincount(on, minlength=n)[:n] / len(served)
+        rows.append({"run_id": run_id, "n_cells": float(n), "cell_share_max": float(shares.max()) if n else np.nan,
+                     "cell_share_min": float(shares.min()) if n else np.nan})
+    return pd.DataFrame(rows, columns=["run_id", *CELL_LOAD_COLUMNS])
+
+
+def has_cell_load(study: StudyData) -> bool:
+    """Whether any run has a network of cells (``summary.json``'s ``n_cells``): its table shows each
+    setting's cell load, even where the radio lost nothing."""
+    return not _network_runs(study).empty
+
+
+def radio_title(table: pd.DataFrame) -> str:
+    """The radio table's title: what the radio lost, and the cells' load where it shows it."""
+    return f"{_TITLE}, and the cells' load" if "n_cells" in table.columns else _TITLE
+
+
 def has_radio_losses(study: StudyData) -> bool:
     """Whether any run dropped a client, failed an uplink attempt, sent a HARQ copy or (with edge
     servers) saw a handover or used the backhaul."""
@@ -110,7 +165,9 @@ def radio_table(study: StudyData, algorithms: Sequence[str] | None = None) -> pd
     pandas.DataFrame
         ``setting``, ``algorithm``, ``n_runs``, ``drop_rate``, one ``drops_<cause>`` per cause seen,
         ``outage_rate``, ``harq_per_round``, ``round_s`` and the mean of each
-        :data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS` (NaN without ``clients.csv``).
+        :data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS` (NaN without ``clients.csv``); where
+        any run has a network, :data:`CELL_LOAD_COLUMNS` (``n_cells``, ``cell_share_max``,
+        ``cell_share_min``: means over the seeds with a known load; NaN for a setting without a network).
     """
     per_run = _per_run(study)
     if per_run.empty:
@@ -119,6 +176,8 @@ def radio_table(study: StudyData, algorithms: Sequence[str] | None = None) -> pd
     if not study.clients.empty:
         split = study.clients.groupby("run_id")[list(CLIENT_TIME_COLUMNS)].mean().reset_index()
         per_run = per_run.merge(split, on="run_id", how="left")
+    if has_cell_load(study):
+        per_run = per_run.merge(_cell_load(study), on="run_id", how="left")
     values = [c for c in per_run.columns if c not in ("run_id", *_KEYS, "rounds", "dropped", "client_rounds")]
     table = per_run.groupby(_KEYS, sort=False)[values].mean()
     table.insert(0, "n_runs", per_run.groupby(_KEYS, sort=False).size())
@@ -147,9 +206,11 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
     causes = sorted(c for c in table.columns if c.startswith("drops_"))
     split = [c for c in CLIENT_TIME_COLUMNS if c in table.columns and table[c].notna().any()]
     edge = [c for c in EDGE_COLUMNS if c in table.columns and (table[c].fillna(0) > 0).any()]
+    load = [c for c in CELL_LOAD_COLUMNS if c in table.columns]
     columns: list[tuple[str, ...]] = [
         ("seeds",), ("drop %",), *[(f"drop: {c.removeprefix('drops_')} %",) for c in causes], ("failed attempts %",),
-        ("HARQ copies / round",), ("round s",), *[(EDGE_COLUMNS[c][0],) for c in edge], *[(c,) for c in split]]
+        ("HARQ copies / round",), ("round s",), *[(EDGE_COLUMNS[c][0],) for c in edge],
+        *[(CELL_LOAD_COLUMNS[c],) for c in load], *[(c,) for c in split]]
     groups: list[tuple[str | None, list[tuple[str, list[str]]]]] = []
     for setting in study.settings:
         part = table.loc[table["setting"] == setting]
@@ -159,7 +220,7 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
         for _, r in part.iterrows():
             cells = [str(int(r["n_runs"])), _pct(r["drop_rate"]), *[_pct(r[c]) for c in causes],
                      _pct(r["outage_rate"]), _sec(r["harq_per_round"]), _sec(r["round_s"]),
-                     *[_sec(r[c]) for c in edge], *[_sec(r[c]) for c in split]]
+                     *[_sec(r[c]) for c in edge], *[_load(c, r[c]) for c in load], *[_sec(r[c]) for c in split]]
             rows.append((str(r["algorithm"]), cells))
         groups.append((setting if len(study.settings) > 1 else None, rows))
     notes = ["Means over seeds of each run's rates (drops: share of client-rounds, in all and by cause; failed "
@@ -169,7 +230,19 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
         notes.append("With edge servers, per round: the handovers of the round's clients, the client-seconds they "
                      "lost (interruptions and migrations over the backhaul), the migrations and the backhaul's MB "
                      "(rounds.csv).")
+    if load:
+        notes.append("With a network of cells: the busiest and the least-busy cell's share of the run's client-rounds "
+                     "(clients.csv's cell, the serving cell at the round's start; an even load is 100 / cells %; a "
+                     "client-round without a link counts for no cell), means over seeds of each run's largest and "
+                     "smallest share; '-': no network, or a clients.csv that does not say.")
     lossy = table.loc[table["drop_rate"].fillna(0) > 0, "setting"].unique().tolist()
     if lossy:
         notes.append(f"{DROPS_SHORTEN_ROUNDS}: {', '.join(map(str, lossy))}.")
-    return [Layout("What the radio lost", columns, groups, notes, label="tab:radio")]
+    return [Layout(radio_title(table), columns, groups, notes, label="tab:radio")]
+
+
+def _load(column: str, x: float) -> str:
+    """A cell-load cell: the cell count as an integer (the same in every seed of a setting), a share in %."""
+    if column == "n_cells":
+        return "-" if not np.isfinite(x) else f"{x:.0f}"
+    return _pct(x)

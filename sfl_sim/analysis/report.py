@@ -36,7 +36,7 @@ from sfl_sim.analysis.budget import budget_layout, budget_table, budget_warnings
 from sfl_sim.analysis.energy import ENERGY_CURVE, energy_layouts, energy_table, has_energy, metrics_with_energy
 from sfl_sim.analysis.figure_style import check_style, figure_style
 from sfl_sim.analysis.figures import CURVES, DEFAULT_WIDTH_IN, band_text, check_figure_options
-from sfl_sim.analysis.radio_table import has_radio_losses, radio_layouts, radio_table
+from sfl_sim.analysis.radio_table import has_cell_load, has_radio_losses, radio_layouts, radio_table, radio_title
 from sfl_sim.analysis.report_figures import (
     ACROSS_SETTINGS_DIR,
     RADIO_DIR,
@@ -314,9 +314,10 @@ def write_report(
                                                                       n_boot=n_boot),
                                    "Client energy to accuracy", written, readme_notes))
 
-    if has_radio_losses(study):  # drops, failed attempts or HARQ copies: what the radio lost, and where time went
+    # drops, failed attempts or HARQ copies: what the radio lost, and where time went; a network: each cell's load
+    if has_radio_losses(study) or has_cell_load(study):
         radio = radio_table(study, algorithms)
-        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), "What the radio lost", written,
+        tables.append(_write_table(out, "radio", radio, radio_layouts(radio, study), radio_title(radio), written,
                                    readme_notes))
 
     runs = loaded.runs.drop(columns=["run_id"]).copy()

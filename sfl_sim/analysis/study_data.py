@@ -507,7 +507,8 @@ class StudyData:
         One row per run, indexed by nothing special, columns: ``run_id`` (0..n-1), ``path``,
         ``setting`` (readable label, e.g. ``"partition=dirichlet(beta=0.1)"``), ``algorithm``,
         ``seed``, ``label``, ``status``, ``evaluated``, ``rounds_planned``, ``client_updates``
-        (summary.json's; NaN where it has none), then one column per setting field (dotted name,
+        (summary.json's; NaN where it has none), ``n_cells`` (summary.json's: the cells of a run
+        with ``cell.network``; NaN without one), then one column per setting field (dotted name,
         display text).
     metrics : pandas.DataFrame
         Every run's ``metrics.csv`` stacked: ``run_id``, ``setting``, ``algorithm``, ``seed``,
@@ -843,6 +844,8 @@ def study_of(
             # the client updates the server used (summary.json; NaN where the run records none)
             "client_updates": [float(s["client_updates"]) if isinstance(s.get("client_updates"), (int, float))
                                else np.nan for s in summaries],
+            # a network's cell count (summary.json writes it only with cell.network)
+            "n_cells": [float(s["n_cells"]) if isinstance(s.get("n_cells"), int) else np.nan for s in summaries],
             **{f: [v[f] for v in values] for f in fields},
         }
     )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -10,7 +11,7 @@ from sfl_sim.analysis import load_study
 from sfl_sim.analysis.radio_table import DROPS_SHORTEN_ROUNDS, has_radio_losses, radio_table
 from sfl_sim.analysis.report import write_report
 from sfl_sim.cli import main
-from sfl_sim.runs.rundir.schema import CLIENT_KEPT
+from sfl_sim.runs.rundir.schema import CLIENT_KEPT, CLIENT_TIME_COLUMNS
 from tests.helpers import small_scenario, write_yaml
 
 
@@ -78,3 +79,58 @@ def test_a_study_with_handovers_shows_them_per_round(tmp_path: Path) -> None:
     row = _per_run(study).iloc[0]  # type: ignore[arg-type]
     assert (row["handovers"], row["migrations"], row["backhaul_bytes"]) == (1.5, 1.0, 4.0)
     assert row["handover_lost_s"] == pytest.approx(0.175)
+
+
+def _study_with_cells(cells: dict[int, list[float]], n_cells: dict[int, float], settings: dict[int, str]):
+    """A StudyData of runs 0.. with the given clients.csv cells (one client-round each), summary n_cells
+    (NaN: no network) and setting; nothing lost on the radio."""
+    from sfl_sim.analysis.study_data import StudyData
+
+    ids = sorted(cells)
+    runs = pd.DataFrame({"run_id": ids, "setting": [settings[i] for i in ids], "algorithm": "a", "seed": ids,
+                         "n_cells": [n_cells[i] for i in ids]})
+    rounds = pd.DataFrame([{"run_id": i, "setting": settings[i], "algorithm": "a", "seed": i, "round": 1,
+                            "dropped_clients": 0, "retransmissions": 0, "dropped_transmissions": 0,
+                            "harq_retransmissions": 0, "uplink_attempts": len(cells[i]), "round_sim_time_s": 1.0}
+                           for i in ids])
+    clients = pd.DataFrame([{"run_id": i, "setting": settings[i], "algorithm": "a", "seed": i, "round": 1,
+                             "client": k, "cell": c, "outcome": CLIENT_KEPT, **dict.fromkeys(CLIENT_TIME_COLUMNS, 0.5)}
+                            for i in ids for k, c in enumerate(cells[i])])
+    return StudyData(runs=runs, metrics=pd.DataFrame(), rounds=rounds, setting_fields=("f",),
+                     settings=tuple(dict.fromkeys(settings[i] for i in ids)), algorithms=("a",), clients=clients)
+
+
+def test_a_network_settings_cell_load_counts_idle_cells_and_no_link() -> None:
+    """Per run: the largest and smallest share of its client-rounds a cell served (-1, no link, is no cell's;
+    a cell that served none has 0), the mean over seeds; a run whose clients.csv does not say counts for
+    none; a setting without a network shows none."""
+    from sfl_sim.analysis.radio_table import has_cell_load, radio_layouts, radio_title
+
+    cells = {0: [0, 0, 1, -1], 1: [2, 2, 2, 1],  # network, seeds 0 and 1; cell 2 (seed 0) and 0 (seed 1) idle
+             2: [np.nan] * 4,  # network, seed 2: clients.csv written before its cell column
+             3: [0, 0, 0, 0]}  # one cell, no network
+    study = _study_with_cells(cells, {0: 3.0, 1: 3.0, 2: 3.0, 3: np.nan}, {0: "net", 1: "net", 2: "net", 3: "one"})
+    assert has_cell_load(study)
+    table = radio_table(study).set_index("setting")
+    assert table.loc["net", "n_cells"] == 3
+    assert table.loc["net", "cell_share_max"] == pytest.approx((2 / 4 + 3 / 4) / 2, rel=1e-12)
+    assert table.loc["net", "cell_share_min"] == 0.0
+    assert np.isnan(table.loc["one", ["n_cells", "cell_share_max", "cell_share_min"]].to_numpy(float)).all()
+    layout = radio_layouts(table.reset_index(), study)[0]
+    assert layout.title == radio_title(table) == "What the radio lost, and the cells' load"
+    headers = [c[0] for c in layout.columns]
+    rows = {g: dict(zip(headers, cells_, strict=True)) for g, [(_, cells_)] in layout.groups}
+    assert [rows["net"][h] for h in ("cells", "busiest cell %", "least-busy cell %")] == ["3", "62.5", "0.0"]
+    assert [rows["one"][h] for h in ("cells", "busiest cell %", "least-busy cell %")] == ["-", "-", "-"]
+
+
+def test_runs_without_a_network_keep_the_table_as_it_was() -> None:
+    from sfl_sim.analysis.radio_table import CELL_LOAD_COLUMNS, has_cell_load, radio_layouts
+
+    study = _study_with_cells({0: [0, 0]}, {0: np.nan}, {0: "one"})
+    assert not has_cell_load(study)
+    table = radio_table(study)
+    assert not set(CELL_LOAD_COLUMNS) & set(table.columns)
+    layout = radio_layouts(table, study)[0]
+    assert layout.title == "What the radio lost" and not any("cell" in c[0] for c in layout.columns)
+    assert not any("network" in n for n in layout.notes)

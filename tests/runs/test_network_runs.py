@@ -33,6 +33,12 @@ def test_handovers_are_those_before_the_runs_end(tmp_path) -> None:
     assert end_s < 1.0
 
 
+@pytest.fixture(scope="module")
+def network_slot_run(tmp_path_factory) -> tuple:
+    """:func:`_network_slot_run` once for the tests that read it: ``(run dir, slots, handovers)``."""
+    return _network_slot_run(tmp_path_factory.mktemp("network_slot_run"))
+
+
 def _network_slot_run(tmp_path) -> tuple:
     """A tiny 7-site run with a slot-form scheduler and the slot trace (the client record is on by default)."""
     data = small_scenario(rounds=2, algorithms=["fedavg"], clients=8, participation=1.0)
@@ -48,8 +54,8 @@ def _network_slot_run(tmp_path) -> tuple:
     return out, pd.read_csv(out / "slots.csv"), pd.read_csv(out / "handovers.csv")
 
 
-def test_a_network_runs_slots_carry_each_grants_cell(tmp_path) -> None:
-    out, slots, handovers = _network_slot_run(tmp_path)
+def test_a_network_runs_slots_carry_each_grants_cell(network_slot_run) -> None:
+    out, slots, handovers = network_slot_run
     assert list(slots.columns)[-1] == "cell" and slots["cell"].dtype.kind == "i"
     assert slots["cell"].between(0, 6).all()
     assert slots["cell"].nunique() > 1  # eight clients over seven cells: not all granted by cell 0
@@ -63,8 +69,8 @@ def test_a_network_runs_slots_carry_each_grants_cell(tmp_path) -> None:
         assert g.cell in {int(start[(g.round, g.client)]), *moved["target_cell"].tolist()}
 
 
-def test_a_network_runs_summary_gives_each_cells_load(tmp_path) -> None:
-    out, _, handovers = _network_slot_run(tmp_path)
+def test_a_network_runs_summary_gives_each_cells_load(network_slot_run) -> None:
+    out, _, handovers = network_slot_run
     clients = pd.read_csv(out / "clients.csv")
     summary = json.loads((out / "summary.json").read_text())
     cells = summary["cells"]
@@ -79,8 +85,40 @@ def test_a_network_runs_summary_gives_each_cells_load(tmp_path) -> None:
         assert c["handovers_out"] == int((handovers["source_cell"] == c["cell"]).sum())
     assert sum(c["client_rounds"] for c in cells) == int(served.size().sum()) == len(clients)
     assert sum(c["handovers_in"] for c in cells) > 0  # 33 m/s over 200 m cells: clients change cell
-    table = (tmp_path / "out" / "summary.md").read_text().split("# Load per cell")[1].split("\n# ")[0]
+    table = (out.parent / "summary.md").read_text().split("# Load per cell")[1].split("\n# ")[0]
     rows = [line for line in table.splitlines() if line.startswith("| fedavg |")]
     assert len(rows) == 7
     busiest = max(cells, key=lambda c: c["client_rounds"])
     assert f"| fedavg | {busiest['cell']} | {busiest['client_rounds']} |" in table
+
+
+def test_a_network_runs_report_gives_its_busiest_and_least_busy_cells_share(network_slot_run, tmp_path) -> None:
+    """The report's radio table of a network run: 7 cells, the largest and the smallest share of the run's
+    client-rounds served (clients.csv's cell, as summary.json's cells count them), shown although the
+    run lost nothing on the radio."""
+    from sfl_sim.analysis import load_study
+    from sfl_sim.analysis.radio_table import has_cell_load, radio_table
+    from sfl_sim.analysis.report import write_report
+
+    out, _, _ = network_slot_run
+    clients = pd.read_csv(out / "clients.csv")
+    cells = json.loads((out / "summary.json").read_text())["cells"]
+    served = [c["client_rounds"] for c in cells]
+    study = load_study(out.parent)
+    assert has_cell_load(study)
+    row = radio_table(study).iloc[0]
+    assert row["n_cells"] == 7
+    assert row["cell_share_max"] == max(served) / len(clients)
+    assert row["cell_share_min"] == min(served) / len(clients)
+    assert max(served) > min(served)  # eight clients over seven cells: not an even load
+    report = tmp_path / "report"
+    write_report([out.parent], report, figures=False)
+    md = (report / "radio.md").read_text()
+    assert md.startswith("# What the radio lost, and the cells' load")
+    header, _, line = [x for x in md.splitlines() if x.startswith("|")][:3]
+    got = dict(zip([h.strip() for h in header.split("|")], [v.strip() for v in line.split("|")], strict=True))
+    assert got["cells"] == "7"
+    assert got["busiest cell %"] == f"{100 * max(served) / len(clients):.1f}"
+    assert got["least-busy cell %"] == f"{100 * min(served) / len(clients):.1f}"
+    assert "busiest and the least-busy cell's share" in md
+    assert {"n_cells", "cell_share_max", "cell_share_min"} <= set(pd.read_csv(report / "radio.csv").columns)

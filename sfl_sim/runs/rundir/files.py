@@ -471,8 +471,8 @@ class RunDir(RunFiles):
         ``battery_j`` when ``battery``); with ``clients``, ``clients.csv`` (a resume that stops
         recording it still cuts it back to the checkpoint); with ``staleness`` (an asynchronous run),
         ``staleness.csv``; with ``slots`` (``metrics.slot_trace``), ``slots.csv``.  ``network``: the
-        run has ``cell.network`` (kept ``slots.csv`` rows written before its ``cell`` column read it
-        as 0 without one, empty with one: :func:`sfl_sim.runs.rundir.upgrade.slots_fill`)."""
+        run has ``cell.network`` (kept ``slots.csv`` and ``clients.csv`` rows written before their
+        ``cell`` column read it as 0 without one, empty with one: :func:`sfl_sim.runs.rundir.upgrade.log_fill`)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self._class_columns = classes_columns(num_classes)
         logs = [(self.metrics_path, METRICS_COLUMNS), (self.rounds_path, ROUNDS_COLUMNS),
@@ -487,7 +487,8 @@ class RunDir(RunFiles):
             logs.append((self.clients_path, CLIENTS_COLUMNS))
         if slots or (keep_through_round is not None and (self.path / SLOTS_FILE).exists()):
             logs.append((self.path / SLOTS_FILE, SLOTS_COLUMNS))
-        fills = {SLOTS_FILE: upgrade.slots_fill(network)}  # what a column added later was, where known
+        # what a column added later was, where known
+        fills = {name: upgrade.log_fill(name, network) for name in upgrade.LOGS_WITH_CELL_ADDED_LATER}
         for path, columns in logs:
             _start_log(path, columns, keep_through_round, fills.get(path.name))
 

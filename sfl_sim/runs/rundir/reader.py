@@ -72,11 +72,12 @@ class RunFiles:
     def log_text(self, name: str) -> str | None:
         """The log ``name`` (a key of :data:`LOG_COLUMNS`) as CSV text in today's columns
         (:func:`sfl_sim.runs.rundir.upgrade.log_text`: a column the file lacks is empty, but
-        ``slots.csv``'s ``cell``, 0 in a run whose ``scenario.yaml`` has no ``cell.network``); None
-        when the run has no such file."""
+        ``slots.csv``'s and ``clients.csv``'s ``cell``, 0 in a run whose ``scenario.yaml`` has no
+        ``cell.network``: :func:`sfl_sim.runs.rundir.upgrade.log_fill`); None when the run has no such file."""
         if not self.file(name).is_file():
             return None
-        fill = upgrade.slots_fill(self._has_network()) if name == SLOTS_FILE else None
+        fill = (upgrade.log_fill(name, self._has_network()) if name in upgrade.LOGS_WITH_CELL_ADDED_LATER
+                else None)
         return upgrade.log_text(self.text(name), LOG_COLUMNS[name], fill)
 
     def _has_network(self) -> bool:

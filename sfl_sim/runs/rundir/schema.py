@@ -343,7 +343,8 @@ CLIENT_SPAN_COLUMN = "span_s"
 #: Exact header of ``clients.csv``, in order; one row per round and cohort client, in cohort order.
 #:
 #: * ``cell``: its serving cell at the round's start (0 with one cell; with ``cell.network`` -1 while
-#:   it had no link then); a run directory older than the column reads it empty;
+#:   it had no link then); a run directory older than the column reads it 0 without ``cell.network``
+#:   (one cell), empty with one (unknown: :func:`sfl_sim.runs.rundir.upgrade.log_fill`);
 #: * ``outcome``: :data:`CLIENT_KEPT`, or why the client was dropped (the first reason recorded);
 #: * the large-scale channel during the round: ``distance_m``, ``los`` (1, 0, or
 #:   :data:`NO_LOS_STATE`), ``pathloss_db``, ``shadowing_db``;

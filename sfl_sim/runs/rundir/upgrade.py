@@ -25,7 +25,8 @@ resume, :meth:`sfl_sim.runs.rundir.files.RunDir.plan`; a study's "finished or re
 ``rounds.csv``, ``metrics.csv``, ``classes.csv``, ``energy.csv``, ``clients.csv``, ``slots.csv`` (:func:`log_rows`)
     Read with :func:`log_rows` and :func:`log_text`. Cells are matched to today's columns by the file's
     own header: a column added after the file was written is empty, or what the run did then where that
-    is known (``slots.csv``'s ``cell``: 0 in a run without ``cell.network``, :func:`slots_fill`)
+    is known (``slots.csv``'s and ``clients.csv``'s ``cell``: 0 in a run without ``cell.network``,
+    :func:`log_fill`)
     (``rounds.csv`` gained the host time per round, HARQ, availability, energy and uplink attempt
     columns; ``clients.csv`` the scheduler's grant columns and the channel-in-time columns, speed,
     Doppler and the fading gain at the uploads' starts). A run made before a file existed has none
@@ -72,6 +73,7 @@ from sfl_sim.runs.rundir.schema import (
     SCENARIO_SUMMARY_CSV,
     SCENARIO_SUMMARY_CSV_HEADER_START,
     SCENARIO_SUMMARY_MD_TITLE,
+    SLOTS_FILE,
     STUDY_STATUS_FILE,
     STUDY_STATUS_HEADER_START,
     SUMMARY_FILE,
@@ -80,7 +82,8 @@ from sfl_sim.runs.rundir.schema import (
 
 __all__ = ["Upgraded", "fill_defaults", "SECTIONS_ADDED_LATER", "FILES_ADDED_LATER", "CHECKPOINT_FIELDS_ADDED_LATER",
            "STREAMS_ADDED_LATER", "default_scenario", "sections_added_later", "scenario", "resolved",
-           "missing_file", "log_rows", "log_text", "slots_fill", "summary", "checkpoint", "cell_state",
+           "missing_file", "log_rows", "log_text", "LOGS_WITH_CELL_ADDED_LATER", "log_fill", "slots_fill",
+           "summary", "checkpoint", "cell_state",
            "made_before_marker", "unbound_work_record"]
 
 T = TypeVar("T")
@@ -325,7 +328,7 @@ def log_rows(header: Sequence[str], rows: Iterable[Sequence[str]], columns: Sequ
 
     Each cell is matched by its column's name in the file's own header: a column the file lacks
     (added after it was written) is ``fill``'s value for it where ``fill`` knows what the run did
-    then (:func:`slots_fill`), else empty; a column today's lacks is left out.  Blank lines are
+    then (:func:`log_fill`), else empty; a column today's lacks is left out.  Blank lines are
     skipped.
     """
     where = {c: i for i, c in enumerate(header)}
@@ -349,13 +352,25 @@ def log_text(text: str, columns: Sequence[str], fill: Mapping[str, str] | None =
     return out.getvalue()
 
 
-def slots_fill(has_network: bool) -> dict[str, str]:
-    """What a ``slots.csv`` written before its ``cell`` column did record (:func:`log_rows`'s ``fill``).
+#: The per-round logs that gained a ``cell`` column after runs were already being made
+#: (:func:`log_fill` says what a file written before it recorded).
+LOGS_WITH_CELL_ADDED_LATER: tuple[str, ...] = (SLOTS_FILE, CLIENTS_FILE)
 
-    A run without ``cell.network`` has one cell, so each of its grants was cell 0; a network run's
-    rows made before the column do not say which cell granted them (empty: unknown, never a guess).
+
+def log_fill(name: str, has_network: bool) -> dict[str, str]:
+    """What the log ``name`` written before a column added later did record (:func:`log_rows`'s ``fill``).
+
+    ``slots.csv``'s and ``clients.csv``'s ``cell`` (:data:`LOGS_WITH_CELL_ADDED_LATER`): a run
+    without ``cell.network`` has one cell, so each grant and each client-round was cell 0; a network
+    run's rows made before the column do not say which cell granted them or served the client (empty:
+    unknown, never a guess).  Any other log: nothing (a column it lacks reads empty).
     """
-    return {} if has_network else {"cell": "0"}
+    return {"cell": "0"} if name in LOGS_WITH_CELL_ADDED_LATER and not has_network else {}
+
+
+def slots_fill(has_network: bool) -> dict[str, str]:
+    """What a ``slots.csv`` written before its ``cell`` column did record: :func:`log_fill` of it."""
+    return log_fill(SLOTS_FILE, has_network)
 
 
 # -- checkpoint.pt ---------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ analysis layer reads through them, not through the rules for older run directori
 from __future__ import annotations
 
 import ast
+import math
 import subprocess
 import sys
 
@@ -56,3 +57,26 @@ def test_an_older_slots_log_reads_cell_0_only_without_a_network(tmp_path) -> Non
         header, row = files.log_text(SLOTS_FILE).splitlines()
         assert header.split(",") == list(SLOTS_COLUMNS)
         assert row.split(",") == ["1", "0", "0.0", "3", "10", "1200", "0", read]
+
+
+def test_an_older_clients_log_reads_cell_0_only_without_a_network(tmp_path) -> None:
+    """clients.csv written before its cell column: one cell (no network) served every client-round, cell 0;
+    a network run's rows do not say which cell served them (empty, unknown), as slots.csv's."""
+    import yaml
+
+    from sfl_sim.analysis.readers import read_clients
+    from sfl_sim.runs.rundir.schema import CLIENTS_COLUMNS, CLIENTS_FILE, SCENARIO_FILE
+
+    old = [c for c in CLIENTS_COLUMNS if c != "cell"]
+    row = {c: "0" for c in old} | {"round": "1", "client": "3", "outcome": "kept", "uplink_bytes": "1200"}
+    (tmp_path / CLIENTS_FILE).write_text(",".join(old) + "\n" + ",".join(row[c] for c in old) + "\n")
+    files = RunFiles(tmp_path)
+    for cell, read in [({"network": None}, "0"), ({}, "0"),  # one cell (a run made before networks: no field)
+                       ({"network": {"name": "hexgrid", "n_sites": 7}}, "")]:  # a network: not recorded, unknown
+        (tmp_path / SCENARIO_FILE).write_text(yaml.safe_dump({"cell": cell}))
+        header, line = files.log_text(CLIENTS_FILE).splitlines()
+        assert header.split(",") == list(CLIENTS_COLUMNS)
+        got = dict(zip(CLIENTS_COLUMNS, line.split(","), strict=True))
+        assert got["cell"] == read and all(got[c] == row[c] for c in old)
+        frame = read_clients(tmp_path)  # the analysis reads it the same way
+        assert len(frame) == 1 and (frame["cell"].iloc[0] == 0.0 if read else math.isnan(frame["cell"].iloc[0]))

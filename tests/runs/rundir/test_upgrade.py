@@ -352,3 +352,18 @@ def test_a_resume_appends_slots_onto_an_older_layout_in_todays_columns(tmp_path,
     assert header == list(SLOTS_COLUMNS)  # the header upgraded: no row misaligned under it
     assert rows == [["1", "0", "0.0", "3", "10", "1200", "0", "0" if not network else ""],
                     ["2", "4", "0.002", "1", "20", "2400", "1", "5"]]
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["one_cell", "network"])
+def test_a_resume_keeps_older_clients_rows_with_their_cell_as_the_run_had_it(tmp_path, network: bool) -> None:
+    """clients.csv kept on a resume, written before its cell column: 0 without a network, empty with one."""
+    from sfl_sim.runs.rundir.files import RunDir
+    from sfl_sim.runs.rundir.schema import CLIENTS_COLUMNS, CLIENTS_FILE
+
+    old = [c for c in CLIENTS_COLUMNS if c != "cell"]
+    rows = [[str(r) if c == "round" else "kept" if c == "outcome" else "1" for c in old] for r in (1, 2)]
+    (tmp_path / CLIENTS_FILE).write_text("\n".join(",".join(r) for r in [old, *rows]) + "\n")
+    RunDir(tmp_path).start_logs(num_classes=2, keep_through_round=1, clients=True, network=network)
+    header, *kept = list(csv.reader((tmp_path / CLIENTS_FILE).read_text().splitlines()))
+    assert header == list(CLIENTS_COLUMNS) and len(kept) == 1  # round 2 came after the checkpoint
+    assert dict(zip(header, kept[0], strict=True))["cell"] == ("" if network else "0")
