@@ -507,7 +507,10 @@ class NetworkRadio:
             self._ensure(math.floor(one / self.measurement_step_s + _EPS))
             self._prune_out()
             off = [c for c, start, end in self._out if start - _EPS <= one < end - _EPS]
-            return ~np.isin(ids, off) if off else np.ones(ids.shape, dtype=bool)
+            linked = np.ones(ids.shape, dtype=bool)
+            for c in off:  # a few at a time
+                linked &= ids != c
+            return linked
         t = np.asarray(t_s, dtype=float)
         if t.size == 0 or ids.size == 0:
             return np.ones(ids.shape, dtype=bool)
@@ -559,7 +562,7 @@ class NetworkRadio:
         time order: where its rate may change (the rest of the time it changes only with the
         position grid)."""
         reach = t1_s + float(getattr(self.rule.params, "reestablishment_time_s", 0.0)) + self.measurement_step_s
-        self._ensure(int(self._sample(reach)))
+        self._ensure(math.floor(reach / self.measurement_step_s + _EPS))
         times = {e.time_s for e in self._events_of.get(client, ()) if t0_s < e.time_s <= t1_s}
         times.update(e.time_s for e in self.rule.pending(self._state) if e.client == client and t0_s < e.time_s <= t1_s)
         for c, start, end in self._out:
