@@ -4,48 +4,54 @@ round (no torch work at all).
 The stand-in round of :mod:`bench.engine_events` (SCALA's event pattern) runs through the real
 :class:`~sfl_sim.engine.Simulator` on the ``cellular_100clients`` scenario's cell, as built
 (``cell.network`` null: today's cell), and on the same scenario with ``cell.network`` a 1-site
-network, a 7-site network (``sectors_per_site: 1``, ISD 500 m) and the 7-site network with the
-clients moving within the round (``cell.mobility: {name: gauss_markov, mean_speed_m_per_s:
-30 km/h}``, so that handovers happen).  The kinds of round are interleaved in one process (the
-order rotated each round) so machine noise hits all alike; prints the median host milliseconds
-per round of each, its ratio to the 1-site network's round (the target: a 7-site round at most
-1.5 times a 1-site one) and to today's cell, and the handovers the moving network made.
+network and a 7-site network (``sectors_per_site: 1``, ISD 500 m); each with the clients static
+and with them moving within the round (``cell.mobility: {name: gauss_markov, mean_speed_m_per_s:
+30 km/h}``, so that the 7-site network hands over).  The kinds of round are interleaved in one
+process (the order rotated each round) so machine noise hits all alike; prints the median host
+milliseconds per round of each and its ratio to the 1-site network's round with the same mobility
+(the target: a 7-site round at most 1.5 times a 1-site one) and to today's cell with the same
+mobility, and the handovers the moving network made.
 
     python bench/network.py [--size 100] [--rounds 12] [--speed-kmh 30] [--profile KIND]
 
-Measured on the shared 2-core CPU (load 4.9-5.8), ``--rounds 8``, ms per round (ratio to the
-1-site network's round), the code before (86126fe, this bench copied into it) and after the fast
-paths of :mod:`sfl_sim.channel.network.state` (the coupling losses and gains of every (client,
-cell) kept per (epoch, position grid index) and read by a gather; one time's serving cells one
-column of the evaluated samples; the RSRP of a chunk's samples computed per epoch at once; the
-wrap-around distances without the (n, 7, sites, 2) offsets; ``connected`` looking only at the
-interruptions that overlap the times asked; no interference sum on one cell; a step mobility's
-moves seen by the snapshot's identity):
+What a network round costs, and what was done about it: a network's radio is "in time" (the
+serving cell, its interference and its handovers depend on when a transfer starts), so every
+transfer's start evaluates its link (today's static round evaluates every link once per round)
+and its end walks the rate over time.  Since the first measurement (1-site 484 ms, 7-site 500,
+7-site moving at 30 km/h 823, today 30.7; idle, ``--rounds 4``):
 
-==================  ==============  ==============
-round               before          after
-==================  ==============  ==============
-today (no network)    62.3            82.8
-1-site              2195  (1.00)    1333  (1.00)
-7-site              2176  (0.99)    1869  (1.40)
-7-site, 30 km/h     3075  (1.40)    2325  (1.74)
-==================  ==============  ==============
+* a transfer's start link is one unchecked evaluation (:meth:`RadioState.uplink_of`, the numbers
+  of :meth:`RadioState.links`, tested equal) whose rate the end reuses; the built-in rate models'
+  unchecked methods on that path (a subclass overriding ``rate_bps`` keeps its own);
+* without a time-varying fading a transfer is walked piece by piece (the position grid's steps
+  and the client's changes of cell or link; :meth:`RadioState._piecewise_end`): one rate per
+  piece instead of held steps of 10 ms, and exact;
+* one link's uplink noise rise from its cell's column of the interference only, the links at one
+  time from the short list of clients without one.
 
-(The same 248 A3 handovers over the 17.6 s simulated in the moving network before and after.)
-The target, a 7-site round at most 1.5 x a 1-site round, holds for the static clients (1.40);
-with the clients moving the in-round positions, losses and A3 evaluation cost more (1.74); the
-1-site round got cheaper than the 7-site one (no interference on one cell), so the ratios rose
-while every time fell.  A network round is still 16-28 x today's: a network makes the radio
-"in time", so every transfer is integrated in steps (:meth:`RadioState.transfer_ends_s`) with the
-link budget evaluated at each, where today's static round divides the bits by one rate.
+Measured (``--rounds 8``, the 2 shared cores with a helper's tests running, load 1.6-2.3),
+ms per round (ratio to the 1-site network with the same mobility; to today's cell with it):
 
-Since then a network whose channel does not change in time (no timed mobility, no time-varying
-fading) ends a transfer without a handover or link loss in it at ``t0 + bits / rate`` (its rate is
-constant: the steps summed the same rate), ``--rounds 4``, idle (load 0.5-2.0), ms per round:
-today 30.7, 1-site 484 (15.8 x today), 7-site 500 (1.03 x 1-site), 7-site moving at 30 km/h 823
-(1.70 x; 84 A3 handovers over 9.4 s).  What is left of a network round's cost is the link budget of
-each transfer's start, checked, one client at a time (``Uplink._evaluate``: about 0.4 ms a call),
-where today's round evaluates every link once per round; and with moving clients, the steps.
+====================  =============================
+round                 now
+====================  =============================
+today                    34.0
+1-site                  227.7  (1.00; 6.7 x today)
+7-site                  273.1  (1.20; 8.0 x today)
+today, moving           216.6
+1-site, moving          337.6  (1.00; 1.56 x today moving)
+7-site, moving          563.3  (1.67; 2.6 x today moving)
+====================  =============================
+
+and in other runs of the same command 1.07-1.25 (static) and 1.39-1.67 (moving), the spread
+being the machine's (the rounds of a moving network differ in their handovers: 248 A3 handovers
+over 17.5 s).  The static target holds; the moving one holds in some runs and not others.  What a
+moving 7-site round pays beyond a moving 1-site one (timing wrappers, one process, ms per round,
+1 / 7 sites): the interference at each link's start and piece 24 / 131, the link presence 37 / 98,
+the handover rule and its RSRP 15 / 62, every client's losses per position step 9 / 34, the
+changes of cell looked up per transfer 23 / 48.  A network round is still 7 x today's static one:
+each transfer's start and pieces are single-link numpy calls (~50 us each), where today's round
+computes every link once.
 """
 from __future__ import annotations
 
