@@ -153,6 +153,9 @@ _GL_NODES, _GL_WEIGHTS = _gauss_legendre(QUADRATURE_NODES)
 MAX_LARGE_SCALE_STEP_S = 1.0
 #: The link directions :meth:`RadioState.links` knows.
 DIRECTIONS = ("uplink", "downlink", "broadcast")
+#: Position grid times whose coupling losses are computed together when one is first asked
+#: (:meth:`RadioState._loss_at_grid`; our choice: the position steps of one large-scale step).
+LOSS_BLOCK = 10
 #: The most steps a transfer is integrated over before the state refuses (a link that never
 #: delivers is an outage, which the engine judges at the transfer's start).
 _MAX_STEPS = 10_000_000
@@ -397,14 +400,28 @@ class RadioState:
         return coupling_db, gain_linear
 
     def _loss_at_grid(self, mobility: TimedMobility, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every client's coupling loss (dB) and gain at ``index * position_step_s`` (kept)."""
+        """Every client's coupling loss (dB) and gain at ``index * position_step_s`` (kept).
+
+        A grid time not kept yet is computed with the others of its block of
+        :data:`LOSS_BLOCK` grid times (``index // LOSS_BLOCK``) not kept yet, in one call of the
+        large-scale model (their positions stacked): the time moves forward, a round asks them in
+        turn, and the call's fixed cost is most of a grid time's.  The same numbers as one grid
+        time at a time (the losses are element-wise in the positions:
+        ``tests/channel/test_radio_state.py``)."""
         cache = self._loss_at
-        if index not in cache:
-            if len(cache) >= 256:
-                cache.pop(next(iter(cache)))
-            every = np.arange(self.n_clients)
-            loss = self.large_scale.coupling_loss_db_at(every, self._positions_at_grid(mobility, index))
-            cache[index] = (loss, np.power(10.0, -loss / 10.0))
+        hit = cache.get(index)
+        if hit is not None:
+            return hit
+        while len(cache) + LOSS_BLOCK > 256:
+            cache.pop(next(iter(cache)))
+        start = index - index % LOSS_BLOCK
+        block = [i for i in range(start, start + LOSS_BLOCK) if i not in cache]
+        n = self.n_clients
+        positions = np.concatenate([self._positions_at_grid(mobility, i) for i in block])
+        loss = self.large_scale.coupling_loss_db_at(np.tile(np.arange(n), len(block)), positions)
+        gain = np.power(10.0, -loss / 10.0)
+        for j, i in enumerate(block):
+            cache[i] = (loss[j * n:(j + 1) * n], gain[j * n:(j + 1) * n])
         return cache[index]
 
     def _positions_at_grid(self, mobility: TimedMobility, index: int) -> np.ndarray:
