@@ -89,7 +89,9 @@ number whether it is computed alone or with others (:meth:`RadioState.transfer_e
 transfers at once, each from its own start) and however its steps are asked in chunks.  The
 rates skip the argument checks of :meth:`RadioState.links` (the same arithmetic:
 :meth:`~sfl_sim.channel.link.budget.LinkBudgetModel.link_unchecked`); the coupling losses are
-computed for every client per position grid time and kept; a fading that has
+computed for every client per position grid time (blocks of :data:`LOSS_BLOCK` grid
+times in one call) and kept; a lone transfer with its start's rate is ended around one compiled
+call (:meth:`RadioState.transfer_end_s`); a fading that has
 ``power_gain_steps`` / ``power_gain_panels``
 (:meth:`~sfl_sim.channel.link.fading_time.JakesFading.power_gain_panels`) gives a transfer's
 gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.  For
