@@ -26,33 +26,42 @@ ahead) about 3x at 3 km/h, 10x at 30 km/h, 16-18x at 120 km/h; the Gauss-Legendr
 same evaluations per coherence time as the held steps, :mod:`sfl_sim.channel.radio_state`) and
 batching a transfer group's rows in one einsum moved nothing above the noise.
 
-Now: a smooth fading's transfers are integrated by a compiled loop
-(:mod:`sfl_sim.channel.transfer_compiled`, numba: each transfer's panels walked with the
-sinusoids' phasors turned panel to panel, ends within 1e-12 of the numpy path's, measured at most
-3.3e-14 of a transfer's duration).  Measured with this bench, ``--rounds 6 --speeds-kmh 3 30
-120``, the numpy path (``SFL_SIM_RADIO_NUMPY=1``, the code before) and the compiled one run
-alternately twice, load 3.3-3.6 on the 2 shared cores (another helper's tests running)::
+The compiled integration (:mod:`sfl_sim.channel.transfer_compiled`, numba: each transfer's
+panels walked with the sinusoids' phasors turned panel to panel, ends within 1e-12 of the numpy
+path's, ``SFL_SIM_RADIO_NUMPY=1`` for the numpy path) took 3 km/h from 3.5x to 2.5-3.1x, 30 km/h
+from 10x to 6-8x, 120 km/h from 19-21x to 13-16x.  What was left then (timing wrappers, garbage
+collector off): at 3 km/h the coupling losses per position grid time (every client's every 0.1 s
+of simulated time, ~170 grid times a round, each one call of the large-scale model at ~40 us
+whatever its size), ~100 ``start_links`` a round (~0.1-0.2 ms each) and the numpy set-up around
+each call of the loop (0.3-1 ms); at 30 / 120 km/h most transfers are lone (~230 / ~500 a round:
+labels whose activations crossed a grid update) and each paid that set-up.
 
-    path                 static     3 km/h      30 km/h     120 km/h
-    numpy, run 1 / 2     44 / 60    3.5 / 3.6   9.7 / 10.0  21.2 / 18.9
-    compiled, run 1 / 2  57 / 57    2.5 / 3.1   6.1 / 7.9   13.3 / 16.4
+Now (same bench, ``--rounds 6 --speeds-kmh 3 30 120``, the code before and after run one after
+the other twice, load 3.2-3.8 on the 2 shared cores: another helper's tests running), with the
+coupling losses computed per block of 10 grid times in one call of the large-scale model
+(:meth:`RadioState._loss_at_grid <sfl_sim.channel.radio_state.RadioState._loss_at_grid>`: ~20
+calls a round instead of ~170, the same numbers) and a lone transfer ended by
+:meth:`RadioState.transfer_end_s <sfl_sim.channel.radio_state.RadioState.transfer_end_s>` in
+Python floats around one compiled call (no batch set-up; the same end as in a batch)::
 
-Where the time goes (timing wrappers, one process, garbage collector off, 4 rounds; ms per round,
-numpy -> compiled): the transfer integration 47 -> 32 at 3 km/h (17 calls a round; the loop
-itself 6), 174 -> 107 at 30 km/h (240 calls; the loop 48), 684 -> 244 at 120 km/h (504 calls;
-the loop 127, about 65 ns a rate node, 16 + 16 phasor turns and a logarithm each, over the ~1.9 M
-nodes of a round: the numpy path's count, chunks' overshoot included; the loop stops at the last
-bit).  The target (1.3) is still not met.  What is left at 3 km/h (about 105 ms
-against a static round of about 20-25 ms idle): the large-scale terms per position grid time
-(every client's coupling loss every 0.1 s of simulated time, ~170 grid times a round, 12 ms),
-the ``start_links`` calls (a transfer's link at its start, ~100 a round at 0.2 ms of numpy calls
-each, 18-22 ms), the integration's numpy set-up around the loop (~1 ms a call, 14 ms) and the
-engine's own bookkeeping of transfers in time.  At 30 and 120 km/h most labels start alone (their
-activations cross a large-scale grid update) so each is a call of its own (240 / 500 a round,
-with as many ``start_links``), and the rate nodes themselves (510 k / 1.9 M a round at ~65 ns:
-35 / 125 ms) already exceed the static round: while the rate follows the fading's realisation
-they cannot reach 1.3.  What would help next: the lone transfers' start link and end in one
-compiled call (no numpy set-up), and the coupling losses of the cohort only.
+    code                 static     3 km/h      30 km/h     120 km/h
+    before, run 1 / 2    43 / 36    2.9 / 3.1   5.7 / 6.6   13.2 / 16.4
+    after, run 1 / 2     43 / 28    2.3 / 2.3   4.5 / 4.1   10.0 / 10.9
+
+(ratios to the run's static round; every start link and end the engine got, hashed over 3 rounds
+at each speed, is the same before and after).  The target (1.3) is still not met.  What is left
+at 3 km/h (about 65-100 ms against a static round of 28-43 ms): the batched transfers' set-up in
+numpy (~10 calls a round at ~2 ms: their grid-time tables gathered, ``np.unique``, the power
+control per table entry), the ~93 lone ``start_links`` a round (~0.1 ms each of one-element numpy
+calls: fading gain, large-scale lookup, link budget, dB conversion; a scalar path in ``math``
+would not give numpy's last bits, and the start link must equal :meth:`links`'), the positions of
+every grid time (one call of the mobility each, ~25 us) and the engine's own bookkeeping of
+transfers in time.  The coupling losses of only the clients asked would save little: the call's
+fixed cost, not its size, is most of it (1000 clients 40 us, 1 client 28 us).  At 30 and 120
+km/h the rate nodes themselves (510 k / 1.9 M a round at ~65 ns: 35 / 125 ms) already exceed the
+static round: while the rate follows the fading's realisation they cannot reach 1.3.  Not tried:
+``gc.freeze()`` after the run's setup (the previous measurement: the collector roughly doubles
+the static round, so it would mostly help the static round).
 """
 from __future__ import annotations
 

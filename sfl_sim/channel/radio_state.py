@@ -98,7 +98,9 @@ number whether it is computed alone or with others (:meth:`RadioState.transfer_e
 transfers at once, each from its own start) and however its steps are asked in chunks.  The
 rates skip the argument checks of :meth:`RadioState.links` (the same arithmetic:
 :meth:`~sfl_sim.channel.link.budget.LinkBudgetModel.link_unchecked`); the coupling losses are
-computed for every client per position grid time and kept; a fading that has
+computed for every client per position grid time (blocks of :data:`LOSS_BLOCK` grid
+times in one call) and kept; a lone transfer with its start's rate is ended around one compiled
+call (:meth:`RadioState.transfer_end_s`); a fading that has
 ``power_gain_steps`` / ``power_gain_panels``
 (:meth:`~sfl_sim.channel.link.fading_time.JakesFading.power_gain_panels`) gives a transfer's
 gains at its steps (nodes) at once, equal to its ``power_gain_at`` up to float rounding.  For
@@ -162,6 +164,9 @@ _GL_NODES, _GL_WEIGHTS = _gauss_legendre(QUADRATURE_NODES)
 MAX_LARGE_SCALE_STEP_S = 1.0
 #: The link directions :meth:`RadioState.links` knows.
 DIRECTIONS = ("uplink", "downlink", "broadcast")
+#: Position grid times whose coupling losses are computed together when one is first asked
+#: (:meth:`RadioState._loss_at_grid`; our choice: the position steps of one large-scale step).
+LOSS_BLOCK = 10
 #: The most steps a transfer is integrated over before the state refuses (a link that never
 #: delivers is an outage, which the engine judges at the transfer's start).
 _MAX_STEPS = 10_000_000
@@ -411,14 +416,28 @@ class RadioState:
         return coupling_db, gain_linear
 
     def _loss_at_grid(self, mobility: TimedMobility, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every client's coupling loss (dB) and gain at ``index * position_step_s`` (kept)."""
+        """Every client's coupling loss (dB) and gain at ``index * position_step_s`` (kept).
+
+        A grid time not kept yet is computed with the others of its block of
+        :data:`LOSS_BLOCK` grid times (``index // LOSS_BLOCK``) not kept yet, in one call of the
+        large-scale model (their positions stacked): the time moves forward, a round asks them in
+        turn, and the call's fixed cost is most of a grid time's.  The same numbers as one grid
+        time at a time (the losses are element-wise in the positions:
+        ``tests/channel/test_radio_state.py``)."""
         cache = self._loss_at
-        if index not in cache:
-            if len(cache) >= 256:
-                cache.pop(next(iter(cache)))
-            every = np.arange(self.n_clients)
-            loss = self.large_scale.coupling_loss_db_at(every, self._positions_at_grid(mobility, index))
-            cache[index] = (loss, np.power(10.0, -loss / 10.0))
+        hit = cache.get(index)
+        if hit is not None:
+            return hit
+        while len(cache) + LOSS_BLOCK > 256:
+            cache.pop(next(iter(cache)))
+        start = index - index % LOSS_BLOCK
+        block = [i for i in range(start, start + LOSS_BLOCK) if i not in cache]
+        n = self.n_clients
+        positions = np.concatenate([self._positions_at_grid(mobility, i) for i in block])
+        loss = self.large_scale.coupling_loss_db_at(np.tile(np.arange(n), len(block)), positions)
+        gain = np.power(10.0, -loss / 10.0)
+        for j, i in enumerate(block):
+            cache[i] = (loss[j * n:(j + 1) * n], gain[j * n:(j + 1) * n])
         return cache[index]
 
     def _positions_at_grid(self, mobility: TimedMobility, index: int) -> np.ndarray:
@@ -513,8 +532,67 @@ class RadioState:
         ValueError
             When the bits are not through after a great many steps (the rate stays 0).
         """
+        if start_rate_bps is not None and self._smooth and bandwidth_hz > 0:
+            terms = self._compiled_terms(direction)
+            if terms is not None:  # one transfer on the compiled path: no array set-up per transfer
+                return self._lone_end_s(int(client), float(bits), float(t0_s), float(bandwidth_hz),
+                                        float(start_rate_bps), direction, terms)
         return float(self.transfer_ends_s([client], bits, t0_s, bandwidth_hz, direction, fading_gain,
                                           None if start_rate_bps is None else [start_rate_bps])[0])
+
+    def _lone_end_s(self, client: int, bits: float, t0: float, share: float, first: float, direction: str,
+                    terms: tuple[tuple[Any, ...], tuple[Any, ...]]) -> float:
+        """:meth:`transfer_ends_s` of one transfer on the compiled path (a smooth fading, no
+        network, a share > 0, its start's rate ``first``), in Python floats where that path has
+        arrays of one: the same operations on the same numbers (the first span's end, the chunk
+        sizes, the grid times' table, :func:`~sfl_sim.channel.transfer_compiled.integrate`), so
+        the same end as with others (``tests/channel/test_transfer_compiled.py``), without the
+        batch's numpy set-up (a few hundred microseconds a call; a lone transfer is the common
+        case at speed, where most start alone)."""
+        if first > 0 and bits <= first * float(self._first_span_s[client]):
+            return t0 + bits / first
+        fading, (code, noise_factor, cap, keep, eff) = terms
+        panel = float(self._panel_s[client])
+        # transfer_ends_s's first chunk for one transfer (np.clip(...).astype(int64): truncation)
+        count = int(min(max(2.5 * bits / (first * panel) + 2 if first > 0 else 64.0, 64.0), 4096.0))
+        mobility = self._timed_mobility
+        step = self.position_step_s if mobility is not None else math.inf
+        ids, t0s, panels = np.array([client], dtype=np.int64), np.array([t0]), np.array([panel])
+        want = np.array([bits])
+        done, next_panel = np.zeros(1), np.zeros(1, dtype=np.int64)
+        ends, status = np.empty(1), np.zeros(1, dtype=np.int64)
+        tx_power = self.tx_power_w[client]
+        while True:
+            now = self.large_scale.snapshot
+            if mobility is None:
+                index0, width = 0, 1
+                coupling_db, gain = now.coupling_loss_db[client:client + 1], now.gain_linear[client:client + 1]
+            else:
+                if self._loss_owner is not now:
+                    self._loss_owner, self._loss_at = now, {}
+                j = int(next_panel[0])
+                index0 = math.floor((t0 + panel * j) / step)
+                last = math.floor((t0 + panel * (j + count)) / step)
+                width = last - index0 + 1
+                kept = [self._loss_at_grid(mobility, i) for i in range(index0, last + 1)]
+                coupling_db = np.array([k[0][client] for k in kept])
+                gain = np.array([k[1][client] for k in kept])
+            occupied, power, noise, _ = self.budget.rate_terms_unchecked(
+                direction, np.full(width, share), (width,), coupling_db, np.full(width, tx_power),
+                self.noise_rise.linear)
+            occupied = np.asarray(occupied, dtype=float).reshape(width)[:1]
+            power = np.ascontiguousarray(np.broadcast_to(np.asarray(power, dtype=float), (width,)))
+            denominator = occupied * noise * noise_factor  # as _integrate_compiled's
+            transfer_compiled.integrate(*fading, ids, t0s, panels, want, _GL_NODES, _GL_WEIGHTS, step,
+                                        np.array([index0], dtype=np.int64), np.array([width], dtype=np.int64),
+                                        power.reshape(1, width), gain.reshape(1, width), occupied, denominator,
+                                        code, cap, eff, keep, done, next_panel, _MAX_STEPS, ends, status)
+            if status[0] == transfer_compiled.DONE:
+                return float(ends[0])
+            if status[0] == transfer_compiled.STUCK:
+                raise ValueError(f"client {client}: {bits:g} bits not through after {_MAX_STEPS} panels of "
+                                 f"{panel:g} s (its rate stays 0)")
+            count = min(2 * count, 1 << 16)
 
     def transfer_ends_s(self, client_ids: Any, bits: Any, t0_s: Any, bandwidth_hz: Any,
                         direction: str = "uplink", fading_gain: Any = None,

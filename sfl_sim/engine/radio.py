@@ -460,6 +460,12 @@ class _Transfers:
                     batch.append(k)
                     rates.append(start[3])
         self._end_asked = (now, client)
+        if len(batch) == 1:  # alone: the state's path for one transfer (the same end, no batch set-up)
+            end_s = self._radio.transfer_end_s(client, bits, now, share_hz[client], self._direction,
+                                               start_rate_bps=start_rate_bps)
+            self._ends[(client, now)] = (snapshot, bits, share_hz[client], end_s)
+            self._prune(now)
+            return end_s
         ids = np.array(batch)
         shares = np.array([share_hz[k] for k in batch], dtype=float)
         ends = self._radio.transfer_ends_s(ids, bits, now, shares, self._direction, start_rate_bps=np.array(rates))

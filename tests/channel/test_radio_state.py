@@ -236,3 +236,38 @@ def test_transfers_ends_at_once_are_each_alone_and_follow_the_rate():
         x = (bits[k] - cum[j - 1]) / h
         u = 2 * x / (a + np.sqrt(a * a + 2 * slope * x))
         assert together[k] == pytest.approx(0.3 + h * j + h * u, rel=1e-12)
+
+
+def _scenario_moving_cell(speed_kmh=3.0, n=100):
+    """The scenario's cell (``n`` clients) with Jakes fading and Gauss-Markov mobility."""
+    from sfl_sim.config import load_scenario
+    from sfl_sim.config.scenario_files import resolve_scenario
+    from sfl_sim.runs.build import build_cell
+
+    v = speed_kmh / 3.6
+    extra = {"clients": {"count": n, "participation": 0.1},
+             "cell": {"fading": {"name": "jakes", "speed_m_per_s": v},
+                      "mobility": {"name": "gauss_markov", "mean_speed_m_per_s": v}}}
+    return build_cell(load_scenario(resolve_scenario("cellular_100clients"), extra=extra))
+
+
+def test_the_coupling_losses_of_a_block_of_grid_times_are_each_grid_times_alone(monkeypatch):
+    """A grid time's coupling losses are computed with the rest of its block in one call of the
+    large-scale model (LOSS_BLOCK grid times), the same numbers as that grid time alone."""
+    from sfl_sim.channel.radio_state import LOSS_BLOCK
+
+    radio = _scenario_moving_cell().radio
+    large_scale, mobility = radio.large_scale, radio._timed_mobility
+    step, n = radio.position_step_s, radio.n_clients
+    calls = []
+    real = large_scale.coupling_loss_db_at
+    monkeypatch.setattr(large_scale, "coupling_loss_db_at", lambda ids, pos: calls.append(ids.size) or real(ids, pos))
+    grid = 2 * LOSS_BLOCK + 5
+    every = np.arange(n)
+    for i in range(grid):  # every grid time in turn, as a round asks them
+        t = (i + 0.5) * step
+        alone = real(every, mobility.positions_at(i * step))
+        assert np.array_equal(radio.coupling_loss_db(every, t), alone)
+        assert np.array_equal(radio._large_scale_at(every[::7], np.full(every[::7].size, t))[1],
+                              np.power(10.0, -alone[::7] / 10.0))
+    assert calls == [LOSS_BLOCK * n] * 3  # three blocks, one call each

@@ -108,6 +108,31 @@ def test_an_end_is_the_same_alone_batched_and_in_any_chunks():
         assert np.any(~quick) and np.array_equal(chunked[~quick], ends[~quick])
 
 
+@pytest.mark.parametrize("moving", [False, True], ids=["fixed", "gauss_markov"])
+@pytest.mark.parametrize("direction", ["uplink", "downlink"])
+def test_a_lone_transfer_with_its_start_rate_is_its_batched_end_without_the_batch(moving, direction, monkeypatch):
+    """One transfer with its start's rate (the engine's lone transfer) takes the state's path for
+    one (no call of the batch's ``transfer_ends_s``) and ends where the batch ends it, bit for
+    bit: through within its first span, and walked over one or many tables of grid times."""
+    radio = (_moving_cell(30.0) if moving else _cell(JakesFading(speed_m_per_s=8.33), ShannonRate())).radio
+    ids, bits, t0 = _transfers(radio, 60, 5)
+    bits[:3] = bits[:3] * 400.0  # a few long ones: several tables of grid times (the chunks doubled)
+    share = np.full(ids.size, 1e6)
+    first = radio.start_links(ids, t0, share, direction)[1]
+    bits[-3:] = first[-3:] * radio._first_span_s[ids[-3:]] / 2  # through within the first span
+    ends = radio.transfer_ends_s(ids, bits, t0, share, direction, start_rate_bps=first)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a lone transfer went through the batch")
+
+    monkeypatch.setattr(radio, "transfer_ends_s", refuse)
+    alone = np.array([radio.transfer_end_s(int(k), float(b), float(t), 1e6, direction, start_rate_bps=float(r))
+                      for k, b, t, r in zip(ids, bits, t0, first, strict=True)])
+    quick = bits <= first * radio._first_span_s[ids]
+    assert np.any(quick) and np.any(~quick)
+    assert np.array_equal(alone, ends)
+
+
 def test_the_numpy_switch_and_unknown_components_take_the_numpy_path(monkeypatch):
     """``SFL_SIM_RADIO_NUMPY=1``, a fading subclass (its gain may differ) and a rate model the
     kernel does not know all keep the numpy path: the kernel is never called."""
