@@ -913,9 +913,10 @@ class RadioState:
                     self._loss_owner, self._loss_at = self.large_scale.snapshot, {}
                 times, where = np.unique(cols, return_inverse=True)
                 kept = [self._loss_at_grid(mobility, i) for i in times.tolist()]
-                at = where.reshape(cols.shape) * self.n_clients + on_ids[:, None]
-                coupling_db = np.stack([k[0] for k in kept]).reshape(-1)[at]
-                gain = np.stack([k[1] for k in kept]).reshape(-1)[at]
+                # only these transfers' rows of each grid time (a grid time holds every client's)
+                at = (where.reshape(cols.shape), np.arange(left.size)[:, None])
+                coupling_db = np.stack([k[0][on_ids] for k in kept])[at]
+                gain = np.stack([k[1][on_ids] for k in kept])[at]
             flat_ids = np.repeat(on_ids, width)
             occupied, power, noise, _ = self.budget.rate_terms_unchecked(
                 direction, np.repeat(share[left], width), (flat_ids.size,), coupling_db.reshape(-1),
