@@ -329,8 +329,27 @@ class RoundContext:
             yield self.env.timeout(8.0 * nbytes / edge.backhaul_bps)
         yield self.env.timeout(edge.backhaul_latency_s)
 
+    def move_between_edges(self, source_cell: int, target_cell: int, nbytes: int, what: str) -> SimSteps[None]:
+        """``nbytes`` of server-side state from the edge of ``source_cell`` to that of
+        ``target_cell`` over the backhaul; ``yield from`` it.
+
+        It takes ``8 N / backhaul_bps + backhaul_latency_s``
+        (:meth:`EdgeServers.backhaul_s <sfl_sim.engine.edge.EdgeServers.backhaul_s>`), charged on
+        its own like a migration (not queued on the cells' cloud links), and counts ``nbytes`` under
+        ``backhaul/<what>`` (e.g. the sequential server's one w_s following its clients:
+        ``backhaul/server_model``).  Nothing at all (no event) without an edge or when the cells
+        are the same."""
+        edge = self._sim.edge
+        if edge is None or source_cell == target_cell:
+            return
+        self._sim.counters.add(f"backhaul/{what}", int(nbytes))
+        yield self.env.timeout(edge.backhaul_s(int(nbytes)))
+
     def edge_of(self, client: int) -> int:
-        """The cell whose edge holds ``client``'s server-side state now (with an edge)."""
+        """The cell whose edge holds ``client``'s server-side state now (with an edge); 0 without
+        an edge (the one server holds every client's)."""
+        if self._sim.edge is None:
+            return 0
         return self._home[client]
 
     def aggregate_over_backhaul(self) -> float:

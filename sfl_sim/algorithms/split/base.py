@@ -470,15 +470,17 @@ class SplitFedBase(Algorithm):
 
     def handover_state_bytes(self) -> int:
         """One client's server-side state a handover moves (:meth:`Algorithm.handover_state_bytes`):
-        the server-side model's state, w_s or the client's copy of it (``per_client``,
-        ``sequential``).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading: the one shared w_s is
-        stepped on the cohort's concatenation on the cloud's server, so a client's handover moves
-        none of it).  Nothing is re-sent either: activations already at the cloud stay there; an
-        upload on the air at the handover pauses for the interruption (the radio gives no rate
-        while the client has no link) and goes on to the new cell, whose edge relays it to the
-        cloud; the reply goes from the cloud to the edge of the client's cell then
+        ``per_client``: the client's copy of w_s (its state's bytes).  ``sequential`` (SplitFedV2,
+        SFLLocalLoss): 0 (our reading: the one shared w_s follows the server's order, moving to the
+        edge of each client whose step comes next, :class:`~sfl_sim.algorithms.split.server_modes.SequentialServer`;
+        a client's handover moves none of it).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading:
+        the one shared w_s is stepped on the cohort's concatenation on the cloud's server, so a
+        client's handover moves none of it).  Nothing is re-sent either: activations already at the
+        cloud stay there; an upload on the air at the handover pauses for the interruption (the
+        radio gives no rate while the client has no link) and goes on to the new cell, whose edge
+        relays it to the cloud; the reply goes from the cloud to the edge of the client's cell then
         (:meth:`RoundContext.backhaul`)."""
-        if self.server_steps_at_cloud:
+        if self.server_steps_at_cloud or isinstance(self.server_mode, server_modes.SequentialServer):
             return 0
         return state_bytes(self.server_model)
 
