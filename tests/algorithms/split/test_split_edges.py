@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from sfl_sim.algorithms import ALGORITHMS
+from sfl_sim.algorithms._exec.compressed import CompressionPlan
 from sfl_sim.algorithms.base import state_bytes
 from sfl_sim.channel import Cell, EqualAllocation, FixedDistancePlacement, NoShadowing, ShannonRate, TR36814Macro
 from sfl_sim.channel.network.protocols import HandoverEvent
-from sfl_sim.engine import Simulator
+from sfl_sim.compression import Quantize
+from sfl_sim.engine import RoundContext, Simulator
 from sfl_sim.engine.edge import EdgeServers, Migrate
 from tests.algorithms.split.split_protocol_helpers import LINEAR_18_3_BYTES, run_round
 from tests.helpers import tiny_setup
@@ -108,3 +110,45 @@ def test_sequential_handover_moves_no_state_and_w_s_follows_the_client() -> None
     _, kinds = _round([0, 0], events=[HandoverEvent(0.001, 1, 0, 1, "a3", 0.0)])
     assert kinds["migrations"] == 1 and kinds.get("backhaul/migration", 0) == 0
     assert kinds["backhaul/server_model"] == LINEAR_18_3_BYTES
+
+
+def _compressed(name: str):
+    setup = tiny_setup()
+    setup.compression = CompressionPlan.of({"activations": (Quantize(8), False), "gradients": (Quantize(4), False)},
+                                           seed=0)
+    return ALGORITHMS.get(name)(setup)
+
+
+def _codec_placement(monkeypatch) -> list:
+    """(kind, client) of every server compute of codec work."""
+    seen: list = []
+    real = RoundContext.compute
+
+    def spy(self, who, flops, what="compute", *, client=None):
+        if what in ("decompress_activations", "compress_gradients"):
+            seen.append((what, client))
+        return real(self, who, flops, what, client=client)
+
+    monkeypatch.setattr(RoundContext, "compute", spy)
+    return seen
+
+
+def test_the_server_codec_work_runs_on_the_clients_edge(monkeypatch) -> None:
+    """SplitFedV1 with compressed activations and gradients: the decode and the encode run on the
+    client's edge, with its server step, so a cloud a million times slower changes nothing."""
+    seen = _codec_placement(monkeypatch)
+    times = []
+    for cloud_flops_per_s in (1e7, 10.0):
+        algo = _compressed("splitfed_v1")
+        times.append(run_round(_sim([0, 1], algo, cloud_flops_per_s=cloud_flops_per_s), algo, [0, 1]))
+    assert times[0] == times[1]
+    assert sorted(seen[:4]) == [("compress_gradients", 0), ("compress_gradients", 1),
+                                ("decompress_activations", 0), ("decompress_activations", 1)]
+
+
+def test_a_concatenated_steps_codec_work_runs_on_the_cloud(monkeypatch) -> None:
+    """SCALA steps on the cloud: the activations are decoded there, after the backhaul."""
+    seen = _codec_placement(monkeypatch)
+    algo = _compressed("scala")
+    run_round(_sim([0, 1], algo), algo, [0, 1])
+    assert {client for _, client in seen} == {None} and len(seen) == 4
