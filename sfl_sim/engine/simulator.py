@@ -136,7 +136,10 @@ to ``handover_lost_s``; ``migrations``, ``handover_drops`` and the bytes ``backh
 counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  Server work on
 many clients' data at once (a concatenated step) runs on the cloud: the payloads it takes and
 gives cross the backhaul between the client's cell and the cloud (:meth:`RoundContext.backhaul`,
-``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  At the round's
+``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  State shared by
+many clients' steps moves edge -> edge on its own (:meth:`RoundContext.move_between_edges`, charged
+like a migration, ``backhaul/<kind>``: the sequential split server's one w_s before a step of a
+client at another edge, ``backhaul/server_model``).  At the round's
 end each cell with a kept client sends its aggregate (the algorithm's ``aggregate_bytes``) to the
 cloud and gets the global model back, the cells in parallel: the round's clock gains
 ``2 (8 N / backhaul_bps + backhaul_latency_s)``, and ``backhaul/aggregation`` counts ``2 N`` per

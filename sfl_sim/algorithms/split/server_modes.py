@@ -11,7 +11,9 @@ Three strategies, each owning the server's processes of a round and its straggle
   (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.server_on_client`); the copies' jobs queue
   on the one server; the straggler policy applies to the end-of-round uploads;
 * :class:`SequentialServer` (``"sequential"``) — one w_s, stepped on one client's activations
-  after another in a fixed order; optionally the clients take turns too (SplitFedV2).
+  after another in a fixed order; optionally the clients take turns too (SplitFedV2).  With
+  ``server.edge`` the one w_s moves to the edge of each client whose step comes next, over the
+  backhaul, when it is at another edge.
 
 An algorithm picks one by name (``server_mode="per_client"``) or passes an instance; a subclass
 of one of these (BESplit's paired server) changes which jobs run, and nothing else.
