@@ -8,7 +8,11 @@ answers (one cell, cell 0 for everyone, no handover) when the radio has no netwo
 
 A transfer of ``N`` bytes over one backhaul link takes ``8 N / backhaul_bps + backhaul_latency_s``
 (:meth:`EdgeServers.backhaul_s`): the serialisation at the link's rate plus its one-way latency
-(our choice: a store-and-forward link of one hop, no queueing with other traffic).
+(our choice: a store-and-forward link of one hop, no queueing with other traffic).  What moves:
+a migration's state (edge -> edge, below), state many clients' steps share following them
+(edge -> edge: the sequential split server's one w_s), a concatenated step's payloads (edge <->
+cloud) and each cell's aggregate and the global model (edge <-> cloud, at the round's end); the
+"Edge servers and handovers" part of :mod:`sfl_sim.engine.simulator` says when.
 
 Handover policies
 -----------------

@@ -136,7 +136,10 @@ to ``handover_lost_s``; ``migrations``, ``handover_drops`` and the bytes ``backh
 counted (:attr:`Counters.by_kind <sfl_sim.engine.accounting.Counters.by_kind>`).  Server work on
 many clients' data at once (a concatenated step) runs on the cloud: the payloads it takes and
 gives cross the backhaul between the client's cell and the cloud (:meth:`RoundContext.backhaul`,
-``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  At the round's
+``backhaul/<kind>`` bytes; the split algorithms call it for their cloud steps).  State shared by
+many clients' steps moves edge -> edge on its own (:meth:`RoundContext.move_between_edges`, charged
+like a migration, ``backhaul/<kind>``: the sequential split server's one w_s before a step of a
+client at another edge, ``backhaul/server_model``).  At the round's
 end each cell with a kept client sends its aggregate (the algorithm's ``aggregate_bytes``) to the
 cloud and gets the global model back, the cells in parallel: the round's clock gains
 ``2 (8 N / backhaul_bps + backhaul_latency_s)``, and ``backhaul/aggregation`` counts ``2 N`` per
@@ -329,8 +332,27 @@ class RoundContext:
             yield self.env.timeout(8.0 * nbytes / edge.backhaul_bps)
         yield self.env.timeout(edge.backhaul_latency_s)
 
+    def move_between_edges(self, source_cell: int, target_cell: int, nbytes: int, what: str) -> SimSteps[None]:
+        """``nbytes`` of server-side state from the edge of ``source_cell`` to that of
+        ``target_cell`` over the backhaul; ``yield from`` it.
+
+        It takes ``8 N / backhaul_bps + backhaul_latency_s``
+        (:meth:`EdgeServers.backhaul_s <sfl_sim.engine.edge.EdgeServers.backhaul_s>`), charged on
+        its own like a migration (not queued on the cells' cloud links), and counts ``nbytes`` under
+        ``backhaul/<what>`` (e.g. the sequential server's one w_s following its clients:
+        ``backhaul/server_model``).  Nothing at all (no event) without an edge or when the cells
+        are the same."""
+        edge = self._sim.edge
+        if edge is None or source_cell == target_cell:
+            return
+        self._sim.counters.add(f"backhaul/{what}", int(nbytes))
+        yield self.env.timeout(edge.backhaul_s(int(nbytes)))
+
     def edge_of(self, client: int) -> int:
-        """The cell whose edge holds ``client``'s server-side state now (with an edge)."""
+        """The cell whose edge holds ``client``'s server-side state now (with an edge); 0 without
+        an edge (the one server holds every client's)."""
+        if self._sim.edge is None:
+            return 0
         return self._home[client]
 
     def aggregate_over_backhaul(self) -> float:

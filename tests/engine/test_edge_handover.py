@@ -386,3 +386,20 @@ def test_a_cloud_reply_goes_to_the_edge_of_the_cell_the_client_moved_to() -> Non
     seen: dict = {}
     sim.run_round(_cloud_round(seen), [0, 1])
     assert seen[("at_cloud", 0)] == seen[("at_cloud", 1)] == 2.25 and sim.last_round.edge_of(0) == 1
+
+
+def test_a_move_between_edges_takes_the_backhaul_and_counts_its_kind() -> None:
+    seen: dict = {}
+
+    def round_process(ctx):
+        yield from ctx.move_between_edges(0, 1, STATE_BYTES, "server_model")
+        seen["moved"] = ctx.now_s
+        yield from ctx.move_between_edges(1, 1, STATE_BYTES, "server_model")  # same cell: nothing
+        seen["same"] = ctx.now_s
+
+    sim = _sim()
+    assert sim.run_round(round_process, [0, 1]) == seen["moved"] == seen["same"] == 1.25
+    assert sim.counters.by_kind["backhaul/server_model"] == STATE_BYTES
+    sim = _sim(edge=False)  # without an edge: no step at all, and every client's "edge" is the one server's
+    assert sim.run_round(round_process, [0, 1]) == 0.0 and "backhaul/server_model" not in sim.counters.by_kind
+    assert sim.last_round.edge_of(1) == 0

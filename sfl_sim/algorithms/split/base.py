@@ -468,17 +468,27 @@ class SplitFedBase(Algorithm):
         to the cloud, and the replies back (:meth:`upload_activations`, :meth:`download_reply`)."""
         return isinstance(self.server_mode, server_modes.ConcatenatedServer)
 
+    def _codec_client(self, k: int) -> int | None:
+        """Where the server's codec work on client k's activations and gradients runs: with the
+        steps on the cloud (:attr:`server_steps_at_cloud`) the cloud (None: the activations are
+        decoded there, after the backhaul, and the gradients encoded before it), else client k's
+        edge (``k``), where its server step runs (with ``server.edge``; without one, the one server
+        either way)."""
+        return None if self.server_steps_at_cloud else k
+
     def handover_state_bytes(self) -> int:
         """One client's server-side state a handover moves (:meth:`Algorithm.handover_state_bytes`):
-        the server-side model's state, w_s or the client's copy of it (``per_client``,
-        ``sequential``).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading: the one shared w_s is
-        stepped on the cohort's concatenation on the cloud's server, so a client's handover moves
-        none of it).  Nothing is re-sent either: activations already at the cloud stay there; an
-        upload on the air at the handover pauses for the interruption (the radio gives no rate
-        while the client has no link) and goes on to the new cell, whose edge relays it to the
-        cloud; the reply goes from the cloud to the edge of the client's cell then
+        ``per_client``: the client's copy of w_s (its state's bytes).  ``sequential`` (SplitFedV2,
+        SFLLocalLoss): 0 (our reading: the one shared w_s follows the server's order, moving to the
+        edge of each client whose step comes next, :class:`~sfl_sim.algorithms.split.server_modes.SequentialServer`;
+        a client's handover moves none of it).  ``concatenated`` (SCALA, CA-SFL): 0 (our reading:
+        the one shared w_s is stepped on the cohort's concatenation on the cloud's server, so a
+        client's handover moves none of it).  Nothing is re-sent either: activations already at the
+        cloud stay there; an upload on the air at the handover pauses for the interruption (the
+        radio gives no rate while the client has no link) and goes on to the new cell, whose edge
+        relays it to the cloud; the reply goes from the cloud to the edge of the client's cell then
         (:meth:`RoundContext.backhaul`)."""
-        if self.server_steps_at_cloud:
+        if self.server_steps_at_cloud or isinstance(self.server_mode, server_modes.SequentialServer):
             return 0
         return state_bytes(self.server_model)
 
@@ -586,8 +596,8 @@ class SplitFedBase(Algorithm):
             coded = plan.encode("activations", k, step.activations)
             yield from _charge(ctx, k, coded.encode_flops, "compress_activations")
             sent = yield from self.upload_activations(ctx, k, step.activations, y, iteration=t, nbytes=coded.nbytes)
-            if not isinstance(sent, Lost):
-                yield from _charge(ctx, SERVER, coded.decode_flops, "decompress_activations")
+            if not isinstance(sent, Lost):  # on the server that steps on them: k's edge, or the cloud
+                yield from _charge(ctx, SERVER, coded.decode_flops, "decompress_activations", self._codec_client(k))
             received = coded.decoded
         if isinstance(sent, Lost):
             rnd.exchange.send(t, k, sent)
@@ -602,7 +612,7 @@ class SplitFedBase(Algorithm):
             yield from self.download_reply(ctx, k, answer)
         else:  # the server encodes G_k, the client backpropagates what it decoded
             coded = plan.encode("gradients", k, answer.activation_grad)
-            yield from _charge(ctx, SERVER, coded.encode_flops, "compress_gradients")
+            yield from _charge(ctx, SERVER, coded.encode_flops, "compress_gradients", self._codec_client(k))
             yield from self.download_reply(ctx, k, answer, grad_bytes=coded.nbytes)
             yield from _charge(ctx, k, coded.decode_flops, "decompress_gradients")
             answer = dataclasses.replace(answer, activation_grad=coded.decoded)
@@ -610,10 +620,15 @@ class SplitFedBase(Algorithm):
         return DELIVERED
 
 
-def _charge(ctx: RoundContext, who: int, flops: float, kind: str) -> SimSteps[None]:
-    """``flops`` of codec work of ``kind`` on ``who`` (nothing at all for none: no event)."""
+def _charge(ctx: RoundContext, who: int, flops: float, kind: str, client: int | None = None) -> SimSteps[None]:
+    """``flops`` of codec work of ``kind`` on ``who`` (nothing at all for none: no event); with
+    ``who`` :data:`SERVER`, ``client``: the client whose work it is (with ``server.edge``, on its
+    edge; None: the cloud), as in :meth:`RoundContext.compute`."""
     if flops > 0:
-        yield from ctx.compute(who, flops, kind)
+        if client is None:
+            yield from ctx.compute(who, flops, kind)
+        else:
+            yield from ctx.compute(who, flops, kind, client=client)
 
 
 class ClientSteps:

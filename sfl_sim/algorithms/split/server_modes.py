@@ -11,7 +11,9 @@ Three strategies, each owning the server's processes of a round and its straggle
   (:meth:`~sfl_sim.algorithms.split.base.SplitFedBase.server_on_client`); the copies' jobs queue
   on the one server; the straggler policy applies to the end-of-round uploads;
 * :class:`SequentialServer` (``"sequential"``) — one w_s, stepped on one client's activations
-  after another in a fixed order; optionally the clients take turns too (SplitFedV2).
+  after another in a fixed order; optionally the clients take turns too (SplitFedV2).  With
+  ``server.edge`` the one w_s moves to the edge of each client whose step comes next, over the
+  backhaul, when it is at another edge.
 
 An algorithm picks one by name (``server_mode="per_client"``) or passes an instance; a subclass
 of one of these (BESplit's paired server) changes which jobs run, and nothing else.
@@ -27,6 +29,7 @@ import simpy
 from torch import nn
 
 from sfl_sim.algorithms._exec.working_copies import Key
+from sfl_sim.algorithms.base import state_bytes
 from sfl_sim.algorithms.split.messages import ClientActivations, Reply, SplitRound
 from sfl_sim.config.choices import check_choice
 from sfl_sim.engine import Lost, RoundContext, SimSteps
@@ -263,8 +266,27 @@ class SequentialServer(ServerMode):
         return [rnd.ctx.process(self._in_order(algo, rnd))]
 
     def _in_order(self, algo: ServerSide, rnd: SplitRound) -> SimSteps[None]:
+        """The jobs in :meth:`order`.  With ``server.edge`` each client's step runs on the edge
+        holding its state, so the one w_s goes there first: when client k's activations have
+        arrived and w_s is at another edge, it moves edge -> edge over the backhaul
+        (:meth:`RoundContext.move_between_edges`, ``backhaul/server_model``) before the step.  At
+        the round's start w_s is at every edge (our reading: the hierarchical aggregation's download
+        of the global model reached every cell), so the first step moves nothing.  It moves when a
+        step needs it (our choice: the server does not forecast where the next client's state will
+        be when its activations arrive; a handover may move it meanwhile)."""
+        ctx, exchange = rnd.ctx, rnd.exchange
+        server_bytes = state_bytes(algo.server_model)
+        at: int | None = None  # the edge w_s is at; None: every edge (the round's start)
         for t, k in self.order(rnd):
-            yield from self.serve(algo, rnd, algo.server_model, t, k)
+            upload = yield exchange.upload(t, k)
+            if isinstance(upload, Lost):
+                continue
+            rnd.activations_ready()
+            while at is not None and at != ctx.edge_of(k):  # again if a handover moved k meanwhile
+                source, at = at, ctx.edge_of(k)
+                yield from ctx.move_between_edges(source, at, server_bytes, "server_model")
+            at = ctx.edge_of(k)
+            yield from self.step_and_answer(algo, rnd, algo.server_model, t, upload)
 
 
 _BY_NAME = {mode.name: mode for mode in (ConcatenatedServer, PerClientServer, SequentialServer)}
