@@ -184,3 +184,29 @@ def line_three_cells_scenario() -> dict[str, Any]:
                    "pathloss": {"name": "log_distance", "exponent": 3.5}, "shadowing": {"name": "none"},
                    "mobility": {"name": "trace", "path": str(trace)}}
     return raw
+
+
+class ScriptedCells:
+    """A scripted two-cell network for the engine's edge tests (a :class:`~sfl_sim.engine.edge.CellNetwork`):
+    client k starts in ``start_cells[k]`` and follows ``events``' handovers (none: it stays);
+    ``asked`` records the windows the engine looked for handovers in."""
+
+    n_cells = 2
+
+    def __init__(self, start_cells: list[int], events: list[Any] | None = None) -> None:
+        self.start_cells, self.events = start_cells, events or []
+        self.asked: list[tuple[float, float]] = []
+
+    def serving_cell(self, client_ids: Any, t_s: float) -> np.ndarray:
+        out = []
+        for k in np.atleast_1d(np.asarray(client_ids)).tolist():
+            cell = self.start_cells[k]
+            for e in self.events:
+                if e.client == k and e.time_s <= t_s:
+                    cell = e.target_cell
+            out.append(cell)
+        return np.asarray(out, dtype=int)
+
+    def handovers_between(self, t0_s: float, t1_s: float) -> tuple[Any, ...]:
+        self.asked.append((t0_s, t1_s))
+        return tuple(e for e in self.events if t0_s <= e.time_s < t1_s)

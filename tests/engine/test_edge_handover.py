@@ -23,34 +23,11 @@ from sfl_sim.engine.edge import (
     cell_network,
     check_handover_policy,
 )
+from tests.helpers import ScriptedCells
 
 STATE_BYTES = 125_000
 BACKHAUL_BPS = 1e6
 LATENCY_S = 0.25
-
-
-class FakeNetwork:
-    """Two cells; each client starts on ``start_cells[k]`` and follows the scripted events."""
-
-    n_cells = 2
-
-    def __init__(self, events: list[HandoverEvent], start_cells: list[int]) -> None:
-        self.events, self.start_cells = events, start_cells
-        self.asked: list[tuple[float, float]] = []
-
-    def serving_cell(self, client_ids, t_s: float) -> np.ndarray:
-        out = []
-        for k in np.atleast_1d(np.asarray(client_ids)).tolist():
-            cell = self.start_cells[k]
-            for e in self.events:
-                if e.client == k and e.time_s <= t_s:
-                    cell = e.target_cell
-            out.append(cell)
-        return np.asarray(out, dtype=int)
-
-    def handovers_between(self, t0_s: float, t1_s: float) -> tuple[HandoverEvent, ...]:
-        self.asked.append((t0_s, t1_s))
-        return tuple(e for e in self.events if t0_s <= e.time_s < t1_s)
 
 
 def _cell() -> Cell:
@@ -64,7 +41,7 @@ def _sim(policy=None, events=(), start_cells=(0, 0), aggregate_bytes: int = 0, e
     """Clients at 1 FLOP/s with a traced 1000 bit/s uplink; edges at 4 FLOP/s, the cloud at 1 FLOP/s."""
     servers = EdgeServers(4.0, BACKHAUL_BPS, LATENCY_S, policy or Migrate(), STATE_BYTES, aggregate_bytes)
     return Simulator(_cell(), np.ones(2), 1.0, uplink_bps=np.array([1000.0, 1000.0]),
-                     edge=servers if edge else None, network=FakeNetwork(list(events), list(start_cells)))
+                     edge=servers if edge else None, network=ScriptedCells(list(start_cells), list(events)))
 
 
 def _round(seen: dict, upload_bytes: int = 0):
@@ -225,7 +202,7 @@ def test_the_single_cell_answers_for_a_radio_without_a_network() -> None:
     network = cell_network(_cell().radio)
     assert network.n_cells == 1 and network.serving_cell([0, 1], 3.0).tolist() == [0, 0]
     assert network.handovers_between(0.0, 10.0) == ()
-    fake = FakeNetwork([], [0, 1])
+    fake = ScriptedCells([0, 1], [])
     assert cell_network(fake) is fake
 
 
@@ -382,7 +359,7 @@ def test_a_cloud_reply_goes_to_the_edge_of_the_cell_the_client_moved_to() -> Non
     # client 0 hands over to cell 1 at 0.5 s (its state: none to speak of, 0 bytes): its payload goes
     # up cell 1's link, in parallel with client 1's on cell 0's
     servers = EdgeServers(4.0, BACKHAUL_BPS, LATENCY_S, Migrate(), 0, 0)
-    sim = Simulator(_cell(), np.ones(2), 1.0, edge=servers, network=FakeNetwork([_handover(0.5)], [0, 0]))
+    sim = Simulator(_cell(), np.ones(2), 1.0, edge=servers, network=ScriptedCells([0, 0], [_handover(0.5)]))
     seen: dict = {}
     sim.run_round(_cloud_round(seen), [0, 1])
     assert seen[("at_cloud", 0)] == seen[("at_cloud", 1)] == 2.25 and sim.last_round.edge_of(0) == 1

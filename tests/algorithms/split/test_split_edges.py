@@ -20,33 +20,11 @@ from sfl_sim.compression import Quantize
 from sfl_sim.engine import RoundContext, Simulator
 from sfl_sim.engine.edge import EdgeServers, Migrate
 from tests.algorithms.split.split_protocol_helpers import LINEAR_18_3_BYTES, run_round
-from tests.helpers import tiny_setup
+from tests.helpers import ScriptedCells, tiny_setup
 
 BACKHAUL_BPS = 1e6
 LATENCY_S = 0.25
 EDGE_FLOPS_PER_S = 1e7
-
-
-class ScriptedCells:
-    """Two cells: client k starts in ``cells[k]`` and follows ``events`` (none: it stays)."""
-
-    n_cells = 2
-
-    def __init__(self, cells: list[int], events: list[HandoverEvent] | None = None) -> None:
-        self.cells, self.events = cells, events or []
-
-    def serving_cell(self, client_ids, t_s: float) -> np.ndarray:
-        out = []
-        for k in np.atleast_1d(np.asarray(client_ids)).tolist():
-            cell = self.cells[k]
-            for e in self.events:
-                if e.client == k and e.time_s <= t_s:
-                    cell = e.target_cell
-            out.append(cell)
-        return np.asarray(out, dtype=int)
-
-    def handovers_between(self, t0_s: float, t1_s: float) -> tuple[HandoverEvent, ...]:
-        return tuple(e for e in self.events if t0_s <= e.time_s < t1_s)
 
 
 def _sim(cells: list[int] | None, algo, events=None, cloud_flops_per_s: float = 1e7) -> Simulator:
