@@ -58,6 +58,10 @@ def test_one_cell_aggregates_over_the_backhaul_each_round(tmp_path) -> None:
     assert energy == [float(8.0 * (2 * model_bytes) * BACKHAUL_J_PER_BIT)] * 2 and energy[0] > 0
     assert summary["backhaul_energy_j"] == 8.0 * summary["backhaul_bytes"] * BACKHAUL_J_PER_BIT
     assert summary["backhaul_energy_j"] == pytest.approx(math.fsum(energy), rel=1e-15)
+    # summary.md: the backhaul section for the edge run, none for the run without
+    table = (tmp_path / "edge" / "summary.md").read_text().split("# Edge servers: the backhaul")[1].split("\n# ")[0]
+    assert f"| fedavg | 0 | 0 | {4 * model_bytes / 1e6:.3g} | {summary['backhaul_energy_j']:.3g} |" in table
+    assert "backhaul" not in (tmp_path / "plain" / "summary.md").read_text()
 
 
 def _column(run_dir, column: str) -> list[float | str]:
