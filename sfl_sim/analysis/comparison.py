@@ -14,7 +14,9 @@ Files (:func:`write_summary_files`), so they say exactly what the run directorie
     per target accuracy: simulated seconds to reach it, empty when it was not reached.
 ``summary.md``
     The same runs as Markdown tables: totals, what the radio lost (drops by cause, outage, HARQ
-    copies) and time to accuracy.
+    copies), with a network its handovers and cells' load, with edge servers (``server.edge``) the
+    backhaul (migrations, handover drops, bytes and joules: ``summary.json``'s totals) and time to
+    accuracy.
 
 Beside the rounds, every form shows ``client_updates`` (client-rounds whose update the server
 used): an asynchronous algorithm's round is one aggregation, a synchronous one's a cohort's updates.
@@ -324,10 +326,26 @@ def markdown(summaries: Sequence[Summary]) -> str:
                 "", "client-rounds: the rounds' clients by their serving cell at the round's start (clients.csv's "
                 "cell), with their uplink bytes and time on the air; handovers in and out: every client's, into "
                 "and out of the cell (handovers.csv)."]
+    parts += _backhaul(present)
     if _targets(present):
         parts += ["", "# Simulated time to accuracy (s)", "", _markdown(*_tta(present)), "", "- = not reached."]
     extra = notes(present)
     return "\n".join(parts + ([""] + extra if extra else [])) + "\n"
+
+
+def _backhaul(summaries: Sequence[Summary]) -> list[str]:
+    """summary.md's backhaul section: the runs with edge servers (``summary.json``'s ``backhaul_bytes``),
+    their migrations, handover drops, backhaul MB and J; nothing when no run has edge servers."""
+    edged = [s for s in summaries if s.get("backhaul_bytes") is not None]
+    if not edged:
+        return []
+    return ["", "# Edge servers: the backhaul", "", _markdown(
+        ["run", "migrations", "handover drops", "backhaul MB", "backhaul J"],
+        [[str(s.get("label", "?")), _number("d")(s.get("migrations")), _number("d")(s.get("handover_drops")),
+          _number(".3g")(s["backhaul_bytes"] / BYTES_PER_MB), _joules(s.get("backhaul_energy_j"))] for s in edged]),
+        "", "migrations: server-side states moved edge to edge on handovers; backhaul MB: 10^6 bytes over the "
+        "backhaul (migrations, the cloud's steps' payloads, the hierarchical aggregation); backhaul J: their "
+        "energy, 8 x bytes x server.edge.backhaul_j_per_bit (- without an energy ledger)."]
 
 
 def summary_paths(out_dir: Path | str) -> tuple[Path, Path]:

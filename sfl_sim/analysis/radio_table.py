@@ -14,8 +14,9 @@ Every number is a mean over seeds of a per-run quantity:
 * ``round_s``: mean simulated round duration, and the mean client time split
   (:data:`~sfl_sim.runs.rundir.schema.CLIENT_TIME_COLUMNS`) from ``clients.csv``;
 * with a network and edge servers (``server.edge``), per round: the handovers of the round's clients,
-  the client-seconds they lost (interruptions and migrations), the migrations and the backhaul's
-  megabytes (:data:`EDGE_COLUMNS`, ``rounds.csv``), shown where any run has them;
+  the client-seconds they lost (interruptions and migrations), the migrations, the backhaul's
+  megabytes and its joules (``backhaul_energy_j``: unknown, '-', for a run without an energy ledger
+  or older than the column) (:data:`EDGE_COLUMNS`, ``rounds.csv``), shown where any run has them;
 * with a network (``cell.network``; ``summary.json``'s ``n_cells``), each cell's load
   (:data:`CELL_LOAD_COLUMNS`): the cell count and the busiest and the least-busy cell's share of the
   run's client-rounds, by ``clients.csv``'s ``cell`` (the serving cell at the round's start; a
@@ -52,7 +53,11 @@ _KEYS = list(GROUP_KEYS)
 #: rounds.csv's edge columns the table shows per round where a run has them: column -> (header, scale).
 EDGE_COLUMNS: dict[str, tuple[str, float]] = {
     "handovers": ("handovers / round", 1.0), "handover_lost_s": ("handover s / round", 1.0),
-    "migrations": ("migrations / round", 1.0), "backhaul_bytes": ("backhaul MB / round", 1e-6)}
+    "migrations": ("migrations / round", 1.0), "backhaul_bytes": ("backhaul MB / round", 1e-6),
+    "backhaul_energy_j": ("backhaul J / round", 1.0)}
+#: Edge columns a run may leave empty for "not recorded" (no energy ledger, or a rounds.csv older than
+#: the column): such a run's value is unknown ('-'), not 0.
+_EDGE_UNKNOWN_WHEN_EMPTY = ("backhaul_energy_j",)
 
 #: The per-cell load columns of runs with a network (:func:`radio_table`): column -> header.
 CELL_LOAD_COLUMNS: dict[str, str] = {"n_cells": "cells", "cell_share_max": "busiest cell %",
@@ -82,8 +87,8 @@ def _per_run(study: StudyData) -> pd.DataFrame:
                      "outage_rate": failed / attempts if attempts else np.nan,
                      "harq_per_round": float(r["harq_retransmissions"].mean()),
                      "round_s": float(r["round_sim_time_s"].mean()),
-                     **{c: float(r[c].fillna(0).mean()) * scale for c, (_, scale) in EDGE_COLUMNS.items()
-                        if c in r}})
+                     **{c: float((r[c] if c in _EDGE_UNKNOWN_WHEN_EMPTY else r[c].fillna(0)).mean()) * scale
+                        for c, (_, scale) in EDGE_COLUMNS.items() if c in r}})
     per_run = pd.DataFrame(rows)
     per_run["drop_rate"] = per_run["dropped"] / per_run["client_rounds"]
     return per_run
@@ -228,7 +233,8 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
              "clients.csv)."]
     if edge:
         notes.append("With edge servers, per round: the handovers of the round's clients, the client-seconds they "
-                     "lost (interruptions and migrations over the backhaul), the migrations and the backhaul's MB "
+                     "lost (interruptions and migrations over the backhaul), the migrations, the backhaul's MB "
+                     "and its joules (8 x bytes x server.edge.backhaul_j_per_bit; '-': no energy ledger) "
                      "(rounds.csv).")
     if load:
         notes.append("With a network of cells: the busiest and the least-busy cell's share of the run's client-rounds "

@@ -36,7 +36,7 @@ from sfl_sim.channel.link.outage import outage_rule_problem
 from sfl_sim.channel.link.power_control import POWER_CONTROL
 from sfl_sim.channel.link.resource_grid import DEFAULT_NUMEROLOGY, N_RB_FR1, slot_duration_s
 from sfl_sim.channel.link.scheduling import SCHEDULERS, ResourceGrid, is_dynamic
-from sfl_sim.clients.energy.models import SERVER_J_PER_FLOP
+from sfl_sim.clients.energy.models import BACKHAUL_J_PER_BIT, SERVER_J_PER_FLOP
 from sfl_sim.clients.limits import BATTERY_CAPACITY_J
 from sfl_sim.config.choices import (
     Coherence,
@@ -324,8 +324,11 @@ class Edge(Section):
     Each cell's edge runs the server-side work of the clients it serves (one job at a time, like the
     one server); ``server.compute_flops_per_s`` becomes the cloud's, which aggregates.  A transfer of
     N bytes over the backhaul (a migration edge -> edge, a cell's aggregate to the cloud and the
-    global model back) takes ``8 N / backhaul_bps + backhaul_latency_s``.  The defaults are our choice
-    (an edge as fast as the default server, a 1 Gbit/s link with 5 ms one way), not measured values.
+    global model back) takes ``8 N / backhaul_bps + backhaul_latency_s`` and costs
+    ``8 N x backhaul_j_per_bit`` joules (with the energy ledger on).  The defaults are our choice (an
+    edge as fast as the default server, a 1 Gbit/s link with 5 ms one way), not measured values, but
+    ``backhaul_j_per_bit``: Aslan et al. 2018's 0.06 kWh/GB for 2015
+    (:data:`sfl_sim.clients.energy.models.BACKHAUL_J_PER_BIT`, its source and conversion).
     """
 
     compute_flops_per_s: ComputeFlopsPerS = 1.0e12
@@ -333,6 +336,11 @@ class Edge(Section):
                                           why="our choice: from a slow microwave hop to a 1 Tbit/s fibre")] = 1.0e9
     backhaul_latency_s: Annotated[float, Number(0.0, 1.0, unit="s, one way",
                                                 why="our choice: above 1 s is a unit slip")] = 0.005
+    backhaul_j_per_bit: Annotated[float, Number(
+        0.0, 1.0e-2, unit="J/bit",
+        why="our choice: 0 charges nothing; 1e-2 J/bit (22 kWh/GB) lies above the 2000 value that halving "
+            "Aslan et al.'s 0.06 kWh/GB of 2015 every 2 years back gives (11 kWh/GB): more is a unit slip")] = \
+        BACKHAUL_J_PER_BIT
     on_handover: ComponentSpec = _default("migrate")
 
 

@@ -43,6 +43,7 @@ from sfl_sim.runs.round_steps import (
     ROUND_COUNTERS,
     Trained,
     all_finite,
+    backhaul_energy,
     check_cohort,
     client_rows,
     edge_counts,
@@ -138,6 +139,7 @@ class _Loop:
             energy_rows += self._charge_run_end(agg.version, agg.time_s)
         self.session.drops.add(len(agg.used) + len(agg.lost), [why for _, why in lost], attempts)
         row["client_energy_j"] = "" if run.ledger is None else math.fsum(r["total_j"] for r in energy_rows)
+        row["backhaul_energy_j"] = backhaul_energy(cfg, run.ledger is not None, row["backhaul_bytes"])
         due = (self.grid_s is None and agg.version % cfg.eval_every_rounds == 0) or last
         finite = all_finite(run.algorithm.global_model())
         return Trained(agg.version, used, row, due or not finite, finite, host_start_s, energy_rows, client_rows,

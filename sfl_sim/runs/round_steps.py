@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from sfl_sim.clients.energy import backhaul_energy_j
 from sfl_sim.config import Scenario
 from sfl_sim.engine.client_rounds import ClientRound
 from sfl_sim.runs.rundir.schema import CLIENT_KEPT
 
-__all__ = ["ROUND_COUNTERS", "EDGE_COUNTERS", "Trained", "all_finite", "check_cohort", "client_rows", "edge_counts",
-           "time_budget_spent"]
+__all__ = ["ROUND_COUNTERS", "EDGE_COUNTERS", "Trained", "all_finite", "backhaul_energy", "check_cohort", "client_rows",
+           "edge_counts", "time_budget_spent"]
 
 
 def time_budget_spent(cfg: Scenario, now_s: float) -> bool:
@@ -70,6 +71,17 @@ def edge_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, floa
         value = sum(after["by_kind"].get(k, 0) - before["by_kind"].get(k, 0) for k in names)
         out[column] = value if column == "handover_lost_s" else int(value)
     return out
+
+
+def backhaul_energy(cfg: Scenario, charged: bool, backhaul_bytes: int) -> float | str:
+    """``rounds.csv``'s ``backhaul_energy_j`` of a round that sent ``backhaul_bytes`` over the
+    backhaul: ``8 x backhaul_bytes x server.edge.backhaul_j_per_bit``
+    (:func:`~sfl_sim.clients.energy.backhaul_energy_j`); 0 without ``server.edge``, ``""`` when the run
+    has no energy ledger (``charged`` false: ``energy.enabled`` false), as ``client_energy_j``."""
+    if not charged:
+        return ""
+    edge = cfg.server.edge
+    return 0.0 if edge is None else backhaul_energy_j(backhaul_bytes, edge.backhaul_j_per_bit)
 
 
 @dataclass

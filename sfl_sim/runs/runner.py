@@ -73,8 +73,8 @@ from sfl_sim.runs.resolved import (
 from sfl_sim.runs.round_steps import ROUND_COUNTERS as _ROUND_COUNTERS
 from sfl_sim.runs.round_steps import Trained as _Trained
 from sfl_sim.runs.round_steps import all_finite as _all_finite
+from sfl_sim.runs.round_steps import backhaul_energy, client_rows, edge_counts, time_budget_spent
 from sfl_sim.runs.round_steps import check_cohort as _check_cohort
-from sfl_sim.runs.round_steps import client_rows, edge_counts, time_budget_spent
 from sfl_sim.runs.rundir import marker, work
 from sfl_sim.runs.rundir.files import RunDir, RunDirPlan, check_writable
 from sfl_sim.runs.rundir.schema import (
@@ -325,6 +325,7 @@ class _Session:
                "dropped": " ".join(f"{k}:{why}" for k, why in sorted(notes.dropped.items()))}
         last = rnd == cfg.rounds or time_budget_spent(cfg, sim.now_s)
         energy_rows, row["client_energy_j"] = charge_energy(run, sim, rnd, last)
+        row["backhaul_energy_j"] = backhaul_energy(cfg, run.ledger is not None, row["backhaul_bytes"])
         self.drops.add(len(cohort), notes.dropped.values(), row["uplink_attempts"])
         finite = _all_finite(run.algorithm.global_model())
         return _Trained(rnd, cohort, row, due or last or not finite, finite, host_start_s, energy_rows, clients, last)

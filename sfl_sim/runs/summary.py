@@ -32,8 +32,11 @@ it from the file):
 
 With ``server.edge`` (only then), the run's totals of ``rounds.csv``'s edge columns
 (:data:`sfl_sim.runs.round_steps.EDGE_COUNTERS`): ``handovers``, ``handover_lost_s``,
-``migrations``, ``handover_drops`` and ``backhaul_bytes``; the clients a handover dropped are
-also in ``dropped_clients_by_cause`` (cause ``handover``).
+``migrations``, ``handover_drops`` and ``backhaul_bytes``, and with an energy ledger
+``backhaul_energy_j``, the backhaul's energy, ``8 x backhaul_bytes x server.edge.backhaul_j_per_bit``
+(:func:`sfl_sim.clients.energy.backhaul_energy_j`, of the run's total bytes: the sum of the rounds'
+``backhaul_energy_j`` up to rounding), beside the ledger's ``server_energy_j``; the clients a
+handover dropped are also in ``dropped_clients_by_cause`` (cause ``handover``).
 
 With ``cell.network`` (only then), ``cells``: one entry per cell (:func:`cell_load`), the load it
 carried: the client-rounds it served (by ``clients.csv``'s ``cell``, the serving cell at the
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sfl_sim.channel.network.protocols import event_counts
+from sfl_sim.clients.energy import backhaul_energy_j
 from sfl_sim.engine import Counters
 from sfl_sim.runs.build import Run
 from sfl_sim.runs.round_steps import edge_counts
@@ -197,11 +201,16 @@ def summary(run: Run, rows: Rows, counters: Counters, status: RunStatus, drops: 
 def _edge_totals(run: Run, counters: Counters) -> dict[str, Any]:
     """With ``server.edge``: the run's totals of the rounds.csv edge columns; the rounds' handovers (of
     the clients in a round, while it ran) as ``handovers_in_rounds``, apart from ``handovers`` (every
-    client's, by cause, from the network)."""
-    if run.cfg.server.edge is None:
+    client's, by cause, from the network); with an energy ledger the backhaul's energy of the total
+    bytes, ``backhaul_energy_j``."""
+    edge = run.cfg.server.edge
+    if edge is None:
         return {}
     totals = edge_counts(Counters().as_dict(), counters.as_dict())
-    return {("handovers_in_rounds" if k == "handovers" else k): v for k, v in totals.items()}
+    out: dict[str, Any] = {("handovers_in_rounds" if k == "handovers" else k): v for k, v in totals.items()}
+    if run.ledger is not None:
+        out["backhaul_energy_j"] = backhaul_energy_j(totals["backhaul_bytes"], edge.backhaul_j_per_bit)
+    return out
 
 
 def handovers_until(network: Any, t_s: float) -> tuple[Any, ...]:

@@ -69,7 +69,7 @@ def test_a_study_with_handovers_shows_them_per_round(tmp_path: Path) -> None:
                            "dropped_clients": [0, 0], "retransmissions": [0, 0], "dropped_transmissions": [0, 0],
                            "harq_retransmissions": [0, 0], "uplink_attempts": [4, 4], "round_sim_time_s": [2.0, 4.0],
                            "handovers": [1, 2], "handover_lost_s": [0.05, 0.3], "migrations": [1, 1],
-                           "backhaul_bytes": [3e6, 5e6]})
+                           "backhaul_bytes": [3e6, 5e6], "backhaul_energy_j": [8 * 3e6 * 1e-6, 8 * 5e6 * 1e-6]})
 
     class _Study:  # only what has_radio_losses and _per_run read
         clients = pd.DataFrame()
@@ -79,6 +79,10 @@ def test_a_study_with_handovers_shows_them_per_round(tmp_path: Path) -> None:
     row = _per_run(study).iloc[0]  # type: ignore[arg-type]
     assert (row["handovers"], row["migrations"], row["backhaul_bytes"]) == (1.5, 1.0, 4.0)
     assert row["handover_lost_s"] == pytest.approx(0.175)
+    assert row["backhaul_energy_j"] == pytest.approx(8 * 4e6 * 1e-6)  # J, not scaled
+    # no energy ledger, or a rounds.csv older than the column: unknown, not 0
+    study.rounds = rounds.assign(backhaul_energy_j=[np.nan, np.nan])  # type: ignore[attr-defined]
+    assert np.isnan(_per_run(study).iloc[0]["backhaul_energy_j"])  # type: ignore[arg-type]
 
 
 def _study_with_cells(cells: dict[int, list[float]], n_cells: dict[int, float], settings: dict[int, str]):

@@ -36,6 +36,11 @@ def test_default_constants_are_the_sources_values_as_quoted() -> None:
     assert pytest.approx(400 / 19.5e12, rel=1e-15) == models.SERVER_J_PER_FLOP  # A100 SXM: 400 W, 19.5 TFLOP/s
     radio = models.RadioParams()
     assert (radio.circuit_power_w, radio.rx_power_w) == (1.28804, 1.28804)
+    # Aslan et al., J. Industrial Ecology 2018, abstract: 0.06 kWh/GB (2015); 1 kWh = 3.6e6 J, GB = 8e9 bit
+    assert models.ASLAN_2018_KWH_PER_GB == 0.06
+    assert pytest.approx(2.7e-5, rel=1e-15) == models.BACKHAUL_J_PER_BIT
+    assert pytest.approx(0.06, rel=1e-15) == models.BACKHAUL_J_PER_BIT * 8e9 / 3.6e6  # back to kWh/GB
+    assert validate({"server": {"edge": {}}}).server.edge.backhaul_j_per_bit == models.BACKHAUL_J_PER_BIT
     assert (radio.idle_power_w, radio.tail_power_w, radio.tail_s, radio.rrc_tail) == (1.06, 1.06, 11.576, False)
 
 

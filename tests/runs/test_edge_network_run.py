@@ -11,6 +11,7 @@ waits for it, long after client 1 is done.
 """
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pandas as pd
 import pytest
 
 from sfl_sim.cli import main
+from sfl_sim.clients.energy.models import BACKHAUL_J_PER_BIT
 from sfl_sim.config import validate
 from sfl_sim.runs.build import build_run
 from tests.helpers import small_scenario, write_yaml
@@ -63,6 +65,11 @@ def test_a_migration_across_a_cell_border_costs_the_hand_calculation(tmp_path) -
     assert row["handover_lost_s"] == pytest.approx(event.interruption_s + migration_s, rel=1e-12)
     # the migration, then each cell's aggregate up and the global model down (two cells)
     assert row["backhaul_bytes"] == state_bytes + 2 * 2 * aggregate_bytes
+    # and its energy at the default J/bit (one round: the round's is the run's)
+    with (tmp_path / "migrate-0.5" / "splitfed_v1" / "rounds.csv").open(newline="") as fh:
+        [written] = list(csv.DictReader(fh))
+    assert float(written["backhaul_energy_j"]) == 8.0 * row["backhaul_bytes"] * BACKHAUL_J_PER_BIT
+    assert summary["backhaul_energy_j"] == float(written["backhaul_energy_j"]) > 0
     assert summary["migrations"] == 1 and summary["handovers_in_rounds"] == 1 and summary["handovers"]["a3"] == 1
     # the round's clock: 0.5 s more latency is 0.5 s more for the migration client 0's server step
     # waits for, and 2 x 0.5 s more for the aggregation (up, then down); nothing else moves

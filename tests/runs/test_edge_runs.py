@@ -3,16 +3,20 @@ each round's clock and bytes, the rounds.csv columns and the summary's totals, a
 refusals."""
 from __future__ import annotations
 
+import csv
 import json
+import math
 
 import pandas as pd
 import pytest
 
 from sfl_sim.cli import main
+from sfl_sim.clients.energy.models import BACKHAUL_J_PER_BIT
 from sfl_sim.config import validate
 from sfl_sim.errors import ConfigError
 from sfl_sim.runs.build import build_handover_policy
-from sfl_sim.runs.rundir.schema import ROUNDS_COLUMNS
+from sfl_sim.runs.rundir.reader import RunFiles
+from sfl_sim.runs.rundir.schema import ROUNDS_COLUMNS, ROUNDS_FILE
 from tests.helpers import small_scenario, write_yaml
 
 pytestmark = pytest.mark.slow
@@ -21,10 +25,13 @@ EDGE = {"compute_flops_per_s": 1.0e12, "backhaul_bps": 1.0e6, "backhaul_latency_
 EDGE_COLUMNS = ["handovers", "handover_lost_s", "migrations", "handover_drops", "backhaul_bytes"]
 
 
-def _run(tmp_path, name: str, edge: dict | None, algorithm: str = "fedavg") -> tuple[pd.DataFrame, dict]:
+def _run(tmp_path, name: str, edge: dict | None, algorithm: str = "fedavg",
+         energy: bool = True) -> tuple[pd.DataFrame, dict]:
     data = small_scenario(rounds=2, algorithms=[algorithm])
     if edge is not None:
         data["server"] = {"edge": edge}
+    if not energy:
+        data["energy"] = {"enabled": False}
     path = write_yaml(tmp_path, data, f"{name}.yaml")
     assert main(["scenario", str(path), "-o", str(tmp_path / name), "--no-progress"]) == 0
     out = tmp_path / name / algorithm
@@ -45,6 +52,41 @@ def test_one_cell_aggregates_over_the_backhaul_each_round(tmp_path) -> None:
     assert edged[EDGE_COLUMNS[:-1]].to_numpy().sum() == 0 and plain[EDGE_COLUMNS].to_numpy().sum() == 0
     assert summary["backhaul_bytes"] == 4 * model_bytes and summary["handovers_in_rounds"] == 0
     assert "backhaul_bytes" not in plain_summary  # without an edge the summary is as it was
+    assert "backhaul_energy_j" not in plain_summary and plain["backhaul_energy_j"].tolist() == [0.0, 0.0]
+    # the backhaul's energy, 8 x bytes x J/bit (the default, Aslan et al. 2018), per round and in all
+    energy = _column(tmp_path / "edge" / "fedavg", "backhaul_energy_j")
+    assert energy == [float(8.0 * (2 * model_bytes) * BACKHAUL_J_PER_BIT)] * 2 and energy[0] > 0
+    assert summary["backhaul_energy_j"] == 8.0 * summary["backhaul_bytes"] * BACKHAUL_J_PER_BIT
+    assert summary["backhaul_energy_j"] == pytest.approx(math.fsum(energy), rel=1e-15)
+    # summary.md: the backhaul section for the edge run, none for the run without
+    table = (tmp_path / "edge" / "summary.md").read_text().split("# Edge servers: the backhaul")[1].split("\n# ")[0]
+    assert f"| fedavg | 0 | 0 | {4 * model_bytes / 1e6:.3g} | {summary['backhaul_energy_j']:.3g} |" in table
+    assert "backhaul" not in (tmp_path / "plain" / "summary.md").read_text()
+
+
+def _column(run_dir, column: str) -> list[float | str]:
+    """A rounds.csv column as written (pandas' default float parser may miss the last bit)."""
+    with (run_dir / "rounds.csv").open(newline="") as fh:
+        return [float(r[column]) if r[column] else r[column] for r in csv.DictReader(fh)]
+
+
+def test_the_backhaul_energy_follows_its_j_per_bit_and_the_energy_ledger(tmp_path) -> None:
+    _, summary = _run(tmp_path, "half", {**EDGE, "backhaul_j_per_bit": 1e-6})
+    energy = _column(tmp_path / "half" / "fedavg", "backhaul_energy_j")
+    assert energy == [8.0 * b * 1e-6 for b in _column(tmp_path / "half" / "fedavg", "backhaul_bytes")]
+    assert summary["backhaul_energy_j"] == 8.0 * summary["backhaul_bytes"] * 1e-6 > 0
+    _, off = _run(tmp_path, "off", EDGE, energy=False)  # no energy ledger: no energy, as client_energy_j
+    assert _column(tmp_path / "off" / "fedavg", "backhaul_energy_j") == ["", ""]
+    assert "backhaul_energy_j" not in off and off["backhaul_bytes"] > 0
+    # a run directory written before the column reads it empty, the other columns as written
+    run_dir = tmp_path / "half" / "fedavg"
+    rounds = pd.read_csv(run_dir / "rounds.csv", dtype=str, keep_default_na=False)
+    rounds.drop(columns="backhaul_energy_j").to_csv(run_dir / "rounds.csv", index=False)
+    header, *rows = RunFiles(run_dir).log_text(ROUNDS_FILE).splitlines()
+    assert header.split(",") == list(ROUNDS_COLUMNS) and len(rows) == 2
+    read = [dict(zip(ROUNDS_COLUMNS, row.split(","), strict=True)) for row in rows]
+    assert [r["backhaul_energy_j"] for r in read] == ["", ""]
+    assert [r["backhaul_bytes"] for r in read] == rounds["backhaul_bytes"].tolist()
 
 
 def test_a_split_algorithm_runs_its_steps_on_the_edge(tmp_path) -> None:

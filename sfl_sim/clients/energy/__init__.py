@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from sfl_sim.clients.energy.base import ENERGY, DeviceEnergy
 from sfl_sim.clients.energy.conformance import check_energy
-from sfl_sim.clients.energy.ledger import ClientEnergy, EnergyLedger, busy_seconds
+from sfl_sim.clients.energy.ledger import ClientEnergy, EnergyLedger, backhaul_energy_j, busy_seconds
 from sfl_sim.clients.energy.models import DvfsEnergy, PerFlopEnergy, RadioParams
 
-__all__ = ["ENERGY", "DeviceEnergy", "ClientEnergy", "EnergyLedger", "busy_seconds", "DvfsEnergy", "PerFlopEnergy",
-           "RadioParams", "check_energy"]
+__all__ = ["ENERGY", "DeviceEnergy", "ClientEnergy", "EnergyLedger", "backhaul_energy_j", "busy_seconds",
+           "DvfsEnergy", "PerFlopEnergy", "RadioParams", "check_energy"]

@@ -43,6 +43,8 @@ at every round's end, as before, charged the same seconds again in the next roun
 round.)
 
 Server energy is ``server FLOPs x server_j_per_flop`` (:meth:`EnergyLedger.server_energy_j`).
+With edge servers (``server.edge``) the backhaul's is ``8 x backhaul bytes x backhaul_j_per_bit``
+(:func:`backhaul_energy_j`), charged per round by the runner from the round's bytes.
 The ledger's state (each client's cumulative joules) is checkpointed with the run.
 
 Batteries (``capacity_j`` given; ``energy.battery``)
@@ -75,7 +77,7 @@ import numpy as np
 
 from sfl_sim.clients.energy.base import DeviceEnergy
 
-__all__ = ["BUSY_KINDS", "BusyKind", "ClientEnergy", "EnergyLedger", "busy_seconds"]
+__all__ = ["BUSY_KINDS", "BusyKind", "ClientEnergy", "EnergyLedger", "backhaul_energy_j", "busy_seconds"]
 
 BusyKind = Literal["compute", "uplink", "downlink"]
 """What keeps a client busy in an interval the engine notes (:class:`sfl_sim.engine.Busy`): each
@@ -117,6 +119,21 @@ class _Upload:
     end_s: float
     flops: float
     tx_power_w: float
+
+
+def backhaul_energy_j(backhaul_bytes: float, j_per_bit: float) -> float:
+    """The energy of ``backhaul_bytes`` over the edge servers' backhaul: ``8 x backhaul_bytes x
+    j_per_bit``, J.
+
+    Parameters
+    ----------
+    backhaul_bytes : float
+        Bytes over the backhaul (``rounds.csv``'s ``backhaul_bytes``; a run's total).
+    j_per_bit : float
+        ``server.edge.backhaul_j_per_bit`` (its default and source:
+        :data:`sfl_sim.clients.energy.models.BACKHAUL_J_PER_BIT`).
+    """
+    return 8.0 * backhaul_bytes * j_per_bit
 
 
 def busy_seconds(intervals: Sequence[tuple[float, float]]) -> float:

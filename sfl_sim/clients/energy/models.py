@@ -43,7 +43,9 @@ parameter                   default         source
 ==========================  ==============  =====================================================
 
 The server profile (``energy.server_j_per_flop``, :data:`SERVER_J_PER_FLOP`) is the NVIDIA A100
-SXM datasheet: 400 W board power over 19.5 TFLOP/s fp32 peak.
+SXM datasheet: 400 W board power over 19.5 TFLOP/s fp32 peak.  The backhaul's energy per bit
+(``server.edge.backhaul_j_per_bit``, :data:`BACKHAUL_J_PER_BIT`) is Aslan et al. (2018)'s
+electricity intensity of Internet data transmission for 2015, 0.06 kWh/GB.
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ from sfl_sim.kit.component import Component
 from sfl_sim.kit.params import Doc, ParamsModel
 
 __all__ = ["RadioParams", "PerFlopEnergy", "DvfsEnergy", "HUANG_2012", "YANG_2021_KAPPA", "HOROWITZ_2014_J_PER_FLOP",
-           "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE"]
+           "SERVER_J_PER_FLOP", "PA_EFFICIENCY", "FLOPS_PER_CYCLE", "ASLAN_2018_KWH_PER_GB", "BACKHAUL_J_PER_BIT"]
 
 #: The LTE constants of Huang et al. (MobiSys 2012) as quoted: Table 4's data-transfer model
 #: (``alpha_u``, ``alpha_d`` in W per Mbit/s, ``beta`` in W) and Table 3's RRC_CONNECTED tail.
@@ -71,6 +73,16 @@ YANG_2021_KAPPA = 1e-28
 HOROWITZ_2014_J_PER_FLOP = (0.9e-12 + 3.7e-12) / 2
 #: NVIDIA A100 SXM datasheet: 400 W over 19.5e12 FLOP/s fp32.
 SERVER_J_PER_FLOP = 400.0 / 19.5e12
+#: J. Aslan, K. Mayers, J. G. Koomey, C. France, "Electricity Intensity of Internet Data
+#: Transmission: Untangling the Estimates", Journal of Industrial Ecology 22(4):785-798, 2018,
+#: doi:10.1111/jiec.12630, abstract: "a new estimate of 0.06 kWh/GB for 2015" for the core and
+#: fixed-line access networks (halving about every 2 years since 2000), kWh per GB.
+ASLAN_2018_KWH_PER_GB = 0.06
+#: Joules per bit over the edge servers' backhaul (``server.edge.backhaul_j_per_bit``):
+#: :data:`ASLAN_2018_KWH_PER_GB` with 1 kWh = 3.6e6 J and, our reading, GB = 10^9 bytes = 8e9 bit:
+#: 0.06 x 3.6e6 J / 8e9 bit = 2.7e-5 J/bit.  Our choice: the paper's whole fixed-line path for 2015
+#: stands in for an edge backhaul; set it for your network.
+BACKHAUL_J_PER_BIT = ASLAN_2018_KWH_PER_GB * 3.6e6 / 8e9
 #: Our choice: power-amplifier efficiency of a handset near its rated output.
 PA_EFFICIENCY = 0.35
 #: Our choice: fp32 FLOPs per cycle of a mobile CPU core (4-lane FMA).

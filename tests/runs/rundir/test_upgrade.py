@@ -27,7 +27,8 @@ from tests.helpers import finished_run, read_rows, run_cli, small_scenario, writ
 SMALL = small_scenario(algorithms=["fedavg"])
 #: The rounds.csv columns added after runs were already being made.
 LATER_ROUND_COLUMNS = ("round_host_time_s", "uplink_attempts", "harq_retransmissions", "online_clients",
-                       "unavailable_clients", "availability_wait_s", "client_energy_j", "uplink_rb_load")
+                       "unavailable_clients", "availability_wait_s", "client_energy_j", "uplink_rb_load",
+                       "backhaul_energy_j")
 
 
 # -- scenario.yaml ---------------------------------------------------------------------------------
