@@ -258,7 +258,8 @@ METRICS_COLUMNS: tuple[str, ...] = (
 #: they lost to them (each handover's interruption plus a migration's backhaul time, summed over the
 #: clients), ``migrations`` the server-side states moved edge to edge, ``handover_drops`` the clients
 #: a handover dropped (also among ``dropped_clients``, reason ``handover``), ``backhaul_bytes`` the
-#: bytes over the backhaul (migrations, and each cell's aggregate up and the global model down),
+#: bytes over the backhaul (every ``backhaul/...`` kind: migrations, the sequential server's w_s
+#: moves, cloud-step payloads, and each cell's aggregate up and the global model down),
 #: ``backhaul_energy_j`` their energy, ``8 x backhaul_bytes x server.edge.backhaul_j_per_bit``, J
 #: (:func:`sfl_sim.clients.energy.backhaul_energy_j`; 0 without ``server.edge``, empty without an
 #: energy ledger and in rows written before the column existed);

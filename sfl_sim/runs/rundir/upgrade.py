@@ -189,7 +189,36 @@ def scenario(raw: Mapping[str, Any], continued_by: Mapping[str, Any] | None = No
     _outage_as_named_today(out)
     if RESOLVED_ENERGY not in raw and continued_by is not None and RESOLVED_ENERGY in continued_by:
         out[RESOLVED_ENERGY] = copy.deepcopy(continued_by[RESOLVED_ENERGY])
+    _edge_energy_from(out, continued_by)
     return out
+
+
+def _edge_energy_from(out: dict[str, Any], continued_by: Mapping[str, Any] | None) -> None:
+    """An edge run made before the backhaul's energy was charged (``server.edge`` without
+    ``backhaul_j_per_bit``) is charged from its resume on at the continuing scenario's rate (as a
+    run made before energy accounting: the ledger only records, it changes nothing the run
+    computed); read alone, at today's default (its ``rounds.csv`` has no energy column to show)."""
+    edge = (out.get("server") or {}).get("edge")
+    if not isinstance(edge, Mapping) or EDGE_BACKHAUL_J_PER_BIT in edge:
+        return
+    given = ((continued_by or {}).get("server") or {}).get("edge")
+    if isinstance(given, Mapping) and EDGE_BACKHAUL_J_PER_BIT in given:
+        rate = given[EDGE_BACKHAUL_J_PER_BIT]
+    else:
+        rate = _edge_defaults()[EDGE_BACKHAUL_J_PER_BIT]
+    out["server"] = {**out["server"], "edge": {**edge, EDGE_BACKHAUL_J_PER_BIT: rate}}
+
+
+#: The ``server.edge`` field added after edge runs were already being made.
+EDGE_BACKHAUL_J_PER_BIT = "backhaul_j_per_bit"
+
+
+@functools.cache
+def _edge_defaults() -> dict[str, Any]:
+    """``server.edge``'s fields at their defaults (the section is null by default)."""
+    from sfl_sim.config import validate
+
+    return dict(validate({"server": {"edge": {}}}).to_yaml_dict()["server"]["edge"])
 
 
 def _outage_as_named_today(scenario: dict[str, Any]) -> None:

@@ -368,3 +368,21 @@ def test_a_resume_keeps_older_clients_rows_with_their_cell_as_the_run_had_it(tmp
     header, *kept = list(csv.reader((tmp_path / CLIENTS_FILE).read_text().splitlines()))
     assert header == list(CLIENTS_COLUMNS) and len(kept) == 1  # round 2 came after the checkpoint
     assert dict(zip(header, kept[0], strict=True))["cell"] == ("" if network else "0")
+
+
+def test_an_edge_run_made_before_the_backhauls_energy_resumes_at_the_continuing_rate() -> None:
+    """``server.edge`` without ``backhaul_j_per_bit`` (an edge run made before the backhaul's energy
+    was charged): its resume charges the continuing scenario's rate from then on; read alone, today's
+    default.  Runs without an edge gain nothing."""
+    today = validate({**SMALL, "server": {"edge": {"backhaul_bps": 1e8}}}).to_yaml_dict()
+    today["algorithm"] = today.pop("algorithms")[0]
+    old = copy.deepcopy(today)
+    del old["server"]["edge"]["backhaul_j_per_bit"]
+    assert upgrade.scenario(old)["server"]["edge"] == today["server"]["edge"]
+    later = copy.deepcopy(today)
+    later["server"]["edge"]["backhaul_j_per_bit"] = 1e-6
+    assert upgrade.scenario(old, continued_by=later)["server"]["edge"]["backhaul_j_per_bit"] == 1e-6
+    assert upgrade.scenario(today, continued_by=later)["server"]["edge"]["backhaul_j_per_bit"] == 2.7e-5
+    plain = validate(SMALL).to_yaml_dict()
+    plain["algorithm"] = plain.pop("algorithms")[0]
+    assert "edge" not in upgrade.scenario(plain)["server"]
