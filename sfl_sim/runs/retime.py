@@ -223,6 +223,10 @@ def retime(run_dir: str | Path, overrides: Any = (), output: str | Path | None =
         raise RetimeRefused(f"algorithm: {source} ran {name}, an asynchronous algorithm, whose runs keep no work "
                             f"record (what its server aggregates depends on the arrival order); allowed: a run of "
                             f"a synchronous algorithm")
+    if before.server.edge is not None or cfg.server.edge is not None:
+        raise RetimeRefused(f"server.edge: {source if before.server.edge is not None else 'the re-timing'} has edge "
+                            f"servers, whose rounds' handovers, migrations and backhaul are not in the work record; "
+                            f"allowed: runs without server.edge (train the run instead)")
     records = _records(source, cfg.rounds, summary, before.clients.count)
     scores = _read_scores(source)
     spec = cfg.algorithms[0]

@@ -36,15 +36,23 @@ def _asynchronous(run: StudyRun) -> bool:
     return is_asynchronous(ALGORITHMS.get(run.scenario["algorithms"][0]["name"]))
 
 
+def _with_edges(run: StudyRun) -> bool:
+    """Whether ``run`` has edge servers (``server.edge``): its rounds' handovers, migrations and
+    backhaul are not in the work record, so it is trained, never re-timed."""
+    return bool((run.scenario.get("server") or {}).get("edge"))
+
+
 def training_groups(runs: Sequence[StudyRun]) -> list[list[StudyRun]]:
     """The runs that may share a training, in the study's order: groups of two or more runs of a
-    synchronous algorithm with equal training fields (:func:`sfl_sim.runs.retime_fields.training_key`)."""
+    synchronous algorithm without edge servers with equal training fields
+    (:func:`sfl_sim.runs.retime_fields.training_key`)."""
     from sfl_sim.runs.retime_fields import training_key
 
     groups: dict[str, list[StudyRun]] = {}
     for run in runs:
         groups.setdefault(training_key(run.scenario), []).append(run)
-    return [members for members in groups.values() if len(members) > 1 and not _asynchronous(members[0])]
+    return [members for members in groups.values()
+            if len(members) > 1 and not _asynchronous(members[0]) and not any(_with_edges(m) for m in members)]
 
 
 def closest_first(run: StudyRun, sources: Iterable[StudyRun]) -> list[StudyRun]:

@@ -137,3 +137,24 @@ def test_scalas_cloud_steps_take_their_payloads_over_the_backhaul(tmp_path) -> N
     iterations = small_scenario(rounds=2)["training"]["local_iterations"]
     slower = (edged["round_sim_time_s"] - plain["round_sim_time_s"]).tolist()
     assert min(slower) > iterations * 2 * EDGE["backhaul_latency_s"]
+
+
+def test_an_edge_run_is_not_re_timed_and_a_study_trains_it(tmp_path, capsys) -> None:
+    """The rounds of a run with edge servers are not in its work record (handovers, migrations,
+    the backhaul): ``sfl-sim retime`` refuses it in one line naming ``server.edge`` before any work,
+    and a study does not plan to re-time edge runs from one another."""
+    from sfl_sim.study.plan import StudyRun
+    from sfl_sim.study.waves import training_groups
+
+    _run(tmp_path, "edge", EDGE)
+    capsys.readouterr()
+    code = main(["retime", str(tmp_path / "edge" / "fedavg"), "-o", str(tmp_path / "again"),
+                 "--set", "server.edge.backhaul_bps=2e6", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and "server.edge" in err[0] and "work record" in err[0]
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
+    base = small_scenario(rounds=2, algorithms=["fedavg"])
+    plain = [StudyRun(f"r{i}", {"algorithm": "fedavg", "b": b}, {**base, "cell": {"uplink_bandwidth_hz": b}})
+             for i, b in enumerate((10e6, 20e6))]
+    edged = [StudyRun(r.name + "e", r.coordinates, {**r.scenario, "server": {"edge": EDGE}}) for r in plain]
+    assert len(training_groups(plain)) == 1 and training_groups(edged) == []
