@@ -232,10 +232,11 @@ def radio_layouts(table: pd.DataFrame, study: StudyData) -> list[Layout]:
              "attempts: uplink attempts in outage over attempts; time split: the mean client-round, s, from "
              "clients.csv)."]
     if edge:
+        joules = (" and its joules (8 x bytes x server.edge.backhaul_j_per_bit; '-': no energy ledger)"
+                  if "backhaul_energy_j" in edge else "")
         notes.append("With edge servers, per round: the handovers of the round's clients, the client-seconds they "
-                     "lost (interruptions and migrations over the backhaul), the migrations, the backhaul's MB "
-                     "and its joules (8 x bytes x server.edge.backhaul_j_per_bit; '-': no energy ledger) "
-                     "(rounds.csv).")
+                     f"lost (interruptions and migrations over the backhaul), the migrations, the backhaul's MB"
+                     f"{joules} (rounds.csv).")
     if load:
         notes.append("With a network of cells: the busiest and the least-busy cell's share of the run's client-rounds "
                      "(clients.csv's cell, the serving cell at the round's start; an even load is 100 / cells %; a "
