@@ -29,27 +29,29 @@ and its end walks the rate over time.  Since the first measurement (1-site 484 m
 * one link's uplink noise rise from its cell's column of the interference only, the links at one
   time from the short list of clients without one.
 
-Measured (``--rounds 8``, the 2 shared cores with a helper's tests running, load 1.6-2.3),
-ms per round (ratio to the 1-site network with the same mobility; to today's cell with it):
+Measured idle at the stop (``--rounds 10``, load 0.8, three runs of the command one after
+another), ms per round (ratio to the 1-site network with the same mobility; to today's cell with
+it), the first run's:
 
 ====================  =============================
 round                 now
 ====================  =============================
-today                    34.0
-1-site                  227.7  (1.00; 6.7 x today)
-7-site                  273.1  (1.20; 8.0 x today)
-today, moving           216.6
-1-site, moving          337.6  (1.00; 1.56 x today moving)
-7-site, moving          563.3  (1.67; 2.6 x today moving)
+today                    28.7
+1-site                  154.8  (1.00; 5.4 x today)
+7-site                  194.4  (1.26; 6.8 x today)
+today, moving           211.4
+1-site, moving          242.8  (1.00; 1.15 x today moving)
+7-site, moving          351.0  (1.45; 1.66 x today moving)
 ====================  =============================
 
-and in other runs of the same command 1.07-1.25 (static) and 1.39-1.67 (moving), the spread
-being the machine's (the rounds of a moving network differ in their handovers: 248 A3 handovers
-over 17.5 s).  The static target holds; the moving one holds in some runs and not others.  What a
-moving 7-site round pays beyond a moving 1-site one (timing wrappers, one process, ms per round,
+and the 7-site ratios of the three runs: static 1.26 / 1.46 / 1.18, moving 1.45 / 1.65 / 1.46 (the
+spread is the machine's and the rounds': a moving network's rounds differ in their handovers, 285
+A3 handovers over 21.7 s).  The static target holds in every run; the moving one in two of three.
+
+What a moving 7-site round pays beyond a moving 1-site one (timing wrappers, one process, ms per round,
 1 / 7 sites): the interference at each link's start and piece 24 / 131, the link presence 37 / 98,
 the handover rule and its RSRP 15 / 62, every client's losses per position step 9 / 34, the
-changes of cell looked up per transfer 23 / 48.  A network round is still 7 x today's static one:
+changes of cell looked up per transfer 23 / 48.  A network round is still 5-7 x today's static one:
 each transfer's start and pieces are single-link numpy calls (~50 us each), where today's round
 computes every link once.
 """
