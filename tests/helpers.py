@@ -210,3 +210,21 @@ class ScriptedCells:
     def handovers_between(self, t0_s: float, t1_s: float) -> tuple[Any, ...]:
         self.asked.append((t0_s, t1_s))
         return tuple(e for e in self.events if t0_s <= e.time_s < t1_s)
+
+
+def timed_uploads(sim: Any, plan: list[tuple[int, float, int]]) -> tuple[dict[int, tuple[Any, float]], Any]:
+    """Run one round of ``sim`` whose cohort is the plan's clients, each ``(client, start_s, nbytes)``
+    uploading ``nbytes`` from ``start_s``: each client's outcome and the clock when it came, and the
+    round's context (``sim.last_round``)."""
+    out: dict[int, tuple[Any, float]] = {}
+
+    def round_process(ctx: Any) -> Any:
+        def one(client: int, start_s: float, nbytes: int) -> Any:
+            yield ctx.env.timeout(start_s)
+            value = yield ctx.upload(client, nbytes, "payload")
+            out[client] = (value, ctx.now_s)
+
+        yield ctx.all_of([ctx.process(one(*p)) for p in plan])
+
+    sim.run_round(round_process, np.array(sorted({p[0] for p in plan})))
+    return out, sim.last_round

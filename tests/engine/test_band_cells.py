@@ -17,6 +17,7 @@ from sfl_sim.channel.network.protocols import HandoverEvent
 from sfl_sim.channel.network.state import NetworkPlacement, layout_radius_m
 from sfl_sim.engine import DELIVERED, Simulator
 from sfl_sim.engine.band import CellBands, open_band
+from tests.helpers import timed_uploads
 
 GRID = ResourceGrid(1, 20e6)  # 51 RBs, 0.5 ms slots
 FULL_HZ = GRID.n_rb * GRID.hz_per_rb
@@ -33,21 +34,6 @@ def _network_cell(n_clients: int = 20, **extra: object) -> Cell:
                 network=grid, network_rng=r(5), **extra)
 
 
-def _uploads(sim: Simulator, plan: list[tuple[int, float, int]]) -> tuple[dict, object]:
-    out: dict[int, tuple[object, float]] = {}
-
-    def round_process(ctx):
-        def one(client, start_s, nbytes):
-            yield ctx.env.timeout(start_s)
-            value = yield ctx.upload(client, nbytes, "payload")
-            out[client] = (value, ctx.now_s)
-
-        yield ctx.all_of([ctx.process(one(*p)) for p in plan])
-
-    sim.run_round(round_process, np.array(sorted({p[0] for p in plan})))
-    return out, sim.last_round
-
-
 def test_two_clients_in_different_cells_each_get_their_whole_cells_band_under_round_robin() -> None:
     cell = _network_cell()
     radio = cell.radio
@@ -56,7 +42,7 @@ def test_two_clients_in_different_cells_each_get_their_whole_cells_band_under_ro
     b = int(np.flatnonzero(cells != cells[a])[0])
     sim = Simulator(cell, np.ones(20), 1.0, scheduler=RoundRobin(), numerology=1)
     nbytes = 250_000
-    out, ctx = _uploads(sim, [(a, 0.0, nbytes), (b, 0.0, nbytes)])
+    out, ctx = timed_uploads(sim, [(a, 0.0, nbytes), (b, 0.0, nbytes)])
     # by hand: each alone in its cell's band of 51 RBs from the grant latency on, at its rate on the
     # whole 20 MHz: bits / rate after the latency.  The rates are read at a transfer's start (as on
     # the static path): a's before b is on the air (no interference), b's with a transmitting in
@@ -182,7 +168,7 @@ def test_a_round_on_a_seven_site_network_runs_each_cells_band_in_parallel(form: 
     cohort = np.arange(10)
     sim = Simulator(cell, np.ones(20), 1.0, scheduler=ProportionalFair(fidelity=form), numerology=1,
                     slot_trace=True)
-    out, ctx = _uploads(sim, [(int(k), 0.0, 20_000) for k in cohort])
+    out, ctx = timed_uploads(sim, [(int(k), 0.0, 20_000) for k in cohort])
     assert all(v == DELIVERED for v, _ in out.values())
     serving = cell.radio.serving_cell(cohort, 0.0)
     assert len(set(serving.tolist())) > 1
@@ -229,7 +215,7 @@ def test_a_client_walking_through_a_handover_pauses_in_its_first_cells_band_on_t
     after = float(radio.links(np.array([0]), 17.85, full, fading=gain).rate_bps[0])
     assert radio.serving_cell([0], 17.85).tolist() != [0]
     nbytes = int(before * 0.3 / 8) + 100_000  # past the handover
-    out, ctx = _uploads(sim, [(0, 0.0, nbytes)])
+    out, ctx = timed_uploads(sim, [(0, 0.0, nbytes)])
     end_s = 17.85 + (8 * nbytes - before * (17.80 - t0)) / after
     assert out[0] == (DELIVERED, pytest.approx(end_s, rel=1e-9))
     assert ctx.uplink_grants(0).granted_s == pytest.approx(end_s - t0 - 0.05, rel=1e-9)

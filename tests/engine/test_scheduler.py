@@ -10,6 +10,7 @@ from sfl_sim.channel import FixedDistancePlacement, MaxRate, ProportionalFair, R
 from sfl_sim.engine import DELIVERED, Lost, Simulator
 from sfl_sim.engine.band import open_band
 from tests.channel.helpers import small_cell
+from tests.helpers import timed_uploads
 
 GRID = ResourceGrid(1, 20e6)  # 51 RBs, 0.5 ms slots; m RBs are worth m x 20 MHz / 51 to the rate
 FULL_HZ = GRID.n_rb * GRID.hz_per_rb  # 20 MHz
@@ -252,25 +253,10 @@ def _sim(scheduler):
     return Simulator(cell, np.ones(2), 1.0, scheduler=scheduler, numerology=1)
 
 
-def _uploads(sim, plan):
-    out = {}
-
-    def round_process(ctx):
-        def one(client, start_s, nbytes):
-            yield ctx.env.timeout(start_s)
-            value = yield ctx.upload(client, nbytes, "payload")
-            out[client] = (value, ctx.now_s)
-
-        yield ctx.all_of([ctx.process(one(*p)) for p in plan])
-
-    sim.run_round(round_process, np.array([0, 1]))
-    return out, sim.last_round
-
-
 def test_the_engine_uplink_goes_through_the_band():
     sim = _sim(RoundRobin())
     cell = sim.cell
-    out, ctx = _uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 10_000)])
+    out, ctx = timed_uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 10_000)])
     # client 1 shares half the grid until it ends, then client 0 has the whole grid
     ids = np.array([0, 1])
     half = cell.uplink_link_at_bandwidth(ids, np.full(2, FULL_HZ / 2)).rate_bps
@@ -344,8 +330,8 @@ def test_a_round_of_computing_then_uploading_under_round_robin_matches_processor
 def test_static_keeps_the_round_share():
     from sfl_sim.channel import StaticScheduler
 
-    plain, _ = _uploads(_sim(None), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
-    static, _ = _uploads(_sim(StaticScheduler()), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
+    plain, _ = timed_uploads(_sim(None), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
+    static, _ = timed_uploads(_sim(StaticScheduler()), [(0, 0.0, 100_000), (1, 0.0, 10_000)])
     assert plain == static
 
 
@@ -361,7 +347,7 @@ def test_a_client_leaving_mid_transfer_is_withdrawn_from_the_band():
 
     cell = small_cell(FixedDistancePlacement([150.0, 350.0]), n_clients=2, uplink_bandwidth_hz=20e6)
     sim = Simulator(cell, np.ones(2), 1.0, scheduler=RoundRobin(), availability=LeavesAt())
-    out, ctx = _uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 1_000_000)])
+    out, ctx = timed_uploads(sim, [(0, 0.0, 1_000_000), (1, 0.0, 1_000_000)])
     assert out[1] == (Lost("unavailable"), pytest.approx(1e-3))
     whole0 = cell.uplink_link_at_bandwidth([0], [FULL_HZ]).rate_bps[0]
     half0 = cell.uplink_link_at_bandwidth(np.array([0, 1]), np.full(2, FULL_HZ / 2)).rate_bps[0]
