@@ -48,10 +48,11 @@ and the 7-site ratios of the three runs: static 1.26 / 1.46 / 1.18, moving 1.45 
 spread is the machine's and the rounds': a moving network's rounds differ in their handovers, 285
 A3 handovers over 21.7 s).  The static target holds in every run; the moving one in two of three.
 
-What a moving 7-site round pays beyond a moving 1-site one (timing wrappers, one process, ms per round,
-1 / 7 sites): the interference at each link's start and piece 24 / 131, the link presence 37 / 98,
-the handover rule and its RSRP 15 / 62, every client's losses per position step 9 / 34, the
-changes of cell looked up per transfer 23 / 48.  A network round is still 5-7 x today's static one:
+What a moving 7-site round pays beyond a moving 1-site one (timing wrappers, one process, ms per
+round, 1 / 7 sites; the wrappers nest, so the parts overlap: the interference's own link-presence
+calls are in both): the interference at each link's start and piece 24 / 131, the link presence
+37 / 98, the handover rule with its RSRP 12 / 41, every client's losses per position step 9 / 34,
+the changes of cell looked up per transfer 23 / 48.  A network round is still 5-7 x today's static one:
 each transfer's start and pieces are single-link numpy calls (~50 us each), where today's round
 computes every link once.
 """

@@ -609,25 +609,21 @@ class NetworkRadio:
             return np.ones(np.shape(ids))
         t = float(t_s)
         cells = self.attached_cell(ids, t)
-        if cells.size == 1:  # one link (a transfer's start): its cell's column only, summed in the same order
-            cell = int(cells.flat[0])
-            _, gain = self._losses_gains_at(t)
-            power = self._tx_power_w[on] * self.connected(on, t)
-            received = np.where(self.attached_cell(on, t) == cell, 0.0, power * gain[on, cell])
-            psd_one = sum(received.tolist(), 0.0) / self._budget.uplink_bandwidth_hz
-            return np.full(np.shape(ids), 1.0 + psd_one / self._budget.noise_floor_w_per_hz)
-        psd = self._interference_psd(on, t)
-        return 1.0 + psd[cells] / self._budget.noise_floor_w_per_hz
+        needed, at = np.unique(cells, return_inverse=True)  # a transfer's start: one cell
+        psd = self._interference_psd(on, t, needed)
+        return (1.0 + psd / self._budget.noise_floor_w_per_hz)[at].reshape(np.shape(ids))
 
-    def _interference_psd(self, on: np.ndarray, t_s: float) -> np.ndarray:
-        """The uplink interference PSD at each cell from the transmitting clients ``on``, W/Hz."""
+    def _interference_psd(self, on: np.ndarray, t_s: float, cells: np.ndarray) -> np.ndarray:
+        """The uplink interference PSD at ``cells`` from the transmitting clients ``on``, W/Hz: each
+        cell's sum correctly rounded (``math.fsum``), so a cell's number does not depend on which
+        other cells are asked with it."""
         _, gain = self._losses_gains_at(t_s)
+        power = self._tx_power_w[on] * self.connected(on, t_s)
         tx_cell = self.attached_cell(on, t_s)
-        tx_connected = self.connected(on, t_s)
-        power = self._tx_power_w[on] * tx_connected
-        received = power[:, None] * gain[on]  # (transmitters, cells)
-        received[np.arange(on.size), tx_cell] = 0.0  # a cell's own clients are orthogonal to it
-        return received.sum(axis=0) / self._budget.uplink_bandwidth_hz
+        band_hz = self._budget.uplink_bandwidth_hz
+        # a cell's own clients are orthogonal to it
+        return np.array([math.fsum(np.where(tx_cell == c, 0.0, power * gain[on, c]).tolist()) / band_hz
+                         for c in cells.tolist()])
 
     def set_transmitting(self, client: int, on: bool) -> None:
         """The engine says whether ``client`` has an uplink transfer in flight."""
