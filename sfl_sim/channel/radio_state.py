@@ -288,6 +288,19 @@ class RadioState:
         return self.timed or self.time_varying or self.network is not None
 
     @property
+    def transfer_rule(self) -> str:
+        """How a transfer's bits are integrated over time here, in words (module docstring, "A
+        transfer in time"); "" when nothing depends on time."""
+        if self._smooth:
+            return (f"Gauss-Legendre panels of min({PANEL_FRACTION:g} x coherence, {MAX_PANEL_S * 1e3:g} ms), "
+                    f"{QUADRATURE_NODES} nodes each")
+        if self.time_varying:
+            return f"held steps of min({STEP_FRACTION:g} x coherence, {MAX_STEP_S * 1e3:g} ms)"
+        if self.in_time:
+            return "pieces of constant rate (the position grid's steps and the changes of cell or link)"
+        return ""
+
+    @property
     def t_s(self) -> float:
         """The simulated time the state was advanced to, s."""
         return self._t_s
@@ -519,12 +532,12 @@ class RadioState:
                        start_rate_bps: float | None = None) -> float:
         """When ``bits`` sent by (or to) ``client`` from ``t0_s`` on a share of ``bandwidth_hz`` are through.
 
-        The rate at ``t0_s + j dt`` (``dt`` = :meth:`step_s`; the time-varying fading's gain and,
-        with a timed mobility, the client's position then) is held over ``[t0 + j dt, t0 + (j+1) dt)``
-        and the bits integrated (the steps' bits summed in order from the first); the last step
-        ends when the last bit is through.  Pure.  Without a time-varying fading the gain is
-        ``fading_gain`` (the coherence block's draw; None: 1).  ``start_rate_bps``, the rate at
-        ``t0_s`` when the caller has it (the same number), saves its evaluation.
+        The rate is integrated over the channel as it changes by the rule the channel calls for
+        (the module docstring, "A transfer in time": pieces without a time-varying fading,
+        Gauss-Legendre panels on a smooth one, held steps otherwise), the bits summed in order from
+        the start.  Pure.  Without a time-varying fading the gain is ``fading_gain`` (the coherence
+        block's draw; None: 1).  ``start_rate_bps``, the rate at ``t0_s`` when the caller has it
+        (the same number; a network's on the serving cell, connected or not), saves its evaluation.
         :meth:`transfer_ends_s` for one client.
 
         Raises

@@ -36,7 +36,6 @@ import numpy as np
 from scipy.special import j0
 
 from sfl_sim.channel.link.fading_time import GaussMarkovFading, JakesFading, RicianJakesFading
-from sfl_sim.channel.radio_state import MAX_STEP_S, STEP_FRACTION
 from sfl_sim.channel.radio_time import fading_doppler_hz, fixed_fading_speed_m_per_s
 
 if TYPE_CHECKING:
@@ -246,7 +245,7 @@ def doppler_line(cell: Cell, name: str | None = None) -> str | None:
                          else "") if finite.size else "coherence time: none (f_D = 0 for every client)")
     return (f"fading {name or type(radio.fading).__name__} in time: Doppler f_D min/median/max {_spread(fd, '.3g')} Hz "
             f"({speed}; carrier {radio.carrier_frequency_hz / 1e9:g} GHz); {coherence_text}; "
-            f"transfers integrated over steps of min({STEP_FRACTION:g} x coherence, {MAX_STEP_S * 1e3:g} ms)")
+            f"transfers integrated by {radio.transfer_rule}")
 
 
 def mobility_line(cell: Cell, name: str | None = None) -> str | None:

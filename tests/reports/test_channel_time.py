@@ -35,6 +35,8 @@ def test_a_jakes_cell_reports_its_doppler_and_its_autocorrelation_is_j0(tmp_path
     assert f"Doppler f_D min/median/max {fd:.3g}/{fd:.3g}/{fd:.3g} Hz" in line
     assert "speed 3 m/s for every client (fading speed_m_per_s: drop-based)" in line
     assert f"coherence time min/median/max {coherence_ms:.3g}/{coherence_ms:.3g}/{coherence_ms:.3g} ms" in line
+    # the rule that integrates its transfers (a smooth fading: Gauss-Legendre panels, not held steps)
+    assert line.endswith("transfers integrated by Gauss-Legendre panels of min(0.2 x coherence, 20 ms), 2 nodes each")
     assert any(x.startswith(f"  {AUTOCORRELATION_FILE}: envelope autocorrelation over 8 clients") for x in lines)
     assert not any(x.startswith("mobility") for x in lines)  # static clients: no timed mobility
     data = fading_autocorrelation(build_cell(cfg(fading={"name": "jakes", "speed_m_per_s": 3.0})), 4.0)
@@ -49,6 +51,9 @@ def test_gauss_markov_against_rho_to_the_k_and_a_timed_mobility_line(tmp_path):
     cell = build_cell(cfg(fading={"name": "gauss_markov", "update_interval_s": 1e-3},
                           mobility={"name": "gauss_markov", "mean_speed_m_per_s": 10.0}))
     data = fading_autocorrelation(cell, 16.0)  # 13 segments: an AR(1)'s estimate scatters more
+    assert cell.radio.transfer_rule == "held steps of min(0.1 x coherence, 10 ms)"
+    assert build_cell(cfg(mobility={"name": "gauss_markov", "mean_speed_m_per_s": 10.0})).radio.transfer_rule \
+        .startswith("pieces of constant rate")
     fd = 10.0 * 2.0e9 / SPEED_OF_LIGHT_M_PER_S
     rho = j0(2 * np.pi * fd * 1e-3)
     np.testing.assert_allclose(data.lag_s / 1e-3, np.round(data.lag_s / 1e-3), atol=1e-9)  # on the AR grid
