@@ -167,6 +167,11 @@ DIRECTIONS = ("uplink", "downlink", "broadcast")
 #: Position grid times whose coupling losses are computed together when one is first asked
 #: (:meth:`RadioState._loss_at_grid`; our choice: the position steps of one large-scale step).
 LOSS_BLOCK = 10
+#: The most position grid times one call of the compiled integration is handed (our choice: a
+#: block's worth; the chunk's panels may reach far further when a transfer starts in a fade, and
+#: the grid times it never walks would be computed for nothing, then forgotten when the
+#: large-scale state moves on; a transfer that walks past its table carries on with the next).
+TABLE_GRID_TIMES = LOSS_BLOCK
 #: The most steps a transfer is integrated over before the state refuses (a link that never
 #: delivers is an outage, which the engine judges at the transfer's start).
 _MAX_STEPS = 10_000_000
@@ -585,7 +590,7 @@ class RadioState:
                     self._loss_owner, self._loss_at = now, {}
                 j = int(next_panel[0])
                 index0 = math.floor((t0 + panel * j) / step)
-                last = math.floor((t0 + panel * (j + count)) / step)
+                last = min(math.floor((t0 + panel * (j + count)) / step), index0 + TABLE_GRID_TIMES - 1)
                 width = last - index0 + 1
                 kept = [self._loss_at_grid(mobility, i) for i in range(index0, last + 1)]
                 coupling_db = np.array([k[0][client] for k in kept])
@@ -895,8 +900,9 @@ class RadioState:
                             terms: tuple[tuple[Any, ...], tuple[Any, ...]]) -> np.ndarray:
         """:meth:`_integrate_panels` compiled (:mod:`sfl_sim.channel.transfer_compiled`): the
         powers and large-scale gains of the position grid times the next ``count`` panels of each
-        transfer reach are computed here (as :meth:`_rates` does), the panels walked there; a
-        transfer that walks past its table carries on with the next table (twice the panels)."""
+        transfer reach (at most :data:`TABLE_GRID_TIMES` of them) are computed here (as
+        :meth:`_rates` does), the panels walked there; a transfer that walks past its table carries
+        on with the next table (twice the panels)."""
         fading, (code, noise_factor, cap, keep, eff) = terms
         m = ids.size
         mobility = self._timed_mobility
@@ -914,7 +920,8 @@ class RadioState:
                 cols = index0[:, None]
             else:
                 index0 = np.floor((on_t0 + on_panel * next_panel[left]) / step).astype(np.int64)
-                last = np.floor((on_t0 + on_panel * (next_panel[left] + count[left])) / step).astype(np.int64)
+                reach = np.floor((on_t0 + on_panel * (next_panel[left] + count[left])) / step).astype(np.int64)
+                last = np.minimum(reach, index0 + (TABLE_GRID_TIMES - 1))
                 span = last - index0 + 1
                 cols = np.minimum(index0[:, None] + np.arange(int(span.max()))[None, :], last[:, None])
             width = cols.shape[1]

@@ -176,3 +176,32 @@ def test_within_panel_is_the_numpy_rule_bit_for_bit():
                                            float(_GL_NODES[0]), float(_GL_NODES[1]), float(panel[i]))
            for i in range(n)]
     np.testing.assert_array_equal(np.array(got), expected)
+
+
+@pytest.mark.parametrize("lone", [True, False], ids=["lone", "batched"])
+def test_a_chunk_sized_for_a_fade_computes_only_the_grid_times_it_walks(lone):
+    """A transfer whose start's rate is far below its rate later (it starts in a fade) gets a
+    chunk of thousands of panels; the tables handed to the kernel stop at TABLE_GRID_TIMES grid
+    times, so the coupling losses of grid times it never reaches are not computed (they were,
+    30 s ahead at 3 km/h, and forgotten at the next large-scale update), and the end is the same."""
+    from sfl_sim.channel.radio_state import LOSS_BLOCK, TABLE_GRID_TIMES
+
+    assert TABLE_GRID_TIMES <= LOSS_BLOCK
+    radio = _moving_cell(3.0).radio
+    ids, bits, t0 = _transfers(radio, 4, 6)
+    share = np.full(ids.size, 1e6)
+    first = radio.start_links(ids, t0, share)[1]
+    reference = radio.transfer_ends_s(ids, bits, t0, share, start_rate_bps=first)
+    step = radio.position_step_s
+    for r in range(ids.size):
+        radio._loss_at.clear()
+        slow = float(first[r]) * 1e-4  # the chunk: 4096 panels of 8.7 ms, 36 s, 360 grid times
+        if lone:
+            end = radio.transfer_end_s(int(ids[r]), float(bits[r]), float(t0[r]), 1e6, start_rate_bps=slow)
+        else:
+            end = radio.transfer_ends_s(ids[r:r + 1].repeat(2), bits[r], t0[r], 1e6,
+                                        start_rate_bps=np.array([slow, slow]))[0]
+        assert end == reference[r]
+        walked = int(np.floor(reference[r] / step)) - int(np.floor(t0[r] / step)) + 1
+        # the grid times walked, rounded out to whole blocks, and at most one table past them
+        assert len(radio._loss_at) <= walked + 3 * LOSS_BLOCK
