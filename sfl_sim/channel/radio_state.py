@@ -267,6 +267,8 @@ class RadioState:
             self._tv_fading = None
             coherence = np.full(n, math.inf)
         self.coherence_time_s = coherence
+        # the compiled integration's terms per direction (_compiled_terms)
+        self._terms_kept: dict[str, tuple[Any, Any, Any]] = {}
         # a fading that evaluates a transfer's steps at once (JakesFading.power_gain_steps)
         self._steps_of = getattr(self._tv_fading, "power_gain_steps", None)
         self._step_s = np.minimum(STEP_FRACTION * coherence, MAX_STEP_S)
@@ -891,9 +893,18 @@ class RadioState:
         rate model it does not know, a network of cells, or the compiled path switched off."""
         if self.network is not None or direction not in ("uplink", "downlink") or not transfer_compiled.enabled():
             return None
+        model = self.budget.rate if direction == "uplink" else self.budget.downlink_rate
+        # kept per direction while the fading's sinusoids (set anew when it is started or its state
+        # loaded) and the rate model are the same objects: a lone transfer asks at every start
+        source = getattr(self._tv_fading, "_omega_c", None)
+        kept = self._terms_kept.get(direction)
+        if kept is not None and kept[0] is source and kept[1] is model:
+            return kept[2]
         fading = transfer_compiled.fading_terms(self._tv_fading)
-        rate = transfer_compiled.rate_terms(self.budget.rate if direction == "uplink" else self.budget.downlink_rate)
-        return None if fading is None or rate is None else (fading, rate)
+        rate = transfer_compiled.rate_terms(model)
+        terms = None if fading is None or rate is None else (fading, rate)
+        self._terms_kept[direction] = (source, model, terms)
+        return terms
 
     def _integrate_compiled(self, ids: np.ndarray, bits: np.ndarray, t0: np.ndarray, share: np.ndarray,
                             panel: np.ndarray, direction: str, count: np.ndarray,

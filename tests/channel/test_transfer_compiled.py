@@ -205,3 +205,18 @@ def test_a_chunk_sized_for_a_fade_computes_only_the_grid_times_it_walks(lone):
         walked = int(np.floor(reference[r] / step)) - int(np.floor(t0[r] / step)) + 1
         # the grid times walked, rounded out to whole blocks, and at most one table past them
         assert len(radio._loss_at) <= walked + 3 * LOSS_BLOCK
+
+
+def test_the_kernel_terms_are_kept_until_the_fading_is_loaded_anew():
+    """The terms handed to the kernel are kept per direction (a lone transfer asks at every
+    start), and taken anew when the fading's state is loaded (its sinusoids replaced): a
+    resumed run's transfers use the loaded phases, not the ones before."""
+    radio = _cell(JakesFading(speed_m_per_s=8.33), ShannonRate()).radio
+    up, down = radio._compiled_terms("uplink"), radio._compiled_terms("downlink")
+    assert radio._compiled_terms("uplink") is up and radio._compiled_terms("downlink") is down
+    other = _cell(JakesFading(speed_m_per_s=8.33), ShannonRate(), seed=5).radio
+    radio._tv_fading.load_state_dict(other._tv_fading.state_dict())
+    again = radio._compiled_terms("uplink")
+    assert again is not up
+    assert np.array_equal(again[0][1], other._compiled_terms("uplink")[0][1])  # the loaded phases
+    assert not np.array_equal(again[0][1], up[0][1])
