@@ -56,8 +56,10 @@ paths may pick neighbouring CQIs at that node (both are the table's rate at an S
 of the other).
 
 The cost (``bench/transfer_kernel.py``, synthetic transfers, ns per node, the turns' kernel
-against this one): about 85 -> 43 at 30 and 120 km/h, 110 -> 83 at 3 km/h (a few tens of
-panels a transfer: the sines and cosines of a transfer's start dominate).  What it took, measured
+against this one, its docstring's table): about half at 30 and 120 km/h (85-90 -> 42-45), 0.77
+at 3 km/h (110 -> 85: a few tens of panels a transfer, where the sines and cosines of its start
+dominate, about 2 us a transfer either way); in ``bench/radio_time.py``'s rounds 120 km/h went
+from 320-390 to 255-285 ms a round, 30 km/h from 145-160 to 120-145.  What it took, measured
 at 120 km/h: the helpers inlined in numba's IR (``inline="always"``; called per node with arrays
 they cost about 40 ns a node, their calls' overhead with the arrays' reference counts, our
 reading), the sums of both quadratures at both nodes in one loop over 16 adjacent lanes (each
