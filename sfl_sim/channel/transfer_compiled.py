@@ -9,10 +9,20 @@ millions of them) and a transfer computed alone costs a few hundred microseconds
 
 - the built-in sum-of-sinusoids fadings, exactly :class:`~sfl_sim.channel.link.fading_time.JakesFading`
   and :class:`~sfl_sim.channel.link.fading_time.RicianJakesFading` (a subclass may change the
-  gain): each sinusoid's phasor ``exp(i (w t + phi))`` at the two nodes is evaluated by cosine
-  and sine at every :data:`ANCHOR_PANELS`-th panel of the transfer (panels 0, 32, 64 ... of its
-  own grid, whatever chunk a call starts at) and turned by ``exp(i w h)`` (``h`` the panel)
-  from one panel to the next between them;
+  gain): the gain needs only the sums of cosines ``X = sum_n cos(w_n t + phi_n)`` of each
+  quadrature (Rician-Jakes adds its line-of-sight phasor, evaluated at each node by cosine and
+  sine).  Each sinusoid's cosine at the two nodes is evaluated (with the sine, from the same
+  argument ``x``) at every :data:`ANCHOR_PANELS`-th panel of the transfer (panels 0, 128, 256 ...
+  of its own grid, whatever chunk a call starts at) and carried from one panel to the next
+  between them by the three-term recurrence ``cos(x + a) = 2 cos(a) cos(x) - cos(x - a)``
+  (``a = w h``, ``h`` the panel) in Reinsch's form, ``d <- d + (2 cos a - 2) y, y <- y + d``
+  with ``d = cos(x) - cos(x - a)`` started as ``cos(x) (1 - cos a) - sin(x) sin(a)`` and
+  ``2 cos a - 2 = -4 sin^2(a / 2)`` (no cancellation for small ``a``; the plain form's error
+  grows as ``1 / sin a``: measured 3.7e-12 against 1.6e-13 on a sum over 256 panels at 3 km/h,
+  where the smallest ``a`` is 8e-5): three operations per sinusoid and node instead of a complex
+  turn's six, on four adjacent numbers per sinusoid (both quadratures at both nodes), so the
+  loops are vector operations.  The sums go in four lanes (term ``n`` in lane ``n % 4``), the
+  lanes added pairwise: a fixed order of our choice, which the processor overlaps;
 - the rate models whose formula the loop knows, exactly :class:`~sfl_sim.channel.link.rate.ShannonRate`
   (``b log2(1 + SNR)``, its cap) and :class:`~sfl_sim.channel.link.link_rate.McsTableRate` with
   the ``gap`` mapping (the highest CQI whose efficiency is at most ``log2(1 + SNR / Gamma)``);
@@ -27,16 +37,36 @@ millions of them) and a transfer computed alone costs a few hundred microseconds
 Any other fading or rate model, a network of cells, or ``SFL_SIM_RADIO_NUMPY=1`` (a switch for
 the tests that compare both paths, and for debugging) keeps the numpy path.
 
-The numbers: every transfer is computed on its own (its phasors, its sums), so its end is the
+The numbers: every transfer is computed on its own (its cosines, its sums), so its end is the
 same number alone or with others and however a call is cut in chunks (a chunk restarts at its
-panel's anchor and turns forward as the walk did), and the same run to run (numba without
-``fastmath``: no reassociation, no fused multiply-add).  Against the numpy path the gains differ
-in the last bits (the numpy path turns its phases by angle-addition sums in another order, and
-its cosines and logarithms are numpy's, not the C library's), so the ends agree within a
-relative tolerance of the transfer's duration, :data:`NUMPY_AGREEMENT` (measured: at most
-about 1e-14 on Shannon rates; ``tests/channel/test_transfer_compiled.py``), except where a node's
-SNR lies within rounding of a table rate's CQI threshold: there the two paths may pick
-neighbouring CQIs at that node (both are the table's rate at an SNR within 1e-15 of the other).
+panel's anchor and recurs forward as the walk did), and the same run to run (numba without
+``fastmath``: no reassociation, no fused multiply-add).  The recurrence's error stays at the
+anchor's own (the rounding of its argument ``w t + phi``, up to about 1e-12 in a sum of 16 at
+120 km/h, 3 s into a round): measured against cosines of the node times in extended precision,
+the largest error of a sum over 256 panels is that of the complex turns (1.6e-13 / 9.7e-13 /
+2.9e-12 at 3 / 30 / 120 km/h, the turns' 1.7e-13 / 9.7e-13 / 2.9e-12), hence the anchors 128
+panels apart (our choice; they were 32 with the turns): a quarter of the anchors' sines and cosines per
+panel.  Against the numpy path the gains differ in the last bits (the numpy path turns its
+phases by angle-addition sums in another order, and its cosines and logarithms are numpy's, not
+the C library's), so the ends agree within a relative tolerance of the transfer's duration,
+:data:`NUMPY_AGREEMENT` (measured: at most 2.4e-14 on a fixed cell's Shannon rates, 6.5e-14 with
+Gauss-Markov mobility at 120 km/h, as with the turns; ``tests/channel/test_transfer_compiled.py``),
+except where a node's SNR lies within rounding of a table rate's CQI threshold: there the two
+paths may pick neighbouring CQIs at that node (both are the table's rate at an SNR within 1e-15
+of the other).
+
+The cost (``bench/transfer_kernel.py``, synthetic transfers, ns per node, the turns' kernel
+against this one, its docstring's table): about half at 30 and 120 km/h (85-90 -> 42-45), 0.77
+at 3 km/h (110 -> 85: a few tens of panels a transfer, where the sines and cosines of its start
+dominate, about 2 us a transfer either way); in ``bench/radio_time.py``'s rounds 120 km/h went
+from 320-390 to 255-285 ms a round, 30 km/h from 145-160 to 120-145.  What it took, measured
+at 120 km/h: the helpers inlined in numba's IR (``inline="always"``; called per node with arrays
+they cost about 40 ns a node, their calls' overhead with the arrays' reference counts, our
+reading), the sums of both quadratures at both nodes in one loop over 16 adjacent lanes (each
+sum in a loop of its own, four lanes: about 45 ns a panel), the recurrence instead of the turns.
+What is left, per panel of about 80 ns (ablations): two logarithms (about 14 ns), the
+recurrence (about 11 ns), the anchors' sines and cosines (about 6 ns), the grid time's lookup
+(about 4 ns), the sums (about 2 ns) and the loop's own scalar work.
 
 Compiled on first use (``cache=True``: numba keeps the machine code next to this module).
 Without numba (:data:`AVAILABLE` False) the numpy path runs.
@@ -60,9 +90,9 @@ __all__ = ["AVAILABLE", "ANCHOR_PANELS", "NUMPY_AGREEMENT", "RATE_SHANNON", "RAT
 
 #: Whether numba could be imported.
 AVAILABLE = numba is not None
-#: Panels between two exactly evaluated phasors (our choice: the turns' rounding stays within a
-#: few tens of ulps; the numpy path's ``ANCHOR_STEPS``).
-ANCHOR_PANELS = 32
+#: Panels between two exactly evaluated cosines (our choice: the recurrence's error stays at the
+#: anchor's own over 256 panels; module docstring).
+ANCHOR_PANELS = 128
 #: The relative agreement of a transfer's duration between this path and the numpy path the
 #: tests hold it to (our choice, above what was measured: see the module docstring).
 NUMPY_AGREEMENT = 1e-12
@@ -80,11 +110,14 @@ def enabled() -> bool:
 
 def fading_terms(fading: Any) -> tuple[Any, ...] | None:
     """The arrays :func:`integrate` evaluates ``fading``'s gains from, or None for a fading it
-    does not know (exactly the built-in Jakes and Rician-Jakes classes, started)."""
+    does not know (exactly the built-in Jakes and Rician-Jakes classes, started, with as many
+    sinusoids in each quadrature)."""
     from sfl_sim.channel.link.fading_time import JakesFading, RicianJakesFading
 
     kind = type(fading)
     if kind not in (JakesFading, RicianJakesFading) or getattr(fading, "_n", None) is None:
+        return None
+    if np.shape(fading._omega_c) != np.shape(fading._omega_s):
         return None
     n = int(fading._n)
     if kind is RicianJakesFading:
@@ -119,7 +152,14 @@ def _njit(function: Any) -> Any:
     return numba.njit(cache=True, error_model="numpy", nogil=True)(function)
 
 
-@_njit
+def _inline(function: Any) -> Any:
+    # inlined in numba's own IR: no call, and no reference counting of the arrays passed per node
+    if numba is None:  # pragma: no cover
+        return function
+    return numba.njit(cache=True, error_model="numpy", nogil=True, inline="always")(function)
+
+
+@_inline
 def _rate(code: int, b: float, snr: float, cap: float, eff: np.ndarray, keep: float) -> float:
     # ShannonRate.rate_bps / McsTableRate.rate_bps (gap) on a share b > 0, in their order
     if code == 0:
@@ -166,31 +206,53 @@ def _within_panel(remaining: float, panel_bits: float, r1: float, r2: float, u1:
     return mean
 
 
-@_njit
-def _phasors(om: np.ndarray, ph: np.ndarray, t: float, re: np.ndarray, im: np.ndarray) -> None:
-    for n in range(om.size):
-        theta = om[n] * t + ph[n]
-        re[n] = np.cos(theta)
-        im[n] = np.sin(theta)
+@_inline
+def _exact(om: np.ndarray, ph: np.ndarray, k2: np.ndarray, sn: np.ndarray, m: int, t_start: float, h: float,
+           j: int, nodes: np.ndarray, y: np.ndarray, d: np.ndarray) -> None:
+    # the cosines of panel j's nodes, y[4 n + g] = cos(x) (x = om[4 n + g] t_i + ph[4 n + g], t_i
+    # node g // 2's time), and d their steps from the panel before, cos(x) - cos(x - a) =
+    # cos(x) (1 - cos a) - sin(x) sin(a) from the same x
+    for i in range(2):
+        t = t_start + h * (float(j) + nodes[i])
+        for n in range(m):
+            for g in range(2 * i, 2 * i + 2):
+                q = 4 * n + g
+                x = om[q] * t + ph[q]
+                c = np.cos(x)
+                y[q] = c
+                d[q] = -0.5 * k2[q] * c - sn[q] * np.sin(x)
 
 
-@_njit
-def _turn(re: np.ndarray, im: np.ndarray, cr: np.ndarray, ci: np.ndarray) -> None:
-    for n in range(re.size):
-        a, b = re[n], im[n]
-        re[n] = a * cr[n] - b * ci[n]
-        im[n] = a * ci[n] + b * cr[n]
+@_inline
+def _recur(k2: np.ndarray, y: np.ndarray, d: np.ndarray) -> None:
+    # the cosines one panel on: d <- d + (2 cos a - 2) y, y <- y + d (Reinsch's form of
+    # cos(x + a) = 2 cos(a) cos(x) - cos(x - a), stable for small a), element-wise
+    for q in range(y.size):
+        step = d[q] + k2[q] * y[q]
+        d[q] = step
+        y[q] = y[q] + step
 
 
-@_njit
-def _gain(kind: int, re_c: np.ndarray, re_s: np.ndarray, los_amp: float, scatter_amp: float, scale: float,
+@_inline
+def _sums(y: np.ndarray, m: int, lanes: np.ndarray, out: np.ndarray) -> None:
+    # out[g] = sum over n of y[4 n + g]: term n in lane n % 4 (lanes[4 (n % 4) + g]), the lanes
+    # summed pairwise, a fixed order (our choice: four chains of additions instead of one, which
+    # the processor overlaps; the 16 lanes are 16 adjacent numbers, added as vectors)
+    for q in range(16):
+        lanes[q] = 0.0
+    full = m // 4
+    for p in range(full):
+        for q in range(16):
+            lanes[q] += y[16 * p + q]
+    for q in range(16 * full, 4 * m):
+        lanes[q - 16 * full] += y[q]
+    for g in range(4):
+        out[g] = (lanes[g] + lanes[4 + g]) + (lanes[8 + g] + lanes[12 + g])
+
+
+@_inline
+def _gain(kind: int, xc: float, xs: float, los_amp: float, scatter_amp: float, scale: float,
           m: float, los: float) -> float:
-    xc = 0.0
-    xs = 0.0
-    for n in range(re_c.size):
-        xc += re_c[n]
-    for n in range(re_s.size):
-        xs += re_s[n]
     if kind == 0:
         return (xc * xc + xs * xs) / m
     real = los_amp * np.cos(los) + scatter_amp * (scale * xc)
@@ -212,17 +274,18 @@ def integrate(omega_c: np.ndarray, phase_c: np.ndarray, omega_s: np.ndarray, pha
     ``next_panel`` carried) or ``max_panels`` panels (``STUCK``).  ``power[r, c]`` and
     ``gain_ls[r, c]``: the transmit power and large-scale gain at grid time ``index0[r] + c``;
     ``share``: the occupied bandwidth (> 0), ``denominator``: ``share N0 F``."""
-    m_c = omega_c.shape[1]
-    m_s = omega_s.shape[1]
-    re_c = np.empty((2, m_c))
-    im_c = np.empty((2, m_c))
-    re_s = np.empty((2, m_s))
-    im_s = np.empty((2, m_s))
-    cr_c = np.empty(m_c)
-    ci_c = np.empty(m_c)
-    cr_s = np.empty(m_s)
-    ci_s = np.empty(m_s)
-    scale = 1.0 / np.sqrt(m_c)
+    m = omega_c.shape[1]  # sinusoids per quadrature (the same for both: fading_terms)
+    # four numbers per sinusoid n, at 4 n + g: g = 0, 1 the in-phase and quadrature sinusoids at
+    # node 0, g = 2, 3 at node 1 (adjacent numbers: the loops below are vector operations)
+    om = np.empty(4 * m)
+    ph = np.empty(4 * m)
+    sn = np.empty(4 * m)
+    k2 = np.empty(4 * m)
+    y = np.empty(4 * m)  # the cosines at the current panel
+    d = np.empty(4 * m)  # their steps from the panel before
+    lanes = np.empty(16)
+    sums = np.empty(4)  # the sums at the current panel: node 0's in-phase, quadrature, node 1's
+    scale = 1.0 / np.sqrt(m)
     u1 = nodes[0]
     u2 = nodes[1]
     rates = np.empty(2)
@@ -230,25 +293,29 @@ def integrate(omega_c: np.ndarray, phase_c: np.ndarray, omega_s: np.ndarray, pha
         k = ids[r]
         h = panel[r]
         t_start = t0[r]
-        for n in range(m_c):
-            cr_c[n] = np.cos(omega_c[k, n] * h)
-            ci_c[n] = np.sin(omega_c[k, n] * h)
-        for n in range(m_s):
-            cr_s[n] = np.cos(omega_s[k, n] * h)
-            ci_s[n] = np.sin(omega_s[k, n] * h)
+        for n in range(m):
+            for i in range(2):
+                om[4 * n + 2 * i] = omega_c[k, n]
+                ph[4 * n + 2 * i] = phase_c[k, n]
+                om[4 * n + 2 * i + 1] = omega_s[k, n]
+                ph[4 * n + 2 * i + 1] = phase_s[k, n]
+            for g in range(2):
+                a = om[4 * n + g] * h
+                half = np.sin(0.5 * a)
+                k2[4 * n + g] = -4.0 * (half * half)  # 2 cos(a) - 2, without cancellation
+                sn[4 * n + g] = np.sin(a)
+                k2[4 * n + g + 2] = k2[4 * n + g]
+                sn[4 * n + g + 2] = sn[4 * n + g]
         j = next_panel[r]
         acc = done[r]
         status[r] = STUCK
-        # the phasors at panel j: from its anchor, turned forward as a walk from the anchor does
+        # the cosines at panel j: evaluated at its anchor, recurred forward as a walk from the anchor does
         anchor = (j // ANCHOR_PANELS) * ANCHOR_PANELS
-        for i in range(2):
-            t = t_start + h * (float(anchor) + nodes[i])
-            _phasors(omega_c[k], phase_c[k], t, re_c[i], im_c[i])
-            _phasors(omega_s[k], phase_s[k], t, re_s[i], im_s[i])
-            for _ in range(j - anchor):
-                _turn(re_c[i], im_c[i], cr_c, ci_c)
-                _turn(re_s[i], im_s[i], cr_s, ci_s)
+        _exact(om, ph, k2, sn, m, t_start, h, anchor, nodes, y, d)
+        for _ in range(j - anchor):
+            _recur(k2, y, d)
         while j < max_panels:
+            _sums(y, m, lanes, sums)
             outside = False
             for i in range(2):
                 t = t_start + h * (float(j) + nodes[i])
@@ -257,7 +324,7 @@ def integrate(omega_c: np.ndarray, phase_c: np.ndarray, omega_s: np.ndarray, pha
                     outside = True
                     break
                 los = omega_los[k] * t + phase_los[k]
-                g = _gain(kind, re_c[i], re_s[i], los_amp, scatter_amp, scale, float(m_c), los)
+                g = _gain(kind, sums[2 * i], sums[2 * i + 1], los_amp, scatter_amp, scale, float(m), los)
                 snr = power[r, c] * (gain_ls[r, c] * g) / denominator[r]
                 rates[i] = _rate(code, share[r], snr, cap, eff, keep)
             if outside:
@@ -272,13 +339,9 @@ def integrate(omega_c: np.ndarray, phase_c: np.ndarray, omega_s: np.ndarray, pha
                 break
             acc = total
             j += 1
-            for i in range(2):  # the phasors at the next panel: evaluated at an anchor, else turned
-                if j % ANCHOR_PANELS == 0:
-                    t = t_start + h * (float(j) + nodes[i])
-                    _phasors(omega_c[k], phase_c[k], t, re_c[i], im_c[i])
-                    _phasors(omega_s[k], phase_s[k], t, re_s[i], im_s[i])
-                else:
-                    _turn(re_c[i], im_c[i], cr_c, ci_c)
-                    _turn(re_s[i], im_s[i], cr_s, ci_s)
+            if j % ANCHOR_PANELS == 0:  # the cosines at the next panel: evaluated at an anchor, else recurred
+                _exact(om, ph, k2, sn, m, t_start, h, j, nodes, y, d)
+            else:
+                _recur(k2, y, d)
         done[r] = acc
         next_panel[r] = j
