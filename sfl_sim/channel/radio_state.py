@@ -151,6 +151,19 @@ MAX_PANEL_S = QUADRATURE_NODES * MAX_STEP_S
 #: line through its nodes does not see the start's rate).
 FIRST_SPAN_FRACTION = 0.4
 
+def _finite_links(rates: list[float], snrs_db: list[float], shares_hz: list[float]) -> bool:
+    """Whether links' rates are finite and >= 0 and their SNRs (dB) what :meth:`RadioState.links`
+    takes (not nan; infinite only on a 0 Hz share), in Python floats: a start asks for one or a
+    few links, where a numpy reduction's set-up would cost more than the check."""
+    return all(0.0 <= r < math.inf and not math.isnan(q) and (b <= 0.0 or not math.isinf(q))
+               for r, q, b in zip(rates, snrs_db, shares_hz, strict=True))
+
+
+def _only_time(t_s: Any) -> float:
+    """The one time of a scalar or one-element ``t_s``, a Python float."""
+    return float(t_s[0]) if isinstance(t_s, np.ndarray) and t_s.ndim else float(t_s)
+
+
 def _gauss_legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The nodes (fractions of a panel, in (0, 1)) and weights (summing to 1) of the Gauss-Legendre
     rule of ``nodes`` points on a panel (Abramowitz & Stegun 25.4.29; numpy's ``leggauss`` on
@@ -419,6 +432,9 @@ class RadioState:
         if self._loss_owner is not now:
             self._loss_owner, self._loss_at = now, {}
         step = self.position_step_s
+        if ids.size == 1:  # a transfer's start: its grid time in Python floats (the same floor of t / step)
+            loss, gain = self._loss_at_grid(mobility, math.floor(_only_time(t_s) / step))
+            return loss[ids], gain[ids]
         index = np.floor(np.broadcast_to(np.asarray(t_s, dtype=float), ids.shape) / step).astype(np.int64)
         first, last = (int(index.min()), int(index.max())) if index.size else (0, -1)
         if first == last:
@@ -1031,7 +1047,7 @@ class RadioState:
         ------
         ValueError
             Without a time-varying fading, or when a component returns rates that are not finite
-            and >= 0.
+            and >= 0 or SNRs that :meth:`links` refuses (nan; infinite on a share > 0 Hz).
         """
         fading = self._tv_fading
         if fading is None:
@@ -1044,7 +1060,7 @@ class RadioState:
                                                          self._noise_rise_of(client_ids, t_s, direction),
                                                          with_snr=True)
         assert snr_db is not None and power is not None
-        if not np.all(rate >= 0) or not np.all(np.isfinite(rate)):  # a plug-in's bad rate, named once
+        if not _finite_links(rate.tolist(), snr_db.tolist(), bandwidth_hz.tolist()):  # a plug-in's, named once
             self.links(client_ids, t_s, bandwidth_hz, fading=gains, direction=direction)
         return gains, rate, snr_db, power
 

@@ -405,6 +405,10 @@ class _Transfers:
       (labels after activations) is expected to again: after a batch, the ends of those
       follow-ups are computed at once too (each at its own start, the batch's end), and kept
       (without a network of cells only: there the rates depend on who transmits then).
+    - Expected starts: such a follow-up's start link that could not be kept ahead (its time past
+      a grid update of the large-scale state, or its transfer ended alone) is remembered, and
+      computed with the next start link computed for the state then (without a network of
+      cells only), instead of alone when asked.
     """
 
     def __init__(self, radio: RadioState, direction: str, clients: list[int]) -> None:
@@ -417,6 +421,9 @@ class _Transfers:
         self._end_asked: tuple[float, int] = (-1.0, -1)
         self._last: dict[int, tuple[float, float]] = {}  # client -> its latest transfer's (end, bits)
         self._follow: dict[tuple[int, float], float] = {}  # (client, bits) -> the bits sent at that end
+        # (client, t): a follow-up expected to start at t, its link not kept yet (a client may have
+        # two: a batch's speculative end, at an instant it did not start at, besides its own)
+        self._expected: set[tuple[int, float]] = set()
 
     def start(self, client: int, now: float, share_hz: Mapping[int, float]) -> tuple[float, float, float, float]:
         """``client``'s fading gain, rate (bit/s), SNR (dB) and power (W) at ``now`` on its share."""
@@ -427,7 +434,9 @@ class _Transfers:
             if self._start_asked[0] == now and self._start_asked[1] != client:
                 batch += [k for k in self._clients if k != client and not self._has_start(k, now, share_hz, snapshot)]
             self._start_asked = (now, client)
-            self._compute_starts(batch, np.full(len(batch), now), share_hz)
+            times = [now] * len(batch)
+            self._add_expected(batch, times, now, share_hz, snapshot)
+            self._compute_starts(batch, np.array(times), share_hz)
             hit = self._starts[(client, now)]
         return hit[2], hit[3], hit[4], hit[5]
 
@@ -450,6 +459,7 @@ class _Transfers:
             # through within its first span: what transfer_ends_s gives, in Python floats
             end_s = now + bits / start_rate_bps
             self._ends[(client, now)] = (snapshot, bits, share_hz[client], end_s)
+            self._expect(client, bits, now + (end_s - now))
             return end_s
         batch, rates = [client], [start_rate_bps]
         if self._end_asked[0] == now and self._end_asked[1] != client:
@@ -464,6 +474,7 @@ class _Transfers:
             end_s = self._radio.transfer_end_s(client, bits, now, share_hz[client], self._direction,
                                                start_rate_bps=start_rate_bps)
             self._ends[(client, now)] = (snapshot, bits, share_hz[client], end_s)
+            self._expect(client, bits, now + (end_s - now))
             self._prune(now)
             return end_s
         ids = np.array(batch)
@@ -477,9 +488,14 @@ class _Transfers:
             at = now + (ends - now)
             later = (at > now) & self._radio.holds_until(at)
             if np.any(later):
-                self._compute_starts([batch[i] for i in np.flatnonzero(later).tolist()], at[later], share_hz)
+                ahead = [batch[i] for i in np.flatnonzero(later).tolist()]
+                times = at[later].tolist()
+                self._add_expected(ahead, times, now, share_hz, snapshot)
+                self._compute_starts(ahead, np.array(times), share_hz)
                 if self._radio.network is None:
                     self._follow_ups([batch[i] for i in np.flatnonzero(later).tolist()], bits, at[later], share_hz)
+            for i in np.flatnonzero(~later & (at > now)).tolist():  # past a grid update: computed then
+                self._expect(batch[i], bits, float(at[i]))
         self._prune(now)
         return self._ends[(client, now)][3]
 
@@ -504,6 +520,35 @@ class _Transfers:
                                      start_rate_bps=np.array([r[4] for r in rows]))
         for (k, t, b, share, _), e in zip(rows, ends.tolist(), strict=True):
             self._ends[(k, t)] = (snapshot, b, share, e)
+
+    def _expect(self, client: int, bits: float, end_s: float) -> None:
+        """Remember ``client``'s start at ``end_s``, when its ``bits``-bit transfer ends, if it has
+        sent at such an end before (a follow-up; not with a network of cells: there a start link
+        depends on who transmits when it is computed)."""
+        if (client, bits) in self._follow and self._radio.network is None:
+            self._expected.add((client, end_s))
+
+    def _add_expected(self, batch: list[int], times: list[float], now: float, share_hz: Mapping[int, float],
+                      snapshot: Any) -> None:
+        """Add to a batch of start links (``batch`` at ``times``, computed at ``now``) the expected
+        starts whose links are not kept yet and that the large-scale state holds until; forget the
+        expected starts that are past or computed here."""
+        expected = self._expected
+        if not expected:
+            return
+        asked = set(zip(batch, times, strict=True))
+        due = [(k, t) for k, t in expected if t >= now and (k, t) not in asked
+               and not self._has_start(k, t, share_hz, snapshot)]
+        expected.clear()
+        if not due:
+            return
+        holds = self._radio.holds_until(np.array([t for _, t in due])).tolist()
+        for (k, t), ok in zip(due, holds, strict=True):
+            if ok:
+                batch.append(k)
+                times.append(t)
+            else:  # past the next grid update: with a start computed after it
+                expected.add((k, t))
 
     def _has_start(self, client: int, now: float, share_hz: Mapping[int, float], snapshot: Any) -> bool:
         start = self._starts.get((client, now))

@@ -311,3 +311,23 @@ def test_the_fading_registry_takes_a_fading_in_time_without_a_per_block_draw() -
         FADING.get(f"{__name__}:_Neither")
     message = str(err.value)
     assert "\n" not in message and "sample_power_gain" in message and "power_gain_at" in message
+
+
+@pytest.mark.parametrize("n_sinusoids", [4, 16, 37])
+def test_jakes_sums_both_quadratures_at_once_as_each_alone(n_sinusoids):
+    """One gather and cosine for both quadratures (one client by a slice) gives each quadrature's
+    sum as its own (k, M) array does, bit for bit, for one client and many."""
+    n = 50
+    rng = np.random.default_rng(3)
+    fading = _started(JakesFading(n_sinusoids=n_sinusoids), n, rng.uniform(0.0, 1000.0, n))
+    ids = rng.integers(0, n, 400)
+    t = rng.uniform(0.0, 500.0, 400)
+
+    def alone(k, tk):
+        xc = np.cos(fading._omega_c[k] * tk[:, None] + fading._phase_c[k]).sum(axis=1)
+        xs = np.cos(fading._omega_s[k] * tk[:, None] + fading._phase_s[k]).sum(axis=1)
+        return (xc * xc + xs * xs) / n_sinusoids
+
+    assert np.array_equal(fading.power_gain_unchecked(ids, t), alone(ids, t))
+    one = [fading.power_gain_unchecked(ids[i:i + 1], t[i:i + 1])[0] for i in range(ids.size)]
+    assert np.array_equal(np.array(one), alone(ids, t))

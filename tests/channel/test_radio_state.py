@@ -179,6 +179,32 @@ def test_the_unchecked_link_gives_the_checked_links_numbers(direction):
     np.testing.assert_array_equal(gains, fading)
     np.testing.assert_array_equal(rate2, checked.rate_bps)
     np.testing.assert_array_equal(snr2, checked.snr_db)
+    for i in range(ids.size):  # one link at a time (a lone start: slices, its grid time in floats)
+        one = radio.start_links(ids[i:i + 1], t[i:i + 1], share[i:i + 1], direction)
+        assert [float(a[0]) for a in one] == [fading[i], checked.rate_bps[i], checked.snr_db[i],
+                                              checked.tx_power_w[i]]
+
+
+def test_a_start_on_a_zero_share_is_the_checked_links():
+    """A 0 Hz share (no rate, an infinite SNR) alone and among others: :meth:`links`' numbers."""
+    radio = _jakes_cell().radio
+    ids, t, share = np.array([1, 2]), np.array([0.3, 0.3]), np.array([0.0, 5e5])
+    checked = radio.links(ids, t, share, fading=radio.fading_at(ids, t))
+    for at in ([0, 1], [0], [1]):
+        _, rate, snr, power = radio.start_links(ids[at], t[at], share[at])
+        np.testing.assert_array_equal(rate, checked.rate_bps[at])
+        np.testing.assert_array_equal(snr, checked.snr_db[at])
+        np.testing.assert_array_equal(power, checked.tx_power_w[at])
+
+
+def test_a_starts_nan_snr_names_the_rate_model():
+    from sfl_sim.channel.link.fading_time import JakesFading
+    from tests.channel.test_cell_checks import NanSnrRate
+
+    radio = small_cell(rate=NanSnrRate(), fading=JakesFading(speed_m_per_s=8.33),
+                       fading_process_rng=np.random.default_rng(1)).radio
+    with pytest.raises(ValueError, match=r"rate .*NanSnrRate.* gave a SNR \(linear\)"):
+        radio.start_links(np.array([0]), np.array([0.1]), np.array([1e6]))
 
 
 @pytest.mark.parametrize("name", ["jakes", "rician_jakes"])

@@ -35,3 +35,12 @@ def test_negative_linear_value_raises():
 def test_negative_power_raises():
     with pytest.raises(ValueError, match="power_w"):
         w_to_dbm(-0.1)
+
+
+def test_linear_to_db_unchecked_is_linear_to_db_without_the_check():
+    from sfl_sim.channel.units import linear_to_db_unchecked
+
+    x = np.array([0.0, 1e-300, 0.37, 1.0, 2.5e7, np.inf])
+    np.testing.assert_array_equal(linear_to_db_unchecked(x), linear_to_db(x))
+    with np.errstate(all="raise"):  # no warning escapes: 0 gives -inf, a negative nan
+        assert np.isnan(linear_to_db_unchecked(np.array([-1.0, np.nan]))).all()

@@ -61,7 +61,7 @@ from sfl_sim.channel.protocols import (
     Rate,
     SnrRate,
 )
-from sfl_sim.channel.units import dbm_to_w, linear_to_db
+from sfl_sim.channel.units import dbm_to_w, linear_to_db, linear_to_db_unchecked
 from sfl_sim.kit.checks import check_array
 
 __all__ = ["LinkBudget", "LinkBudgetModel"]
@@ -424,7 +424,8 @@ class LinkBudgetModel:
         Returns
         -------
         tuple of numpy.ndarray
-            ``(rate_bps, snr_db or None, tx_power_w or None)``.
+            ``(rate_bps, snr_db or None, tx_power_w or None)``; a rate model's negative or nan
+            SNR is a nan SNR in dB here (the caller checks).
         """
         occupied_hz, power, noise, model = self.rate_terms_unchecked(direction, bandwidth_hz, gain_linear.shape,
                                                                      coupling_loss_db, nominal_tx_power_w,
@@ -434,7 +435,8 @@ class LinkBudgetModel:
         if not with_snr:
             return rate, None, None
         snr = _snr(snr_of, occupied_hz, power, gain_linear, noise)
-        return rate, np.asarray(linear_to_db(snr), dtype=float).reshape(gain_linear.shape), np.array(power, dtype=float)
+        # unchecked: a plug-in's negative or nan SNR comes out nan, for the caller to name (it checks)
+        return rate, linear_to_db_unchecked(snr).reshape(gain_linear.shape), np.array(power, dtype=float)
 
     def rate_terms_unchecked(self, direction: str, bandwidth_hz: np.ndarray, shape: tuple[int, ...],
                              coupling_loss_db: np.ndarray | None = None,

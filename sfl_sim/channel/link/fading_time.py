@@ -324,6 +324,10 @@ class JakesFading(_TimeVarying):
         w_d = 2.0 * np.pi * self._doppler_hz[:, None]
         # angular frequencies of the sinusoids, rad/s (n, M): computed once, so a query is a few ops
         self._omega_c, self._omega_s = w_d * np.cos(alpha), w_d * np.sin(alpha)
+        # both quadratures side by side (n, 2M), so that :meth:`_sums` takes one gather, product,
+        # sum and cosine for both (a transfer's start asks one client at a time); the same numbers
+        self._omega_cs = np.concatenate((self._omega_c, self._omega_s), axis=1)
+        self._phase_cs = np.concatenate((self._phase_c, self._phase_s), axis=1)
 
     def _state(self) -> dict[str, np.ndarray]:
         return {"theta_rad": self._theta, "phase_c_rad": self._phase_c, "phase_s_rad": self._phase_s}
@@ -334,11 +338,17 @@ class JakesFading(_TimeVarying):
         return self._envelope(*self._ids_times(client_ids, t_s))
 
     def _sums(self, ids: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The quadratures' sums of cosines ``sum_n cos(w_n t + phi_n)`` (k,) each (unscaled)."""
-        tt = t[:, None]
-        xc = np.cos(self._omega_c[ids] * tt + self._phase_c[ids]).sum(axis=1)
-        xs = np.cos(self._omega_s[ids] * tt + self._phase_s[ids]).sum(axis=1)
-        return xc, xs
+        """The quadratures' sums of cosines ``sum_n cos(w_n t + phi_n)`` (k,) each (unscaled).
+
+        Both quadratures in one array (k, 2, M), each row's M terms summed along the last axis as
+        two (k, M) arrays would be (the same order); one client by a slice, not a gather."""
+        if ids.size == 1:
+            i = int(ids[0])
+            omega, phase = self._omega_cs[i:i + 1], self._phase_cs[i:i + 1]
+        else:
+            omega, phase = self._omega_cs[ids], self._phase_cs[ids]
+        sums = np.cos(omega * t[:, None] + phase).reshape(ids.size, 2, self._width()).sum(axis=2)
+        return sums[:, 0], sums[:, 1]
 
     def _envelope(self, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Complex envelope ``h`` (k,) with ``E|h|^2 = 1``."""

@@ -136,6 +136,8 @@ class FixedPower(Component):
             Transmit power in W.
         """
         p = np.asarray(nominal_tx_power_w, dtype=float)
+        if np.shape(bandwidth_hz) == p.shape == np.shape(coupling_loss_db):  # one per link already: a copy
+            return np.array(p, dtype=float)
         shape = np.broadcast_shapes(p.shape, np.shape(bandwidth_hz), np.shape(coupling_loss_db))
         return np.array(np.broadcast_to(p, shape), dtype=float)
 

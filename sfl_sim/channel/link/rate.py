@@ -148,11 +148,12 @@ class ShannonRate(Component):
     def rate_bps_unchecked(self, b: Any, p: Any, g: Any, n0: Any) -> np.ndarray:
         """:meth:`rate_bps` of arguments already checked (bandwidth, power, gain, noise PSD as float
         arrays in range): the link budget's hot path."""
-        positive = b > 0
+        positive = np.greater(b, 0)
+        every = bool(positive.all())  # no 0 Hz share (a transfer's start): no masks, the same numbers
         # Replace b = 0 by 1 inside the formula only to avoid 0 * log(inf); masked out below.
-        safe_b = np.where(positive, b, 1.0)
+        safe_b = b if every else np.where(positive, b, 1.0)
         rate = safe_b * np.log2(1.0 + p * g / (safe_b * n0 * self._noise_factor))
         cap = self.max_spectral_efficiency_bps_per_hz
         if cap is not None:
             rate = np.minimum(rate, safe_b * cap)
-        return np.where(positive, rate, 0.0)
+        return np.asarray(rate, dtype=float) if every else np.where(positive, rate, 0.0)

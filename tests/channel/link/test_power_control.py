@@ -137,3 +137,12 @@ def test_bad_parameter_is_one_line(kwargs, words) -> None:
     assert "\n" not in message
     for w in words:
         assert w in message, (w, message)
+
+
+def test_fixed_power_is_a_copy_of_the_configured_power_per_link():
+    nominal = np.array([0.2, 0.1])
+    power = FixedPower().tx_power_w(nominal, np.array([1e6, 2e6]), np.array([100.0, 110.0]))
+    np.testing.assert_array_equal(power, nominal)
+    power[0] = 1.0  # the caller's array, not the configured one
+    assert nominal[0] == 0.2
+    np.testing.assert_array_equal(FixedPower().tx_power_w(0.2, np.array([1e6, 2e6]), 100.0), [0.2, 0.2])

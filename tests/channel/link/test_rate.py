@@ -84,3 +84,17 @@ def test_shannon_cap_by_an_unknown_name_is_one_line():
         ShannonRate(max_spectral_efficiency_bps_per_hz="ts38306")
     msg = str(err.value)
     assert "\n" not in msg and "max_spectral_efficiency_bps_per_hz: got 'ts38306'" in msg and "ts38306_uplink" in msg
+
+
+def test_shannon_without_a_zero_share_is_the_masked_formula():
+    """No 0 Hz share skips the masks (a transfer's start): each rate as among shares with a 0 Hz
+    one, bit for bit, capped or not; a 0-d argument still gives an array."""
+    b = np.array([1e5, 3.7e5, 2e7])
+    p, g = np.array([0.2, 0.1, 0.05]), np.array([1e-9, 3e-12, 1e-14])
+    for model in (ShannonRate(), ShannonRate(max_spectral_efficiency_bps_per_hz=2.0)):
+        alone = model.rate_bps(b, p, g, N0_W_PER_HZ)
+        among = model.rate_bps(np.append(b, 0.0), np.append(p, 0.2), np.append(g, 1e-9), N0_W_PER_HZ)
+        np.testing.assert_array_equal(alone, among[:3])
+        assert among[3] == 0.0
+        scalar = model.rate_bps(1e5, 0.2, 1e-9, N0_W_PER_HZ)
+        assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar == alone[0]
