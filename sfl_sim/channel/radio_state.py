@@ -180,6 +180,13 @@ DIRECTIONS = ("uplink", "downlink", "broadcast")
 #: Position grid times whose coupling losses are computed together when one is first asked
 #: (:meth:`RadioState._loss_at_grid`; our choice: the position steps of one large-scale step).
 LOSS_BLOCK = 10
+#: How many numbers the kept positions and, apart, the kept coupling losses of the position grid
+#: times may hold (our choice: 32 MB each).  A long transfer at speed walks hundreds of grid
+#: times (a FedAvg upload of 14 s at 120 km/h: 930 of 15 ms), and the transfers that start while
+#: the large-scale state holds walk the same ones: with 64 positions kept (256 losses) every
+#: transfer computed every client's positions and losses at each of them again.  At 1000 clients
+#: about 2000 grid times are kept (30 s at 120 km/h), never fewer than 64 (256).
+KEPT_NUMBERS = 1 << 22
 #: The most position grid times one call of the compiled integration is handed (our choice: a
 #: block's worth; the chunk's panels may reach far further when a transfer starts in a fade, and
 #: the grid times it never walks would be computed for nothing, then forgotten when the
@@ -263,6 +270,9 @@ class RadioState:
         #: at most a hundredth of the LOS decorrelation distance travelled).
         self.position_step_s = self.large_scale_step_s / 10
         self._positions: dict[int, np.ndarray] = {}
+        # grid times kept (KEPT_NUMBERS): positions (n, 2) each; coupling losses and gains (n) each
+        self._kept_positions = max(64, KEPT_NUMBERS // (2 * max(n, 1)))
+        self._kept_losses = max(256, KEPT_NUMBERS // (2 * max(n, 1)))
         self._loss_owner: Any = None  # the large-scale snapshot the kept coupling losses are of
         self._loss_at: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         if self.time_varying:
@@ -464,7 +474,7 @@ class RadioState:
         hit = cache.get(index)
         if hit is not None:
             return hit
-        while len(cache) + LOSS_BLOCK > 256:
+        while len(cache) + LOSS_BLOCK > self._kept_losses:
             cache.pop(next(iter(cache)))
         start = index - index % LOSS_BLOCK
         block = [i for i in range(start, start + LOSS_BLOCK) if i not in cache]
@@ -480,7 +490,7 @@ class RadioState:
         """All clients' positions at ``index * position_step_s`` (kept for the next asks)."""
         cache = self._positions
         if index not in cache:
-            if len(cache) >= 64:
+            if len(cache) >= self._kept_positions:
                 cache.pop(next(iter(cache)))
             cache[index] = np.asarray(mobility.positions_at(index * self.position_step_s), dtype=float)
         return cache[index]

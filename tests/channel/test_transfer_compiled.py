@@ -222,3 +222,28 @@ def test_the_kernel_terms_are_kept_until_the_fading_is_loaded_anew():
     assert again is not up
     assert np.array_equal(again[0][1], other._compiled_terms("uplink")[0][1])  # the loaded phases
     assert not np.array_equal(again[0][1], up[0][1])
+
+
+def test_a_long_transfer_at_speed_leaves_its_grid_times_kept_for_the_next():
+    """A 5 s transfer at 120 km/h walks ~330 position grid times of 15 ms; a second transfer
+    over the same span (another client, the same large-scale state) finds every client's
+    positions and coupling losses there kept (KEPT_NUMBERS) and computes none again (with 64
+    positions and 256 losses kept, it computed all of them again)."""
+    radio = _moving_cell(120.0).radio
+    mobility = radio._timed_mobility
+    asked = []
+    positions_at = mobility.positions_at
+    mobility.positions_at = lambda t: asked.append(t) or positions_at(t)
+    share = np.full(2, 1e6)
+    ids, t0 = np.array([3, 7]), np.array([0.01, 0.01])
+    first = radio.start_links(ids, t0, share)[1]
+    bits = first * 5.0
+    walked = []
+    for r in range(2):
+        before = len(asked)
+        end = radio.transfer_end_s(int(ids[r]), float(bits[r]), float(t0[r]), 1e6, start_rate_bps=float(first[r]))
+        walked.append((end - t0[r]) / radio.position_step_s)
+        if r == 0:
+            assert len(asked) - before >= 0.9 * walked[0] > 256
+        else:
+            assert len(asked) == before
