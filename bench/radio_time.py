@@ -18,55 +18,24 @@ target: at most 1.3).
 
     python bench/radio_time.py [--size 100] [--rounds 12] [--speeds-kmh 3 120]
 
-History, in short (ms per round on the shared 2-core CPU, ratio to that run's static round): the
-code before the fast paths 21x at 3 km/h and 87x at 120 km/h; with them (the link budget's checks
-skipped on a transfer's steps, coupling losses kept per position grid time, Jakes gains by angle
-addition, a cohort's transfers that start together computed at once, each client's follow-up
-ahead) about 3x at 3 km/h, 10x at 30 km/h, 16-18x at 120 km/h; the Gauss-Legendre panels (the
-same evaluations per coherence time as the held steps, :mod:`sfl_sim.channel.radio_state`) and
-batching a transfer group's rows in one einsum moved nothing above the noise.
+This is the radio's own cost, its strictest reading: a real round's torch work (seconds) is not in
+it.  :mod:`bench.radio_time_training` measures the same cells in rounds as ``sfl-sim scenario``
+trains them (SCALA and FedAvg, 100 clients per round): there the radio in time costs 1.08-1.16x
+(SCALA) and 0.99-1.25x (FedAvg) a static round at 3 / 30 / 120 km/h, within the 1.3 target.
 
-The compiled integration (:mod:`sfl_sim.channel.transfer_compiled`, numba: each transfer's
-panels walked with the sinusoids' phasors turned panel to panel, ends within 1e-12 of the numpy
-path's, ``SFL_SIM_RADIO_NUMPY=1`` for the numpy path) took 3 km/h from 3.5x to 2.5-3.1x, 30 km/h
-from 10x to 6-8x, 120 km/h from 19-21x to 13-16x.  What was left then (timing wrappers, garbage
-collector off): at 3 km/h the coupling losses per position grid time (every client's every 0.1 s
-of simulated time, ~170 grid times a round, each one call of the large-scale model at ~40 us
-whatever its size), ~100 ``start_links`` a round (~0.1-0.2 ms each) and the numpy set-up around
-each call of the loop (0.3-1 ms); at 30 / 120 km/h most transfers are lone (~230 / ~500 a round:
-labels whose activations crossed a grid update) and each paid that set-up.
-
-Now (same bench, ``--rounds 6 --speeds-kmh 3 30 120``, the code before and after run one after
-the other twice, load 3.2-3.8 on the 2 shared cores: another helper's tests running), with the
-coupling losses computed per block of 10 grid times in one call of the large-scale model
-(:meth:`RadioState._loss_at_grid <sfl_sim.channel.radio_state.RadioState._loss_at_grid>`: ~20
-calls a round instead of ~170, the same numbers) and a lone transfer ended by
-:meth:`RadioState.transfer_end_s <sfl_sim.channel.radio_state.RadioState.transfer_end_s>` in
-Python floats around one compiled call (no batch set-up; the same end as in a batch)::
-
-    code                 static     3 km/h      30 km/h     120 km/h
-    before, run 1 / 2    43 / 36    2.9 / 3.1   5.7 / 6.6   13.2 / 16.4
-    after, run 1 / 2     43 / 28    2.3 / 2.3   4.5 / 4.1   10.0 / 10.9
-
-(ratios to the run's static round; every start link and end the engine got, hashed over 3 rounds
-at each speed, is the same before and after).  The target (1.3) is still not met.  What is left
-at 3 km/h (about 65-100 ms against a static round of 28-43 ms): the batched transfers' set-up in
-numpy (~10 calls a round at ~2 ms: their grid-time tables gathered, ``np.unique``, the power
-control per table entry), the ~93 lone ``start_links`` a round (~0.1 ms each of one-element numpy
-calls: fading gain, large-scale lookup, link budget, dB conversion; a scalar path in ``math``
-would not give numpy's last bits, and the start link must equal :meth:`links`'), the positions of
-every grid time (one call of the mobility each, ~25 us) and the engine's own bookkeeping of
-transfers in time.  The coupling losses of only the clients asked would save little: the call's
-fixed cost, not its size, is most of it (1000 clients 40 us, 1 client 28 us).  At 30 and 120
-km/h the rate nodes themselves (510 k / 1.9 M a round at ~65 ns: 35 / 125 ms) already exceed the
-static round: while the rate follows the fading's realisation they cannot reach 1.3.  Not tried:
-``gc.freeze()`` after the run's setup (the previous measurement: the collector roughly doubles
-the static round, so it would mostly help the static round).
-
-Idle at the stop (load 0.8, ``--rounds 6 --speeds-kmh 3 30 120``, after the compiled integration
-gathers only its transfers' rows of each grid time's losses): static 30.5 ms, 3 km/h 3.04 x,
-30 km/h 5.8 x, 120 km/h 11.4 x.  Loaded, the ratios above read lower: the load slows the static
-round more than the rounds in time, whose work is in compiled loops.
+Here, idle (load 0.0-0.7), twice, ``--rounds 8 --speeds-kmh 3 30 120``: static 25.8 / 30.7 ms;
+3 km/h 1.90 / 1.69 x, 30 km/h 3.28 / 2.67 x, 120 km/h 6.14 / 5.09 x (at the start of the work on
+it, with the compiled integration already in: 2.8 / 4.3 / 10.1 x; before any fast path 21 x at
+3 km/h and 87 x at 120 km/h).  What is left, profiled (py-spy, 3 km/h): the engine's bookkeeping
+of a transfer in time, in Python, per upload (its start link and end kept and looked up by
+client and time, the clock advanced: about as much as the static round's own event handling),
+the start links computed alone at the first start after each large-scale grid update (the next
+grid time's LOS latent and shadowing are drawn only when it comes), the compiled walk (45-85 ns a
+Gauss-Legendre node, :mod:`bench.transfer_kernel`) and the numpy set-up around each call of it.
+At 30 and 120 km/h the nodes alone (about 510 k and 1.9 M a round, two per fifth of a coherence
+time of every client's air time) cost more than 0.3 x the static round while the rate follows
+the fading's realisation: the stand-in round cannot reach 1.3 there on this CPU.  What changed
+and its effect is in the commits (``git log -- bench/radio_time.py sfl_sim/channel``).
 """
 from __future__ import annotations
 

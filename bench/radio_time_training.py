@@ -17,7 +17,20 @@ The build of a run (the data, the cell, its conformance checks) is not a round's
 
     python bench/radio_time_training.py [--rounds 6] [--repeats 2] [--speeds-kmh 3 30 120]
 
-Measured at this commit: see the docstring's end (filled in from the run it was measured with).
+Measured (``--rounds 8 --repeats 3``, load 1.6 before, 2.0 after; a run's rounds vary by
++-15 % on this shared 2-core CPU, hence the medians over interleaved runs)::
+
+    seconds a round (ratio)   static    3 km/h         30 km/h        120 km/h
+    SCALA                     2.228     2.424 (1.09)   2.401 (1.08)   2.576 (1.16)
+    FedAvg                    4.575     4.509 (0.99)   4.585 (1.00)   5.701 (1.25)
+
+FedAvg's uploads are whole models (a round of about 14 s of simulated time; an upload of
+seconds walks tens of thousands of Gauss-Legendre panels of 0.22 ms and hundreds of position grid
+times of 15 ms at 120 km/h): its 120 km/h round is the radio's heaviest here.  It was 2.2x
+(11.8 s against 5.4 s, ``--rounds 6 --repeats 2``) while the radio state kept only 64 grid
+times' positions (every transfer recomputed every client's positions along its span);
+:data:`sfl_sim.channel.radio_state.KEPT_NUMBERS` keeps them.
+:mod:`bench.radio_time` gives the radio's own cost without the torch work.
 """
 from __future__ import annotations
 
