@@ -26,7 +26,10 @@ Two kinds of component make the radio a function of time:
   distance, at most 1 s: our choice), whatever the engine asks, so every form of a run draws the
   same; between grid times the path loss follows the client's position (taken every tenth of that
   step, :attr:`RadioState.position_step_s`) with the LOS latent and shadowing held
-  (:meth:`~sfl_sim.channel.large_scale.model.LargeScale.coupling_loss_db_at`).
+  (:meth:`~sfl_sim.channel.large_scale.model.LargeScale.coupling_loss_db_at`).  A transfer's end
+  is computed at its start, so a transfer that spans a grid update keeps the LOS latent and
+  shadowing of its start to its end (its path loss still follows its position): the update's
+  draws are taken only when the clock reaches it.
 
 With neither (today's i.i.d. fading and between-round mobility) nothing depends on time:
 the links are those of the large-scale state as the cell's ``move`` left it, exactly as before.
