@@ -228,3 +228,27 @@ def timed_uploads(sim: Any, plan: list[tuple[int, float, int]]) -> tuple[dict[in
 
     sim.run_round(round_process, np.array(sorted({p[0] for p in plan})))
     return out, sim.last_round
+
+
+def activations_then_labels(sim: Any, clients: list[int], iterations: int, activation_bytes: int,
+                            label_bytes: int, period_s: float) -> list[tuple[int, float, float, float, float]]:
+    """Run one round of ``sim`` in which each of ``clients`` uploads ``activation_bytes`` then, at
+    the instant that ends, ``label_bytes`` (a follow-up), ``iterations`` times, the cohort starting
+    together again every ``period_s``: each client's ``(client, start, middle, end, share_hz)``
+    per iteration, in the order they ended."""
+    seen: list[tuple[int, float, float, float, float]] = []
+
+    def round_process(ctx: Any) -> Any:
+        def one(k: int) -> Any:
+            for _ in range(iterations):
+                start = ctx.now_s
+                yield ctx.upload(k, activation_bytes, "activations")
+                middle = ctx.now_s
+                yield ctx.upload(k, label_bytes, "labels")
+                seen.append((k, start, middle, ctx.now_s, ctx.uplink_share_hz(k)))
+                yield ctx.env.timeout(start + period_s - ctx.now_s)  # the cohort starts together again
+
+        yield ctx.all_of([ctx.process(one(k)) for k in clients])
+
+    sim.run_round(round_process, np.array(clients))
+    return seen

@@ -12,6 +12,7 @@ from sfl_sim.channel.radio_state import RadioState
 from sfl_sim.engine import Simulator
 from sfl_sim.engine.radio import _Transfers
 from tests.channel.helpers import small_cell
+from tests.helpers import activations_then_labels
 
 
 def _round(monkeypatch, expect: bool) -> tuple[list[tuple[int, float, float, float]], list[float], float]:
@@ -33,21 +34,7 @@ def _round(monkeypatch, expect: bool) -> tuple[list[tuple[int, float, float, flo
     if not expect:
         monkeypatch.setattr(_Transfers, "_expect", lambda self, client, bits, end_s: None)
     sim = Simulator(cell, np.ones(4), 1.0, fading_rng=np.random.default_rng(7))
-    seen = []
-
-    def round_process(ctx):
-        def one(k):
-            for _ in range(6):
-                start = ctx.now_s
-                yield ctx.upload(k, 160_000, "activations")
-                middle = ctx.now_s
-                yield ctx.upload(k, 4_000, "labels")
-                seen.append((k, start, middle, ctx.now_s))
-                yield ctx.env.timeout(start + 0.45 - ctx.now_s)  # the cohort starts together again
-
-        yield ctx.all_of([ctx.process(one(k)) for k in range(4)])
-
-    sim.run_round(round_process, np.arange(4))
+    seen = [row[:4] for row in activations_then_labels(sim, [0, 1, 2, 3], 6, 160_000, 4_000, 0.45)]
     monkeypatch.undo()
     return seen, lone, cell.radio.large_scale_step_s
 

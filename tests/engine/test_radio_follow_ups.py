@@ -9,6 +9,7 @@ from sfl_sim.channel.link.fading_time import JakesFading
 from sfl_sim.channel.radio_state import RadioState
 from sfl_sim.engine import Simulator
 from tests.channel.helpers import small_cell
+from tests.helpers import activations_then_labels
 
 
 def test_follow_ups_are_computed_with_the_cohort_and_end_as_each_alone(monkeypatch):
@@ -33,23 +34,9 @@ def test_follow_ups_are_computed_with_the_cohort_and_end_as_each_alone(monkeypat
             inside.pop()
 
     sim = Simulator(cell, np.ones(4), 1.0, fading_rng=np.random.default_rng(7))
-    seen = []
-
-    def round_process(ctx):
-        def one(k):
-            for _ in range(3):
-                start = ctx.now_s
-                yield ctx.upload(k, 40_000, "activations")
-                middle = ctx.now_s
-                yield ctx.upload(k, 4_000, "labels")
-                seen.append((k, start, middle, ctx.now_s, ctx.uplink_share_hz(k)))
-                yield ctx.env.timeout(start + 0.2 - ctx.now_s)  # the cohort starts together again
-
-        yield ctx.all_of([ctx.process(one(k)) for k in range(4)])
-
     monkeypatch.setattr(RadioState, "transfer_ends_s", counted)
     monkeypatch.setattr(RadioState, "transfer_end_s", counted_one)
-    sim.run_round(round_process, np.arange(4))
+    seen = activations_then_labels(sim, [0, 1, 2, 3], 3, 40_000, 4_000, 0.2)
     monkeypatch.undo()
     # the labels' bits are not through in their first span: each is integrated over the channel
     assert all(radio.first_span_of(k) * float(radio.links([k], m, [s], fading="at_time").rate_bps[0]) < 8 * 4_000
