@@ -185,7 +185,8 @@ DIRECTIONS = ("uplink", "downlink", "broadcast")
 LOSS_BLOCK = 10
 #: How many numbers the kept positions and, apart, the kept coupling losses of the position grid
 #: times may hold (our choice: 32 MB each).  A long transfer at speed walks hundreds of grid
-#: times (a FedAvg upload of 14 s at 120 km/h: 930 of 15 ms), and the transfers that start while
+#: times (FedAvg's uploads at 120 km/h, the default scenario at 100 clients per round: 5 to 13 s,
+#: ``clients.csv``'s ``uplink_air_s``, 330 to 890 grid times of 15 ms), and the transfers that start while
 #: the large-scale state holds walk the same ones: with 64 positions kept (256 losses) every
 #: transfer computed every client's positions and losses at each of them again.  At 1000 clients
 #: about 2000 grid times are kept (30 s at 120 km/h), never fewer than 64 (256).
@@ -440,10 +441,8 @@ class RadioState:
         if mobility is None:
             return now.coupling_loss_db[ids], now.gain_linear[ids]
         # positions on a grid of position_step_s; every client's coupling loss and gain at a grid
-        # time computed at once and kept (a transfer spans a few grid times, the cohort's transfers
-        # share them) until the large-scale state changes (its held LOS latent and shadowing)
-        if self._loss_owner is not now:
-            self._loss_owner, self._loss_at = now, {}
+        # time computed at once and kept (_loss_at_grid: a transfer spans a few grid times, the
+        # cohort's transfers share them)
         step = self.position_step_s
         if ids.size == 1:  # a transfer's start: its grid time in Python floats (the same floor of t / step)
             loss, gain = self._loss_at_grid(mobility, math.floor(_only_time(t_s) / step))
@@ -472,7 +471,11 @@ class RadioState:
         large-scale model (their positions stacked): the time moves forward, a round asks them in
         turn, and the call's fixed cost is most of a grid time's.  The same numbers as one grid
         time at a time (the losses are element-wise in the positions:
-        ``tests/channel/test_radio_state.py``)."""
+        ``tests/channel/test_radio_state.py``).  Kept while the large-scale state holds (its LOS
+        latent and shadowing), forgotten when it moves on."""
+        now = self.large_scale.snapshot
+        if self._loss_owner is not now:
+            self._loss_owner, self._loss_at = now, {}
         cache = self._loss_at
         hit = cache.get(index)
         if hit is not None:
@@ -617,8 +620,6 @@ class RadioState:
                 index0, width = 0, 1
                 coupling_db, gain = now.coupling_loss_db[client:client + 1], now.gain_linear[client:client + 1]
             else:
-                if self._loss_owner is not now:
-                    self._loss_owner, self._loss_at = now, {}
                 j = int(next_panel[0])
                 index0 = math.floor((t0 + panel * j) / step)
                 last = min(math.floor((t0 + panel * (j + count)) / step), index0 + TABLE_GRID_TIMES - 1)
@@ -969,8 +970,6 @@ class RadioState:
                 now = self.large_scale.snapshot
                 coupling_db, gain = now.coupling_loss_db[on_ids][:, None], now.gain_linear[on_ids][:, None]
             else:
-                if self._loss_owner is not self.large_scale.snapshot:
-                    self._loss_owner, self._loss_at = self.large_scale.snapshot, {}
                 times, where = np.unique(cols, return_inverse=True)
                 kept = [self._loss_at_grid(mobility, i) for i in times.tolist()]
                 # only these transfers' rows of each grid time (a grid time holds every client's)
