@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from sfl_sim.config import load_scenario  # noqa: E402
 from sfl_sim.config.scenario_files import resolve_scenario  # noqa: E402
+from sfl_sim.errors import ConfigError  # noqa: E402
 from sfl_sim.runs import runner  # noqa: E402
 from sfl_sim.runs.host import load_average  # noqa: E402
 from sfl_sim.runs.rundir.schema import ROUNDS_FILE  # noqa: E402
@@ -88,7 +89,10 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(args.repeats):
             shift = i % len(names)
             for name in names[shift:] + names[:shift]:
-                seconds[name].append(round_seconds(algorithm, kinds[name], args.rounds, args.threads))
+                try:
+                    seconds[name].append(round_seconds(algorithm, kinds[name], args.rounds, args.threads))
+                except ConfigError as exc:  # an unknown algorithm, a speed out of range: one line
+                    parser.error(str(exc))
         med = {name: statistics.median(v) for name, v in seconds.items()}
         print(f"{algorithm}: 100 clients per round, median round (rounds 2..{args.rounds - 1}) over {args.repeats} "
               f"interleaved runs each")
